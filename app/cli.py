@@ -1,0 +1,301 @@
+"""The ``forgetmap`` command line (public contract: see README.md and DESIGN.md)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from app.config import default_db_path
+from app.db import Store, StoreError, open_store
+from app.importers import InputError, import_file
+
+err = Console(stderr=True)
+
+
+class CliError(click.ClickException):
+    """A one-line error for the user; exit code 2."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:  # noqa: ARG002 - click's signature
+        click.echo(f"error: {self.message}", err=True)
+
+
+def _store(ctx: click.Context) -> Store:
+    path = ctx.obj["db"]
+    try:
+        return open_store(path)
+    except StoreError as exc:
+        raise CliError(str(exc)) from exc
+
+
+@click.group()
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="DuckDB file (default: $FORGETMAP_DB or data/forgetmap.duckdb).",
+)
+@click.pass_context
+def main(ctx: click.Context, db: Path | None) -> None:
+    """forgetmap: what did post-training make a model forget?"""
+    ctx.ensure_object(dict)
+    ctx.obj["db"] = db or default_db_path()
+
+
+# ------------------------------------------------------------------------------------- import
+
+
+@main.group("import")
+def import_group() -> None:
+    """Import per-sample results (one transaction per file: all or nothing)."""
+
+
+def _run_import(ctx: click.Context, kind: str, path: Path, **options) -> None:
+    store = _store(ctx)
+    columns = [TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} rows"), TimeElapsedColumn()]
+    try:
+        with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
+            task = bar.add_task(f"importing {path.name}", total=None)
+
+            def progress(stage: str, done: int, total: int) -> None:
+                bar.update(task, description=f"{stage} {path.name}", completed=done, total=total)
+
+            summary = import_file(store, kind, path, progress=progress, **options)
+    except InputError as exc:
+        raise CliError(f"{exc} (nothing was imported)") from exc
+    finally:
+        store.close()
+    models = ", ".join(summary.models)
+    click.echo(
+        f"imported {summary.rows_added:,} new rows ({summary.rows_unchanged:,} already stored) "
+        f"for {models} on {len(summary.benchmarks)} benchmarks"
+    )
+    for pair_id, counts in summary.unpaired.items():
+        if any(counts.values()):
+            click.echo(
+                f"pair {pair_id}: {counts['only_base']} samples only in base, {counts['only_post']} only "
+                f"in post, {counts['mismatched']} with mismatched documents (excluded, not dropped silently)"
+            )
+
+
+@import_group.command("table")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--model", help="Model name for rows without a model column.")
+@click.pass_context
+def import_table(ctx: click.Context, file: Path, model: str | None) -> None:
+    """CSV, JSONL or Parquet with columns model, benchmark, sample_id, correct [, seed, ...]."""
+    _run_import(ctx, "table", file, model=model)
+
+
+@import_group.command("lm-eval")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--model", required=True, help="Name of the evaluated model.")
+@click.option("--metric", help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).")
+@click.option("--filter", "filter_name", help="lm-eval filter to use when a task has several.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.pass_context
+def import_lm_eval(ctx: click.Context, path: Path, model: str, metric: str | None, filter_name: str | None, seed: int) -> None:
+    """lm-evaluation-harness samples_*.jsonl (a file or a directory of them)."""
+    _run_import(ctx, "lm-eval", path, model=model, metric=metric, filter_name=filter_name, seed=seed)
+
+
+@import_group.command("lighteval")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--model", required=True, help="Name of the evaluated model.")
+@click.option("--metric", help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.pass_context
+def import_lighteval(ctx: click.Context, path: Path, model: str, metric: str | None, seed: int) -> None:
+    """lighteval details parquet (v0.10 flat or v0.11+ nested; a file or a directory)."""
+    _run_import(ctx, "lighteval", path, model=model, metric=metric, seed=seed)
+
+
+# --------------------------------------------------------------------------------------- pair
+
+
+@main.group()
+def pair() -> None:
+    """Base -> post-trained model pairs."""
+
+
+@pair.command("add")
+@click.argument("base")
+@click.argument("post")
+@click.option("--label", help="Display label, e.g. 'Qwen2.5-7B -> Instruct'.")
+@click.option("--stage", help="Post-training stage: instruct, sft, rl, domain-cpt, merge, other.")
+@click.pass_context
+def pair_add(ctx: click.Context, base: str, post: str, label: str | None, stage: str | None) -> None:
+    """Pair BASE with its post-trained descendant POST and compute their transition counts."""
+    from app.db.ingest import add_pair
+
+    store = _store(ctx)
+    try:
+        with store.transaction() as conn:
+            pair_id, created, unpaired = add_pair(conn, base, post, label=label, stage=stage)
+    except InputError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        store.close()
+    click.echo(f"{'added' if created else 'updated'} pair {pair_id}: {base} -> {post}")
+    if any(unpaired.values()):
+        click.echo(
+            f"unpaired samples: {unpaired['only_base']} only in base, {unpaired['only_post']} only in "
+            f"post, {unpaired['mismatched']} with mismatched documents (excluded from the counts)"
+        )
+
+
+@pair.command("list")
+@click.pass_context
+def pair_list(ctx: click.Context) -> None:
+    """List pairs with their coverage."""
+    from app.db.queries import list_pairs
+
+    store = _store(ctx)
+    with store.read() as conn:
+        pairs = list_pairs(conn)
+    store.close()
+    if not pairs:
+        click.echo("no pairs yet: import results, then `forgetmap pair add BASE POST`")
+        return
+    table = Table("id", "base", "post", "label", "stage", "benchmarks", "seeds", "paired samples")
+    for p in pairs:
+        table.add_row(str(p["id"]), p["base"], p["post"], p["label"] or "", p["stage"] or "",
+                      str(p["benchmarks"]), str(p["seeds"]), f"{p['paired_samples']:,}")
+    Console().print(table)
+
+
+# ---------------------------------------------------------------------------------------- map
+
+
+def _fmt(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4f}"
+    return str(value)
+
+
+@main.command("map")
+@click.option("--level", type=click.Choice(["benchmark", "category"]), default="category", show_default=True)
+@click.option("--aggregate", type=click.Choice(["macro", "micro"]), default="macro", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["json", "csv", "table"]), default="table", show_default=True)
+@click.pass_context
+def map_command(ctx: click.Context, level: str, aggregate: str, fmt: str) -> None:
+    """The forgetting map: chance-adjusted F_true / BT_true per pair and category or benchmark."""
+    from app.forgetting_map import (
+        BENCHMARK_EXTRA,
+        BENCHMARK_FIELDS,
+        CATEGORY_EXTRA,
+        CATEGORY_FIELDS,
+        MapQuery,
+        map_records,
+    )
+
+    store = _store(ctx)
+    try:
+        records = map_records(store, MapQuery(level=level, aggregate=aggregate))
+    finally:
+        store.close()
+    fields = (BENCHMARK_FIELDS + BENCHMARK_EXTRA) if level == "benchmark" else (CATEGORY_FIELDS + CATEGORY_EXTRA)
+    if fmt == "json":
+        click.echo(json.dumps(records, indent=1))
+    elif fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")
+        writer.writeheader()
+        for r in records:
+            writer.writerow({k: "" if r[k] is None else r[k] for k in fields})
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        if not records:
+            click.echo("the map is empty: import results for two models, then `forgetmap pair add BASE POST`")
+            return
+        _print_table(records, level)
+
+
+def _print_table(records: list[dict], level: str) -> None:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    if level == "category":
+        table = Table(title="F_true / BT_true (mean ± std across seeds)")
+        for col in ("pair", "category", "bench", "seeds", "F_true", "BT_true", "F", "BT", "F_max", "noise"):
+            table.add_column(col, justify="left" if col in ("pair", "category") else "right")
+        for r in records:
+            table.add_row(
+                f"{r['base']} -> {r['post']}", r["category"], str(r["n_benchmarks"]), str(r["seeds"]),
+                _pm(r["f_true"], r["f_true_std"]), _pm(r["bt_true"], r["bt_true_std"]),
+                _fmt(r["f"]), _fmt(r["bt"]), _fmt(r["f_max"]), _fmt(r["noise_floor"]),
+                end_section=r["category"] == "Total",
+            )
+    else:
+        table = Table(title="per benchmark and seed")
+        for col in ("pair", "benchmark", "seed", "n", "k", "acc_pre", "acc_post", "F", "BT", "F_true", "BT_true", "p"):
+            table.add_column(col, justify="left" if col in ("pair", "benchmark") else "right")
+        for r in records:
+            table.add_row(
+                f"{r['base']} -> {r['post']}", r["benchmark"], str(r["seed"]), str(r["n"]),
+                str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")), _fmt(r["acc_pre"]),
+                _fmt(r["acc_post"]), _fmt(r["f"]), _fmt(r["bt"]), _fmt(r["f_true"]), _fmt(r["bt_true"]),
+                f"{r['mcnemar_p']:.3g}",
+            )
+    console.print(table)
+
+
+def _pm(mean: float, std: float | None) -> str:
+    return f"{mean:.4f}" if std is None else f"{mean:.4f} ± {std:.4f}"
+
+
+# ------------------------------------------------------------------------------ not yet built
+
+
+def _not_built(name: str, issue: str) -> None:
+    click.echo(f"error: `forgetmap {name}` is not built yet ({issue}); see README.md", err=True)
+    sys.exit(2)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.pass_context
+def serve(ctx: click.Context, host: str, port: int) -> None:
+    """Serve the JSON API (the HTML dashboard comes with the dashboard issue)."""
+    import uvicorn
+
+    from app.web import create_app
+
+    os.environ.setdefault("FORGETMAP_DB", str(ctx.obj["db"]))
+    uvicorn.run(create_app(ctx.obj["db"]), host=host, port=port, log_level="info")
+
+
+@main.command()
+def worker() -> None:
+    """Evaluation worker (Celery + vLLM): not built yet."""
+    _not_built("worker", "the evaluation worker issue")
+
+
+@main.command()
+def up() -> None:
+    """App plus a local worker: not built yet."""
+    _not_built("up", "the submission issue")
+
+
+@main.command()
+def demo() -> None:
+    """Tiny model zoo with real forgetting: not built yet."""
+    _not_built("demo", "the demo issue")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,347 @@
+"""Writing per-sample results and keeping the materialized counts current.
+
+``ingest`` takes a validated normalized Arrow table (app.importers.common) and, inside the caller's
+transaction: registers models and benchmarks, refuses rows that contradict stored ones, inserts
+only new rows (so re-importing a file is a no-op), records runs, and recomputes the transition,
+coverage and seed-vs-seed counts of every (pair, benchmark, seed) the new rows touch. The map reads
+only those small tables.
+
+All SQL here takes values as parameters; table and column names are fixed strings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from sqlalchemy import Connection
+
+from app.importers.common import InputError
+
+Progress = Callable[[str, int, int], None]
+WRITE_CHUNK_ROWS = 1_000_000
+
+_STAGE_COLUMNS = (
+    "model_id, benchmark_id, seed, sample_id, correct, num_choices, prompt, response, "
+    "prediction, gold, choices, doc_hash"
+)
+
+
+@dataclass(frozen=True)
+class BenchmarkMeta:
+    category: str
+    num_choices: int | None
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    rows_read: int
+    rows_added: int
+    rows_unchanged: int
+    models: tuple[str, ...]
+    benchmarks: tuple[str, ...]
+    pairs_refreshed: tuple[int, ...] = ()
+    # per refreshed pair: samples that could not be paired (only in one model, or doc mismatch)
+    unpaired: dict[int, dict[str, int]] = field(default_factory=dict)
+
+
+def _duck(conn: Connection):
+    return conn.connection.driver_connection
+
+
+def config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def ensure_models(conn: Connection, names: list[str]) -> None:
+    duck = _duck(conn)
+    for name in names:
+        duck.execute("INSERT INTO models (name) VALUES (?) ON CONFLICT DO NOTHING", [name])
+
+
+def ensure_benchmarks(conn: Connection, benchmarks: dict[str, BenchmarkMeta]) -> None:
+    """Register benchmarks; an existing "Uncategorized" one takes a category given now."""
+    from app.taxonomy import UNCATEGORIZED
+
+    duck = _duck(conn)
+    for name, meta in benchmarks.items():
+        duck.execute(
+            "INSERT INTO benchmarks (name, category, num_choices) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [name, meta.category, meta.num_choices],
+        )
+        if meta.category != UNCATEGORIZED:
+            duck.execute(
+                "UPDATE benchmarks SET category = ? WHERE name = ? AND category = ?",
+                [meta.category, name, UNCATEGORIZED],
+            )
+
+
+def ingest(
+    conn: Connection,
+    table: pa.Table,
+    benchmarks: dict[str, BenchmarkMeta],
+    *,
+    config: dict,
+    progress: Progress | None = None,
+) -> IngestSummary:
+    """Write a validated normalized table in the caller's transaction (see module docstring).
+
+    Raises InputError, leaving the transaction to be rolled back, when a row contradicts a stored
+    row with the same (model, benchmark, seed, sample_id).
+    """
+    duck = _duck(conn)
+    models = sorted(set(table["model"].unique().to_pylist()))
+    ensure_models(conn, models)
+    ensure_benchmarks(conn, benchmarks)
+    duck.register("incoming", table)
+    try:
+        duck.execute(
+            """
+            CREATE OR REPLACE TEMP TABLE staged AS
+            SELECT m.id AS model_id, b.id AS benchmark_id, s.seed, s.sample_id, s.correct,
+                   s.num_choices, s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash,
+                   s.model, s.benchmark
+            FROM incoming s
+            JOIN models m ON m.name = s.model
+            JOIN benchmarks b ON b.name = s.benchmark
+            """
+        )
+    finally:
+        duck.unregister("incoming")
+    conflict = duck.execute(
+        """
+        SELECT s.model, s.benchmark, s.sample_id, s.seed, r.correct, s.correct
+        FROM staged s JOIN results r USING (model_id, benchmark_id, seed, sample_id)
+        WHERE r.correct <> s.correct LIMIT 1
+        """
+    ).fetchone()
+    if conflict:
+        model, bench, sample_id, seed, old, new = conflict
+        raise InputError(
+            f"model={model!r} benchmark={bench!r} sample_id={sample_id!r} seed={seed} is already "
+            f"stored with correct={int(old)} but this file says {int(new)}; import it as another "
+            "model name or seed if it is a different evaluation"
+        )
+    duck.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE staged_new AS
+        SELECT {_STAGE_COLUMNS} FROM staged s
+        WHERE NOT EXISTS (
+            SELECT 1 FROM results r
+            WHERE r.model_id = s.model_id AND r.benchmark_id = s.benchmark_id
+              AND r.seed = s.seed AND r.sample_id = s.sample_id
+        )
+        """
+    )
+    rows_added = duck.execute("SELECT count(*) FROM staged_new").fetchone()[0]
+    chash = config_hash(config)
+    duck.execute(
+        """
+        INSERT INTO runs (model_id, benchmark_id, seed, config_hash, config)
+        SELECT DISTINCT model_id, benchmark_id, seed, ?, ? FROM staged_new
+        ON CONFLICT DO NOTHING
+        """,
+        [chash, json.dumps(config, sort_keys=True)],
+    )
+    _write_results(duck, chash, rows_added, progress)
+    pairs, unpaired = refresh_counts(conn, "staged_new")
+    duck.execute("DROP TABLE staged")
+    duck.execute("DROP TABLE staged_new")
+    return IngestSummary(
+        rows_read=table.num_rows,
+        rows_added=rows_added,
+        rows_unchanged=table.num_rows - rows_added,
+        models=tuple(models),
+        benchmarks=tuple(sorted(benchmarks)),
+        pairs_refreshed=tuple(pairs),
+        unpaired=unpaired,
+    )
+
+
+def _write_results(duck, chash: str, rows: int, progress: Progress | None) -> None:
+    """Copy staged_new into results in chunks, so a long write can show progress."""
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE run_ids AS "
+        "SELECT id AS run_id, model_id, benchmark_id, seed FROM runs WHERE config_hash = ?",
+        [chash],
+    )
+    for start in range(0, max(rows, 1), WRITE_CHUNK_ROWS):
+        if rows == 0:
+            break
+        duck.execute(
+            f"""
+            INSERT INTO results (model_id, benchmark_id, seed, sample_id, run_id, correct,
+                                 num_choices, prompt, response, prediction, gold, choices, doc_hash)
+            SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, r.run_id, s.correct,
+                   s.num_choices, s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash
+            FROM (SELECT * FROM staged_new LIMIT {WRITE_CHUNK_ROWS} OFFSET {start}) s
+            JOIN run_ids r USING (model_id, benchmark_id, seed)
+            """
+        )
+        if progress:
+            progress("write", min(start + WRITE_CHUNK_ROWS, rows), rows)
+    duck.execute("DROP TABLE run_ids")
+
+
+def refresh_counts(conn: Connection, touched: str, pair_ids: list[int] | None = None) -> tuple[list[int], dict]:
+    """Recompute materialized counts for every unit the rows in temp table ``touched`` reach.
+
+    ``touched`` has columns model_id, benchmark_id, seed. A unit is (pair, benchmark, seed) for
+    every pair with a touched model on either side (or only ``pair_ids`` when given). Returns the
+    refreshed pair ids and, per pair, the unpaired sample counts summed over its units.
+    """
+    duck = _duck(conn)
+    pair_filter = ""
+    params: list = []
+    if pair_ids is not None:
+        pair_filter = f"AND p.id IN ({', '.join('?' for _ in pair_ids)})"
+        params = list(pair_ids)
+    duck.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE affected AS
+        SELECT DISTINCT p.id AS pair_id, p.base_model_id, p.post_model_id, t.benchmark_id, t.seed
+        FROM pairs p JOIN (SELECT DISTINCT model_id, benchmark_id, seed FROM {touched}) t
+          ON t.model_id = p.base_model_id OR t.model_id = p.post_model_id
+        WHERE true {pair_filter}
+        """,
+        params,
+    )
+    duck.execute(
+        """
+        CREATE OR REPLACE TEMP TABLE joined AS
+        WITH base AS (
+            SELECT a.pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash
+            FROM affected a JOIN results r
+              ON r.model_id = a.base_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
+        ), post AS (
+            SELECT a.pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash
+            FROM affected a JOIN results r
+              ON r.model_id = a.post_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
+        )
+        SELECT coalesce(b.pair_id, p.pair_id) AS pair_id,
+               coalesce(b.benchmark_id, p.benchmark_id) AS benchmark_id,
+               coalesce(b.seed, p.seed) AS seed,
+               b.correct AS pre, p.correct AS post,
+               coalesce(b.num_choices, p.num_choices, 0) AS k,
+               p.sample_id IS NULL AS only_base,
+               b.sample_id IS NULL AS only_post,
+               coalesce(b.doc_hash <> p.doc_hash, false) AS mismatched
+        FROM base b FULL OUTER JOIN post p
+          ON b.pair_id = p.pair_id AND b.benchmark_id = p.benchmark_id
+         AND b.seed = p.seed AND b.sample_id = p.sample_id
+        """
+    )
+    for table in ("transitions", "coverage"):
+        duck.execute(
+            f"DELETE FROM {table} USING affected a WHERE {table}.pair_id = a.pair_id "
+            f"AND {table}.benchmark_id = a.benchmark_id AND {table}.seed = a.seed"
+        )
+    duck.execute(
+        """
+        INSERT INTO transitions
+        SELECT pair_id, benchmark_id, seed, k,
+               count(*) FILTER (WHERE NOT pre AND NOT post),
+               count(*) FILTER (WHERE NOT pre AND post),
+               count(*) FILTER (WHERE pre AND NOT post),
+               count(*) FILTER (WHERE pre AND post)
+        FROM joined WHERE NOT only_base AND NOT only_post AND NOT mismatched
+        GROUP BY pair_id, benchmark_id, seed, k
+        """
+    )
+    duck.execute(
+        """
+        INSERT INTO coverage
+        SELECT pair_id, benchmark_id, seed,
+               count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched),
+               count(*) FILTER (WHERE only_base),
+               count(*) FILTER (WHERE only_post),
+               count(*) FILTER (WHERE mismatched)
+        FROM joined GROUP BY pair_id, benchmark_id, seed
+        """
+    )
+    rows = duck.execute(
+        """
+        SELECT pair_id, sum(only_base::INT), sum(only_post::INT), sum(mismatched::INT)
+        FROM joined GROUP BY pair_id ORDER BY pair_id
+        """
+    ).fetchall()
+    _refresh_seed_transitions(duck, touched)
+    duck.execute("DROP TABLE joined")
+    duck.execute("DROP TABLE affected")
+    unpaired = {
+        pid: {"only_base": int(a), "only_post": int(b), "mismatched": int(c)} for pid, a, b, c in rows
+    }
+    return [r[0] for r in rows], unpaired
+
+
+def _refresh_seed_transitions(duck, touched: str) -> None:
+    """A model against itself across seeds, for every touched (model, benchmark)."""
+    duck.execute(
+        f"CREATE OR REPLACE TEMP TABLE touched_mb AS SELECT DISTINCT model_id, benchmark_id FROM {touched}"
+    )
+    duck.execute(
+        "DELETE FROM seed_transitions USING touched_mb t WHERE seed_transitions.model_id = t.model_id "
+        "AND seed_transitions.benchmark_id = t.benchmark_id"
+    )
+    duck.execute(
+        """
+        INSERT INTO seed_transitions
+        SELECT a.model_id, a.benchmark_id, a.seed, b.seed, coalesce(a.num_choices, b.num_choices, 0),
+               count(*) FILTER (WHERE NOT a.correct AND NOT b.correct),
+               count(*) FILTER (WHERE NOT a.correct AND b.correct),
+               count(*) FILTER (WHERE a.correct AND NOT b.correct),
+               count(*) FILTER (WHERE a.correct AND b.correct)
+        FROM touched_mb t
+        JOIN results a ON a.model_id = t.model_id AND a.benchmark_id = t.benchmark_id
+        JOIN results b ON b.model_id = a.model_id AND b.benchmark_id = a.benchmark_id
+         AND b.sample_id = a.sample_id AND b.seed > a.seed
+        WHERE a.doc_hash IS NULL OR b.doc_hash IS NULL OR a.doc_hash = b.doc_hash
+        GROUP BY ALL
+        """
+    )
+    duck.execute("DROP TABLE touched_mb")
+
+
+def add_pair(conn: Connection, base: str, post: str, *, label: str | None, stage: str | None) -> tuple[int, bool, dict]:
+    """Create (or update the label of) the pair base -> post and materialize its counts.
+
+    Returns (pair id, created, unpaired counts). Unknown model names raise InputError.
+    """
+    duck = _duck(conn)
+    if base == post:
+        raise InputError(f"a pair needs two different models, got {base!r} twice")
+    ids = {}
+    for role, name in (("base", base), ("post", post)):
+        row = duck.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()
+        if row is None:
+            known = [r[0] for r in duck.execute("SELECT name FROM models ORDER BY name LIMIT 20").fetchall()]
+            hint = f"known models: {', '.join(known)}" if known else "no models imported yet"
+            raise InputError(f"unknown {role} model {name!r}; import its results first ({hint})")
+        ids[role] = row[0]
+    existing = duck.execute(
+        "SELECT id FROM pairs WHERE base_model_id = ? AND post_model_id = ?", [ids["base"], ids["post"]]
+    ).fetchone()
+    if existing:
+        pair_id, created = existing[0], False
+        if label is not None or stage is not None:
+            duck.execute(
+                "UPDATE pairs SET label = coalesce(?, label), stage = coalesce(?, stage) WHERE id = ?",
+                [label, stage, pair_id],
+            )
+    else:
+        pair_id = duck.execute(
+            "INSERT INTO pairs (base_model_id, post_model_id, label, stage) VALUES (?, ?, ?, ?) RETURNING id",
+            [ids["base"], ids["post"], label, stage],
+        ).fetchone()[0]
+        created = True
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE pair_units AS SELECT DISTINCT model_id, benchmark_id, seed "
+        "FROM results WHERE model_id IN (?, ?)",
+        [ids["base"], ids["post"]],
+    )
+    _, unpaired = refresh_counts(conn, "pair_units", pair_ids=[pair_id])
+    duck.execute("DROP TABLE pair_units")
+    return pair_id, created, unpaired.get(pair_id, {"only_base": 0, "only_post": 0, "mismatched": 0})

@@ -1,0 +1,199 @@
+"""The forgetting map: contract records built from the materialized counts and the metric core.
+
+Shared by ``forgetmap map`` and ``GET /api/map``. Reads only the small count tables (never the
+per-sample rows), computes every number with app.metrics, and returns plain dicts in the field
+order of the public contract, followed by extension fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from app import metrics
+from app.db import queries
+from app.db.store import Store
+from app.taxonomy import CATEGORIES, UNCATEGORIZED
+
+LEVELS = ("benchmark", "category")
+AGGREGATES = ("macro", "micro")
+
+BENCHMARK_FIELDS = (
+    "base", "post", "benchmark", "category", "seed", "n", "num_choices", "acc_pre", "acc_post",
+    "n_00", "n_01", "n_10", "n_11", "f", "bt", "f_chance", "bt_chance", "f_true", "bt_true",
+    "f_max", "bt_max",
+)  # fmt: skip
+BENCHMARK_EXTRA = (
+    "pair_id", "label", "stage", "k_mix", "mcnemar_p", "noise_floor", "only_base", "only_post",
+    "mismatched",
+)  # fmt: skip
+CATEGORY_FIELDS = (
+    "base", "post", "category", "n_benchmarks", "seeds", "f_true", "f_true_std", "bt_true",
+    "bt_true_std", "f", "bt", "f_max", "bt_max",
+)  # fmt: skip
+CATEGORY_EXTRA = ("pair_id", "label", "stage", "noise_floor")
+
+
+@dataclass(frozen=True)
+class MapQuery:
+    level: str = "category"
+    aggregate: str = "macro"
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
+        if self.aggregate not in AGGREGATES:
+            raise ValueError(
+                f"aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}"
+            )
+
+
+def category_sort_key(category: str) -> tuple[int, str]:
+    if category in CATEGORIES:
+        return (CATEGORIES.index(category), "")
+    if category == metrics.TOTAL:
+        return (len(CATEGORIES) + 2, "")
+    if category == UNCATEGORIZED:
+        return (len(CATEGORIES) + 1, "")
+    return (len(CATEGORIES), category)
+
+
+def _units(counts: pa.Table) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]]:
+    """Collapse k-group rows into (pair, benchmark, seed) units and score them all at once."""
+    cols = {name: counts[name].to_numpy(zero_copy_only=False) for name in counts.column_names}
+    key = np.stack([cols["pair_id"], cols["seed"]], axis=1) if len(counts) else np.zeros((0, 2))
+    # rows arrive ordered by (pair, benchmark, seed, k): a new unit starts where the key changes
+    changed = np.ones(len(counts), dtype=bool)
+    if len(counts) > 1:
+        changed[1:] = (
+            (key[1:] != key[:-1]).any(axis=1) | (cols["benchmark"][1:] != cols["benchmark"][:-1])
+        )
+    group = np.cumsum(changed) - 1
+    scores = metrics.scores_from_arrays(
+        cols["n_00"], cols["n_01"], cols["n_10"], cols["n_11"], cols["k"], group
+    )
+    return cols, np.flatnonzero(changed), scores
+
+
+def _noise_by_model_benchmark(store_conn) -> dict[tuple[str, str], float]:
+    """Mean over seed pairs of a model's seed-vs-seed flip rate (F + BT) / 2, per benchmark."""
+    seeds = queries.seed_transitions_for_pairs(store_conn)
+    if len(seeds) == 0:
+        return {}
+    cols = {name: seeds[name].to_numpy(zero_copy_only=False) for name in seeds.column_names}
+    unit_key = np.stack([cols["model_id"], cols["benchmark_id"], cols["seed_a"], cols["seed_b"]], axis=1)
+    changed = np.ones(len(seeds), dtype=bool)
+    changed[1:] = (unit_key[1:] != unit_key[:-1]).any(axis=1)
+    group = np.cumsum(changed) - 1
+    s = metrics.scores_from_arrays(cols["n_00"], cols["n_01"], cols["n_10"], cols["n_11"], cols["k"], group)
+    flip = (s["f"] + s["bt"]) / 2.0
+    starts = np.flatnonzero(changed)
+    sums: dict[tuple[str, str], list[float]] = {}
+    for unit, row in enumerate(starts):
+        sums.setdefault((cols["model"][row], cols["benchmark"][row]), []).append(float(flip[unit]))
+    return {key: float(np.mean(values)) for key, values in sums.items()}
+
+
+def _pair_noise(noise: dict, base: str, post: str, benchmark: str) -> float | None:
+    values = [noise[(m, benchmark)] for m in (base, post) if (m, benchmark) in noise]
+    return float(np.mean(values)) if values else None
+
+
+def benchmark_records(store: Store) -> list[dict]:
+    with store.read() as conn:
+        counts = queries.pair_transitions(conn)
+        noise = _noise_by_model_benchmark(conn)
+    if len(counts) == 0:
+        return []
+    cols, starts, s = _units(counts)
+    k = cols["k"]
+    ends = np.r_[starts[1:], len(counts)]
+    p_values = metrics.mcnemar_exact(s["n_01"], s["n_10"])
+    records = []
+    for unit, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        ks = [int(x) for x in k[start:end]]
+        base, post, bench = cols["base"][start], cols["post"][start], cols["benchmark"][start]
+        record = {
+            "base": base,
+            "post": post,
+            "benchmark": bench,
+            "category": cols["category"][start],
+            "seed": int(cols["seed"][start]),
+            "n": int(s["n"][unit]),
+            "num_choices": (ks[0] or None) if len(ks) == 1 else None,
+            "acc_pre": float(s["acc_pre"][unit]),
+            "acc_post": float(s["acc_post"][unit]),
+            "n_00": int(s["n_00"][unit]),
+            "n_01": int(s["n_01"][unit]),
+            "n_10": int(s["n_10"][unit]),
+            "n_11": int(s["n_11"][unit]),
+        }
+        for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max"):
+            record[name] = float(s[name][unit])
+        group_sizes = cols["n_00"][start:end] + cols["n_01"][start:end] + cols["n_10"][start:end] + cols["n_11"][start:end]
+        record.update(
+            pair_id=int(cols["pair_id"][start]),
+            label=cols["label"][start],
+            stage=cols["stage"][start],
+            k_mix=",".join(f"{kk or 'gen'}:{int(g)}" for kk, g in zip(ks, group_sizes, strict=True)) if len(ks) > 1 else "",
+            mcnemar_p=float(p_values[unit]),
+            noise_floor=_pair_noise(noise, base, post, bench),
+            only_base=int(cols["only_base"][start]),
+            only_post=int(cols["only_post"][start]),
+            mismatched=int(cols["mismatched"][start]),
+        )
+        records.append(record)
+    records.sort(key=lambda r: (r["pair_id"], category_sort_key(r["category"]), r["benchmark"], r["seed"]))
+    return records
+
+
+def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
+    bench = benchmark_records(store)
+    units = [
+        metrics.UnitScore(
+            pair=r["pair_id"], benchmark=r["benchmark"], category=r["category"], seed=r["seed"], n=r["n"],
+            f_true=r["f_true"], bt_true=r["bt_true"], f=r["f"], bt=r["bt"], f_max=r["f_max"], bt_max=r["bt_max"],
+        )
+        for r in bench
+    ]
+    meta = {r["pair_id"]: r for r in bench}
+    noise: dict[tuple[int, str], list[float]] = {}
+    for r in bench:
+        if r["noise_floor"] is not None:
+            for cat in (r["category"], metrics.TOTAL):
+                noise.setdefault((r["pair_id"], cat), []).append(r["noise_floor"])
+    out = []
+    for c in metrics.aggregate(units, how=aggregate):
+        m = meta[c.pair]
+        values = noise.get((c.pair, c.category))
+        out.append(
+            {
+                "base": m["base"],
+                "post": m["post"],
+                "category": c.category,
+                "n_benchmarks": c.n_benchmarks,
+                "seeds": c.seeds,
+                "f_true": c.f_true,
+                "f_true_std": c.f_true_std,
+                "bt_true": c.bt_true,
+                "bt_true_std": c.bt_true_std,
+                "f": c.f,
+                "bt": c.bt,
+                "f_max": c.f_max,
+                "bt_max": c.bt_max,
+                "pair_id": c.pair,
+                "label": m["label"],
+                "stage": m["stage"],
+                "noise_floor": float(np.mean(values)) if values else None,
+            }
+        )
+    out.sort(key=lambda r: (r["pair_id"], category_sort_key(r["category"])))
+    return out
+
+
+def map_records(store: Store, query: MapQuery) -> list[dict]:
+    if query.level == "benchmark":
+        return benchmark_records(store)
+    return category_records(store, query.aggregate)

@@ -1,0 +1,61 @@
+"""Importers: each format's reader produces the normalized table; ``import_file`` stores it.
+
+One import is one transaction: on any error nothing is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.db.ingest import IngestSummary, Progress, ingest
+from app.db.store import Store
+from app.importers.common import InputError, prepare
+
+KINDS = ("table", "lm-eval", "lighteval")
+
+
+def read_source(kind: str, path: Path, *, model: str | None, metric: str | None = None,
+                filter_name: str | None = None, seed: int | None = None):
+    """Parse a file of the given kind into the normalized table (no validation of keys yet)."""
+    if kind == "table":
+        from app.importers.table import read_table
+
+        return read_table(path, model=model)
+    if model is None:
+        raise InputError(f"import {kind} needs --model NAME (the files do not name the model)")
+    if kind == "lm-eval":
+        from app.importers.lm_eval import read_lm_eval
+
+        return read_lm_eval(path, model=model, metric=metric, filter_name=filter_name, seed=seed or 0)
+    if kind == "lighteval":
+        from app.importers.lighteval import read_lighteval
+
+        return read_lighteval(path, model=model, metric=metric, seed=seed or 0)
+    raise InputError(f"unknown import kind {kind!r}; use one of {', '.join(KINDS)}")
+
+
+def import_file(
+    store: Store,
+    kind: str,
+    path: Path,
+    *,
+    model: str | None = None,
+    metric: str | None = None,
+    filter_name: str | None = None,
+    seed: int | None = None,
+    progress: Progress | None = None,
+) -> IngestSummary:
+    """Read, validate and store one file (or directory of result files) in one transaction."""
+    path = Path(path)
+    raw = read_source(kind, path, model=model, metric=metric, filter_name=filter_name, seed=seed)
+    table, benchmarks = prepare(raw, source=path.name)
+    config = {"source": f"import:{kind}"}
+    if metric:
+        config["metric"] = metric
+    if filter_name:
+        config["filter"] = filter_name
+    with store.transaction() as conn:
+        return ingest(conn, table, benchmarks, config=config, progress=progress)
+
+
+__all__ = ["KINDS", "InputError", "import_file", "read_source"]

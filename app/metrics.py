@@ -1,0 +1,456 @@
+"""Chance-adjusted forgetting and backward transfer: the metric core (pure numpy, no I/O).
+
+After "Mapping Post-Training Forgetting in Language Models at Scale" (ICLR 2026, arXiv 2510.17776).
+
+For one benchmark and one seed, N samples are paired between a base model (pre) and its
+post-trained descendant (post); each sample is correct (1) or not (0) under each model, and shows k
+options (k = None for a generative item). With n_ab the number of samples going from a to b:
+
+    acc_pre  = (n_10 + n_11) / N            acc_post = (n_01 + n_11) / N
+    F        = n_10 / N   (forgetting)      BT       = n_01 / N   (backward transfer)
+    c        = (1 - acc_pre)(1 - acc_post) / (k - 1)      (same chance term for F and BT)
+    F_true   = max(F - c, 0)                BT_true  = max(BT - c, 0)
+    F_max    = max((k acc_pre - 1) / (k - 1), 0)          BT_max = max((k acc_post - 1) / (k - 1), 0)
+
+c is the flip rate two guessers would produce: a sample wrong under both models was guessed at
+random among k options, and a guess that moves from a wrong option to the right one (or back)
+looks like a flip. Generative items have no chance term (c = 0, F_max = acc_pre,
+BT_max = acc_post). Where a benchmark mixes option counts, the chance term and the ceilings are
+computed per k-group and combined with group-size weights n_g / N.
+
+Aggregation (``aggregate``) is the paper's "macro" mean by default: per (pair, seed, category) the
+unweighted mean of benchmark values, then mean and sample standard deviation (ddof=1) across
+seeds; "Total" is the per-seed mean over categories. The "micro" variant weights benchmarks by their
+sample counts. Beyond the paper: McNemar's exact test, a paired bootstrap CI and a seed-vs-seed
+noise floor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy.stats import binom
+
+TOTAL = "Total"
+VALUE_FIELDS = ("f_true", "bt_true", "f", "bt", "f_max", "bt_max")
+
+
+@dataclass(frozen=True)
+class Transitions:
+    """Counts of the four (pre, post) correctness transitions for one group of samples."""
+
+    n_00: int = 0
+    n_01: int = 0
+    n_10: int = 0
+    n_11: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("n_00", "n_01", "n_10", "n_11"):
+            value = getattr(self, name)
+            if value < 0 or int(value) != value:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+
+    @property
+    def n(self) -> int:
+        return self.n_00 + self.n_01 + self.n_10 + self.n_11
+
+    def __add__(self, other: Transitions) -> Transitions:
+        return Transitions(
+            self.n_00 + other.n_00,
+            self.n_01 + other.n_01,
+            self.n_10 + other.n_10,
+            self.n_11 + other.n_11,
+        )
+
+    def swapped(self) -> Transitions:
+        """The same samples seen from post to pre."""
+        return Transitions(self.n_00, self.n_10, self.n_01, self.n_11)
+
+
+def count_transitions(pre: Sequence[int] | np.ndarray, post: Sequence[int] | np.ndarray) -> Transitions:
+    """Count transitions between two aligned 0/1 correctness vectors."""
+    a = np.asarray(pre)
+    b = np.asarray(post)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"pre and post must be 1-d and aligned, got shapes {a.shape} and {b.shape}")
+    if not (np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all()):
+        raise ValueError("correctness values must be 0 or 1")
+    a = a.astype(bool)
+    b = b.astype(bool)
+    return Transitions(
+        n_00=int(np.sum(~a & ~b)),
+        n_01=int(np.sum(~a & b)),
+        n_10=int(np.sum(a & ~b)),
+        n_11=int(np.sum(a & b)),
+    )
+
+
+def _check_k(k: int | None) -> None:
+    if k is not None and (int(k) != k or k < 2):
+        raise ValueError(f"number of options k must be an integer >= 2 or None, got {k!r}")
+
+
+def chance_term(acc_pre: float, acc_post: float, k: int | None) -> float:
+    """c = (1 - acc_pre)(1 - acc_post) / (k - 1); 0 for generative items (k = None)."""
+    _check_k(k)
+    if k is None:
+        return 0.0
+    return (1.0 - acc_pre) * (1.0 - acc_post) / (k - 1)
+
+
+def ceiling(acc: float, k: int | None) -> float:
+    """Largest chance-adjusted flip rate possible at accuracy ``acc``: max((k acc - 1)/(k - 1), 0).
+
+    For generative items (k = None) the ceiling is ``acc`` itself.
+    """
+    _check_k(k)
+    if k is None:
+        return acc
+    return max((k * acc - 1.0) / (k - 1), 0.0)
+
+
+@dataclass(frozen=True)
+class BenchmarkScores:
+    """Every per-benchmark, per-seed quantity of the public contract (fractions in [0, 1])."""
+
+    n: int
+    num_choices: int | None
+    acc_pre: float
+    acc_post: float
+    n_00: int
+    n_01: int
+    n_10: int
+    n_11: int
+    f: float
+    bt: float
+    f_chance: float
+    bt_chance: float
+    f_true: float
+    bt_true: float
+    f_max: float
+    bt_max: float
+    # option counts present, with sample counts, when k is mixed; empty otherwise
+    k_groups: Mapping[int | None, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def benchmark_scores(groups: Mapping[int | None, Transitions] | Transitions, k: int | None = None) -> BenchmarkScores:
+    """Scores for one benchmark and seed.
+
+    ``groups`` maps each option count k (None = generative) to the transitions of the samples shown
+    that many options; a bare ``Transitions`` with ``k`` is the single-group case. The chance term
+    and the ceilings are computed per group from that group's accuracies and summed with weights
+    n_g / N, so a benchmark that mixes 2- and 4-option questions is adjusted for each as it was
+    shown (the paper's released code assumed k = 4 where it lacked an entry; we do not).
+    """
+    if isinstance(groups, Transitions):
+        groups = {k: groups}
+    for key in groups:
+        _check_k(key)
+    groups = {key: t for key, t in groups.items() if t.n > 0}
+    total = sum(groups.values(), Transitions())
+    n = total.n
+    if n == 0:
+        raise ValueError("cannot score a benchmark with no paired samples")
+    chance = f_max = bt_max = 0.0
+    for key, t in groups.items():
+        acc_pre_g = (t.n_10 + t.n_11) / t.n
+        acc_post_g = (t.n_01 + t.n_11) / t.n
+        weight = t.n / n
+        chance += weight * chance_term(acc_pre_g, acc_post_g, key)
+        f_max += weight * ceiling(acc_pre_g, key)
+        bt_max += weight * ceiling(acc_post_g, key)
+    f = total.n_10 / n
+    bt = total.n_01 / n
+    keys = list(groups)
+    return BenchmarkScores(
+        n=n,
+        num_choices=keys[0] if len(keys) == 1 else None,
+        acc_pre=(total.n_10 + total.n_11) / n,
+        acc_post=(total.n_01 + total.n_11) / n,
+        n_00=total.n_00,
+        n_01=total.n_01,
+        n_10=total.n_10,
+        n_11=total.n_11,
+        f=f,
+        bt=bt,
+        f_chance=chance,
+        bt_chance=chance,
+        f_true=max(f - chance, 0.0),
+        bt_true=max(bt - chance, 0.0),
+        f_max=f_max,
+        bt_max=bt_max,
+        k_groups={key: t.n for key, t in groups.items()} if len(keys) > 1 else {},
+    )
+
+
+def scores_from_arrays(
+    n_00: np.ndarray, n_01: np.ndarray, n_10: np.ndarray, n_11: np.ndarray, k: np.ndarray, group: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Vectorized ``benchmark_scores`` over many (benchmark, seed) units at once.
+
+    Each input row is one k-group of one unit; ``group`` holds the unit index of each row (0..U-1,
+    rows of a unit contiguous or not). ``k`` is the option count with 0 for generative groups.
+    Returns arrays of length U with the fields of BenchmarkScores (without num_choices/k_groups).
+    The same formulas as ``benchmark_scores``; the map uses this to stay fast at any scale.
+    """
+    n_00, n_01, n_10, n_11 = (np.asarray(x, dtype=np.float64) for x in (n_00, n_01, n_10, n_11))
+    k = np.asarray(k, dtype=np.float64)
+    group = np.asarray(group, dtype=np.int64)
+    units = int(group.max()) + 1 if group.size else 0
+    n_g = n_00 + n_01 + n_10 + n_11
+    if np.any(n_g <= 0):
+        raise ValueError("every k-group row needs at least one sample")
+    acc_pre_g = (n_10 + n_11) / n_g
+    acc_post_g = (n_01 + n_11) / n_g
+    generative = k == 0
+    km1 = np.where(generative, 1.0, k - 1.0)
+    chance_g = np.where(generative, 0.0, (1 - acc_pre_g) * (1 - acc_post_g) / km1)
+    fmax_g = np.where(generative, acc_pre_g, np.maximum((k * acc_pre_g - 1) / km1, 0.0))
+    btmax_g = np.where(generative, acc_post_g, np.maximum((k * acc_post_g - 1) / km1, 0.0))
+
+    def total(x: np.ndarray) -> np.ndarray:
+        return np.bincount(group, weights=x, minlength=units)
+
+    n = total(n_g)
+    out = {
+        "n": n.astype(np.int64),
+        "n_00": total(n_00).astype(np.int64),
+        "n_01": total(n_01).astype(np.int64),
+        "n_10": total(n_10).astype(np.int64),
+        "n_11": total(n_11).astype(np.int64),
+    }
+    chance = total(chance_g * n_g) / n
+    out["acc_pre"] = total(n_10 + n_11) / n
+    out["acc_post"] = total(n_01 + n_11) / n
+    out["f"] = out["n_10"] / n
+    out["bt"] = out["n_01"] / n
+    out["f_chance"] = chance
+    out["bt_chance"] = chance
+    out["f_true"] = np.maximum(out["f"] - chance, 0.0)
+    out["bt_true"] = np.maximum(out["bt"] - chance, 0.0)
+    out["f_max"] = total(fmax_g * n_g) / n
+    out["bt_max"] = total(btmax_g * n_g) / n
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Aggregation across benchmarks and seeds
+
+
+@dataclass(frozen=True)
+class UnitScore:
+    """One (pair, benchmark, seed) result, the input of ``aggregate``."""
+
+    pair: object
+    benchmark: str
+    category: str
+    seed: int
+    n: int
+    f_true: float
+    bt_true: float
+    f: float
+    bt: float
+    f_max: float
+    bt_max: float
+
+
+@dataclass(frozen=True)
+class CategoryScore:
+    """Mean (and sample std across seeds) of benchmark values for one pair and category."""
+
+    pair: object
+    category: str
+    n_benchmarks: int
+    seeds: int
+    f_true: float
+    f_true_std: float | None
+    bt_true: float
+    bt_true_std: float | None
+    f: float
+    bt: float
+    f_max: float
+    bt_max: float
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float | None]:
+    arr = np.asarray(values, dtype=np.float64)
+    mean = float(arr.mean())
+    std = float(arr.std(ddof=1)) if arr.size > 1 else None
+    return mean, std
+
+
+def aggregate(units: Iterable[UnitScore], how: str = "macro") -> list[CategoryScore]:
+    """Aggregate benchmark scores per (pair, category) and a per-pair "Total".
+
+    macro (the paper's): for each (pair, seed, category) the unweighted mean of the benchmark
+    values (each already clipped at 0); then mean and sample std (ddof=1) of those per-seed means
+    across seeds. Total: per seed the unweighted mean over categories, then mean/std across seeds.
+    micro: as macro but every mean is weighted by the benchmarks' paired sample counts, and Total
+    weights all benchmarks of the pair by sample count.
+
+    Seeds are paired upstream (seed s of the base with seed s of the post model); a category's seed
+    count is the number of seeds with at least one of its benchmarks. Std is None with one seed.
+    """
+    if how not in ("macro", "micro"):
+        raise ValueError(f"aggregation must be 'macro' or 'micro', got {how!r}")
+    by_cell: dict[tuple[object, str, int], list[UnitScore]] = {}
+    for u in units:
+        by_cell.setdefault((u.pair, u.category, u.seed), []).append(u)
+
+    def mean_of(rows: Sequence[UnitScore], name: str) -> float:
+        values = np.array([getattr(r, name) for r in rows], dtype=np.float64)
+        if how == "micro":
+            weights = np.array([r.n for r in rows], dtype=np.float64)
+            return float(np.average(values, weights=weights))
+        return float(values.mean())
+
+    # per (pair, seed, category) means
+    per_seed: dict[tuple[object, str], dict[int, dict[str, float]]] = {}
+    benchmarks: dict[tuple[object, str], set[str]] = {}
+    rows_by_pair_seed: dict[tuple[object, int], list[UnitScore]] = {}
+    for (pair, category, seed), rows in by_cell.items():
+        per_seed.setdefault((pair, category), {})[seed] = {
+            **{name: mean_of(rows, name) for name in VALUE_FIELDS},
+            "_n": float(sum(r.n for r in rows)),
+        }
+        benchmarks.setdefault((pair, category), set()).update(r.benchmark for r in rows)
+        rows_by_pair_seed.setdefault((pair, seed), []).extend(rows)
+
+    # Total: per seed, the mean over categories (macro) or over all samples (micro)
+    for (pair, seed), rows in rows_by_pair_seed.items():
+        if how == "micro":
+            values = {name: mean_of(rows, name) for name in VALUE_FIELDS}
+        else:
+            cats = [per_seed[(pair, c)][seed] for c in {r.category for r in rows}]
+            values = {name: float(np.mean([c[name] for c in cats])) for name in VALUE_FIELDS}
+        per_seed.setdefault((pair, TOTAL), {})[seed] = values
+        benchmarks.setdefault((pair, TOTAL), set()).update(r.benchmark for r in rows)
+
+    out = []
+    for (pair, category), seeds in per_seed.items():
+        ordered = [seeds[s] for s in sorted(seeds)]
+        f_true, f_true_std = _mean_std([s["f_true"] for s in ordered])
+        bt_true, bt_true_std = _mean_std([s["bt_true"] for s in ordered])
+        out.append(
+            CategoryScore(
+                pair=pair,
+                category=category,
+                n_benchmarks=len(benchmarks[(pair, category)]),
+                seeds=len(ordered),
+                f_true=f_true,
+                f_true_std=f_true_std,
+                bt_true=bt_true,
+                bt_true_std=bt_true_std,
+                f=float(np.mean([s["f"] for s in ordered])),
+                bt=float(np.mean([s["bt"] for s in ordered])),
+                f_max=float(np.mean([s["f_max"] for s in ordered])),
+                bt_max=float(np.mean([s["bt_max"] for s in ordered])),
+            )
+        )
+    return out
+
+
+def pair_seeds(base_seeds: Iterable[int], post_seeds: Iterable[int]) -> tuple[list[int], list[int], list[int]]:
+    """Seed s of the base pairs with seed s of the post model (by value, never cross-seed).
+
+    Returns (paired, base_only, post_only), each sorted.
+    """
+    base, post = set(base_seeds), set(post_seeds)
+    return sorted(base & post), sorted(base - post), sorted(post - base)
+
+
+# ---------------------------------------------------------------------------------------------
+# Significance, uncertainty and noise
+
+
+def mcnemar_exact(n_01, n_10):
+    """Two-sided exact McNemar p-value for paired binary outcomes (scalars or arrays).
+
+    Under H0 (no systematic change) each discordant sample is a fair coin between 0->1 and 1->0:
+    p = min(1, 2 * P[Binomial(n_01 + n_10, 1/2) <= min(n_01, n_10)]). 1.0 with no discordant pair.
+    """
+    a = np.asarray(n_01)
+    b = np.asarray(n_10)
+    if np.any(a < 0) or np.any(b < 0):
+        raise ValueError("counts must be non-negative")
+    discordant = a + b
+    p = np.where(discordant > 0, np.minimum(1.0, 2.0 * binom.cdf(np.minimum(a, b), discordant, 0.5)), 1.0)
+    return float(p) if p.ndim == 0 else p
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+
+
+def bootstrap_ci(
+    groups: Mapping[int | None, Transitions] | Transitions,
+    k: int | None = None,
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Interval]:
+    """Percentile bootstrap CIs of F_true and BT_true, resampling samples with their pairing kept.
+
+    Resampling N paired samples with replacement is a multinomial draw over the (k-group,
+    transition) cells with probabilities count / N, so the bootstrap needs only the counts and is
+    exact in distribution to resampling the per-sample rows. Returns {"f_true": ..., "bt_true": ...}.
+    """
+    if isinstance(groups, Transitions):
+        groups = {k: groups}
+    keys = [key for key, t in groups.items() if t.n > 0]
+    cells = np.array(
+        [[groups[key].n_00, groups[key].n_01, groups[key].n_10, groups[key].n_11] for key in keys],
+        dtype=np.float64,
+    )
+    n = int(cells.sum())
+    if n == 0:
+        raise ValueError("cannot bootstrap a benchmark with no paired samples")
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, cells.ravel() / n, size=n_boot).reshape(n_boot, len(keys), 4)
+    k_arr = np.array([0 if key is None else key for key in keys], dtype=np.float64)
+    rows = draws.reshape(-1, 4)
+    k_rows = np.tile(k_arr, n_boot)
+    unit = np.repeat(np.arange(n_boot), len(keys))
+    keep = rows.sum(axis=1) > 0
+    scores = scores_from_arrays(rows[keep, 0], rows[keep, 1], rows[keep, 2], rows[keep, 3], k_rows[keep], unit[keep])
+    tail = (1.0 - level) / 2.0
+    return {
+        name: Interval(float(np.quantile(scores[name], tail)), float(np.quantile(scores[name], 1 - tail)))
+        for name in ("f_true", "bt_true")
+    }
+
+
+@dataclass(frozen=True)
+class NoiseFloor:
+    """A model's flip rate against itself across seeds (sampling noise, not forgetting)."""
+
+    f: float  # mean one-directional flip rate over seed pairs: (n_01 + n_10) / (2N)
+    f_true: float  # the same, chance-adjusted like F_true
+    seed_pairs: int
+
+
+def noise_floor(seed_pairs: Iterable[Mapping[int | None, Transitions] | Transitions], k: int | None = None) -> NoiseFloor | None:
+    """Noise floor from the transitions of a model's seed s against its seed t (s < t).
+
+    Re-running the same model with another sampling seed flips some answers both ways; a pair's
+    F (or BT) below this level cannot be told apart from resampling. Since the direction between two
+    seeds is arbitrary, each seed pair contributes the mean of its two directions, (F + BT) / 2,
+    and its chance-adjusted counterpart. Returns None without any seed pair.
+    """
+    fs, f_trues = [], []
+    for groups in seed_pairs:
+        s = benchmark_scores(groups, k)
+        fs.append((s.f + s.bt) / 2.0)
+        f_trues.append((s.f_true + s.bt_true) / 2.0)
+    if not fs:
+        return None
+    return NoiseFloor(f=float(np.mean(fs)), f_true=float(np.mean(f_trues)), seed_pairs=len(fs))
+

@@ -1,0 +1,139 @@
+"""Property tests of the metric core (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app import metrics
+from app.metrics import Transitions, UnitScore, aggregate, benchmark_scores
+
+counts = st.integers(min_value=0, max_value=500)
+ks = st.one_of(st.none(), st.integers(min_value=2, max_value=20))
+
+
+@st.composite
+def transitions(draw) -> Transitions:
+    t = Transitions(draw(counts), draw(counts), draw(counts), draw(counts))
+    if t.n == 0:
+        t = Transitions(n_00=1)
+    return t
+
+
+@st.composite
+def k_groups(draw) -> dict:
+    keys = draw(st.lists(ks, min_size=1, max_size=4, unique=True))
+    return {k: draw(transitions()) for k in keys}
+
+
+@given(k_groups())
+def test_f_true_between_zero_and_f(groups):
+    s = benchmark_scores(groups)
+    assert 0.0 <= s.f_true <= s.f + 1e-15
+    assert 0.0 <= s.bt_true <= s.bt + 1e-15
+
+
+@given(k_groups())
+def test_swapping_pre_and_post_swaps_f_with_bt(groups):
+    s = benchmark_scores(groups)
+    w = benchmark_scores({k: t.swapped() for k, t in groups.items()})
+    assert w.f == pytest.approx(s.bt)
+    assert w.bt == pytest.approx(s.f)
+    assert w.f_true == pytest.approx(s.bt_true)
+    assert w.bt_true == pytest.approx(s.f_true)
+    assert w.f_max == pytest.approx(s.bt_max)
+    assert w.acc_pre == pytest.approx(s.acc_post)
+
+
+@given(k_groups())
+def test_f_plus_bt_at_most_one_and_fractions_in_range(groups):
+    s = benchmark_scores(groups)
+    assert s.f + s.bt <= 1.0 + 1e-12
+    for name in ("acc_pre", "acc_post", "f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max"):
+        assert 0.0 <= getattr(s, name) <= 1.0 + 1e-12, name
+    assert s.n_00 + s.n_01 + s.n_10 + s.n_11 == s.n
+
+
+@given(k_groups())
+def test_vectorized_scores_equal_scalar_scores(groups):
+    keys = list(groups)
+    v = metrics.scores_from_arrays(
+        [groups[k].n_00 for k in keys], [groups[k].n_01 for k in keys], [groups[k].n_10 for k in keys],
+        [groups[k].n_11 for k in keys], [k or 0 for k in keys], [0] * len(keys),
+    )
+    s = benchmark_scores(groups)
+    for name in ("f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max"):
+        assert v[name][0] == pytest.approx(getattr(s, name), abs=1e-12)
+
+
+def _unit(pair, bench, cat, seed, s, n=None):
+    return UnitScore(pair=pair, benchmark=bench, category=cat, seed=seed, n=n or s.n, f_true=s.f_true,
+                     bt_true=s.bt_true, f=s.f, bt=s.bt, f_max=s.f_max, bt_max=s.bt_max)
+
+
+@given(transitions(), ks, st.sampled_from(["macro", "micro"]))
+def test_macro_of_one_benchmark_equals_the_benchmark_value(t, k, how):
+    s = benchmark_scores(t, k)
+    out = aggregate([_unit("p", "b", "Math", 0, s)], how=how)
+    by_cat = {c.category: c for c in out}
+    for cat in ("Math", metrics.TOTAL):
+        c = by_cat[cat]
+        assert c.f_true == pytest.approx(s.f_true)
+        assert c.bt_true == pytest.approx(s.bt_true)
+        assert c.f_max == pytest.approx(s.f_max)
+        assert c.f_true_std is None and c.seeds == 1 and c.n_benchmarks == 1
+
+
+@given(st.lists(transitions(), min_size=2, max_size=5))
+def test_macro_mean_and_std_across_seeds(per_seed):
+    scores = [benchmark_scores(t, 4) for t in per_seed]
+    out = aggregate([_unit("p", "b", "Logic", seed, s) for seed, s in enumerate(scores)])
+    logic = next(c for c in out if c.category == "Logic")
+    values = [s.f_true for s in scores]
+    assert logic.seeds == len(per_seed)
+    assert logic.f_true == pytest.approx(np.mean(values))
+    assert logic.f_true_std == pytest.approx(np.std(values, ddof=1))
+
+
+def test_macro_is_unweighted_and_micro_is_sample_weighted():
+    big = benchmark_scores(Transitions(0, 0, 90, 10), None)  # f_true .9, n 100
+    small = benchmark_scores(Transitions(0, 0, 0, 10), None)  # f_true 0, n 10
+    units = [_unit("p", "big", "Math", 0, big), _unit("p", "small", "Math", 0, small)]
+    macro = {c.category: c for c in aggregate(units, "macro")}
+    micro = {c.category: c for c in aggregate(units, "micro")}
+    assert macro["Math"].f_true == pytest.approx(0.45)
+    assert micro["Math"].f_true == pytest.approx(90 / 110)
+
+
+def test_total_is_the_mean_over_categories_not_over_benchmarks():
+    a = benchmark_scores(Transitions(0, 0, 10, 0), None)  # f_true 1
+    b = benchmark_scores(Transitions(0, 0, 0, 10), None)  # f_true 0
+    units = [_unit("p", "m1", "Math", 0, a), _unit("p", "m2", "Math", 0, a), _unit("p", "l1", "Logic", 0, b)]
+    total = next(c for c in aggregate(units) if c.category == metrics.TOTAL)
+    assert total.f_true == pytest.approx(0.5)  # (mean(Math)=1 + mean(Logic)=0) / 2, not 2/3
+    assert total.n_benchmarks == 3
+
+
+@given(st.lists(st.integers(0, 9), max_size=8), st.lists(st.integers(0, 9), max_size=8))
+def test_seeds_pair_by_index(base, post):
+    paired, base_only, post_only = metrics.pair_seeds(base, post)
+    assert set(paired) == set(base) & set(post)
+    assert set(base_only) | set(paired) == set(base)
+    assert set(post_only) | set(paired) == set(post)
+    assert not set(base_only) & set(post_only)
+
+
+@settings(max_examples=30)
+@given(st.lists(transitions(), min_size=1, max_size=4))
+def test_noise_floor_is_symmetric_in_seed_order(pairs):
+    forward = metrics.noise_floor(pairs, k=4)
+    backward = metrics.noise_floor([t.swapped() for t in pairs], k=4)
+    assert forward.f == pytest.approx(backward.f)
+    assert forward.f_true == pytest.approx(backward.f_true)
+
+
+def test_aggregate_rejects_unknown_mode():
+    with pytest.raises(ValueError, match="macro"):
+        aggregate([], how="median")
