@@ -63,7 +63,12 @@ def import_group() -> None:
 
 def _run_import(ctx: click.Context, kind: str, path: Path, **options) -> None:
     store = _store(ctx)
-    columns = [TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} rows"), TimeElapsedColumn()]
+    columns = [
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:,}/{task.total:,} rows"),
+        TimeElapsedColumn(),
+    ]
     try:
         with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task(f"importing {path.name}", total=None)
@@ -101,22 +106,39 @@ def import_table(ctx: click.Context, file: Path, model: str | None) -> None:
 @import_group.command("lm-eval")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--model", required=True, help="Name of the evaluated model.")
-@click.option("--metric", help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).")
+@click.option(
+    "--metric",
+    help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).",
+)
 @click.option("--filter", "filter_name", help="lm-eval filter to use when a task has several.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.pass_context
-def import_lm_eval(ctx: click.Context, path: Path, model: str, metric: str | None, filter_name: str | None, seed: int) -> None:
+def import_lm_eval(
+    ctx: click.Context,
+    path: Path,
+    model: str,
+    metric: str | None,
+    filter_name: str | None,
+    seed: int,
+) -> None:
     """lm-evaluation-harness samples_*.jsonl (a file or a directory of them)."""
-    _run_import(ctx, "lm-eval", path, model=model, metric=metric, filter_name=filter_name, seed=seed)
+    _run_import(
+        ctx, "lm-eval", path, model=model, metric=metric, filter_name=filter_name, seed=seed
+    )
 
 
 @import_group.command("lighteval")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--model", required=True, help="Name of the evaluated model.")
-@click.option("--metric", help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).")
+@click.option(
+    "--metric",
+    help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.pass_context
-def import_lighteval(ctx: click.Context, path: Path, model: str, metric: str | None, seed: int) -> None:
+def import_lighteval(
+    ctx: click.Context, path: Path, model: str, metric: str | None, seed: int
+) -> None:
     """lighteval details parquet (v0.10 flat or v0.11+ nested; a file or a directory)."""
     _run_import(ctx, "lighteval", path, model=model, metric=metric, seed=seed)
 
@@ -135,7 +157,9 @@ def pair() -> None:
 @click.option("--label", help="Display label, e.g. 'Qwen2.5-7B -> Instruct'.")
 @click.option("--stage", help="Post-training stage: instruct, sft, rl, domain-cpt, merge, other.")
 @click.pass_context
-def pair_add(ctx: click.Context, base: str, post: str, label: str | None, stage: str | None) -> None:
+def pair_add(
+    ctx: click.Context, base: str, post: str, label: str | None, stage: str | None
+) -> None:
     """Pair BASE with its post-trained descendant POST and compute their transition counts."""
     from app.db.ingest import add_pair
 
@@ -170,8 +194,16 @@ def pair_list(ctx: click.Context) -> None:
         return
     table = Table("id", "base", "post", "label", "stage", "benchmarks", "seeds", "paired samples")
     for p in pairs:
-        table.add_row(str(p["id"]), p["base"], p["post"], p["label"] or "", p["stage"] or "",
-                      str(p["benchmarks"]), str(p["seeds"]), f"{p['paired_samples']:,}")
+        table.add_row(
+            str(p["id"]),
+            p["base"],
+            p["post"],
+            p["label"] or "",
+            p["stage"] or "",
+            str(p["benchmarks"]),
+            str(p["seeds"]),
+            f"{p['paired_samples']:,}",
+        )
     Console().print(table)
 
 
@@ -187,9 +219,19 @@ def _fmt(value: object) -> str:
 
 
 @main.command("map")
-@click.option("--level", type=click.Choice(["benchmark", "category"]), default="category", show_default=True)
-@click.option("--aggregate", type=click.Choice(["macro", "micro"]), default="macro", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["json", "csv", "table"]), default="table", show_default=True)
+@click.option(
+    "--level", type=click.Choice(["benchmark", "category"]), default="category", show_default=True
+)
+@click.option(
+    "--aggregate", type=click.Choice(["macro", "micro"]), default="macro", show_default=True
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "csv", "table"]),
+    default="table",
+    show_default=True,
+)
 @click.pass_context
 def map_command(ctx: click.Context, level: str, aggregate: str, fmt: str) -> None:
     """The forgetting map: chance-adjusted F_true / BT_true per pair and category or benchmark."""
@@ -207,7 +249,11 @@ def map_command(ctx: click.Context, level: str, aggregate: str, fmt: str) -> Non
         records = map_records(store, MapQuery(level=level, aggregate=aggregate))
     finally:
         store.close()
-    fields = (BENCHMARK_FIELDS + BENCHMARK_EXTRA) if level == "benchmark" else (CATEGORY_FIELDS + CATEGORY_EXTRA)
+    fields = (
+        (BENCHMARK_FIELDS + BENCHMARK_EXTRA)
+        if level == "benchmark"
+        else (CATEGORY_FIELDS + CATEGORY_EXTRA)
+    )
     if fmt == "json":
         click.echo(json.dumps(records, indent=1))
     elif fmt == "csv":
@@ -219,7 +265,9 @@ def map_command(ctx: click.Context, level: str, aggregate: str, fmt: str) -> Non
         click.echo(buf.getvalue(), nl=False)
     else:
         if not records:
-            click.echo("the map is empty: import results for two models, then `forgetmap pair add BASE POST`")
+            click.echo(
+                "the map is empty: import results for two models, then `forgetmap pair add BASE POST`"
+            )
             return
         _print_table(records, level)
 
@@ -230,24 +278,63 @@ def _print_table(records: list[dict], level: str) -> None:
         console = Console(width=200)
     if level == "category":
         table = Table(title="F_true / BT_true (mean ± std across seeds)")
-        for col in ("pair", "category", "bench", "seeds", "F_true", "BT_true", "F", "BT", "F_max", "noise"):
+        for col in (
+            "pair",
+            "category",
+            "bench",
+            "seeds",
+            "F_true",
+            "BT_true",
+            "F",
+            "BT",
+            "F_max",
+            "noise",
+        ):
             table.add_column(col, justify="left" if col in ("pair", "category") else "right")
         for r in records:
             table.add_row(
-                f"{r['base']} -> {r['post']}", r["category"], str(r["n_benchmarks"]), str(r["seeds"]),
-                _pm(r["f_true"], r["f_true_std"]), _pm(r["bt_true"], r["bt_true_std"]),
-                _fmt(r["f"]), _fmt(r["bt"]), _fmt(r["f_max"]), _fmt(r["noise_floor"]),
+                f"{r['base']} -> {r['post']}",
+                r["category"],
+                str(r["n_benchmarks"]),
+                str(r["seeds"]),
+                _pm(r["f_true"], r["f_true_std"]),
+                _pm(r["bt_true"], r["bt_true_std"]),
+                _fmt(r["f"]),
+                _fmt(r["bt"]),
+                _fmt(r["f_max"]),
+                _fmt(r["noise_floor"]),
                 end_section=r["category"] == "Total",
             )
     else:
         table = Table(title="per benchmark and seed")
-        for col in ("pair", "benchmark", "seed", "n", "k", "acc_pre", "acc_post", "F", "BT", "F_true", "BT_true", "p"):
+        for col in (
+            "pair",
+            "benchmark",
+            "seed",
+            "n",
+            "k",
+            "acc_pre",
+            "acc_post",
+            "F",
+            "BT",
+            "F_true",
+            "BT_true",
+            "p",
+        ):
             table.add_column(col, justify="left" if col in ("pair", "benchmark") else "right")
         for r in records:
             table.add_row(
-                f"{r['base']} -> {r['post']}", r["benchmark"], str(r["seed"]), str(r["n"]),
-                str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")), _fmt(r["acc_pre"]),
-                _fmt(r["acc_post"]), _fmt(r["f"]), _fmt(r["bt"]), _fmt(r["f_true"]), _fmt(r["bt_true"]),
+                f"{r['base']} -> {r['post']}",
+                r["benchmark"],
+                str(r["seed"]),
+                str(r["n"]),
+                str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")),
+                _fmt(r["acc_pre"]),
+                _fmt(r["acc_post"]),
+                _fmt(r["f"]),
+                _fmt(r["bt"]),
+                _fmt(r["f_true"]),
+                _fmt(r["bt_true"]),
                 f"{r['mcnemar_p']:.3g}",
             )
     console.print(table)

@@ -67,8 +67,8 @@ def _units(counts: pa.Table) -> tuple[dict[str, np.ndarray], np.ndarray, dict[st
     # rows arrive ordered by (pair, benchmark, seed, k): a new unit starts where the key changes
     changed = np.ones(len(counts), dtype=bool)
     if len(counts) > 1:
-        changed[1:] = (
-            (key[1:] != key[:-1]).any(axis=1) | (cols["benchmark"][1:] != cols["benchmark"][:-1])
+        changed[1:] = (key[1:] != key[:-1]).any(axis=1) | (
+            cols["benchmark"][1:] != cols["benchmark"][:-1]
         )
     group = np.cumsum(changed) - 1
     scores = metrics.scores_from_arrays(
@@ -83,11 +83,15 @@ def _noise_by_model_benchmark(store_conn) -> dict[tuple[str, str], float]:
     if len(seeds) == 0:
         return {}
     cols = {name: seeds[name].to_numpy(zero_copy_only=False) for name in seeds.column_names}
-    unit_key = np.stack([cols["model_id"], cols["benchmark_id"], cols["seed_a"], cols["seed_b"]], axis=1)
+    unit_key = np.stack(
+        [cols["model_id"], cols["benchmark_id"], cols["seed_a"], cols["seed_b"]], axis=1
+    )
     changed = np.ones(len(seeds), dtype=bool)
     changed[1:] = (unit_key[1:] != unit_key[:-1]).any(axis=1)
     group = np.cumsum(changed) - 1
-    s = metrics.scores_from_arrays(cols["n_00"], cols["n_01"], cols["n_10"], cols["n_11"], cols["k"], group)
+    s = metrics.scores_from_arrays(
+        cols["n_00"], cols["n_01"], cols["n_10"], cols["n_11"], cols["k"], group
+    )
     flip = (s["f"] + s["bt"]) / 2.0
     starts = np.flatnonzero(changed)
     sums: dict[tuple[str, str], list[float]] = {}
@@ -132,12 +136,19 @@ def benchmark_records(store: Store) -> list[dict]:
         }
         for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max"):
             record[name] = float(s[name][unit])
-        group_sizes = cols["n_00"][start:end] + cols["n_01"][start:end] + cols["n_10"][start:end] + cols["n_11"][start:end]
+        group_sizes = (
+            cols["n_00"][start:end]
+            + cols["n_01"][start:end]
+            + cols["n_10"][start:end]
+            + cols["n_11"][start:end]
+        )
         record.update(
             pair_id=int(cols["pair_id"][start]),
             label=cols["label"][start],
             stage=cols["stage"][start],
-            k_mix=",".join(f"{kk or 'gen'}:{int(g)}" for kk, g in zip(ks, group_sizes, strict=True)) if len(ks) > 1 else "",
+            k_mix=",".join(f"{kk or 'gen'}:{int(g)}" for kk, g in zip(ks, group_sizes, strict=True))
+            if len(ks) > 1
+            else "",
             mcnemar_p=float(p_values[unit]),
             noise_floor=_pair_noise(noise, base, post, bench),
             only_base=int(cols["only_base"][start]),
@@ -145,7 +156,9 @@ def benchmark_records(store: Store) -> list[dict]:
             mismatched=int(cols["mismatched"][start]),
         )
         records.append(record)
-    records.sort(key=lambda r: (r["pair_id"], category_sort_key(r["category"]), r["benchmark"], r["seed"]))
+    records.sort(
+        key=lambda r: (r["pair_id"], category_sort_key(r["category"]), r["benchmark"], r["seed"])
+    )
     return records
 
 
@@ -153,8 +166,17 @@ def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
     bench = benchmark_records(store)
     units = [
         metrics.UnitScore(
-            pair=r["pair_id"], benchmark=r["benchmark"], category=r["category"], seed=r["seed"], n=r["n"],
-            f_true=r["f_true"], bt_true=r["bt_true"], f=r["f"], bt=r["bt"], f_max=r["f_max"], bt_max=r["bt_max"],
+            pair=r["pair_id"],
+            benchmark=r["benchmark"],
+            category=r["category"],
+            seed=r["seed"],
+            n=r["n"],
+            f_true=r["f_true"],
+            bt_true=r["bt_true"],
+            f=r["f"],
+            bt=r["bt"],
+            f_max=r["f_max"],
+            bt_max=r["bt_max"],
         )
         for r in bench
     ]

@@ -69,12 +69,16 @@ class Transitions:
         return Transitions(self.n_00, self.n_10, self.n_01, self.n_11)
 
 
-def count_transitions(pre: Sequence[int] | np.ndarray, post: Sequence[int] | np.ndarray) -> Transitions:
+def count_transitions(
+    pre: Sequence[int] | np.ndarray, post: Sequence[int] | np.ndarray
+) -> Transitions:
     """Count transitions between two aligned 0/1 correctness vectors."""
     a = np.asarray(pre)
     b = np.asarray(post)
     if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"pre and post must be 1-d and aligned, got shapes {a.shape} and {b.shape}")
+        raise ValueError(
+            f"pre and post must be 1-d and aligned, got shapes {a.shape} and {b.shape}"
+        )
     if not (np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all()):
         raise ValueError("correctness values must be 0 or 1")
     a = a.astype(bool)
@@ -138,7 +142,9 @@ class BenchmarkScores:
         return asdict(self)
 
 
-def benchmark_scores(groups: Mapping[int | None, Transitions] | Transitions, k: int | None = None) -> BenchmarkScores:
+def benchmark_scores(
+    groups: Mapping[int | None, Transitions] | Transitions, k: int | None = None
+) -> BenchmarkScores:
     """Scores for one benchmark and seed.
 
     ``groups`` maps each option count k (None = generative) to the transitions of the samples shown
@@ -189,7 +195,12 @@ def benchmark_scores(groups: Mapping[int | None, Transitions] | Transitions, k: 
 
 
 def scores_from_arrays(
-    n_00: np.ndarray, n_01: np.ndarray, n_10: np.ndarray, n_11: np.ndarray, k: np.ndarray, group: np.ndarray
+    n_00: np.ndarray,
+    n_01: np.ndarray,
+    n_10: np.ndarray,
+    n_11: np.ndarray,
+    k: np.ndarray,
+    group: np.ndarray,
 ) -> dict[str, np.ndarray]:
     """Vectorized ``benchmark_scores`` over many (benchmark, seed) units at once.
 
@@ -355,7 +366,9 @@ def aggregate(units: Iterable[UnitScore], how: str = "macro") -> list[CategorySc
     return out
 
 
-def pair_seeds(base_seeds: Iterable[int], post_seeds: Iterable[int]) -> tuple[list[int], list[int], list[int]]:
+def pair_seeds(
+    base_seeds: Iterable[int], post_seeds: Iterable[int]
+) -> tuple[list[int], list[int], list[int]]:
     """Seed s of the base pairs with seed s of the post model (by value, never cross-seed).
 
     Returns (paired, base_only, post_only), each sorted.
@@ -379,7 +392,9 @@ def mcnemar_exact(n_01, n_10):
     if np.any(a < 0) or np.any(b < 0):
         raise ValueError("counts must be non-negative")
     discordant = a + b
-    p = np.where(discordant > 0, np.minimum(1.0, 2.0 * binom.cdf(np.minimum(a, b), discordant, 0.5)), 1.0)
+    p = np.where(
+        discordant > 0, np.minimum(1.0, 2.0 * binom.cdf(np.minimum(a, b), discordant, 0.5)), 1.0
+    )
     return float(p) if p.ndim == 0 else p
 
 
@@ -420,10 +435,14 @@ def bootstrap_ci(
     k_rows = np.tile(k_arr, n_boot)
     unit = np.repeat(np.arange(n_boot), len(keys))
     keep = rows.sum(axis=1) > 0
-    scores = scores_from_arrays(rows[keep, 0], rows[keep, 1], rows[keep, 2], rows[keep, 3], k_rows[keep], unit[keep])
+    scores = scores_from_arrays(
+        rows[keep, 0], rows[keep, 1], rows[keep, 2], rows[keep, 3], k_rows[keep], unit[keep]
+    )
     tail = (1.0 - level) / 2.0
     return {
-        name: Interval(float(np.quantile(scores[name], tail)), float(np.quantile(scores[name], 1 - tail)))
+        name: Interval(
+            float(np.quantile(scores[name], tail)), float(np.quantile(scores[name], 1 - tail))
+        )
         for name in ("f_true", "bt_true")
     }
 
@@ -437,7 +456,9 @@ class NoiseFloor:
     seed_pairs: int
 
 
-def noise_floor(seed_pairs: Iterable[Mapping[int | None, Transitions] | Transitions], k: int | None = None) -> NoiseFloor | None:
+def noise_floor(
+    seed_pairs: Iterable[Mapping[int | None, Transitions] | Transitions], k: int | None = None
+) -> NoiseFloor | None:
     """Noise floor from the transitions of a model's seed s against its seed t (s < t).
 
     Re-running the same model with another sampling seed flips some answers both ways; a pair's
@@ -453,4 +474,3 @@ def noise_floor(seed_pairs: Iterable[Mapping[int | None, Transitions] | Transiti
     if not fs:
         return None
     return NoiseFloor(f=float(np.mean(fs)), f_true=float(np.mean(f_trues)), seed_pairs=len(fs))
-

@@ -17,7 +17,9 @@ from app.cli import main
 from app.db import open_store
 from app.db.queries import table_contents
 
-REQUIRE_SERVICES = os.environ.get("FORGETMAP_REQUIRE_SERVICES") == "1" or os.environ.get("CI") == "true"
+REQUIRE_SERVICES = (
+    os.environ.get("FORGETMAP_REQUIRE_SERVICES") == "1" or os.environ.get("CI") == "true"
+)
 
 
 def service_missing(reason: str) -> None:
@@ -35,10 +37,14 @@ class Cli:
         self.runner = CliRunner()
 
     def __call__(self, *args: str, ok: bool = True):
-        result = self.runner.invoke(main, ["--db", str(self.db), *map(str, args)], catch_exceptions=False)
+        result = self.runner.invoke(
+            main, ["--db", str(self.db), *map(str, args)], catch_exceptions=False
+        )
         if ok and result.exit_code != 0:
-            raise AssertionError(f"forgetmap {' '.join(map(str, args))} failed ({result.exit_code}):\n"
-                                 f"{result.stdout}\n{result.stderr}")
+            raise AssertionError(
+                f"forgetmap {' '.join(map(str, args))} failed ({result.exit_code}):\n"
+                f"{result.stdout}\n{result.stderr}"
+            )
         return result
 
     def json(self, *args: str):

@@ -186,7 +186,9 @@ def _write_results(duck, chash: str, rows: int, progress: Progress | None) -> No
     duck.execute("DROP TABLE run_ids")
 
 
-def refresh_counts(conn: Connection, touched: str, pair_ids: list[int] | None = None) -> tuple[list[int], dict]:
+def refresh_counts(
+    conn: Connection, touched: str, pair_ids: list[int] | None = None
+) -> tuple[list[int], dict]:
     """Recompute materialized counts for every unit the rows in temp table ``touched`` reach.
 
     ``touched`` has columns model_id, benchmark_id, seed. A unit is (pair, benchmark, seed) for
@@ -272,7 +274,8 @@ def refresh_counts(conn: Connection, touched: str, pair_ids: list[int] | None = 
     duck.execute("DROP TABLE joined")
     duck.execute("DROP TABLE affected")
     unpaired = {
-        pid: {"only_base": int(a), "only_post": int(b), "mismatched": int(c)} for pid, a, b, c in rows
+        pid: {"only_base": int(a), "only_post": int(b), "mismatched": int(c)}
+        for pid, a, b, c in rows
     }
     return [r[0] for r in rows], unpaired
 
@@ -305,7 +308,9 @@ def _refresh_seed_transitions(duck, touched: str) -> None:
     duck.execute("DROP TABLE touched_mb")
 
 
-def add_pair(conn: Connection, base: str, post: str, *, label: str | None, stage: str | None) -> tuple[int, bool, dict]:
+def add_pair(
+    conn: Connection, base: str, post: str, *, label: str | None, stage: str | None
+) -> tuple[int, bool, dict]:
     """Create (or update the label of) the pair base -> post and materialize its counts.
 
     Returns (pair id, created, unpaired counts). Unknown model names raise InputError.
@@ -317,12 +322,16 @@ def add_pair(conn: Connection, base: str, post: str, *, label: str | None, stage
     for role, name in (("base", base), ("post", post)):
         row = duck.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()
         if row is None:
-            known = [r[0] for r in duck.execute("SELECT name FROM models ORDER BY name LIMIT 20").fetchall()]
+            known = [
+                r[0]
+                for r in duck.execute("SELECT name FROM models ORDER BY name LIMIT 20").fetchall()
+            ]
             hint = f"known models: {', '.join(known)}" if known else "no models imported yet"
             raise InputError(f"unknown {role} model {name!r}; import its results first ({hint})")
         ids[role] = row[0]
     existing = duck.execute(
-        "SELECT id FROM pairs WHERE base_model_id = ? AND post_model_id = ?", [ids["base"], ids["post"]]
+        "SELECT id FROM pairs WHERE base_model_id = ? AND post_model_id = ?",
+        [ids["base"], ids["post"]],
     ).fetchone()
     if existing:
         pair_id, created = existing[0], False
@@ -344,4 +353,8 @@ def add_pair(conn: Connection, base: str, post: str, *, label: str | None, stage
     )
     _, unpaired = refresh_counts(conn, "pair_units", pair_ids=[pair_id])
     duck.execute("DROP TABLE pair_units")
-    return pair_id, created, unpaired.get(pair_id, {"only_base": 0, "only_post": 0, "mismatched": 0})
+    return (
+        pair_id,
+        created,
+        unpaired.get(pair_id, {"only_base": 0, "only_post": 0, "mismatched": 0}),
+    )

@@ -12,8 +12,10 @@ def _duck(conn: Connection):
 
 def pair_transitions(conn: Connection) -> pa.Table:
     """Every (pair, benchmark, seed, k-group) row of transition counts with names attached."""
-    return _duck(conn).sql(
-        """
+    return (
+        _duck(conn)
+        .sql(
+            """
         SELECT t.pair_id, p.label, p.stage, mb.name AS base, mp.name AS post,
                b.name AS benchmark, b.category, t.seed, t.num_choices AS k,
                t.n_00, t.n_01, t.n_10, t.n_11,
@@ -28,13 +30,17 @@ def pair_transitions(conn: Connection) -> pa.Table:
           ON c.pair_id = t.pair_id AND c.benchmark_id = t.benchmark_id AND c.seed = t.seed
         ORDER BY t.pair_id, b.name, t.seed, t.num_choices
         """
-    ).to_arrow_table()
+        )
+        .to_arrow_table()
+    )
 
 
 def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
     """Seed-vs-seed counts of every model that is the base or post side of some pair."""
-    return _duck(conn).sql(
-        """
+    return (
+        _duck(conn)
+        .sql(
+            """
         SELECT s.model_id, s.benchmark_id, b.name AS benchmark, m.name AS model,
                s.seed_a, s.seed_b, s.num_choices AS k, s.n_00, s.n_01, s.n_10, s.n_11
         FROM seed_transitions s
@@ -43,12 +49,16 @@ def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
         WHERE s.model_id IN (SELECT base_model_id FROM pairs UNION SELECT post_model_id FROM pairs)
         ORDER BY s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices
         """
-    ).to_arrow_table()
+        )
+        .to_arrow_table()
+    )
 
 
 def list_pairs(conn: Connection) -> list[dict]:
-    rows = _duck(conn).execute(
-        """
+    rows = (
+        _duck(conn)
+        .execute(
+            """
         SELECT p.id, mb.name, mp.name, p.label, p.stage, p.created_at,
                (SELECT count(DISTINCT benchmark_id) FROM transitions t WHERE t.pair_id = p.id),
                (SELECT count(DISTINCT seed) FROM transitions t WHERE t.pair_id = p.id),
@@ -58,7 +68,9 @@ def list_pairs(conn: Connection) -> list[dict]:
         JOIN models mp ON mp.id = p.post_model_id
         ORDER BY p.id
         """
-    ).fetchall()
+        )
+        .fetchall()
+    )
     return [
         {
             "id": r[0],
@@ -78,7 +90,12 @@ def list_pairs(conn: Connection) -> list[dict]:
 def table_contents(conn: Connection) -> dict[str, list[tuple]]:
     """Every row of every table, sorted: a content fingerprint for tests of 'nothing changed'."""
     duck = _duck(conn)
-    names = [r[0] for r in duck.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
-    ).fetchall()]
-    return {name: sorted(duck.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr) for name in names}
+    names = [
+        r[0]
+        for r in duck.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
+        ).fetchall()
+    ]
+    return {
+        name: sorted(duck.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr) for name in names
+    }

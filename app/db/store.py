@@ -75,7 +75,9 @@ class Store:
     def current_revision(self) -> str | None:
         with self.read() as conn:
             exists = conn.execute(
-                text("SELECT count(*) FROM information_schema.tables WHERE table_name = 'alembic_version'")
+                text(
+                    "SELECT count(*) FROM information_schema.tables WHERE table_name = 'alembic_version'"
+                )
             ).scalar()
             if not exists:
                 return None
@@ -86,7 +88,9 @@ class Store:
         if self.current_revision() == HEAD_REVISION:
             return
         if self.read_only:
-            raise StoreError(f"database {self.path} has an old schema; open it once read-write to upgrade")
+            raise StoreError(
+                f"database {self.path} has an old schema; open it once read-write to upgrade"
+            )
         from alembic import command
 
         config = alembic_config()

@@ -14,8 +14,15 @@ from app.importers.common import InputError, prepare
 KINDS = ("table", "lm-eval", "lighteval")
 
 
-def read_source(kind: str, path: Path, *, model: str | None, metric: str | None = None,
-                filter_name: str | None = None, seed: int | None = None):
+def read_source(
+    kind: str,
+    path: Path,
+    *,
+    model: str | None,
+    metric: str | None = None,
+    filter_name: str | None = None,
+    seed: int | None = None,
+):
     """Parse a file of the given kind into the normalized table (no validation of keys yet)."""
     if kind == "table":
         from app.importers.table import read_table
@@ -26,7 +33,9 @@ def read_source(kind: str, path: Path, *, model: str | None, metric: str | None 
     if kind == "lm-eval":
         from app.importers.lm_eval import read_lm_eval
 
-        return read_lm_eval(path, model=model, metric=metric, filter_name=filter_name, seed=seed or 0)
+        return read_lm_eval(
+            path, model=model, metric=metric, filter_name=filter_name, seed=seed or 0
+        )
     if kind == "lighteval":
         from app.importers.lighteval import read_lighteval
 

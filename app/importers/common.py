@@ -115,7 +115,9 @@ def validate_normalized(table: pa.Table, *, source: str) -> pa.Table:
             raise InputError(f"{source}: row {row + 1} has an empty {name}{hint}")
     if pc.any(pc.is_null(table["correct"])).as_py():
         row = pc.index(pc.is_null(table["correct"]), True).as_py()
-        raise InputError(f"{source}: row {row + 1} has no value for correct (need 0/1 or true/false)")
+        raise InputError(
+            f"{source}: row {row + 1} has no value for correct (need 0/1 or true/false)"
+        )
     k = table["num_choices"]
     bad_k = pc.fill_null(pc.less(k, 2), False)
     if pc.any(bad_k).as_py():

@@ -42,9 +42,7 @@ def read_table(path: Path, *, model: str | None = None) -> pa.Table:
         raise InputError(f"{path}: no such file")
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise InputError(
-            f"{path}: unknown file type {path.suffix!r}; use .csv, .jsonl or .parquet"
-        )
+        raise InputError(f"{path}: unknown file type {path.suffix!r}; use .csv, .jsonl or .parquet")
     if path.stat().st_size == 0:
         raise InputError(f"{path}: the file is empty; no rows to import")
     raw = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}[fmt](path)
@@ -57,11 +55,15 @@ def _read_csv(path: Path) -> pa.Table:
     try:
         header_line = first.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path.name}: not UTF-8 text (byte {exc.start} of the header); save it as UTF-8") from exc
+        raise InputError(
+            f"{path.name}: not UTF-8 text (byte {exc.start} of the header); save it as UTF-8"
+        ) from exc
     header = next(csv.reader(io.StringIO(header_line)), [])
     names = [h.strip() for h in header]
     if not any(names):
-        raise InputError(f"{path.name}: the file has no header row; the first line must name the columns")
+        raise InputError(
+            f"{path.name}: the file has no header row; the first line must name the columns"
+        )
     try:
         table = pacsv.read_csv(
             path,
@@ -87,13 +89,17 @@ def _read_jsonl(path: Path) -> pa.Table:
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise InputError(f"{path.name}: line {number} is not UTF-8; save the file as UTF-8") from exc
+                raise InputError(
+                    f"{path.name}: line {number} is not UTF-8; save the file as UTF-8"
+                ) from exc
             if not text.strip():
                 continue
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as exc:
-                raise InputError(f"{path.name}: line {number} is not valid JSON ({exc.msg})") from exc
+                raise InputError(
+                    f"{path.name}: line {number} is not valid JSON ({exc.msg})"
+                ) from exc
             if not isinstance(record, dict):
                 raise InputError(f"{path.name}: line {number} is not a JSON object")
             rows.append(record)
@@ -119,7 +125,9 @@ def _read_parquet(path: Path) -> pa.Table:
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path.name}: not a readable Parquet file ({str(exc).splitlines()[0]})") from exc
+        raise InputError(
+            f"{path.name}: not a readable Parquet file ({str(exc).splitlines()[0]})"
+        ) from exc
     return table.rename_columns([c.strip() for c in table.column_names])
 
 
@@ -210,7 +218,9 @@ def _normalize(raw: pa.Table, source: str, model: str | None) -> pa.Table:
     else:
         columns["seed"] = pa.array([0] * n, type=pa.int32())
     if "num_choices" in present:
-        columns["num_choices"] = _parse_int(raw["num_choices"], "num_choices", source, nullable=True)
+        columns["num_choices"] = _parse_int(
+            raw["num_choices"], "num_choices", source, nullable=True
+        )
     for name in TEXT_COLUMNS:
         if name in present:
             text = _as_string(raw[name])

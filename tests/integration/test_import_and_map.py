@@ -65,7 +65,9 @@ def loaded(cli, tmp_path):
     write_csv(tmp_path / "post.csv", rows_for("post-7b", POST))
     cli("import", "table", tmp_path / "base.csv")
     cli("import", "table", tmp_path / "post.csv")
-    out = cli("pair", "add", "base-7b", "post-7b", "--label", "7B -> instruct", "--stage", "instruct")
+    out = cli(
+        "pair", "add", "base-7b", "post-7b", "--label", "7B -> instruct", "--stage", "instruct"
+    )
     assert "added pair 1" in out.stdout
     return cli
 
@@ -84,7 +86,12 @@ def test_benchmark_level_json_matches_hand_computed_values(loaded):
 
     # mmlu:anatomy seed 0: n11 = 7, n10 = 1, n00 = 1, n01 = 1
     a0 = r[("mmlu:anatomy", 0)]
-    assert (a0["base"], a0["post"], a0["category"], a0["num_choices"]) == ("base-7b", "post-7b", "Science/Tech", 4)
+    assert (a0["base"], a0["post"], a0["category"], a0["num_choices"]) == (
+        "base-7b",
+        "post-7b",
+        "Science/Tech",
+        4,
+    )
     assert (a0["n"], a0["n_00"], a0["n_01"], a0["n_10"], a0["n_11"]) == (10, 1, 1, 1, 7)
     assert a0["acc_pre"] == 0.8 and a0["acc_post"] == 0.8
     assert a0["f"] == 0.1 and a0["bt"] == 0.1
@@ -126,7 +133,9 @@ def test_category_level_macro_and_micro_match_hand_computed_values(loaded):
     total = macro["Total"]
     assert total["n_benchmarks"] == 2
     assert total["f_true"] == pytest.approx(sum(total_per_seed) / 2, abs=1e-15)
-    assert total["f_true_std"] == pytest.approx(abs(total_per_seed[0] - total_per_seed[1]) / math.sqrt(2), abs=1e-15)
+    assert total["f_true_std"] == pytest.approx(
+        abs(total_per_seed[0] - total_per_seed[1]) / math.sqrt(2), abs=1e-15
+    )
 
     micro = by_key(loaded.json("map", "--aggregate", "micro", "--format", "json"), "category")
     micro_per_seed = [(10 * sci[0] + 4 * math_[0]) / 14, (10 * sci[1] + 4 * math_[1]) / 14]
@@ -136,7 +145,9 @@ def test_category_level_macro_and_micro_match_hand_computed_values(loaded):
 
 
 def test_noise_floor_is_each_models_seed_vs_seed_flip_rate(loaded):
-    records = by_key(loaded.json("map", "--level", "benchmark", "--format", "json"), "benchmark", "seed")
+    records = by_key(
+        loaded.json("map", "--level", "benchmark", "--format", "json"), "benchmark", "seed"
+    )
     # base seed0 vs seed1 on mmlu: 2 flips of 10 in one direction -> (0.2 + 0) / 2 = 0.1
     # post seed0 vs seed1: 3 flips of 10 -> 0.15; the pair shows the mean of the two
     assert records[("mmlu:anatomy", 0)]["noise_floor"] == pytest.approx(0.125)
@@ -166,9 +177,26 @@ def test_parquet_and_jsonl_import_the_same_rows_as_csv(cli, tmp_path):
     cli("import", "table", tmp_path / "a.csv")
     csv_contents = cli.contents()["results"]
     for name, writer in (
-        ("b.parquet", lambda p: pq.write_table(pa.Table.from_pylist(
-            [{**r, "num_choices": r["num_choices"] or None, "category": r["category"] or None} for r in rows]), p)),
-        ("c.jsonl", lambda p: p.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")),
+        (
+            "b.parquet",
+            lambda p: pq.write_table(
+                pa.Table.from_pylist(
+                    [
+                        {
+                            **r,
+                            "num_choices": r["num_choices"] or None,
+                            "category": r["category"] or None,
+                        }
+                        for r in rows
+                    ]
+                ),
+                p,
+            ),
+        ),
+        (
+            "c.jsonl",
+            lambda p: p.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8"),
+        ),
     ):
         other = type(cli)(tmp_path / f"{name}.duckdb")
         writer(tmp_path / name)
@@ -203,8 +231,15 @@ def test_mixed_k_benchmark_through_the_store(cli, tmp_path):
     rows = []
     for model, values in (("b", [1, 1, 0, 0, 1, 1]), ("p", [0, 1, 0, 1, 1, 0])):
         for i, c in enumerate(values):
-            rows.append({"model": model, "benchmark": "truthfulqa_mc1", "sample_id": i, "correct": c,
-                         "num_choices": 2 if i < 4 else 5})
+            rows.append(
+                {
+                    "model": model,
+                    "benchmark": "truthfulqa_mc1",
+                    "sample_id": i,
+                    "correct": c,
+                    "num_choices": 2 if i < 4 else 5,
+                }
+            )
     write_csv(tmp_path / "m.csv", rows)
     cli("import", "table", tmp_path / "m.csv")
     cli("pair", "add", "b", "p")
@@ -245,8 +280,13 @@ def test_empty_map_tells_the_user_what_to_do(cli):
 
 def test_locked_database_gives_a_clear_error(loaded):
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import duckdb, time; c = duckdb.connect({str(loaded.db)!r}); print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, time; c = duckdb.connect({str(loaded.db)!r}); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -262,7 +302,11 @@ def test_console_script_runs_from_a_fresh_process(tmp_path):
     db = tmp_path / "x.duckdb"
     write_csv(tmp_path / "b.csv", rows_for("b", BASE))
     exe = Path(sys.executable).parent / "forgetmap"
-    done = subprocess.run([str(exe), "--db", str(db), "import", "table", str(tmp_path / "b.csv")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(exe), "--db", str(db), "import", "table", str(tmp_path / "b.csv")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "imported 28 new rows" in done.stdout

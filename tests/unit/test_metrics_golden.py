@@ -145,7 +145,9 @@ def test_mcnemar_exact_values():
     # 3 vs 7: 2 * P[Bin(10, .5) <= 3] = 2 * 176/1024
     assert metrics.mcnemar_exact(3, 7) == pytest.approx(2 * 176 / 1024)
     assert metrics.mcnemar_exact(5, 5) == 1.0
-    assert np.allclose(metrics.mcnemar_exact(np.array([0, 3]), np.array([10, 7])), [2 * 0.5**10, 2 * 176 / 1024])
+    assert np.allclose(
+        metrics.mcnemar_exact(np.array([0, 3]), np.array([10, 7])), [2 * 0.5**10, 2 * 176 / 1024]
+    )
 
 
 def test_bootstrap_ci_brackets_the_estimate_and_narrows_with_n():
@@ -169,7 +171,11 @@ def test_bootstrap_ci_matches_resampling_rows():
     draws = []
     for _ in range(4000):
         idx = rng.integers(0, 400, 400)
-        draws.append(benchmark_scores(metrics.count_transitions(pre[idx].astype(int), post[idx].astype(int)), k=4).f_true)
+        draws.append(
+            benchmark_scores(
+                metrics.count_transitions(pre[idx].astype(int), post[idx].astype(int)), k=4
+            ).f_true
+        )
     assert shortcut.low == pytest.approx(np.quantile(draws, 0.025), abs=0.006)
     assert shortcut.high == pytest.approx(np.quantile(draws, 0.975), abs=0.006)
 
@@ -183,13 +189,31 @@ def test_noise_floor_of_a_model_against_itself():
 
 
 def test_scores_from_arrays_matches_scalar_version():
-    rows = [(2, Transitions(10, 6, 4, 20)), (4, Transitions(15, 9, 6, 30)), (None, Transitions(5, 1, 2, 3))]
+    rows = [
+        (2, Transitions(10, 6, 4, 20)),
+        (4, Transitions(15, 9, 6, 30)),
+        (None, Transitions(5, 1, 2, 3)),
+    ]
     s = metrics.scores_from_arrays(
-        [t.n_00 for _, t in rows], [t.n_01 for _, t in rows], [t.n_10 for _, t in rows],
-        [t.n_11 for _, t in rows], [k or 0 for k, _ in rows], [0, 0, 1],
+        [t.n_00 for _, t in rows],
+        [t.n_01 for _, t in rows],
+        [t.n_10 for _, t in rows],
+        [t.n_11 for _, t in rows],
+        [k or 0 for k, _ in rows],
+        [0, 0, 1],
     )
     first = benchmark_scores({2: rows[0][1], 4: rows[1][1]})
     second = benchmark_scores(rows[2][1], k=None)
-    for name in ("f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max", "acc_pre", "acc_post"):
+    for name in (
+        "f",
+        "bt",
+        "f_chance",
+        "f_true",
+        "bt_true",
+        "f_max",
+        "bt_max",
+        "acc_pre",
+        "acc_post",
+    ):
         assert s[name][0] == pytest.approx(getattr(first, name))
         assert s[name][1] == pytest.approx(getattr(second, name))

@@ -51,7 +51,17 @@ def test_swapping_pre_and_post_swaps_f_with_bt(groups):
 def test_f_plus_bt_at_most_one_and_fractions_in_range(groups):
     s = benchmark_scores(groups)
     assert s.f + s.bt <= 1.0 + 1e-12
-    for name in ("acc_pre", "acc_post", "f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max"):
+    for name in (
+        "acc_pre",
+        "acc_post",
+        "f",
+        "bt",
+        "f_chance",
+        "f_true",
+        "bt_true",
+        "f_max",
+        "bt_max",
+    ):
         assert 0.0 <= getattr(s, name) <= 1.0 + 1e-12, name
     assert s.n_00 + s.n_01 + s.n_10 + s.n_11 == s.n
 
@@ -60,8 +70,12 @@ def test_f_plus_bt_at_most_one_and_fractions_in_range(groups):
 def test_vectorized_scores_equal_scalar_scores(groups):
     keys = list(groups)
     v = metrics.scores_from_arrays(
-        [groups[k].n_00 for k in keys], [groups[k].n_01 for k in keys], [groups[k].n_10 for k in keys],
-        [groups[k].n_11 for k in keys], [k or 0 for k in keys], [0] * len(keys),
+        [groups[k].n_00 for k in keys],
+        [groups[k].n_01 for k in keys],
+        [groups[k].n_10 for k in keys],
+        [groups[k].n_11 for k in keys],
+        [k or 0 for k in keys],
+        [0] * len(keys),
     )
     s = benchmark_scores(groups)
     for name in ("f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max"):
@@ -69,8 +83,19 @@ def test_vectorized_scores_equal_scalar_scores(groups):
 
 
 def _unit(pair, bench, cat, seed, s, n=None):
-    return UnitScore(pair=pair, benchmark=bench, category=cat, seed=seed, n=n or s.n, f_true=s.f_true,
-                     bt_true=s.bt_true, f=s.f, bt=s.bt, f_max=s.f_max, bt_max=s.bt_max)
+    return UnitScore(
+        pair=pair,
+        benchmark=bench,
+        category=cat,
+        seed=seed,
+        n=n or s.n,
+        f_true=s.f_true,
+        bt_true=s.bt_true,
+        f=s.f,
+        bt=s.bt,
+        f_max=s.f_max,
+        bt_max=s.bt_max,
+    )
 
 
 @given(transitions(), ks, st.sampled_from(["macro", "micro"]))
@@ -110,7 +135,11 @@ def test_macro_is_unweighted_and_micro_is_sample_weighted():
 def test_total_is_the_mean_over_categories_not_over_benchmarks():
     a = benchmark_scores(Transitions(0, 0, 10, 0), None)  # f_true 1
     b = benchmark_scores(Transitions(0, 0, 0, 10), None)  # f_true 0
-    units = [_unit("p", "m1", "Math", 0, a), _unit("p", "m2", "Math", 0, a), _unit("p", "l1", "Logic", 0, b)]
+    units = [
+        _unit("p", "m1", "Math", 0, a),
+        _unit("p", "m2", "Math", 0, a),
+        _unit("p", "l1", "Logic", 0, b),
+    ]
     total = next(c for c in aggregate(units) if c.category == metrics.TOTAL)
     assert total.f_true == pytest.approx(0.5)  # (mean(Math)=1 + mean(Logic)=0) / 2, not 2/3
     assert total.n_benchmarks == 3
