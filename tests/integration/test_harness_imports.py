@@ -1,0 +1,82 @@
+"""lm-eval-harness and lighteval files through the CLI into the map, values by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fixtures_formats import write_lighteval_details, write_lm_eval_samples
+
+BASE = [1, 1, 1, 0, 0, 1, 1, 1]
+POST = [1, 0, 1, 0, 1, 1, 1, 1]
+# transitions: 1->1 at 0,2,5,6,7 (5); 1->0 at 1; 0->0 at 3; 0->1 at 4
+EXPECTED = {"n_00": 1, "n_01": 1, "n_10": 1, "n_11": 5}
+
+
+def _check_record(rec, benchmark="mmlu:anatomy"):
+    assert rec["benchmark"] == benchmark and rec["category"] == "Science/Tech"
+    assert {k: rec[k] for k in EXPECTED} == EXPECTED
+    assert rec["num_choices"] == 4
+    # acc .75 -> .75; c = .25 * .25 / 3; F = 1/8
+    assert rec["f_chance"] == pytest.approx(0.0625 / 3, abs=1e-15)
+    assert rec["f_true"] == pytest.approx(0.125 - 0.0625 / 3, abs=1e-15)
+    assert rec["bt_true"] == pytest.approx(0.125 - 0.0625 / 3, abs=1e-15)
+
+
+def test_lm_eval_samples_to_map(cli, tmp_path):
+    write_lm_eval_samples(tmp_path / "base", "mmlu_anatomy", BASE)
+    write_lm_eval_samples(tmp_path / "post", "mmlu_anatomy", POST)
+    cli("import", "lm-eval", tmp_path / "base", "--model", "base")
+    cli("import", "lm-eval", tmp_path / "post", "--model", "post")
+    cli("pair", "add", "base", "post")
+    [rec] = cli.json("map", "--level", "benchmark", "--format", "json")
+    _check_record(rec)
+
+
+def test_lm_eval_doc_hash_mismatch_is_reported_and_excluded(cli, tmp_path):
+    write_lm_eval_samples(tmp_path / "base", "mmlu_anatomy", BASE)
+    path = write_lm_eval_samples(tmp_path / "post", "mmlu_anatomy", POST)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[1]["doc_hash"] = "0" * 64  # doc 1 (the only 1->0 flip) was a different document
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    cli("import", "lm-eval", tmp_path / "base", "--model", "base")
+    cli("import", "lm-eval", tmp_path / "post", "--model", "post")
+    out = cli("pair", "add", "base", "post").stdout
+    assert "1 with mismatched documents" in out
+    [rec] = cli.json("map", "--level", "benchmark", "--format", "json")
+    assert rec["n"] == 7 and rec["n_10"] == 0 and rec["mismatched"] == 1
+
+
+def test_lm_eval_non_binary_metric_is_refused(cli, tmp_path):
+    write_lm_eval_samples(tmp_path / "base", "mmlu_anatomy", BASE)
+    cli("import", "lm-eval", tmp_path / "base", "--model", "base")
+    before = cli.contents()
+    write_lm_eval_samples(tmp_path / "bad", "mmlu_anatomy", [1, 0.5, 1])
+    result = cli("import", "lm-eval", tmp_path / "bad", "--model", "other", ok=False)
+    assert result.exit_code == 2
+    assert "0.5" in result.stderr and "--metric" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert cli.contents() == before
+
+
+@pytest.mark.parametrize("schemas", [("flat", "flat"), ("nested", "nested"), ("flat", "nested")])
+def test_lighteval_details_to_map(cli, tmp_path, schemas):
+    task = "leaderboard|mmlu:anatomy|5"
+    # flat details carry no doc id: pair them by content hash (nested ones without ids too)
+    with_ids = schemas == ("nested", "nested")
+    kwargs = [{"with_ids": with_ids} if s == "nested" else {} for s in schemas]
+    write_lighteval_details(tmp_path / "base", task, BASE, schema=schemas[0], **kwargs[0])
+    write_lighteval_details(tmp_path / "post", task, POST, schema=schemas[1], shuffle_seed=3, **kwargs[1])
+    cli("import", "lighteval", tmp_path / "base", "--model", "base")
+    cli("import", "lighteval", tmp_path / "post", "--model", "post")
+    cli("pair", "add", "base", "post")
+    [rec] = cli.json("map", "--level", "benchmark", "--format", "json")
+    _check_record(rec)
+
+
+def test_harness_import_needs_a_model_name(cli, tmp_path):
+    write_lm_eval_samples(tmp_path / "base", "mmlu_anatomy", BASE)
+    result = cli("import", "lm-eval", tmp_path / "base", ok=False)
+    assert result.exit_code == 2
+    assert "--model" in result.stderr

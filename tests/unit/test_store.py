@@ -1,0 +1,38 @@
+"""Schema migrations and opening the store."""
+
+from __future__ import annotations
+
+from alembic.script import ScriptDirectory
+
+from app.db.store import HEAD_REVISION, alembic_config, open_store
+
+
+def test_head_revision_constant_matches_alembic_head():
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == HEAD_REVISION
+
+
+def test_fresh_file_is_upgraded_to_head_with_every_table(tmp_path):
+    store = open_store(tmp_path / "new" / "fm.duckdb")
+    try:
+        assert store.current_revision() == HEAD_REVISION
+        with store.read() as conn:
+            tables = {r[0] for r in conn.exec_driver_sql(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+            ).fetchall()}
+        assert {"models", "benchmarks", "runs", "pairs", "jobs", "results", "transitions", "coverage",
+                "seed_transitions", "alembic_version"} <= tables
+    finally:
+        store.close()
+
+
+def test_reopening_a_current_file_keeps_its_data(tmp_path):
+    path = tmp_path / "fm.duckdb"
+    store = open_store(path)
+    with store.transaction() as conn:
+        conn.exec_driver_sql("INSERT INTO models (name) VALUES ('a'), ('b')")
+    store.close()
+    store = open_store(path)
+    with store.read() as conn:
+        ids = conn.exec_driver_sql("SELECT id, name FROM models ORDER BY id").fetchall()
+    store.close()
+    assert ids == [(1, "a"), (2, "b")]

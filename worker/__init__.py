@@ -1,0 +1,1 @@
+"""The evaluation worker (Celery tasks running vLLM or transformers): built in the worker issue."""
