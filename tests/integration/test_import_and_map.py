@@ -310,3 +310,18 @@ def test_console_script_runs_from_a_fresh_process(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "imported 28 new rows" in done.stdout
+
+
+def test_unknown_benchmark_without_category_is_uncategorized_and_taxonomy_wins(cli, tmp_path):
+    rows = [
+        {"model": m, "benchmark": b, "sample_id": 1, "correct": c, "category": cat}
+        for m, c in (("b", 1), ("p", 0))
+        for b, cat in (("my_private_eval", ""), ("arc_easy", "Physics"))
+    ]
+    write_csv(tmp_path / "x.csv", rows)
+    cli("import", "table", tmp_path / "x.csv")
+    cli("pair", "add", "b", "p")
+    cats = {r["benchmark"]: r["category"] for r in cli.json("map", "--level", "benchmark", "--format", "json")}
+    assert cats == {"my_private_eval": "Uncategorized", "arc:easy": "Logic"}
+    categories = [r["category"] for r in cli.json("map", "--format", "json")]
+    assert categories == ["Logic", "Uncategorized", "Total"]

@@ -1,0 +1,286 @@
+"""Map benchmark: map_records from the materialized counts vs a recompute from per-sample rows.
+
+    .venv/bin/python bench/map.py                       # full size: 10M rows, 30 pairs
+    .venv/bin/python bench/map.py --rows 1000000        # quick run
+    .venv/bin/python bench/map.py --db /tmp/x/ours.duckdb   # reuse `bench/ingest.py --keep` output
+
+With the rows loaded (import_file per model file) and the pairs added (each base with 3 others):
+- ours: ``map_records(store, MapQuery(level, aggregate))`` for category/macro, category/micro and
+  benchmark level, median of --runs (>= 20) each after one warm-up call;
+- baseline: the same map where the transition counts come from one SQL query over the per-sample
+  rows (base and post rows of all pairs joined per (pair, benchmark, seed, sample), FULL OUTER so
+  unpaired samples are counted as the ingest does; counts per (pair, benchmark, seed, k)), followed
+  by exactly the same Python scoring: ``app.db.queries.pair_transitions`` is swapped for the
+  recompute while map_records runs. Median of --recompute-runs (>= 3). The seed-vs-seed noise
+  floor is read from its materialized table in both (so the baseline is, if anything, flattered).
+The recompute's records are checked against the materialized map's before timing.
+Goal: map < 50 ms at 10M rows and >= 20x faster than the recompute.
+When a map median misses 50 ms (or with --profile) the slowest level is profiled with cProfile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import math
+import pstats
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from unittest import mock
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyarrow as pa  # noqa: E402
+
+from app.importers import import_file  # noqa: E402, F401, I001  (import first: circular import otherwise)
+from app.db import queries  # noqa: E402
+from app.db.store import open_store  # noqa: E402
+from app.forgetting_map import MapQuery, map_records  # noqa: E402
+from bench._data import (  # noqa: E402
+    FULL_BENCHMARKS,
+    FULL_MODELS,
+    FULL_ROWS,
+    FULL_SEEDS,
+    Spec,
+    fmt_s,
+    load_dataset,
+    machine_line,
+    median,
+    now,
+    timed,
+    write_dataset,
+)
+
+GOAL_MS = 50.0
+GOAL_SPEEDUP = 20.0
+
+QUERIES = (
+    ("category/macro", MapQuery(level="category", aggregate="macro")),
+    ("category/micro", MapQuery(level="category", aggregate="micro")),
+    ("benchmark", MapQuery(level="benchmark", aggregate="macro")),
+)
+
+RECOMPUTE_SQL = """
+WITH base AS (
+    SELECT p.id AS pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash
+    FROM pairs p JOIN results r ON r.model_id = p.base_model_id
+), post AS (
+    SELECT p.id AS pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash
+    FROM pairs p JOIN results r ON r.model_id = p.post_model_id
+), joined AS (
+    SELECT coalesce(b.pair_id, q.pair_id) AS pair_id,
+           coalesce(b.benchmark_id, q.benchmark_id) AS benchmark_id,
+           coalesce(b.seed, q.seed) AS seed,
+           b.correct AS pre, q.correct AS post,
+           coalesce(b.num_choices, q.num_choices, 0) AS k,
+           q.sample_id IS NULL AS only_base,
+           b.sample_id IS NULL AS only_post,
+           coalesce(b.doc_hash <> q.doc_hash, false) AS mismatched
+    FROM base b FULL OUTER JOIN post q
+      ON b.pair_id = q.pair_id AND b.benchmark_id = q.benchmark_id
+     AND b.seed = q.seed AND b.sample_id = q.sample_id
+), groups AS (
+    SELECT pair_id, benchmark_id, seed, k,
+           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched) AS paired,
+           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched AND NOT pre AND NOT post) AS n_00,
+           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched AND NOT pre AND post) AS n_01,
+           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched AND pre AND NOT post) AS n_10,
+           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched AND pre AND post) AS n_11,
+           count(*) FILTER (WHERE only_base) AS only_base,
+           count(*) FILTER (WHERE only_post) AS only_post,
+           count(*) FILTER (WHERE mismatched) AS mismatched
+    FROM joined GROUP BY pair_id, benchmark_id, seed, k
+), cov AS (
+    SELECT pair_id, benchmark_id, seed, sum(only_base) AS only_base, sum(only_post) AS only_post,
+           sum(mismatched) AS mismatched
+    FROM groups GROUP BY pair_id, benchmark_id, seed
+)
+SELECT g.pair_id, p.label, p.stage, mb.name AS base, mp.name AS post,
+       b.name AS benchmark, b.category, g.seed, g.k::SMALLINT AS k,
+       g.n_00, g.n_01, g.n_10, g.n_11,
+       coalesce(c.only_base, 0)::BIGINT AS only_base, coalesce(c.only_post, 0)::BIGINT AS only_post,
+       coalesce(c.mismatched, 0)::BIGINT AS mismatched
+FROM groups g
+JOIN pairs p ON p.id = g.pair_id
+JOIN models mb ON mb.id = p.base_model_id
+JOIN models mp ON mp.id = p.post_model_id
+JOIN benchmarks b ON b.id = g.benchmark_id
+LEFT JOIN cov c ON c.pair_id = g.pair_id AND c.benchmark_id = g.benchmark_id AND c.seed = g.seed
+WHERE g.paired > 0
+ORDER BY g.pair_id, b.name, g.seed, g.k
+"""
+
+
+def recompute_transitions(conn) -> pa.Table:
+    """Drop-in for queries.pair_transitions that counts from the per-sample rows."""
+    return conn.connection.driver_connection.sql(RECOMPUTE_SQL).to_arrow_table()
+
+
+def recompute_map(store, query: MapQuery) -> list[dict]:
+    with mock.patch.object(queries, "pair_transitions", recompute_transitions):
+        return map_records(store, query)
+
+
+def same_records(a: list[dict], b: list[dict]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if x.keys() != y.keys():
+            return False
+        for key in x:
+            u, v = x[key], y[key]
+            if isinstance(u, float) and isinstance(v, float):
+                if not (math.isclose(u, v, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(u) and math.isnan(v))):
+                    return False
+            elif u != v:
+                return False
+    return True
+
+
+def table_counts(store) -> dict[str, int]:
+    with store.read() as conn:
+        duck = conn.connection.driver_connection
+        return {
+            name: duck.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+            for name in ("results", "pairs", "transitions", "coverage", "seed_transitions")
+        }
+
+
+def split_times(store, runs: int) -> dict[str, float]:
+    """Medians of the two reads map_records makes, to tell SQL time from Python time."""
+    out: dict[str, list[float]] = {"pair_transitions (SQL -> Arrow)": [], "seed_transitions_for_pairs (SQL -> Arrow)": []}
+    for _ in range(runs):
+        with store.read() as conn:
+            t0 = now()
+            queries.pair_transitions(conn)
+            t1 = now()
+            queries.seed_transitions_for_pairs(conn)
+            t2 = now()
+        out["pair_transitions (SQL -> Arrow)"].append(t1 - t0)
+        out["seed_transitions_for_pairs (SQL -> Arrow)"].append(t2 - t1)
+    return {k: median(v) for k, v in out.items()}
+
+
+def profile(store, query: MapQuery, runs: int, top: int) -> str:
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(runs):
+        map_records(store, query)
+    prof.disable()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+    lines = [ln for ln in out.getvalue().splitlines() if ln.strip()]
+    start = next((j for j, ln in enumerate(lines) if ln.lstrip().startswith("ncalls")), 0)
+    head = [ln for ln in lines[:start] if "function calls" in ln]
+    return "\n".join(head + lines[start : start + top + 1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=FULL_ROWS, help="total rows (default 10M)")
+    ap.add_argument("--models", type=int, default=FULL_MODELS)
+    ap.add_argument("--benchmarks", type=int, default=FULL_BENCHMARKS)
+    ap.add_argument("--seeds", type=int, default=FULL_SEEDS)
+    ap.add_argument("--pairs-per-base", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=20, help="map_records runs per level (median)")
+    ap.add_argument("--recompute-runs", type=int, default=3)
+    ap.add_argument("--db", type=Path, help="use this loaded DB (e.g. from bench/ingest.py --keep) instead of building one")
+    ap.add_argument("--workdir", type=Path, help="directory for data and the DuckDB file (default: temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the workdir")
+    ap.add_argument("--profile", choices=("auto", "yes", "no"), default="auto",
+                    help="cProfile the slowest map level: auto = only when it misses 50 ms")
+    ap.add_argument("--top", type=int, default=18)
+    args = ap.parse_args(argv)
+
+    t_start = now()
+    spec = Spec(rows=args.rows, models=args.models, benchmarks=args.benchmarks, seeds=args.seeds)
+    own_tmp = args.workdir is None and args.db is None
+    workdir = None
+    print("== forgetmap map benchmark ==")
+    print(machine_line())
+    try:
+        if args.db is not None:
+            store = open_store(args.db)
+            print(f"using loaded DB {args.db}")
+        else:
+            workdir = Path(tempfile.mkdtemp(prefix="forgetmap-bench-")) if own_tmp else args.workdir
+            workdir.mkdir(parents=True, exist_ok=True)
+            db = workdir / "map.duckdb"
+            for suffix in ("", ".wal"):
+                Path(str(db) + suffix).unlink(missing_ok=True)
+            print(f"data: {spec.models} models x {spec.benchmarks} benchmarks x {spec.seeds} seeds x "
+                  f"{spec.samples} samples = {spec.total_rows:,} rows; {len(spec.pairs(args.pairs_per_base))} pairs")
+            t, paths = timed(write_dataset, spec, workdir / "data")
+            store = open_store(db)
+            t_load, _ = timed(load_dataset, spec, store, paths)
+            print(f"generated in {fmt_s(t)}; loaded (import_file x {len(paths)} + pairs) in {fmt_s(t_load)}")
+        counts = table_counts(store)
+        print("tables: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+        if counts["pairs"] == 0:
+            print("error: the DB has no pairs; run bench/ingest.py --keep (it adds them) or omit --db")
+            return 2
+
+        # correctness of the baseline: it must give the same records
+        for name, query in QUERIES:
+            ours_records = map_records(store, query)
+            if not same_records(ours_records, recompute_map(store, query)):
+                print(f"error: recompute differs from the materialized map at {name}")
+                return 1
+        print(f"check: recompute gives the same records as the materialized map at all 3 levels "
+              f"({len(map_records(store, QUERIES[2][1])):,} benchmark records, "
+              f"{len(map_records(store, QUERIES[0][1])):,} category records)")
+
+        print(f"\n-- ours: map_records(store, MapQuery(...)), median of {args.runs} runs after 1 warm-up --")
+        ours: dict[str, float] = {}
+        for name, query in QUERIES:
+            map_records(store, query)
+            times = [timed(map_records, store, query)[0] for _ in range(args.runs)]
+            ours[name] = median(times)
+            print(f"{name:16s} median {fmt_s(ours[name]):>10s}  (min {fmt_s(min(times))}, max {fmt_s(max(times))})")
+        for key, value in split_times(store, args.runs).items():
+            print(f"  of which {key}: median {fmt_s(value)}")
+
+        print(f"\n-- baseline: recompute from per-sample rows (one SQL) + the same Python scoring, "
+              f"median of {args.recompute_runs} runs --")
+        base: dict[str, float] = {}
+        sql_times = []
+        for _ in range(args.recompute_runs):
+            with store.read() as conn:
+                sql_times.append(timed(recompute_transitions, conn)[0])
+        for name, query in QUERIES:
+            times = [timed(recompute_map, store, query)[0] for _ in range(args.recompute_runs)]
+            base[name] = median(times)
+            print(f"{name:16s} median {fmt_s(base[name]):>10s}  (runs: {', '.join(fmt_s(x) for x in times)})")
+        print(f"  of which the recompute SQL alone: median {fmt_s(median(sql_times))}")
+
+        print("\n-- result --")
+        print(f"{'level':16s} {'map':>10s} {'recompute':>10s} {'speedup':>9s}  goal (< {GOAL_MS:.0f} ms, >= {GOAL_SPEEDUP:.0f}x)")
+        worst = max(ours, key=ours.get)
+        for name in ours:
+            speedup = base[name] / ours[name]
+            met = ours[name] * 1000 < GOAL_MS and speedup >= GOAL_SPEEDUP
+            print(f"{name:16s} {fmt_s(ours[name]):>10s} {fmt_s(base[name]):>10s} {speedup:>8.1f}x  "
+                  f"{'MET' if met else 'MISSED'}")
+
+        if args.profile == "yes" or (args.profile == "auto" and ours[worst] * 1000 >= GOAL_MS):
+            query = dict(QUERIES)[worst]
+            n = 5
+            print(f"\n-- cProfile of map_records at {worst} ({n} runs, sorted by tottime) --")
+            print(profile(store, query, n, args.top))
+        store.close()
+        print(f"\nwall time {fmt_s(now() - t_start)}")
+        return 0
+    finally:
+        if workdir is not None and not args.keep:
+            shutil.rmtree(workdir / "data", ignore_errors=True)
+            for suffix in ("", ".wal"):
+                Path(str(workdir / "map.duckdb") + suffix).unlink(missing_ok=True)
+            if own_tmp:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
