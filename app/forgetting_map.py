@@ -105,9 +105,10 @@ def _pair_noise(noise: dict, base: str, post: str, benchmark: str) -> float | No
     return float(np.mean(values)) if values else None
 
 
-def benchmark_records(store: Store) -> list[dict]:
+def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
+    """One record per (pair, benchmark, seed), for every pair or just ``pair_id``."""
     with store.read() as conn:
-        counts = queries.pair_transitions(conn)
+        counts = queries.pair_transitions(conn, pair_id)
         noise = _noise_by_model_benchmark(conn)
     if len(counts) == 0:
         return []

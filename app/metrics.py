@@ -405,7 +405,7 @@ class Interval:
 
 
 def bootstrap_ci(
-    groups: Mapping[int | None, Transitions] | Transitions,
+    groups: Mapping[int | None, Transitions] | Transitions | Sequence[Mapping[int | None, Transitions]],
     k: int | None = None,
     *,
     n_boot: int = 2000,
@@ -416,34 +416,44 @@ def bootstrap_ci(
 
     Resampling N paired samples with replacement is a multinomial draw over the (k-group,
     transition) cells with probabilities count / N, so the bootstrap needs only the counts and is
-    exact in distribution to resampling the per-sample rows. Returns {"f_true": ..., "bt_true": ...}.
+    exact in distribution to resampling the per-sample rows. ``groups`` may also be a list with one
+    entry per seed: each seed is resampled on its own and the statistic is the mean across seeds
+    (as the map reports it). Returns {"f_true": Interval, "bt_true": Interval}.
     """
-    if isinstance(groups, Transitions):
-        groups = {k: groups}
-    keys = [key for key, t in groups.items() if t.n > 0]
-    cells = np.array(
-        [[groups[key].n_00, groups[key].n_01, groups[key].n_10, groups[key].n_11] for key in keys],
-        dtype=np.float64,
-    )
-    n = int(cells.sum())
-    if n == 0:
+    if isinstance(groups, (Transitions, Mapping)):
+        per_seed = [groups]
+    else:
+        per_seed = list(groups)
+    if not per_seed:
         raise ValueError("cannot bootstrap a benchmark with no paired samples")
     rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n, cells.ravel() / n, size=n_boot).reshape(n_boot, len(keys), 4)
-    k_arr = np.array([0 if key is None else key for key in keys], dtype=np.float64)
-    rows = draws.reshape(-1, 4)
-    k_rows = np.tile(k_arr, n_boot)
-    unit = np.repeat(np.arange(n_boot), len(keys))
-    keep = rows.sum(axis=1) > 0
-    scores = scores_from_arrays(
-        rows[keep, 0], rows[keep, 1], rows[keep, 2], rows[keep, 3], k_rows[keep], unit[keep]
-    )
+    totals = {"f_true": np.zeros(n_boot), "bt_true": np.zeros(n_boot)}
+    for entry in per_seed:
+        entry = {k: entry} if isinstance(entry, Transitions) else entry
+        keys = [key for key, t in entry.items() if t.n > 0]
+        cells = np.array(
+            [[entry[key].n_00, entry[key].n_01, entry[key].n_10, entry[key].n_11] for key in keys],
+            dtype=np.float64,
+        ).reshape(len(keys), 4)
+        n = int(cells.sum())
+        if n == 0:
+            raise ValueError("cannot bootstrap a benchmark with no paired samples")
+        draws = rng.multinomial(n, cells.ravel() / n, size=n_boot).reshape(-1, 4)
+        k_rows = np.tile(np.array([0 if key is None else key for key in keys], dtype=np.float64), n_boot)
+        unit = np.repeat(np.arange(n_boot), len(keys))
+        keep = draws.sum(axis=1) > 0
+        scores = scores_from_arrays(
+            draws[keep, 0], draws[keep, 1], draws[keep, 2], draws[keep, 3], k_rows[keep], unit[keep]
+        )
+        for name in totals:
+            totals[name] += scores[name]
     tail = (1.0 - level) / 2.0
     return {
         name: Interval(
-            float(np.quantile(scores[name], tail)), float(np.quantile(scores[name], 1 - tail))
+            float(np.quantile(values / len(per_seed), tail)),
+            float(np.quantile(values / len(per_seed), 1 - tail)),
         )
-        for name in ("f_true", "bt_true")
+        for name, values in totals.items()
     }
 
 

@@ -57,9 +57,27 @@ def config_hash(config: dict) -> str:
 
 
 def ensure_models(conn: Connection, names: list[str]) -> None:
+    """Register models; family and size are guessed from the name (``forgetmap model set`` fixes)."""
+    from app.naming import infer_family_and_size
+
     duck = _duck(conn)
     for name in names:
-        duck.execute("INSERT INTO models (name) VALUES (?) ON CONFLICT DO NOTHING", [name])
+        family, size = infer_family_and_size(name)
+        duck.execute(
+            "INSERT INTO models (name, family, size_params) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [name, family, size],
+        )
+
+
+def set_model_meta(conn: Connection, name: str, *, family: str | None, size_params: int | None) -> None:
+    duck = _duck(conn)
+    if duck.execute("SELECT count(*) FROM models WHERE name = ?", [name]).fetchone()[0] == 0:
+        raise InputError(f"unknown model {name!r}; import its results first")
+    duck.execute(
+        "UPDATE models SET family = coalesce(?, family), size_params = coalesce(?, size_params) "
+        "WHERE name = ?",
+        [family, size_params, name],
+    )
 
 
 def ensure_benchmarks(conn: Connection, benchmarks: dict[str, BenchmarkMeta]) -> None:

@@ -10,12 +10,9 @@ def _duck(conn: Connection):
     return conn.connection.driver_connection
 
 
-def pair_transitions(conn: Connection) -> pa.Table:
+def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
     """Every (pair, benchmark, seed, k-group) row of transition counts with names attached."""
-    return (
-        _duck(conn)
-        .sql(
-            """
+    sql = """
         SELECT t.pair_id, p.label, p.stage, mb.name AS base, mp.name AS post,
                b.name AS benchmark, b.category, t.seed, t.num_choices AS k,
                t.n_00, t.n_01, t.n_10, t.n_11,
@@ -28,19 +25,15 @@ def pair_transitions(conn: Connection) -> pa.Table:
         JOIN benchmarks b ON b.id = t.benchmark_id
         LEFT JOIN coverage c
           ON c.pair_id = t.pair_id AND c.benchmark_id = t.benchmark_id AND c.seed = t.seed
+        WHERE $pair_id IS NULL OR t.pair_id = $pair_id
         ORDER BY t.pair_id, b.name, t.seed, t.num_choices
-        """
-        )
-        .to_arrow_table()
-    )
+    """
+    return _duck(conn).sql(sql, params={"pair_id": pair_id}).to_arrow_table()
 
 
 def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
     """Seed-vs-seed counts of every model that is the base or post side of some pair."""
-    return (
-        _duck(conn)
-        .sql(
-            """
+    sql = """
         SELECT s.model_id, s.benchmark_id, b.name AS benchmark, m.name AS model,
                s.seed_a, s.seed_b, s.num_choices AS k, s.n_00, s.n_01, s.n_10, s.n_11
         FROM seed_transitions s
@@ -48,10 +41,8 @@ def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
         JOIN benchmarks b ON b.id = s.benchmark_id
         WHERE s.model_id IN (SELECT base_model_id FROM pairs UNION SELECT post_model_id FROM pairs)
         ORDER BY s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices
-        """
-        )
-        .to_arrow_table()
-    )
+    """
+    return _duck(conn).sql(sql).to_arrow_table()
 
 
 def list_pairs(conn: Connection) -> list[dict]:
@@ -99,3 +90,171 @@ def table_contents(conn: Connection) -> dict[str, list[tuple]]:
     return {
         name: sorted(duck.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr) for name in names
     }
+
+
+# ------------------------------------------------------------------------------ drill-down
+
+TRANSITIONS = {"10": (True, False), "01": (False, True), "11": (True, True), "00": (False, False)}
+
+
+def pair_info(conn: Connection, pair_id: int) -> dict | None:
+    row = _duck(conn).execute(
+        """
+        SELECT p.id, p.base_model_id, p.post_model_id, mb.name, mp.name, p.label, p.stage
+        FROM pairs p JOIN models mb ON mb.id = p.base_model_id JOIN models mp ON mp.id = p.post_model_id
+        WHERE p.id = ?
+        """,
+        [pair_id],
+    ).fetchone()
+    if row is None:
+        return None
+    keys = ("id", "base_model_id", "post_model_id", "base", "post", "label", "stage")
+    return dict(zip(keys, row, strict=True))
+
+
+def benchmark_ids(conn: Connection, *, name: str | None = None, category: str | None = None) -> list[int]:
+    """Ids of one benchmark by name, or of every benchmark in a category."""
+    if name is not None:
+        rows = _duck(conn).execute("SELECT id FROM benchmarks WHERE name = ?", [name]).fetchall()
+    else:
+        rows = _duck(conn).execute("SELECT id FROM benchmarks WHERE category = ?", [category]).fetchall()
+    return [r[0] for r in rows]
+
+
+def _like(q: str) -> str:
+    escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _flip_filter(pair: dict, benchmarks: list[int] | None, transition: str, q: str | None):
+    """FROM/WHERE shared by the listing and its count; values go in as parameters."""
+    pre, post = TRANSITIONS[transition]
+    sql = """
+        FROM results b
+        JOIN results p ON p.model_id = ? AND p.benchmark_id = b.benchmark_id
+                      AND p.seed = b.seed AND p.sample_id = b.sample_id
+        JOIN benchmarks bm ON bm.id = b.benchmark_id
+        WHERE b.model_id = ? AND b.correct = ? AND p.correct = ?
+          AND (b.doc_hash IS NULL OR p.doc_hash IS NULL OR b.doc_hash = p.doc_hash)
+    """
+    params: list = [pair["post_model_id"], pair["base_model_id"], pre, post]
+    if benchmarks is not None:
+        sql += f" AND b.benchmark_id IN ({', '.join('?' for _ in benchmarks) or 'NULL'})"
+        params += benchmarks
+    if q:
+        sql += (
+            " AND (b.prompt ILIKE ? ESCAPE '\\' OR b.response ILIKE ? ESCAPE '\\'"
+            " OR p.response ILIKE ? ESCAPE '\\')"
+        )
+        params += [_like(q)] * 3
+    return sql, params
+
+
+def flipped_samples(
+    conn: Connection,
+    pair: dict,
+    *,
+    benchmarks: list[int] | None,
+    transition: str,
+    q: str | None,
+    page: int,
+    page_size: int,
+) -> tuple[int, list[dict]]:
+    """Samples of a pair with the given transition in at least one seed, most seeds first.
+
+    Returns (total number of samples, rows of this page). A row is one (benchmark, sample).
+    """
+    where, params = _flip_filter(pair, benchmarks, transition, q)
+    duck = _duck(conn)
+    total = duck.execute(
+        f"SELECT count(*) FROM (SELECT DISTINCT b.benchmark_id, b.sample_id {where})", params
+    ).fetchone()[0]
+    rows = duck.execute(
+        f"""
+        SELECT bm.name, bm.category, b.sample_id, list(b.seed ORDER BY b.seed) AS seeds,
+               any_value(b.prompt) AS prompt, any_value(b.gold) AS gold,
+               any_value(b.prediction) AS base_prediction, any_value(p.prediction) AS post_prediction
+        {where}
+        GROUP BY bm.name, bm.category, b.sample_id
+        ORDER BY len(seeds) DESC, bm.name, b.sample_id
+        LIMIT ? OFFSET ?
+        """,
+        [*params, page_size, (page - 1) * page_size],
+    ).fetchall()
+    keys = ("benchmark", "category", "sample_id", "seeds", "prompt", "gold", "base_prediction", "post_prediction")
+    return int(total), [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: str) -> list[dict]:
+    """Both models' rows of one sample, per seed (a seed present on one side only shows one)."""
+    rows = _duck(conn).execute(
+        """
+        SELECT coalesce(b.seed, p.seed) AS seed,
+               coalesce(b.prompt, p.prompt), coalesce(b.choices, p.choices), coalesce(b.gold, p.gold),
+               coalesce(b.num_choices, p.num_choices),
+               b.correct, b.response, b.prediction, p.correct, p.response, p.prediction
+        FROM (SELECT * FROM results WHERE model_id = ? AND benchmark_id = ? AND sample_id = ?) b
+        FULL OUTER JOIN (SELECT * FROM results WHERE model_id = ? AND benchmark_id = ? AND sample_id = ?) p
+          ON b.seed = p.seed
+        ORDER BY 1
+        """,
+        [pair["base_model_id"], benchmark_id, sample_id, pair["post_model_id"], benchmark_id, sample_id],
+    ).fetchall()
+    keys = ("seed", "prompt", "choices", "gold", "num_choices", "base_correct", "base_response",
+            "base_prediction", "post_correct", "post_response", "post_prediction")  # fmt: skip
+    return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
+    """Every paired per-sample row of a pair (for export): both models side by side."""
+    return _duck(conn).sql(
+        """
+        SELECT bm.name AS benchmark, bm.category, b.seed, b.sample_id,
+               b.correct::INT AS base_correct, p.correct::INT AS post_correct,
+               coalesce(b.num_choices, p.num_choices) AS num_choices,
+               b.prompt, b.gold, b.prediction AS base_prediction, p.prediction AS post_prediction,
+               b.response AS base_response, p.response AS post_response
+        FROM results b
+        JOIN results p ON p.model_id = $post AND p.benchmark_id = b.benchmark_id
+                      AND p.seed = b.seed AND p.sample_id = b.sample_id
+        JOIN benchmarks bm ON bm.id = b.benchmark_id
+        WHERE b.model_id = $base
+        ORDER BY bm.name, b.seed, b.sample_id
+        """,
+        params={"post": pair["post_model_id"], "base": pair["base_model_id"]},
+    ).to_arrow_table()
+
+
+def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
+    """Samples forgotten (1->0 in a majority of paired seeds) by the most pairs."""
+    rows = _duck(conn).execute(
+        """
+        WITH per_pair AS (
+            SELECT pr.id AS pair_id, b.benchmark_id, b.sample_id,
+                   avg((b.correct AND NOT p.correct)::INT) AS forgot_share
+            FROM pairs pr
+            JOIN results b ON b.model_id = pr.base_model_id
+            JOIN results p ON p.model_id = pr.post_model_id AND p.benchmark_id = b.benchmark_id
+                          AND p.seed = b.seed AND p.sample_id = b.sample_id
+            GROUP BY ALL
+        )
+        SELECT bm.name, bm.category, f.sample_id, count(*) AS pairs, list(f.pair_id ORDER BY f.pair_id),
+               (SELECT any_value(r.prompt) FROM results r
+                 WHERE r.benchmark_id = f.benchmark_id AND r.sample_id = f.sample_id) AS prompt
+        FROM per_pair f JOIN benchmarks bm ON bm.id = f.benchmark_id
+        WHERE f.forgot_share >= 0.5
+        GROUP BY bm.name, bm.category, f.benchmark_id, f.sample_id
+        ORDER BY pairs DESC, bm.name, f.sample_id
+        LIMIT ?
+        """,
+        [limit],
+    ).fetchall()
+    keys = ("benchmark", "category", "sample_id", "pairs", "pair_ids", "prompt")
+    return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def models(conn: Connection) -> list[dict]:
+    rows = _duck(conn).execute(
+        "SELECT id, name, family, size_params, fingerprint FROM models ORDER BY name"
+    ).fetchall()
+    return [dict(zip(("id", "name", "family", "size_params", "fingerprint"), r, strict=True)) for r in rows]

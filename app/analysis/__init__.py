@@ -1,0 +1,1 @@
+"""Analysis helpers (theory lab and friends)."""
