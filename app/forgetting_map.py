@@ -38,8 +38,16 @@ CATEGORY_EXTRA = ("pair_id", "label", "stage", "noise_floor")
 
 @dataclass(frozen=True)
 class MapQuery:
+    """What to map, and which pairs to keep (filters match the pair's label/models, stage, the
+    base model's family and size)."""
+
     level: str = "category"
     aggregate: str = "macro"
+    stage: str | None = None
+    family: str | None = None
+    q: str | None = None
+    min_size: float | None = None
+    max_size: float | None = None
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -216,7 +224,77 @@ def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
     return out
 
 
-def map_records(store: Store, query: MapQuery) -> list[dict]:
-    if query.level == "benchmark":
+def _unfiltered(store: Store, level: str, aggregate: str) -> list[dict]:
+    if level == "benchmark":
         return benchmark_records(store)
-    return category_records(store, query.aggregate)
+    return category_records(store, aggregate)
+
+
+def pair_filter(pairs: list[dict], query: MapQuery) -> set[int]:
+    """Ids of the pairs that pass the query's filters (pairs as from queries.list_pairs)."""
+    keep = set()
+    needle = (query.q or "").strip().lower()
+    for p in pairs:
+        if query.stage and (p["stage"] or "") != query.stage:
+            continue
+        if query.family and (p["family"] or "") != query.family:
+            continue
+        size = p["size_params"]
+        if query.min_size is not None and (size is None or size < query.min_size):
+            continue
+        if query.max_size is not None and (size is None or size > query.max_size):
+            continue
+        text = " ".join(str(p[k] or "") for k in ("label", "base", "post")).lower()
+        if needle and needle not in text:
+            continue
+        keep.add(p["id"])
+    return keep
+
+
+class MapCache:
+    """Map records per (store version, level, aggregate): the map is recomputed only after a write."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._entries: dict[tuple, list[dict]] = {}
+
+    def records(self, query: MapQuery) -> list[dict]:
+        key = (self.store.version, query.level, query.aggregate)
+        if key not in self._entries:
+            self._entries = {k: v for k, v in self._entries.items() if k[0] == self.store.version}
+            self._entries[key] = _unfiltered(self.store, query.level, query.aggregate)
+        records = self._entries[key]
+        if not any((query.stage, query.family, query.q, query.min_size, query.max_size)):
+            return records
+        with self.store.read() as conn:
+            keep = pair_filter(queries.list_pairs(conn), query)
+        return [r for r in records if r["pair_id"] in keep]
+
+
+def map_records(store: Store, query: MapQuery) -> list[dict]:
+    return MapCache(store).records(query)
+
+
+def heatmap_cells(records: list[dict], level: str) -> list[dict]:
+    """One cell per (pair, column) for the heatmap; benchmark-level seeds are averaged here."""
+    if level == "category":
+        return [
+            {**{k: r[k] for k in ("pair_id", "f_true", "f_true_std", "bt_true", "bt_true_std", "f",
+                                  "bt", "f_max", "bt_max", "noise_floor", "n_benchmarks", "seeds")},
+             "column": r["category"]}
+            for r in records
+        ]  # fmt: skip
+    cells: dict[tuple[int, str], list[dict]] = {}
+    for r in records:
+        cells.setdefault((r["pair_id"], r["benchmark"]), []).append(r)
+    out = []
+    for (pair_id, bench), rows in cells.items():
+        cell = {"pair_id": pair_id, "column": bench, "n_benchmarks": 1, "seeds": len(rows)}
+        for name in ("f_true", "bt_true", "f", "bt", "f_max", "bt_max"):
+            cell[name] = float(np.mean([r[name] for r in rows]))
+        for name in ("f_true", "bt_true"):
+            cell[f"{name}_std"] = float(np.std([r[name] for r in rows], ddof=1)) if len(rows) > 1 else None
+        noise = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
+        cell["noise_floor"] = float(np.mean(noise)) if noise else None
+        out.append(cell)
+    return out

@@ -198,6 +198,8 @@ def timed(fn, *args, **kwargs) -> tuple[float, object]:
 
 
 def fmt_s(seconds: float) -> str:
+    if seconds < 0.001:
+        return f"{seconds * 1e6:.1f} us"
     if seconds < 1.0:
         return f"{seconds * 1000:.1f} ms"
     return f"{seconds:.2f} s"

@@ -50,7 +50,7 @@ def list_pairs(conn: Connection) -> list[dict]:
         _duck(conn)
         .execute(
             """
-        SELECT p.id, mb.name, mp.name, p.label, p.stage, p.created_at,
+        SELECT p.id, mb.name, mp.name, p.label, p.stage, p.created_at, mb.family, mb.size_params,
                (SELECT count(DISTINCT benchmark_id) FROM transitions t WHERE t.pair_id = p.id),
                (SELECT count(DISTINCT seed) FROM transitions t WHERE t.pair_id = p.id),
                (SELECT coalesce(sum(paired), 0) FROM coverage c WHERE c.pair_id = p.id)
@@ -70,9 +70,11 @@ def list_pairs(conn: Connection) -> list[dict]:
             "label": r[3],
             "stage": r[4],
             "created_at": r[5].isoformat() if r[5] else None,
-            "benchmarks": r[6],
-            "seeds": r[7],
-            "paired_samples": int(r[8]),
+            "family": r[6],
+            "size_params": r[7],
+            "benchmarks": r[8],
+            "seeds": r[9],
+            "paired_samples": int(r[10]),
         }
         for r in rows
     ]

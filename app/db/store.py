@@ -44,6 +44,9 @@ class Store:
         elif not self.path.exists():
             raise StoreError(f"database {self.path} does not exist; import results first")
         self.read_only = read_only
+        # bumped after every committed write through this Store: readers key caches on it (this
+        # process is the only writer, so nothing else can change the file behind its back)
+        self.version = 0
         # Connections of one process share one DuckDB instance (DuckDB caches it by path), so
         # pooled connections see each other's commits; another process cannot open the file.
         self.engine: Engine = create_engine(
@@ -66,6 +69,7 @@ class Store:
         """One transaction: committed on success, rolled back on any exception."""
         with self.engine.begin() as conn:
             yield conn
+        self.version += 1
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

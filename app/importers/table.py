@@ -68,6 +68,8 @@ def _read_csv(path: Path) -> pa.Table:
         table = pacsv.read_csv(
             path,
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, use_threads=True),
+            # prompts and responses span lines inside quotes
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(
                 column_types={n: pa.string() for n in names},
                 strings_can_be_null=False,

@@ -1,0 +1,66 @@
+"""One pair in detail: per-benchmark values across seeds, with bootstrap CIs and McNemar p."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from app import metrics
+from app.db import queries
+from app.db.store import Store
+from app.forgetting_map import benchmark_records, category_sort_key
+
+MEAN_FIELDS = ("acc_pre", "acc_post", "f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max")
+SUM_FIELDS = ("n_00", "n_01", "n_10", "n_11")
+
+
+def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[dict]:
+    """Per benchmark: means across seeds (as the map reports them), counts summed over seeds, a
+    95% bootstrap CI of F_true and BT_true (samples resampled within each seed), and McNemar's
+    exact p on the counts pooled over seeds."""
+    records = benchmark_records(store, pair_id)
+    with store.read() as conn:
+        counts = queries.pair_transitions(conn, pair_id).to_pylist()
+    groups: dict[str, dict[int, dict]] = defaultdict(lambda: defaultdict(dict))
+    for row in counts:
+        k = row["k"] or None
+        groups[row["benchmark"]][row["seed"]][k] = metrics.Transitions(
+            row["n_00"], row["n_01"], row["n_10"], row["n_11"]
+        )
+    by_benchmark: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_benchmark[r["benchmark"]].append(r)
+    out = []
+    for name, rows in by_benchmark.items():
+        first = rows[0]
+        row = {
+            "benchmark": name,
+            "category": first["category"],
+            "seeds": len(rows),
+            "n": int(round(np.mean([r["n"] for r in rows]))),
+            "num_choices": first["num_choices"],
+            "k_mix": first["k_mix"],
+        }
+        for field in MEAN_FIELDS:
+            row[field] = float(np.mean([r[field] for r in rows]))
+        for field in SUM_FIELDS:
+            row[field] = int(sum(r[field] for r in rows))
+        ci = metrics.bootstrap_ci(list(groups[name].values()), n_boot=n_boot, seed=0)
+        row["f_true_ci"] = [ci["f_true"].low, ci["f_true"].high]
+        row["bt_true_ci"] = [ci["bt_true"].low, ci["bt_true"].high]
+        row["f_true_std"] = float(np.std([r["f_true"] for r in rows], ddof=1)) if len(rows) > 1 else None
+        row["mcnemar_p"] = metrics.mcnemar_exact(row["n_01"], row["n_10"])
+        noise = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
+        row["noise_floor"] = float(np.mean(noise)) if noise else None
+        row["only_base"] = sum(r["only_base"] for r in rows)
+        row["only_post"] = sum(r["only_post"] for r in rows)
+        row["mismatched"] = sum(r["mismatched"] for r in rows)
+        out.append(row)
+    out.sort(key=lambda r: (category_sort_key(r["category"]), r["benchmark"]))
+    return out
+
+
+def quadrants(rows: list[dict]) -> dict[str, int]:
+    """Transition counts summed over benchmarks and seeds: the four-quadrant view."""
+    return {field: sum(r[field] for r in rows) for field in SUM_FIELDS}

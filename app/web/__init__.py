@@ -1,0 +1,34 @@
+"""The web app: JSON API (api.py) and HTML pages (pages.py) over one Store.
+
+``create_app`` opens the DuckDB file once; this process is then its only writer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app.db import open_store
+from app.forgetting_map import MapCache
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def create_app(db_path: Path | str) -> FastAPI:
+    from app.web import api, pages
+
+    store = open_store(db_path)
+    app = FastAPI(
+        title="forgetmap",
+        version="0.1.0",
+        description="What did post-training make a model forget? Chance-adjusted flips, sample by sample.",
+    )
+    app.state.store = store
+    app.state.map_cache = MapCache(store)
+    app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    pages.install_error_pages(app)
+    return app

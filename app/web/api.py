@@ -1,0 +1,159 @@
+"""JSON endpoints (public contract in README.md). Every page's data is available here too."""
+
+from __future__ import annotations
+
+import io
+from typing import Annotated, Literal
+
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from app.db import queries
+from app.forgetting_map import MapQuery, heatmap_cells
+from app.pair_report import pair_benchmarks, quadrants
+from app.web import deps
+
+router = APIRouter(prefix="", tags=["api"])
+
+
+@router.get("/healthz")
+def healthz(request: Request) -> dict:
+    with deps.store(request).read() as conn:
+        conn.exec_driver_sql("SELECT 1")
+    return {"status": "ok"}
+
+
+@router.get("/api/map")
+def api_map(request: Request, query: Annotated[MapQuery, Depends(deps.map_query)]) -> JSONResponse:
+    """The forgetting map: the same records as `forgetmap map --format json`."""
+    return JSONResponse(deps.map_cache(request).records(query))
+
+
+@router.get("/api/map/cells")
+def api_map_cells(request: Request, query: Annotated[MapQuery, Depends(deps.map_query)]) -> list[dict]:
+    """The heatmap's cells: one per (pair, category or benchmark), seeds averaged."""
+    return heatmap_cells(deps.map_cache(request).records(query), query.level)
+
+
+@router.get("/api/pairs")
+def api_pairs(request: Request) -> list[dict]:
+    with deps.store(request).read() as conn:
+        return queries.list_pairs(conn)
+
+
+@router.get("/api/models")
+def api_models(request: Request) -> list[dict]:
+    with deps.store(request).read() as conn:
+        return queries.models(conn)
+
+
+@router.get("/api/benchmarks")
+def api_benchmarks(request: Request) -> list[dict]:
+    with deps.store(request).read() as conn:
+        rows = conn.exec_driver_sql("SELECT name, category, num_choices FROM benchmarks ORDER BY name").fetchall()
+    return [{"name": n, "category": c, "num_choices": k} for n, c, k in rows]
+
+
+@router.get("/api/pairs/{pair_id}")
+def api_pair(request: Request, pair_id: int) -> dict:
+    """A pair with its per-benchmark table (means across seeds, bootstrap CIs, McNemar p)."""
+    pair = deps.get_pair(request, pair_id)
+    rows = pair_benchmarks(deps.store(request), pair_id)
+    return {**_public(pair), "benchmarks": rows, "quadrants": quadrants(rows)}
+
+
+def _public(pair: dict) -> dict:
+    return {k: pair[k] for k in ("id", "base", "post", "label", "stage")}
+
+
+@router.get("/api/pairs/{pair_id}/benchmarks.{fmt}")
+def api_pair_table_export(request: Request, pair_id: int, fmt: Literal["csv", "parquet"]) -> Response:
+    """The pair page's table as CSV or Parquet."""
+    import pyarrow as pa
+
+    deps.get_pair(request, pair_id)
+    rows = pair_benchmarks(deps.store(request), pair_id)
+    for r in rows:
+        r["f_true_ci_low"], r["f_true_ci_high"] = r.pop("f_true_ci")
+        r["bt_true_ci_low"], r["bt_true_ci_high"] = r.pop("bt_true_ci")
+    return _table_response(pa.Table.from_pylist(rows), fmt, f"pair-{pair_id}-benchmarks")
+
+
+@router.get("/api/pairs/{pair_id}/samples.{fmt}")
+def api_pair_samples_export(request: Request, pair_id: int, fmt: Literal["csv", "parquet"]) -> Response:
+    """Every paired per-sample row of the pair, both models side by side, as CSV or Parquet."""
+    pair = deps.get_pair(request, pair_id)
+    with deps.store(request).read() as conn:
+        table = queries.pair_sample_rows(conn, pair)
+    return _table_response(table, fmt, f"pair-{pair_id}-samples")
+
+
+def _table_response(table, fmt: str, stem: str) -> Response:
+    buf = io.BytesIO()
+    if fmt == "csv":
+        pacsv.write_csv(table, buf)
+        media = "text/csv; charset=utf-8"
+    else:
+        pq.write_table(table, buf)
+        media = "application/vnd.apache.parquet"
+    return Response(
+        buf.getvalue(), media_type=media, headers={"Content-Disposition": f'attachment; filename="{stem}.{fmt}"'}
+    )
+
+
+@router.get("/api/pairs/{pair_id}/samples")
+def api_pair_samples(
+    request: Request,
+    pair_id: int,
+    benchmark: str | None = None,
+    category: str | None = None,
+    transition: deps.Transition = "10",
+    q: Annotated[str | None, Query(max_length=200)] = None,
+    page: Annotated[int, Query(ge=1)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=500)] = deps.PAGE_SIZE,
+) -> dict:
+    """Samples of the pair with the given transition (1->0 by default) in at least one seed."""
+    pair = deps.get_pair(request, pair_id)
+    ids = deps.benchmark_filter(request, benchmark, None if category == "Total" else category)
+    with deps.store(request).read() as conn:
+        total, rows = queries.flipped_samples(
+            conn, pair, benchmarks=ids, transition=transition, q=q, page=page, page_size=page_size
+        )
+    return {"pair": _public(pair), "transition": transition, "total": total, "page": page,
+            "page_size": page_size, "samples": rows}
+
+
+@router.get("/api/pairs/{pair_id}/sample")
+def api_pair_sample(request: Request, pair_id: int, benchmark: str, sample_id: str) -> dict:
+    """One sample: prompt, choices, gold, and both models' answers for every seed."""
+    pair = deps.get_pair(request, pair_id)
+    [bench_id] = deps.benchmark_filter(request, benchmark, None)
+    with deps.store(request).read() as conn:
+        seeds = queries.sample_detail(conn, pair, bench_id, sample_id)
+    if not seeds:
+        raise HTTPException(404, f"sample {sample_id!r} of {benchmark!r} is not in pair {pair_id}")
+    return {"pair": _public(pair), "benchmark": benchmark, "sample_id": sample_id, "seeds": seeds}
+
+
+@router.get("/api/cross/forgotten")
+def api_most_forgotten(request: Request, limit: Annotated[int, Query(ge=1, le=500)] = 50) -> list[dict]:
+    """Samples forgotten (1->0 in most seeds) by the most pairs."""
+    with deps.store(request).read() as conn:
+        return queries.most_forgotten(conn, limit=limit)
+
+
+@router.get("/api/cross/size")
+def api_size_scatter(request: Request, aggregate: Literal["macro", "micro"] = "macro") -> list[dict]:
+    """Total F_true and BT_true per pair with the base model's size and the pair's stage."""
+    records = deps.map_cache(request).records(MapQuery(level="category", aggregate=aggregate))
+    with deps.store(request).read() as conn:
+        pairs = {p["id"]: p for p in queries.list_pairs(conn)}
+    return [
+        {"pair_id": r["pair_id"], "label": r["label"] or f"{r['base']} → {r['post']}",
+         "stage": pairs[r["pair_id"]]["stage"], "family": pairs[r["pair_id"]]["family"],
+         "size_params": pairs[r["pair_id"]]["size_params"], "f_true": r["f_true"],
+         "f_true_std": r["f_true_std"], "bt_true": r["bt_true"]}
+        for r in records if r["category"] == "Total"
+    ]  # fmt: skip

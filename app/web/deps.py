@@ -1,0 +1,59 @@
+"""Request-scoped access to the app's store and shared parameter parsing."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import HTTPException, Query, Request
+
+from app.db import Store, queries
+from app.forgetting_map import MapCache, MapQuery
+
+Transition = Literal["10", "01", "11", "00"]
+TRANSITION_LABELS = {"10": "1→0 forgotten", "01": "0→1 gained", "11": "1→1 kept", "00": "0→0 never"}
+PAGE_SIZE = 50
+
+
+def store(request: Request) -> Store:
+    return request.app.state.store
+
+
+def map_cache(request: Request) -> MapCache:
+    return request.app.state.map_cache
+
+
+def get_pair(request: Request, pair_id: int) -> dict:
+    with store(request).read() as conn:
+        pair = queries.pair_info(conn, pair_id)
+    if pair is None:
+        raise HTTPException(404, f"pair {pair_id} does not exist; GET /api/pairs lists the pairs")
+    return pair
+
+
+def map_query(
+    level: Annotated[Literal["benchmark", "category"], Query(description="map columns")] = "category",
+    aggregate: Annotated[Literal["macro", "micro"], Query()] = "macro",
+    stage: Annotated[str | None, Query(description="keep pairs with this stage")] = None,
+    family: Annotated[str | None, Query(description="keep pairs whose base is of this family")] = None,
+    q: Annotated[str | None, Query(description="text in the pair's label or model names")] = None,
+    min_size: Annotated[float | None, Query(ge=0)] = None,
+    max_size: Annotated[float | None, Query(ge=0)] = None,
+) -> MapQuery:
+    return MapQuery(level=level, aggregate=aggregate, stage=stage or None, family=family or None,
+                    q=q or None, min_size=min_size, max_size=max_size)
+
+
+def benchmark_filter(request: Request, benchmark: str | None, category: str | None) -> list[int] | None:
+    """Benchmark ids to drill into; 404 for a name the store does not know."""
+    if not benchmark and not category:
+        return None
+    with store(request).read() as conn:
+        if benchmark:
+            ids = queries.benchmark_ids(conn, name=benchmark)
+            if not ids:
+                raise HTTPException(404, f"benchmark {benchmark!r} does not exist; GET /api/benchmarks lists them")
+            return ids
+        ids = queries.benchmark_ids(conn, category=category)
+    if not ids:
+        raise HTTPException(404, f"category {category!r} has no benchmarks")
+    return ids

@@ -1,0 +1,153 @@
+"""HTML pages. Views are thin: data comes from the same functions as the JSON API."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.db import queries
+from app.forgetting_map import MapQuery, category_sort_key, heatmap_cells
+from app.pair_report import pair_benchmarks, quadrants
+from app.taxonomy import CATEGORIES
+from app.web import ROOT, deps, render
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=ROOT / "templates")
+templates.env.globals.update(render=render, transition_labels=deps.TRANSITION_LABELS)
+
+
+def _page(request: Request, name: str, **context) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, context)
+
+
+def _is_htmx(request: Request) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+@router.get("/", response_class=HTMLResponse)
+def map_page(
+    request: Request,
+    query: Annotated[MapQuery, Depends(deps.map_query)],
+    metric: str = "f_true",
+) -> HTMLResponse:
+    with deps.store(request).read() as conn:
+        pairs = queries.list_pairs(conn)
+    records = deps.map_cache(request).records(query)
+    cells = heatmap_cells(records, query.level)
+    shown = {c["pair_id"] for c in cells}
+    columns = sorted({c["column"] for c in cells}, key=category_sort_key if query.level == "category" else str)
+    if query.level == "benchmark":
+        category_of = {r["benchmark"]: r["category"] for r in records}
+        columns.sort(key=lambda b: (category_sort_key(category_of[b]), b))
+    return _page(
+        request,
+        "map.html",
+        query=query,
+        metric=metric,
+        pairs=[p for p in pairs if p["id"] in shown],
+        all_pairs=pairs,
+        cells=cells,
+        columns=columns,
+        stages=sorted({p["stage"] for p in pairs if p["stage"]}),
+        families=sorted({p["family"] for p in pairs if p["family"]}),
+        categories=CATEGORIES,
+    )
+
+
+@router.get("/pairs/{pair_id}", response_class=HTMLResponse)
+def pair_page(request: Request, pair_id: int) -> HTMLResponse:
+    pair = deps.get_pair(request, pair_id)
+    rows = pair_benchmarks(deps.store(request), pair_id)
+    return _page(request, "pair.html", pair=pair, rows=rows, quadrants=quadrants(rows))
+
+
+@router.get("/pairs/{pair_id}/samples", response_class=HTMLResponse)
+def samples_page(
+    request: Request,
+    pair_id: int,
+    benchmark: str | None = None,
+    category: str | None = None,
+    transition: deps.Transition = "10",
+    q: Annotated[str | None, Query(max_length=200)] = None,
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
+    pair = deps.get_pair(request, pair_id)
+    benchmark = benchmark or None
+    category = None if category in (None, "", "Total") else category
+    ids = deps.benchmark_filter(request, benchmark, category)
+    with deps.store(request).read() as conn:
+        total, rows = queries.flipped_samples(
+            conn, pair, benchmarks=ids, transition=transition, q=q or None, page=page,
+            page_size=deps.PAGE_SIZE,
+        )
+        bench_rows = conn.exec_driver_sql(
+            "SELECT DISTINCT b.name, b.category FROM transitions t JOIN benchmarks b ON b.id = t.benchmark_id "
+            "WHERE t.pair_id = ? ORDER BY b.name",
+            (pair_id,),
+        ).fetchall()
+    context = dict(
+        pair=pair, rows=rows, total=total, page=page, page_size=deps.PAGE_SIZE,
+        pages=max((total + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1), benchmark=benchmark,
+        category=category, transition=transition, q=q or "",
+        benchmarks=[b for b, _ in bench_rows],
+        categories=sorted({c for _, c in bench_rows}, key=category_sort_key),
+    )
+    return _page(request, "_sample_rows.html" if _is_htmx(request) else "samples.html", **context)
+
+
+@router.get("/pairs/{pair_id}/sample", response_class=HTMLResponse)
+def sample_page(request: Request, pair_id: int, benchmark: str, sample_id: str) -> HTMLResponse:
+    pair = deps.get_pair(request, pair_id)
+    [bench_id] = deps.benchmark_filter(request, benchmark, None)
+    with deps.store(request).read() as conn:
+        seeds = queries.sample_detail(conn, pair, bench_id, sample_id)
+    if not seeds:
+        raise HTTPException(404, f"sample {sample_id!r} of {benchmark!r} is not in pair {pair_id}")
+    context = dict(pair=pair, benchmark=benchmark, sample_id=sample_id, seeds=seeds, first=seeds[0])
+    return _page(request, "_sample.html" if _is_htmx(request) else "sample.html", **context)
+
+
+@router.get("/cross", response_class=HTMLResponse)
+def cross_page(request: Request) -> HTMLResponse:
+    with deps.store(request).read() as conn:
+        forgotten = queries.most_forgotten(conn, limit=50)
+        pairs = {p["id"]: p for p in queries.list_pairs(conn)}
+    return _page(request, "cross.html", forgotten=forgotten, pairs=pairs)
+
+
+def _wants_html(request: Request) -> bool:
+    path = request.url.path
+    return not (path.startswith("/api/") or path in ("/healthz", "/openapi.json")) and not _is_htmx(request)
+
+
+def install_error_pages(app: FastAPI) -> None:
+    """Pages answer errors with an HTML page; the API keeps FastAPI's JSON errors."""
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        if not _wants_html(request):
+            return await http_exception_handler(request, exc)
+        titles = {404: "not found", 405: "method not allowed"}
+        return templates.TemplateResponse(
+            request, "error.html",
+            {"status": exc.status_code, "title": titles.get(exc.status_code, "error"), "message": exc.detail},
+            status_code=exc.status_code,
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        if not _wants_html(request):
+            return await request_validation_exception_handler(request, exc)
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors()
+        )
+        return templates.TemplateResponse(
+            request, "error.html", {"status": 422, "title": "bad parameters", "message": problems},
+            status_code=422,
+        )

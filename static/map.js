@@ -1,0 +1,103 @@
+// The forgetting map: a Plotly heatmap of pairs x categories (or benchmarks), state in the URL.
+(function () {
+  "use strict";
+  const REDS = [[0, "#fbf4f2"], [0.5, "#ef8a62"], [1, "#b2182b"]];
+  const BLUES = [[0, "#f2f6fb"], [0.5, "#67a9cf"], [1, "#2166ac"]];
+  const DIVERGING = [[0, "#b2182b"], [0.5, "#f7f7f7"], [1, "#2166ac"]];  // red = net forgetting
+  const METRICS = {
+    f_true: { label: "F_true", scale: REDS, value: (c) => c.f_true, std: (c) => c.f_true_std },
+    bt_true: { label: "BT_true", scale: BLUES, value: (c) => c.bt_true, std: (c) => c.bt_true_std },
+    net: { label: "BT_true − F_true", scale: DIVERGING, diverging: true, value: (c) => c.bt_true - c.f_true },
+    f: { label: "raw F", scale: REDS, value: (c) => c.f },
+    bt: { label: "raw BT", scale: BLUES, value: (c) => c.bt },
+    f_rel: { label: "F_true / F_max", scale: REDS, value: (c) => (c.f_max > 0 ? c.f_true / c.f_max : null) },
+  };
+  const pct = (x) => (x === null || x === undefined || Number.isNaN(x) ? "–" : (100 * x).toFixed(1) + "%");
+
+  function render() {
+    const el = document.getElementById("heatmap");
+    const dataEl = document.getElementById("map-data");
+    if (!el || !dataEl || !window.Plotly) return;
+    const data = JSON.parse(dataEl.textContent);
+    if (!data.pairs.length) { el.style.display = "none"; return; }
+    const metricName = document.getElementById("metric").value;
+    const metric = METRICS[metricName] || METRICS.f_true;
+    const level = el.dataset.level;
+    const seen = new Map();
+    const rows = data.pairs.map((p) => {
+      let name = p.label || p.base + " → " + p.post;
+      if (seen.has(name)) name += " #" + p.id;
+      seen.set(name, true);
+      return { id: p.id, name: name };
+    });
+    const rowIndex = new Map(rows.map((r, i) => [r.id, i]));
+    const colIndex = new Map(data.columns.map((c, i) => [c, i]));
+    const z = rows.map(() => data.columns.map(() => null));
+    const custom = rows.map(() => data.columns.map(() => null));
+    for (const c of data.cells) {
+      const i = rowIndex.get(c.pair_id), j = colIndex.get(c.column);
+      if (i === undefined || j === undefined) continue;
+      z[i][j] = metric.value(c);
+      const std = metric.std ? metric.std(c) : null;
+      custom[i][j] = [
+        pct(z[i][j]) + (std !== null && std !== undefined ? " ± " + pct(std) : ""),
+        pct(c.noise_floor), c.seeds, c.n_benchmarks, pct(c.f_true), pct(c.bt_true), pct(c.f_max),
+        c.pair_id, c.column,
+      ];
+    }
+    const values = z.flat().filter((v) => v !== null);
+    const maxAbs = Math.max(1e-9, ...values.map(Math.abs));
+    const trace = {
+      type: "heatmap", z: z, x: data.columns, y: rows.map((r) => r.name), customdata: custom,
+      colorscale: metric.scale,
+      zmin: metric.diverging ? -maxAbs : 0, zmax: maxAbs, xgap: 2, ygap: 2,
+      hovertemplate: "<b>%{y}</b><br>%{x}<br>" + metric.label + ": %{customdata[0]}" +
+        "<br>noise floor: %{customdata[1]}<br>F_true %{customdata[4]} · BT_true %{customdata[5]} · F_max %{customdata[6]}" +
+        "<br>seeds: %{customdata[2]}, benchmarks: %{customdata[3]}<extra>click for the flipped questions</extra>",
+      colorbar: { title: { text: metric.label, side: "right" }, tickformat: ".0%", thickness: 14, len: 0.9 },
+    };
+    const text = z.map((row) => row.map((v) => (v === null ? "" : (100 * v).toFixed(1))));
+    if (data.columns.length <= 16 && rows.length <= 30) {
+      trace.text = text; trace.texttemplate = "%{text}"; trace.textfont = { size: 11 };
+    }
+    const height = Math.max(level === "benchmark" ? 420 : 320, 60 + 40 * rows.length + (level === "benchmark" ? 200 : 60));
+    const layout = {
+      height: height, margin: { l: 20, r: 20, t: 10, b: 20 },
+      xaxis: { side: "bottom", tickangle: level === "benchmark" ? -50 : 0, automargin: true },
+      yaxis: { autorange: "reversed", automargin: true },
+      paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+      font: { family: "system-ui, -apple-system, Segoe UI, sans-serif", size: 12 },
+    };
+    Plotly.react(el, [trace], layout, { displaylogo: false, responsive: true });
+    el.removeAllListeners && el.removeAllListeners("plotly_click");
+    el.on("plotly_click", (ev) => {
+      const point = ev.points && ev.points[0];
+      if (!point || !point.customdata) return;
+      const pairId = point.customdata[7], column = point.customdata[8];
+      const transition = metricName.startsWith("bt") || metricName === "net" && point.z > 0 ? "01" : "10";
+      let url = "/pairs/" + pairId + "/samples?transition=" + transition;
+      if (level === "benchmark") url += "&benchmark=" + encodeURIComponent(column);
+      else if (column !== "Total") url += "&category=" + encodeURIComponent(column);
+      window.location.href = url;
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const form = document.getElementById("map-controls");
+    if (!form) return;
+    form.addEventListener("change", (ev) => {
+      if (ev.target.name === "metric") {
+        const url = new URL(window.location.href);
+        url.searchParams.set("metric", ev.target.value);
+        history.replaceState(null, "", url);
+        render();
+      } else {
+        form.requestSubmit();
+      }
+    });
+    form.addEventListener("submit", () => {
+      for (const el of form.elements) if (el.name && !el.value) el.disabled = true;  // short URLs
+    });
+    render();
+  });
+})();

@@ -1,0 +1,1 @@
+"""Benchmarks of the evaluation worker: registry, loaders, prompts, answer extraction, grading."""
