@@ -293,7 +293,9 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
         for name in ("f_true", "bt_true", "f", "bt", "f_max", "bt_max"):
             cell[name] = float(np.mean([r[name] for r in rows]))
         for name in ("f_true", "bt_true"):
-            cell[f"{name}_std"] = float(np.std([r[name] for r in rows], ddof=1)) if len(rows) > 1 else None
+            cell[f"{name}_std"] = (
+                float(np.std([r[name] for r in rows], ddof=1)) if len(rows) > 1 else None
+            )
         noise = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
         cell["noise_floor"] = float(np.mean(noise)) if noise else None
         out.append(cell)

@@ -405,7 +405,9 @@ class Interval:
 
 
 def bootstrap_ci(
-    groups: Mapping[int | None, Transitions] | Transitions | Sequence[Mapping[int | None, Transitions]],
+    groups: Mapping[int | None, Transitions]
+    | Transitions
+    | Sequence[Mapping[int | None, Transitions]],
     k: int | None = None,
     *,
     n_boot: int = 2000,
@@ -439,7 +441,9 @@ def bootstrap_ci(
         if n == 0:
             raise ValueError("cannot bootstrap a benchmark with no paired samples")
         draws = rng.multinomial(n, cells.ravel() / n, size=n_boot).reshape(-1, 4)
-        k_rows = np.tile(np.array([0 if key is None else key for key in keys], dtype=np.float64), n_boot)
+        k_rows = np.tile(
+            np.array([0 if key is None else key for key in keys], dtype=np.float64), n_boot
+        )
         unit = np.repeat(np.arange(n_boot), len(keys))
         keep = draws.sum(axis=1) > 0
         scores = scores_from_arrays(

@@ -21,5 +21,7 @@ def infer_family_and_size(name: str) -> tuple[str | None, int | None]:
     # drop date-like or trailing separators: "OLMo-2-1124-" -> "OLMo-2"
     family_part = re.sub(r"[-_ ]\d{4}[-_ ]*$", "", family_part).strip("-_ ")
     if not match:
-        family_part = re.split(r"[-_](?:instruct|chat|base|sft|dpo|rl|it)\b", family_part, flags=re.I)[0]
+        family_part = re.split(
+            r"[-_](?:instruct|chat|base|sft|dpo|rl|it)\b", family_part, flags=re.I
+        )[0]
     return (family_part or None), size

@@ -49,7 +49,9 @@ def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[d
         ci = metrics.bootstrap_ci(list(groups[name].values()), n_boot=n_boot, seed=0)
         row["f_true_ci"] = [ci["f_true"].low, ci["f_true"].high]
         row["bt_true_ci"] = [ci["bt_true"].low, ci["bt_true"].high]
-        row["f_true_std"] = float(np.std([r["f_true"] for r in rows], ddof=1)) if len(rows) > 1 else None
+        row["f_true_std"] = (
+            float(np.std([r["f_true"] for r in rows], ddof=1)) if len(rows) > 1 else None
+        )
         row["mcnemar_p"] = metrics.mcnemar_exact(row["n_01"], row["n_10"])
         noise = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
         row["noise_floor"] = float(np.mean(noise)) if noise else None

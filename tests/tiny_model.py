@@ -78,7 +78,9 @@ TRAINING_TEXT = [line for line in _TEXT.splitlines() if line.strip()] * 4
 
 def _byte_level_chars(byte_values) -> list[str]:
     """The characters that ByteLevel pre-tokenization maps the given bytes to (GPT-2's table)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    )
     table, extra = {}, 0
     for b in range(256):
         if b in printable:

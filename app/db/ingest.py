@@ -69,7 +69,9 @@ def ensure_models(conn: Connection, names: list[str]) -> None:
         )
 
 
-def set_model_meta(conn: Connection, name: str, *, family: str | None, size_params: int | None) -> None:
+def set_model_meta(
+    conn: Connection, name: str, *, family: str | None, size_params: int | None
+) -> None:
     duck = _duck(conn)
     if duck.execute("SELECT count(*) FROM models WHERE name = ?", [name]).fetchone()[0] == 0:
         raise InputError(f"unknown model {name!r}; import its results first")

@@ -100,26 +100,36 @@ TRANSITIONS = {"10": (True, False), "01": (False, True), "11": (True, True), "00
 
 
 def pair_info(conn: Connection, pair_id: int) -> dict | None:
-    row = _duck(conn).execute(
-        """
+    row = (
+        _duck(conn)
+        .execute(
+            """
         SELECT p.id, p.base_model_id, p.post_model_id, mb.name, mp.name, p.label, p.stage
         FROM pairs p JOIN models mb ON mb.id = p.base_model_id JOIN models mp ON mp.id = p.post_model_id
         WHERE p.id = ?
         """,
-        [pair_id],
-    ).fetchone()
+            [pair_id],
+        )
+        .fetchone()
+    )
     if row is None:
         return None
     keys = ("id", "base_model_id", "post_model_id", "base", "post", "label", "stage")
     return dict(zip(keys, row, strict=True))
 
 
-def benchmark_ids(conn: Connection, *, name: str | None = None, category: str | None = None) -> list[int]:
+def benchmark_ids(
+    conn: Connection, *, name: str | None = None, category: str | None = None
+) -> list[int]:
     """Ids of one benchmark by name, or of every benchmark in a category."""
     if name is not None:
         rows = _duck(conn).execute("SELECT id FROM benchmarks WHERE name = ?", [name]).fetchall()
     else:
-        rows = _duck(conn).execute("SELECT id FROM benchmarks WHERE category = ?", [category]).fetchall()
+        rows = (
+            _duck(conn)
+            .execute("SELECT id FROM benchmarks WHERE category = ?", [category])
+            .fetchall()
+        )
     return [r[0] for r in rows]
 
 
@@ -183,14 +193,25 @@ def flipped_samples(
         """,
         [*params, page_size, (page - 1) * page_size],
     ).fetchall()
-    keys = ("benchmark", "category", "sample_id", "seeds", "prompt", "gold", "base_prediction", "post_prediction")
+    keys = (
+        "benchmark",
+        "category",
+        "sample_id",
+        "seeds",
+        "prompt",
+        "gold",
+        "base_prediction",
+        "post_prediction",
+    )
     return int(total), [dict(zip(keys, r, strict=True)) for r in rows]
 
 
 def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: str) -> list[dict]:
     """Both models' rows of one sample, per seed (a seed present on one side only shows one)."""
-    rows = _duck(conn).execute(
-        """
+    rows = (
+        _duck(conn)
+        .execute(
+            """
         SELECT coalesce(b.seed, p.seed) AS seed,
                coalesce(b.prompt, p.prompt), coalesce(b.choices, p.choices), coalesce(b.gold, p.gold),
                coalesce(b.num_choices, p.num_choices),
@@ -200,8 +221,17 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
           ON b.seed = p.seed
         ORDER BY 1
         """,
-        [pair["base_model_id"], benchmark_id, sample_id, pair["post_model_id"], benchmark_id, sample_id],
-    ).fetchall()
+            [
+                pair["base_model_id"],
+                benchmark_id,
+                sample_id,
+                pair["post_model_id"],
+                benchmark_id,
+                sample_id,
+            ],
+        )
+        .fetchall()
+    )
     keys = ("seed", "prompt", "choices", "gold", "num_choices", "base_correct", "base_response",
             "base_prediction", "post_correct", "post_response", "post_prediction")  # fmt: skip
     return [dict(zip(keys, r, strict=True)) for r in rows]
@@ -209,8 +239,10 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
 
 def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
     """Every paired per-sample row of a pair (for export): both models side by side."""
-    return _duck(conn).sql(
-        """
+    return (
+        _duck(conn)
+        .sql(
+            """
         SELECT bm.name AS benchmark, bm.category, b.seed, b.sample_id,
                b.correct::INT AS base_correct, p.correct::INT AS post_correct,
                coalesce(b.num_choices, p.num_choices) AS num_choices,
@@ -223,14 +255,18 @@ def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
         WHERE b.model_id = $base
         ORDER BY bm.name, b.seed, b.sample_id
         """,
-        params={"post": pair["post_model_id"], "base": pair["base_model_id"]},
-    ).to_arrow_table()
+            params={"post": pair["post_model_id"], "base": pair["base_model_id"]},
+        )
+        .to_arrow_table()
+    )
 
 
 def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
     """Samples forgotten (1->0 in a majority of paired seeds) by the most pairs."""
-    rows = _duck(conn).execute(
-        """
+    rows = (
+        _duck(conn)
+        .execute(
+            """
         WITH per_pair AS (
             SELECT pr.id AS pair_id, b.benchmark_id, b.sample_id,
                    avg((b.correct AND NOT p.correct)::INT) AS forgot_share
@@ -249,14 +285,21 @@ def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
         ORDER BY pairs DESC, bm.name, f.sample_id
         LIMIT ?
         """,
-        [limit],
-    ).fetchall()
+            [limit],
+        )
+        .fetchall()
+    )
     keys = ("benchmark", "category", "sample_id", "pairs", "pair_ids", "prompt")
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
 def models(conn: Connection) -> list[dict]:
-    rows = _duck(conn).execute(
-        "SELECT id, name, family, size_params, fingerprint FROM models ORDER BY name"
-    ).fetchall()
-    return [dict(zip(("id", "name", "family", "size_params", "fingerprint"), r, strict=True)) for r in rows]
+    rows = (
+        _duck(conn)
+        .execute("SELECT id, name, family, size_params, fingerprint FROM models ORDER BY name")
+        .fetchall()
+    )
+    return [
+        dict(zip(("id", "name", "family", "size_params", "fingerprint"), r, strict=True))
+        for r in rows
+    ]

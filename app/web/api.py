@@ -32,7 +32,9 @@ def api_map(request: Request, query: Annotated[MapQuery, Depends(deps.map_query)
 
 
 @router.get("/api/map/cells")
-def api_map_cells(request: Request, query: Annotated[MapQuery, Depends(deps.map_query)]) -> list[dict]:
+def api_map_cells(
+    request: Request, query: Annotated[MapQuery, Depends(deps.map_query)]
+) -> list[dict]:
     """The heatmap's cells: one per (pair, category or benchmark), seeds averaged."""
     return heatmap_cells(deps.map_cache(request).records(query), query.level)
 
@@ -52,7 +54,9 @@ def api_models(request: Request) -> list[dict]:
 @router.get("/api/benchmarks")
 def api_benchmarks(request: Request) -> list[dict]:
     with deps.store(request).read() as conn:
-        rows = conn.exec_driver_sql("SELECT name, category, num_choices FROM benchmarks ORDER BY name").fetchall()
+        rows = conn.exec_driver_sql(
+            "SELECT name, category, num_choices FROM benchmarks ORDER BY name"
+        ).fetchall()
     return [{"name": n, "category": c, "num_choices": k} for n, c, k in rows]
 
 
@@ -69,7 +73,9 @@ def _public(pair: dict) -> dict:
 
 
 @router.get("/api/pairs/{pair_id}/benchmarks.{fmt}")
-def api_pair_table_export(request: Request, pair_id: int, fmt: Literal["csv", "parquet"]) -> Response:
+def api_pair_table_export(
+    request: Request, pair_id: int, fmt: Literal["csv", "parquet"]
+) -> Response:
     """The pair page's table as CSV or Parquet."""
     import pyarrow as pa
 
@@ -82,7 +88,9 @@ def api_pair_table_export(request: Request, pair_id: int, fmt: Literal["csv", "p
 
 
 @router.get("/api/pairs/{pair_id}/samples.{fmt}")
-def api_pair_samples_export(request: Request, pair_id: int, fmt: Literal["csv", "parquet"]) -> Response:
+def api_pair_samples_export(
+    request: Request, pair_id: int, fmt: Literal["csv", "parquet"]
+) -> Response:
     """Every paired per-sample row of the pair, both models side by side, as CSV or Parquet."""
     pair = deps.get_pair(request, pair_id)
     with deps.store(request).read() as conn:
@@ -99,7 +107,9 @@ def _table_response(table, fmt: str, stem: str) -> Response:
         pq.write_table(table, buf)
         media = "application/vnd.apache.parquet"
     return Response(
-        buf.getvalue(), media_type=media, headers={"Content-Disposition": f'attachment; filename="{stem}.{fmt}"'}
+        buf.getvalue(),
+        media_type=media,
+        headers={"Content-Disposition": f'attachment; filename="{stem}.{fmt}"'},
     )
 
 
@@ -121,8 +131,14 @@ def api_pair_samples(
         total, rows = queries.flipped_samples(
             conn, pair, benchmarks=ids, transition=transition, q=q, page=page, page_size=page_size
         )
-    return {"pair": _public(pair), "transition": transition, "total": total, "page": page,
-            "page_size": page_size, "samples": rows}
+    return {
+        "pair": _public(pair),
+        "transition": transition,
+        "total": total,
+        "page": page,
+        "page_size": page_size,
+        "samples": rows,
+    }
 
 
 @router.get("/api/pairs/{pair_id}/sample")
@@ -138,14 +154,18 @@ def api_pair_sample(request: Request, pair_id: int, benchmark: str, sample_id: s
 
 
 @router.get("/api/cross/forgotten")
-def api_most_forgotten(request: Request, limit: Annotated[int, Query(ge=1, le=500)] = 50) -> list[dict]:
+def api_most_forgotten(
+    request: Request, limit: Annotated[int, Query(ge=1, le=500)] = 50
+) -> list[dict]:
     """Samples forgotten (1->0 in most seeds) by the most pairs."""
     with deps.store(request).read() as conn:
         return queries.most_forgotten(conn, limit=limit)
 
 
 @router.get("/api/cross/size")
-def api_size_scatter(request: Request, aggregate: Literal["macro", "micro"] = "macro") -> list[dict]:
+def api_size_scatter(
+    request: Request, aggregate: Literal["macro", "micro"] = "macro"
+) -> list[dict]:
     """Total F_true and BT_true per pair with the base model's size and the pair's stage."""
     records = deps.map_cache(request).records(MapQuery(level="category", aggregate=aggregate))
     with deps.store(request).read() as conn:

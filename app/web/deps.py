@@ -31,19 +31,32 @@ def get_pair(request: Request, pair_id: int) -> dict:
 
 
 def map_query(
-    level: Annotated[Literal["benchmark", "category"], Query(description="map columns")] = "category",
+    level: Annotated[
+        Literal["benchmark", "category"], Query(description="map columns")
+    ] = "category",
     aggregate: Annotated[Literal["macro", "micro"], Query()] = "macro",
     stage: Annotated[str | None, Query(description="keep pairs with this stage")] = None,
-    family: Annotated[str | None, Query(description="keep pairs whose base is of this family")] = None,
+    family: Annotated[
+        str | None, Query(description="keep pairs whose base is of this family")
+    ] = None,
     q: Annotated[str | None, Query(description="text in the pair's label or model names")] = None,
     min_size: Annotated[float | None, Query(ge=0)] = None,
     max_size: Annotated[float | None, Query(ge=0)] = None,
 ) -> MapQuery:
-    return MapQuery(level=level, aggregate=aggregate, stage=stage or None, family=family or None,
-                    q=q or None, min_size=min_size, max_size=max_size)
+    return MapQuery(
+        level=level,
+        aggregate=aggregate,
+        stage=stage or None,
+        family=family or None,
+        q=q or None,
+        min_size=min_size,
+        max_size=max_size,
+    )
 
 
-def benchmark_filter(request: Request, benchmark: str | None, category: str | None) -> list[int] | None:
+def benchmark_filter(
+    request: Request, benchmark: str | None, category: str | None
+) -> list[int] | None:
     """Benchmark ids to drill into; 404 for a name the store does not know."""
     if not benchmark and not category:
         return None
@@ -51,7 +64,9 @@ def benchmark_filter(request: Request, benchmark: str | None, category: str | No
         if benchmark:
             ids = queries.benchmark_ids(conn, name=benchmark)
             if not ids:
-                raise HTTPException(404, f"benchmark {benchmark!r} does not exist; GET /api/benchmarks lists them")
+                raise HTTPException(
+                    404, f"benchmark {benchmark!r} does not exist; GET /api/benchmarks lists them"
+                )
             return ids
         ids = queries.benchmark_ids(conn, category=category)
     if not ids:

@@ -41,7 +41,9 @@ def map_page(
     records = deps.map_cache(request).records(query)
     cells = heatmap_cells(records, query.level)
     shown = {c["pair_id"] for c in cells}
-    columns = sorted({c["column"] for c in cells}, key=category_sort_key if query.level == "category" else str)
+    columns = sorted(
+        {c["column"] for c in cells}, key=category_sort_key if query.level == "category" else str
+    )
     if query.level == "benchmark":
         category_of = {r["benchmark"]: r["category"] for r in records}
         columns.sort(key=lambda b: (category_sort_key(category_of[b]), b))
@@ -83,7 +85,12 @@ def samples_page(
     ids = deps.benchmark_filter(request, benchmark, category)
     with deps.store(request).read() as conn:
         total, rows = queries.flipped_samples(
-            conn, pair, benchmarks=ids, transition=transition, q=q or None, page=page,
+            conn,
+            pair,
+            benchmarks=ids,
+            transition=transition,
+            q=q or None,
+            page=page,
             page_size=deps.PAGE_SIZE,
         )
         bench_rows = conn.exec_driver_sql(
@@ -92,9 +99,16 @@ def samples_page(
             (pair_id,),
         ).fetchall()
     context = dict(
-        pair=pair, rows=rows, total=total, page=page, page_size=deps.PAGE_SIZE,
-        pages=max((total + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1), benchmark=benchmark,
-        category=category, transition=transition, q=q or "",
+        pair=pair,
+        rows=rows,
+        total=total,
+        page=page,
+        page_size=deps.PAGE_SIZE,
+        pages=max((total + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1),
+        benchmark=benchmark,
+        category=category,
+        transition=transition,
+        q=q or "",
         benchmarks=[b for b, _ in bench_rows],
         categories=sorted({c for _, c in bench_rows}, key=category_sort_key),
     )
@@ -123,7 +137,9 @@ def cross_page(request: Request) -> HTMLResponse:
 
 def _wants_html(request: Request) -> bool:
     path = request.url.path
-    return not (path.startswith("/api/") or path in ("/healthz", "/openapi.json")) and not _is_htmx(request)
+    return not (path.startswith("/api/") or path in ("/healthz", "/openapi.json")) and not _is_htmx(
+        request
+    )
 
 
 def install_error_pages(app: FastAPI) -> None:
@@ -135,8 +151,13 @@ def install_error_pages(app: FastAPI) -> None:
             return await http_exception_handler(request, exc)
         titles = {404: "not found", 405: "method not allowed"}
         return templates.TemplateResponse(
-            request, "error.html",
-            {"status": exc.status_code, "title": titles.get(exc.status_code, "error"), "message": exc.detail},
+            request,
+            "error.html",
+            {
+                "status": exc.status_code,
+                "title": titles.get(exc.status_code, "error"),
+                "message": exc.detail,
+            },
             status_code=exc.status_code,
         )
 
@@ -148,6 +169,8 @@ def install_error_pages(app: FastAPI) -> None:
             f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors()
         )
         return templates.TemplateResponse(
-            request, "error.html", {"status": 422, "title": "bad parameters", "message": problems},
+            request,
+            "error.html",
+            {"status": 422, "title": "bad parameters", "message": problems},
             status_code=422,
         )

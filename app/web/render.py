@@ -26,12 +26,14 @@ def highlight(response: str | None, prediction: str | None) -> list[Segment]:
     if not prediction or not prediction.strip():
         return [Segment(response)]
     needle = re.escape(prediction.strip())
-    pattern = rf"(?<![A-Za-z0-9]){needle}(?![A-Za-z0-9])" if len(prediction.strip()) <= 2 else needle
+    pattern = (
+        rf"(?<![A-Za-z0-9]){needle}(?![A-Za-z0-9])" if len(prediction.strip()) <= 2 else needle
+    )
     matches = list(re.finditer(pattern, response))
     if not matches:
         return [Segment(response)]
     m = matches[-1]
-    return [Segment(response[: m.start()]), Segment(m.group(0), True), Segment(response[m.end():])]
+    return [Segment(response[: m.start()]), Segment(m.group(0), True), Segment(response[m.end() :])]
 
 
 def is_long(response: str | None) -> bool:

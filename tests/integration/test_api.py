@@ -43,5 +43,147 @@ def test_api_map_rejects_bad_parameters_with_422(client):
 
 def test_api_pairs(client):
     [pair] = client.get("/api/pairs").json()
-    assert (pair["id"], pair["base"], pair["post"], pair["label"]) == (1, "base-7b", "post-7b", "7B")
+    assert (pair["id"], pair["base"], pair["post"], pair["label"]) == (
+        1,
+        "base-7b",
+        "post-7b",
+        "7B",
+    )
     assert (pair["benchmarks"], pair["seeds"], pair["paired_samples"]) == (2, 2, 28)
+
+
+def test_api_models_and_benchmarks(client):
+    models = {m["name"]: m for m in client.get("/api/models").json()}
+    assert set(models) == {"base-7b", "post-7b"}
+    assert models["base-7b"]["size_params"] == 7_000_000_000
+    benchmarks = {b["name"]: b for b in client.get("/api/benchmarks").json()}
+    assert benchmarks["mmlu:anatomy"] == {
+        "name": "mmlu:anatomy",
+        "category": "Science/Tech",
+        "num_choices": 4,
+    }
+    assert benchmarks["toy_arith"]["category"] == "Math"
+
+
+def test_api_pair_detail_has_per_benchmark_rows_with_cis(client):
+    pair = client.get("/api/pairs/1").json()
+    assert (pair["base"], pair["post"], pair["label"]) == ("base-7b", "post-7b", "7B")
+    rows = {r["benchmark"]: r for r in pair["benchmarks"]}
+    anatomy = rows["mmlu:anatomy"]
+    # counts summed over the two seeds (see test_import_and_map: (1,1,1,7) and (3,1,2,4))
+    assert (anatomy["n_00"], anatomy["n_01"], anatomy["n_10"], anatomy["n_11"]) == (4, 2, 3, 11)
+    assert anatomy["seeds"] == 2
+    assert anatomy["f_true"] == pytest.approx(((0.1 - 0.04 / 3) + (0.2 - 0.2 / 3)) / 2)
+    low, high = anatomy["f_true_ci"]
+    assert 0.0 <= low <= anatomy["f_true"] <= high <= 1.0
+    assert anatomy["mcnemar_p"] == pytest.approx(1.0)  # 2 vs 3 discordant: no evidence
+    assert pair["quadrants"] == {"n_00": 6, "n_01": 3, "n_10": 4, "n_11": 15}
+
+
+def test_api_flipped_samples_filters_and_paging(client):
+    body = client.get("/api/pairs/1/samples", params={"benchmark": "mmlu:anatomy"}).json()
+    # 1->0 on mmlu: q7 in seed 0; q4, q5 in seed 1
+    assert body["total"] == 3
+    assert {(s["sample_id"], tuple(s["seeds"])) for s in body["samples"]} == {
+        ("q7", (0,)),
+        ("q4", (1,)),
+        ("q5", (1,)),
+    }
+    gained = client.get(
+        "/api/pairs/1/samples", params={"transition": "01", "category": "Math"}
+    ).json()
+    assert [(s["benchmark"], s["sample_id"]) for s in gained["samples"]] == [("toy_arith", "q3")]
+    page2 = client.get(
+        "/api/pairs/1/samples", params={"transition": "11", "page_size": 5, "page": 2}
+    ).json()
+    assert page2["page"] == 2 and len(page2["samples"]) == 5
+    found = client.get("/api/pairs/1/samples", params={"q": "question 7 of mmlu"}).json()
+    assert [s["sample_id"] for s in found["samples"]] == ["q7"]
+    # LIKE wildcards in the search text are literal, not patterns
+    assert client.get("/api/pairs/1/samples", params={"q": "%"}).json()["total"] == 0
+
+
+def test_api_sample_detail(client):
+    body = client.get(
+        "/api/pairs/1/sample", params={"benchmark": "mmlu:anatomy", "sample_id": "q7"}
+    ).json()
+    assert [s["seed"] for s in body["seeds"]] == [0, 1]
+    seed0 = body["seeds"][0]
+    assert (seed0["base_correct"], seed0["post_correct"]) == (True, False)
+    assert seed0["prompt"] == "question 7 of mmlu_anatomy"
+
+
+def test_api_exports(client):
+    csv_text = client.get("/api/pairs/1/benchmarks.csv").text
+    assert csv_text.splitlines()[0].startswith('"benchmark","category"')
+    assert len(csv_text.strip().splitlines()) == 3
+    import io
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(io.BytesIO(client.get("/api/pairs/1/samples.parquet").content))
+    assert table.num_rows == 28
+    assert {"base_correct", "post_correct", "base_response", "post_response"} <= set(
+        table.column_names
+    )
+
+
+def test_api_cross_views(client):
+    forgotten = client.get("/api/cross/forgotten").json()
+    # 1->0 in at least half of the two seeds: q7 (seed 0), q4 and q5 (seed 1), toy q0 (seed 0)
+    assert {(f["benchmark"], f["sample_id"]) for f in forgotten} == {
+        ("mmlu:anatomy", "q7"),
+        ("mmlu:anatomy", "q4"),
+        ("mmlu:anatomy", "q5"),
+        ("toy_arith", "q0"),
+    }
+    assert all(f["pairs"] == 1 and f["pair_ids"] == [1] for f in forgotten)
+    [dot] = client.get("/api/cross/size").json()
+    assert dot["size_params"] == 7_000_000_000 and dot["label"] == "7B"
+
+
+def test_api_map_filters(client):
+    assert client.get("/api/map", params={"stage": "rl"}).json() == []
+    assert len(client.get("/api/map", params={"q": "7b"}).json()) == 3
+    assert client.get("/api/map", params={"min_size": 1e10}).json() == []
+    assert len(client.get("/api/map/cells", params={"level": "benchmark"}).json()) == 2
+
+
+@pytest.mark.parametrize(
+    ("url", "status", "text"),
+    [
+        ("/api/pairs/99", 404, "pair 99 does not exist"),
+        ("/api/pairs/99/samples", 404, "pair 99 does not exist"),
+        ("/api/pairs/1/samples?benchmark=nope", 404, "benchmark 'nope' does not exist"),
+        ("/api/pairs/1/samples?transition=12", 422, "transition"),
+        ("/api/pairs/1/samples?page=0", 422, "greater than or equal to 1"),
+        ("/api/pairs/abc", 422, "integer"),
+        ("/api/pairs/1/sample?benchmark=mmlu:anatomy&sample_id=nope", 404, "sample 'nope'"),
+        ("/api/pairs/1/sample?benchmark=mmlu:anatomy", 422, "sample_id"),
+        ("/api/pairs/1/benchmarks.xlsx", 422, "csv"),
+        ("/api/map?aggregate=median", 422, "macro"),
+        ("/pairs/99", 404, "pair 99 does not exist"),
+        ("/pairs/1/samples?transition=5", 422, "transition"),
+    ],
+)
+def test_errors_are_clear(client, url, status, text):
+    response = client.get(url)
+    assert response.status_code == status
+    assert text in response.text
+
+
+def test_pages_render(client):
+    for url in (
+        "/",
+        "/?level=benchmark&metric=net",
+        "/pairs/1",
+        "/pairs/1/samples",
+        "/cross",
+        "/pairs/1/sample?benchmark=toy_arith&sample_id=q0",
+    ):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert "text/html" in response.headers["content-type"]
+    fragment = client.get("/pairs/1/samples", headers={"HX-Request": "true"}).text
+    assert "<html" not in fragment and "sample-count" in fragment
+    assert client.get("/openapi.json").json()["info"]["title"] == "forgetmap"

@@ -67,7 +67,9 @@ def test_lighteval_details_to_map(cli, tmp_path, schemas):
     with_ids = schemas == ("nested", "nested")
     kwargs = [{"with_ids": with_ids} if s == "nested" else {} for s in schemas]
     write_lighteval_details(tmp_path / "base", task, BASE, schema=schemas[0], **kwargs[0])
-    write_lighteval_details(tmp_path / "post", task, POST, schema=schemas[1], shuffle_seed=3, **kwargs[1])
+    write_lighteval_details(
+        tmp_path / "post", task, POST, schema=schemas[1], shuffle_seed=3, **kwargs[1]
+    )
     cli("import", "lighteval", tmp_path / "base", "--model", "base")
     cli("import", "lighteval", tmp_path / "post", "--model", "post")
     cli("pair", "add", "base", "post")

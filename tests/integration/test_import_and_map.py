@@ -321,7 +321,10 @@ def test_unknown_benchmark_without_category_is_uncategorized_and_taxonomy_wins(c
     write_csv(tmp_path / "x.csv", rows)
     cli("import", "table", tmp_path / "x.csv")
     cli("pair", "add", "b", "p")
-    cats = {r["benchmark"]: r["category"] for r in cli.json("map", "--level", "benchmark", "--format", "json")}
+    cats = {
+        r["benchmark"]: r["category"]
+        for r in cli.json("map", "--level", "benchmark", "--format", "json")
+    }
     assert cats == {"my_private_eval": "Uncategorized", "arc:easy": "Logic"}
     categories = [r["category"] for r in cli.json("map", "--format", "json")]
     assert categories == ["Logic", "Uncategorized", "Total"]
@@ -330,8 +333,19 @@ def test_unknown_benchmark_without_category_is_uncategorized_and_taxonomy_wins(c
 def test_csv_fields_with_newlines_commas_and_quotes_survive(cli, tmp_path):
     prompt = 'Question: "which", exactly?\nA. one\nB. two, or three'
     response = "Let me think.\n\nAnswer: B"
-    write_csv(tmp_path / "m.csv", [{"model": "m", "benchmark": "piqa", "sample_id": 1, "correct": 1,
-                                    "prompt": prompt, "response": response}])
+    write_csv(
+        tmp_path / "m.csv",
+        [
+            {
+                "model": "m",
+                "benchmark": "piqa",
+                "sample_id": 1,
+                "correct": 1,
+                "prompt": prompt,
+                "response": response,
+            }
+        ],
+    )
     cli("import", "table", tmp_path / "m.csv")
     [row] = cli.contents()["results"]
     assert prompt in row and response in row

@@ -16,11 +16,24 @@ def test_fresh_file_is_upgraded_to_head_with_every_table(tmp_path):
     try:
         assert store.current_revision() == HEAD_REVISION
         with store.read() as conn:
-            tables = {r[0] for r in conn.exec_driver_sql(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
-            ).fetchall()}
-        assert {"models", "benchmarks", "runs", "pairs", "jobs", "results", "transitions", "coverage",
-                "seed_transitions", "alembic_version"} <= tables
+            tables = {
+                r[0]
+                for r in conn.exec_driver_sql(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+                ).fetchall()
+            }
+        assert {
+            "models",
+            "benchmarks",
+            "runs",
+            "pairs",
+            "jobs",
+            "results",
+            "transitions",
+            "coverage",
+            "seed_transitions",
+            "alembic_version",
+        } <= tables
     finally:
         store.close()
 
