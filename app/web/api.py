@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse, Response
 from app.db import queries
 from app.forgetting_map import MapQuery, heatmap_cells
 from app.pair_report import pair_benchmarks, quadrants
-from app.web import deps
+from app.web import deps, pages
 
 router = APIRouter(prefix="", tags=["api"])
 
@@ -177,3 +177,11 @@ def api_size_scatter(
          "f_true_std": r["f_true_std"], "bt_true": r["bt_true"]}
         for r in records if r["category"] == "Total"
     ]  # fmt: skip
+
+
+@router.get("/api/theory")
+def api_theory(params=Depends(pages.lab_params)) -> dict:
+    """The theory lab's four plots (two-mode mixture: forward vs reverse KL, replay)."""
+    from app.analysis.lab import lab_data
+
+    return lab_data(params)

@@ -174,3 +174,25 @@ def install_error_pages(app: FastAPI) -> None:
             {"status": 422, "title": "bad parameters", "message": problems},
             status_code=422,
         )
+
+
+def lab_params(
+    separation: Annotated[
+        float, Query(ge=2.0, le=12.0, description="distance between the modes")
+    ] = 6.0,
+    sigma: Annotated[float, Query(ge=0.25, le=4.0)] = 1.0,
+    replay: Annotated[float, Query(ge=0.0, le=0.9, description="replay fraction lambda")] = 0.3,
+    lr: Annotated[float, Query(gt=0.0, le=4.0)] = 1.0,
+    steps: Annotated[int, Query(ge=10, le=1000)] = 300,
+    batch_size: Annotated[int, Query(ge=1, le=256)] = 8,
+):
+    from app.analysis.lab import LabParams
+
+    return LabParams(separation, sigma, replay, lr, steps, batch_size)
+
+
+@router.get("/theory", response_class=HTMLResponse)
+def theory_page(request: Request, params=Depends(lab_params)) -> HTMLResponse:
+    from app.analysis.lab import lab_data
+
+    return _page(request, "theory.html", params=params, data=lab_data(params))

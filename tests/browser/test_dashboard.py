@@ -186,3 +186,11 @@ def test_empty_map_explains_what_to_do(browser, tmp_path):
         page.close()
     finally:
         srv.stop()
+
+
+def test_theory_lab_renders_four_plots(server, page):
+    page.goto(server.url + "/theory?separation=5&steps=150")
+    for plot in ("plot-weights", "plot-drift", "plot-replay", "plot-starvation"):
+        page.wait_for_selector(f"#{plot} .main-svg")
+    assert page.locator("input[name=separation]").input_value() == "5.0"
+    assert page.dialogs == []

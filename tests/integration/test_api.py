@@ -187,3 +187,13 @@ def test_pages_render(client):
     fragment = client.get("/pairs/1/samples", headers={"HX-Request": "true"}).text
     assert "<html" not in fragment and "sample-count" in fragment
     assert client.get("/openapi.json").json()["info"]["title"] == "forgetmap"
+
+
+def test_theory_page_and_api(client):
+    data = client.get("/api/theory", params={"separation": 5, "steps": 100}).json()
+    assert data["params"]["separation"] == 5.0
+    assert data["weights"]["forward_alpha"][-1] < 0.05  # SFT drains the old mode
+    assert abs(data["weights"]["reverse_alpha"][-1] - 0.5) < 1e-3  # RL keeps it
+    assert client.get("/api/theory", params={"replay": 2}).status_code == 422
+    page = client.get("/theory")
+    assert page.status_code == 200 and "plot-drift" in page.text

@@ -154,8 +154,8 @@ def test_greedy_generation_is_deterministic(hf, chat_prompt):
     first = hf.generate(prompts, GREEDY)
     second = hf.generate(prompts, GREEDY)
     assert first == second
-    assert all(g.completion_tokens == GREEDY.max_tokens for g in first)  # random model: no EOS
-    assert all(g.text for g in first)
+    assert all(1 <= g.completion_tokens <= GREEDY.max_tokens for g in first)
+    assert sum(len(g.text) for g in first) > 5 * len(first)
 
 
 def test_seeded_sampling_is_reproducible(hf):
@@ -187,8 +187,9 @@ def test_batched_choice_logprobs_equal_one_by_one(hf):
         [hf.choice_logprobs([c], [[x]])[0][0] for x in o]
         for c, o in zip(CONTEXTS, CHOICES, strict=True)
     ]
-    assert _max_diff(batched, single) < 1e-5
-    assert _max_diff(batched, each) < 1e-5
+    # fp32 sums of up to ~-240 over a dozen tokens: a padding bug would be off by whole units.
+    assert _max_diff(batched, single) < 1e-4
+    assert _max_diff(batched, each) < 1e-4
     assert all(v < 0 for row in batched for v in row)
 
 
@@ -206,7 +207,7 @@ def test_choice_logprobs_equal_a_plain_forward_pass(hf):
             expected = sum(
                 logprobs[len(ctx_ids) + t - 1, tid].item() for t, tid in enumerate(cont_ids)
             )
-            assert scores[i][j] == pytest.approx(expected, abs=1e-5), (ctx, opt)
+            assert scores[i][j] == pytest.approx(expected, rel=1e-6, abs=1e-5), (ctx, opt)
 
 
 def test_trailing_context_space_moves_to_the_choice(hf):

@@ -1,0 +1,31 @@
+// The theory lab's four plots, from the JSON the server computed.
+document.addEventListener("DOMContentLoaded", () => {
+  const el = document.getElementById("theory-data");
+  if (!el || !window.Plotly) return;
+  const d = JSON.parse(el.textContent);
+  const base = { height: 320, margin: { l: 60, r: 10, t: 10, b: 45 }, legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" },
+    paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { family: "system-ui, sans-serif", size: 12 } };
+  const cfg = { displaylogo: false, responsive: true };
+  const red = "#c0392b", blue = "#2e6fb7", grey = "#777";
+  Plotly.newPlot("plot-weights", [
+    { x: d.weights.step, y: d.weights.forward_alpha, name: "forward KL (SFT)", line: { color: red } },
+    { x: d.weights.step, y: d.weights.reverse_alpha, name: "reverse KL (RL)", line: { color: blue } },
+  ], { ...base, xaxis: { title: { text: "step" } }, yaxis: { title: { text: "old weight α" }, range: [0, 1] } }, cfg);
+  Plotly.newPlot("plot-drift", [
+    { x: d.drift.separation, y: d.drift.max_drift, name: "max |Δμ_old|", mode: "lines+markers", line: { color: blue } },
+    { x: d.drift.separation, y: d.drift.bc, name: "BC", line: { color: grey } },
+    { x: d.drift.separation, y: d.drift.misassignment_bound, name: "bound", line: { color: grey, dash: "dash" } },
+  ], { ...base, xaxis: { title: { text: "separation δ" } }, yaxis: { type: "log", title: { text: "drift / BC (log)" }, exponentformat: "e" } }, cfg);
+  Plotly.newPlot("plot-replay", [
+    { x: d.replay.replay, y: d.replay.forward_final_alpha, name: "forward KL (SFT)", mode: "lines+markers", line: { color: red } },
+    { x: d.replay.replay, y: d.replay.reverse_final_alpha, name: "reverse KL (RL)", mode: "lines+markers", line: { color: blue } },
+  ], { ...base, xaxis: { title: { text: "replay fraction λ" } }, yaxis: { title: { text: "final α" }, range: [0, 1] } }, cfg);
+  const s = d.starvation.by_batch_size;
+  const traces = [
+    { x: s.batch_size, y: s.on_policy_empirical, name: "on-policy", mode: "lines+markers", line: { color: red } },
+    { x: s.batch_size, y: s.replay_empirical, name: "replay λ = " + d.params.replay, mode: "lines+markers", line: { color: blue } },
+  ];
+  traces.push({ x: s.batch_size, y: s.on_policy_theory, name: "(1−α)^B", line: { color: red, dash: "dot" } });
+  traces.push({ x: s.batch_size, y: s.replay_theory, name: "((1−λ)(1−α))^B", line: { color: blue, dash: "dot" } });
+  Plotly.newPlot("plot-starvation", traces, { ...base, xaxis: { title: { text: "batch size" }, type: "log" }, yaxis: { title: { text: "share of batches" }, range: [0, 1] } }, cfg);
+});
