@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from app.analysis.lab import LabParams, lab_data
 from app.db import queries
 from app.forgetting_map import MapQuery, heatmap_cells
 from app.pair_report import pair_benchmarks, quadrants
@@ -180,8 +181,6 @@ def api_size_scatter(
 
 
 @router.get("/api/theory")
-def api_theory(params=Depends(pages.lab_params)) -> dict:
+def api_theory(params: Annotated[LabParams, Depends(pages.lab_params)]) -> dict:
     """The theory lab's four plots (two-mode mixture: forward vs reverse KL, replay)."""
-    from app.analysis.lab import lab_data
-
     return lab_data(params)

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.analysis.lab import LabParams, lab_data
 from app.db import queries
 from app.forgetting_map import MapQuery, category_sort_key, heatmap_cells
 from app.pair_report import pair_benchmarks, quadrants
@@ -185,14 +186,12 @@ def lab_params(
     lr: Annotated[float, Query(gt=0.0, le=4.0)] = 1.0,
     steps: Annotated[int, Query(ge=10, le=1000)] = 300,
     batch_size: Annotated[int, Query(ge=1, le=256)] = 8,
-):
-    from app.analysis.lab import LabParams
-
+) -> LabParams:
     return LabParams(separation, sigma, replay, lr, steps, batch_size)
 
 
 @router.get("/theory", response_class=HTMLResponse)
-def theory_page(request: Request, params=Depends(lab_params)) -> HTMLResponse:
-    from app.analysis.lab import lab_data
-
+def theory_page(
+    request: Request, params: Annotated[LabParams, Depends(lab_params)]
+) -> HTMLResponse:
     return _page(request, "theory.html", params=params, data=lab_data(params))
