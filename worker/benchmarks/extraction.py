@@ -170,7 +170,8 @@ def _cut_continuation(view: str) -> str:
 def _views(response: str) -> Iterator[str]:
     """Versions of the response to search, in order: outside reasoning blocks, then inside them.
 
-    Every view has the length of the response; blanked parts are newlines.
+    Blanked parts are replaced by newlines, so every view is a prefix (cut at a hallucinated next
+    question) of a string as long as the response and offsets carry over unchanged.
     """
     text = response.translate(_CHAR_MAP)
     regions = _think_regions(text)
@@ -274,7 +275,8 @@ def _choice_patterns(letters: tuple[str, ...]) -> list[tuple[int, list[re.Patter
         (
             2,
             [
-                rf"(?i:\banswer)[*_]*[^\S\n]*:[*_]*[^\S\n]*(?:\n\s*)?[^\n]{{0,50}}?{anchored}",
+                rf"(?i:\banswer)[*_]{{0,4}}[^\S\n]{{0,8}}:[*_]{{0,4}}[^\S\n]{{0,8}}(?:\n\s{{0,8}})?"
+                rf"[^\n]{{0,50}}?{anchored}",
                 r"\\(?:boxed|fbox)[^\S\n]*\{[^\S\n]*(?:\\(?:text|textbf|textrm|mathrm|mathbf)"
                 rf"[^\S\n]*\{{[^\S\n]*)?[(\[]?[^\S\n]*(?P<b>[{both}])(?![{_W}'’])",
             ],
@@ -416,7 +418,8 @@ _NUM_FINAL = re.compile(
 )
 _NUM_HASH = re.compile(rf"####[^\S\n]*[^\d\n]{{0,5}}?{_NUM}", re.ASCII)
 _NUM_ANSWER = re.compile(
-    rf"(?i:\banswers?\b)[*_]*[^\S\n]*:?\s*(?:[^\n]{{0,100}}=\s*|[^\n]{{0,50}}?){_NUM}(?!\s*=)",
+    rf"(?i:\banswers?\b)[*_]{{0,4}}[^\S\n]{{0,8}}:?\s{{0,8}}"
+    rf"(?:[^\n]{{0,100}}=\s{{0,8}}|[^\n]{{0,50}}?){_NUM}(?!\s*=)",
     re.ASCII,
 )
 _BOXED = re.compile(r"\\(?:boxed|fbox)[^\S\n]*\{")
@@ -469,22 +472,29 @@ def _number_extraction(m: re.Match[str], level: int) -> Extraction | None:
     return Extraction(_format_fraction(value), level, (start, m.end("body")))
 
 
+_BRACES = re.compile(r"[{}]")
+_BOX_SCAN = 500  # characters of a box searched for its number
+
+
 def _boxed_candidates(view: str) -> Iterator[re.Match[str]]:
-    boxes = []
-    for opening in _BOXED.finditer(view):
-        depth, pos = 1, opening.end()
-        while pos < len(view) and depth:
-            if view[pos] == "{":
-                depth += 1
-            elif view[pos] == "}":
-                depth -= 1
-            pos += 1
-        end = pos - 1 if depth == 0 else len(view)
-        boxes.append((opening.end(), end))
-    for start, end in reversed(boxes):
-        content = view[start:end]
-        eq = content.rfind("=")
-        m = _NUM_RE.search(view, start + eq + 1 if eq >= 0 else start, end)
+    """Numbers in ``\\boxed{...}``, rightmost box first (after the last ``=`` inside the box)."""
+    openings = list(_BOXED.finditer(view))
+    if not openings:
+        return
+    closing: dict[int, int] = {}
+    stack: list[int] = []
+    for brace in _BRACES.finditer(view):
+        if brace.group() == "{":
+            stack.append(brace.start())
+        elif stack:
+            closing[stack.pop()] = brace.start()
+    for opening in reversed(openings):
+        start = opening.end()
+        line_end = view.find("\n", start)
+        end = closing.get(start - 1, len(view) if line_end < 0 else line_end)
+        end = min(end, start + _BOX_SCAN)
+        eq = view.rfind("=", start, end)
+        m = _NUM_RE.search(view, eq + 1 if eq >= 0 else start, end)
         if m is not None:
             yield m
 
