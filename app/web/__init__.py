@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
 
 from app.db import open_store
@@ -24,7 +25,20 @@ def create_app(db_path: Path | str) -> FastAPI:
         title="forgetmap",
         version="0.1.0",
         description="What did post-training make a model forget? Chance-adjusted flips, sample by sample.",
+        docs_url=None,  # served below from static/, not from a CDN
+        redoc_url=None,
     )
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="forgetmap API",
+            swagger_js_url="/static/swagger/swagger-ui-bundle.js",
+            swagger_css_url="/static/swagger/swagger-ui.css",
+            swagger_favicon_url="/static/favicon.svg",
+        )
+
     app.state.store = store
     app.state.map_cache = MapCache(store)
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")

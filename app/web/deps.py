@@ -40,9 +40,21 @@ def map_query(
         str | None, Query(description="keep pairs whose base is of this family")
     ] = None,
     q: Annotated[str | None, Query(description="text in the pair's label or model names")] = None,
-    min_size: Annotated[float | None, Query(ge=0)] = None,
-    max_size: Annotated[float | None, Query(ge=0)] = None,
+    min_size: Annotated[
+        float | None, Query(ge=0, description="base model parameters, at least")
+    ] = None,
+    max_size: Annotated[
+        float | None, Query(ge=0, description="base model parameters, at most")
+    ] = None,
+    min_size_b: Annotated[
+        float | None, Query(ge=0, description="the same in billions (the form's unit)")
+    ] = None,
+    max_size_b: Annotated[float | None, Query(ge=0)] = None,
 ) -> MapQuery:
+    if min_size_b is not None:
+        min_size = min_size_b * 1e9
+    if max_size_b is not None:
+        max_size = max_size_b * 1e9
     return MapQuery(
         level=level,
         aggregate=aggregate,

@@ -197,3 +197,16 @@ def test_theory_page_and_api(client):
     assert client.get("/api/theory", params={"replay": 2}).status_code == 422
     page = client.get("/theory")
     assert page.status_code == 200 and "plot-drift" in page.text
+
+
+def test_docs_page_uses_local_assets_only(client):
+    html = client.get("/docs").text
+    assert "/static/swagger/swagger-ui-bundle.js" in html
+    assert "cdn" not in html.lower() and "https://" not in html
+    assert client.get("/static/swagger/swagger-ui-bundle.js").status_code == 200
+
+
+def test_map_size_filter_in_billions(client):
+    assert len(client.get("/api/map", params={"min_size_b": 6, "max_size_b": 8}).json()) == 3
+    assert client.get("/api/map", params={"max_size_b": 3}).json() == []
+    assert 'name="min_size_b" value="6.0"' in client.get("/", params={"min_size_b": 6}).text

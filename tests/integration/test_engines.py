@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -272,3 +273,15 @@ def test_vllm_seeded_sampling_and_stop(vllm_engine, hf, chat_prompt):
     stopped = vllm_engine.generate(PROMPTS, GenerationParams(max_tokens=24, stop=["e"]))
     assert stopped == hf.generate(PROMPTS, GenerationParams(max_tokens=24, stop=["e"]))
     assert vllm_engine.apply_chat_template(CHAT) == chat_prompt
+
+
+def test_vllm_batch_invariant_is_refused_on_cpu(model_dir, monkeypatch):
+    _need("vllm")
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        pytest.skip("GPU platform: batch-invariant mode is supported there")
+    monkeypatch.delenv("VLLM_BATCH_INVARIANT", raising=False)
+    with pytest.raises(ValueError, match="needs a GPU"):
+        make_engine("vllm", model_dir, batch_invariant=True)
+    assert "VLLM_BATCH_INVARIANT" not in os.environ

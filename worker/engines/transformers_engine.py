@@ -150,7 +150,7 @@ class TransformersEngine:
             token_lp = logprobs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
             for row, k in enumerate(idx):
                 i, j = items[k][0], items[k][1]
-                scores[i][j] = float(token_lp[row, keep - n_cont[row] :].sum())
+                scores[i][j] = float(token_lp[row, keep - n_cont[row] :].double().sum())
         return scores
 
     def close(self) -> None:
@@ -196,7 +196,9 @@ class TransformersEngine:
         if params.greedy:
             kwargs.update(do_sample=False)
         else:
-            kwargs.update(do_sample=True, temperature=params.temperature, top_p=params.top_p, top_k=0)
+            kwargs.update(
+                do_sample=True, temperature=params.temperature, top_p=params.top_p, top_k=0
+            )
         if params.stop:
             kwargs["stop_strings"] = list(params.stop)
         return GenerationConfig(**kwargs)
@@ -214,9 +216,7 @@ class TransformersEngine:
             while n and new_tokens[n - 1] == self.pad_id:
                 n -= 1
         kept = new_tokens[:n]
-        text = self.tokenizer.decode(
-            [t for t in kept if t not in eos], skip_special_tokens=True
-        )
+        text = self.tokenizer.decode([t for t in kept if t not in eos], skip_special_tokens=True)
         if params.stop:
             text, _ = truncate_at_stop(text, params.stop)
         return Generation(text=text, prompt_tokens=n_prompt, completion_tokens=len(kept))

