@@ -208,6 +208,60 @@ def pair_list(ctx: click.Context) -> None:
 
 
 @main.group()
+def token() -> None:
+    """API tokens for workers and scripts (write endpoints need one)."""
+
+
+@token.command("create")
+@click.argument("name")
+@click.pass_context
+def token_create(ctx: click.Context, name: str) -> None:
+    """Create a token and print it once (only its hash is stored)."""
+    from app.auth import create_token
+
+    store = _store(ctx)
+    try:
+        with store.transaction() as conn:
+            secret = create_token(conn, name)
+    except InputError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        store.close()
+    click.echo(secret)
+
+
+@token.command("revoke")
+@click.argument("name")
+@click.pass_context
+def token_revoke(ctx: click.Context, name: str) -> None:
+    """Delete a token: requests carrying it are refused from now on."""
+    from app.auth import revoke_token
+
+    store = _store(ctx)
+    try:
+        with store.transaction() as conn:
+            revoke_token(conn, name)
+    except InputError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        store.close()
+    click.echo(f"revoked token {name}")
+
+
+@token.command("list")
+@click.pass_context
+def token_list(ctx: click.Context) -> None:
+    """Token names and creation times (never the secrets)."""
+    from app.auth import list_tokens
+
+    store = _store(ctx)
+    with store.read() as conn:
+        for t in list_tokens(conn):
+            click.echo(f"{t['name']}\t{t['created_at']}")
+    store.close()
+
+
+@main.group()
 def model() -> None:
     """Model metadata (family and size are guessed from the name on import)."""
 

@@ -108,118 +108,104 @@ def _noise_by_model_benchmark(store_conn) -> dict[tuple[str, str], float]:
     return {key: float(np.mean(values)) for key, values in sums.items()}
 
 
-def _pair_noise(noise: dict, base: str, post: str, benchmark: str) -> float | None:
-    values = [noise[(m, benchmark)] for m in (base, post) if (m, benchmark) in noise]
-    return float(np.mean(values)) if values else None
+def _pair_noise(noise: dict, base: np.ndarray, post: np.ndarray, bench: np.ndarray) -> list:
+    """Per unit: the mean of the base's and the post model's noise floors that exist, else None."""
+    out = []
+    for b, p, name in zip(base, post, bench, strict=True):
+        values = [v for v in (noise.get((b, name)), noise.get((p, name))) if v is not None]
+        out.append(sum(values) / len(values) if values else None)
+    return out
 
 
-def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
-    """One record per (pair, benchmark, seed), for every pair or just ``pair_id``."""
+def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarray | list]:
+    """Every per-(pair, benchmark, seed) field as columns, in contract order, sorted for display."""
     with store.read() as conn:
         counts = queries.pair_transitions(conn, pair_id)
         noise = _noise_by_model_benchmark(conn)
     if len(counts) == 0:
-        return []
+        return {}
     cols, starts, s = _units(counts)
-    k = cols["k"]
     ends = np.r_[starts[1:], len(counts)]
-    p_values = metrics.mcnemar_exact(s["n_01"], s["n_10"])
-    records = []
-    for unit, (start, end) in enumerate(zip(starts, ends, strict=True)):
-        ks = [int(x) for x in k[start:end]]
-        base, post, bench = cols["base"][start], cols["post"][start], cols["benchmark"][start]
-        record = {
-            "base": base,
-            "post": post,
-            "benchmark": bench,
-            "category": cols["category"][start],
-            "seed": int(cols["seed"][start]),
-            "n": int(s["n"][unit]),
-            "num_choices": (ks[0] or None) if len(ks) == 1 else None,
-            "acc_pre": float(s["acc_pre"][unit]),
-            "acc_post": float(s["acc_post"][unit]),
-            "n_00": int(s["n_00"][unit]),
-            "n_01": int(s["n_01"][unit]),
-            "n_10": int(s["n_10"][unit]),
-            "n_11": int(s["n_11"][unit]),
+    groups = ends - starts
+    k = cols["k"].astype(np.int64)
+    single_k = np.where(groups == 1, k[starts], 0)
+    sizes = cols["n_00"] + cols["n_01"] + cols["n_10"] + cols["n_11"]
+    k_mix = [""] * len(starts)
+    for unit in np.flatnonzero(groups > 1):
+        a, b = starts[unit], ends[unit]
+        k_mix[unit] = ",".join(f"{kk or 'gen'}:{int(g)}" for kk, g in zip(k[a:b], sizes[a:b], strict=True))
+    at = {name: cols[name][starts] for name in ("base", "post", "benchmark", "category", "seed", "pair_id",
+                                                "label", "stage", "only_base", "only_post", "mismatched")}  # fmt: skip
+    out = {
+        "base": at["base"], "post": at["post"], "benchmark": at["benchmark"], "category": at["category"],
+        "seed": at["seed"].astype(np.int64), "n": s["n"],
+        "num_choices": np.where(single_k > 0, single_k, -1),
+        "acc_pre": s["acc_pre"], "acc_post": s["acc_post"],
+        "n_00": s["n_00"], "n_01": s["n_01"], "n_10": s["n_10"], "n_11": s["n_11"],
+        **{name: s[name] for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max")},
+        "pair_id": at["pair_id"].astype(np.int64), "label": at["label"], "stage": at["stage"], "k_mix": k_mix,
+        "mcnemar_p": np.asarray(metrics.mcnemar_exact(s["n_01"], s["n_10"]), dtype=np.float64),
+        "noise_floor": _pair_noise(noise, at["base"], at["post"], at["benchmark"]),
+        "only_base": at["only_base"].astype(np.int64), "only_post": at["only_post"].astype(np.int64),
+        "mismatched": at["mismatched"].astype(np.int64),
+    }  # fmt: skip
+    position = {c: i for i, c in enumerate(sorted(set(out["category"]), key=category_sort_key))}
+    cat_rank = np.array([position[c] for c in out["category"]])
+    # rows come ordered by (pair, benchmark, seed); a stable sort on (pair, category) keeps that
+    order = np.lexsort((cat_rank, out["pair_id"]))
+    return {name: (np.asarray(v, dtype=object)[order] if isinstance(v, list) else v[order]) for name, v in out.items()}
+
+
+def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
+    """One record per (pair, benchmark, seed), for every pair or just ``pair_id``."""
+    cols = _benchmark_columns(store, pair_id)
+    if not cols:
+        return []
+    table = pa.table(
+        {
+            name: pa.array(
+                values.tolist() if isinstance(values, np.ndarray) else values,
+                **({"type": pa.int64(), "mask": values < 0} if name == "num_choices" else {}),
+            )
+            for name, values in cols.items()
         }
-        for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max"):
-            record[name] = float(s[name][unit])
-        group_sizes = (
-            cols["n_00"][start:end]
-            + cols["n_01"][start:end]
-            + cols["n_10"][start:end]
-            + cols["n_11"][start:end]
-        )
-        record.update(
-            pair_id=int(cols["pair_id"][start]),
-            label=cols["label"][start],
-            stage=cols["stage"][start],
-            k_mix=",".join(f"{kk or 'gen'}:{int(g)}" for kk, g in zip(ks, group_sizes, strict=True))
-            if len(ks) > 1
-            else "",
-            mcnemar_p=float(p_values[unit]),
-            noise_floor=_pair_noise(noise, base, post, bench),
-            only_base=int(cols["only_base"][start]),
-            only_post=int(cols["only_post"][start]),
-            mismatched=int(cols["mismatched"][start]),
-        )
-        records.append(record)
-    records.sort(
-        key=lambda r: (r["pair_id"], category_sort_key(r["category"]), r["benchmark"], r["seed"])
     )
-    return records
+    return table.to_pylist()
 
 
 def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
-    bench = benchmark_records(store)
-    units = [
-        metrics.UnitScore(
-            pair=r["pair_id"],
-            benchmark=r["benchmark"],
-            category=r["category"],
-            seed=r["seed"],
-            n=r["n"],
-            f_true=r["f_true"],
-            bt_true=r["bt_true"],
-            f=r["f"],
-            bt=r["bt"],
-            f_max=r["f_max"],
-            bt_max=r["bt_max"],
-        )
-        for r in bench
-    ]
-    meta = {r["pair_id"]: r for r in bench}
-    noise: dict[tuple[int, str], list[float]] = {}
-    for r in bench:
-        if r["noise_floor"] is not None:
-            for cat in (r["category"], metrics.TOTAL):
-                noise.setdefault((r["pair_id"], cat), []).append(r["noise_floor"])
+    cols = _benchmark_columns(store, None)
+    if not cols:
+        return []
+    rows = metrics.aggregate_arrays(
+        cols["pair_id"], cols["category"], cols["benchmark"], cols["seed"], cols["n"],
+        {name: cols[name] for name in metrics.VALUE_FIELDS}, aggregate,
+    )  # fmt: skip
+    first = {}
+    for i, pid in enumerate(cols["pair_id"]):
+        first.setdefault(int(pid), i)
+    noise_sum: dict[tuple[int, str], list[float]] = {}
+    for pid, cat, value in zip(cols["pair_id"], cols["category"], cols["noise_floor"], strict=True):
+        if value is not None:
+            for key in ((int(pid), cat), (int(pid), metrics.TOTAL)):
+                acc = noise_sum.setdefault(key, [0.0, 0])
+                acc[0] += value
+                acc[1] += 1
     out = []
-    for c in metrics.aggregate(units, how=aggregate):
-        m = meta[c.pair]
-        values = noise.get((c.pair, c.category))
+    for r in rows:
+        i = first[r["pair"]]
+        total = noise_sum.get((r["pair"], r["category"]))
         out.append(
             {
-                "base": m["base"],
-                "post": m["post"],
-                "category": c.category,
-                "n_benchmarks": c.n_benchmarks,
-                "seeds": c.seeds,
-                "f_true": c.f_true,
-                "f_true_std": c.f_true_std,
-                "bt_true": c.bt_true,
-                "bt_true_std": c.bt_true_std,
-                "f": c.f,
-                "bt": c.bt,
-                "f_max": c.f_max,
-                "bt_max": c.bt_max,
-                "pair_id": c.pair,
-                "label": m["label"],
-                "stage": m["stage"],
-                "noise_floor": float(np.mean(values)) if values else None,
+                "base": cols["base"][i], "post": cols["post"][i], "category": r["category"],
+                "n_benchmarks": r["n_benchmarks"], "seeds": r["seeds"],
+                "f_true": r["f_true"], "f_true_std": r["f_true_std"],
+                "bt_true": r["bt_true"], "bt_true_std": r["bt_true_std"],
+                "f": r["f"], "bt": r["bt"], "f_max": r["f_max"], "bt_max": r["bt_max"],
+                "pair_id": r["pair"], "label": cols["label"][i], "stage": cols["stage"][i],
+                "noise_floor": total[0] / total[1] if total else None,
             }
-        )
+        )  # fmt: skip
     out.sort(key=lambda r: (r["pair_id"], category_sort_key(r["category"])))
     return out
 

@@ -306,6 +306,9 @@ def aggregate(units: Iterable[UnitScore], how: str = "macro") -> list[CategorySc
 
     Seeds are paired upstream (seed s of the base with seed s of the post model); a category's seed
     count is the number of seeds with at least one of its benchmarks. Std is None with one seed.
+
+    This is the readable definition; ``aggregate_arrays`` computes the same numbers over columns
+    (the map uses it) and a property test holds the two together.
     """
     if how not in ("macro", "micro"):
         raise ValueError(f"aggregation must be 'macro' or 'micro', got {how!r}")
@@ -488,3 +491,98 @@ def noise_floor(
     if not fs:
         return None
     return NoiseFloor(f=float(np.mean(fs)), f_true=float(np.mean(f_trues)), seed_pairs=len(fs))
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    uniques, inverse = np.unique(values, return_inverse=True)
+    return uniques, inverse.reshape(-1)
+
+
+def aggregate_arrays(
+    pair: np.ndarray,
+    category: np.ndarray,
+    benchmark: np.ndarray,
+    seed: np.ndarray,
+    n: np.ndarray,
+    values: Mapping[str, np.ndarray],
+    how: str = "macro",
+) -> list[dict]:
+    """``aggregate`` over columns instead of UnitScore objects: the same numbers, vectorized.
+
+    One input row per (pair, benchmark, seed). Returns one dict per (pair, category) and per pair
+    for "Total", with the fields of CategoryScore (std None with one seed). The map uses this to
+    aggregate thousands of units in milliseconds; tests check it against ``aggregate``.
+    """
+    if how not in ("macro", "micro"):
+        raise ValueError(f"aggregation must be 'macro' or 'micro', got {how!r}")
+    pair = np.asarray(pair)
+    if pair.size == 0:
+        return []
+    pairs, p_code = _codes(pair)
+    cats, c_code = _codes(np.asarray(category).astype(str))
+    seeds, s_code = _codes(np.asarray(seed))
+    _, b_code = _codes(np.asarray(benchmark).astype(str))
+    weight = np.asarray(n, dtype=np.float64) if how == "micro" else np.ones(pair.size)
+    names = [name for name in VALUE_FIELDS if name in values]
+    n_p, n_c, n_s = len(pairs), len(cats), len(seeds)
+
+    def per_seed_means(key: np.ndarray, size: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        w = np.bincount(key, weights=weight, minlength=size)
+        present = np.bincount(key, minlength=size) > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = {name: np.bincount(key, weights=weight * values[name], minlength=size) / w for name in names}
+        return means, present
+
+    # per (pair, category, seed)
+    cell = (p_code * n_c + c_code) * n_s + s_code
+    cell_means, cell_present = per_seed_means(cell, n_p * n_c * n_s)
+    # Total per (pair, seed): macro = mean over the categories present, micro = over all samples
+    if how == "micro":
+        total_means, total_present = per_seed_means(p_code * n_s + s_code, n_p * n_s)
+    else:
+        shaped = cell_present.reshape(n_p, n_c, n_s)
+        counts = shaped.sum(axis=1)
+        total_present = (counts > 0).reshape(-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total_means = {
+                name: (np.where(shaped, cell_means[name].reshape(n_p, n_c, n_s), 0.0).sum(axis=1) / counts).reshape(-1)
+                for name in names
+            }
+
+    def across_seeds(means: dict, present: np.ndarray, groups: int) -> dict[str, tuple]:
+        shaped_present = present.reshape(groups, n_s)
+        k = shaped_present.sum(axis=1)
+        out = {}
+        for name in names:
+            x = np.where(shaped_present, means[name].reshape(groups, n_s), 0.0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = x.sum(axis=1) / k
+                sq = np.where(shaped_present, (means[name].reshape(groups, n_s) - mean[:, None]) ** 2, 0.0)
+                std = np.sqrt(sq.sum(axis=1) / (k - 1))
+            out[name] = (mean, std)
+        return out, k
+
+    cat_stats, cat_seeds = across_seeds(cell_means, cell_present, n_p * n_c)
+    tot_stats, tot_seeds = across_seeds(total_means, total_present, n_p)
+    bench_key = np.unique(np.stack([p_code, c_code, b_code], axis=1), axis=0)
+    cat_benchmarks = np.bincount(bench_key[:, 0] * n_c + bench_key[:, 1], minlength=n_p * n_c)
+    tot_benchmarks = np.bincount(np.unique(np.stack([p_code, b_code], axis=1), axis=0)[:, 0], minlength=n_p)
+
+    def record(p: int, category_name: str, stats: dict, idx: int, seeds_n: int, benches: int) -> dict:
+        row = {"pair": pairs[p].item() if hasattr(pairs[p], "item") else pairs[p], "category": category_name,
+               "n_benchmarks": int(benches), "seeds": int(seeds_n)}  # fmt: skip
+        for name in names:
+            mean, std = stats[name]
+            row[name] = float(mean[idx])
+            if name in ("f_true", "bt_true"):
+                row[f"{name}_std"] = float(std[idx]) if seeds_n > 1 else None
+        return row
+
+    out = []
+    for p in range(n_p):
+        for c in range(n_c):
+            idx = p * n_c + c
+            if cat_seeds[idx]:
+                out.append(record(p, str(cats[c]), cat_stats, idx, cat_seeds[idx], cat_benchmarks[idx]))
+        out.append(record(p, TOTAL, tot_stats, p, tot_seeds[p], tot_benchmarks[p]))
+    return out

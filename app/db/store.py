@@ -7,6 +7,7 @@ file is already current it reads one row and skips loading Alembic.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +24,7 @@ class StoreError(RuntimeError):
 
 # The newest migration's revision id; a test checks it against Alembic's own head. Comparing with a
 # constant keeps every CLI start from importing Alembic when the schema is current.
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 
 
 def alembic_config():
@@ -47,6 +48,8 @@ class Store:
         # bumped after every committed write through this Store: readers key caches on it (this
         # process is the only writer, so nothing else can change the file behind its back)
         self.version = 0
+        # DuckDB allows one writer; serialize write transactions of this process (web threads)
+        self._write_lock = threading.RLock()
         # Connections of one process share one DuckDB instance (DuckDB caches it by path), so
         # pooled connections see each other's commits; another process cannot open the file.
         self.engine: Engine = create_engine(
@@ -66,10 +69,11 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """One transaction: committed on success, rolled back on any exception."""
-        with self.engine.begin() as conn:
-            yield conn
-        self.version += 1
+        """One write transaction: committed on success, rolled back on any exception."""
+        with self._write_lock:
+            with self.engine.begin() as conn:
+                yield conn
+            self.version += 1
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from app.errors import InputError
+
 NORMALIZED_SCHEMA = pa.schema(
     [
         pa.field("model", pa.string(), nullable=False),
@@ -40,10 +42,6 @@ NORMALIZED_SCHEMA = pa.schema(
 )
 
 KEY_COLUMNS = ("model", "benchmark", "sample_id", "seed")
-
-
-class InputError(ValueError):
-    """Bad user input: the message says what is wrong and how to fix it, in one line."""
 
 
 def empty_columns(n: int) -> dict[str, pa.Array]:
@@ -99,7 +97,8 @@ def parse_binary(value: object, *, where: str) -> bool:
 def validate_normalized(table: pa.Table, *, source: str) -> pa.Table:
     """Checks shared by every importer. Returns the table cast to NORMALIZED_SCHEMA.
 
-    Refuses: no rows; empty keys; duplicate (model, benchmark, sample_id, seed); num_choices < 2.
+    Refuses: no rows; empty keys (readers strip whitespace first); num_choices < 2. Duplicate (model, benchmark, sample_id, seed)
+    keys are refused by the store's ingest, which finds them in the same pass that writes.
     """
     if table.num_rows == 0:
         raise InputError(f"{source}: no rows to import (the file is empty or has only a header)")
@@ -108,7 +107,7 @@ def validate_normalized(table: pa.Table, *, source: str) -> pa.Table:
     )
     for name in ("model", "benchmark", "sample_id"):
         col = table[name]
-        bad = pc.or_(pc.is_null(col), pc.equal(pc.utf8_trim_whitespace(col), ""))
+        bad = pc.or_(pc.is_null(col), pc.equal(col, ""))
         if pc.any(bad).as_py():
             row = pc.index(bad, True).as_py()
             hint = " (or pass --model NAME)" if name == "model" else ""
@@ -125,16 +124,6 @@ def validate_normalized(table: pa.Table, *, source: str) -> pa.Table:
         raise InputError(
             f"{source}: row {row + 1} has num_choices {k[row].as_py()}; it must be >= 2, "
             "or empty for a generative item"
-        )
-    counts = table.group_by(list(KEY_COLUMNS)).aggregate([([], "count_all")])
-    dup = counts.filter(pc.greater(counts["count_all"], 1))
-    if dup.num_rows:
-        first = dup.slice(0, 1).to_pylist()[0]
-        raise InputError(
-            f"{source}: {dup.num_rows} duplicate (benchmark, sample_id, seed) keys, e.g. "
-            f"model={first['model']!r} benchmark={first['benchmark']!r} "
-            f"sample_id={first['sample_id']!r} seed={first['seed']} appears {first['count_all']} times; "
-            "give each seed its own seed value or remove the repeated rows"
         )
     return table
 

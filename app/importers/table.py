@@ -171,6 +171,11 @@ def _parse_correct(col: pa.ChunkedArray, source: str) -> pa.ChunkedArray:
 
 
 def _parse_int(col: pa.ChunkedArray, name: str, source: str, *, nullable: bool) -> pa.ChunkedArray:
+    if pa.types.is_integer(col.type):
+        if not nullable and col.null_count:
+            row, _ = _first_bad(pc.is_null(col), col)
+            raise InputError(f"{source}: row {row}: {name} is empty; it must be an integer")
+        return pc.cast(col, pa.int64())
     text = pc.utf8_trim_whitespace(_as_string(col))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
     if not nullable and text.null_count:

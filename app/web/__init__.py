@@ -13,12 +13,13 @@ from fastapi.staticfiles import StaticFiles
 
 from app.db import open_store
 from app.forgetting_map import MapCache
+from app.queue import BrokerSettings, Enqueuer
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def create_app(db_path: Path | str) -> FastAPI:
-    from app.web import api, pages
+def create_app(db_path: Path | str, *, broker: BrokerSettings | None = None) -> FastAPI:
+    from app.web import api, pages, write_api
 
     store = open_store(db_path)
     app = FastAPI(
@@ -41,8 +42,10 @@ def create_app(db_path: Path | str) -> FastAPI:
 
     app.state.store = store
     app.state.map_cache = MapCache(store)
+    app.state.enqueuer = Enqueuer(broker or BrokerSettings.from_env(data_dir=Path(db_path).parent))
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
     app.include_router(api.router)
+    app.include_router(write_api.router)
     app.include_router(pages.router)
     pages.install_error_pages(app)
     return app

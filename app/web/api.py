@@ -154,6 +154,30 @@ def api_pair_sample(request: Request, pair_id: int, benchmark: str, sample_id: s
     return {"pair": _public(pair), "benchmark": benchmark, "sample_id": sample_id, "seeds": seeds}
 
 
+@router.get("/api/jobs")
+def api_jobs(request: Request) -> list[dict]:
+    with deps.store(request).read() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT j.id, j.status, j.created_at, count(s.id), count(s.id) FILTER (WHERE s.status IN "
+            "('done', 'reused')), count(s.id) FILTER (WHERE s.status = 'failed') "
+            "FROM jobs j LEFT JOIN shards s ON s.job_id = j.id GROUP BY ALL ORDER BY j.id DESC"
+        ).fetchall()
+    return [{"id": r[0], "status": r[1], "created_at": r[2].isoformat(), "shards": r[3], "finished": r[4],
+             "failed": r[5]} for r in rows]  # fmt: skip
+
+
+@router.get("/api/jobs/{job_id}")
+def api_job(request: Request, job_id: int) -> dict:
+    """A job with every shard's state, progress and error."""
+    from app.jobs import job_detail
+
+    with deps.store(request).read() as conn:
+        job = job_detail(conn, job_id)
+    if job is None:
+        raise HTTPException(404, f"job {job_id} does not exist; GET /api/jobs lists the jobs")
+    return job
+
+
 @router.get("/api/cross/forgotten")
 def api_most_forgotten(
     request: Request, limit: Annotated[int, Query(ge=1, le=500)] = 50

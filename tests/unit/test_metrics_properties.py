@@ -166,3 +166,39 @@ def test_noise_floor_is_symmetric_in_seed_order(pairs):
 def test_aggregate_rejects_unknown_mode():
     with pytest.raises(ValueError, match="macro"):
         aggregate([], how="median")
+
+
+@settings(max_examples=60)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.sampled_from(["Math", "Logic", "Culture"]), st.integers(0, 4),
+                  st.integers(0, 2), transitions()),
+        min_size=1, max_size=25, unique_by=lambda t: (t[0], t[2], t[3]),
+    ),
+    st.sampled_from(["macro", "micro"]),
+)
+def test_vectorized_aggregate_equals_scalar_aggregate(rows, how):
+    # benchmark b always has one category: derive it from the benchmark index
+    cats = ["Math", "Logic", "Culture"]
+    units = []
+    for pair, _, bench, seed, t in rows:
+        s = benchmark_scores(t, 4)
+        units.append(_unit(pair, f"b{bench}", cats[bench % 3], seed, s))
+    expected = {(c.pair, c.category): c for c in aggregate(units, how)}
+    got = metrics.aggregate_arrays(
+        np.array([u.pair for u in units]), np.array([u.category for u in units]),
+        np.array([u.benchmark for u in units]), np.array([u.seed for u in units]),
+        np.array([u.n for u in units]),
+        {name: np.array([getattr(u, name) for u in units]) for name in metrics.VALUE_FIELDS}, how,
+    )
+    assert len(got) == len(expected)
+    for row in got:
+        e = expected[(row["pair"], row["category"])]
+        assert (row["n_benchmarks"], row["seeds"]) == (e.n_benchmarks, e.seeds)
+        for name in metrics.VALUE_FIELDS:
+            assert row[name] == pytest.approx(getattr(e, name), abs=1e-12), name
+        for name in ("f_true_std", "bt_true_std"):
+            if getattr(e, name) is None:
+                assert row[name] is None
+            else:
+                assert row[name] == pytest.approx(getattr(e, name), abs=1e-12)

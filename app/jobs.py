@@ -1,0 +1,377 @@
+"""Evaluation jobs: what to evaluate, split into shards of (model, benchmark, seed).
+
+A job is written to the database before anything is enqueued, so a broker outage loses nothing.
+Each shard is one Celery task; workers report back over HTTP (start, progress, results, finish or
+fail) and never open the database. A shard whose (model, benchmark, seed, eval config) was already
+evaluated is marked ``reused`` and not run again: a base model shared by many pairs is evaluated
+once.
+
+Shard states: queued -> running -> done | failed; queued -> reused | cancelled.
+Job states: queued, running, done (every shard done or reused), failed (some shard failed),
+cancelled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sqlalchemy import Connection
+
+from app.errors import InputError
+
+TERMINAL = ("done", "failed", "reused", "cancelled")
+ENGINES = ("vllm", "transformers")
+MODES = ("generate", "loglik")
+PROMPTING = ("chat", "base")
+_HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A checkpoint: a Hugging Face id (optionally at a revision) or a local path under the roots."""
+
+    name: str
+    path: str
+    revision: str | None = None
+    prompting: str = "chat"  # chat: zero-shot CoT through the chat template; base: few-shot
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Everything that changes a model's answers; its hash keys evaluation reuse."""
+
+    engine: str = "vllm"
+    mode: str = "generate"  # generate + extract an answer, or loglik: score the choices
+    temperature: float = 0.6
+    top_p: float = 0.95
+    max_tokens: int = 2048
+    shots: int = 3
+    limit: int | None = None  # items per benchmark (None: all)
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.mode not in MODES:
+            raise InputError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if not 0 <= self.temperature <= 5:
+            raise InputError(f"temperature must be in [0, 5], got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise InputError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise InputError("max_tokens must be at least 1")
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    models: list[ModelSpec]
+    benchmarks: list[str]
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    config: EvalConfig = field(default_factory=EvalConfig)
+    # (base name, post name, label, stage): pairs to create over the job's models
+    pairs: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> JobRequest:
+        try:
+            models = [ModelSpec(**m) for m in data["models"]]
+            config = EvalConfig(**data.get("config", {}))
+            pairs = [
+                (p["base"], p["post"], p.get("label"), p.get("stage")) for p in data.get("pairs", [])
+            ]
+            request = cls(
+                models=models,
+                benchmarks=list(data["benchmarks"]),
+                seeds=[int(s) for s in data.get("seeds", [0, 1, 2])],
+                config=config,
+                pairs=pairs,
+            )
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"malformed job request: {exc}") from exc
+        request.validate()
+        return request
+
+    def validate(self) -> None:
+        if not self.models:
+            raise InputError("a job needs at least one model")
+        if not self.benchmarks:
+            raise InputError("a job needs at least one benchmark")
+        if not self.seeds:
+            raise InputError("a job needs at least one seed")
+        names = [m.name for m in self.models]
+        if len(set(names)) != len(names):
+            raise InputError("model names in a job must be distinct")
+        for m in self.models:
+            if m.prompting not in PROMPTING:
+                raise InputError(f"prompting must be chat or base, got {m.prompting!r}")
+        for base, post, _, _ in self.pairs:
+            for name in (base, post):
+                if name not in names:
+                    raise InputError(f"pair names {name!r}, which is not one of the job's models")
+
+    def to_dict(self) -> dict:
+        return {
+            "models": [asdict(m) for m in self.models],
+            "benchmarks": self.benchmarks,
+            "seeds": self.seeds,
+            "config": asdict(self.config),
+            "pairs": [{"base": b, "post": p, "label": lab, "stage": st} for b, p, lab, st in self.pairs],
+        }
+
+
+def shard_config(model: ModelSpec, config: EvalConfig) -> dict:
+    """The eval config of one shard: the job's settings plus how this model is prompted."""
+    return {**asdict(config), "prompting": model.prompting, "revision": model.revision}
+
+
+def config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------------------ model paths
+
+
+class ModelPathError(InputError):
+    """A model reference that may not be loaded (outside the roots, or not a valid id)."""
+
+
+def check_model_path(path: str, roots: list[Path]) -> str:
+    """Allow a Hugging Face id (``org/name``) or a local path that resolves under a root.
+
+    Symlinks and ``..`` are resolved before the check, so neither can escape a root. Returns the
+    path to load (resolved for local paths).
+    """
+    text = path.strip()
+    looks_local = text.startswith(("/", ".", "~")) or "\\" in text or ".." in text
+    if not looks_local and _HF_ID.match(text):
+        return text
+    if not roots:
+        raise ModelPathError(
+            f"local model path {text!r} refused: no model roots configured "
+            "(set FORGETMAP_MODEL_ROOTS to the folders that may hold checkpoints)"
+        )
+    resolved = Path(text).expanduser().resolve()
+    for root in roots:
+        if resolved.is_relative_to(Path(root).expanduser().resolve()):
+            return str(resolved)
+    raise ModelPathError(
+        f"model path {text!r} is outside the configured roots "
+        f"({', '.join(str(r) for r in roots)}); move it under a root or add its folder to "
+        "FORGETMAP_MODEL_ROOTS"
+    )
+
+
+# ------------------------------------------------------------------------------------ jobs
+
+
+def _duck(conn: Connection):
+    return conn.connection.driver_connection
+
+
+def create_job(conn: Connection, request: JobRequest) -> tuple[int, list[int]]:
+    """Write a job and its shards; returns (job id, ids of the shards to enqueue)."""
+    from app.db.ingest import add_pair, ensure_models
+
+    request.validate()
+    duck = _duck(conn)
+    ensure_models(conn, [m.name for m in request.models])
+    for m in request.models:
+        duck.execute("UPDATE models SET spec = ? WHERE name = ?", [json.dumps(asdict(m)), m.name])
+    job_id = duck.execute(
+        "INSERT INTO jobs (kind, status, payload) VALUES ('evaluate', 'queued', ?) RETURNING id",
+        [json.dumps(request.to_dict())],
+    ).fetchone()[0]
+    to_enqueue = []
+    for m in request.models:
+        model_id = duck.execute("SELECT id FROM models WHERE name = ?", [m.name]).fetchone()[0]
+        cfg = shard_config(m, request.config)
+        chash = config_hash(cfg)
+        spec = json.dumps({"model": asdict(m), "config": cfg})
+        for bench in request.benchmarks:
+            for seed in request.seeds:
+                status = "reused" if _evaluated(duck, model_id, bench, seed, chash) else "queued"
+                shard_id = duck.execute(
+                    """
+                    INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status,
+                                        finished_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, CASE WHEN ? = 'reused' THEN now() END)
+                    RETURNING id
+                    """,
+                    [job_id, model_id, bench, seed, chash, spec, status, status],
+                ).fetchone()[0]
+                if status == "queued":
+                    to_enqueue.append(shard_id)
+    for base, post, label, stage in request.pairs:
+        add_pair(conn, base, post, label=label, stage=stage)
+    update_job_status(conn, job_id)
+    return job_id, to_enqueue
+
+
+def _evaluated(duck, model_id: int, benchmark: str, seed: int, chash: str) -> bool:
+    """A finished shard with the same model, benchmark, seed and eval config exists."""
+    from app.taxonomy import canonical_name
+
+    names = list({benchmark, canonical_name(benchmark)})
+    placeholders = ", ".join("?" for _ in names)
+    return bool(
+        duck.execute(
+            f"""
+            SELECT count(*) FROM shards
+            WHERE model_id = ? AND seed = ? AND config_hash = ? AND status = 'done'
+              AND benchmark IN ({placeholders})
+            """,
+            [model_id, seed, chash, *names],
+        ).fetchone()[0]
+    )
+
+
+def update_job_status(conn: Connection, job_id: int) -> str:
+    duck = _duck(conn)
+    current = duck.execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone()[0]
+    if current == "cancelled":
+        return current
+    counts = dict(
+        duck.execute("SELECT status, count(*) FROM shards WHERE job_id = ? GROUP BY status", [job_id]).fetchall()
+    )
+    pending = sum(v for k, v in counts.items() if k not in TERMINAL)
+    if pending == 0:
+        status = "failed" if counts.get("failed") else "done"
+    elif counts.get("running") or any(counts.get(k) for k in TERMINAL):
+        status = "running"
+    else:
+        status = "queued"
+    duck.execute("UPDATE jobs SET status = ?, updated_at = now() WHERE id = ?", [status, job_id])
+    return status
+
+
+def shard(conn: Connection, shard_id: int) -> dict | None:
+    row = _duck(conn).execute(
+        """
+        SELECT s.id, s.job_id, s.status, s.spec, s.benchmark, s.seed, s.config_hash, m.name,
+               s.done, s.total, s.error, s.attempts
+        FROM shards s JOIN models m ON m.id = s.model_id WHERE s.id = ?
+        """,
+        [shard_id],
+    ).fetchone()
+    if row is None:
+        return None
+    keys = ("id", "job_id", "status", "spec", "benchmark", "seed", "config_hash", "model", "done",
+            "total", "error", "attempts")  # fmt: skip
+    out = dict(zip(keys, row, strict=True))
+    out["spec"] = json.loads(out["spec"])
+    return out
+
+
+def start_shard(conn: Connection, shard_id: int, worker: str) -> dict | None:
+    """Claim a shard for a worker. Returns the shard to run, or None if there is nothing to do."""
+    s = shard(conn, shard_id)
+    if s is None or s["status"] in TERMINAL:
+        return None
+    _duck(conn).execute(
+        """
+        UPDATE shards SET status = 'running', attempts = attempts + 1, worker = ?,
+               started_at = now(), heartbeat_at = now(), error = NULL
+        WHERE id = ?
+        """,
+        [worker, shard_id],
+    )
+    update_job_status(conn, s["job_id"])
+    return shard(conn, shard_id)
+
+
+def shard_progress(conn: Connection, shard_id: int, done: int, total: int | None) -> str:
+    """Record progress; returns the shard's status (a worker stops when it reads 'cancelled')."""
+    duck = _duck(conn)
+    duck.execute(
+        "UPDATE shards SET done = ?, total = coalesce(?, total), heartbeat_at = now() "
+        "WHERE id = ? AND status = 'running'",
+        [done, total, shard_id],
+    )
+    row = duck.execute("SELECT status FROM shards WHERE id = ?", [shard_id]).fetchone()
+    return row[0] if row else "missing"
+
+
+def finish_shard(conn: Connection, shard_id: int, *, fingerprint: str | None = None) -> None:
+    s = shard(conn, shard_id)
+    if s is None:
+        raise InputError(f"shard {shard_id} does not exist")
+    duck = _duck(conn)
+    duck.execute(
+        "UPDATE shards SET status = 'done', done = coalesce(total, done), finished_at = now() "
+        "WHERE id = ? AND status <> 'cancelled'",
+        [shard_id],
+    )
+    if fingerprint:
+        duck.execute("UPDATE models SET fingerprint = ? WHERE name = ?", [fingerprint, s["model"]])
+    update_job_status(conn, s["job_id"])
+
+
+def fail_shard(conn: Connection, shard_id: int, error: str) -> None:
+    s = shard(conn, shard_id)
+    if s is None:
+        raise InputError(f"shard {shard_id} does not exist")
+    _duck(conn).execute(
+        "UPDATE shards SET status = 'failed', error = ?, finished_at = now() "
+        "WHERE id = ? AND status <> 'cancelled'",
+        [error[:4000], shard_id],
+    )
+    update_job_status(conn, s["job_id"])
+
+
+def cancel_job(conn: Connection, job_id: int) -> int:
+    """Cancel a job: queued shards will not run, running ones stop at their next progress report."""
+    duck = _duck(conn)
+    n = duck.execute(
+        "UPDATE shards SET status = 'cancelled', finished_at = now() "
+        "WHERE job_id = ? AND status IN ('queued', 'running') RETURNING id",
+        [job_id],
+    ).fetchall()
+    duck.execute("UPDATE jobs SET status = 'cancelled', updated_at = now() WHERE id = ?", [job_id])
+    return len(n)
+
+
+def job_detail(conn: Connection, job_id: int) -> dict | None:
+    duck = _duck(conn)
+    row = duck.execute(
+        "SELECT id, kind, status, payload, created_at, updated_at FROM jobs WHERE id = ?", [job_id]
+    ).fetchone()
+    if row is None:
+        return None
+    shards = duck.execute(
+        """
+        SELECT s.id, m.name, s.benchmark, s.seed, s.status, s.done, s.total, s.error, s.attempts,
+               s.worker, s.started_at, s.finished_at
+        FROM shards s JOIN models m ON m.id = s.model_id WHERE s.job_id = ? ORDER BY s.id
+        """,
+        [job_id],
+    ).fetchall()
+    keys = ("id", "model", "benchmark", "seed", "status", "done", "total", "error", "attempts",
+            "worker", "started_at", "finished_at")  # fmt: skip
+    shard_rows = []
+    for r in shards:
+        d = dict(zip(keys, r, strict=True))
+        for k in ("started_at", "finished_at"):
+            d[k] = d[k].isoformat() if d[k] else None
+        shard_rows.append(d)
+    return {
+        "id": row[0],
+        "kind": row[1],
+        "status": row[2],
+        "request": json.loads(row[3]),
+        "created_at": row[4].isoformat(),
+        "updated_at": row[5].isoformat(),
+        "shards": shard_rows,
+    }
+
+
+def results_target(conn: Connection, shard_id: int) -> dict:
+    """Where a shard's uploaded rows go: its model, benchmark, seed and eval config."""
+    s = shard(conn, shard_id)
+    if s is None:
+        raise InputError(f"shard {shard_id} does not exist")
+    if s["status"] == "cancelled":
+        raise InputError(f"shard {shard_id} was cancelled; its results are not stored")
+    return s

@@ -1,0 +1,89 @@
+"""Sending shards to the workers' queue (the app side of Celery; no worker code is imported).
+
+Broker: ``FORGETMAP_BROKER_URL`` (e.g. redis://host:6379/0), else an embedded filesystem queue
+under the data folder that a local ``forgetmap worker`` reads too. Tasks carry only a shard id:
+the database is the truth, so a lost message is re-sent by ``requeue_pending``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+TASK_NAME = "forgetmap.evaluate_shard"
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    url: str | None = None  # None: embedded filesystem transport
+    data_dir: Path = Path("data")
+    queue: str = "forgetmap"
+    visibility_timeout: int = 3600  # seconds before Redis re-delivers an unacknowledged task
+
+    @classmethod
+    def from_env(cls, data_dir: Path | None = None) -> BrokerSettings:
+        return cls(
+            url=os.environ.get("FORGETMAP_BROKER_URL") or None,
+            data_dir=Path(os.environ.get("FORGETMAP_DATA_DIR") or data_dir or "data"),
+            queue=os.environ.get("FORGETMAP_QUEUE", "forgetmap"),
+            visibility_timeout=int(os.environ.get("FORGETMAP_VISIBILITY_TIMEOUT", "3600")),
+        )
+
+    def celery_config(self) -> dict:
+        if self.url:
+            broker = self.url
+            options = {"visibility_timeout": self.visibility_timeout}
+        else:
+            folder = (self.data_dir / "broker").resolve()
+            for sub in ("queue", "processed"):
+                (folder / sub).mkdir(parents=True, exist_ok=True)
+            broker = "filesystem://"
+            options = {
+                "data_folder_in": str(folder / "queue"),
+                "data_folder_out": str(folder / "queue"),
+                "processed_folder": str(folder / "processed"),
+                "store_processed": False,
+            }
+        return {
+            "broker_url": broker,
+            "broker_transport_options": options,
+            "broker_connection_retry_on_startup": True,
+            "task_default_queue": self.queue,
+            "task_acks_late": True,
+            "task_reject_on_worker_lost": True,
+            "worker_prefetch_multiplier": 1,
+            "task_ignore_result": True,
+            "broker_connection_timeout": 3,
+        }
+
+
+def make_producer(settings: BrokerSettings):
+    from celery import Celery
+
+    app = Celery("forgetmap-app")
+    app.conf.update(settings.celery_config())
+    return app
+
+
+class Enqueuer:
+    """Sends shard ids; errors are reported, never raised into a request (the job is saved)."""
+
+    def __init__(self, settings: BrokerSettings):
+        self.settings = settings
+        self._celery = None
+
+    def send(self, shard_ids: list[int]) -> tuple[int, str | None]:
+        if not shard_ids:
+            return 0, None
+        try:
+            if self._celery is None:
+                self._celery = make_producer(self.settings)
+            for shard_id in shard_ids:
+                self._celery.send_task(
+                    TASK_NAME, args=[shard_id], queue=self.settings.queue,
+                    retry=True, retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
+                )
+        except Exception as exc:  # broker unreachable: the job stays queued in the database
+            return 0, f"queue unreachable ({type(exc).__name__}: {exc}); the job is saved and will be sent when it is back"
+        return len(shard_ids), None

@@ -1,0 +1,188 @@
+"""Write endpoints: every one needs ``Authorization: Bearer <token>`` (``forgetmap token create``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from pydantic import BaseModel, Field
+
+from app import jobs
+from app.auth import token_owner
+from app.db.ingest import add_pair, ingest
+from app.importers.common import InputError, build_table, prepare
+from app.web import deps
+
+router = APIRouter(tags=["write"])
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+
+
+def require_token(request: Request) -> str:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise HTTPException(
+            401, "this endpoint needs a token: send 'Authorization: Bearer <token>' "
+            "(create one with `forgetmap token create NAME`)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    with deps.store(request).read() as conn:
+        owner = token_owner(conn, token.strip())
+    if owner is None:
+        raise HTTPException(401, "invalid or revoked token", headers={"WWW-Authenticate": "Bearer"})
+    return owner
+
+
+Owner = Annotated[str, Depends(require_token)]
+
+
+def _input_error(exc: InputError) -> HTTPException:
+    return HTTPException(422, str(exc))
+
+
+class PairIn(BaseModel):
+    base: str
+    post: str
+    label: str | None = None
+    stage: str | None = None
+
+
+@router.post("/api/pairs", status_code=201)
+def create_pair(request: Request, body: PairIn, owner: Owner) -> dict:
+    try:
+        with deps.store(request).transaction() as conn:
+            pair_id, created, unpaired = add_pair(conn, body.base, body.post, label=body.label, stage=body.stage)
+    except InputError as exc:
+        raise _input_error(exc) from exc
+    return {"id": pair_id, "created": created, "unpaired": unpaired}
+
+
+class ResultRow(BaseModel):
+    sample_id: str
+    correct: bool
+    num_choices: int | None = Field(default=None, ge=2)
+    category: str | None = None
+    prompt: str | None = None
+    response: str | None = None
+    prediction: str | None = None
+    gold: str | None = None
+    choices: list[str] | None = None
+    doc_hash: str | None = None
+
+
+class ResultsIn(BaseModel):
+    shard_id: int
+    rows: list[ResultRow]
+
+
+@router.post("/api/results")
+def upload_results(request: Request, body: ResultsIn, owner: Owner) -> dict:
+    """A batch of per-sample results of one shard. Idempotent: a (model, benchmark, seed, sample)
+    already stored is kept as it is, so a retried batch or a re-run shard adds nothing twice."""
+    length = int(request.headers.get("content-length") or 0)
+    if length > MAX_UPLOAD_BYTES:
+        raise HTTPException(413, f"upload of {length} bytes is over {MAX_UPLOAD_BYTES}; send smaller batches")
+    if not body.rows:
+        return {"rows_added": 0, "rows_unchanged": 0}
+    store = deps.store(request)
+    try:
+        with store.transaction() as conn:
+            target = jobs.results_target(conn, body.shard_id)
+            n = len(body.rows)
+            table = build_table(
+                {
+                    "model": [target["model"]] * n,
+                    "benchmark": [target["benchmark"]] * n,
+                    "seed": [target["seed"]] * n,
+                    "sample_id": [r.sample_id for r in body.rows],
+                    "correct": [r.correct for r in body.rows],
+                    "num_choices": [r.num_choices for r in body.rows],
+                    "category": [r.category for r in body.rows],
+                    "prompt": [r.prompt for r in body.rows],
+                    "response": [r.response for r in body.rows],
+                    "prediction": [r.prediction for r in body.rows],
+                    "gold": [r.gold for r in body.rows],
+                    "choices": [json.dumps(r.choices, ensure_ascii=False) if r.choices is not None else None for r in body.rows],
+                    "doc_hash": [r.doc_hash for r in body.rows],
+                }
+            )
+            table, benchmarks = prepare(table, source=f"shard {body.shard_id}")
+            summary = ingest(conn, table, benchmarks, config={"source": "worker", **target["spec"]["config"]},
+                             on_conflict="keep")
+    except InputError as exc:
+        raise _input_error(exc) from exc
+    return {"rows_added": summary.rows_added, "rows_unchanged": summary.rows_unchanged}
+
+
+@router.post("/api/jobs", status_code=201)
+def submit_job(request: Request, body: dict[str, Any], owner: Owner) -> dict:
+    """Create an evaluation job (models x benchmarks x seeds) and send its shards to the workers."""
+    try:
+        job_request = jobs.JobRequest.from_dict(body)
+        with deps.store(request).transaction() as conn:
+            job_id, to_send = jobs.create_job(conn, job_request)
+    except InputError as exc:
+        raise _input_error(exc) from exc
+    sent, problem = request.app.state.enqueuer.send(to_send)
+    return {"id": job_id, "shards_to_run": len(to_send), "sent": sent, "queue_error": problem}
+
+
+@router.post("/api/jobs/{job_id}/cancel")
+def cancel(request: Request, job_id: int, owner: Owner) -> dict:
+    with deps.store(request).transaction() as conn:
+        if jobs.job_detail(conn, job_id) is None:
+            raise HTTPException(404, f"job {job_id} does not exist")
+        n = jobs.cancel_job(conn, job_id)
+    return {"id": job_id, "cancelled_shards": n}
+
+
+class StartIn(BaseModel):
+    worker: str = "unknown"
+
+
+@router.post("/api/shards/{shard_id}/start")
+def shard_start(request: Request, shard_id: int, body: StartIn, owner: Owner) -> dict:
+    with deps.store(request).transaction() as conn:
+        s = jobs.start_shard(conn, shard_id, body.worker)
+    return {"run": s is not None, "shard": s}
+
+
+class ProgressIn(BaseModel):
+    done: int = Field(ge=0)
+    total: int | None = Field(default=None, ge=0)
+
+
+@router.post("/api/shards/{shard_id}/progress")
+def shard_progress(request: Request, shard_id: int, body: ProgressIn, owner: Owner) -> dict:
+    with deps.store(request).transaction() as conn:
+        status = jobs.shard_progress(conn, shard_id, body.done, body.total)
+    return {"status": status}
+
+
+class FinishIn(BaseModel):
+    fingerprint: str | None = None
+
+
+@router.post("/api/shards/{shard_id}/finish")
+def shard_finish(request: Request, shard_id: int, body: FinishIn, owner: Owner) -> dict:
+    try:
+        with deps.store(request).transaction() as conn:
+            jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint)
+    except InputError as exc:
+        raise HTTPException(404, str(exc)) from exc
+    return {"status": "done"}
+
+
+class FailIn(BaseModel):
+    error: str
+
+
+@router.post("/api/shards/{shard_id}/fail")
+def shard_fail(request: Request, shard_id: int, body: FailIn, owner: Owner) -> dict:
+    try:
+        with deps.store(request).transaction() as conn:
+            jobs.fail_shard(conn, shard_id, body.error)
+    except InputError as exc:
+        raise HTTPException(404, str(exc)) from exc
+    return {"status": "failed"}
