@@ -29,7 +29,9 @@ def create_token(conn: Connection, name: str) -> str:
     if duck.execute("SELECT count(*) FROM api_tokens WHERE name = ?", [name]).fetchone()[0]:
         raise InputError(f"a token named {name!r} exists; revoke it first or pick another name")
     token = PREFIX + secrets.token_urlsafe(32)
-    duck.execute("INSERT INTO api_tokens (name, token_hash) VALUES (?, ?)", [name, hash_token(token)])
+    duck.execute(
+        "INSERT INTO api_tokens (name, token_hash) VALUES (?, ?)", [name, hash_token(token)]
+    )
     return token
 
 

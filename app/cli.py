@@ -446,9 +446,18 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
 
 
 @main.command()
-def worker() -> None:
-    """Evaluation worker (Celery + vLLM): not built yet."""
-    _not_built("worker", "the evaluation worker issue")
+@click.option("--loglevel", default="INFO", show_default=True)
+def worker(loglevel: str) -> None:
+    """Evaluation worker: runs shards from the queue with vLLM or transformers.
+
+    Configured by the environment: FORGETMAP_APP_URL, FORGETMAP_API_TOKEN, FORGETMAP_BROKER_URL
+    (none: the embedded queue under FORGETMAP_DATA_DIR), FORGETMAP_MODEL_ROOTS,
+    FORGETMAP_BENCHMARK_DIRS, FORGETMAP_TRUST_REMOTE_CODE (off by default).
+    """
+    from worker.settings import WorkerSettings
+    from worker.tasks import run_worker
+
+    run_worker(WorkerSettings.from_env(), loglevel=loglevel)
 
 
 @main.command()

@@ -133,7 +133,9 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
     k_mix = [""] * len(starts)
     for unit in np.flatnonzero(groups > 1):
         a, b = starts[unit], ends[unit]
-        k_mix[unit] = ",".join(f"{kk or 'gen'}:{int(g)}" for kk, g in zip(k[a:b], sizes[a:b], strict=True))
+        k_mix[unit] = ",".join(
+            f"{kk or 'gen'}:{int(g)}" for kk, g in zip(k[a:b], sizes[a:b], strict=True)
+        )
     at = {name: cols[name][starts] for name in ("base", "post", "benchmark", "category", "seed", "pair_id",
                                                 "label", "stage", "only_base", "only_post", "mismatched")}  # fmt: skip
     out = {
@@ -153,7 +155,10 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
     cat_rank = np.array([position[c] for c in out["category"]])
     # rows come ordered by (pair, benchmark, seed); a stable sort on (pair, category) keeps that
     order = np.lexsort((cat_rank, out["pair_id"]))
-    return {name: (np.asarray(v, dtype=object)[order] if isinstance(v, list) else v[order]) for name, v in out.items()}
+    return {
+        name: (np.asarray(v, dtype=object)[order] if isinstance(v, list) else v[order])
+        for name, v in out.items()
+    }
 
 
 def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:

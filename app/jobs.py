@@ -80,7 +80,8 @@ class JobRequest:
             models = [ModelSpec(**m) for m in data["models"]]
             config = EvalConfig(**data.get("config", {}))
             pairs = [
-                (p["base"], p["post"], p.get("label"), p.get("stage")) for p in data.get("pairs", [])
+                (p["base"], p["post"], p.get("label"), p.get("stage"))
+                for p in data.get("pairs", [])
             ]
             request = cls(
                 models=models,
@@ -118,13 +119,25 @@ class JobRequest:
             "benchmarks": self.benchmarks,
             "seeds": self.seeds,
             "config": asdict(self.config),
-            "pairs": [{"base": b, "post": p, "label": lab, "stage": st} for b, p, lab, st in self.pairs],
+            "pairs": [
+                {"base": b, "post": p, "label": lab, "stage": st} for b, p, lab, st in self.pairs
+            ],
         }
 
 
 def shard_config(model: ModelSpec, config: EvalConfig) -> dict:
     """The eval config of one shard: the job's settings plus how this model is prompted."""
     return {**asdict(config), "prompting": model.prompting, "revision": model.revision}
+
+
+def stored_benchmark_name(name: str) -> str:
+    """The benchmark name results are stored under: ``local:dir/toy.jsonl`` -> ``toy``; the
+    taxonomy's canonical name for the paper's benchmarks."""
+    from app.taxonomy import canonical_name
+
+    if name.startswith("local:"):
+        return Path(name[len("local:") :]).stem
+    return canonical_name(name)
 
 
 def config_hash(config: dict) -> str:
@@ -212,9 +225,7 @@ def create_job(conn: Connection, request: JobRequest) -> tuple[int, list[int]]:
 
 def _evaluated(duck, model_id: int, benchmark: str, seed: int, chash: str) -> bool:
     """A finished shard with the same model, benchmark, seed and eval config exists."""
-    from app.taxonomy import canonical_name
-
-    names = list({benchmark, canonical_name(benchmark)})
+    names = list({benchmark, stored_benchmark_name(benchmark)})
     placeholders = ", ".join("?" for _ in names)
     return bool(
         duck.execute(
@@ -234,7 +245,9 @@ def update_job_status(conn: Connection, job_id: int) -> str:
     if current == "cancelled":
         return current
     counts = dict(
-        duck.execute("SELECT status, count(*) FROM shards WHERE job_id = ? GROUP BY status", [job_id]).fetchall()
+        duck.execute(
+            "SELECT status, count(*) FROM shards WHERE job_id = ? GROUP BY status", [job_id]
+        ).fetchall()
     )
     pending = sum(v for k, v in counts.items() if k not in TERMINAL)
     if pending == 0:
@@ -248,14 +261,18 @@ def update_job_status(conn: Connection, job_id: int) -> str:
 
 
 def shard(conn: Connection, shard_id: int) -> dict | None:
-    row = _duck(conn).execute(
-        """
+    row = (
+        _duck(conn)
+        .execute(
+            """
         SELECT s.id, s.job_id, s.status, s.spec, s.benchmark, s.seed, s.config_hash, m.name,
                s.done, s.total, s.error, s.attempts
         FROM shards s JOIN models m ON m.id = s.model_id WHERE s.id = ?
         """,
-        [shard_id],
-    ).fetchone()
+            [shard_id],
+        )
+        .fetchone()
+    )
     if row is None:
         return None
     keys = ("id", "job_id", "status", "spec", "benchmark", "seed", "config_hash", "model", "done",
@@ -374,4 +391,4 @@ def results_target(conn: Connection, shard_id: int) -> dict:
         raise InputError(f"shard {shard_id} does not exist")
     if s["status"] == "cancelled":
         raise InputError(f"shard {shard_id} was cancelled; its results are not stored")
-    return s
+    return {**s, "benchmark": stored_benchmark_name(s["benchmark"])}

@@ -530,7 +530,10 @@ def aggregate_arrays(
         w = np.bincount(key, weights=weight, minlength=size)
         present = np.bincount(key, minlength=size) > 0
         with np.errstate(invalid="ignore", divide="ignore"):
-            means = {name: np.bincount(key, weights=weight * values[name], minlength=size) / w for name in names}
+            means = {
+                name: np.bincount(key, weights=weight * values[name], minlength=size) / w
+                for name in names
+            }
         return means, present
 
     # per (pair, category, seed)
@@ -545,7 +548,10 @@ def aggregate_arrays(
         total_present = (counts > 0).reshape(-1)
         with np.errstate(invalid="ignore", divide="ignore"):
             total_means = {
-                name: (np.where(shaped, cell_means[name].reshape(n_p, n_c, n_s), 0.0).sum(axis=1) / counts).reshape(-1)
+                name: (
+                    np.where(shaped, cell_means[name].reshape(n_p, n_c, n_s), 0.0).sum(axis=1)
+                    / counts
+                ).reshape(-1)
                 for name in names
             }
 
@@ -557,7 +563,9 @@ def aggregate_arrays(
             x = np.where(shaped_present, means[name].reshape(groups, n_s), 0.0)
             with np.errstate(invalid="ignore", divide="ignore"):
                 mean = x.sum(axis=1) / k
-                sq = np.where(shaped_present, (means[name].reshape(groups, n_s) - mean[:, None]) ** 2, 0.0)
+                sq = np.where(
+                    shaped_present, (means[name].reshape(groups, n_s) - mean[:, None]) ** 2, 0.0
+                )
                 std = np.sqrt(sq.sum(axis=1) / (k - 1))
             out[name] = (mean, std)
         return out, k
@@ -566,9 +574,13 @@ def aggregate_arrays(
     tot_stats, tot_seeds = across_seeds(total_means, total_present, n_p)
     bench_key = np.unique(np.stack([p_code, c_code, b_code], axis=1), axis=0)
     cat_benchmarks = np.bincount(bench_key[:, 0] * n_c + bench_key[:, 1], minlength=n_p * n_c)
-    tot_benchmarks = np.bincount(np.unique(np.stack([p_code, b_code], axis=1), axis=0)[:, 0], minlength=n_p)
+    tot_benchmarks = np.bincount(
+        np.unique(np.stack([p_code, b_code], axis=1), axis=0)[:, 0], minlength=n_p
+    )
 
-    def record(p: int, category_name: str, stats: dict, idx: int, seeds_n: int, benches: int) -> dict:
+    def record(
+        p: int, category_name: str, stats: dict, idx: int, seeds_n: int, benches: int
+    ) -> dict:
         row = {"pair": pairs[p].item() if hasattr(pairs[p], "item") else pairs[p], "category": category_name,
                "n_benchmarks": int(benches), "seeds": int(seeds_n)}  # fmt: skip
         for name in names:
@@ -583,6 +595,8 @@ def aggregate_arrays(
         for c in range(n_c):
             idx = p * n_c + c
             if cat_seeds[idx]:
-                out.append(record(p, str(cats[c]), cat_stats, idx, cat_seeds[idx], cat_benchmarks[idx]))
+                out.append(
+                    record(p, str(cats[c]), cat_stats, idx, cat_seeds[idx], cat_benchmarks[idx])
+                )
         out.append(record(p, TOTAL, tot_stats, p, tot_seeds[p], tot_benchmarks[p]))
     return out

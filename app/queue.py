@@ -81,9 +81,15 @@ class Enqueuer:
                 self._celery = make_producer(self.settings)
             for shard_id in shard_ids:
                 self._celery.send_task(
-                    TASK_NAME, args=[shard_id], queue=self.settings.queue,
-                    retry=True, retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
+                    TASK_NAME,
+                    args=[shard_id],
+                    queue=self.settings.queue,
+                    retry=True,
+                    retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
                 )
         except Exception as exc:  # broker unreachable: the job stays queued in the database
-            return 0, f"queue unreachable ({type(exc).__name__}: {exc}); the job is saved and will be sent when it is back"
+            return (
+                0,
+                f"queue unreachable ({type(exc).__name__}: {exc}); the job is saved and will be sent when it is back",
+            )
         return len(shard_ids), None

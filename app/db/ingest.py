@@ -24,6 +24,7 @@ from app.errors import InputError
 Progress = Callable[[str, int, int], None]
 WRITE_CHUNK_ROWS = 1_000_000
 
+
 @dataclass(frozen=True)
 class BenchmarkMeta:
     category: str
@@ -133,7 +134,7 @@ def _check_duplicates(duck) -> None:
 
 _RESULT_COLUMNS = (
     "model_id, benchmark_id, seed, sample_id, run_id, correct, num_choices, prompt, response, "
-    "prediction, gold, choices, doc_hash"
+    "prediction, gold, choices, doc_hash, prompt_tokens, completion_tokens"
 )
 
 
@@ -211,7 +212,9 @@ def _insert_runs(duck, units: str, chash: str, config: dict) -> None:
 
 def _ingest_new(duck, table: pa.Table, chash: str, config: dict, progress: Progress | None) -> int:
     """Every incoming unit is new: insert all rows in one pass per chunk."""
-    duck.execute("CREATE OR REPLACE TEMP TABLE touched AS SELECT model_id, benchmark_id, seed FROM incoming_units")
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE touched AS SELECT model_id, benchmark_id, seed FROM incoming_units"
+    )
     _insert_runs(duck, "touched", chash, config)
     rows = table.num_rows
     for start in range(0, rows, WRITE_CHUNK_ROWS):
@@ -221,7 +224,8 @@ def _ingest_new(duck, table: pa.Table, chash: str, config: dict, progress: Progr
                 f"""
                 INSERT INTO results ({_RESULT_COLUMNS})
                 SELECT m.id, b.id, c.seed, c.sample_id, r.id, c.correct, c.num_choices, c.prompt,
-                       c.response, c.prediction, c.gold, c.choices, c.doc_hash
+                       c.response, c.prediction, c.gold, c.choices, c.doc_hash, c.prompt_tokens,
+                       c.completion_tokens
                 FROM chunk c
                 JOIN models m ON m.name = c.model
                 JOIN benchmarks b ON b.name = c.benchmark
@@ -244,19 +248,22 @@ def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int
         CREATE OR REPLACE TEMP TABLE staged AS
         SELECT m.id AS model_id, b.id AS benchmark_id, s.seed, s.sample_id, s.correct,
                s.num_choices, s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash,
-               s.model, s.benchmark
+               s.prompt_tokens, s.completion_tokens, s.model, s.benchmark
         FROM incoming s
         JOIN models m ON m.name = s.model
         JOIN benchmarks b ON b.name = s.benchmark
         """
     )
-    conflict = on_conflict == "error" and duck.execute(
-        """
+    conflict = (
+        on_conflict == "error"
+        and duck.execute(
+            """
         SELECT s.model, s.benchmark, s.sample_id, s.seed, r.correct, s.correct
         FROM staged s JOIN results r USING (model_id, benchmark_id, seed, sample_id)
         WHERE r.correct <> s.correct LIMIT 1
         """
-    ).fetchall()
+        ).fetchall()
+    )
     if conflict:
         model, bench, sample_id, seed, old, new = conflict[0]
         raise InputError(
@@ -275,13 +282,16 @@ def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int
         )
         """
     )
-    duck.execute("CREATE OR REPLACE TEMP TABLE touched AS SELECT DISTINCT model_id, benchmark_id, seed FROM staged_new")
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE touched AS SELECT DISTINCT model_id, benchmark_id, seed FROM staged_new"
+    )
     _insert_runs(duck, "touched", chash, config)
     duck.execute(
         f"""
         INSERT INTO results ({_RESULT_COLUMNS})
         SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, r.id, s.correct, s.num_choices,
-               s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash
+               s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash, s.prompt_tokens,
+               s.completion_tokens
         FROM staged_new s
         JOIN runs r ON r.model_id = s.model_id AND r.benchmark_id = s.benchmark_id
                    AND r.seed = s.seed AND r.config_hash = ?

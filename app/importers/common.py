@@ -38,6 +38,9 @@ NORMALIZED_SCHEMA = pa.schema(
         pa.field("choices", pa.string()),
         # content hash of the source document (lm-eval's doc_hash), to detect mismatched ids
         pa.field("doc_hash", pa.string()),
+        # token counts of the prompt and the response, when an engine produced them
+        pa.field("prompt_tokens", pa.int32()),
+        pa.field("completion_tokens", pa.int32()),
     ]
 )
 

@@ -23,7 +23,8 @@ def require_token(request: Request) -> str:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise HTTPException(
-            401, "this endpoint needs a token: send 'Authorization: Bearer <token>' "
+            401,
+            "this endpoint needs a token: send 'Authorization: Bearer <token>' "
             "(create one with `forgetmap token create NAME`)",
             headers={"WWW-Authenticate": "Bearer"},
         )
@@ -52,7 +53,9 @@ class PairIn(BaseModel):
 def create_pair(request: Request, body: PairIn, owner: Owner) -> dict:
     try:
         with deps.store(request).transaction() as conn:
-            pair_id, created, unpaired = add_pair(conn, body.base, body.post, label=body.label, stage=body.stage)
+            pair_id, created, unpaired = add_pair(
+                conn, body.base, body.post, label=body.label, stage=body.stage
+            )
     except InputError as exc:
         raise _input_error(exc) from exc
     return {"id": pair_id, "created": created, "unpaired": unpaired}
@@ -69,6 +72,8 @@ class ResultRow(BaseModel):
     gold: str | None = None
     choices: list[str] | None = None
     doc_hash: str | None = None
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: int | None = Field(default=None, ge=0)
 
 
 class ResultsIn(BaseModel):
@@ -82,7 +87,9 @@ def upload_results(request: Request, body: ResultsIn, owner: Owner) -> dict:
     already stored is kept as it is, so a retried batch or a re-run shard adds nothing twice."""
     length = int(request.headers.get("content-length") or 0)
     if length > MAX_UPLOAD_BYTES:
-        raise HTTPException(413, f"upload of {length} bytes is over {MAX_UPLOAD_BYTES}; send smaller batches")
+        raise HTTPException(
+            413, f"upload of {length} bytes is over {MAX_UPLOAD_BYTES}; send smaller batches"
+        )
     if not body.rows:
         return {"rows_added": 0, "rows_unchanged": 0}
     store = deps.store(request)
@@ -103,13 +110,23 @@ def upload_results(request: Request, body: ResultsIn, owner: Owner) -> dict:
                     "response": [r.response for r in body.rows],
                     "prediction": [r.prediction for r in body.rows],
                     "gold": [r.gold for r in body.rows],
-                    "choices": [json.dumps(r.choices, ensure_ascii=False) if r.choices is not None else None for r in body.rows],
+                    "choices": [
+                        json.dumps(r.choices, ensure_ascii=False) if r.choices is not None else None
+                        for r in body.rows
+                    ],
                     "doc_hash": [r.doc_hash for r in body.rows],
+                    "prompt_tokens": [r.prompt_tokens for r in body.rows],
+                    "completion_tokens": [r.completion_tokens for r in body.rows],
                 }
             )
             table, benchmarks = prepare(table, source=f"shard {body.shard_id}")
-            summary = ingest(conn, table, benchmarks, config={"source": "worker", **target["spec"]["config"]},
-                             on_conflict="keep")
+            summary = ingest(
+                conn,
+                table,
+                benchmarks,
+                config={"source": "worker", **target["spec"]["config"]},
+                on_conflict="keep",
+            )
     except InputError as exc:
         raise _input_error(exc) from exc
     return {"rows_added": summary.rows_added, "rows_unchanged": summary.rows_unchanged}

@@ -871,3 +871,16 @@ def test_grade_choice_logprobs() -> None:
         grade_choice_logprobs(item, [-1.0, -2.0])
     with pytest.raises(ValueError, match="generative"):
         grade_choice_logprobs(Item("g", "1", "q", None, "3", None, None), [0.0])
+
+
+def test_gold_with_digits_but_not_a_number_is_graded_as_text() -> None:
+    item = Item("roads", "1", "Which road?", None, "Route 66", None, None)
+    assert grade(item, "Answer: route 66").correct
+    assert not grade(item, "Answer: 66").correct
+
+
+def test_limit_must_be_a_positive_integer() -> None:
+    fetch = lambda s: GPQA_ROWS[:1]  # noqa: E731
+    with pytest.raises(BenchmarkError, match="limit"):
+        get_benchmark("gpqa:diamond", fetch=fetch, limit=True)  # type: ignore[arg-type]
+    assert len(get_benchmark("gpqa:diamond", fetch=fetch, limit=5)) == 1

@@ -171,9 +171,16 @@ def test_aggregate_rejects_unknown_mode():
 @settings(max_examples=60)
 @given(
     st.lists(
-        st.tuples(st.integers(0, 2), st.sampled_from(["Math", "Logic", "Culture"]), st.integers(0, 4),
-                  st.integers(0, 2), transitions()),
-        min_size=1, max_size=25, unique_by=lambda t: (t[0], t[2], t[3]),
+        st.tuples(
+            st.integers(0, 2),
+            st.sampled_from(["Math", "Logic", "Culture"]),
+            st.integers(0, 4),
+            st.integers(0, 2),
+            transitions(),
+        ),
+        min_size=1,
+        max_size=25,
+        unique_by=lambda t: (t[0], t[2], t[3]),
     ),
     st.sampled_from(["macro", "micro"]),
 )
@@ -186,10 +193,13 @@ def test_vectorized_aggregate_equals_scalar_aggregate(rows, how):
         units.append(_unit(pair, f"b{bench}", cats[bench % 3], seed, s))
     expected = {(c.pair, c.category): c for c in aggregate(units, how)}
     got = metrics.aggregate_arrays(
-        np.array([u.pair for u in units]), np.array([u.category for u in units]),
-        np.array([u.benchmark for u in units]), np.array([u.seed for u in units]),
+        np.array([u.pair for u in units]),
+        np.array([u.category for u in units]),
+        np.array([u.benchmark for u in units]),
+        np.array([u.seed for u in units]),
         np.array([u.n for u in units]),
-        {name: np.array([getattr(u, name) for u in units]) for name in metrics.VALUE_FIELDS}, how,
+        {name: np.array([getattr(u, name) for u in units]) for name in metrics.VALUE_FIELDS},
+        how,
     )
     assert len(got) == len(expected)
     for row in got:

@@ -1,0 +1,164 @@
+"""A real deployment in miniature: `forgetmap serve`, a Redis broker, `forgetmap worker` processes.
+
+Used by the worker and fault tests. Each environment gets its own Redis queue name so tests do not
+see each other's tasks; workers run in their own process groups so a test can SIGKILL one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+from tests.browser.conftest import Server
+from tests.conftest import service_missing
+
+REDIS_URL = os.environ.get("FORGETMAP_TEST_REDIS", "redis://127.0.0.1:6379/15")
+FORGETMAP = str(Path(sys.executable).parent / "forgetmap")
+
+
+def require_redis() -> None:
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means no broker
+        service_missing(f"Redis not reachable at {REDIS_URL}: {exc}")
+
+
+def write_toy_benchmark(path: Path, n: int, *, generative: int = 0) -> Path:
+    """A local JSONL benchmark: n four-option questions (+ a few numeric ones)."""
+    lines = []
+    for i in range(n):
+        options = [f"red {i}", f"blue {i}", f"green {i}", f"white {i}"]
+        lines.append(
+            {
+                "id": f"q{i:03d}",
+                "question": f"Which colour is item {i}?",
+                "choices": options,
+                "answer": "ABCD"[i % 4],
+                "category": "Knowledge/QA",
+            }
+        )
+    for i in range(generative):
+        lines.append(
+            {
+                "id": f"g{i:03d}",
+                "question": f"What is {i} plus {i}?",
+                "answer": str(2 * i),
+                "category": "Math",
+            }
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
+class Deployment:
+    def __init__(self, root: Path, *, visibility_timeout: int = 3600, upload_batch: int = 8):
+        self.root = root
+        self.db = root / "fm.duckdb"
+        self.models = root / "models"
+        self.benchmarks = root / "benchmarks"
+        self.queue = f"fm-test-{uuid.uuid4().hex[:8]}"
+        env = {"FORGETMAP_BROKER_URL": REDIS_URL, "FORGETMAP_QUEUE": self.queue,
+               "FORGETMAP_VISIBILITY_TIMEOUT": str(visibility_timeout)}  # fmt: skip
+        self.env = {**os.environ, **env}
+        subprocess.run([FORGETMAP, "--db", str(self.db), "map"], check=True, capture_output=True)
+        self.token = subprocess.run(
+            [FORGETMAP, "--db", str(self.db), "token", "create", "worker"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        os.environ.update(env)  # the server reads the broker settings from its environment
+        try:
+            self.server = Server(self.db)
+        finally:
+            for key in env:
+                os.environ.pop(key, None)
+        self.url = self.server.url
+        self.worker_env = {
+            **self.env, "FORGETMAP_APP_URL": self.url, "FORGETMAP_API_TOKEN": self.token,
+            "FORGETMAP_MODEL_ROOTS": str(self.models), "FORGETMAP_BENCHMARK_DIRS": str(self.benchmarks),
+            "FORGETMAP_UPLOAD_BATCH": str(upload_batch), "OMP_NUM_THREADS": "1",
+        }  # fmt: skip
+        self.workers: list[subprocess.Popen] = []
+        self.http = httpx.Client(
+            base_url=self.url, timeout=60, headers={"Authorization": f"Bearer {self.token}"}
+        )
+
+    def start_worker(self, log_name: str = "worker") -> subprocess.Popen:
+        log = (self.root / f"{log_name}-{len(self.workers)}.log").open("w")
+        proc = subprocess.Popen([FORGETMAP, "worker"], env=self.worker_env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        self.workers.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen) -> None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def submit(self, body: dict) -> int:
+        response = self.http.post("/api/jobs", json=body)
+        assert response.status_code == 201, response.text
+        return response.json()["id"]
+
+    def job(self, job_id: int) -> dict:
+        return self.http.get(f"/api/jobs/{job_id}").json()
+
+    def wait(self, job_id: int, *, timeout: float = 600, until=None) -> dict:
+        deadline = time.time() + timeout
+        until = until or (lambda j: j["status"] in ("done", "failed", "cancelled"))
+        while time.time() < deadline:
+            job = self.job(job_id)
+            if until(job):
+                return job
+            for proc in self.workers:
+                if proc.poll() not in (None, -9):
+                    raise AssertionError(f"worker exited with {proc.returncode}: {self.logs()}")
+            time.sleep(0.5)
+        raise AssertionError(
+            f"job {job_id} not finished in {timeout}s: {json.dumps(self.job(job_id))[:3000]}\n{self.logs()}"
+        )
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text()[-3000:] for p in sorted(self.root.glob("worker-*.log")))
+
+    def close(self) -> None:
+        for proc in self.workers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.workers:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        self.http.close()
+        self.server.stop()
+        import redis
+
+        r = redis.Redis.from_url(REDIS_URL)
+        for key in r.scan_iter(f"*{self.queue}*"):
+            r.delete(key)
+
+    def results(self) -> list[tuple]:
+        """(model, benchmark, seed, sample_id) of every stored row (reads the file after stopping)."""
+        from app.db import open_store
+
+        store = open_store(self.db, read_only=True)
+        try:
+            with store.read() as conn:
+                return conn.exec_driver_sql(
+                    "SELECT m.name, b.name, r.seed, r.sample_id FROM results r "
+                    "JOIN models m ON m.id = r.model_id JOIN benchmarks b ON b.id = r.benchmark_id"
+                ).fetchall()
+        finally:
+            store.close()

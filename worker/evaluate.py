@@ -1,0 +1,167 @@
+"""Running one shard: (model, benchmark, seed) -> graded per-sample rows uploaded to the app.
+
+Two eval modes: ``generate`` (prompt -> sampled response -> extracted answer -> graded) and
+``loglik`` (score each option's continuation; the most likely option is the answer). Rows go to
+the app in batches as they are graded, so a killed worker loses at most one batch; the app keeps
+the first row stored per sample, so a re-run never duplicates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.jobs import ModelPathError, check_model_path
+from worker.benchmarks.grading import grade, grade_choice_logprobs
+from worker.benchmarks.items import BenchmarkError, Item
+from worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots
+from worker.benchmarks.registry import get_benchmark
+from worker.client import AppClient
+from worker.engines.base import GenerationParams
+from worker.fingerprint import model_fingerprint
+from worker.settings import WorkerSettings
+
+log = logging.getLogger("forgetmap.worker")
+
+
+class ShardFailed(RuntimeError):
+    """The shard cannot succeed as specified (bad model, bad benchmark, engine error)."""
+
+
+@dataclass
+class EngineCache:
+    """One loaded engine per worker process; loading another model closes the previous one."""
+
+    factory: Callable[..., object]
+    key: tuple | None = None
+    engine: object | None = None
+
+    def get(self, name: str, path: str, **options):
+        key = (name, path, json.dumps(options, sort_keys=True, default=str))
+        if key != self.key:
+            self.close()
+            log.info("loading %s engine for %s", name, path)
+            started = time.monotonic()
+            self.engine = self.factory(name, path, **options)
+            self.key = key
+            log.info("engine ready in %.1fs", time.monotonic() - started)
+        return self.engine
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+        self.engine, self.key = None, None
+
+
+def run_shard(
+    shard: dict, *, client: AppClient, engines: EngineCache, settings: WorkerSettings
+) -> str:
+    """Evaluate a claimed shard and report it. Returns 'done' or 'cancelled'; raises ShardFailed."""
+    spec, cfg = shard["spec"]["model"], shard["spec"]["config"]
+    shard_id, seed = shard["id"], shard["seed"]
+    try:
+        path = check_model_path(spec["path"], settings.model_roots)
+    except ModelPathError as exc:
+        raise ShardFailed(str(exc)) from exc
+    if shard["benchmark"].startswith("local:") and not settings.benchmark_dirs:
+        raise ShardFailed(
+            f"local benchmark {shard['benchmark']!r} refused: no benchmark folders configured "
+            "(set FORGETMAP_BENCHMARK_DIRS on the worker)"
+        )
+    try:
+        items = get_benchmark(
+            shard["benchmark"],
+            local_dirs=settings.benchmark_dirs,
+            limit=cfg.get("limit"),
+            seed=seed,
+        )
+    except BenchmarkError as exc:
+        raise ShardFailed(str(exc)) from exc
+    options = {"trust_remote_code": settings.trust_remote_code, "revision": spec.get("revision")}
+    if cfg["engine"] == "vllm":
+        options.update(tensor_parallel_size=settings.tensor_parallel_size,
+                       gpu_memory_utilization=settings.gpu_memory_utilization,
+                       batch_invariant=settings.batch_invariant)  # fmt: skip
+    try:
+        engine = engines.get(cfg["engine"], path, **options)
+    except Exception as exc:  # unreachable or unloadable model: nothing to retry
+        raise ShardFailed(
+            f"cannot load model {spec['path']!r} with {cfg['engine']}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+    total = len(items)
+    log.info("shard %d: %s on %s seed %d, %d items (%s, %s prompting)", shard_id, spec["name"],
+             shard["benchmark"], seed, total, cfg["mode"], cfg["prompting"])  # fmt: skip
+    if client.progress(shard_id, 0, total) == "cancelled":
+        return "cancelled"
+    started = time.monotonic()
+    done = 0
+    for start in range(0, total, settings.upload_batch):
+        batch = items[start : start + settings.upload_batch]
+        try:
+            rows = _evaluate(engine, batch, items, cfg, seed)
+        except Exception as exc:
+            raise ShardFailed(f"evaluation failed: {type(exc).__name__}: {exc}") from exc
+        client.results(shard_id, rows)
+        done += len(batch)
+        rate = done / max(time.monotonic() - started, 1e-9)
+        log.info("shard %d: %d/%d items (%.1f items/s)", shard_id, done, total, rate)
+        if client.progress(shard_id, done, total) == "cancelled":
+            log.info("shard %d cancelled; stopping", shard_id)
+            return "cancelled"
+    client.finish(shard_id, model_fingerprint(path, spec.get("revision")))
+    log.info("shard %d done in %.1fs", shard_id, time.monotonic() - started)
+    return "done"
+
+
+def _evaluate(engine, batch: list[Item], pool: list[Item], cfg: dict, seed: int) -> list[dict]:
+    base = cfg["prompting"] == "base"
+    shots = {item.sample_id: select_shots(item, pool, cfg.get("shots", 3), seed=seed) if base else []
+             for item in batch}  # fmt: skip
+    if cfg["mode"] == "loglik":
+        contexts, continuations = [], []
+        for item in batch:
+            context, options = choice_continuations(item, shots=shots[item.sample_id])
+            contexts.append(context)
+            continuations.append(list(options))
+        scores = engine.choice_logprobs(contexts, continuations)
+        graded = [grade_choice_logprobs(item, s) for item, s in zip(batch, scores, strict=True)]
+        responses = [json.dumps([round(x, 6) for x in s]) for s in scores]
+        prompts, tokens = contexts, [None] * len(batch)
+    else:
+        built = [
+            build_prompt(item, mode="base" if base else "chat", shots=shots[item.sample_id])
+            for item in batch
+        ]
+        prompts = [p.render(engine.apply_chat_template) for p in built]
+        params = GenerationParams(
+            temperature=cfg["temperature"], top_p=cfg["top_p"], max_tokens=cfg["max_tokens"],
+            seed=seed, stop=tuple(built[0].stop),
+        )  # fmt: skip
+        generations = engine.generate(prompts, params)
+        responses = [g.text for g in generations]
+        graded = [grade(item, g.text) for item, g in zip(batch, generations, strict=True)]
+        tokens = [(g.prompt_tokens, g.completion_tokens) for g in generations]
+    rows = []
+    for item, prompt, response, g, tok in zip(
+        batch, prompts, responses, graded, tokens, strict=True
+    ):
+        rows.append(
+            {
+                "sample_id": item.sample_id,
+                "correct": bool(g.correct),
+                "num_choices": len(item.choices) if item.choices else None,
+                "category": item.category,
+                "prompt": prompt,
+                "response": response,
+                "prediction": g.prediction,
+                "gold": item.gold,
+                "choices": list(item.choices) if item.choices else None,
+                "prompt_tokens": tok[0] if tok else None,
+                "completion_tokens": tok[1] if tok else None,
+            }
+        )
+    return rows

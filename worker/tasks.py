@@ -1,0 +1,82 @@
+"""The Celery app of the workers and its one task: evaluate a shard.
+
+Reliability: ``acks_late`` + ``reject_on_worker_lost`` put a task back on the queue when its worker
+dies mid-shard (with Redis, after the visibility timeout); the app's shard state makes a repeated
+delivery harmless (a finished shard is skipped, re-uploaded rows are kept once). Network trouble
+talking to the app is retried with exponential backoff; a shard that cannot succeed (bad model
+path, unknown benchmark, model that does not load) is marked failed with its message and the
+other shards go on.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import Celery
+
+from app.queue import TASK_NAME
+from worker.client import AppClient, AppRejected, AppUnavailable
+from worker.evaluate import EngineCache, ShardFailed, run_shard
+from worker.settings import WorkerSettings
+
+log = logging.getLogger("forgetmap.worker")
+
+
+def make_worker_app(settings: WorkerSettings) -> Celery:
+    from worker.engines import make_engine
+
+    celery = Celery("forgetmap-worker")
+    celery.conf.update(settings.broker.celery_config())
+    celery.conf.update(worker_hijack_root_logger=False, worker_send_task_events=False)
+    engines = EngineCache(factory=make_engine)
+
+    @celery.task(
+        name=TASK_NAME,
+        bind=True,
+        acks_late=True,
+        reject_on_worker_lost=True,
+        autoretry_for=(AppUnavailable,),
+        retry_backoff=2,
+        retry_backoff_max=300,
+        retry_jitter=True,
+        max_retries=20,
+    )
+    def evaluate_shard(self, shard_id: int) -> str:
+        client = AppClient(settings.app_url, settings.token)
+        try:
+            shard = client.start(shard_id, settings.name)
+            if shard is None:
+                log.info("shard %d: nothing to do (finished, reused or cancelled)", shard_id)
+                return "skipped"
+            try:
+                return run_shard(shard, client=client, engines=engines, settings=settings)
+            except ShardFailed as exc:
+                log.error("shard %d failed: %s", shard_id, exc)
+                client.fail(shard_id, str(exc))
+                return "failed"
+            except AppRejected as exc:
+                log.error("shard %d: the app refused an upload: %s", shard_id, exc)
+                client.fail(shard_id, f"the app refused the results: {exc}")
+                return "failed"
+        finally:
+            client.close()
+
+    celery.evaluate_shard = evaluate_shard
+    return celery
+
+
+def run_worker(settings: WorkerSettings, *, loglevel: str = "INFO") -> None:
+    """Run a worker in this process (pool 'solo': one task at a time, one engine in memory)."""
+    logging.basicConfig(level=loglevel, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not settings.token:
+        raise SystemExit(
+            "error: FORGETMAP_API_TOKEN is not set; create one with `forgetmap token create NAME`"
+        )
+    celery = make_worker_app(settings)
+    log.info("worker %s: queue %s on %s, app %s, model roots %s", settings.name, settings.broker.queue,
+             settings.broker.url or "embedded filesystem broker", settings.app_url,
+             ", ".join(map(str, settings.model_roots)) or "none (hub ids only)")  # fmt: skip
+    celery.worker_main(
+        ["worker", "--pool=solo", "--concurrency=1", f"--loglevel={loglevel}", "-Q", settings.broker.queue,
+         "-n", settings.name, "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    )  # fmt: skip
