@@ -7,6 +7,7 @@ order of the public contract, followed by extension fields.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,11 +86,12 @@ def _units(counts: pa.Table) -> tuple[dict[str, np.ndarray], np.ndarray, dict[st
     return cols, np.flatnonzero(changed), scores
 
 
-def _noise_by_model_benchmark(store_conn) -> dict[tuple[str, str], float]:
-    """Mean over seed pairs of a model's seed-vs-seed flip rate (F + BT) / 2, per benchmark."""
+def _noise_grid(store_conn) -> np.ndarray:
+    """grid[model_id, benchmark_id]: mean over seed pairs of a model's seed-vs-seed flip rate
+    (F + BT) / 2 on that benchmark; NaN where the model has fewer than two seeds."""
     seeds = queries.seed_transitions_for_pairs(store_conn)
     if len(seeds) == 0:
-        return {}
+        return np.full((1, 1), np.nan)
     cols = {name: seeds[name].to_numpy(zero_copy_only=False) for name in seeds.column_names}
     unit_key = np.stack(
         [cols["model_id"], cols["benchmark_id"], cols["seed_a"], cols["seed_b"]], axis=1
@@ -102,26 +104,40 @@ def _noise_by_model_benchmark(store_conn) -> dict[tuple[str, str], float]:
     )
     flip = (s["f"] + s["bt"]) / 2.0
     starts = np.flatnonzero(changed)
-    sums: dict[tuple[str, str], list[float]] = {}
-    for unit, row in enumerate(starts):
-        sums.setdefault((cols["model"][row], cols["benchmark"][row]), []).append(float(flip[unit]))
-    return {key: float(np.mean(values)) for key, values in sums.items()}
+    model, bench = (
+        cols["model_id"][starts].astype(np.int64),
+        cols["benchmark_id"][starts].astype(np.int64),
+    )
+    shape = (int(model.max()) + 1, int(bench.max()) + 1)
+    total = np.zeros(shape)
+    count = np.zeros(shape)
+    np.add.at(total, (model, bench), flip)
+    np.add.at(count, (model, bench), 1)
+    with np.errstate(invalid="ignore"):
+        return total / count
 
 
-def _pair_noise(noise: dict, base: np.ndarray, post: np.ndarray, bench: np.ndarray) -> list:
-    """Per unit: the mean of the base's and the post model's noise floors that exist, else None."""
-    out = []
-    for b, p, name in zip(base, post, bench, strict=True):
-        values = [v for v in (noise.get((b, name)), noise.get((p, name))) if v is not None]
-        out.append(sum(values) / len(values) if values else None)
-    return out
+def _pair_noise(
+    grid: np.ndarray, base: np.ndarray, post: np.ndarray, bench: np.ndarray
+) -> np.ndarray:
+    """Per unit: the mean of the base's and the post model's noise floors that exist (NaN: none)."""
+
+    def lookup(model: np.ndarray) -> np.ndarray:
+        inside = (model < grid.shape[0]) & (bench < grid.shape[1])
+        out = np.full(model.shape, np.nan)
+        out[inside] = grid[model[inside], bench[inside]]
+        return out
+
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # mean of two NaNs is NaN: no noise floor
+        return np.nanmean(np.stack([lookup(base), lookup(post)]), axis=0)
 
 
 def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarray | list]:
     """Every per-(pair, benchmark, seed) field as columns, in contract order, sorted for display."""
     with store.read() as conn:
         counts = queries.pair_transitions(conn, pair_id)
-        noise = _noise_by_model_benchmark(conn)
+        noise = _noise_grid(conn)
     if len(counts) == 0:
         return {}
     cols, starts, s = _units(counts)
@@ -137,7 +153,8 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
             f"{kk or 'gen'}:{int(g)}" for kk, g in zip(k[a:b], sizes[a:b], strict=True)
         )
     at = {name: cols[name][starts] for name in ("base", "post", "benchmark", "category", "seed", "pair_id",
-                                                "label", "stage", "only_base", "only_post", "mismatched")}  # fmt: skip
+                                                "label", "stage", "only_base", "only_post", "mismatched",
+                                                "base_model_id", "post_model_id", "benchmark_id")}  # fmt: skip
     out = {
         "base": at["base"], "post": at["post"], "benchmark": at["benchmark"], "category": at["category"],
         "seed": at["seed"].astype(np.int64), "n": s["n"],
@@ -147,7 +164,8 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
         **{name: s[name] for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max")},
         "pair_id": at["pair_id"].astype(np.int64), "label": at["label"], "stage": at["stage"], "k_mix": k_mix,
         "mcnemar_p": np.asarray(metrics.mcnemar_exact(s["n_01"], s["n_10"]), dtype=np.float64),
-        "noise_floor": _pair_noise(noise, at["base"], at["post"], at["benchmark"]),
+        "noise_floor": _pair_noise(noise, at["base_model_id"].astype(np.int64), at["post_model_id"].astype(np.int64),
+                                   at["benchmark_id"].astype(np.int64)),
         "only_base": at["only_base"].astype(np.int64), "only_post": at["only_post"].astype(np.int64),
         "mismatched": at["mismatched"].astype(np.int64),
     }  # fmt: skip
@@ -166,16 +184,15 @@ def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
     cols = _benchmark_columns(store, pair_id)
     if not cols:
         return []
-    table = pa.table(
-        {
-            name: pa.array(
-                values.tolist() if isinstance(values, np.ndarray) else values,
-                **({"type": pa.int64(), "mask": values < 0} if name == "num_choices" else {}),
-            )
-            for name, values in cols.items()
-        }
-    )
-    return table.to_pylist()
+
+    def column(name: str, values) -> pa.Array:
+        if name == "num_choices":
+            return pa.array(values, type=pa.int64(), mask=values < 0)  # -1: generative or mixed
+        if name == "noise_floor":
+            return pa.array(values, type=pa.float64(), mask=np.isnan(values))
+        return pa.array(values.tolist() if isinstance(values, np.ndarray) else values)
+
+    return pa.table({name: column(name, values) for name, values in cols.items()}).to_pylist()
 
 
 def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
@@ -190,12 +207,13 @@ def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
     for i, pid in enumerate(cols["pair_id"]):
         first.setdefault(int(pid), i)
     noise_sum: dict[tuple[int, str], list[float]] = {}
-    for pid, cat, value in zip(cols["pair_id"], cols["category"], cols["noise_floor"], strict=True):
-        if value is not None:
-            for key in ((int(pid), cat), (int(pid), metrics.TOTAL)):
-                acc = noise_sum.setdefault(key, [0.0, 0])
-                acc[0] += value
-                acc[1] += 1
+    has_noise = ~np.isnan(cols["noise_floor"])
+    for pid, cat, value in zip(cols["pair_id"][has_noise], cols["category"][has_noise],
+                               cols["noise_floor"][has_noise], strict=True):  # fmt: skip
+        for key in ((int(pid), cat), (int(pid), metrics.TOTAL)):
+            acc = noise_sum.setdefault(key, [0.0, 0])
+            acc[0] += float(value)
+            acc[1] += 1
     out = []
     for r in rows:
         i = first[r["pair"]]

@@ -14,6 +14,7 @@ def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
     """Every (pair, benchmark, seed, k-group) row of transition counts with names attached."""
     sql = """
         SELECT t.pair_id, p.label, p.stage, mb.name AS base, mp.name AS post,
+               p.base_model_id, p.post_model_id, t.benchmark_id,
                b.name AS benchmark, b.category, t.seed, t.num_choices AS k,
                t.n_00, t.n_01, t.n_10, t.n_11,
                coalesce(c.only_base, 0) AS only_base, coalesce(c.only_post, 0) AS only_post,
