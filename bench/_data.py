@@ -142,7 +142,9 @@ def model_table(spec: Spec, model_index: int, defs: list[BenchDef]) -> pa.Table:
         raise ValueError(f"correct_type must be bool, int or str, got {spec.correct_type!r}")
     return pa.table(
         {
-            "model": pc.take(pa.array([spec.model_names()[model_index]]), pa.array(np.zeros(total, np.int32))),
+            "model": pc.take(
+                pa.array([spec.model_names()[model_index]]), pa.array(np.zeros(total, np.int32))
+            ),
             "benchmark": pc.take(bench_names, pa.array(bench_idx)),
             "sample_id": pc.take(sample_ids, pa.array(sample_idx)),
             "seed": pa.array(seed),
@@ -167,8 +169,10 @@ def write_dataset(spec: Spec, directory: Path) -> list[Path]:
 
 def load_dataset(spec: Spec, store, paths: list[Path], *, pairs: bool = True) -> None:
     """Import every file with the app's own path and add the pairs (for benchmarks that need data)."""
+    # isort: off
+    from app.importers import import_file  # first: app.db.ingest alone hits a circular import
     from app.db.ingest import add_pair
-    from app.importers import import_file
+    # isort: on
 
     for path in paths:
         import_file(store, "table", path)
@@ -214,8 +218,9 @@ def file_size_mb(path: Path) -> float:
 
 
 def machine_line() -> str:
-    import duckdb
     import platform
+
+    import duckdb
 
     return (
         f"python {platform.python_version()}, duckdb {duckdb.__version__}, pyarrow {pa.__version__}, "

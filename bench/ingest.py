@@ -40,8 +40,11 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+# isort: off
 # app.importers first: `import app.db.ingest` on its own hits a circular import (reported)
-from app.importers import import_file  # noqa: E402, I001
+from app.importers import import_file  # noqa: E402
+
+# isort: on
 from app.db import ingest as ingest_mod  # noqa: E402
 from app.db.ingest import add_pair  # noqa: E402
 from app.db.store import open_store  # noqa: E402
@@ -70,7 +73,9 @@ RESULT_COLUMNS = (
 )
 
 
-def raw_table(path: Path, model_ids: dict[str, int], bench_ids: dict[str, int], seeds: int) -> pa.Table:
+def raw_table(
+    path: Path, model_ids: dict[str, int], bench_ids: dict[str, int], seeds: int
+) -> pa.Table:
     """The file's rows with integer ids resolved, in the column order and types of ``results``."""
     t = pq.read_table(path)
     n = t.num_rows
@@ -84,7 +89,11 @@ def raw_table(path: Path, model_ids: dict[str, int], bench_ids: dict[str, int], 
     run_id = (model_id.astype(np.int64) * len(bench_ids) + bench_id) * seeds + seed + 1
     correct = t["correct"]
     if not pa.types.is_boolean(correct.type):
-        correct = pc.not_equal(correct, 0) if pa.types.is_integer(correct.type) else pc.equal(correct, "true")
+        correct = (
+            pc.not_equal(correct, 0)
+            if pa.types.is_integer(correct.type)
+            else pc.equal(correct, "true")
+        )
     null = pa.nulls(n, pa.string())
     return pa.table(
         {
@@ -110,14 +119,18 @@ def raw_insert(store, table: pa.Table) -> None:
         duck = conn.connection.driver_connection
         duck.register("arrow_table", table)
         try:
-            duck.execute(f"INSERT INTO results ({RESULT_COLUMNS}) SELECT {RESULT_COLUMNS} FROM arrow_table")
+            duck.execute(
+                f"INSERT INTO results ({RESULT_COLUMNS}) SELECT {RESULT_COLUMNS} FROM arrow_table"
+            )
         finally:
             duck.unregister("arrow_table")
 
 
 def count_results(store) -> int:
     with store.read() as conn:
-        return conn.connection.driver_connection.execute("SELECT count(*) FROM results").fetchone()[0]
+        return conn.connection.driver_connection.execute("SELECT count(*) FROM results").fetchone()[
+            0
+        ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +159,9 @@ def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> 
     from app.importers import read_source
     from app.importers.common import prepare
 
-    print("\n== breakdown: second import of every file into a fresh DB, timed per stage and per SQL ==")
+    print(
+        "\n== breakdown: second import of every file into a fresh DB, timed per stage and per SQL =="
+    )
     store = open_store(workdir / "breakdown.duckdb")
     stages: dict[str, list[float]] = defaultdict(list)
     sql: dict[str, list[float]] = defaultdict(list)
@@ -184,7 +199,9 @@ def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> 
     print(f"\nSQL statements in app/db/ingest.py (sum over {len(paths)} files, top {top}):")
     ranked = sorted(sql.items(), key=lambda kv: -sum(kv[1]))
     for key, values in ranked[:top]:
-        print(f"  {fmt_s(sum(values)):>10s}  median {fmt_s(median(values)):>9s}  x{len(values):<3d} {key}")
+        print(
+            f"  {fmt_s(sum(values)):>10s}  median {fmt_s(median(values)):>9s}  x{len(values):<3d} {key}"
+        )
     if profile_text:
         print(f"\ncProfile of read_source + prepare for file {profile_file} (tottime, top {top}):")
         lines = [ln for ln in profile_text.splitlines() if ln.strip()]
@@ -196,24 +213,43 @@ def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rows", type=int, default=FULL_ROWS, help="total rows (default 10M)")
     ap.add_argument("--models", type=int, default=FULL_MODELS)
     ap.add_argument("--benchmarks", type=int, default=FULL_BENCHMARKS)
     ap.add_argument("--seeds", type=int, default=FULL_SEEDS)
     ap.add_argument("--pairs-per-base", type=int, default=3)
-    ap.add_argument("--correct-type", choices=("bool", "int", "str"), default="bool",
-                    help="parquet type of the correct column (default bool)")
+    ap.add_argument(
+        "--correct-type",
+        choices=("bool", "int", "str"),
+        default="bool",
+        help="parquet type of the correct column (default bool)",
+    )
     ap.add_argument("--reimport-runs", type=int, default=3)
-    ap.add_argument("--workdir", type=Path, help="directory for data and DuckDB files (default: temp dir)")
-    ap.add_argument("--keep", action="store_true", help="keep the workdir (ours.duckdb has the pairs)")
-    ap.add_argument("--breakdown", choices=("auto", "yes", "no"), default="auto",
-                    help="per-stage/per-SQL timing pass: auto = only when the ratio misses the goal")
+    ap.add_argument(
+        "--workdir", type=Path, help="directory for data and DuckDB files (default: temp dir)"
+    )
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the workdir (ours.duckdb has the pairs)"
+    )
+    ap.add_argument(
+        "--breakdown",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="per-stage/per-SQL timing pass: auto = only when the ratio misses the goal",
+    )
     ap.add_argument("--top", type=int, default=15, help="lines of breakdown/profile output")
     args = ap.parse_args(argv)
 
-    spec = Spec(rows=args.rows, models=args.models, benchmarks=args.benchmarks, seeds=args.seeds,
-                correct_type=args.correct_type)
+    spec = Spec(
+        rows=args.rows,
+        models=args.models,
+        benchmarks=args.benchmarks,
+        seeds=args.seeds,
+        correct_type=args.correct_type,
+    )
     own_tmp = args.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="forgetmap-bench-")) if own_tmp else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
@@ -229,74 +265,90 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         t, paths = timed(write_dataset, spec, workdir / "data")
-        print(f"generated {len(paths)} parquet files in {fmt_s(t)} "
-              f"({sum(file_size_mb(p) for p in paths):.1f} MB)")
+        print(
+            f"generated {len(paths)} parquet files in {fmt_s(t)} "
+            f"({sum(file_size_mb(p) for p in paths):.1f} MB)"
+        )
 
         ours = open_store(workdir / "ours.duckdb")
         raw = open_store(workdir / "raw.duckdb")
         model_ids = {name: i + 1 for i, name in enumerate(spec.model_names())}
         bench_ids = {d.name: i + 1 for i, d in enumerate(benchmark_defs(spec))}
 
-        print("\n-- (a) ours: import_file(store, 'table', path)  vs  (b) raw: INSERT INTO results SELECT ... FROM arrow_table --")
-        print(f"{'file':>4s} {'rows':>10s} {'ours':>10s} {'ours rate':>18s} {'raw':>10s} {'raw rate':>18s} {'ratio':>7s}")
+        print(
+            "\n-- (a) ours: import_file(store, 'table', path)  vs  (b) raw: INSERT INTO results SELECT ... FROM arrow_table --"
+        )
+        print(
+            f"{'file':>4s} {'rows':>10s} {'ours':>10s} {'ours rate':>18s} {'raw':>10s} {'raw rate':>18s} {'ratio':>7s}"
+        )
         ours_t, raw_t, ratios, rows_per_file = [], [], [], []
         added_total = 0
         for i, path in enumerate(paths):
             table = raw_table(path, model_ids, bench_ids, spec.seeds)  # not timed
             n = table.num_rows
 
-            def run_ours():
-                return timed(import_file, ours, "table", path)
-
-            def run_raw():
-                return timed(raw_insert, raw, table)
-
-            if i % 2 == 0:
-                (to, summary), (tr, _) = run_ours(), run_raw()
+            if i % 2 == 0:  # alternate which goes first, so drift hits both alike
+                to, summary = timed(import_file, ours, "table", path)
+                tr, _ = timed(raw_insert, raw, table)
             else:
-                (tr, _), (to, summary) = run_raw(), run_ours()
+                tr, _ = timed(raw_insert, raw, table)
+                to, summary = timed(import_file, ours, "table", path)
             added_total += summary.rows_added
             ratio = (n / to) / (n / tr)
             ours_t.append(to)
             raw_t.append(tr)
             ratios.append(ratio)
             rows_per_file.append(n)
-            print(f"{i:>4d} {n:>10,d} {fmt_s(to):>10s} {fmt_rate(n, to):>18s} {fmt_s(tr):>10s} "
-                  f"{fmt_rate(n, tr):>18s} {ratio:>7.3f}")
+            print(
+                f"{i:>4d} {n:>10,d} {fmt_s(to):>10s} {fmt_rate(n, to):>18s} {fmt_s(tr):>10s} "
+                f"{fmt_rate(n, tr):>18s} {ratio:>7.3f}"
+            )
             del table
         total_rows = sum(rows_per_file)
         assert added_total == total_rows, (added_total, total_rows)
         assert count_results(ours) == count_results(raw) == total_rows
-        med_ours = median([r / t for r, t in zip(rows_per_file, ours_t)])
-        med_raw = median([r / t for r, t in zip(rows_per_file, raw_t)])
+        med_ours = median([r / t for r, t in zip(rows_per_file, ours_t, strict=True)])
+        med_raw = median([r / t for r, t in zip(rows_per_file, raw_t, strict=True)])
         med_ratio = median(ratios)
-        print(f"ours: median {med_ours / 1e6:.3f} M rows/s per file; all {len(paths)} files "
-              f"{fmt_s(sum(ours_t))} = {fmt_rate(total_rows, sum(ours_t))}")
-        print(f"raw : median {med_raw / 1e6:.3f} M rows/s per file; all {len(paths)} files "
-              f"{fmt_s(sum(raw_t))} = {fmt_rate(total_rows, sum(raw_t))}")
-        print(f"RATIO ours/raw: median of per-file ratios {med_ratio:.3f} "
-              f"(aggregate {sum(raw_t) / sum(ours_t):.3f}); goal >= {GOAL_RATIO} -> "
-              f"{'MET' if med_ratio >= GOAL_RATIO else 'MISSED'}")
+        print(
+            f"ours: median {med_ours / 1e6:.3f} M rows/s per file; all {len(paths)} files "
+            f"{fmt_s(sum(ours_t))} = {fmt_rate(total_rows, sum(ours_t))}"
+        )
+        print(
+            f"raw : median {med_raw / 1e6:.3f} M rows/s per file; all {len(paths)} files "
+            f"{fmt_s(sum(raw_t))} = {fmt_rate(total_rows, sum(raw_t))}"
+        )
+        print(
+            f"RATIO ours/raw: median of per-file ratios {med_ratio:.3f} "
+            f"(aggregate {sum(raw_t) / sum(ours_t):.3f}); goal >= {GOAL_RATIO} -> "
+            f"{'MET' if med_ratio >= GOAL_RATIO else 'MISSED'}"
+        )
 
-        print(f"\n-- re-import of {paths[0].name} ({rows_per_file[0]:,} rows, must add 0), {args.reimport_runs} runs --")
+        print(
+            f"\n-- re-import of {paths[0].name} ({rows_per_file[0]:,} rows, must add 0), {args.reimport_runs} runs --"
+        )
         re_t = []
         for _ in range(args.reimport_runs):
             t, summary = timed(import_file, ours, "table", paths[0])
             assert summary.rows_added == 0, summary.rows_added
             re_t.append(t)
-        print(f"re-import: median {fmt_s(median(re_t))} (runs: {', '.join(fmt_s(x) for x in re_t)}); "
-              f"rows added 0; vs first import of the same file {fmt_s(ours_t[0])} "
-              f"({median(re_t) / ours_t[0]:.2f}x); vs raw insert of it {fmt_s(raw_t[0])} "
-              f"({median(re_t) / raw_t[0]:.2f}x)")
+        print(
+            f"re-import: median {fmt_s(median(re_t))} (runs: {', '.join(fmt_s(x) for x in re_t)}); "
+            f"rows added 0; vs first import of the same file {fmt_s(ours_t[0])} "
+            f"({median(re_t) / ours_t[0]:.2f}x); vs raw insert of it {fmt_s(raw_t[0])} "
+            f"({median(re_t) / raw_t[0]:.2f}x)"
+        )
 
         pairs = spec.pairs(args.pairs_per_base)
         print(f"\n-- add {len(pairs)} pairs (add_pair in store.transaction(), one each) --")
         pair_t = []
+
+        def one_pair(base: str, post: str):
+            with ours.transaction() as conn:
+                return add_pair(conn, base, post, label=None, stage=None)
+
         for base, post in pairs:
-            def one():
-                with ours.transaction() as conn:
-                    return add_pair(conn, base, post, label=None, stage=None)
-            t, (_, created, unpaired) = timed(one)
+            t, (_, created, unpaired) = timed(one_pair, base, post)
             assert created and not any(unpaired.values()), unpaired
             pair_t.append(t)
         per_pair_rows = 2 * total_rows / spec.models
@@ -304,29 +356,37 @@ def main(argv: list[str] | None = None) -> int:
             duck = conn.connection.driver_connection
             n_trans = duck.execute("SELECT count(*) FROM transitions").fetchone()[0]
             n_paired = duck.execute("SELECT sum(paired) FROM coverage").fetchone()[0]
-        print(f"pair-add: total {fmt_s(sum(pair_t))}, median {fmt_s(median(pair_t))} per pair "
-              f"(min {fmt_s(min(pair_t))}, max {fmt_s(max(pair_t))}); each reads {per_pair_rows:,.0f} "
-              f"per-sample rows -> {fmt_rate(per_pair_rows, median(pair_t))}; "
-              f"{n_trans:,} transition rows, {n_paired:,} paired samples")
+        print(
+            f"pair-add: total {fmt_s(sum(pair_t))}, median {fmt_s(median(pair_t))} per pair "
+            f"(min {fmt_s(min(pair_t))}, max {fmt_s(max(pair_t))}); each reads {per_pair_rows:,.0f} "
+            f"per-sample rows -> {fmt_rate(per_pair_rows, median(pair_t))}; "
+            f"{n_trans:,} transition rows, {n_paired:,} paired samples"
+        )
         ours.close()
         raw.close()
-        print(f"\nDB sizes: ours {file_size_mb(workdir / 'ours.duckdb'):.0f} MB, "
-              f"raw {file_size_mb(workdir / 'raw.duckdb'):.0f} MB")
+        print(
+            f"\nDB sizes: ours {file_size_mb(workdir / 'ours.duckdb'):.0f} MB, "
+            f"raw {file_size_mb(workdir / 'raw.duckdb'):.0f} MB"
+        )
 
         if args.breakdown == "yes" or (args.breakdown == "auto" and med_ratio < GOAL_RATIO):
             breakdown(paths, workdir, profile_file=len(paths) // 2, top=args.top)
 
         print("\n== summary ==")
-        print(f"rows {total_rows:,}; ours median {med_ours / 1e6:.3f} M rows/s, raw median "
-              f"{med_raw / 1e6:.3f} M rows/s, ratio {med_ratio:.3f} (goal >= {GOAL_RATIO}); "
-              f"re-import {fmt_s(median(re_t))} (0 rows added); "
-              f"{len(pairs)} pairs {fmt_s(sum(pair_t))} (median {fmt_s(median(pair_t))}/pair)")
+        print(
+            f"rows {total_rows:,}; ours median {med_ours / 1e6:.3f} M rows/s, raw median "
+            f"{med_raw / 1e6:.3f} M rows/s, ratio {med_ratio:.3f} (goal >= {GOAL_RATIO}); "
+            f"re-import {fmt_s(median(re_t))} (0 rows added); "
+            f"{len(pairs)} pairs {fmt_s(sum(pair_t))} (median {fmt_s(median(pair_t))}/pair)"
+        )
         print(f"wall time {fmt_s(now() - t_start)}")
         if args.keep:
             (workdir / "breakdown.duckdb").unlink(missing_ok=True)
             (workdir / "raw.duckdb").unlink(missing_ok=True)
-            print(f"kept {workdir / 'ours.duckdb'} (use: bench/map.py --db {workdir / 'ours.duckdb'} "
-                  f"--rows {args.rows})")
+            print(
+                f"kept {workdir / 'ours.duckdb'} (use: bench/map.py --db {workdir / 'ours.duckdb'} "
+                f"--rows {args.rows})"
+            )
     finally:
         if not args.keep:
             shutil.rmtree(workdir / "data", ignore_errors=True)
