@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlalchemy import Connection
 
 from app.errors import InputError
@@ -106,30 +107,34 @@ def ensure_benchmarks(conn: Connection, benchmarks: dict[str, BenchmarkMeta]) ->
         duck.unregister("benchmark_meta")
 
 
-def _check_duplicates(duck) -> None:
-    """One row per (model, benchmark, sample_id, seed) in the incoming table, else InputError.
-
-    Counting distinct 64-bit key hashes is 1.5x faster than grouping by the four columns; only
-    when the counts differ (a duplicate, or a hash collision) does the exact query run.
-    """
-    (spare,) = duck.execute(
-        "SELECT count(*) - count(DISTINCT hash(model, benchmark, sample_id, seed)) FROM incoming"
-    ).fetchall()[0]
-    if not spare:
-        return
+def _raise_duplicates(duck) -> None:
+    """Name one duplicated (model, benchmark, sample_id, seed) key of the incoming table."""
     dup = duck.execute(
         """
         SELECT model, benchmark, sample_id, seed, count(*) AS n, count(*) OVER () AS keys
         FROM incoming GROUP BY model, benchmark, sample_id, seed HAVING count(*) > 1 LIMIT 1
         """
     ).fetchall()
-    if dup:
-        model, bench, sample_id, seed, n, keys = dup[0]
-        raise InputError(
-            f"{keys} duplicate (benchmark, sample_id, seed) keys, e.g. model={model!r} "
-            f"benchmark={bench!r} sample_id={sample_id!r} seed={seed} appears {n} times; "
-            "give each seed its own seed value or remove the repeated rows"
-        )
+    model, bench, sample_id, seed, n, keys = dup[0]
+    raise InputError(
+        f"{keys} duplicate (benchmark, sample_id, seed) keys, e.g. model={model!r} "
+        f"benchmark={bench!r} sample_id={sample_id!r} seed={seed} appears {n} times; "
+        "give each seed its own seed value or remove the repeated rows"
+    )
+
+
+def _with_ids(conn: Connection, table: pa.Table) -> pa.Table:
+    """Add integer model_id and benchmark_id columns (looked up in Arrow: a few hundred names)."""
+    duck = _duck(conn)
+    for column, source in (("model", "models"), ("benchmark", "benchmarks")):
+        names = table[column].unique()
+        rows = duck.execute(
+            f"SELECT name, id FROM {source} WHERE name IN (SELECT unnest(?))", [names.to_pylist()]
+        ).fetchall()
+        lookup = dict(rows)
+        ids = pa.array([lookup[n] for n in names.to_pylist()], pa.int32())
+        table = table.append_column(f"{column}_id", pc.take(ids, pc.index_in(table[column], value_set=names)))
+    return table
 
 
 _RESULT_COLUMNS = (
@@ -164,20 +169,25 @@ def ingest(
     ensure_models(conn, models)
     ensure_benchmarks(conn, benchmarks)
     chash = config_hash(config)
+    table = _with_ids(conn, table)
     duck.register("incoming", table)
     try:
-        _check_duplicates(duck)
+        # one pass finds the (model, benchmark, seed) units, their duplicate sample ids (rows vs
+        # distinct ids) and whether anything is stored for them already
         duck.execute(
             """
             CREATE OR REPLACE TEMP TABLE incoming_units AS
-            SELECT m.id AS model_id, b.id AS benchmark_id, u.seed,
-                   EXISTS (SELECT 1 FROM runs r WHERE r.model_id = m.id AND r.benchmark_id = b.id
-                           AND r.seed = u.seed) AS stored
-            FROM (SELECT DISTINCT model, benchmark, seed FROM incoming) u
-            JOIN models m ON m.name = u.model JOIN benchmarks b ON b.name = u.benchmark
+            SELECT u.*, EXISTS (SELECT 1 FROM runs r WHERE r.model_id = u.model_id
+                                AND r.benchmark_id = u.benchmark_id AND r.seed = u.seed) AS stored
+            FROM (SELECT model_id, benchmark_id, seed, count(*) AS n, count(DISTINCT sample_id) AS ids
+                  FROM incoming GROUP BY model_id, benchmark_id, seed) u
             """
         )
-        overlap = duck.execute("SELECT count(*) FROM incoming_units WHERE stored").fetchone()[0]
+        overlap, duplicated = duck.execute(
+            "SELECT count(*) FILTER (WHERE stored), count(*) FILTER (WHERE n <> ids) FROM incoming_units"
+        ).fetchall()[0]
+        if duplicated:
+            _raise_duplicates(duck)
         if overlap:
             rows_added = _ingest_overlapping(duck, chash, config, on_conflict)
         else:
@@ -223,14 +233,12 @@ def _ingest_new(duck, table: pa.Table, chash: str, config: dict, progress: Progr
             duck.execute(
                 f"""
                 INSERT INTO results ({_RESULT_COLUMNS})
-                SELECT m.id, b.id, c.seed, c.sample_id, r.id, c.correct, c.num_choices, c.prompt,
-                       c.response, c.prediction, c.gold, c.choices, c.doc_hash, c.prompt_tokens,
-                       c.completion_tokens
+                SELECT c.model_id, c.benchmark_id, c.seed, c.sample_id, r.id, c.correct,
+                       c.num_choices, c.prompt, c.response, c.prediction, c.gold, c.choices,
+                       c.doc_hash, c.prompt_tokens, c.completion_tokens
                 FROM chunk c
-                JOIN models m ON m.name = c.model
-                JOIN benchmarks b ON b.name = c.benchmark
-                JOIN runs r ON r.model_id = m.id AND r.benchmark_id = b.id AND r.seed = c.seed
-                           AND r.config_hash = ?
+                JOIN runs r ON r.model_id = c.model_id AND r.benchmark_id = c.benchmark_id
+                           AND r.seed = c.seed AND r.config_hash = ?
                 """,
                 [chash],
             )
@@ -246,12 +254,10 @@ def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int
     duck.execute(
         """
         CREATE OR REPLACE TEMP TABLE staged AS
-        SELECT m.id AS model_id, b.id AS benchmark_id, s.seed, s.sample_id, s.correct,
+        SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, s.correct,
                s.num_choices, s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash,
                s.prompt_tokens, s.completion_tokens, s.model, s.benchmark
         FROM incoming s
-        JOIN models m ON m.name = s.model
-        JOIN benchmarks b ON b.name = s.benchmark
         """
     )
     conflict = (
