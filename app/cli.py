@@ -461,9 +461,14 @@ def worker(loglevel: str) -> None:
 
 
 @main.command()
-def up() -> None:
-    """App plus a local worker: not built yet."""
-    _not_built("up", "the submission issue")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.pass_context
+def up(ctx: click.Context, host: str, port: int) -> None:
+    """The app plus a local worker on the embedded queue (no Redis needed). Ctrl-C stops both."""
+    from app.up import run_up
+
+    run_up(ctx.obj["db"], host, port)
 
 
 @main.command()

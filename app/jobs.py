@@ -338,6 +338,43 @@ def fail_shard(conn: Connection, shard_id: int, error: str) -> None:
     update_job_status(conn, s["job_id"])
 
 
+def mark_sent(conn: Connection, shard_ids: list[int]) -> None:
+    if shard_ids:
+        _duck(conn).execute(
+            f"UPDATE shards SET sent_at = now() WHERE id IN ({', '.join('?' for _ in shard_ids)})",
+            shard_ids,
+        )
+
+
+def unsent_shards(conn: Connection, limit: int = 1000) -> list[int]:
+    """Queued shards never handed to the broker (it was down when their job was saved)."""
+    rows = (
+        _duck(conn)
+        .execute(
+            "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NULL ORDER BY id LIMIT ?",
+            [limit],
+        )
+        .fetchall()
+    )
+    return [r[0] for r in rows]
+
+
+def retry_failed(conn: Connection, job_id: int) -> list[int]:
+    """Put a job's failed shards back in the queue; returns their ids (to send)."""
+    duck = _duck(conn)
+    rows = duck.execute(
+        "UPDATE shards SET status = 'queued', error = NULL, done = 0, sent_at = NULL, finished_at = NULL "
+        "WHERE job_id = ? AND status = 'failed' RETURNING id",
+        [job_id],
+    ).fetchall()
+    if rows:
+        duck.execute(
+            "UPDATE jobs SET status = 'queued' WHERE id = ? AND status <> 'cancelled'", [job_id]
+        )
+        update_job_status(conn, job_id)
+    return sorted(r[0] for r in rows)
+
+
 def cancel_job(conn: Connection, job_id: int) -> int:
     """Cancel a job: queued shards will not run, running ones stop at their next progress report."""
     duck = _duck(conn)

@@ -7,11 +7,14 @@ the database is the truth, so a lost message is re-sent by ``requeue_pending``.
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 TASK_NAME = "forgetmap.evaluate_shard"
+log = logging.getLogger("forgetmap.reconciler")
 
 
 @dataclass(frozen=True)
@@ -73,11 +76,11 @@ class Enqueuer:
         self.settings = settings
         self._celery = None
 
-    def send(self, shard_ids: list[int]) -> tuple[int, str | None]:
-        if not shard_ids:
-            return 0, None
+    def send(self, shard_ids: list[int]) -> tuple[list[int], str | None]:
+        """Send shards in order; returns the ids sent and, if the broker failed, why."""
+        sent: list[int] = []
         try:
-            if self._celery is None:
+            if shard_ids and self._celery is None:
                 self._celery = make_producer(self.settings)
             for shard_id in shard_ids:
                 self._celery.send_task(
@@ -85,11 +88,55 @@ class Enqueuer:
                     args=[shard_id],
                     queue=self.settings.queue,
                     retry=True,
-                    retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
+                    retry_policy={"max_retries": 1, "interval_start": 0.2, "interval_step": 0.5},
                 )
+                sent.append(shard_id)
         except Exception as exc:  # broker unreachable: the job stays queued in the database
-            return (
-                0,
-                f"queue unreachable ({type(exc).__name__}: {exc}); the job is saved and will be sent when it is back",
+            return sent, (
+                f"the queue is unreachable ({type(exc).__name__}); the job is saved and its shards "
+                "will be sent when the queue is back"
             )
-        return len(shard_ids), None
+        return sent, None
+
+
+def send_and_record(store, enqueuer: Enqueuer, shard_ids: list[int]) -> tuple[int, str | None]:
+    """Send shards and record which were sent, so the reconciler re-sends only the others."""
+    from app import jobs
+
+    sent, problem = enqueuer.send(shard_ids)
+    if sent:
+        with store.transaction() as conn:
+            jobs.mark_sent(conn, sent)
+    return len(sent), problem
+
+
+class Reconciler:
+    """Every ``interval`` seconds, send queued shards that never reached the broker."""
+
+    def __init__(self, store, enqueuer: Enqueuer, interval: float = 10.0):
+        self.store, self.enqueuer, self.interval = store, enqueuer, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="forgetmap-reconciler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def run_once(self) -> int:
+        from app import jobs
+
+        with self.store.read() as conn:
+            pending = jobs.unsent_shards(conn)
+        return send_and_record(self.store, self.enqueuer, pending)[0] if pending else 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                sent = self.run_once()
+                if sent:
+                    log.info("sent %d shard(s) that were waiting for the queue", sent)
+            except Exception:  # keep reconciling; a bad round is logged, not fatal
+                log.exception("reconcile round failed")

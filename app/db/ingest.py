@@ -133,7 +133,9 @@ def _with_ids(conn: Connection, table: pa.Table) -> pa.Table:
         ).fetchall()
         lookup = dict(rows)
         ids = pa.array([lookup[n] for n in names.to_pylist()], pa.int32())
-        table = table.append_column(f"{column}_id", pc.take(ids, pc.index_in(table[column], value_set=names)))
+        table = table.append_column(
+            f"{column}_id", pc.take(ids, pc.index_in(table[column], value_set=names))
+        )
     return table
 
 

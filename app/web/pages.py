@@ -23,6 +23,15 @@ templates = Jinja2Templates(directory=ROOT / "templates")
 templates.env.globals.update(render=render, transition_labels=deps.TRANSITION_LABELS)
 
 
+def _csrf(request: Request) -> str:
+    from app.web.session import csrf_token
+
+    return csrf_token(request)
+
+
+templates.env.globals["csrf_token"] = _csrf
+
+
 def _page(request: Request, name: str, **context) -> HTMLResponse:
     return templates.TemplateResponse(request, name, context)
 

@@ -12,6 +12,7 @@ from app import jobs
 from app.auth import token_owner
 from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
+from app.queue import send_and_record
 from app.web import deps
 
 router = APIRouter(tags=["write"])
@@ -141,8 +142,19 @@ def submit_job(request: Request, body: dict[str, Any], owner: Owner) -> dict:
             job_id, to_send = jobs.create_job(conn, job_request)
     except InputError as exc:
         raise _input_error(exc) from exc
-    sent, problem = request.app.state.enqueuer.send(to_send)
+    sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
     return {"id": job_id, "shards_to_run": len(to_send), "sent": sent, "queue_error": problem}
+
+
+@router.post("/api/jobs/{job_id}/retry")
+def retry(request: Request, job_id: int, owner: Owner) -> dict:
+    """Queue a job's failed shards again."""
+    with deps.store(request).transaction() as conn:
+        if jobs.job_detail(conn, job_id) is None:
+            raise HTTPException(404, f"job {job_id} does not exist")
+        shard_ids = jobs.retry_failed(conn, job_id)
+    sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, shard_ids)
+    return {"id": job_id, "retried": len(shard_ids), "sent": sent, "queue_error": problem}
 
 
 @router.post("/api/jobs/{job_id}/cancel")

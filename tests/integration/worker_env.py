@@ -62,14 +62,23 @@ def write_toy_benchmark(path: Path, n: int, *, generative: int = 0) -> Path:
 
 
 class Deployment:
-    def __init__(self, root: Path, *, visibility_timeout: int = 3600, upload_batch: int = 8):
+    def __init__(
+        self,
+        root: Path,
+        *,
+        visibility_timeout: int = 3600,
+        upload_batch: int = 8,
+        redis_url: str = REDIS_URL,
+        extra_env: dict | None = None,
+    ):
         self.root = root
         self.db = root / "fm.duckdb"
         self.models = root / "models"
         self.benchmarks = root / "benchmarks"
         self.queue = f"fm-test-{uuid.uuid4().hex[:8]}"
-        env = {"FORGETMAP_BROKER_URL": REDIS_URL, "FORGETMAP_QUEUE": self.queue,
-               "FORGETMAP_VISIBILITY_TIMEOUT": str(visibility_timeout)}  # fmt: skip
+        self.redis_url = redis_url
+        env = {"FORGETMAP_BROKER_URL": redis_url, "FORGETMAP_QUEUE": self.queue,
+               "FORGETMAP_VISIBILITY_TIMEOUT": str(visibility_timeout), **(extra_env or {})}  # fmt: skip
         self.env = {**os.environ, **env}
         subprocess.run([FORGETMAP, "--db", str(self.db), "map"], check=True, capture_output=True)
         self.token = subprocess.run(
@@ -145,9 +154,12 @@ class Deployment:
         self.server.stop()
         import redis
 
-        r = redis.Redis.from_url(REDIS_URL)
-        for key in r.scan_iter(f"*{self.queue}*"):
-            r.delete(key)
+        try:
+            r = redis.Redis.from_url(self.redis_url, socket_connect_timeout=2)
+            for key in r.scan_iter(f"*{self.queue}*"):
+                r.delete(key)
+        except redis.ConnectionError:
+            pass
 
     def results(self) -> list[tuple]:
         """(model, benchmark, seed, sample_id) of every stored row (reads the file after stopping)."""

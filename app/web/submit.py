@@ -1,0 +1,273 @@
+"""Pages that change things: login, the submission form, jobs with progress, cancel and retry.
+
+Every form carries a CSRF token bound to the signed session; every change needs a login.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app import jobs
+from app.errors import InputError
+from app.queue import send_and_record
+from app.taxonomy import CATEGORIES, lookup, scored_benchmarks
+from app.web import deps
+from app.web.pages import _is_htmx, _page
+from app.web.session import check_csrf, csrf_token, login, require_login, safe_next
+
+router = APIRouter(include_in_schema=False)
+STAGES = ("instruct", "sft", "rl", "domain-cpt", "merge", "other")
+SUITES = ("paper", "categories", "benchmarks", "local")
+
+
+# ------------------------------------------------------------------------------------ login
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = "/") -> HTMLResponse:
+    return _page(request, "login.html", next=safe_next(next), error=None, csrf=csrf_token(request))
+
+
+@router.post("/login")
+async def login_submit(request: Request) -> Response:
+    form = await request.form()
+    check_csrf(request, form.get("csrf"))
+    next_url = safe_next(form.get("next"))
+    if login(request, str(form.get("token") or "")) is None:
+        return _page(request, "login.html", next=next_url, csrf=csrf_token(request),
+                     error="That token is not valid (create one with `forgetmap token create NAME`).")  # fmt: skip
+    return RedirectResponse(next_url, status_code=303)
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    form = await request.form()
+    check_csrf(request, form.get("csrf"))
+    request.session.clear()
+    return RedirectResponse("/", status_code=303)
+
+
+# ------------------------------------------------------------------------------ submission
+
+
+def local_benchmarks(request: Request) -> list[str]:
+    settings = request.app.state.settings
+    names = set()
+    for folder in settings.benchmark_dirs:
+        if Path(folder).is_dir():
+            names.update(p.name for p in Path(folder).glob("*.jsonl"))
+    return sorted(names)
+
+
+DEFAULTS = {
+    "base_prompting": "base", "post_prompting": "chat", "suite": "paper", "seeds": "3",
+    "engine": "vllm", "mode": "generate", "temperature": "0.6", "top_p": "0.95", "max_tokens": "2048",
+    "stage": "instruct",
+}  # fmt: skip
+
+
+def _form_page(request: Request, values: dict, errors: dict, status: int = 200) -> HTMLResponse:
+    context = dict(
+        values={**DEFAULTS, **values}, errors=errors, csrf=csrf_token(request), stages=STAGES,
+        categories=CATEGORIES, local=local_benchmarks(request), paper_count=len(scored_benchmarks()),
+    )  # fmt: skip
+    template = "_submit_form.html" if _is_htmx(request) else "submit.html"
+    return _page(request, template, **context)
+
+
+@router.get("/submit", response_class=HTMLResponse)
+def submit_page(request: Request) -> HTMLResponse:
+    require_login(request)
+    return _form_page(request, {}, {})
+
+
+def _number(values: dict, errors: dict, name: str, cast, low, high, what: str):
+    try:
+        value = cast(values.get(name, ""))
+    except ValueError:
+        errors[name] = f"{what} must be a number"
+        return None
+    if not low <= value <= high:
+        errors[name] = f"{what} must be between {low} and {high}"
+        return None
+    return value
+
+
+def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequest | None, dict]:
+    """Validate the form; returns (request, {}) or (None, {field: message})."""
+    settings = request.app.state.settings
+    errors: dict[str, str] = {}
+    models = []
+    for side in ("base", "post"):
+        path = (values.get(f"{side}_path") or "").strip()
+        if not path:
+            errors[f"{side}_path"] = (
+                "give a Hugging Face id (org/name) or a local path under the model roots"
+            )
+            continue
+        try:
+            jobs.check_model_path(path, list(settings.model_roots))
+        except InputError as exc:
+            errors[f"{side}_path"] = str(exc)
+            continue
+        name = (values.get(f"{side}_name") or "").strip() or path.rstrip("/").split("/")[-1]
+        revision = (values.get(f"{side}_revision") or "").strip() or None
+        prompting = values.get(f"{side}_prompting") or "chat"
+        if prompting not in jobs.PROMPTING:
+            errors[f"{side}_prompting"] = "choose chat or base prompting"
+        models.append(jobs.ModelSpec(name=name, path=path, revision=revision, prompting=prompting))
+    if len(models) == 2 and models[0].name == models[1].name:
+        errors["post_name"] = "the two models need different names"
+    suite = values.get("suite", "paper")
+    if suite == "paper":
+        benchmarks = [b.name for b in scored_benchmarks()]
+    elif suite == "categories":
+        chosen = form.getlist("categories")
+        benchmarks = [b.name for b in scored_benchmarks() if b.category in chosen]
+        if not benchmarks:
+            errors["suite"] = "choose at least one category"
+    elif suite == "benchmarks":
+        benchmarks = [
+            b.strip()
+            for b in (values.get("benchmarks") or "").replace(",", "\n").splitlines()
+            if b.strip()
+        ]
+        unknown = [b for b in benchmarks if lookup(b) is None]
+        if not benchmarks:
+            errors["suite"] = "list at least one benchmark"
+        elif unknown:
+            errors["suite"] = (
+                f"unknown benchmark{'s' if len(unknown) > 1 else ''}: {', '.join(unknown[:5])}"
+            )
+    elif suite == "local":
+        available = set(local_benchmarks(request))
+        chosen = form.getlist("local")
+        benchmarks = [f"local:{name}" for name in chosen if name in available]
+        if not benchmarks:
+            errors["suite"] = (
+                "choose at least one local benchmark (files in FORGETMAP_BENCHMARK_DIRS)"
+            )
+    else:
+        errors["suite"], benchmarks = "choose a suite", []
+    seeds = _number(values, errors, "seeds", int, 1, 10, "seeds")
+    temperature = _number(values, errors, "temperature", float, 0.0, 2.0, "temperature")
+    top_p = _number(values, errors, "top_p", float, 0.01, 1.0, "top_p")
+    max_tokens = _number(values, errors, "max_tokens", int, 1, 65536, "max tokens")
+    if values.get("engine") not in jobs.ENGINES:
+        errors["engine"] = "choose vllm or transformers"
+    if values.get("mode") not in jobs.MODES:
+        errors["mode"] = "choose generate or loglik"
+    stage = values.get("stage") or "other"
+    if stage not in STAGES:
+        errors["stage"] = f"choose one of {', '.join(STAGES)}"
+    if errors:
+        return None, errors
+    label = (values.get("label") or "").strip() or f"{models[0].name} → {models[1].name}"
+    config = jobs.EvalConfig(engine=values["engine"], mode=values["mode"], temperature=temperature,
+                             top_p=top_p, max_tokens=max_tokens)  # fmt: skip
+    return jobs.JobRequest(models=models, benchmarks=benchmarks, seeds=list(range(seeds)), config=config,
+                           pairs=[(models[0].name, models[1].name, label, stage)]), {}  # fmt: skip
+
+
+@router.post("/submit")
+async def submit(request: Request) -> Response:
+    require_login(request)
+    form = await request.form()
+    check_csrf(request, form.get("csrf"))
+    values = {k: str(v) for k, v in form.items() if k not in ("csrf", "categories", "local")}
+    job_request, errors = parse_submission(request, values, form)
+    if job_request is None:
+        return _form_page(request, values, errors)
+    try:
+        with deps.store(request).transaction() as conn:
+            job_id, to_send = jobs.create_job(conn, job_request)
+    except InputError as exc:
+        return _form_page(request, values, {"form": str(exc)})
+    sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
+    url = f"/jobs/{job_id}" + ("?queue=down" if problem else "")
+    if _is_htmx(request):
+        return Response(status_code=204, headers={"HX-Redirect": url})
+    return RedirectResponse(url, status_code=303)
+
+
+# ------------------------------------------------------------------------------------ jobs
+
+
+def _progress(job: dict) -> dict:
+    """Per (model, benchmark): shards by state and items done; the job's ETA from its pace."""
+    groups: dict[tuple[str, str], dict] = {}
+    for s in job["shards"]:
+        g = groups.setdefault((s["model"], s["benchmark"]), {"model": s["model"], "benchmark": s["benchmark"],
+                                                             "shards": [], "done": 0, "total": 0})  # fmt: skip
+        g["shards"].append(s)
+        g["done"] += s["done"] or 0
+        g["total"] += s["total"] or 0
+    done = sum(g["done"] for g in groups.values())
+    total = sum(g["total"] for g in groups.values())
+    started = [s["started_at"] for s in job["shards"] if s["started_at"]]
+    eta = None
+    if started and 0 < done < total and job["status"] in ("queued", "running"):
+        elapsed = time.time() - min(datetime.fromisoformat(t).timestamp() for t in started)
+        eta = elapsed / done * (total - done)
+    finished = sum(s["status"] in jobs.TERMINAL for s in job["shards"])
+    return {"groups": list(groups.values()), "done": done, "total": total, "eta": eta,
+            "finished": finished, "shards": len(job["shards"]),
+            "failures": [s for s in job["shards"] if s["status"] == "failed"]}  # fmt: skip
+
+
+def _job_or_404(request: Request, job_id: int) -> dict:
+    with deps.store(request).read() as conn:
+        job = jobs.job_detail(conn, job_id)
+    if job is None:
+        raise HTTPException(404, f"job {job_id} does not exist")
+    return job
+
+
+@router.get("/jobs", response_class=HTMLResponse)
+def jobs_page(request: Request) -> HTMLResponse:
+    from app.web.api import api_jobs
+
+    return _page(request, "jobs.html", jobs=api_jobs(request))
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job_page(request: Request, job_id: int, queue: str | None = None) -> HTMLResponse:
+    job = _job_or_404(request, job_id)
+    pair_id = None
+    with deps.store(request).read() as conn:
+        for p in job["request"].get("pairs", []):
+            row = conn.exec_driver_sql(
+                "SELECT p.id FROM pairs p JOIN models b ON b.id = p.base_model_id "
+                "JOIN models q ON q.id = p.post_model_id WHERE b.name = ? AND q.name = ?",
+                (p["base"], p["post"]),
+            ).fetchone()
+            pair_id = pair_id or (row[0] if row else None)
+    template = "_job_progress.html" if _is_htmx(request) else "job.html"
+    return _page(request, template, job=job, progress=_progress(job), queue_down=queue == "down",
+                 csrf=csrf_token(request), pair_id=pair_id)  # fmt: skip
+
+
+@router.post("/jobs/{job_id}/cancel")
+async def job_cancel(request: Request, job_id: int) -> Response:
+    require_login(request)
+    check_csrf(request, (await request.form()).get("csrf"))
+    _job_or_404(request, job_id)
+    with deps.store(request).transaction() as conn:
+        jobs.cancel_job(conn, job_id)
+    return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+
+
+@router.post("/jobs/{job_id}/retry")
+async def job_retry(request: Request, job_id: int) -> Response:
+    require_login(request)
+    check_csrf(request, (await request.form()).get("csrf"))
+    _job_or_404(request, job_id)
+    with deps.store(request).transaction() as conn:
+        shard_ids = jobs.retry_failed(conn, job_id)
+    _, problem = send_and_record(deps.store(request), request.app.state.enqueuer, shard_ids)
+    return RedirectResponse(f"/jobs/{job_id}" + ("?queue=down" if problem else ""), status_code=303)
