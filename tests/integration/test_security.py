@@ -1,0 +1,174 @@
+"""Security: logins, CSRF, tokens, model path roots, private mode."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import WebSettings
+from app.errors import InputError
+from app.jobs import ModelPathError, check_model_path
+from app.queue import BrokerSettings
+from app.web import create_app
+
+
+@pytest.fixture
+def setup(cli, tmp_path):
+    cli("map")  # creates the database
+    token = cli("token", "create", "alice").stdout.strip()
+    (tmp_path / "models" / "ok").mkdir(parents=True)
+    settings = WebSettings(
+        secret_key="k" * 40, model_roots=(tmp_path / "models",), reconcile_seconds=3600
+    )
+    broker = BrokerSettings(url="redis://127.0.0.1:1/0")  # nothing listens there: sends fail fast
+    return cli, token, settings, broker, tmp_path
+
+
+def _client(setup, **overrides) -> TestClient:
+    cli, _, settings, broker, _ = setup
+    if overrides:
+        settings = WebSettings(**{**settings.__dict__, **overrides})
+    return TestClient(create_app(cli.db, broker=broker, settings=settings))
+
+
+def _csrf(html: str) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+
+
+def _login(client: TestClient, token: str) -> None:
+    csrf = _csrf(client.get("/login").text)
+    response = client.post(
+        "/login", data={"token": token, "csrf": csrf, "next": "/submit"}, follow_redirects=False
+    )
+    assert response.status_code == 303 and response.headers["location"] == "/submit"
+
+
+FORM = {"base_path": "org/base-model", "post_path": "org/post-model", "suite": "benchmarks",
+        "benchmarks": "piqa", "seeds": "1", "engine": "vllm", "mode": "generate", "temperature": "0.6",
+        "top_p": "0.95", "max_tokens": "64", "stage": "sft", "base_prompting": "base", "post_prompting": "chat"}  # fmt: skip
+
+
+def test_submit_without_login_is_refused(setup):
+    with _client(setup) as client:
+        page = client.get("/submit", follow_redirects=False)
+        assert page.status_code == 303 and page.headers["location"].startswith("/login")
+        response = client.post("/submit", data=FORM, follow_redirects=False)
+        assert response.status_code == 303 and response.headers["location"].startswith("/login")
+        assert client.get("/api/jobs").json() == []
+
+
+def test_submit_with_bad_or_missing_csrf_is_refused(setup):
+    _, token, *_ = setup
+    with _client(setup) as client:
+        _login(client, token)
+        for csrf in ("", "forged-value"):
+            response = client.post("/submit", data={**FORM, "csrf": csrf}, follow_redirects=False)
+            assert response.status_code == 403
+            assert "security token" in response.text
+        assert client.get("/api/jobs").json() == []
+        ok = client.post(
+            "/submit",
+            data={**FORM, "csrf": _csrf(client.get("/submit").text)},
+            follow_redirects=False,
+        )
+        assert ok.status_code == 303 and ok.headers["location"].startswith("/jobs/1")
+        # the broker is down: the job is kept and the page says so
+        assert "queue=down" in ok.headers["location"]
+        assert client.get("/api/jobs/1").json()["status"] == "queued"
+
+
+def test_login_rejects_bad_tokens_and_foreign_redirects(setup):
+    _, token, *_ = setup
+    with _client(setup) as client:
+        csrf = _csrf(client.get("/login").text)
+        bad = client.post("/login", data={"token": "fm_wrong", "csrf": csrf, "next": "/"})
+        assert "not valid" in bad.text
+        good = client.post("/login", data={"token": token, "csrf": csrf, "next": "https://evil.example/"},
+                           follow_redirects=False)  # fmt: skip
+        assert good.headers["location"] == "/"
+
+
+def test_write_api_needs_a_valid_token(setup):
+    _, token, *_ = setup
+    with _client(setup) as client:
+        for headers in ({}, {"Authorization": "Bearer fm_wrong"}, {"Authorization": token}):
+            response = client.post("/api/pairs", json={"base": "a", "post": "b"}, headers=headers)
+            assert response.status_code == 401
+        response = client.post(
+            "/api/pairs",
+            json={"base": "a", "post": "b"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert response.status_code == 422 and "unknown base model 'a'" in response.text
+
+
+def test_revoked_token_stops_working(setup):
+    cli, token, *_ = setup
+    cli("token", "revoke", "alice")
+    with _client(setup) as client:
+        assert client.post("/api/pairs", json={"base": "a", "post": "b"},
+                           headers={"Authorization": f"Bearer {token}"}).status_code == 401  # fmt: skip
+
+
+def test_tokens_are_stored_hashed(setup):
+    cli, token, *_ = setup
+    contents = cli.contents()["api_tokens"]
+    assert token not in repr(contents)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        "{root}/../outside",
+        "{root}/ok/../../outside",
+        "../models/ok",
+        "~/x",
+        "{root}-evil/ok",
+        "{link}",
+    ],
+)
+def test_model_paths_outside_the_roots_are_refused(tmp_path, path):
+    root = tmp_path / "models"
+    (root / "ok").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (root / "link").symlink_to(tmp_path / "outside")  # a symlink inside a root pointing out of it
+    with pytest.raises(ModelPathError, match="outside the configured roots"):
+        check_model_path(path.format(root=root, link=root / "link"), [root])
+
+
+def test_model_paths_inside_the_roots_and_hub_ids_are_allowed(tmp_path):
+    root = tmp_path / "models"
+    (root / "ok").mkdir(parents=True)
+    assert check_model_path(str(root / "ok"), [root]) == str((root / "ok").resolve())
+    assert check_model_path("Qwen/Qwen2.5-7B-Instruct", [root]) == "Qwen/Qwen2.5-7B-Instruct"
+    with pytest.raises(InputError, match="no model roots configured"):
+        check_model_path(str(root / "ok"), [])
+
+
+def test_form_refuses_a_path_trick_inline(setup):
+    _, token, _, _, tmp_path = setup
+    with _client(setup) as client:
+        _login(client, token)
+        csrf = _csrf(client.get("/submit").text)
+        body = {**FORM, "csrf": csrf, "base_path": str(tmp_path / "models" / ".." / ".." / "etc")}
+        response = client.post("/submit", data=body, headers={"HX-Request": "true"})
+        assert response.status_code == 200 and "outside the configured roots" in response.text
+        assert "<html" not in response.text  # an HTMX fragment
+        assert client.get("/api/jobs").json() == []
+
+
+def test_private_mode_hides_pages_and_api_without_login(setup):
+    _, token, *_ = setup
+    with _client(setup, private=True) as client:
+        page = client.get("/", follow_redirects=False)
+        assert page.status_code == 303 and page.headers["location"].startswith("/login")
+        assert client.get("/api/map").status_code == 401
+        assert (
+            client.get("/api/map", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        )
+        assert client.get("/healthz").status_code == 200
+        _login(client, token)
+        assert client.get("/").status_code == 200
