@@ -29,6 +29,7 @@ class WebSettings:
     model_roots: tuple[Path, ...] = ()
     benchmark_dirs: tuple[Path, ...] = ()
     reconcile_seconds: float = 10.0
+    stale_seconds: float = 1800.0  # a running shard silent this long is sent again
 
     @classmethod
     def from_env(cls, data_dir: Path) -> WebSettings:
@@ -38,6 +39,7 @@ class WebSettings:
             model_roots=tuple(env_paths("FORGETMAP_MODEL_ROOTS")),
             benchmark_dirs=tuple(env_paths("FORGETMAP_BENCHMARK_DIRS")),
             reconcile_seconds=float(os.environ.get("FORGETMAP_RECONCILE_SECONDS", "10")),
+            stale_seconds=float(os.environ.get("FORGETMAP_STALE_SECONDS", "1800")),
         )
 
 

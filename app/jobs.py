@@ -359,6 +359,27 @@ def unsent_shards(conn: Connection, limit: int = 1000) -> list[int]:
     return [r[0] for r in rows]
 
 
+def stale_shards(conn: Connection, seconds: float) -> list[int]:
+    """Running shards whose worker has not reported for ``seconds`` (it probably died)."""
+    rows = (
+        _duck(conn)
+        .execute(
+            "SELECT id FROM shards WHERE status = 'running' "
+            "AND heartbeat_at < now() - to_seconds(?::DOUBLE) ORDER BY id",
+            [seconds],
+        )
+        .fetchall()
+    )
+    return [r[0] for r in rows]
+
+
+def touch_heartbeat(conn: Connection, shard_ids: list[int]) -> None:
+    _duck(conn).execute(
+        f"UPDATE shards SET heartbeat_at = now() WHERE id IN ({', '.join('?' for _ in shard_ids)})",
+        shard_ids,
+    )
+
+
 def retry_failed(conn: Connection, job_id: int) -> list[int]:
     """Put a job's failed shards back in the queue; returns their ids (to send)."""
     duck = _duck(conn)

@@ -111,10 +111,16 @@ def send_and_record(store, enqueuer: Enqueuer, shard_ids: list[int]) -> tuple[in
 
 
 class Reconciler:
-    """Every ``interval`` seconds, send queued shards that never reached the broker."""
+    """Every ``interval`` seconds, send queued shards that never reached the broker, and send
+    again running shards whose worker went silent for ``stale_after`` seconds (the embedded queue
+    cannot re-deliver the task of a dead worker; with Redis this backs up the visibility timeout).
+    A repeated delivery is harmless: results are stored once per sample."""
 
-    def __init__(self, store, enqueuer: Enqueuer, interval: float = 10.0):
+    def __init__(
+        self, store, enqueuer: Enqueuer, interval: float = 10.0, stale_after: float = 1800.0
+    ):
         self.store, self.enqueuer, self.interval = store, enqueuer, interval
+        self.stale_after = stale_after
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="forgetmap-reconciler", daemon=True)
 
@@ -130,7 +136,15 @@ class Reconciler:
 
         with self.store.read() as conn:
             pending = jobs.unsent_shards(conn)
-        return send_and_record(self.store, self.enqueuer, pending)[0] if pending else 0
+            stale = jobs.stale_shards(conn, self.stale_after)
+        if stale:
+            log.warning(
+                "shards %s sent no progress for %.0fs; sending them again", stale, self.stale_after
+            )
+            with self.store.transaction() as conn:
+                jobs.touch_heartbeat(conn, stale)  # wait a full period before the next re-send
+        todo = pending + stale
+        return send_and_record(self.store, self.enqueuer, todo)[0] if todo else 0
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

@@ -38,7 +38,7 @@ def create_app(
     store = open_store(db_path)
     settings = settings or WebSettings.from_env(data_dir)
     enqueuer = Enqueuer(broker or BrokerSettings.from_env(data_dir=data_dir))
-    reconciler = Reconciler(store, enqueuer, settings.reconcile_seconds)
+    reconciler = Reconciler(store, enqueuer, settings.reconcile_seconds, settings.stale_seconds)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

@@ -172,3 +172,38 @@ def test_private_mode_hides_pages_and_api_without_login(setup):
         assert client.get("/healthz").status_code == 200
         _login(client, token)
         assert client.get("/").status_code == 200
+
+
+def test_reconciler_resends_unsent_and_stale_shards(setup):
+    """Broker down at submission, then back: the reconciler sends what never left; a running
+    shard whose worker went silent is sent again."""
+    from app import jobs
+    from app.queue import Reconciler
+
+    class FakeBrokerUp:  # records what would be sent
+        def __init__(self):
+            self.sent = []
+
+        def send(self, ids):
+            self.sent += ids
+            return list(ids), None
+
+    cli, token, settings, broker, _ = setup
+    with _client(setup) as client:
+        body = {"models": [{"name": "a", "path": "org/a"}, {"name": "b", "path": "org/b"}],
+                "benchmarks": ["piqa"], "seeds": [0], "config": {"engine": "vllm"}}  # fmt: skip
+        created = client.post(
+            "/api/jobs", json=body, headers={"Authorization": f"Bearer {token}"}
+        ).json()
+        assert created["sent"] == 0 and created["shards_to_run"] == 2
+        store = client.app.state.store
+        up = FakeBrokerUp()
+        reconciler = Reconciler(store, up, interval=3600, stale_after=0.5)
+        assert reconciler.run_once() == 2 and up.sent == [1, 2]
+        assert reconciler.run_once() == 0  # nothing left unsent
+        with store.transaction() as conn:
+            jobs.start_shard(conn, 1, "w1")
+        import time
+
+        time.sleep(1.2)
+        assert reconciler.run_once() == 1 and up.sent[-1] == 1  # silent for longer than stale_after

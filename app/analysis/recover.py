@@ -1,0 +1,874 @@
+r"""Recoverability: how much of a post-trained model's loss rise a logit bias and a temperature undo.
+
+The analysis core (numpy + scipy, no I/O, no torch): token statistics, corrections and their fits,
+per-document loss sums, recovery shares and their bootstrap intervals. Scoring the models (torch,
+transformers) lives in ``worker/recover_scoring.py``; it produces the :class:`TokenStats` used here.
+
+Corrections
+-----------
+Token t of a document has target y_t and next-token logits z_t over the vocabulary V. A correction
+with temperature T (beta = 1/T) and bias b, b nonzero only on S (the K most frequent target tokens
+of the FIT documents, K = 4096 by default, capped at the tokens seen)::
+
+    log p'_t(v) = beta z_tv + b_v - log sum_u exp(beta z_tu + b_u)
+    nll_t       = -log p'_t(y_t)
+
+Kinds: ``none`` (T = 1, b = 0), ``bias`` (T = 1), ``temp`` (b = 0), ``bias_temp`` (both), and
+``closed_bias``, a one-step closed-form bias at T = 1::
+
+    b_k = log(f_k / pbar_k),   f_k = n_k / N,   pbar_k = (1/N) sum_t p_t(k)     (k in S, t in FIT)
+
+(the first multiplicative step of iterative scaling towards the stationarity condition
+mean_t p'_t(k) = f_k of the bias fit). The fitted kinds minimize, by L-BFGS-B over
+(log T, b_S)::
+
+    J(T, b) = (1/N) sum_{t in FIT_train} nll_t + lambda ||b||^2
+
+with lambda (``bias``, ``bias_temp``) chosen from ``L2_GRID`` by the mean nll on FIT_select. The
+gradients are exact::
+
+    dJ/db_k    = (1/N) sum_t (p'_t(k) - [y_t = k]) + 2 lambda b_k
+    dJ/dbeta   = (1/N) sum_t (E_{p'_t}[z_t] - z_{t,y_t})
+
+Splits (document level, seeded, :func:`split_documents`): EVAL is held out; the FIT documents, in
+corpus order, give FIT_train (first 90%) and FIT_select (last 10%). Corrections are fitted once per
+model, on that model's own scores: the symmetric share fits the same form separately on the base.
+
+Shares (on EVAL)
+----------------
+With L_{m,c} = sum_d loss_sum_d(m, c) / sum_d n_d (mean nll per token of model m under correction
+c over the EVAL documents d)::
+
+    gap             = L_post - L_base
+    share_c         = (L_post - L_post,c) / (L_post - L_base)
+    symmetric_c     = [(L_post - L_post,c) - (L_base - L_base,c)] / (L_post - L_base)
+
+Every model is scored on the same tokens, so the token count cancels in the shares: they depend on
+the per-document loss sums alone. The 95% intervals resample EVAL documents with replacement
+(:func:`bootstrap_shares`, percentile intervals). The per-document table (:func:`build_table`:
+document id, split, tokens, one loss-sum column per (model, correction)) is kept and exported so
+that every share can be recomputed from it (:func:`shares_from_sums`).
+
+A share means little alone: a model damaged at random (Gaussian noise on its output weights, no
+bias and no temperature change planted) also gets part of its loss back from the same correction.
+Read a pair's share next to that control's share (``worker/recover_scoring.py`` builds the
+controls: planted bias, doubled logits, weight noise).
+
+Sufficient statistics and memory
+--------------------------------
+Only beta, and b on S, vary. Logits are stored shifted by their per-token maximum,
+zt = z - max_v z_v (the shift cancels in every nll and keeps small values precise in float16).
+Per token the fit needs:
+
+- ``target_logit`` zt_{y_t} (float32) and the target id;
+- ``logits``: zt on a *kept* set of token ids, a superset of S (N x K_kept, float32 or float16);
+- when the kept set is not the whole vocabulary, the log-partition of the rest (the complement R)
+  as a function of beta. It is one scalar per token at T = 1 (enough for ``bias`` and
+  ``closed_bias``), but a temperature needs all of it, so it is tabulated on a grid of
+  u = log beta (``LOG_BETA_GRID``: 97 points, T in [1/8, 8]) with its derivative::
+
+      C_t(u)   = log sum_{v in R} exp(e^u zt_tv)
+      C'_t(u)  = e^u sum_{v in R} softmax(e^u zt_t)_v zt_tv          (= dC/du)
+
+  and read by cubic Hermite interpolation (error ~ h^4/384 max|C''''|, h = 0.043: below 1e-5 nats
+  on tiny models, checked against the full logits in the tests). T is bounded to the grid.
+
+Memory per token: 4 + 4 + K_kept x (4 | 2) [+ 2 x 97 x 4] bytes. A tiny model (V ~ 500) keeps the
+full vocabulary in float32: 2 kB/token, 20 MB for 10k tokens, and the temperature is exact. A real
+vocabulary (V = 32k..152k) keeps only S (K = 4096) in float16 plus the grid: ~8.9 kB/token, so 1M
+tokens take ~8.9 GB per model (instead of 0.6 TB of full float32 logits); the scorer can write the
+arrays to .npy memory maps and every pass here streams over rows in chunks, so the fit runs in
+bounded memory. The alternative, recomputing the forward pass at every L-BFGS evaluation, costs
+~100 forward passes per fit and is not used.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+
+KINDS = ("bias", "temp", "bias_temp", "closed_bias")
+ALL_CORRECTIONS = ("none", *KINDS)
+SPLITS = ("fit_train", "fit_select", "eval")
+DEFAULT_K = 4096
+DEFAULT_MAX_TOKENS = 2047
+L2_GRID = (1e-3, 1e-4, 1e-5, 1e-6, 0.0)
+T_RANGE = 8.0  # the grid covers T in [1/T_RANGE, T_RANGE]
+LOG_BETA_GRID = np.linspace(-math.log(T_RANGE), math.log(T_RANGE), 97)
+_CHUNK_ELEMENTS = 1 << 21  # rows per chunk x kept columns, for streaming passes
+_GATHER_LIMIT = 1 << 31  # bytes: fit rows up to this size are copied once and kept in memory
+
+
+# ----------------------------------------------------------------------------------------------
+# Token statistics
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class TokenStats:
+    """Per-token sufficient statistics of one model on a list of documents (see module doc).
+
+    Document d owns rows ``offsets[d]:offsets[d + 1]`` (every document has at least one row).
+    ``kept`` lists the token ids whose shifted logits are stored, in column order; ``comp`` and
+    ``comp_du`` (N x G, on ``log_beta_grid``) summarize the other tokens and are None when every
+    token is kept.
+    """
+
+    offsets: np.ndarray
+    targets: np.ndarray
+    target_logit: np.ndarray
+    kept: np.ndarray
+    logits: np.ndarray
+    vocab_size: int
+    comp: np.ndarray | None = None
+    comp_du: np.ndarray | None = None
+    log_beta_grid: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.offsets = np.asarray(self.offsets, dtype=np.int64)
+        n = int(self.offsets[-1])
+        if self.offsets[0] != 0 or np.any(np.diff(self.offsets) < 1):
+            raise ValueError("offsets must start at 0 and give every document at least one token")
+        if len(self.targets) != n or len(self.target_logit) != n or self.logits.shape[0] != n:
+            raise ValueError("targets, target_logit and logits need one row per token")
+        if self.logits.shape[1] != len(self.kept):
+            raise ValueError("logits need one column per kept token")
+        if (self.comp is None) != (len(self.kept) == self.vocab_size):
+            raise ValueError("comp is needed exactly when some tokens are not kept")
+        if self.comp is not None:
+            if self.log_beta_grid is None or self.comp_du is None:
+                raise ValueError("comp needs comp_du and log_beta_grid")
+            if not np.any(np.isclose(self.log_beta_grid, 0.0, atol=1e-12)):
+                raise ValueError("log_beta_grid must contain 0 (T = 1)")
+        self._col = np.full(self.vocab_size, -1, dtype=np.int64)
+        self._col[np.asarray(self.kept, dtype=np.int64)] = np.arange(len(self.kept))
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def doc_tokens(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @property
+    def full(self) -> bool:
+        """True when every token's logit is kept (temperature fits are then exact)."""
+        return self.comp is None
+
+    def columns(self, token_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Column of each token id in ``logits`` (ValueError for a token that is not kept)."""
+        ids = np.asarray(token_ids, dtype=np.int64)
+        cols = self._col[ids]
+        if np.any(cols < 0):
+            raise ValueError(f"tokens not kept in these statistics: {ids[cols < 0][:10].tolist()}")
+        return cols
+
+    def rows_of(self, doc_mask: np.ndarray) -> np.ndarray:
+        """Row indices of the documents selected by a boolean mask (in document order)."""
+        docs = np.flatnonzero(np.asarray(doc_mask, dtype=bool))
+        if len(docs) == 0:
+            return np.zeros(0, dtype=np.int64)
+        starts, ends = self.offsets[docs], self.offsets[docs + 1]
+        return np.concatenate([np.arange(s, e) for s, e in zip(starts, ends, strict=True)])
+
+    def nbytes(self) -> int:
+        arrays = [self.targets, self.target_logit, self.logits, self.comp, self.comp_du]
+        return int(sum(a.nbytes for a in arrays if a is not None))
+
+
+def summarize_logits(
+    logits: np.ndarray,
+    targets: np.ndarray,
+    kept: np.ndarray | None = None,
+    log_beta_grid: np.ndarray | None = None,
+    logits_dtype: Any = np.float32,
+) -> dict[str, np.ndarray | None]:
+    """Reference (numpy) reduction of full logits (n x V) to the statistics of :class:`TokenStats`.
+
+    Returns ``target_logit``, ``logits`` (kept columns), ``comp`` and ``comp_du`` (None when
+    ``kept`` is None, i.e. all tokens kept). The torch scorer computes the same on the device.
+    """
+    z = np.asarray(logits, dtype=np.float64)
+    zt = z - z.max(axis=1, keepdims=True)
+    rows = np.arange(len(zt))
+    out: dict[str, np.ndarray | None] = {
+        "target_logit": zt[rows, np.asarray(targets)].astype(np.float32),
+        "comp": None,
+        "comp_du": None,
+    }
+    if kept is None:
+        out["logits"] = zt.astype(logits_dtype)
+        return out
+    grid = LOG_BETA_GRID if log_beta_grid is None else np.asarray(log_beta_grid, dtype=np.float64)
+    mask = np.ones(z.shape[1], dtype=bool)
+    mask[np.asarray(kept)] = False
+    zc = zt[:, mask]
+    comp = np.empty((len(zt), len(grid)), dtype=np.float32)
+    du = np.empty_like(comp)
+    for g, u in enumerate(grid):
+        a = math.exp(u) * zc
+        m = a.max(axis=1, keepdims=True)
+        e = np.exp(a - m)
+        s = e.sum(axis=1)
+        comp[:, g] = (m[:, 0] + np.log(s)).astype(np.float32)
+        du[:, g] = (math.exp(u) * (e * zc).sum(axis=1) / s).astype(np.float32)
+    out["logits"] = zt[:, np.asarray(kept)].astype(logits_dtype)
+    out["comp"], out["comp_du"] = comp, du
+    return out
+
+
+def stats_from_logits(
+    doc_logits: Sequence[np.ndarray],
+    doc_targets: Sequence[np.ndarray],
+    *,
+    kept: np.ndarray | None = None,
+    log_beta_grid: np.ndarray | None = None,
+    logits_dtype: Any = np.float32,
+) -> TokenStats:
+    """TokenStats from per-document full logits (n_d x V) and targets (n_d,); for small data/tests."""
+    vocab = int(doc_logits[0].shape[1])
+    parts = [
+        summarize_logits(z, y, kept, log_beta_grid, logits_dtype)
+        for z, y in zip(doc_logits, doc_targets, strict=True)
+    ]
+    lengths = [len(y) for y in doc_targets]
+    grid = None if kept is None else (LOG_BETA_GRID if log_beta_grid is None else log_beta_grid)
+    return TokenStats(
+        offsets=np.concatenate([[0], np.cumsum(lengths)]),
+        targets=np.concatenate([np.asarray(y, dtype=np.int64) for y in doc_targets]),
+        target_logit=np.concatenate([p["target_logit"] for p in parts]),
+        kept=np.arange(vocab) if kept is None else np.asarray(kept, dtype=np.int64),
+        logits=np.concatenate([p["logits"] for p in parts]),
+        vocab_size=vocab,
+        comp=None if kept is None else np.concatenate([p["comp"] for p in parts]),
+        comp_du=None if kept is None else np.concatenate([p["comp_du"] for p in parts]),
+        log_beta_grid=None if grid is None else np.asarray(grid, dtype=np.float64),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Splits and the bias support
+# ----------------------------------------------------------------------------------------------
+def split_documents(
+    n_docs: int, *, eval_fraction: float = 0.2, select_fraction: float = 0.1, seed: int = 0
+) -> np.ndarray:
+    """Split label per document: "eval", "fit_train" or "fit_select" (document level, seeded).
+
+    EVAL: round(eval_fraction n) documents drawn at random (at least 1). The other documents, in
+    corpus order, are FIT: its last round(select_fraction n_fit) (at least 1) are FIT_select, the
+    rest FIT_train.
+    """
+    if n_docs < 3:
+        raise ValueError(f"need at least 3 documents (eval, fit_train, fit_select), got {n_docs}")
+    if not (0 < eval_fraction < 1 and 0 < select_fraction < 1):
+        raise ValueError("eval_fraction and select_fraction must be in (0, 1)")
+    rng = np.random.default_rng(seed)
+    n_eval = min(max(1, round(eval_fraction * n_docs)), n_docs - 2)
+    is_eval = np.zeros(n_docs, dtype=bool)
+    is_eval[rng.permutation(n_docs)[:n_eval]] = True
+    fit = np.flatnonzero(~is_eval)
+    n_select = min(max(1, round(select_fraction * len(fit))), len(fit) - 1)
+    labels = np.full(n_docs, "eval", dtype=object)
+    labels[fit[: len(fit) - n_select]] = "fit_train"
+    labels[fit[len(fit) - n_select :]] = "fit_select"
+    return labels
+
+
+def top_k_tokens(
+    targets: np.ndarray, k: int = DEFAULT_K, vocab_size: int | None = None
+) -> np.ndarray:
+    """The k most frequent target ids (count > 0), most frequent first, ties by smaller id."""
+    t = np.asarray(targets, dtype=np.int64)
+    counts = np.bincount(t, minlength=vocab_size or 0)
+    seen = np.flatnonzero(counts)
+    order = np.lexsort((seen, -counts[seen]))
+    return seen[order][: max(0, int(k))]
+
+
+# ----------------------------------------------------------------------------------------------
+# Corrections
+# ----------------------------------------------------------------------------------------------
+@dataclass
+class Correction:
+    """A fitted correction: logits / temperature + bias on ``bias_tokens`` (token ids)."""
+
+    kind: str
+    temperature: float = 1.0
+    bias_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    bias: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    l2: float | None = None
+    train_loss: float | None = None  # mean nll on FIT_train (without the penalty)
+    select_loss: float | None = None  # mean nll on FIT_select
+    n_iter: int = 0
+    n_eval: int = 0
+    converged: bool = True
+    path: list[dict[str, float]] = field(default_factory=list)  # one entry per l2 tried
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready description without the bias vector."""
+        b = np.asarray(self.bias, dtype=np.float64)
+        return {
+            "kind": self.kind,
+            "temperature": float(self.temperature),
+            "n_bias": int(len(b)),
+            "bias_norm": float(np.sqrt((b**2).sum())) if len(b) else 0.0,
+            "bias_max_abs": float(np.abs(b).max()) if len(b) else 0.0,
+            "l2": self.l2,
+            "train_loss": self.train_loss,
+            "select_loss": self.select_loss,
+            "n_iter": int(self.n_iter),
+            "n_eval": int(self.n_eval),
+            "converged": bool(self.converged),
+            "path": list(self.path),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.summary()
+        d["bias_tokens"] = np.asarray(self.bias_tokens).tolist()
+        d["bias"] = np.asarray(self.bias, dtype=np.float64).tolist()
+        return d
+
+
+NO_CORRECTION = Correction(kind="none")
+
+
+def _hermite(grid: np.ndarray, values: np.ndarray, derivs: np.ndarray, u: float):
+    """Cubic Hermite interpolation of each row at scalar u: (value, d value / du) per row."""
+    i = int(np.clip(np.searchsorted(grid, u, side="right") - 1, 0, len(grid) - 2))
+    h = float(grid[i + 1] - grid[i])
+    s = (u - float(grid[i])) / h
+    s2, s3 = s * s, s * s * s
+    c0, c1 = values[:, i].astype(np.float64), values[:, i + 1].astype(np.float64)
+    d0, d1 = derivs[:, i].astype(np.float64), derivs[:, i + 1].astype(np.float64)
+    val = (
+        (2 * s3 - 3 * s2 + 1) * c0
+        + (s3 - 2 * s2 + s) * h * d0
+        + (-2 * s3 + 3 * s2) * c1
+        + (s3 - s2) * h * d1
+    )
+    dval = (
+        (6 * s2 - 6 * s) * c0
+        + (3 * s2 - 4 * s + 1) * h * d0
+        + (-6 * s2 + 6 * s) * c1
+        + (3 * s2 - 2 * s) * h * d1
+    ) / h
+    return val, dval
+
+
+class _Rows:
+    """Chunks of selected rows of a TokenStats, copied once when small enough (else per pass)."""
+
+    def __init__(self, stats: TokenStats, rows: np.ndarray | None):
+        self.stats = stats
+        rows = np.arange(stats.n_tokens) if rows is None else np.asarray(rows, dtype=np.int64)
+        self.rows = rows
+        self.n = len(rows)
+        kk = max(1, stats.logits.shape[1])
+        self.chunk = max(1, _CHUNK_ELEMENTS // kk)
+        row_bytes = stats.logits.itemsize * kk + (
+            0 if stats.comp is None else 8 * stats.comp.shape[1]
+        )
+        self._cache = None
+        if self.n * row_bytes <= _GATHER_LIMIT:
+            self._cache = list(self._gather())
+
+    def _gather(self):
+        s = self.stats
+        for start in range(0, self.n, self.chunk):
+            idx = self.rows[start : start + self.chunk]
+            contiguous = len(idx) and idx[-1] - idx[0] == len(idx) - 1
+            sl = slice(int(idx[0]), int(idx[-1]) + 1) if contiguous else idx
+            z = np.asarray(s.logits[sl])
+            tcol = s._col[s.targets[sl]]
+            comp = None if s.comp is None else (np.asarray(s.comp[sl]), np.asarray(s.comp_du[sl]))
+            yield z, np.asarray(s.target_logit[sl], dtype=np.float64), tcol, comp
+
+    def __iter__(self):
+        return iter(self._cache) if self._cache is not None else self._gather()
+
+
+def _pass(
+    data: _Rows,
+    beta: float,
+    b_kept: np.ndarray | None,
+    *,
+    grad_b: bool = False,
+    grad_beta: bool = False,
+    per_token: bool = False,
+):
+    """One pass over the rows: total nll, sum_t p'_t over kept columns, d total / d beta, nlls."""
+    s = data.stats
+    u = math.log(beta)
+    total = 0.0
+    p_sum = np.zeros(s.logits.shape[1]) if grad_b else None
+    d_beta = 0.0
+    nlls = [] if per_token else None
+    bk32 = None if b_kept is None else b_kept.astype(np.float32)
+    for z, ty, tcol, comp in data:
+        a = z.astype(np.float32, copy=True) if z.dtype != np.float32 else z.copy()
+        if beta != 1.0:
+            a *= np.float32(beta)
+        if bk32 is not None:
+            a += bk32
+        m = a.max(axis=1).astype(np.float64)
+        if comp is not None:
+            c_val, c_du = _hermite(s.log_beta_grid, comp[0], comp[1], u)
+            m = np.maximum(m, c_val)
+        a -= m[:, None].astype(np.float32)
+        np.exp(a, out=a)
+        tot = a.sum(axis=1, dtype=np.float64)
+        if comp is not None:
+            e_c = np.exp(c_val - m)
+            tot += e_c
+        lse = m + np.log(tot)
+        tgt = beta * ty
+        if bk32 is not None:
+            has = tcol >= 0
+            tgt = tgt + np.where(has, b_kept[np.where(has, tcol, 0)], 0.0)
+        nll = lse - tgt
+        total += float(nll.sum())
+        if per_token:
+            nlls.append(nll)
+        if grad_b or grad_beta:
+            a /= tot[:, None].astype(np.float32)  # a now holds p' on kept columns
+            if grad_b:
+                p_sum += a.sum(axis=0, dtype=np.float64)
+            if grad_beta:
+                ez = np.einsum("ij,ij->i", a, z.astype(np.float32, copy=False), dtype=np.float64)
+                if comp is not None:
+                    ez = ez + (e_c / tot) * c_du / beta  # p'(R) * dC/dbeta
+                d_beta += float((ez - ty).sum())
+    return total, p_sum, d_beta, (np.concatenate(nlls) if per_token else None)
+
+
+def _b_kept(stats: TokenStats, bias_cols: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
+    if bias is None or len(bias_cols) == 0:
+        return None
+    b = np.zeros(stats.logits.shape[1])
+    b[bias_cols] = bias
+    return b
+
+
+def token_nll(
+    stats: TokenStats, correction: Correction = NO_CORRECTION, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Per-token nll (float64) under a correction, for ``rows`` (default all, in row order)."""
+    data = _Rows(stats, rows)
+    cols = stats.columns(correction.bias_tokens)
+    b = _b_kept(stats, cols, np.asarray(correction.bias, dtype=np.float64))
+    return _pass(data, 1.0 / correction.temperature, b, per_token=True)[3]
+
+
+def mean_nll(
+    stats: TokenStats, correction: Correction = NO_CORRECTION, rows: np.ndarray | None = None
+) -> float:
+    nll = token_nll(stats, correction, rows)
+    return float(nll.mean())
+
+
+def doc_loss_sums(stats: TokenStats, correction: Correction = NO_CORRECTION) -> np.ndarray:
+    """Sum of per-token nll of each document (float64, one value per document)."""
+    nll = token_nll(stats, correction)
+    return np.add.reduceat(nll, stats.offsets[:-1])
+
+
+def closed_form_bias(stats: TokenStats, rows: np.ndarray, bias_tokens: np.ndarray) -> Correction:
+    """One-step closed-form bias on ``rows`` (T = 1): b_k = log(f_k / pbar_k) for k in S.
+
+    f_k = n_k / N (empirical frequency of k as a target), pbar_k = mean_t softmax(z_t)_k.
+    """
+    bias_tokens = np.asarray(bias_tokens, dtype=np.int64)
+    cols = stats.columns(bias_tokens)
+    data = _Rows(stats, rows)
+    total, p_sum, _, _ = _pass(data, 1.0, None, grad_b=True)
+    counts = np.bincount(stats.targets[data.rows], minlength=stats.vocab_size)[bias_tokens]
+    with np.errstate(divide="ignore"):
+        bias = np.log(counts / data.n) - np.log(p_sum[cols] / data.n)
+    bias[~np.isfinite(bias)] = 0.0  # a token of S never seen in these rows keeps b = 0
+    return Correction(
+        kind="closed_bias",
+        bias_tokens=bias_tokens,
+        bias=bias,
+        train_loss=None,
+        n_eval=1,
+    )
+
+
+def _fit_one(
+    data: _Rows,
+    kind: str,
+    bias_cols: np.ndarray,
+    n_s: np.ndarray,
+    l2: float,
+    x0: np.ndarray,
+    max_iter: int,
+    t_bounds: tuple[float, float],
+):
+    """L-BFGS-B on x = [log T]? + [b_S]?; returns (x, result)."""
+    stats = data.stats
+    has_t = kind in ("temp", "bias_temp")
+    has_b = kind in ("bias", "bias_temp")
+    n = data.n
+    counter = {"n": 0}
+
+    def fun(x):
+        counter["n"] += 1
+        tau = float(x[0]) if has_t else 0.0
+        beta = math.exp(-tau)
+        b = x[1:] if has_t else x
+        bk = _b_kept(stats, bias_cols, b) if has_b else None
+        total, p_sum, d_beta, _ = _pass(data, beta, bk, grad_b=has_b, grad_beta=has_t)
+        f = total / n
+        grad = []
+        if has_t:
+            grad.append(np.array([-beta * d_beta / n]))
+        if has_b:
+            f += l2 * float(b @ b)
+            grad.append((p_sum[bias_cols] - n_s) / n + 2 * l2 * b)
+        return f, np.concatenate(grad)
+
+    bounds = ([t_bounds] if has_t else []) + ([(None, None)] * len(bias_cols) if has_b else [])
+    res = minimize(
+        fun,
+        x0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": max_iter, "ftol": 1e-13, "gtol": 1e-8, "maxcor": 20},
+    )
+    return res.x, res, counter["n"]
+
+
+def fit_correction(
+    stats: TokenStats,
+    kind: str,
+    *,
+    train_rows: np.ndarray,
+    select_rows: np.ndarray | None = None,
+    bias_tokens: np.ndarray | None = None,
+    l2_grid: Sequence[float] = L2_GRID,
+    max_iter: int = 500,
+) -> Correction:
+    """Fit ``bias``, ``temp`` or ``bias_temp`` by L-BFGS-B (see module doc).
+
+    For the bias kinds, each lambda of ``l2_grid`` is fitted on ``train_rows`` (largest lambda
+    first, each fit warm-started from the previous one) and the lambda with the lowest mean nll on
+    ``select_rows`` wins (ties: the larger lambda). ``temp`` has no penalty and ignores the grid.
+    """
+    if kind not in ("bias", "temp", "bias_temp"):
+        raise ValueError(f"unknown fitted correction {kind!r}")
+    has_t = kind != "bias"
+    has_b = kind != "temp"
+    bias_tokens = np.zeros(0, np.int64) if not has_b else np.asarray(bias_tokens, dtype=np.int64)
+    if has_b and len(bias_tokens) == 0:
+        raise ValueError(f"{kind} needs bias_tokens")
+    cols = stats.columns(bias_tokens)
+    data = _Rows(stats, train_rows)
+    if data.n == 0:
+        raise ValueError("no training rows")
+    sel = _Rows(stats, select_rows) if (select_rows is not None and len(select_rows)) else None
+    n_s = np.bincount(stats.targets[data.rows], minlength=stats.vocab_size)[bias_tokens].astype(
+        np.float64
+    )
+    lim = math.log(T_RANGE) if not stats.full else math.log(64.0)
+    t_bounds = (-lim, lim)
+
+    grid = sorted({float(v) for v in l2_grid}, reverse=True) if has_b else [0.0]
+    if has_b and sel is None and len(grid) > 1:
+        raise ValueError("choosing lambda needs select_rows")
+    x = np.zeros(int(has_t) + len(cols))
+    best = None
+    path = []
+    total_iter = total_eval = 0
+    for l2 in grid:
+        x, res, n_eval = _fit_one(data, kind, cols, n_s, l2, x, max_iter, t_bounds)
+        total_iter += int(res.nit)
+        total_eval += n_eval
+        temp = math.exp(float(x[0])) if has_t else 1.0
+        corr = Correction(
+            kind=kind,
+            temperature=temp,
+            bias_tokens=bias_tokens,
+            bias=np.array(x[int(has_t) :], dtype=np.float64),
+            l2=l2 if has_b else None,
+            converged=bool(res.success),
+        )
+        b = _b_kept(stats, cols, corr.bias) if has_b else None
+        corr.train_loss = _pass(data, 1.0 / temp, b)[0] / data.n
+        if sel is not None:
+            corr.select_loss = _pass(sel, 1.0 / temp, b)[0] / sel.n
+        path.append(
+            {
+                "l2": l2,
+                "temperature": temp,
+                "train_loss": corr.train_loss,
+                "select_loss": corr.select_loss,
+                "n_iter": int(res.nit),
+                "converged": bool(res.success),
+            }
+        )
+        if best is None or (
+            corr.select_loss is not None and corr.select_loss < best.select_loss - 1e-12
+        ):
+            best = corr
+    best.path = path
+    best.n_iter, best.n_eval = total_iter, total_eval
+    return best
+
+
+def fit_corrections(
+    stats: TokenStats,
+    splits: Sequence[str] | np.ndarray,
+    bias_tokens: np.ndarray,
+    *,
+    kinds: Sequence[str] = KINDS,
+    l2_grid: Sequence[float] = L2_GRID,
+    max_iter: int = 500,
+) -> dict[str, Correction]:
+    """Every correction of ``kinds`` (plus ``none``) for one model, from the document ``splits``.
+
+    Fitted kinds use FIT_train and FIT_select; ``closed_bias`` uses all of FIT.
+    """
+    labels = np.asarray(splits, dtype=object)
+    if len(labels) != stats.n_docs:
+        raise ValueError(f"{len(labels)} split labels for {stats.n_docs} documents")
+    train = stats.rows_of(labels == "fit_train")
+    select = stats.rows_of(labels == "fit_select")
+    fit = stats.rows_of((labels == "fit_train") | (labels == "fit_select"))
+    out: dict[str, Correction] = {"none": NO_CORRECTION}
+    for kind in kinds:
+        if kind == "closed_bias":
+            out[kind] = closed_form_bias(stats, fit, bias_tokens)
+        elif kind in ("bias", "temp", "bias_temp"):
+            out[kind] = fit_correction(
+                stats,
+                kind,
+                train_rows=train,
+                select_rows=select,
+                bias_tokens=bias_tokens,
+                l2_grid=l2_grid,
+                max_iter=max_iter,
+            )
+        else:
+            raise ValueError(f"unknown correction kind {kind!r}")
+    return out
+
+
+def correction_loss_sums(
+    stats: TokenStats, corrections: Mapping[str, Correction]
+) -> dict[str, np.ndarray]:
+    """Per-document loss sums under each correction (same keys as ``corrections``)."""
+    return {name: doc_loss_sums(stats, corr) for name, corr in corrections.items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# The per-document table, shares and bootstrap
+# ----------------------------------------------------------------------------------------------
+def loss_column(model: str, correction: str) -> str:
+    """Name of the loss-sum column of (model, correction) in the table: "model/correction"."""
+    if "/" in model or "/" in correction:
+        raise ValueError("model and correction names may not contain '/'")
+    return f"{model}/{correction}"
+
+
+def build_table(
+    doc_ids: Sequence[Any],
+    splits: Sequence[str],
+    n_tokens: Sequence[int],
+    sums: Mapping[str, Mapping[str, np.ndarray]],
+) -> dict[str, list]:
+    """The exportable per-document table: columns ``doc_id, split, n_tokens`` and one loss-sum
+    column ``model/correction`` per entry of ``sums[model][correction]`` (float, nats)."""
+    n = len(doc_ids)
+    if len(splits) != n or len(n_tokens) != n:
+        raise ValueError("doc_ids, splits and n_tokens must have one entry per document")
+    table: dict[str, list] = {
+        "doc_id": list(doc_ids),
+        "split": [str(s) for s in splits],
+        "n_tokens": [int(v) for v in n_tokens],
+    }
+    for model, per_corr in sums.items():
+        for corr, values in per_corr.items():
+            values = np.asarray(values, dtype=np.float64)
+            if len(values) != n:
+                raise ValueError(f"{model}/{corr}: {len(values)} sums for {n} documents")
+            table[loss_column(model, corr)] = values.tolist()
+    return table
+
+
+def table_to_records(table: Mapping[str, Sequence]) -> list[dict[str, Any]]:
+    """One dict per document (for JSON / CSV / Arrow export)."""
+    cols = list(table)
+    n = len(table["doc_id"])
+    return [{c: table[c][i] for c in cols} for i in range(n)]
+
+
+def table_from_records(records: Iterable[Mapping[str, Any]]) -> dict[str, list]:
+    records = list(records)
+    if not records:
+        raise ValueError("no records")
+    return {c: [r[c] for r in records] for c in records[0]}
+
+
+def table_models(table: Mapping[str, Sequence]) -> dict[str, list[str]]:
+    """Models and their corrections present in a table."""
+    out: dict[str, list[str]] = {}
+    for col in table:
+        if "/" in col:
+            model, corr = col.split("/", 1)
+            out.setdefault(model, []).append(corr)
+    return out
+
+
+def _select(table: Mapping[str, Sequence], split: str | Sequence[str] | None) -> np.ndarray:
+    labels = np.asarray(table["split"], dtype=object)
+    if split is None:
+        return np.ones(len(labels), dtype=bool)
+    wanted = {split} if isinstance(split, str) else set(split)
+    if "fit" in wanted:
+        wanted |= {"fit_train", "fit_select"}
+    return np.isin(labels, list(wanted))
+
+
+def _share_columns(table, base, post, corrections):
+    have = table_models(table)
+    for model in (base, post):
+        if model not in have:
+            raise KeyError(f"model {model!r} not in table (have {sorted(have)})")
+    if corrections is None:
+        corrections = [c for c in have[post] if c != "none" and c in have[base]]
+    cols = [loss_column(base, "none"), loss_column(post, "none")]
+    for c in corrections:
+        cols += [loss_column(base, c), loss_column(post, c)]
+    return list(corrections), cols
+
+
+def _shares_from_totals(tot: np.ndarray, corrections: Sequence[str], n_tok: np.ndarray):
+    """tot: (..., 2 + 2 len(corrections)) loss sums in _share_columns order; n_tok: (...)."""
+    lb, lp = tot[..., 0], tot[..., 1]
+    gap = lp - lb
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = {"gap": gap / n_tok, "loss_base": lb / n_tok, "loss_post": lp / n_tok}
+        for j, c in enumerate(corrections):
+            lbc, lpc = tot[..., 2 + 2 * j], tot[..., 3 + 2 * j]
+            out[f"share/{c}"] = (lp - lpc) / gap
+            out[f"symmetric/{c}"] = ((lp - lpc) - (lb - lbc)) / gap
+            out[f"gain_post/{c}"] = (lp - lpc) / n_tok
+            out[f"gain_base/{c}"] = (lb - lbc) / n_tok
+    return out
+
+
+def _nest(flat: Mapping[str, Any], corrections: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {k: flat[k] for k in ("gap", "loss_base", "loss_post")}
+    for key in ("share", "symmetric", "gain_post", "gain_base"):
+        out[key] = {c: flat[f"{key}/{c}"] for c in corrections}
+    return out
+
+
+def shares_from_sums(
+    table: Mapping[str, Sequence],
+    *,
+    base: str = "base",
+    post: str = "post",
+    split: str | Sequence[str] | None = "eval",
+    corrections: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Recovery shares of ``post`` against ``base`` from the per-document loss sums (module doc).
+
+    ``split``: "eval" (default), "fit" (FIT_train + FIT_select: in-sample), a list of labels, or
+    None for all documents. Returns ``n_docs, n_tokens, gap, loss_base, loss_post`` (nats per
+    token) and dicts keyed by correction: ``share``, ``symmetric``, ``gain_post``, ``gain_base``
+    (gain = loss drop per token from the correction). A zero gap gives inf/nan shares.
+    """
+    corrections, cols = _share_columns(table, base, post, corrections)
+    sel = _select(table, split)
+    if not sel.any():
+        raise ValueError(f"no documents in split {split!r}")
+    mat = np.column_stack([np.asarray(table[c], dtype=np.float64)[sel] for c in cols])
+    n_tok = float(np.asarray(table["n_tokens"], dtype=np.float64)[sel].sum())
+    flat = _shares_from_totals(mat.sum(axis=0), corrections, np.float64(n_tok))
+    out = {"base": base, "post": post, "n_docs": int(sel.sum()), "n_tokens": int(n_tok)}
+    out.update(_nest({k: float(v) for k, v in flat.items()}, corrections))
+    return out
+
+
+def bootstrap_shares(
+    table: Mapping[str, Sequence],
+    n_boot: int = 2000,
+    seed: int = 0,
+    *,
+    base: str = "base",
+    post: str = "post",
+    split: str | Sequence[str] | None = "eval",
+    corrections: Sequence[str] | None = None,
+    level: float = 0.95,
+    return_replicates: bool = False,
+) -> dict[str, Any]:
+    """Point estimates and percentile bootstrap intervals over documents.
+
+    Each replicate draws the selected documents with replacement (as many as there are), sums
+    their loss sums and token counts, and recomputes every statistic of :func:`shares_from_sums`.
+    Every statistic becomes ``{"estimate", "lo", "hi", "se"}`` (se: standard deviation of the
+    finite replicates; lo/hi: their (1 - level)/2 and (1 + level)/2 quantiles). Replicates with a
+    zero gap are dropped from the share statistics and counted in ``n_nonfinite``.
+    """
+    point = shares_from_sums(table, base=base, post=post, split=split, corrections=corrections)
+    corrections, cols = _share_columns(table, base, post, corrections)
+    sel = _select(table, split)
+    mat = np.column_stack([np.asarray(table[c], dtype=np.float64)[sel] for c in cols])
+    n_tok = np.asarray(table["n_tokens"], dtype=np.float64)[sel]
+    d = len(n_tok)
+    rng = np.random.default_rng(seed)
+    per = max(1, min(n_boot, (1 << 22) // max(1, d)))
+    flats: list[dict[str, np.ndarray]] = []
+    done = 0
+    while done < n_boot:
+        m = min(per, n_boot - done)
+        idx = rng.integers(0, d, size=(m, d))
+        w = np.bincount((idx + d * np.arange(m)[:, None]).ravel(), minlength=m * d)
+        w = w.reshape(m, d).astype(np.float64)
+        flats.append(_shares_from_totals(w @ mat, corrections, w @ n_tok))
+        done += m
+    reps = {k: np.concatenate([f[k] for f in flats]) for k in flats[0]}
+    lo_q, hi_q = (1 - level) / 2, (1 + level) / 2
+    point_flat = {
+        "gap": point["gap"],
+        "loss_base": point["loss_base"],
+        "loss_post": point["loss_post"],
+    }
+    for key in ("share", "symmetric", "gain_post", "gain_base"):
+        for c in corrections:
+            point_flat[f"{key}/{c}"] = point[key][c]
+    stats: dict[str, Any] = {}
+    n_nonfinite = 0
+    for k, v in reps.items():
+        finite = v[np.isfinite(v)]
+        n_nonfinite = max(n_nonfinite, len(v) - len(finite))
+        if len(finite):
+            lo, hi = np.quantile(finite, [lo_q, hi_q])
+            se = float(finite.std(ddof=1)) if len(finite) > 1 else 0.0
+        else:
+            lo = hi = se = float("nan")
+        stats[k] = {"estimate": point_flat[k], "lo": float(lo), "hi": float(hi), "se": se}
+    out = {
+        "base": base,
+        "post": post,
+        "n_docs": point["n_docs"],
+        "n_tokens": point["n_tokens"],
+        "n_boot": int(n_boot),
+        "seed": int(seed),
+        "level": float(level),
+        "n_nonfinite": int(n_nonfinite),
+    }
+    out.update(_nest(stats, corrections))
+    if return_replicates:
+        out["replicates"] = reps
+    return out

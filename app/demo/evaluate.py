@@ -1,0 +1,253 @@
+"""Evaluate the demo zoo in-process and compute its forgetting map (used by the tests and by
+``python -m app.demo.zoo --evaluate``; ``forgetmap demo`` goes through the worker instead).
+
+Scoring is the worker's: for a base-prompted model, multiple-choice items are scored by choice
+log-likelihood over the option letters of the few-shot prompt
+(``prompts.choice_continuations`` + ``grading.grade_choice_logprobs``, the worker's ``loglik``
+mode) and generative items by greedy generation from the few-shot prompt graded by
+``grading.grade``; a chat-prompted model gets the chat prompt (``build_prompt(mode="chat")``)
+and greedy generation for every item (the worker's ``generate`` mode).
+
+Seeds are the worker's evaluation seeds: the seed picks the few-shot examples
+(``select_shots(..., seed=seed)``), so seed s of a base-prompted model sees other shots than seed t,
+and that prompt variation is the sampling noise the noise floor measures. Greedy chat prompts are
+zero-shot, so their seeds agree (noise floor 0) unless a temperature is given.
+
+Because every option letter is a single token of the demo tokenizer, the log-likelihoods of all
+options come from one forward pass over the context (``fast=True``); ``fast=False`` asks the engine
+for each continuation (``TransformersEngine.choice_logprobs``), as the worker does. A test holds
+the two together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from app.metrics import (
+    TOTAL,
+    UnitScore,
+    aggregate,
+    benchmark_scores,
+    count_transitions,
+    noise_floor,
+)
+from worker.benchmarks.grading import grade, grade_choice_logprobs
+from worker.benchmarks.items import Item
+from worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots
+from worker.engines.base import GenerationParams, split_choice_ids
+
+__all__ = [
+    "Correctness",
+    "PairScores",
+    "evaluate_model",
+    "forgetting",
+    "noise_by_category",
+]
+
+Correctness = dict[tuple[str, str, int], bool]
+"""(benchmark, sample_id, seed) -> correct."""
+
+
+def _fast_choice_logprobs(engine, contexts: list[str], choices: list[list[str]]):
+    """One forward per context when every continuation is one token right after the context's
+    own ids (true for ``" A"``.. ``" Z"`` here); otherwise the engine's own method."""
+    import torch
+
+    tok = engine.tokenizer
+    plans = []
+    for ctx, opts in zip(contexts, choices, strict=True):
+        split = [split_choice_ids(tok, ctx, o) for o in opts]
+        ctx_ids = split[0][0]
+        if any(len(c) != 1 or x != ctx_ids for x, c in split):
+            return engine.choice_logprobs(contexts, choices)
+        plans.append((ctx_ids, [c[0] for _, c in split]))
+    scores: list[list[float]] = [[] for _ in plans]
+    order = sorted(range(len(plans)), key=lambda i: len(plans[i][0]))
+    for start in range(0, len(order), engine.batch_size):
+        idx = order[start : start + engine.batch_size]
+        input_ids, attention = engine._left_pad([plans[i][0] for i in idx])
+        pos = (attention.cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            logits = engine.model(
+                input_ids=input_ids,
+                attention_mask=attention,
+                position_ids=pos,
+                logits_to_keep=1,
+                use_cache=False,
+            ).logits[:, -1]
+        logprobs = torch.log_softmax(logits.float(), dim=-1).double()
+        for row, i in enumerate(idx):
+            scores[i] = [float(logprobs[row, t]) for t in plans[i][1]]
+    return scores
+
+
+def evaluate_model(
+    path: str | Path,
+    benchmarks: Mapping[str, Sequence[Item]],
+    *,
+    prompting: str = "base",
+    seeds: Iterable[int] = (0, 1, 2),
+    shots: int = 3,
+    temperature: float = 0.0,
+    max_tokens: int = 8,
+    num_threads: int = 2,
+    fast: bool = True,
+) -> Correctness:
+    """Per-sample correctness of one model on the given benchmarks, for each evaluation seed."""
+    from worker.engines.transformers_engine import TransformersEngine
+
+    engine = TransformersEngine(path, device="cpu", num_threads=num_threads, batch_size=32)
+    out: Correctness = {}
+    try:
+        for seed in seeds:
+            for items in benchmarks.values():
+                mc = [it for it in items if it.choices is not None]
+                gen = [it for it in items if it.choices is None]
+                if prompting == "base":
+                    shot = {it.sample_id: select_shots(it, items, shots, seed=seed) for it in items}
+                    if mc:
+                        pairs = [choice_continuations(it, shots=shot[it.sample_id]) for it in mc]
+                        contexts = [c for c, _ in pairs]
+                        conts = [list(o) for _, o in pairs]
+                        scores = (
+                            _fast_choice_logprobs(engine, contexts, conts)
+                            if fast
+                            else engine.choice_logprobs(contexts, conts)
+                        )
+                        for it, s in zip(mc, scores, strict=True):
+                            out[(it.benchmark, it.sample_id, seed)] = grade_choice_logprobs(
+                                it, s
+                            ).correct
+                    todo = gen
+                    prompts = [
+                        build_prompt(it, mode="base", shots=shot[it.sample_id]) for it in gen
+                    ]
+                elif prompting == "chat":
+                    todo = list(items)
+                    prompts = [build_prompt(it, mode="chat") for it in todo]
+                else:
+                    raise ValueError(f"prompting must be 'base' or 'chat', got {prompting!r}")
+                if todo:
+                    texts = [p.render(engine.apply_chat_template) for p in prompts]
+                    params = GenerationParams(
+                        temperature=temperature,
+                        max_tokens=max_tokens,
+                        seed=seed,
+                        stop=tuple(prompts[0].stop),
+                    )
+                    for it, g in zip(todo, engine.generate(texts, params), strict=True):
+                        out[(it.benchmark, it.sample_id, seed)] = grade(it, g.text).correct
+    finally:
+        engine.close()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Forgetting between two models, and noise floors
+
+
+@dataclass
+class PairScores:
+    """F_true / BT_true of one pair per category (macro, mean over seeds), per benchmark and seed."""
+
+    categories: dict[str, dict[str, float]] = field(default_factory=dict)
+    benchmarks: dict[tuple[str, int], dict[str, float]] = field(default_factory=dict)
+
+
+def _arrays(
+    pre: Correctness, post: Correctness, items: Sequence[Item], seed: int
+) -> dict[int | None, tuple[np.ndarray, np.ndarray]]:
+    groups: dict[int | None, tuple[list[int], list[int]]] = {}
+    for it in items:
+        key = (it.benchmark, it.sample_id, seed)
+        if key in pre and key in post:
+            a, b = groups.setdefault(it.k, ([], []))
+            a.append(int(pre[key]))
+            b.append(int(post[key]))
+    return {k: (np.array(a), np.array(b)) for k, (a, b) in groups.items()}
+
+
+def forgetting(
+    pre: Correctness,
+    post: Correctness,
+    benchmarks: Mapping[str, Sequence[Item]],
+    seeds: Iterable[int],
+    *,
+    how: str = "macro",
+) -> PairScores:
+    """The map of one pair: seed s of ``pre`` against seed s of ``post`` (app.metrics)."""
+    units = []
+    result = PairScores()
+    for seed in seeds:
+        for name, items in benchmarks.items():
+            groups = {
+                k: count_transitions(a, b) for k, (a, b) in _arrays(pre, post, items, seed).items()
+            }
+            if not groups:
+                continue
+            s = benchmark_scores(groups)
+            result.benchmarks[(name, seed)] = s.as_dict()
+            units.append(
+                UnitScore(
+                    pair="pair",
+                    benchmark=name,
+                    category=items[0].category or "",
+                    seed=seed,
+                    n=s.n,
+                    f_true=s.f_true,
+                    bt_true=s.bt_true,
+                    f=s.f,
+                    bt=s.bt,
+                    f_max=s.f_max,
+                    bt_max=s.bt_max,
+                )
+            )
+    for cat in aggregate(units, how):
+        result.categories[cat.category] = {
+            "f_true": cat.f_true,
+            "f_true_std": cat.f_true_std or 0.0,
+            "bt_true": cat.bt_true,
+            "bt_true_std": cat.bt_true_std or 0.0,
+            "f": cat.f,
+            "bt": cat.bt,
+            "f_max": cat.f_max,
+            "bt_max": cat.bt_max,
+        }
+    return result
+
+
+def noise_by_category(
+    results: Correctness, benchmarks: Mapping[str, Sequence[Item]], seeds: Sequence[int]
+) -> dict[str, float]:
+    """A model's noise floor per category (and "Total"): the chance-adjusted flip rate of the
+    model against itself, seed s vs seed t (``app.metrics.noise_floor``), averaged like the map
+    (benchmarks within a category, categories for Total)."""
+    seeds = list(seeds)
+    per_cat: dict[str, list[float]] = {}
+    for items in benchmarks.values():
+        pairs = []
+        for i, s in enumerate(seeds):
+            for t in seeds[i + 1 :]:
+                a = _arrays(results, results, items, s)
+                b = _arrays(results, results, items, t)
+                pairs.append({k: count_transitions(a[k][0], b[k][0]) for k in a if k in b})
+        floor = noise_floor(pairs)
+        if floor is not None:
+            per_cat.setdefault(items[0].category or "", []).append(floor.f_true)
+    out = {c: float(np.mean(v)) for c, v in per_cat.items()}
+    if out:
+        out[TOTAL] = float(np.mean(list(out.values())))
+    return out
+
+
+def mean_over(scores: PairScores, categories: Iterable[str], name: str = "f_true") -> float:
+    """Unweighted mean of a category value over ``categories`` (those present)."""
+    values = [scores.categories[c][name] for c in categories if c in scores.categories]
+    return float(np.mean(values)) if values else float("nan")
+
+
+ProgressFn = Callable[[str, int, int], None]
