@@ -49,7 +49,7 @@ def up(tmp_path_factory):
             break
         except OSError:
             if proc.poll() is not None:
-                raise RuntimeError((root / "up.log").read_text())
+                raise RuntimeError((root / "up.log").read_text()) from None
             time.sleep(0.2)
     yield {"url": url, "token": token, "data": data, "log": root / "up.log", "proc": proc}
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
