@@ -58,6 +58,12 @@ def make_worker_app(settings: WorkerSettings) -> Celery:
                 log.error("shard %d: the app refused an upload: %s", shard_id, exc)
                 client.fail(shard_id, f"the app refused the results: {exc}")
                 return "failed"
+            except AppUnavailable:
+                raise  # Celery retries the task with backoff
+            except Exception as exc:  # a bug or an engine crash: record it rather than leave it running
+                log.exception("shard %d crashed", shard_id)
+                client.fail(shard_id, f"worker error: {type(exc).__name__}: {exc}")
+                return "failed"
         finally:
             client.close()
 
