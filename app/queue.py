@@ -39,13 +39,14 @@ class BrokerSettings:
             options = {"visibility_timeout": self.visibility_timeout}
         else:
             folder = (self.data_dir / "broker").resolve()
-            for sub in ("queue", "processed"):
+            for sub in ("queue", "processed", "control"):
                 (folder / sub).mkdir(parents=True, exist_ok=True)
             broker = "filesystem://"
             options = {
                 "data_folder_in": str(folder / "queue"),
                 "data_folder_out": str(folder / "queue"),
                 "processed_folder": str(folder / "processed"),
+                "control_folder": str(folder / "control"),
                 "store_processed": False,
             }
         return {

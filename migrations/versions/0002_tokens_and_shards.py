@@ -46,6 +46,7 @@ def upgrade() -> None:
             created_at TIMESTAMP NOT NULL DEFAULT now(),
             started_at TIMESTAMP,
             heartbeat_at TIMESTAMP,
+            sent_at TIMESTAMP,
             finished_at TIMESTAMP
         )
         """
