@@ -7,6 +7,7 @@ order of the public contract, followed by extension fields.
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from app import metrics
+from app.cache import VersionCache
 from app.db import queries
 from app.db.store import Store
 from app.taxonomy import CATEGORIES, UNCATEGORIZED
@@ -261,23 +263,47 @@ def pair_filter(pairs: list[dict], query: MapQuery) -> set[int]:
 
 
 class MapCache:
-    """Map records per (store version, level, aggregate): the map is recomputed only after a write."""
+    """Map records, heatmap cells and encoded JSON per (level, aggregate), kept until a write."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, cache: VersionCache | None = None):
         self.store = store
-        self._entries: dict[tuple, list[dict]] = {}
+        self.cache = cache or VersionCache(store)
+
+    def _all(self, query: MapQuery) -> list[dict]:
+        return self.cache.get(("map", query.level, query.aggregate),
+                              lambda: _unfiltered(self.store, query.level, query.aggregate))  # fmt: skip
+
+    @staticmethod
+    def _filtered(query: MapQuery) -> bool:
+        return any((query.stage, query.family, query.q, query.min_size, query.max_size))
 
     def records(self, query: MapQuery) -> list[dict]:
-        key = (self.store.version, query.level, query.aggregate)
-        if key not in self._entries:
-            self._entries = {k: v for k, v in self._entries.items() if k[0] == self.store.version}
-            self._entries[key] = _unfiltered(self.store, query.level, query.aggregate)
-        records = self._entries[key]
-        if not any((query.stage, query.family, query.q, query.min_size, query.max_size)):
+        records = self._all(query)
+        if not self._filtered(query):
             return records
-        with self.store.read() as conn:
-            keep = pair_filter(queries.list_pairs(conn), query)
+        keep = self.cache.get(("keep", query), lambda: pair_filter(self.pairs(), query))
         return [r for r in records if r["pair_id"] in keep]
+
+    def pairs(self) -> list[dict]:
+        def load() -> list[dict]:
+            with self.store.read() as conn:
+                return queries.list_pairs(conn)
+
+        return self.cache.get(("pairs",), load)
+
+    def cells(self, query: MapQuery) -> list[dict]:
+        if self._filtered(query):
+            return heatmap_cells(self.records(query), query.level)
+        return self.cache.get(("cells", query.level, query.aggregate),
+                              lambda: heatmap_cells(self._all(query), query.level))  # fmt: skip
+
+    def json(self, query: MapQuery) -> bytes:
+        """The records as JSON bytes (encoding 9,000 records costs more than computing them)."""
+        if self._filtered(query):
+            return json.dumps(self.records(query)).encode()
+        return self.cache.get(
+            ("json", query.level, query.aggregate), lambda: json.dumps(self._all(query)).encode()
+        )
 
 
 def map_records(store: Store, query: MapQuery) -> list[dict]:
@@ -293,19 +319,33 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
              "column": r["category"]}
             for r in records
         ]  # fmt: skip
-    cells: dict[tuple[int, str], list[dict]] = {}
-    for r in records:
-        cells.setdefault((r["pair_id"], r["benchmark"]), []).append(r)
+    if not records:
+        return []
+    keys = [(r["pair_id"], r["benchmark"]) for r in records]
+    uniq = list(dict.fromkeys(keys))
+    index = {k: i for i, k in enumerate(uniq)}
+    group = np.fromiter((index[k] for k in keys), dtype=np.int64, count=len(keys))
+    count = np.bincount(group, minlength=len(uniq)).astype(np.float64)
+    cols = {}
+    for name in ("f_true", "bt_true", "f", "bt", "f_max", "bt_max"):
+        x = np.fromiter((r[name] for r in records), dtype=np.float64, count=len(records))
+        mean = np.bincount(group, weights=x, minlength=len(uniq)) / count
+        cols[name] = mean
+        if name in ("f_true", "bt_true"):
+            sq = np.bincount(group, weights=(x - mean[group]) ** 2, minlength=len(uniq))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cols[f"{name}_std"] = np.where(count > 1, np.sqrt(sq / (count - 1)), np.nan)
+    noise = np.fromiter((np.nan if r["noise_floor"] is None else r["noise_floor"] for r in records),
+                        dtype=np.float64, count=len(records))  # fmt: skip
+    has = ~np.isnan(noise)
+    noise_n = np.bincount(group[has], minlength=len(uniq))
+    noise_sum = np.bincount(group[has], weights=noise[has], minlength=len(uniq))
     out = []
-    for (pair_id, bench), rows in cells.items():
-        cell = {"pair_id": pair_id, "column": bench, "n_benchmarks": 1, "seeds": len(rows)}
-        for name in ("f_true", "bt_true", "f", "bt", "f_max", "bt_max"):
-            cell[name] = float(np.mean([r[name] for r in rows]))
-        for name in ("f_true", "bt_true"):
-            cell[f"{name}_std"] = (
-                float(np.std([r[name] for r in rows], ddof=1)) if len(rows) > 1 else None
-            )
-        noise = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
-        cell["noise_floor"] = float(np.mean(noise)) if noise else None
+    for i, (pair_id, bench) in enumerate(uniq):
+        cell = {"pair_id": pair_id, "column": bench, "n_benchmarks": 1, "seeds": int(count[i])}
+        for name, values in cols.items():
+            v = float(values[i])
+            cell[name] = None if np.isnan(v) else v
+        cell["noise_floor"] = float(noise_sum[i] / noise_n[i]) if noise_n[i] else None
         out.append(cell)
     return out

@@ -81,6 +81,9 @@ def run_shard(
     except BenchmarkError as exc:
         raise ShardFailed(str(exc)) from exc
     options = {"trust_remote_code": settings.trust_remote_code, "revision": spec.get("revision")}
+    if cfg["engine"] == "transformers" and settings.torch_threads:
+        # on a shared CPU node torch's default (every core) slowed generation 6-20x (bench/engine)
+        options["num_threads"] = settings.torch_threads
     if cfg["engine"] == "vllm":
         options.update(tensor_parallel_size=settings.tensor_parallel_size,
                        gpu_memory_utilization=settings.gpu_memory_utilization,

@@ -14,14 +14,22 @@ statistics of TokenStats on the model's device. Peak extra memory: batch_tokens 
 once upcast per chunk), e.g. 4096 x 152k x 2 bytes = 1.2 GB for a bf16 model on a GPU.
 
 Kept logits: the full vocabulary when V <= ``full_vocab_max`` (default 4096: exact temperature
-fits; tiny models), else only the bias tokens S plus the complement grid (module doc of
-app.analysis.recover). Pass ``out_dir`` to keep the big arrays in .npy memory maps.
+fits; tiny models), else only the bias tokens S, in float16, plus the complement grid (module doc
+of app.analysis.recover). Pass ``out_dir`` to keep the big arrays in .npy memory maps. float16
+rounding of the shifted logits moves a token's nll by up to ~5e-4 nats (mean ~2e-6 measured on the
+tiny model); differences between corrections of the same model are computed from the same rounded
+values. The complement grid costs ~97 x 4 elementwise operations per complement token per scored
+token: more than the whole forward pass of a tiny CPU model (bench/recover.py: 0.12x-0.40x of the
+forward pass's tokens/s), under 1% of the ~2 x params FLOPs per token of a 1B+ model.
 
 Controls, built from the base model by swapping its output layer for a modified copy (the input
 embeddings are untouched even when tied to the head), restored afterwards:
 
-- ``planted_bias``: a bias on the head's outputs, N(0, planted_std^2) on a seeded random
-  ``planted_fraction`` of S. A bias correction on S can undo it exactly: expect a share near 1.
+- ``planted_bias``: a bias on the head's outputs, N(0, planted_std^2) (seeded) on the first
+  ``planted_fraction`` (10%) of S, i.e. its most frequent tokens (``bias_tokens`` must be ordered
+  most frequent first, as ``top_k_tokens`` returns them), where a bias can be estimated from the
+  FIT counts. The bias correction's family contains the undamaged model, so the symmetric share
+  is 1 up to estimation noise and the L2 penalty: expect > 0.9.
 - ``doubled_logits``: head weights (and bias) times 2. The temperature fit should give T = 2 x the
   base's fitted T (= 2 for a calibrated base).
 - ``weight_noise``: head weights + N(0, (noise_std x std(W))^2), no bias and no temperature change
@@ -83,6 +91,41 @@ def prepare_documents(
             docs.append(np.asarray(ids, dtype=np.int64))
             kept.append(i)
     return docs, kept
+
+
+def read_corpus(
+    paths: Sequence[str | Path], *, text_field: str = "text", txt_separator: str | None = None
+) -> tuple[list[str], list[str]]:
+    """Documents of local files, in order: (doc_ids, texts).
+
+    ``.jsonl`` / ``.json`` (JSON Lines): one document per non-empty line, its ``text_field``
+    (id ``name:line``); any other file is UTF-8 text: one document, or one per part between
+    ``txt_separator`` (e.g. "\n\n"; id ``name#part``). Empty documents are left out.
+    """
+    import json
+
+    ids: list[str] = []
+    texts: list[str] = []
+    for path in map(Path, paths):
+        if path.suffix in (".jsonl", ".json"):
+            with path.open(encoding="utf-8") as fh:
+                for i, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    text = json.loads(line).get(text_field)
+                    if not isinstance(text, str):
+                        raise ValueError(f"{path}:{i}: no string field {text_field!r}")
+                    if text.strip():
+                        ids.append(f"{path.name}:{i}")
+                        texts.append(text)
+            continue
+        raw = path.read_text(encoding="utf-8")
+        parts = raw.split(txt_separator) if txt_separator else [raw]
+        for j, text in enumerate(parts):
+            if text.strip():
+                ids.append(f"{path.name}#{j}" if txt_separator else path.name)
+                texts.append(text)
+    return ids, texts
 
 
 def sample_documents(
@@ -231,14 +274,7 @@ def score_documents(
                     arrays["logits"][lo:hi] = (
                         zt[:, kept_t].cpu().numpy().astype(logits_dtype, copy=False)
                     )
-                    zc = zt[:, comp_t]
-                    comp = torch.empty((e - s, len(grid)), device=device)
-                    du = torch.empty_like(comp)
-                    for g, beta in enumerate(betas):
-                        a = zc * beta
-                        lse = torch.logsumexp(a, dim=-1)
-                        comp[:, g] = lse
-                        du[:, g] = beta * (torch.exp(a - lse[:, None]) * zc).sum(-1)
+                    comp, du = _complement_grid(zt[:, comp_t], betas)
                     arrays["comp"][lo:hi] = comp.cpu().numpy()
                     arrays["comp_du"][lo:hi] = du.cpu().numpy()
             del logits
@@ -256,6 +292,26 @@ def score_documents(
         comp_du=arrays.get("comp_du"),
         log_beta_grid=None if kept is None else grid,
     )
+
+
+def _complement_grid(zc, betas: Sequence[float]):
+    """C(u) = log sum exp(beta zc) and dC/du = beta E_softmax(beta zc)[zc] per row, per beta.
+
+    With y = zc - max(zc) <= 0 computed once: C = beta max + log sum exp(beta y) and
+    dC/du = beta (max + sum e y / sum e), e = exp(beta y) (no overflow for beta > 0).
+    """
+    import torch
+
+    zmax = zc.max(dim=-1, keepdim=True).values
+    y = zc - zmax
+    comp = torch.empty((zc.shape[0], len(betas)), device=zc.device)
+    du = torch.empty_like(comp)
+    for g, beta in enumerate(betas):
+        e = torch.exp(y * beta)
+        tot = e.sum(-1)
+        comp[:, g] = beta * zmax[:, 0] + torch.log(tot)
+        du[:, g] = beta * (zmax[:, 0] + torch.einsum("ij,ij->i", e, y) / tot)
+    return comp, du
 
 
 def plain_nll(model: Any, docs: Sequence[np.ndarray], *, batch_tokens: int = 4096) -> np.ndarray:
@@ -290,8 +346,8 @@ def output_head_control(
     *,
     bias_tokens: np.ndarray | None = None,
     seed: int = 0,
-    planted_std: float = 1.0,
-    planted_fraction: float = 0.25,
+    planted_std: float = 2.0,
+    planted_fraction: float = 0.1,
     noise_std: float = 0.5,
 ):
     """Temporarily replace the model's output layer by a damaged copy (see module doc).
@@ -316,12 +372,13 @@ def output_head_control(
                 raise ValueError("planted_bias needs bias_tokens (the bias support S)")
             rng = np.random.default_rng(seed)
             m = max(1, math.ceil(planted_fraction * len(bias_tokens)))
-            tokens = np.sort(rng.choice(np.asarray(bias_tokens), size=m, replace=False))
+            tokens = np.asarray(bias_tokens, dtype=np.int64)[:m]
             values = rng.normal(0.0, planted_std, size=m)
             idx = torch.as_tensor(tokens, device=w.device)
             new.bias[idx] += torch.as_tensor(values, device=w.device, dtype=w.dtype)
-            info.update(planted_std=planted_std, n_tokens=m, tokens=tokens.tolist(),
-                        values=values.tolist())
+            info.update(
+                planted_std=planted_std, n_tokens=m, tokens=tokens.tolist(), values=values.tolist()
+            )
         elif kind == "doubled_logits":
             new.weight.mul_(2.0)
             new.bias.mul_(2.0)
@@ -433,8 +490,13 @@ class RecoveryResult:
         }
 
 
-def load_model(path: str | Path, *, device: str | None = None, dtype: str | None = None,
-               trust_remote_code: bool = False):
+def load_model(
+    path: str | Path,
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+    trust_remote_code: bool = False,
+):
     """AutoModelForCausalLM in eval mode (float32 on CPU, the checkpoint's dtype on GPU)."""
     import torch
     from transformers import AutoModelForCausalLM
@@ -485,13 +547,16 @@ def run_recoverability(
     splits = R.split_documents(
         len(docs), eval_fraction=eval_fraction, select_fraction=select_fraction, seed=seed
     )
-    fit_targets = np.concatenate(
-        [d[1:] for d, s in zip(docs, splits, strict=True) if s != "eval"]
-    )
+    fit_targets = np.concatenate([d[1:] for d, s in zip(docs, splits, strict=True) if s != "eval"])
     bias_tokens = R.top_k_tokens(fit_targets, k)
     opts = dict(control_options or {})
-    common = dict(kinds=kinds, l2_grid=l2_grid, full_vocab_max=full_vocab_max,
-                  batch_tokens=batch_tokens, max_iter=max_iter)
+    common = dict(
+        kinds=kinds,
+        l2_grid=l2_grid,
+        full_vocab_max=full_vocab_max,
+        batch_tokens=batch_tokens,
+        max_iter=max_iter,
+    )
 
     def stage(name):
         if progress is None:
@@ -501,21 +566,24 @@ def run_recoverability(
     per_model: dict[str, dict[str, Any]] = {}
     planted: dict[str, dict[str, Any]] = {}
     base_model = load(base) if isinstance(base, (str, Path)) else base
-    per_model["base"] = analyze_model(base_model, docs, splits, bias_tokens, progress=stage("base"),
-                                      **common)
+    per_model["base"] = analyze_model(
+        base_model, docs, splits, bias_tokens, progress=stage("base"), **common
+    )
     for i, kind in enumerate(controls):
         o = {"seed": seed + 1 + i, **opts.get(kind, {})}
         with output_head_control(base_model, kind, bias_tokens=bias_tokens, **o) as info:
-            per_model[kind] = analyze_model(base_model, docs, splits, bias_tokens,
-                                            progress=stage(kind), **common)
+            per_model[kind] = analyze_model(
+                base_model, docs, splits, bias_tokens, progress=stage(kind), **common
+            )
         planted[kind] = info
     if isinstance(base, (str, Path)):
         del base_model
         gc.collect()
     if post is not None:
         post_model = load(post) if isinstance(post, (str, Path)) else post
-        per_model["post"] = analyze_model(post_model, docs, splits, bias_tokens,
-                                          progress=stage("post"), **common)
+        per_model["post"] = analyze_model(
+            post_model, docs, splits, bias_tokens, progress=stage("post"), **common
+        )
         if isinstance(post, (str, Path)):
             del post_model
             gc.collect()

@@ -12,8 +12,8 @@ from fastapi.responses import JSONResponse, Response
 
 from app.analysis.lab import LabParams, lab_data
 from app.db import queries
-from app.forgetting_map import MapQuery, heatmap_cells
-from app.pair_report import pair_benchmarks, quadrants
+from app.forgetting_map import MapQuery
+from app.pair_report import quadrants
 from app.web import deps, pages
 
 router = APIRouter(prefix="", tags=["api"])
@@ -29,7 +29,7 @@ def healthz(request: Request) -> dict:
 @router.get("/api/map")
 def api_map(request: Request, query: Annotated[MapQuery, Depends(deps.map_query)]) -> JSONResponse:
     """The forgetting map: the same records as `forgetmap map --format json`."""
-    return JSONResponse(deps.map_cache(request).records(query))
+    return Response(deps.map_cache(request).json(query), media_type="application/json")
 
 
 @router.get("/api/map/cells")
@@ -37,13 +37,12 @@ def api_map_cells(
     request: Request, query: Annotated[MapQuery, Depends(deps.map_query)]
 ) -> list[dict]:
     """The heatmap's cells: one per (pair, category or benchmark), seeds averaged."""
-    return heatmap_cells(deps.map_cache(request).records(query), query.level)
+    return deps.map_cache(request).cells(query)
 
 
 @router.get("/api/pairs")
 def api_pairs(request: Request) -> list[dict]:
-    with deps.store(request).read() as conn:
-        return queries.list_pairs(conn)
+    return deps.map_cache(request).pairs()
 
 
 @router.get("/api/models")
@@ -65,7 +64,7 @@ def api_benchmarks(request: Request) -> list[dict]:
 def api_pair(request: Request, pair_id: int) -> dict:
     """A pair with its per-benchmark table (means across seeds, bootstrap CIs, McNemar p)."""
     pair = deps.get_pair(request, pair_id)
-    rows = pair_benchmarks(deps.store(request), pair_id)
+    rows = deps.pair_rows(request, pair_id)
     return {**_public(pair), "benchmarks": rows, "quadrants": quadrants(rows)}
 
 
@@ -81,7 +80,7 @@ def api_pair_table_export(
     import pyarrow as pa
 
     deps.get_pair(request, pair_id)
-    rows = pair_benchmarks(deps.store(request), pair_id)
+    rows = [dict(r) for r in deps.pair_rows(request, pair_id)]
     for r in rows:
         r["f_true_ci_low"], r["f_true_ci_high"] = r.pop("f_true_ci")
         r["bt_true_ci_low"], r["bt_true_ci_high"] = r.pop("bt_true_ci")
@@ -128,10 +127,7 @@ def api_pair_samples(
     """Samples of the pair with the given transition (1->0 by default) in at least one seed."""
     pair = deps.get_pair(request, pair_id)
     ids = deps.benchmark_filter(request, benchmark, None if category == "Total" else category)
-    with deps.store(request).read() as conn:
-        total, rows = queries.flipped_samples(
-            conn, pair, benchmarks=ids, transition=transition, q=q, page=page, page_size=page_size
-        )
+    total, rows = deps.flipped(request, pair, ids, transition, q, page, page_size)
     return {
         "pair": _public(pair),
         "transition": transition,
@@ -193,8 +189,7 @@ def api_size_scatter(
 ) -> list[dict]:
     """Total F_true and BT_true per pair with the base model's size and the pair's stage."""
     records = deps.map_cache(request).records(MapQuery(level="category", aggregate=aggregate))
-    with deps.store(request).read() as conn:
-        pairs = {p["id"]: p for p in queries.list_pairs(conn)}
+    pairs = {p["id"]: p for p in deps.map_cache(request).pairs()}
     return [
         {"pair_id": r["pair_id"], "label": r["label"] or f"{r['base']} → {r['post']}",
          "stage": pairs[r["pair_id"]]["stage"], "family": pairs[r["pair_id"]]["family"],

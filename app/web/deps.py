@@ -84,3 +84,41 @@ def benchmark_filter(
     if not ids:
         raise HTTPException(404, f"category {category!r} has no benchmarks")
     return ids
+
+
+def pair_rows(request: Request, pair_id: int) -> list[dict]:
+    """The pair page's per-benchmark table (bootstrap CIs included), kept until the next write."""
+    from app.pair_report import pair_benchmarks
+
+    return map_cache(request).cache.get(
+        ("pair", pair_id), lambda: pair_benchmarks(store(request), pair_id)
+    )
+
+
+def flipped(
+    request: Request, pair: dict, ids, transition: str, q: str | None, page: int, page_size: int
+):
+    """One page of a drill-down, kept until the next write."""
+
+    def load():
+        with store(request).read() as conn:
+            return queries.flipped_samples(
+                conn,
+                pair,
+                benchmarks=ids,
+                transition=transition,
+                q=q,
+                page=page,
+                page_size=page_size,
+            )
+
+    key = (
+        "flipped",
+        pair["id"],
+        tuple(ids) if ids is not None else None,
+        transition,
+        q,
+        page,
+        page_size,
+    )
+    return map_cache(request).cache.get(key, load)

@@ -13,8 +13,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.analysis.lab import LabParams, lab_data
 from app.db import queries
-from app.forgetting_map import MapQuery, category_sort_key, heatmap_cells
-from app.pair_report import pair_benchmarks, quadrants
+from app.forgetting_map import MapQuery, category_sort_key
+from app.pair_report import quadrants
 from app.taxonomy import CATEGORIES
 from app.web import ROOT, deps, render
 
@@ -46,10 +46,10 @@ def map_page(
     query: Annotated[MapQuery, Depends(deps.map_query)],
     metric: str = "f_true",
 ) -> HTMLResponse:
-    with deps.store(request).read() as conn:
-        pairs = queries.list_pairs(conn)
-    records = deps.map_cache(request).records(query)
-    cells = heatmap_cells(records, query.level)
+    cache = deps.map_cache(request)
+    pairs = cache.pairs()
+    records = cache.records(query)
+    cells = cache.cells(query)
     shown = {c["pair_id"] for c in cells}
     columns = sorted(
         {c["column"] for c in cells}, key=category_sort_key if query.level == "category" else str
@@ -75,7 +75,7 @@ def map_page(
 @router.get("/pairs/{pair_id}", response_class=HTMLResponse)
 def pair_page(request: Request, pair_id: int) -> HTMLResponse:
     pair = deps.get_pair(request, pair_id)
-    rows = pair_benchmarks(deps.store(request), pair_id)
+    rows = deps.pair_rows(request, pair_id)
     return _page(request, "pair.html", pair=pair, rows=rows, quadrants=quadrants(rows))
 
 
@@ -93,16 +93,8 @@ def samples_page(
     benchmark = benchmark or None
     category = None if category in (None, "", "Total") else category
     ids = deps.benchmark_filter(request, benchmark, category)
+    total, rows = deps.flipped(request, pair, ids, transition, q or None, page, deps.PAGE_SIZE)
     with deps.store(request).read() as conn:
-        total, rows = queries.flipped_samples(
-            conn,
-            pair,
-            benchmarks=ids,
-            transition=transition,
-            q=q or None,
-            page=page,
-            page_size=deps.PAGE_SIZE,
-        )
         bench_rows = conn.exec_driver_sql(
             "SELECT DISTINCT b.name, b.category FROM transitions t JOIN benchmarks b ON b.id = t.benchmark_id "
             "WHERE t.pair_id = ? ORDER BY b.name",

@@ -97,7 +97,7 @@ class Deployment:
         self.worker_env = {
             **self.env, "FORGETMAP_APP_URL": self.url, "FORGETMAP_API_TOKEN": self.token,
             "FORGETMAP_MODEL_ROOTS": str(self.models), "FORGETMAP_BENCHMARK_DIRS": str(self.benchmarks),
-            "FORGETMAP_UPLOAD_BATCH": str(upload_batch), "OMP_NUM_THREADS": "1",
+            "FORGETMAP_UPLOAD_BATCH": str(upload_batch), "OMP_NUM_THREADS": "1", "FORGETMAP_TORCH_THREADS": "1",
         }  # fmt: skip
         self.workers: list[subprocess.Popen] = []
         self.http = httpx.Client(
