@@ -21,7 +21,7 @@ the two together.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,8 +43,13 @@ from worker.engines.base import GenerationParams, split_choice_ids
 __all__ = [
     "Correctness",
     "PairScores",
+    "ZooReport",
     "evaluate_model",
+    "evaluate_zoo",
     "forgetting",
+    "format_report",
+    "load_benchmarks",
+    "mean_over",
     "noise_by_category",
 ]
 
@@ -250,4 +255,120 @@ def mean_over(scores: PairScores, categories: Iterable[str], name: str = "f_true
     return float(np.mean(values)) if values else float("nan")
 
 
-ProgressFn = Callable[[str, int, int], None]
+# ---------------------------------------------------------------------------------------------
+# The whole zoo
+
+
+@dataclass
+class ZooReport:
+    """In-process evaluation of a zoo: accuracy per model and benchmark (mean over seeds), the
+    map of every pair, and every model's noise floor per category."""
+
+    seeds: tuple[int, ...]
+    sft_category: str
+    accuracy: dict[str, dict[str, float]]
+    pairs: dict[str, PairScores]
+    labels: dict[str, str]
+    noise: dict[str, dict[str, float]]
+    results: dict[str, Correctness]
+    seconds: float
+
+    @property
+    def untouched(self) -> list[str]:
+        """The categories the SFT data does not cover."""
+        cats = {c for s in self.pairs.values() for c in s.categories}
+        return sorted(c for c in cats if c not in (TOTAL, self.sft_category))
+
+
+def load_benchmarks(manifest) -> dict[str, list[Item]]:
+    """The zoo's benchmarks, read from its JSONL files as the worker reads them."""
+    from worker.benchmarks.items import load_jsonl_benchmark
+
+    return {b.name: load_jsonl_benchmark(b.path) for b in manifest.benchmarks}
+
+
+def evaluate_zoo(
+    manifest,
+    *,
+    seeds: Sequence[int] | None = None,
+    models: Sequence[str] | None = None,
+    num_threads: int = 1,
+    verbose: bool = False,
+) -> ZooReport:
+    """Evaluate the zoo's models (all, or ``models`` plus the base) and map every pair."""
+    import sys
+    import time
+
+    started = time.monotonic()
+    seeds = tuple(manifest.eval["seeds"] if seeds is None else seeds)
+    benchmarks = load_benchmarks(manifest)
+    wanted = None if models is None else {"demo-base", *models}
+    results: dict[str, Correctness] = {}
+    for m in manifest.models:
+        if wanted is not None and m.name not in wanted:
+            continue
+        t = time.monotonic()
+        results[m.name] = evaluate_model(
+            m.path,
+            benchmarks,
+            prompting=m.prompting,
+            seeds=seeds,
+            shots=manifest.eval["shots"],
+            max_tokens=manifest.eval["max_tokens"],
+            num_threads=num_threads,
+        )
+        if verbose:
+            print(f"  evaluated {m.name} in {time.monotonic() - t:.1f}s", file=sys.stderr)
+    accuracy = {}
+    for name, res in results.items():
+        per: dict[str, list[bool]] = {}
+        for (bench, _sid, _seed), ok in res.items():
+            per.setdefault(bench, []).append(ok)
+        accuracy[name] = {b: float(np.mean(v)) for b, v in per.items()}
+    pairs, labels = {}, {}
+    for p in manifest.pairs:
+        if p.post in results and p.base in results:
+            pairs[p.post] = forgetting(results[p.base], results[p.post], benchmarks, seeds)
+            labels[p.post] = p.label
+    noise = {name: noise_by_category(res, benchmarks, seeds) for name, res in results.items()}
+    return ZooReport(
+        seeds=seeds,
+        sft_category=manifest.recipe.sft_category,
+        accuracy=accuracy,
+        pairs=pairs,
+        labels=labels,
+        noise=noise,
+        results=results,
+        seconds=time.monotonic() - started,
+    )
+
+
+def format_report(report: ZooReport) -> str:
+    """A plain-text table of the report."""
+    lines = [f"accuracy (mean over seeds {list(report.seeds)})"]
+    benches = list(next(iter(report.accuracy.values())))
+    lines.append("  " + " ".join(f"{b[5:]:>14s}" for b in benches) + "  model")
+    for name, acc in report.accuracy.items():
+        lines.append(
+            "  " + " ".join(f"{acc.get(b, float('nan')):14.2f}" for b in benches) + f"  {name}"
+        )
+    cats = [c for c in next(iter(report.pairs.values())).categories if c != TOTAL] + [TOTAL]
+    lines.append("F_true / BT_true per category (macro; mean +- std over seeds)")
+    for post, scores in report.pairs.items():
+        lines.append(f"  {post} ({report.labels[post]})")
+        for c in cats:
+            v = scores.categories.get(c)
+            if v is None:
+                continue
+            lines.append(
+                f"    {c:13s} F_true {v['f_true']:.3f} +- {v['f_true_std']:.3f}   "
+                f"BT_true {v['bt_true']:.3f} +- {v['bt_true_std']:.3f}   "
+                f"F {v['f']:.3f} BT {v['bt']:.3f}"
+            )
+    lines.append("noise floor (chance-adjusted self flip rate across seeds) per category")
+    for name, floor in report.noise.items():
+        lines.append(
+            f"  {name:22s} " + "  ".join(f"{c} {floor.get(c, 0.0):.3f}" for c in cats if c in floor)
+        )
+    lines.append(f"evaluated in {report.seconds:.1f}s")
+    return "\n".join(lines)

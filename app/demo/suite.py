@@ -291,8 +291,8 @@ def _records(seed: int) -> dict[str, list[dict]]:
     rng = _rng(seed, "pattern")
     bench = "demo_word_pattern"
     out[bench] = []
-    for i in range(50):
-        x, y = rng.sample(PATTERN_WORDS, 2)
+    pairs = [(x, y) for x in PATTERN_WORDS for y in PATTERN_WORDS if x != y]
+    for i, (x, y) in enumerate(rng.sample(pairs, 50)):
         k = 3 if i % 2 == 0 else 4
         others = [v for v in PATTERN_WORDS if v not in (x, y)]
         options = _shuffled(rng, [y, x, *rng.sample(others, k - 2)])

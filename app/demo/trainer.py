@@ -187,7 +187,7 @@ def qa_example(document: str, *, answers_only: bool = True) -> Example:
         begin = pos + len("Answer:")
         end = document.find("\n", begin)
         end = len(document) if end < 0 else end
-        spans.append((begin, end))
+        spans.append((begin, min(end + 1, len(document))))
         start = end
     return Example(document, tuple(spans))
 

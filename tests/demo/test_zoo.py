@@ -1,0 +1,228 @@
+"""The demo zoo: tiny models trained on the CPU in which post-training forgetting is real.
+
+One session-scoped build of the default recipe (about 2 minutes on 2 shared cores) and one
+in-process evaluation of every model (seeds 0, 1, 2: the seed picks the few-shot examples, as in
+the worker). Set FORGETMAP_TEST_ZOO_DIR to keep the build between runs (it is cached by recipe).
+
+The margins below were measured over world seeds 0-3 of the default recipe; each is set at about
+half of the smallest value seen.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "tokenizers")):
+    pytest.skip("torch/transformers/tokenizers not installed", allow_module_level=True)
+
+from app.demo import zoo as zoo_mod  # noqa: E402
+from app.demo.evaluate import (  # noqa: E402
+    _fast_choice_logprobs,
+    evaluate_zoo,
+    format_report,
+    load_benchmarks,
+    mean_over,
+)
+
+# Margins (fractions, not percent), about half of the smallest value measured over world seeds
+# 0-3 of the default recipe (the test builds seed 0). Measured (seeds 0 / 1 / 2 / 3):
+#   F_true untouched, SFT            0.315 / 0.189 / 0.293 / 0.162
+#   F_true untouched, SFT + replay   0.052 / 0.060 / 0.090 / 0.057
+#   noise floor untouched (max of base, SFT, SFT + replay)   0.020 / 0.028 / 0.017 / 0.023
+#   BT_true Math, SFT                0.444 / 0.381 / 0.390 / 0.488
+#   noise floor Math (max of base, SFT)                      0.046 / 0.042 / 0.066 / 0.023
+MIN_SFT_MINUS_REPLAY = 0.05  # F_true(SFT) - F_true(SFT + replay); smallest seen 0.105
+MIN_REPLAY_OVER_NOISE = 0.015  # F_true(SFT + replay) - noise floor; smallest seen 0.032
+MIN_SFT_OVER_NOISE_RATIO = 3.0  # F_true(SFT) / noise floor; smallest seen 6.8
+MIN_SFT_BT_OVER_NOISE = 0.15  # BT_true(SFT, Math) - noise floor; smallest seen 0.32
+MIN_SFT_ACC_GAIN = 0.15  # mean accuracy gain of SFT on the Math benchmarks
+
+
+@pytest.fixture(scope="session")
+def zoo_dir(tmp_path_factory) -> Path:
+    keep = os.environ.get("FORGETMAP_TEST_ZOO_DIR")
+    return Path(keep) if keep else tmp_path_factory.mktemp("demo-zoo")
+
+
+@pytest.fixture(scope="session")
+def zoo(zoo_dir):
+    stages: list[tuple[str, int, int]] = []
+    started = time.monotonic()
+    manifest = zoo_mod.build_zoo(
+        zoo_dir, progress=lambda s, d, t: stages.append((s, d, t)), verbose=True
+    )
+    seconds = time.monotonic() - started
+    print(f"\nzoo: {'cached' if manifest.cached else 'built'} in {seconds:.1f}s")
+    if not manifest.cached:
+        names = [s for s, _, _ in stages]
+        assert names[0] == "suite"
+        assert [n for n in dict.fromkeys(names)] == zoo_mod.stage_names(manifest.recipe)
+        assert all(d <= t for _, d, t in stages)
+    return manifest
+
+
+@pytest.fixture(scope="session")
+def report(zoo):
+    rep = evaluate_zoo(zoo)
+    print("\n" + format_report(rep))
+    return rep
+
+
+def _noise(report, model: str, categories) -> float:
+    return float(np.mean([report.noise[model][c] for c in categories]))
+
+
+def test_manifest_and_files(zoo):
+    stages = {m.stage for m in zoo.models}
+    assert stages == {"base", "sft", "sft+replay", "domain-cpt", "instruct", "merge"}
+    assert {p.stage for p in zoo.pairs} == stages - {"base"}
+    assert all(p.base == "demo-base" for p in zoo.pairs)
+    assert {m.prompting for m in zoo.models} == {"base", "chat"}
+    assert zoo.model("demo-instruct").prompting == "chat"
+    for m in zoo.models:
+        config = json.loads((m.path / "config.json").read_text())
+        assert config["head_dim"] >= 64 and config["model_type"] == "llama"
+        assert config.get("dtype", config.get("torch_dtype")) == "float32"
+        assert (m.path / "model.safetensors").is_file()
+        assert (m.path / "tokenizer.json").is_file()
+        assert json.loads((m.path / "demo.json").read_text())["stage"] == m.stage
+    assert len(zoo.benchmarks) == 8 and all(b.path.is_file() for b in zoo.benchmarks)
+    assert zoo.benchmark_dir == zoo.root / "benchmarks"
+    data = json.loads((zoo.root / "manifest.json").read_text())
+    again = zoo_mod.ZooManifest.from_json(data, zoo.root, cached=True)
+    assert again.models == zoo.models and again.pairs == zoo.pairs
+    assert again.benchmarks == zoo.benchmarks and again.recipe == zoo.recipe
+
+
+def test_cached_start_is_fast(zoo, zoo_dir):
+    started = time.monotonic()
+    again = zoo_mod.build_zoo(zoo_dir)
+    assert time.monotonic() - started < 5.0
+    assert again.cached and again.root == zoo.root and again.models == zoo.models
+    other = zoo_mod.Recipe(base_steps=zoo.recipe.base_steps + 1)
+    assert zoo_mod.recipe_hash(other) != zoo.recipe_hash
+
+
+def test_fast_scoring_equals_the_engine(zoo):
+    """The evaluator's one-forward scoring gives the worker's choice_logprobs values."""
+    from worker.benchmarks.prompts import choice_continuations, select_shots
+    from worker.engines.transformers_engine import TransformersEngine
+
+    benchmarks = load_benchmarks(zoo)
+    engine = TransformersEngine(zoo.model("demo-base").path, num_threads=1, batch_size=8)
+    try:
+        contexts, conts = [], []
+        for items in benchmarks.values():
+            for it in [i for i in items if i.choices is not None][:3]:
+                ctx, opts = choice_continuations(it, shots=select_shots(it, items, 3, seed=1))
+                contexts.append(ctx)
+                conts.append(list(opts))
+        fast = _fast_choice_logprobs(engine, contexts, conts)
+        slow = engine.choice_logprobs(contexts, conts)
+    finally:
+        engine.close()
+    diff = max(
+        abs(a - b) for fa, sa in zip(fast, slow, strict=True) for a, b in zip(fa, sa, strict=True)
+    )
+    assert diff < 1e-4
+
+
+def test_base_model_learned_the_world(report):
+    acc = report.accuracy["demo-base"]
+    for name, value in acc.items():
+        if not name.startswith("demo_arith"):
+            assert value > 0.8, (name, value)
+
+
+def test_narrow_sft_forgets_more_than_sft_with_replay(report):
+    sft, replay = report.pairs["demo-sft-math"], report.pairs["demo-sft-math-replay"]
+    untouched = report.untouched
+    assert untouched == ["Knowledge/QA", "Language", "Logic"]
+    f_sft = mean_over(sft, untouched)
+    f_replay = mean_over(replay, untouched)
+    noise = max(
+        _noise(report, "demo-base", untouched),
+        _noise(report, "demo-sft-math", untouched),
+        _noise(report, "demo-sft-math-replay", untouched),
+    )
+    print(f"\nuntouched: F_true sft {f_sft:.3f}, sft+replay {f_replay:.3f}, noise {noise:.3f}")
+    assert f_sft - f_replay > MIN_SFT_MINUS_REPLAY
+    assert f_replay - noise > MIN_REPLAY_OVER_NOISE
+    assert f_sft > MIN_SFT_OVER_NOISE_RATIO * noise
+    # ordered in every untouched category, not only on average
+    for category in untouched:
+        assert sft.categories[category]["f_true"] > replay.categories[category]["f_true"]
+
+
+def test_sft_category_gains(report):
+    from app.demo.suite import BENCHMARKS
+
+    cat = report.sft_category
+    sft = report.pairs["demo-sft-math"]
+    noise = max(_noise(report, "demo-base", [cat]), _noise(report, "demo-sft-math", [cat]))
+    assert sft.categories[cat]["bt_true"] - noise > MIN_SFT_BT_OVER_NOISE
+    names = [b.name for b in BENCHMARKS if b.category == cat]
+    gain = np.mean(
+        [report.accuracy["demo-sft-math"][n] - report.accuracy["demo-base"][n] for n in names]
+    )
+    assert gain > MIN_SFT_ACC_GAIN
+
+
+def test_every_pair_is_mapped(report):
+    for post, scores in report.pairs.items():
+        assert set(scores.categories) == {"Knowledge/QA", "Math", "Logic", "Language", "Total"}
+        for values in scores.categories.values():
+            for key in ("f_true", "bt_true", "f", "bt", "f_max", "bt_max"):
+                assert 0.0 <= values[key] <= 1.0, (post, key)
+    # the chat model answers in the chat format (well above chance on what it was taught)
+    assert np.mean(list(report.accuracy["demo-instruct"].values())) > 0.5
+
+
+def test_worker_evaluation_agrees(zoo, report):
+    """The worker's own shard evaluation (worker.evaluate._evaluate, the engine's per-option
+    choice_logprobs) gives the same per-sample correctness as the in-process evaluator, with the
+    eval settings the manifest recommends."""
+    from worker.engines.transformers_engine import TransformersEngine
+    from worker.evaluate import _evaluate
+
+    benchmarks = load_benchmarks(zoo)
+    ev = zoo.eval
+    cases = [
+        ("demo-base", "demo_world_jobs"),
+        ("demo-base", "demo_arith_answer"),
+        ("demo-instruct", "demo_logic_oldest"),
+        ("demo-instruct", "demo_word_length"),
+    ]
+    for model_name, bench in cases:
+        model = zoo.model(model_name)
+        items = benchmarks[bench]
+        if model.prompting == "chat":
+            mode = ev["chat_mode"]
+        elif items[0].choices is None:
+            mode = ev["generative_mode"]
+        else:
+            mode = ev["multiple_choice_mode"]
+        cfg = {
+            "prompting": model.prompting,
+            "mode": mode,
+            "shots": ev["shots"],
+            "temperature": ev["temperature"],
+            "top_p": 1.0,
+            "max_tokens": ev["max_tokens"],
+        }
+        engine = TransformersEngine(model.path, num_threads=1, batch_size=16)
+        try:
+            rows = _evaluate(engine, items, items, cfg, 1)
+        finally:
+            engine.close()
+        expected = [report.results[model_name][(bench, it.sample_id, 1)] for it in items]
+        assert [r["correct"] for r in rows] == expected, (model_name, bench)
