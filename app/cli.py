@@ -7,7 +7,6 @@ import io
 import json
 import math
 import os
-import sys
 from pathlib import Path
 
 import click
@@ -51,6 +50,7 @@ def main(ctx: click.Context, db: Path | None) -> None:
     """forgetmap: what did post-training make a model forget?"""
     ctx.ensure_object(dict)
     ctx.obj["db"] = db or default_db_path()
+    ctx.obj["db_given"] = db is not None or bool(os.environ.get("FORGETMAP_DB"))
 
 
 # ------------------------------------------------------------------------------------- import
@@ -426,11 +426,6 @@ def _pm(mean: float, std: float | None) -> str:
 # ------------------------------------------------------------------------------ not yet built
 
 
-def _not_built(name: str, issue: str) -> None:
-    click.echo(f"error: `forgetmap {name}` is not built yet ({issue}); see README.md", err=True)
-    sys.exit(2)
-
-
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
@@ -472,9 +467,24 @@ def up(ctx: click.Context, host: str, port: int) -> None:
 
 
 @main.command()
-def demo() -> None:
-    """Tiny model zoo with real forgetting: not built yet."""
-    _not_built("demo", "the demo issue")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option(
+    "--zoo",
+    "zoo_dir",
+    type=click.Path(path_type=Path),
+    default=Path("data/demo"),
+    show_default=True,
+    help="Where the model zoo is built and cached.",
+)
+@click.pass_context
+def demo(ctx: click.Context, host: str, port: int, zoo_dir: Path) -> None:
+    """A tiny model zoo with real forgetting, trained on this CPU, evaluated by a local worker, served."""
+    from app.demo.run import run_demo
+
+    # the demo keeps its own database unless one is named, so it never mixes with real results
+    db = ctx.obj["db"] if ctx.obj["db_given"] else zoo_dir / "demo.duckdb"
+    run_demo(db, host, port, zoo_dir)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,10 @@ def local_worker_token(db_path: Path) -> str:
         store.close()
 
 
-def run_up(db_path: Path, host: str, port: int) -> None:
+def run_up(db_path: Path, host: str, port: int, *, on_started=None) -> None:
+    """Serve the app with a local worker; ``on_started(app)`` runs in a thread once it serves."""
+    import threading
+
     import uvicorn
 
     from app.web import create_app
@@ -68,8 +71,13 @@ def run_up(db_path: Path, host: str, port: int) -> None:
         f"{os.environ['FORGETMAP_BENCHMARK_DIRS']}; log in with a token from `forgetmap token create NAME`",
         flush=True,
     )
+    app = create_app(db_path)
+    if on_started is not None:
+        threading.Thread(
+            target=on_started, args=(app,), name="forgetmap-up-monitor", daemon=True
+        ).start()
     try:
-        uvicorn.run(create_app(db_path), host=host, port=port, log_level="info")
+        uvicorn.run(app, host=host, port=port, log_level="warning" if on_started else "info")
     finally:
         stop_worker(worker)
 

@@ -44,5 +44,7 @@ class WorkerSettings:
             gpu_memory_utilization=float(env.get("FORGETMAP_GPU_MEMORY_UTILIZATION", "0.9")),
             batch_invariant=env.get("VLLM_BATCH_INVARIANT", "0") == "1",
             upload_batch=int(env.get("FORGETMAP_UPLOAD_BATCH", "256")),
-            torch_threads=int(env["FORGETMAP_TORCH_THREADS"]) if env.get("FORGETMAP_TORCH_THREADS") else None,
+            torch_threads=int(env["FORGETMAP_TORCH_THREADS"])
+            if env.get("FORGETMAP_TORCH_THREADS")
+            else None,
         )

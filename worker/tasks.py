@@ -11,6 +11,7 @@ other shards go on.
 from __future__ import annotations
 
 import logging
+import os
 
 from celery import Celery
 
@@ -60,7 +61,9 @@ def make_worker_app(settings: WorkerSettings) -> Celery:
                 return "failed"
             except AppUnavailable:
                 raise  # Celery retries the task with backoff
-            except Exception as exc:  # a bug or an engine crash: record it rather than leave it running
+            except (
+                Exception
+            ) as exc:  # a bug or an engine crash: record it rather than leave it running
                 log.exception("shard %d crashed", shard_id)
                 client.fail(shard_id, f"worker error: {type(exc).__name__}: {exc}")
                 return "failed"
@@ -74,6 +77,14 @@ def make_worker_app(settings: WorkerSettings) -> Celery:
 def run_worker(settings: WorkerSettings, *, loglevel: str = "INFO") -> None:
     """Run a worker in this process (pool 'solo': one task at a time, one engine in memory)."""
     logging.basicConfig(level=loglevel, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per upload drowns the shard log
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
     if not settings.token:
         raise SystemExit(
             "error: FORGETMAP_API_TOKEN is not set; create one with `forgetmap token create NAME`"

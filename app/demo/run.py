@@ -1,0 +1,144 @@
+"""`forgetmap demo`: build the zoo once, evaluate every pair through the real worker, serve.
+
+Stages, each with a progress bar: building the zoo (cached under data/demo, rebuilt only when its
+recipe or code changes), then the evaluation jobs (app + a local worker on the embedded queue,
+transformers engine), then the dashboard keeps serving until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+console = Console(stderr=True)
+
+
+def _bar() -> Progress:
+    return Progress(TextColumn("{task.description:<34}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(), console=console)  # fmt: skip
+
+
+def build(zoo_dir: Path):
+    from app.demo.zoo import build_zoo, stage_names
+
+    started = time.monotonic()
+    with _bar() as bar:
+        tasks = {name: bar.add_task(f"build {name}", total=None) for name in stage_names()}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage in tasks:
+                bar.update(tasks[stage], completed=done, total=total)
+
+        manifest = build_zoo(zoo_dir, progress=progress)
+        for task in tasks.values():
+            bar.update(task, completed=1, total=1) if bar.tasks[task].total is None else None
+    how = "cached" if manifest.cached else "built"
+    console.print(f"zoo {how} in {time.monotonic() - started:.1f}s: {len(manifest.models)} models, "
+                  f"{len(manifest.benchmarks)} benchmarks, {len(manifest.pairs)} pairs ({manifest.root})")  # fmt: skip
+    return manifest
+
+
+def job_requests(manifest) -> list:
+    """The evaluations the demo's pairs need: few-shot base prompting scores the options by
+    log-likelihood and generates for numeric items; the chat model generates everywhere."""
+    from app.jobs import EvalConfig, JobRequest, ModelSpec
+
+    seeds = list(manifest.eval.get("seeds", [0, 1, 2]))
+    mc = [f"local:{b.path.name}" for b in manifest.benchmarks if not b.generative]
+    gen = [f"local:{b.path.name}" for b in manifest.benchmarks if b.generative]
+    base_models = [
+        ModelSpec(m.name, str(m.path), prompting="base")
+        for m in manifest.models
+        if m.prompting == "base"
+    ]
+    chat_models = [
+        ModelSpec(m.name, str(m.path), prompting="chat")
+        for m in manifest.models
+        if m.prompting == "chat"
+    ]
+    greedy = {"engine": "transformers", "temperature": 0.0, "top_p": 1.0,
+              "max_tokens": int(manifest.eval.get("max_tokens", 8)), "shots": int(manifest.eval.get("shots", 3))}  # fmt: skip
+    requests = [
+        JobRequest(base_models, mc, seeds, EvalConfig(mode="loglik", **greedy)),
+        JobRequest(base_models, gen, seeds, EvalConfig(mode="generate", **greedy)),
+    ]
+    if chat_models:
+        requests.append(
+            JobRequest(chat_models, mc + gen, seeds, EvalConfig(mode="generate", **greedy))
+        )
+    return requests
+
+
+def submit(db_path: Path, manifest) -> list[int]:
+    from app.db import open_store
+    from app.db.ingest import add_pair
+    from app.jobs import create_job
+
+    store = open_store(db_path)
+    try:
+        job_ids = []
+        with store.transaction() as conn:
+            for request in job_requests(manifest):
+                job_id, _ = create_job(conn, request)  # sent by the app's reconciler once it runs
+                job_ids.append(job_id)
+            for pair in manifest.pairs:
+                add_pair(conn, pair.base, pair.post, label=pair.label, stage=pair.stage)
+        return job_ids
+    finally:
+        store.close()
+
+
+def watch(app, job_ids: list[int], url: str, started: float) -> None:
+    """Progress bars for the evaluation jobs, read from the app's own store."""
+    from app.jobs import job_detail
+
+    store = app.state.store
+    with _bar() as bar:
+        tasks = {job_id: bar.add_task(f"evaluate (job {job_id})", total=None) for job_id in job_ids}
+        while True:
+            states = []
+            with store.read() as conn:
+                for job_id, task in tasks.items():
+                    job = job_detail(conn, job_id)
+                    finished = sum(
+                        s["status"] in ("done", "reused", "failed", "cancelled")
+                        for s in job["shards"]
+                    )
+                    bar.update(task, completed=finished, total=len(job["shards"]))
+                    states.append(job["status"])
+            if all(s in ("done", "failed", "cancelled") for s in states):
+                break
+            time.sleep(1)
+    verdict = (
+        "ready"
+        if all(s == "done" for s in states)
+        else f"finished with problems ({', '.join(states)}; see /jobs)"
+    )
+    console.print(f"demo {verdict} in {time.monotonic() - started:.0f}s: open {url} (Ctrl-C stops)")
+
+
+def run_demo(db_path: Path, host: str, port: int, zoo_dir: Path) -> None:
+    from app.up import run_up
+
+    started = time.monotonic()
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:
+        pass
+    os.environ.setdefault(
+        "FORGETMAP_TORCH_THREADS", "1"
+    )  # 2 threads trained 4x slower on 2 shared cores
+    os.environ.setdefault("FORGETMAP_RECONCILE_SECONDS", "1")
+    manifest = build(zoo_dir)
+    os.environ["FORGETMAP_MODEL_ROOTS"] = str(manifest.root / "models")
+    os.environ["FORGETMAP_BENCHMARK_DIRS"] = str(manifest.benchmark_dir)
+    job_ids = submit(db_path, manifest)
+    url = f"http://{host}:{port}"
+    run_up(db_path, host, port, on_started=lambda app: watch(app, job_ids, url, started))
