@@ -19,34 +19,7 @@ from pathlib import Path
 
 # "<|endoftext|>" is the unknown token Qwen2's tokenizer class insists on; listing it keeps the
 # tokenizer the same size whichever class loads it.
-SPECIAL_TOKENS = [
-    "<|pad|>",
-    "<|bos|>",
-    "<|eos|>",
-    "<|endoftext|>",
-    "<|system|>",
-    "<|user|>",
-    "<|assistant|>",
-]
-PAD, BOS, EOS, UNK = SPECIAL_TOKENS[:4]
-
-# Qwen2's pre-tokenizer split. Using it for both architectures means that the Qwen2 tokenizer class
-# (which transformers forces for model_type qwen2 and rebuilds from vocab and merges) tokenizes
-# exactly like the tokenizer trained here.
-PRETOKENIZE_REGEX = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
-    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
-
-# A small chat template in the usual style: BOS once, one block per message, and an assistant
-# header when a generation prompt is asked for.
-CHAT_TEMPLATE = (
-    "{{ bos_token }}"
-    "{% for message in messages %}"
-    "{{ '<|' + message['role'] + '|>' }}\n{{ message['content'] }}{{ eos_token }}\n"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|assistant|>' }}\n{% endif %}"
-)
+from app.demo.trainer import BOS, CHAT_TEMPLATE, EOS, PAD, SPECIAL_TOKENS  # noqa: F401 - re-exported
 
 _TEXT = """\
 The quick brown fox jumps over the lazy dog. A journey of a thousand miles begins with a single step.
@@ -76,64 +49,11 @@ print("hello world")
 TRAINING_TEXT = [line for line in _TEXT.splitlines() if line.strip()] * 4
 
 
-def _byte_level_chars(byte_values) -> list[str]:
-    """The characters that ByteLevel pre-tokenization maps the given bytes to (GPT-2's table)."""
-    printable = (
-        list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    )
-    table, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return [table[b] for b in byte_values]
-
-
-# Printable ASCII plus tab, newline and carriage return: every token decodes to clean ASCII text, so generated text
-# never holds half a UTF-8 character (characters outside this set are dropped when encoding).
-ALPHABET = _byte_level_chars([9, 10, 13, *range(32, 127)])
-
-
 def build_tokenizer(vocab_size: int = 512, *, chat_template: bool = True):
-    """A byte-level BPE tokenizer trained on TRAINING_TEXT, as a PreTrainedTokenizerFast."""
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    """A byte-level BPE tokenizer trained on TRAINING_TEXT (the demo trainer's builder)."""
+    from app.demo.trainer import build_tokenizer as build
 
-    tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
-    tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [
-            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ]
-    )
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=ALPHABET,
-        limit_alphabet=len(ALPHABET),
-        show_progress=False,
-    )
-    tok.train_from_iterator(TRAINING_TEXT, trainer=trainer)
-    # No post-processor: prompts carry BOS through the chat template, or get none (like Qwen2).
-    kwargs = {}
-    if chat_template:
-        kwargs["chat_template"] = CHAT_TEMPLATE
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        bos_token=BOS,
-        eos_token=EOS,
-        pad_token=PAD,
-        unk_token=UNK,
-        additional_special_tokens=SPECIAL_TOKENS[4:],
-        padding_side="left",
-        clean_up_tokenization_spaces=False,
-        model_max_length=512,
-        **kwargs,
-    )
+    return build(TRAINING_TEXT, vocab_size, chat_template=chat_template)
 
 
 def build_tiny_model(

@@ -1,8 +1,8 @@
 """A small, seeded, deterministic trainer for the demo's tiny Llama-style models (torch, CPU).
 
 The tokenizer is a byte-level BPE trained locally on the demo's own texts (``suite.tokenizer_text``)
-with the special tokens and chat template of ``tests/tiny_model.py`` (whose logic is copied here:
-``app`` never imports ``tests``). Models are ``LlamaForCausalLM`` with head_dim 64 (vLLM's CPU
+with a fixed set of special tokens and a chat template; the test suite's tiny models
+(``tests/tiny_model.py``) reuse this tokenizer builder. Models are ``LlamaForCausalLM`` with head_dim 64 (vLLM's CPU
 attention needs head_dim >= 64), fp32, written with ``save_pretrained`` so that ``AutoTokenizer``,
 ``AutoModelForCausalLM`` and ``vllm.LLM`` load the folder.
 
@@ -79,9 +79,10 @@ def _byte_level_chars(byte_values) -> list[str]:
 ALPHABET = _byte_level_chars([9, 10, 13, *range(32, 127)])
 
 
-def build_tokenizer(texts: Sequence[str], vocab_size: int = 768):
-    """A byte-level BPE tokenizer trained on ``texts``, as a PreTrainedTokenizerFast with the
-    chat template. Deterministic for the same texts."""
+def build_tokenizer(texts: Sequence[str], vocab_size: int = 768, *, chat_template: bool = True):
+    """A byte-level BPE tokenizer trained on ``texts``, as a PreTrainedTokenizerFast (with the chat
+    template unless told otherwise). Deterministic for the same texts. No post-processor: prompts
+    carry BOS through the chat template, or get none (like Qwen2). tests/tiny_model.py uses it."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -112,7 +113,7 @@ def build_tokenizer(texts: Sequence[str], vocab_size: int = 768):
         padding_side="left",
         clean_up_tokenization_spaces=False,
         model_max_length=512,
-        chat_template=CHAT_TEMPLATE,
+        **({"chat_template": CHAT_TEMPLATE} if chat_template else {}),
     )
 
 
