@@ -91,6 +91,7 @@ def test_two_workers_share_one_job(tmp_path, models):  # noqa: F811
         write_toy_benchmark(dep.benchmarks / "toy.jsonl", 10)
         dep.start_worker()
         dep.start_worker()
+        dep.wait_ready()  # both consume before the first shard is sent
         body = _job(models, "transformers", seeds=(0, 1, 2), mode="loglik")
         job = dep.wait(dep.submit(body), timeout=400)
         assert job["status"] == "done"

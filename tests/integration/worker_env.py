@@ -111,6 +111,16 @@ class Deployment:
         self.workers.append(proc)
         return proc
 
+    def wait_ready(self, timeout: float = 120) -> None:
+        """Until every started worker has connected to the broker (Celery logs 'ready.')."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            logs = sorted(self.root.glob("worker-*.log"))
+            if len(logs) >= len(self.workers) and all("ready." in p.read_text() for p in logs):
+                return
+            time.sleep(0.3)
+        raise AssertionError(f"workers not ready in {timeout}s: {self.logs()}")
+
     def kill(self, proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
