@@ -304,3 +304,52 @@ def models(conn: Connection) -> list[dict]:
         dict(zip(("id", "name", "family", "size_params", "fingerprint"), r, strict=True))
         for r in rows
     ]
+
+
+def benchmarks(conn: Connection) -> list[dict]:
+    rows = (
+        _duck(conn)
+        .execute("SELECT name, category, num_choices FROM benchmarks ORDER BY name")
+        .fetchall()
+    )
+    return [{"name": n, "category": c, "num_choices": k} for n, c, k in rows]
+
+
+def pair_benchmarks(conn: Connection, pair_id: int) -> list[tuple[str, str]]:
+    """(name, category) of the benchmarks a pair has paired samples on."""
+    return (
+        _duck(conn)
+        .execute(
+            "SELECT DISTINCT b.name, b.category FROM transitions t JOIN benchmarks b ON b.id = t.benchmark_id "
+            "WHERE t.pair_id = ? ORDER BY b.name",
+            [pair_id],
+        )
+        .fetchall()
+    )
+
+
+def pair_id_by_names(conn: Connection, base: str, post: str) -> int | None:
+    row = (
+        _duck(conn)
+        .execute(
+            "SELECT p.id FROM pairs p JOIN models b ON b.id = p.base_model_id "
+            "JOIN models q ON q.id = p.post_model_id WHERE b.name = ? AND q.name = ?",
+            [base, post],
+        )
+        .fetchall()
+    )
+    return row[0][0] if row else None
+
+
+def jobs_summary(conn: Connection) -> list[dict]:
+    rows = (
+        _duck(conn)
+        .execute(
+            "SELECT j.id, j.status, j.created_at, count(s.id), count(s.id) FILTER (WHERE s.status IN "
+            "('done', 'reused')), count(s.id) FILTER (WHERE s.status = 'failed') "
+            "FROM jobs j LEFT JOIN shards s ON s.job_id = j.id GROUP BY ALL ORDER BY j.id DESC"
+        )
+        .fetchall()
+    )
+    return [{"id": r[0], "status": r[1], "created_at": r[2].isoformat(), "shards": r[3], "finished": r[4],
+             "failed": r[5]} for r in rows]  # fmt: skip

@@ -54,10 +54,7 @@ def api_models(request: Request) -> list[dict]:
 @router.get("/api/benchmarks")
 def api_benchmarks(request: Request) -> list[dict]:
     with deps.store(request).read() as conn:
-        rows = conn.exec_driver_sql(
-            "SELECT name, category, num_choices FROM benchmarks ORDER BY name"
-        ).fetchall()
-    return [{"name": n, "category": c, "num_choices": k} for n, c, k in rows]
+        return queries.benchmarks(conn)
 
 
 @router.get("/api/pairs/{pair_id}")
@@ -126,7 +123,7 @@ def api_pair_samples(
 ) -> dict:
     """Samples of the pair with the given transition (1->0 by default) in at least one seed."""
     pair = deps.get_pair(request, pair_id)
-    ids = deps.benchmark_filter(request, benchmark, None if category == "Total" else category)
+    ids = deps.benchmark_filter(request, benchmark, category)
     total, rows = deps.flipped(request, pair, ids, transition, q, page, page_size)
     return {
         "pair": _public(pair),
@@ -153,13 +150,7 @@ def api_pair_sample(request: Request, pair_id: int, benchmark: str, sample_id: s
 @router.get("/api/jobs")
 def api_jobs(request: Request) -> list[dict]:
     with deps.store(request).read() as conn:
-        rows = conn.exec_driver_sql(
-            "SELECT j.id, j.status, j.created_at, count(s.id), count(s.id) FILTER (WHERE s.status IN "
-            "('done', 'reused')), count(s.id) FILTER (WHERE s.status = 'failed') "
-            "FROM jobs j LEFT JOIN shards s ON s.job_id = j.id GROUP BY ALL ORDER BY j.id DESC"
-        ).fetchall()
-    return [{"id": r[0], "status": r[1], "created_at": r[2].isoformat(), "shards": r[3], "finished": r[4],
-             "failed": r[5]} for r in rows]  # fmt: skip
+        return queries.jobs_summary(conn)
 
 
 @router.get("/api/jobs/{job_id}")

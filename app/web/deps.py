@@ -8,6 +8,7 @@ from fastapi import HTTPException, Query, Request
 
 from app.db import Store, queries
 from app.forgetting_map import MapCache, MapQuery
+from app.metrics import TOTAL
 
 Transition = Literal["10", "01", "11", "00"]
 TRANSITION_LABELS = {"10": "1→0 forgotten", "01": "0→1 gained", "11": "1→1 kept", "00": "0→0 never"}
@@ -69,7 +70,10 @@ def map_query(
 def benchmark_filter(
     request: Request, benchmark: str | None, category: str | None
 ) -> list[int] | None:
-    """Benchmark ids to drill into; 404 for a name the store does not know."""
+    """Benchmark ids to drill into (None: all; the "Total" column means all); 404 for a name the
+    store does not know."""
+    if category == TOTAL:
+        category = None
     if not benchmark and not category:
         return None
     with store(request).read() as conn:

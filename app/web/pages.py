@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.analysis.lab import LabParams, lab_data
 from app.db import queries
 from app.forgetting_map import MapQuery, category_sort_key
+from app.metrics import TOTAL
 from app.pair_report import quadrants
 from app.taxonomy import CATEGORIES
 from app.web import ROOT, deps, render
@@ -115,15 +116,11 @@ def samples_page(
 ) -> HTMLResponse:
     pair = deps.get_pair(request, pair_id)
     benchmark = benchmark or None
-    category = None if category in (None, "", "Total") else category
+    category = None if category in (None, "", TOTAL) else category
     ids = deps.benchmark_filter(request, benchmark, category)
     total, rows = deps.flipped(request, pair, ids, transition, q or None, page, deps.PAGE_SIZE)
     with deps.store(request).read() as conn:
-        bench_rows = conn.exec_driver_sql(
-            "SELECT DISTINCT b.name, b.category FROM transitions t JOIN benchmarks b ON b.id = t.benchmark_id "
-            "WHERE t.pair_id = ? ORDER BY b.name",
-            (pair_id,),
-        ).fetchall()
+        bench_rows = queries.pair_benchmarks(conn, pair_id)
     context = dict(
         pair=pair,
         rows=rows,

@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app import jobs
+from app.db import queries
 from app.errors import InputError
 from app.queue import send_and_record
 from app.taxonomy import CATEGORIES, lookup, scored_benchmarks
@@ -241,12 +242,7 @@ def job_page(request: Request, job_id: int, queue: str | None = None) -> HTMLRes
     pair_id = None
     with deps.store(request).read() as conn:
         for p in job["request"].get("pairs", []):
-            row = conn.exec_driver_sql(
-                "SELECT p.id FROM pairs p JOIN models b ON b.id = p.base_model_id "
-                "JOIN models q ON q.id = p.post_model_id WHERE b.name = ? AND q.name = ?",
-                (p["base"], p["post"]),
-            ).fetchone()
-            pair_id = pair_id or (row[0] if row else None)
+            pair_id = pair_id or queries.pair_id_by_names(conn, p["base"], p["post"])
     template = "_job_progress.html" if _is_htmx(request) else "job.html"
     return _page(request, template, job=job, progress=_progress(job), queue_down=queue == "down",
                  csrf=csrf_token(request), pair_id=pair_id)  # fmt: skip
