@@ -28,6 +28,7 @@ class WebSettings:
     private: bool = False  # True: every page and API read needs a login or a token
     model_roots: tuple[Path, ...] = ()
     benchmark_dirs: tuple[Path, ...] = ()
+    corpus_dirs: tuple[Path, ...] = ()  # recoverability corpora; empty: the benchmark folders
     reconcile_seconds: float = 10.0
     stale_seconds: float = 1800.0  # a running shard silent this long is sent again
 
@@ -38,6 +39,7 @@ class WebSettings:
             private=os.environ.get("FORGETMAP_PRIVATE", "0").lower() in ("1", "true", "yes"),
             model_roots=tuple(env_paths("FORGETMAP_MODEL_ROOTS")),
             benchmark_dirs=tuple(env_paths("FORGETMAP_BENCHMARK_DIRS")),
+            corpus_dirs=tuple(env_paths("FORGETMAP_CORPUS_DIRS")),
             reconcile_seconds=float(os.environ.get("FORGETMAP_RECONCILE_SECONDS", "10")),
             stale_seconds=float(os.environ.get("FORGETMAP_STALE_SECONDS", "1800")),
         )

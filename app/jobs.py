@@ -266,7 +266,7 @@ def shard(conn: Connection, shard_id: int) -> dict | None:
         .execute(
             """
         SELECT s.id, s.job_id, s.status, s.spec, s.benchmark, s.seed, s.config_hash, m.name,
-               s.done, s.total, s.error, s.attempts
+               s.done, s.total, s.error, s.attempts, s.kind
         FROM shards s JOIN models m ON m.id = s.model_id WHERE s.id = ?
         """,
             [shard_id],
@@ -276,7 +276,7 @@ def shard(conn: Connection, shard_id: int) -> dict | None:
     if row is None:
         return None
     keys = ("id", "job_id", "status", "spec", "benchmark", "seed", "config_hash", "model", "done",
-            "total", "error", "attempts")  # fmt: skip
+            "total", "error", "attempts", "kind")  # fmt: skip
     out = dict(zip(keys, row, strict=True))
     out["spec"] = json.loads(out["spec"])
     return out
@@ -449,4 +449,9 @@ def results_target(conn: Connection, shard_id: int) -> dict:
         raise InputError(f"shard {shard_id} does not exist")
     if s["status"] == "cancelled":
         raise InputError(f"shard {shard_id} was cancelled; its results are not stored")
+    if s["kind"] != "evaluate":
+        raise InputError(
+            f"shard {shard_id} is a {s['kind']} shard: per-sample results belong to evaluation "
+            f"shards (recoverability results go to /api/shards/{shard_id}/recovery)"
+        )
     return {**s, "benchmark": stored_benchmark_name(s["benchmark"])}

@@ -68,11 +68,42 @@
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
       font: { family: "system-ui, -apple-system, Segoe UI, sans-serif", size: 12 },
     };
-    Plotly.react(el, [trace], layout, { displaylogo: false, responsive: true });
+    const traces = [trace];
+    const recoveryEl = document.getElementById("recovery-data");
+    if (recoveryEl) {
+      // the optional recoverability column: its own axis and colour scale (a share, not a flip rate)
+      const rec = JSON.parse(recoveryEl.textContent);
+      const cell = (r) => rec[String(r.id)] || null;
+      const share = (r) => (cell(r) && cell(r).symmetric !== null ? cell(r).symmetric : null);
+      const range = (x, lo, hi) => pct(x) + (lo !== null && lo !== undefined ? " [" + pct(lo) + ", " + pct(hi) + "]" : "");
+      traces.push({
+        type: "heatmap", xaxis: "x2", yaxis: "y", x: ["Recoverability"], y: rows.map((r) => r.name),
+        z: rows.map((r) => [share(r)]), zmin: 0, zmax: 1, showscale: false, xgap: 2, ygap: 2,
+        colorscale: [[0, "#f3f8f1"], [0.5, "#7fbf7b"], [1, "#1b7837"]],
+        text: rows.map((r) => [share(r) === null ? "" : (100 * share(r)).toFixed(0) + "%"]),
+        texttemplate: "%{text}", textfont: { size: 11 },
+        customdata: rows.map((r) => {
+          const c = cell(r);
+          if (!c) return [["recovery", r.id, "no analysis", "", ""]];
+          return [["recovery", r.id, range(c.symmetric, c.symmetric_lo, c.symmetric_hi),
+            range(c.control_symmetric, c.control_symmetric_lo, c.control_symmetric_hi), c.corpus]];
+        }),
+        hovertemplate: "<b>%{y}</b><br>symmetric share, bias + T: %{customdata[2]}" +
+          "<br>noise control: %{customdata[3]}<br>corpus: %{customdata[4]}<extra>click for the analysis</extra>",
+      });
+      layout.xaxis.domain = [0, 0.86];
+      layout.xaxis2 = { domain: [0.89, 1], side: "bottom", automargin: true };
+      trace.colorbar.x = 1.01;
+    }
+    Plotly.react(el, traces, layout, { displaylogo: false, responsive: true });
     el.removeAllListeners && el.removeAllListeners("plotly_click");
     el.on("plotly_click", (ev) => {
       const point = ev.points && ev.points[0];
       if (!point || !point.customdata) return;
+      if (point.customdata[0] === "recovery") {
+        window.location.href = "/pairs/" + point.customdata[1] + "#recoverability";
+        return;
+      }
       const pairId = point.customdata[7], column = point.customdata[8];
       const transition = metricName.startsWith("bt") || metricName === "net" && point.z > 0 ? "01" : "10";
       let url = "/pairs/" + pairId + "/samples?transition=" + transition;

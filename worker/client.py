@@ -77,6 +77,9 @@ class AppClient:
     def results(self, shard_id: int, rows: list[dict]) -> dict:
         return self.post("/api/results", {"shard_id": shard_id, "rows": rows})
 
+    def recovery(self, shard_id: int, body: dict) -> dict:
+        return self.post(f"/api/shards/{shard_id}/recovery", body)
+
     def finish(self, shard_id: int, fingerprint: str | None) -> None:
         self.post(f"/api/shards/{shard_id}/finish", {"fingerprint": fingerprint})
 

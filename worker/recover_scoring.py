@@ -490,12 +490,18 @@ class RecoveryResult:
         }
 
 
+def _vocab_size(model: Any) -> int | None:
+    head = model.get_output_embeddings()
+    return int(head.weight.shape[0]) if head is not None else None
+
+
 def load_model(
     path: str | Path,
     *,
     device: str | None = None,
     dtype: str | None = None,
     trust_remote_code: bool = False,
+    revision: str | None = None,
 ):
     """AutoModelForCausalLM in eval mode (float32 on CPU, the checkpoint's dtype on GPU)."""
     import torch
@@ -509,6 +515,7 @@ def load_model(
         str(path),
         dtype=dtype if dtype == "auto" else getattr(torch, dtype),
         trust_remote_code=trust_remote_code,
+        revision=revision,
     ).to(device)
     model.eval()
     return model
@@ -566,6 +573,7 @@ def run_recoverability(
     per_model: dict[str, dict[str, Any]] = {}
     planted: dict[str, dict[str, Any]] = {}
     base_model = load(base) if isinstance(base, (str, Path)) else base
+    base_vocab = _vocab_size(base_model)
     per_model["base"] = analyze_model(
         base_model, docs, splits, bias_tokens, progress=stage("base"), **common
     )
@@ -581,6 +589,11 @@ def run_recoverability(
         gc.collect()
     if post is not None:
         post_model = load(post) if isinstance(post, (str, Path)) else post
+        if _vocab_size(post_model) != base_vocab:
+            raise ValueError(
+                f"the pair must share its vocabulary: the base has {base_vocab} output tokens, "
+                f"the post-trained model {_vocab_size(post_model)}"
+            )
         per_model["post"] = analyze_model(
             post_model, docs, splits, bias_tokens, progress=stage("post"), **common
         )

@@ -21,6 +21,7 @@ class WorkerSettings:
     broker: BrokerSettings = field(default_factory=BrokerSettings)
     model_roots: list[Path] = field(default_factory=list)
     benchmark_dirs: list[Path] = field(default_factory=list)  # where local:NAME benchmarks live
+    corpus_dirs: list[Path] = field(default_factory=list)  # recoverability corpora (default: the above)
     trust_remote_code: bool = False
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.9
@@ -38,6 +39,7 @@ class WorkerSettings:
             broker=BrokerSettings.from_env(),
             model_roots=_paths(env.get("FORGETMAP_MODEL_ROOTS")),
             benchmark_dirs=_paths(env.get("FORGETMAP_BENCHMARK_DIRS")),
+            corpus_dirs=_paths(env.get("FORGETMAP_CORPUS_DIRS")),
             trust_remote_code=env.get("FORGETMAP_TRUST_REMOTE_CODE", "0").lower()
             in ("1", "true", "yes"),
             tensor_parallel_size=int(env.get("FORGETMAP_TENSOR_PARALLEL_SIZE", "1")),

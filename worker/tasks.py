@@ -1,4 +1,5 @@
-"""The Celery app of the workers and its one task: evaluate a shard.
+"""The Celery app of the workers and its one task: run a shard (an evaluation, or a
+recoverability analysis: ``worker/recover_job.py``).
 
 Reliability: ``acks_late`` + ``reject_on_worker_lost`` put a task back on the queue when its worker
 dies mid-shard (with Redis, after the visibility timeout); the app's shard state makes a repeated
@@ -18,6 +19,7 @@ from celery import Celery
 from app.queue import TASK_NAME
 from worker.client import AppClient, AppRejected, AppUnavailable
 from worker.evaluate import EngineCache, ShardFailed, run_shard
+from worker.recover_job import run_recover_shard
 from worker.settings import WorkerSettings
 
 log = logging.getLogger("forgetmap.worker")
@@ -50,6 +52,9 @@ def make_worker_app(settings: WorkerSettings) -> Celery:
                 log.info("shard %d: nothing to do (finished, reused or cancelled)", shard_id)
                 return "skipped"
             try:
+                if shard.get("kind") == "recover":
+                    engines.close()  # the analysis loads its own models (transformers, full logits)
+                    return run_recover_shard(shard, client=client, settings=settings)
                 return run_shard(shard, client=client, engines=engines, settings=settings)
             except ShardFailed as exc:
                 log.error("shard %d failed: %s", shard_id, exc)

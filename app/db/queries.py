@@ -353,3 +353,21 @@ def jobs_summary(conn: Connection) -> list[dict]:
     )
     return [{"id": r[0], "status": r[1], "created_at": r[2].isoformat(), "shards": r[3], "finished": r[4],
              "failed": r[5]} for r in rows]  # fmt: skip
+
+
+def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:
+    """The checkpoint spec (path, revision, ...) a job stored for each named model, if any."""
+    import json
+
+    if not names:
+        return {}
+    rows = (
+        _duck(conn)
+        .execute(
+            f"SELECT name, spec FROM models WHERE spec IS NOT NULL AND name IN "
+            f"({', '.join('?' for _ in names)})",
+            names,
+        )
+        .fetchall()
+    )
+    return {name: json.loads(spec) for name, spec in rows}

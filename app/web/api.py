@@ -165,6 +165,45 @@ def api_job(request: Request, job_id: int) -> dict:
     return job
 
 
+@router.get("/api/pairs/{pair_id}/recoveries")
+def api_pair_recoveries(request: Request, pair_id: int) -> list[dict]:
+    """The pair's recoverability analyses, newest first: settings, fitted corrections, and the
+    share / symmetric share of the post model and of each control, with 95% bootstrap CIs."""
+    deps.get_pair(request, pair_id)
+    return deps.pair_recoveries(request, pair_id)
+
+
+@router.get("/api/recoveries/{recovery_id}")
+def api_recovery(request: Request, recovery_id: int) -> dict:
+    return deps.get_recovery(request, recovery_id)
+
+
+@router.get("/api/recoveries/{recovery_id}/documents.{fmt}")
+def api_recovery_documents(
+    request: Request, recovery_id: int, fmt: Literal["csv", "parquet"]
+) -> Response:
+    """The per-document table (doc_id, split, n_tokens, one loss-sum column per model/correction,
+    in nats): every share of the analysis can be recomputed from it."""
+    import pyarrow as pa
+
+    from app.db import recoveries
+
+    deps.get_recovery(request, recovery_id)
+    with deps.store(request).read() as conn:
+        table = recoveries.documents_table(conn, recovery_id)
+    return _table_response(pa.table(table), fmt, f"recovery-{recovery_id}-documents")
+
+
+@router.get("/api/recovery")
+def api_recovery_column(
+    request: Request,
+    correction: Annotated[Literal["bias", "temp", "bias_temp", "closed_bias"], Query()] = "bias_temp",
+) -> list[dict]:
+    """The map's optional recoverability column: per pair, the newest analysis' symmetric share
+    under one correction, beside the weight-noise control's (the random-corruption yardstick)."""
+    return deps.recovery_column(request, correction)
+
+
 @router.get("/api/cross/forgotten")
 def api_most_forgotten(
     request: Request, limit: Annotated[int, Query(ge=1, le=500)] = 50

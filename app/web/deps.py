@@ -126,3 +126,32 @@ def flipped(
         page_size,
     )
     return map_cache(request).cache.get(key, load)
+
+
+def pair_recoveries(request: Request, pair_id: int) -> list[dict]:
+    from app.db import recoveries
+
+    with store(request).read() as conn:
+        return recoveries.pair_recoveries(conn, pair_id)
+
+
+def get_recovery(request: Request, recovery_id: int) -> dict:
+    from app.db import recoveries
+
+    with store(request).read() as conn:
+        found = recoveries.recovery(conn, recovery_id)
+    if found is None:
+        raise HTTPException(404, f"recovery analysis {recovery_id} does not exist")
+    return found
+
+
+def recovery_column(request: Request, correction: str = "bias_temp") -> list[dict]:
+    """Per pair with an analysis: the headline numbers of its newest one (cached per data version)."""
+    from app.db import recoveries
+    from app.recovery import headline
+
+    def load() -> list[dict]:
+        with store(request).read() as conn:
+            return [headline(r, correction) for r in recoveries.latest_recoveries(conn)]
+
+    return map_cache(request).cache.get(("recovery", correction), load)

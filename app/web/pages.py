@@ -68,6 +68,7 @@ def map_page(
     request: Request,
     query: Annotated[MapQuery, Depends(deps.map_query)],
     metric: str = "f_true",
+    recovery: bool = False,
 ) -> HTMLResponse:
     cache = deps.map_cache(request)
     pairs = cache.pairs()
@@ -92,15 +93,21 @@ def map_page(
         stages=sorted({p["stage"] for p in pairs if p["stage"]}),
         families=sorted({p["family"] for p in pairs if p["family"]}),
         categories=CATEGORIES,
+        recovery={r["pair_id"]: r for r in deps.recovery_column(request)} if recovery else None,
     )
 
 
 @router.get("/pairs/{pair_id}", response_class=HTMLResponse)
 @cached_for_readers
 def pair_page(request: Request, pair_id: int) -> HTMLResponse:
+    from app.recovery import view_rows
+
     pair = deps.get_pair(request, pair_id)
     rows = deps.pair_rows(request, pair_id)
-    return _page(request, "pair.html", pair=pair, rows=rows, quadrants=quadrants(rows))
+    recoveries = deps.pair_recoveries(request, pair_id)
+    return _page(request, "pair.html", pair=pair, rows=rows, quadrants=quadrants(rows),
+                 recoveries=recoveries, recovery_rows=view_rows(recoveries[0]) if recoveries else [],
+                 logged_in=bool(request.session.get("user")))  # fmt: skip
 
 
 @router.get("/pairs/{pair_id}/samples", response_class=HTMLResponse)

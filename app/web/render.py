@@ -72,3 +72,14 @@ def choices_list(choices: str | None) -> list[str]:
 
 def option_letter(i: int) -> str:
     return chr(ord("A") + i) if i < 26 else str(i + 1)
+
+
+def share(stat: dict | None) -> str:
+    """A recovery share with its interval, in percent: ``62.3 [55.0, 70.1]`` ("–" if undefined)."""
+    if not stat or stat.get("estimate") is None:
+        return "–"
+
+    def pct(x):
+        return "–" if x is None else f"{100 * x:.1f}"
+
+    return f"{pct(stat['estimate'])} [{pct(stat.get('lo'))}, {pct(stat.get('hi'))}]"

@@ -16,6 +16,13 @@ from app import jobs
 from app.db import queries
 from app.errors import InputError
 from app.queue import send_and_record
+from app.recovery import (
+    MAX_TABLE_DOCS,
+    CorpusSpec,
+    RecoveryOptions,
+    RecoveryRequest,
+    create_recovery_job,
+)
 from app.taxonomy import CATEGORIES, lookup, scored_benchmarks
 from app.web import deps
 from app.web.pages import _is_htmx, _page
@@ -194,6 +201,106 @@ async def submit(request: Request) -> Response:
     if _is_htmx(request):
         return Response(status_code=204, headers={"HX-Redirect": url})
     return RedirectResponse(url, status_code=303)
+
+
+# ------------------------------------------------------------------------- recoverability
+
+
+def local_corpora(request: Request) -> list[str]:
+    """Files and folders a ``local:NAME`` corpus may name (FORGETMAP_CORPUS_DIRS, else the
+    benchmark folders)."""
+    settings = request.app.state.settings
+    names = set()
+    for folder in settings.corpus_dirs or settings.benchmark_dirs:
+        if Path(folder).is_dir():
+            names.update(p.name for p in Path(folder).iterdir()
+                         if p.is_dir() or p.suffix in (".txt", ".jsonl", ".json"))  # fmt: skip
+    return sorted(names)
+
+
+RECOVER_DEFAULTS = {"corpus_kind": "local", "hf_split": "train", "text_field": "text",
+                    "max_docs": "2000", "max_tokens": "2047", "k": "4096", "seed": "0"}  # fmt: skip
+
+
+def _recover_page(request: Request, pair: dict, values: dict, errors: dict) -> HTMLResponse:
+    return _page(request, "recover.html", pair=pair, values={**RECOVER_DEFAULTS, **values},
+                 errors=errors, csrf=csrf_token(request), local=local_corpora(request))  # fmt: skip
+
+
+@router.get("/pairs/{pair_id}/recover", response_class=HTMLResponse)
+def recover_page(request: Request, pair_id: int) -> HTMLResponse:
+    require_login(request)
+    pair = deps.get_pair(request, pair_id)
+    with deps.store(request).read() as conn:
+        specs = queries.model_specs(conn, [pair["base"], pair["post"]])
+    values = {}
+    for side in ("base", "post"):
+        spec = specs.get(pair[side]) or {}
+        values[f"{side}_path"] = spec.get("path", "")
+        values[f"{side}_revision"] = spec.get("revision") or ""
+    return _recover_page(request, pair, values, {})
+
+
+def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoveryRequest | None, dict]:
+    """Validate the recoverability form; returns (request, {}) or (None, {field: message})."""
+    settings = request.app.state.settings
+    errors: dict[str, str] = {}
+    models = {}
+    for side in ("base", "post"):
+        path = (values.get(f"{side}_path") or "").strip()
+        try:
+            if not path:
+                raise InputError("give a Hugging Face id (org/name) or a local path under the model roots")
+            jobs.check_model_path(path, list(settings.model_roots))
+        except InputError as exc:
+            errors[f"{side}_path"] = str(exc)
+            continue
+        revision = (values.get(f"{side}_revision") or "").strip() or None
+        models[side] = jobs.ModelSpec(name=pair[side], path=path, revision=revision)
+    if values.get("corpus_kind") == "hf":
+        hf_id = (values.get("hf_id") or "").strip()
+        source = f"hf:{hf_id}"
+    else:
+        name = values.get("local_corpus") or ""
+        source = f"local:{name}"
+        if name not in local_corpora(request):
+            errors["corpus"] = "choose a local corpus (files or folders in FORGETMAP_CORPUS_DIRS)"
+    max_docs = _number(values, errors, "max_docs", int, 3, MAX_TABLE_DOCS, "documents")
+    max_tokens = _number(values, errors, "max_tokens", int, 16, 32768, "max tokens")
+    k = _number(values, errors, "k", int, 1, 262144, "K")
+    seed = _number(values, errors, "seed", int, 0, 2**31 - 1, "seed")
+    if errors:
+        return None, errors
+    try:
+        corpus = CorpusSpec(source=source, text_field=(values.get("text_field") or "text").strip(),
+                            separator="\n\n" if values.get("split_paragraphs") else None,
+                            max_docs=max_docs, config=(values.get("hf_config") or "").strip() or None,
+                            split=(values.get("hf_split") or "train").strip())  # fmt: skip
+        corpus.validate()
+    except InputError as exc:
+        return None, {"corpus": str(exc)}
+    options = RecoveryOptions(max_tokens=max_tokens, k=k, seed=seed)
+    return RecoveryRequest(base=models["base"], post=models["post"], corpus=corpus,
+                           options=options), {}  # fmt: skip
+
+
+@router.post("/pairs/{pair_id}/recover")
+async def recover_submit(request: Request, pair_id: int) -> Response:
+    require_login(request)
+    form = await request.form()
+    check_csrf(request, form.get("csrf"))
+    pair = deps.get_pair(request, pair_id)
+    values = {k: str(v) for k, v in form.items() if k != "csrf"}
+    recovery_request, errors = parse_recovery(request, pair, values)
+    if recovery_request is None:
+        return _recover_page(request, pair, values, errors)
+    try:
+        with deps.store(request).transaction() as conn:
+            job_id, to_send = create_recovery_job(conn, recovery_request)
+    except InputError as exc:
+        return _recover_page(request, pair, values, {"form": str(exc)})
+    _, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
+    return RedirectResponse(f"/jobs/{job_id}" + ("?queue=down" if problem else ""), status_code=303)
 
 
 # ------------------------------------------------------------------------------------ jobs

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import BaseModel, Field
 
-from app import jobs
+from app import jobs, recovery
 from app.auth import token_owner
 from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
@@ -135,11 +135,20 @@ def upload_results(request: Request, body: ResultsIn, owner: Owner) -> dict:
 
 @router.post("/api/jobs", status_code=201)
 def submit_job(request: Request, body: dict[str, Any], owner: Owner) -> dict:
-    """Create an evaluation job (models x benchmarks x seeds) and send its shards to the workers."""
+    """Create a job and send its shards to the workers: an evaluation (models x benchmarks x
+    seeds), or with ``"kind": "recover"`` a recoverability analysis of a pair on a corpus."""
     try:
-        job_request = jobs.JobRequest.from_dict(body)
+        kind = body.get("kind", "evaluate")
         with deps.store(request).transaction() as conn:
-            job_id, to_send = jobs.create_job(conn, job_request)
+            if kind == "evaluate":
+                job_id, to_send = jobs.create_job(conn, jobs.JobRequest.from_dict(body))
+            elif kind == "recover":
+                recovery_request = recovery.RecoveryRequest.from_dict(body)
+                for model in (recovery_request.base, recovery_request.post):
+                    jobs.check_model_path(model.path, list(request.app.state.settings.model_roots))
+                job_id, to_send = recovery.create_recovery_job(conn, recovery_request)
+            else:
+                raise InputError(f"unknown job kind {kind!r}; use 'evaluate' or 'recover'")
     except InputError as exc:
         raise _input_error(exc) from exc
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
@@ -215,3 +224,35 @@ def shard_fail(request: Request, shard_id: int, body: FailIn, owner: Owner) -> d
     except InputError as exc:
         raise HTTPException(404, str(exc)) from exc
     return {"status": "failed"}
+
+
+class RecoveryIn(BaseModel):
+    table: dict[str, list]
+    corrections: dict[str, dict[str, dict]] = Field(default_factory=dict)
+    controls: dict[str, dict] = Field(default_factory=dict)
+    timing: dict[str, dict] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+@router.post("/api/shards/{shard_id}/recovery")
+def shard_recovery(request: Request, shard_id: int, body: RecoveryIn, owner: Owner) -> dict:
+    """The results of a recoverability shard: per-document loss sums and fitted corrections.
+    The app recomputes every share from the sums; a repeated upload replaces the earlier one."""
+    length = int(request.headers.get("content-length") or 0)
+    if length > MAX_UPLOAD_BYTES:
+        raise HTTPException(413, f"upload of {length} bytes is over {MAX_UPLOAD_BYTES}")
+    try:
+        with deps.store(request).transaction() as conn:
+            s = jobs.shard(conn, shard_id)
+            if s is None:
+                raise HTTPException(404, f"shard {shard_id} does not exist")
+            if s["kind"] != "recover":
+                raise InputError(f"shard {shard_id} is not a recoverability shard")
+            if s["status"] == "cancelled":
+                raise InputError(f"shard {shard_id} was cancelled; its results are not stored")
+            recovery_id = recovery.store_upload(
+                conn, s, recovery.RecoveryUpload(**body.model_dump())
+            )
+    except InputError as exc:
+        raise _input_error(exc) from exc
+    return {"recovery_id": recovery_id}

@@ -1,0 +1,172 @@
+"""SQL of recoverability analyses: their job and shard rows, stored results, the document table.
+
+The per-document loss sums are kept in long form (one row per document, model and correction);
+:func:`documents_table` pivots them back into the analysis' wide table. All values are parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Connection
+
+from app.analysis import recover as R
+
+
+def _duck(conn: Connection):
+    return conn.connection.driver_connection
+
+
+def set_model_spec(conn: Connection, name: str, spec_json: str) -> None:
+    _duck(conn).execute("UPDATE models SET spec = ? WHERE name = ?", [spec_json, name])
+
+
+def insert_job(conn: Connection, kind: str, payload_json: str) -> int:
+    return _duck(conn).execute(
+        "INSERT INTO jobs (kind, status, payload) VALUES (?, 'queued', ?) RETURNING id",
+        [kind, payload_json],
+    ).fetchall()[0][0]
+
+
+def insert_shard(
+    conn: Connection,
+    *,
+    job_id: int,
+    model: str,
+    benchmark: str,
+    seed: int,
+    config_hash: str,
+    spec: str,
+    status: str,
+) -> int:
+    return _duck(conn).execute(
+        """
+        INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, kind,
+                            finished_at)
+        SELECT ?, id, ?, ?, ?, ?, ?, 'recover', CASE WHEN ? = 'reused' THEN now() END
+        FROM models WHERE name = ?
+        RETURNING id
+        """,
+        [job_id, benchmark, seed, config_hash, spec, status, status, model],
+    ).fetchall()[0][0]
+
+
+def finished_recovery(conn: Connection, pair_id: int, config_hash: str) -> int | None:
+    """A stored recovery of this pair from a shard with the same settings."""
+    rows = _duck(conn).execute(
+        """
+        SELECT r.id FROM recoveries r JOIN shards s ON s.id = r.shard_id
+        WHERE r.pair_id = ? AND s.config_hash = ? AND s.status = 'done'
+        ORDER BY r.id DESC LIMIT 1
+        """,
+        [pair_id, config_hash],
+    ).fetchall()
+    return rows[0][0] if rows else None
+
+
+def save_recovery(
+    conn: Connection,
+    *,
+    pair_id: int,
+    shard_id: int | None,
+    corpus: str,
+    config: dict,
+    summary: dict,
+    table: dict[str, list],
+) -> int:
+    duck = _duck(conn)
+    if shard_id is not None:
+        old = duck.execute("SELECT id FROM recoveries WHERE shard_id = ?", [shard_id]).fetchall()
+        for (old_id,) in old:
+            duck.execute("DELETE FROM recovery_documents WHERE recovery_id = ?", [old_id])
+            duck.execute("DELETE FROM recoveries WHERE id = ?", [old_id])
+    recovery_id = duck.execute(
+        "INSERT INTO recoveries (pair_id, shard_id, corpus, config, summary) "
+        "VALUES (?, ?, ?, ?, ?) RETURNING id",
+        [pair_id, shard_id, corpus, json.dumps(config), json.dumps(summary)],
+    ).fetchall()[0][0]
+    import pyarrow as pa
+
+    n = len(table["doc_id"])
+    columns = [c for c in table if "/" in c]
+    rows = pa.table(
+        {
+            "recovery_id": pa.array([recovery_id] * (n * len(columns)), pa.int32()),
+            "doc_index": pa.array(list(range(n)) * len(columns), pa.int32()),
+            "doc_id": pa.array([str(d) for d in table["doc_id"]] * len(columns), pa.string()),
+            "split": pa.array(list(table["split"]) * len(columns), pa.string()),
+            "n_tokens": pa.array(list(table["n_tokens"]) * len(columns), pa.int32()),
+            "model": pa.array([c.split("/", 1)[0] for c in columns for _ in range(n)], pa.string()),
+            "correction": pa.array(
+                [c.split("/", 1)[1] for c in columns for _ in range(n)], pa.string()
+            ),
+            "loss_sum": pa.array([float(v) for c in columns for v in table[c]], pa.float64()),
+        }
+    )
+    duck.register("recovery_rows", rows)
+    try:
+        duck.execute("INSERT INTO recovery_documents SELECT * FROM recovery_rows")
+    finally:
+        duck.unregister("recovery_rows")
+    return recovery_id
+
+
+_COLUMNS = ("id", "pair_id", "shard_id", "corpus", "config", "summary", "created_at")
+
+
+def _recovery(row) -> dict[str, Any]:
+    out = dict(zip(_COLUMNS, row, strict=True))
+    out["config"] = json.loads(out["config"])
+    out["summary"] = json.loads(out["summary"])
+    out["created_at"] = out["created_at"].isoformat()
+    return out
+
+
+def recovery(conn: Connection, recovery_id: int) -> dict[str, Any] | None:
+    rows = _duck(conn).execute(
+        f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE id = ?", [recovery_id]
+    ).fetchall()
+    return _recovery(rows[0]) if rows else None
+
+
+def pair_recoveries(conn: Connection, pair_id: int) -> list[dict[str, Any]]:
+    """A pair's analyses, newest first."""
+    rows = _duck(conn).execute(
+        f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE pair_id = ? ORDER BY id DESC",
+        [pair_id],
+    ).fetchall()
+    return [_recovery(r) for r in rows]
+
+
+def latest_recoveries(conn: Connection) -> list[dict[str, Any]]:
+    """The newest analysis of every pair that has one."""
+    rows = _duck(conn).execute(
+        f"""
+        SELECT {', '.join(_COLUMNS)} FROM recoveries
+        WHERE id IN (SELECT max(id) FROM recoveries GROUP BY pair_id) ORDER BY pair_id
+        """
+    ).fetchall()
+    return [_recovery(r) for r in rows]
+
+
+def documents_table(conn: Connection, recovery_id: int) -> dict[str, list]:
+    """The wide per-document table (``doc_id, split, n_tokens, model/correction...``) of
+    app.analysis.recover, from which every share of the analysis can be recomputed."""
+    rows = _duck(conn).execute(
+        """
+        SELECT doc_index, doc_id, split, n_tokens, model, correction, loss_sum
+        FROM recovery_documents WHERE recovery_id = ? ORDER BY model, correction, doc_index
+        """,
+        [recovery_id],
+    ).fetchall()
+    if not rows:
+        return {}
+    n = max(r[0] for r in rows) + 1
+    table: dict[str, list] = {"doc_id": [None] * n, "split": [None] * n, "n_tokens": [None] * n}
+    for index, doc_id, split, n_tokens, model, correction, loss in rows:
+        table["doc_id"][index], table["split"][index], table["n_tokens"][index] = (
+            doc_id, split, n_tokens,
+        )  # fmt: skip
+        table.setdefault(R.loss_column(model, correction), [None] * n)[index] = loss
+    return table
