@@ -16,8 +16,8 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlalchemy import Connection
 
 from app.errors import InputError
@@ -123,20 +123,115 @@ def _raise_duplicates(duck) -> None:
     )
 
 
-def _with_ids(conn: Connection, table: pa.Table) -> pa.Table:
-    """Add integer model_id and benchmark_id columns (looked up in Arrow: a few hundred names)."""
+@dataclass
+class _Keys:
+    """Integer codes of an incoming table's keys, computed in Arrow/numpy (no SQL pass).
+
+    ``unit`` numbers each row's (model, benchmark, seed) in [0, n_units_space); ``units`` lists the
+    present ones as (unit code, model_id, benchmark_id, seed), in unit-code order.
+    """
+
+    models: list[str]
+    model_ids: np.ndarray  # per row, int32
+    benchmark_ids: np.ndarray  # per row, int32
+    unit: np.ndarray  # per row, int64
+    space: int  # unit codes are < space
+    units: pa.Table  # unit, model_id, benchmark_id, seed
+    duplicated: bool
+
+
+# the duplicate check marks each (unit, sample) key in a bitmap of this many bytes at most
+# (beyond it, and beyond 8 bytes per row, it sorts the keys instead)
+_BITMAP_BYTES = 1 << 26
+# (unit, sample) codes below this fit an int64; beyond it SQL counts the distinct keys
+_KEY_SORT_LIMIT = 2**62
+
+
+def _codes_int(col) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of an integer column without nulls (seeds): offsets when the range is narrow."""
+    values = (
+        col.to_numpy() if isinstance(col, pa.ChunkedArray) else col.to_numpy(zero_copy_only=False)
+    )
+    if len(values) == 0:
+        return np.zeros(0, np.int32), values
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo <= 1 << 20:
+        offset = values.astype(np.int64) - lo
+        present = np.bincount(offset, minlength=hi - lo + 1) > 0
+        renumber = np.cumsum(present, dtype=np.int32) - 1
+        return renumber[offset], (np.flatnonzero(present) + lo)
+    distinct, codes = np.unique(values, return_inverse=True)
+    return codes.astype(np.int32), distinct
+
+
+def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.Array]) -> _Keys:
+    """Ids, units and the duplicate check of (model, benchmark, sample_id, seed), from codes.
+
+    Name columns are coded per distinct value (dictionary-encoded columns hash their dictionary,
+    not their rows); the ids of the few hundred names come from one lookup each.
+    """
+    from app.importers.common import dictionary_codes
+
     duck = _duck(conn)
+    ids = {}
+    codes = {}
+    names = {}
     for column, source in (("model", "models"), ("benchmark", "benchmarks")):
-        names = table[column].unique()
-        rows = duck.execute(
-            f"SELECT name, id FROM {source} WHERE name IN (SELECT unnest(?))", [names.to_pylist()]
-        ).fetchall()
-        lookup = dict(rows)
-        ids = pa.array([lookup[n] for n in names.to_pylist()], pa.int32())
-        table = table.append_column(
-            f"{column}_id", pc.take(ids, pc.index_in(table[column], value_set=names))
+        code, values = model_codes if column == "model" else dictionary_codes(table[column])
+        found = dict(
+            duck.execute(
+                f"SELECT name, id FROM {source} WHERE name IN (SELECT unnest(?))",
+                [values.to_pylist()],
+            ).fetchall()
         )
-    return table
+        names[column] = values.to_pylist()
+        ids[column] = np.asarray([found[v] for v in names[column]], np.int32)
+        codes[column] = code
+    seed_code, seeds = _codes_int(table["seed"])
+    sample_code, sample_values = dictionary_codes(table["sample_id"])
+    nm, nb, ns = len(names["model"]), len(names["benchmark"]), len(seeds)
+    unit = (codes["model"].astype(np.int64) * nb + codes["benchmark"]) * ns + seed_code
+    space = nm * nb * ns
+    if space <= max(len(unit), 1 << 20):
+        present = np.flatnonzero(np.bincount(unit, minlength=space))
+    else:
+        present = np.unique(unit)
+    units = pa.table(
+        {
+            "unit": pa.array(present, pa.int64()),
+            "model_id": pa.array(ids["model"][present // (nb * ns)]),
+            "benchmark_id": pa.array(ids["benchmark"][(present // ns) % nb]),
+            "seed": pa.array(seeds[present % ns].astype(np.int32)),
+        }
+    )
+    # duplicate (unit, sample) keys: distinct keys < rows
+    nsamples = len(sample_values)
+    key_space = space * nsamples
+    if key_space <= min(_BITMAP_BYTES, max(8 * len(unit), 1 << 22)):
+        seen = np.zeros(key_space, np.bool_)
+        seen[unit * nsamples + sample_code] = True
+        distinct = int(np.count_nonzero(seen))
+    elif key_space < _KEY_SORT_LIMIT:
+        distinct = len(np.unique(unit * nsamples + sample_code))
+    else:  # astronomically many codes: let SQL count
+        distinct = None
+    if distinct is None:
+        duck.register("keys_check", table.select(["model", "benchmark", "sample_id", "seed"]))
+        try:
+            distinct = duck.execute(
+                "SELECT count(*) FROM (SELECT DISTINCT model, benchmark, sample_id, seed FROM keys_check)"
+            ).fetchall()[0][0]
+        finally:
+            duck.unregister("keys_check")
+    return _Keys(
+        models=names["model"],
+        model_ids=ids["model"][codes["model"]],
+        benchmark_ids=ids["benchmark"][codes["benchmark"]],
+        unit=unit,
+        space=space,
+        units=units,
+        duplicated=distinct != table.num_rows,
+    )
 
 
 _RESULT_COLUMNS = (
@@ -167,38 +262,36 @@ def ingest(
     if on_conflict not in ("error", "keep"):
         raise ValueError(f"on_conflict must be 'error' or 'keep', got {on_conflict!r}")
     duck = _duck(conn)
-    models = sorted(set(table["model"].unique().to_pylist()))
+    from app.importers.common import dictionary_codes
+
+    model_codes = dictionary_codes(table["model"])
+    models = sorted(model_codes[1].to_pylist())
     ensure_models(conn, models)
     ensure_benchmarks(conn, benchmarks)
     chash = config_hash(config)
-    table = _with_ids(conn, table)
+    keys = _keys(conn, table, model_codes)
+    table = table.append_column("model_id", pa.array(keys.model_ids)).append_column(
+        "benchmark_id", pa.array(keys.benchmark_ids)
+    )
     duck.register("incoming", table)
+    duck.register("incoming_units", keys.units)
     try:
-        # one pass finds the (model, benchmark, seed) units, their duplicate sample ids (rows vs
-        # distinct ids) and whether anything is stored for them already
-        duck.execute(
-            """
-            CREATE OR REPLACE TEMP TABLE incoming_units AS
-            SELECT u.*, EXISTS (SELECT 1 FROM runs r WHERE r.model_id = u.model_id
-                                AND r.benchmark_id = u.benchmark_id AND r.seed = u.seed) AS stored
-            FROM (SELECT model_id, benchmark_id, seed, count(*) AS n, count(DISTINCT sample_id) AS ids
-                  FROM incoming GROUP BY model_id, benchmark_id, seed) u
-            """
-        )
-        overlap, duplicated = duck.execute(
-            "SELECT count(*) FILTER (WHERE stored), count(*) FILTER (WHERE n <> ids) FROM incoming_units"
-        ).fetchall()[0]
-        if duplicated:
+        if keys.duplicated:
             _raise_duplicates(duck)
+        # units with anything stored already (any config) take the comparing path
+        overlap = duck.execute(
+            "SELECT count(*) FROM incoming_units u WHERE EXISTS (SELECT 1 FROM runs r "
+            "WHERE r.model_id = u.model_id AND r.benchmark_id = u.benchmark_id AND r.seed = u.seed)"
+        ).fetchall()[0][0]
         if overlap:
             rows_added = _ingest_overlapping(duck, chash, config, on_conflict)
         else:
-            rows_added = _ingest_new(duck, table, chash, config, progress)
+            rows_added = _ingest_new(duck, table, keys, chash, config, progress)
+        pairs, unpaired = refresh_counts(conn, "touched")
+        duck.execute("DROP TABLE touched")
     finally:
         duck.unregister("incoming")
-    pairs, unpaired = refresh_counts(conn, "touched")
-    duck.execute("DROP TABLE touched")
-    duck.execute("DROP TABLE incoming_units")
+        duck.unregister("incoming_units")
     return IngestSummary(
         rows_read=table.num_rows,
         rows_added=rows_added,
@@ -222,33 +315,59 @@ def _insert_runs(duck, units: str, chash: str, config: dict) -> None:
     )
 
 
-def _ingest_new(duck, table: pa.Table, chash: str, config: dict, progress: Progress | None) -> int:
-    """Every incoming unit is new: insert all rows in one pass per chunk."""
+def _ingest_new(
+    duck, table: pa.Table, keys: _Keys, chash: str, config: dict, progress: Progress | None
+) -> int:
+    """Every incoming unit is new: runs first, then the rows straight from Arrow with their run id.
+
+    The run id of each row is looked up in numpy (one id per unit), so the insert reads the Arrow
+    table as it is: no join. All-null optional columns are left to the column default (NULL).
+    """
     duck.execute(
         "CREATE OR REPLACE TEMP TABLE touched AS SELECT model_id, benchmark_id, seed FROM incoming_units"
     )
     _insert_runs(duck, "touched", chash, config)
+    run_of_unit = duck.execute(
+        """
+        SELECT u.unit, r.id FROM incoming_units u
+        JOIN runs r ON r.model_id = u.model_id AND r.benchmark_id = u.benchmark_id
+                   AND r.seed = u.seed AND r.config_hash = ?
+        """,
+        [chash],
+    ).fetchnumpy()
+    unit_code = keys.units["unit"].to_numpy()
+    if len(run_of_unit["unit"]) != len(unit_code):
+        raise RuntimeError("a run row is missing for an incoming unit")
+    found_unit = np.asarray(run_of_unit["unit"], np.int64)
+    found_id = np.asarray(run_of_unit["id"], np.int32)
+    if keys.space <= max(len(keys.unit), 1 << 20):
+        by_code = np.zeros(keys.space, np.int32)  # unit code -> run id
+        by_code[found_unit] = found_id
+        run_id = by_code[keys.unit]
+    else:  # through the position of each code among the sorted present units
+        by_position = np.empty(len(unit_code), np.int32)
+        by_position[np.searchsorted(unit_code, found_unit)] = found_id
+        run_id = by_position[np.searchsorted(unit_code, keys.unit)]
+    table = table.append_column("run_id", pa.array(run_id))
+    columns = [
+        c
+        for c in _RESULT_COLUMNS.split(", ")
+        if c in _ALWAYS_WRITTEN or table[c].null_count < table.num_rows
+    ]
+    column_list = ", ".join(columns)
     rows = table.num_rows
     for start in range(0, rows, WRITE_CHUNK_ROWS):
         duck.register("chunk", table.slice(start, WRITE_CHUNK_ROWS))
         try:
-            duck.execute(
-                f"""
-                INSERT INTO results ({_RESULT_COLUMNS})
-                SELECT c.model_id, c.benchmark_id, c.seed, c.sample_id, r.id, c.correct,
-                       c.num_choices, c.prompt, c.response, c.prediction, c.gold, c.choices,
-                       c.doc_hash, c.prompt_tokens, c.completion_tokens
-                FROM chunk c
-                JOIN runs r ON r.model_id = c.model_id AND r.benchmark_id = c.benchmark_id
-                           AND r.seed = c.seed AND r.config_hash = ?
-                """,
-                [chash],
-            )
+            duck.execute(f"INSERT INTO results ({column_list}) SELECT {column_list} FROM chunk")
         finally:
             duck.unregister("chunk")
         if progress:
             progress("write", min(start + WRITE_CHUNK_ROWS, rows), rows)
     return rows
+
+
+_ALWAYS_WRITTEN = frozenset(("model_id", "benchmark_id", "seed", "sample_id", "run_id", "correct"))
 
 
 def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int:
@@ -322,6 +441,16 @@ def refresh_counts(
     refreshed pair ids and, per pair, the unpaired sample counts summed over its units.
     """
     duck = _duck(conn)
+    if (
+        pair_ids is None
+        and not duck.execute(
+            f"SELECT count(*) FROM pairs WHERE base_model_id IN (SELECT model_id FROM {touched}) "
+            f"OR post_model_id IN (SELECT model_id FROM {touched})"
+        ).fetchall()[0][0]
+    ):
+        # no pair has a touched model: no transition, coverage or noise-floor count can change
+        # (an import counts seed-vs-seed only for paired models; add_pair counts the rest)
+        return [], {}
     pair_filter = ""
     params: list = []
     if pair_ids is not None:

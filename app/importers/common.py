@@ -5,6 +5,11 @@ Each reader (generic table, lm-eval-harness, lighteval) parses its own format an
 on the source format (binary ``correct``, duplicate keys, empty input) happens once, in
 ``validate_normalized``; the store then writes the table in one transaction.
 
+String columns may arrive dictionary-encoded (``dictionary<int32, string>``, e.g. name columns read
+from Parquet): they hold the same values, and per-value work (trimming, canonical names, checks)
+then runs once per distinct value instead of once per row. ``dictionary_codes`` turns such a column
+(or a plain one) into integer codes for the store's key checks.
+
 Problems with the user's input raise ``InputError`` with a one-line message that names the problem
 and, where possible, how to fix it. The CLI prints it as ``error: <message>`` and exits 2.
 """
@@ -12,8 +17,9 @@ and, where possible, how to fix it. The CLI prints it as ``error: <message>`` an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -53,7 +59,10 @@ def empty_columns(n: int) -> dict[str, pa.Array]:
 
 
 def build_table(columns: dict[str, Sequence | pa.Array]) -> pa.Table:
-    """Assemble a normalized table from python lists or arrays; missing columns become null."""
+    """Assemble a normalized table from python lists or arrays; missing columns become null.
+
+    A dictionary-encoded string array stays dictionary-encoded (see the module docstring).
+    """
     n = None
     for values in columns.values():
         n = len(values)
@@ -61,15 +70,133 @@ def build_table(columns: dict[str, Sequence | pa.Array]) -> pa.Table:
     if n is None:
         raise InputError("no rows to import")
     arrays = []
+    fields = []
     for field in NORMALIZED_SCHEMA:
         values = columns.get(field.name)
         if values is None:
             arrays.append(pa.nulls(n, field.type))
         elif isinstance(values, (pa.Array, pa.ChunkedArray)):
-            arrays.append(values.cast(field.type))
+            arrays.append(values.cast(_target_type(field, values.type)))
         else:
             arrays.append(pa.array(values, type=field.type))
-    return pa.Table.from_arrays(arrays, schema=NORMALIZED_SCHEMA.remove_metadata())
+        fields.append(pa.field(field.name, arrays[-1].type, field.nullable))
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+DICTIONARY_STRING = pa.dictionary(pa.int32(), pa.string())
+
+
+def _target_type(field: pa.Field, current: pa.DataType) -> pa.DataType:
+    """The field's type, except that a dictionary-encoded string column stays encoded."""
+    if (
+        pa.types.is_string(field.type)
+        and pa.types.is_dictionary(current)
+        and pa.types.is_string(current.value_type)
+    ):
+        return DICTIONARY_STRING
+    return field.type
+
+
+def normalized_schema_for(table: pa.Table) -> pa.Schema:
+    """NORMALIZED_SCHEMA with the table's dictionary-encoded string columns kept encoded."""
+    present = table.schema
+    fields = []
+    for field in NORMALIZED_SCHEMA:
+        current = present.field(field.name).type
+        fields.append(pa.field(field.name, _target_type(field, current), field.nullable))
+    return pa.schema(fields)
+
+
+# ---------------------------------------------------------------------------------------------
+# per-value work on dictionary-encoded columns
+
+
+def map_values(
+    col: pa.ChunkedArray | pa.Array,
+    fn: Callable[[pa.Array], pa.Array],
+    *,
+    keep_dictionary: bool = True,
+) -> pa.ChunkedArray | pa.Array:
+    """``fn`` (elementwise) applied to a column; on a dictionary-encoded one, to its values only.
+
+    A dictionary column gives a dictionary column again when ``fn`` returns strings and
+    ``keep_dictionary``; otherwise the per-value results are taken out to one per row (a null row
+    stays null). Chunks sharing one dictionary run ``fn`` once.
+    """
+    if not pa.types.is_dictionary(col.type):
+        return fn(col)
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    done: dict[tuple, pa.Array] = {}
+    out = []
+    for chunk in chunks:
+        d = chunk.dictionary
+        key = (tuple(b.address if b is not None else 0 for b in d.buffers()), d.offset, len(d))
+        mapped = done.get(key)
+        if mapped is None:
+            mapped = done[key] = fn(d)
+        if keep_dictionary and pa.types.is_string(mapped.type):
+            out.append(pa.DictionaryArray.from_arrays(chunk.indices.cast(pa.int32()), mapped))
+        else:
+            out.append(pc.take(mapped, chunk.indices))
+    if not out:
+        return fn(pa.array([], col.type.value_type))
+    if isinstance(col, pa.Array):
+        return out[0]
+    return pa.chunked_array(out, type=out[0].type)
+
+
+def dictionary_codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Integer codes of a column without nulls: ``values[codes[i]]`` is row i's value.
+
+    ``values`` are distinct and each is used by some row (a dictionary's unused or repeated
+    entries, e.g. " a" and "a" after trimming, are folded). Hashes the dictionary, not the rows, when
+    the column is dictionary-encoded; a plain column is dictionary-encoded first.
+    """
+    if isinstance(col, pa.ChunkedArray):
+        col = (
+            col.combine_chunks()
+            if col.num_chunks != 1 or pa.types.is_dictionary(col.type)
+            else col.chunk(0)
+        )
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(col)
+    if col.null_count:
+        raise ValueError("dictionary_codes needs a column without nulls")
+    dictionary = col.dictionary
+    indices = col.indices.to_numpy(zero_copy_only=False)
+    values = pc.unique(dictionary)
+    if len(values) != len(dictionary):
+        remap = pc.index_in(dictionary, value_set=values).to_numpy(zero_copy_only=False)
+        codes = remap.astype(np.int32)[indices]
+    else:
+        codes = indices.astype(np.int32, copy=False)
+    used = (
+        np.bincount(codes, minlength=len(values)) > 0 if len(codes) else np.zeros(len(values), bool)
+    )
+    if not used.all():
+        renumber = np.cumsum(used, dtype=np.int32) - 1
+        codes = renumber[codes]
+        values = values.filter(pa.array(used))
+    return codes, values
+
+
+def distinct_pairs(a: np.ndarray, na: int, b: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (a[i], b[i]) pairs, 0 <= a < na and 0 <= b < nb, sorted by a then b."""
+    space = na * nb
+    if space <= max(1 << 22, 4 * len(a)):
+        seen = np.zeros(space, np.bool_)
+        seen[a.astype(np.int64) * nb + b] = True
+        keys = np.flatnonzero(seen)
+    else:
+        keys = np.unique(a.astype(np.int64) * nb + b)
+    return keys // nb, keys % nb
+
+
+def _rows_where(
+    col: pa.ChunkedArray, value_mask: Callable[[pa.Array], pa.Array]
+) -> pa.ChunkedArray:
+    """Per-row booleans of a per-value predicate (a dictionary column tests each value once)."""
+    return map_values(col, value_mask, keep_dictionary=False)
 
 
 def choices_json(choices: Iterable | None) -> str | None:
@@ -102,17 +229,20 @@ def validate_normalized(table: pa.Table, *, source: str) -> pa.Table:
 
     Refuses: no rows; empty keys (readers strip whitespace first); num_choices < 2. Duplicate (model, benchmark, sample_id, seed)
     keys are refused by the store's ingest, which finds them in the same pass that writes.
+    Dictionary-encoded string columns stay encoded and are checked per distinct value.
     """
     if table.num_rows == 0:
         raise InputError(f"{source}: no rows to import (the file is empty or has only a header)")
-    table = table.select([f.name for f in NORMALIZED_SCHEMA]).cast(
-        NORMALIZED_SCHEMA.remove_metadata()
-    )
+    table = table.select([f.name for f in NORMALIZED_SCHEMA])
+    table = table.cast(normalized_schema_for(table))
     for name in ("model", "benchmark", "sample_id"):
         col = table[name]
-        bad = pc.or_(pc.is_null(col), pc.equal(col, ""))
-        if pc.any(bad).as_py():
-            row = pc.index(bad, True).as_py()
+        if col.null_count:
+            row = pc.index(pc.is_null(col), True).as_py()
+        else:
+            empty = _rows_where(col, lambda values: pc.equal(values, ""))
+            row = pc.index(empty, True).as_py() if pc.any(empty).as_py() else -1
+        if row >= 0:
             hint = " (or pass --model NAME)" if name == "model" else ""
             raise InputError(f"{source}: row {row + 1} has an empty {name}{hint}")
     if pc.any(pc.is_null(table["correct"])).as_py():
@@ -141,34 +271,65 @@ def prepare(table: pa.Table, *, source: str) -> tuple[pa.Table, dict]:
     from app.db.ingest import BenchmarkMeta
     from app.taxonomy import UNCATEGORIZED, canonical_name, lookup
 
-    raw_names = table["benchmark"].unique().to_pylist()
-    mapping = {name: canonical_name(name) for name in raw_names if name is not None}
-    if any(raw != canon for raw, canon in mapping.items()):
-        canon = pc.take(
-            pa.array(list(mapping.values()), pa.string()),
-            pc.index_in(table["benchmark"], pa.array(list(mapping), pa.string())),
+    def canonical(values: pa.Array) -> pa.Array:
+        names = values.to_pylist()
+        return pa.array([None if n is None else canonical_name(n) for n in names], pa.string())
+
+    col = table["benchmark"]
+    if pa.types.is_dictionary(col.type):
+        # the dictionary holds each distinct name (once per row group): canonicalize only those
+        table = table.set_column(
+            table.schema.get_field_index("benchmark"), "benchmark", map_values(col, canonical)
         )
-        table = table.set_column(table.schema.get_field_index("benchmark"), "benchmark", canon)
+    else:
+        raw_names = col.unique()
+        canon = canonical(raw_names)
+        if not raw_names.equals(canon):
+            table = table.set_column(
+                table.schema.get_field_index("benchmark"),
+                "benchmark",
+                pc.take(canon, pc.index_in(col, raw_names)),
+            )
     table = validate_normalized(table, source=source)
 
-    per_benchmark = table.group_by("benchmark").aggregate(
-        [("category", "distinct"), ("num_choices", "distinct")]
-    )
+    # per benchmark: the distinct categories given and option counts seen, from integer codes
+    bench_codes, bench_names = dictionary_codes(table["benchmark"])
+    nb = len(bench_names)
+    given: dict[int, set[str]] = {i: set() for i in range(nb)}
+    category = table["category"]
+    if category.null_count < len(category):
+        if category.null_count:
+            category = pc.fill_null(category.cast(pa.string()), "")
+        cat_codes, cat_names = dictionary_codes(category)
+        b_of, c_of = distinct_pairs(bench_codes, nb, cat_codes, len(cat_names))
+        cat_list = [(c or "").strip() for c in cat_names.to_pylist()]
+        for b, c in zip(b_of.tolist(), c_of.tolist(), strict=True):
+            if cat_list[c]:
+                given[b].add(cat_list[c])
+    k = table["num_choices"]
+    k_np = pc.fill_null(k, 0).to_numpy().astype(np.int32) if len(k) else np.zeros(0, np.int32)
+    # k is >= 2 or null (0 here); int16, so the offset range is at most 65,536 wide
+    k_min = int(k_np.min()) if len(k_np) else 0
+    k_span = int(k_np.max()) - k_min + 1 if len(k_np) else 1
+    b_of, k_of = distinct_pairs(bench_codes, nb, k_np - k_min, k_span)
+    seen_k: dict[int, set[int | None]] = {i: set() for i in range(nb)}
+    for b, kk in zip(b_of.tolist(), (k_of + k_min).tolist(), strict=True):
+        seen_k[b].add(kk if kk else None)
+
     benchmarks = {}
-    for row in per_benchmark.to_pylist():
-        name = row["benchmark"]
+    for i, name in enumerate(bench_names.to_pylist()):
         info = lookup(name)
-        given = sorted({c.strip() for c in row["category_distinct"] if c and c.strip()})
-        ks = {k for k in row["num_choices_distinct"]}
         if info is not None:
             benchmarks[name] = BenchmarkMeta(info.category, info.num_choices)
             continue
-        if len(given) > 1:
+        cats = sorted(given[i])
+        if len(cats) > 1:
             raise InputError(
-                f"{source}: benchmark {name!r} is given {len(given)} categories "
-                f"({', '.join(given)}); use one category per benchmark"
+                f"{source}: benchmark {name!r} is given {len(cats)} categories "
+                f"({', '.join(cats)}); use one category per benchmark"
             )
+        ks = seen_k[i]
         benchmarks[name] = BenchmarkMeta(
-            given[0] if given else UNCATEGORIZED, ks.pop() if len(ks) == 1 else None
+            cats[0] if cats else UNCATEGORIZED, ks.pop() if len(ks) == 1 else None
         )
     return table, benchmarks

@@ -14,12 +14,19 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from app.importers.common import NORMALIZED_SCHEMA, InputError, build_table
+from app.importers.common import (
+    NORMALIZED_SCHEMA,
+    InputError,
+    build_table,
+    dictionary_codes,
+    map_values,
+)
 
 REQUIRED = ("benchmark", "sample_id", "correct")
 TEXT_COLUMNS = ("category", "prompt", "response", "prediction", "gold", "choices", "doc_hash")
@@ -33,6 +40,17 @@ FORMATS = {
 }
 _TRUE = ("1", "1.0", "true")
 _FALSE = ("0", "0.0", "false")
+# columns with few distinct values (or short repeated ones): Parquet string columns among these are
+# read dictionary-encoded, so trimming, parsing and checks run once per distinct value
+DICTIONARY_COLUMNS = (
+    "model",
+    "benchmark",
+    "sample_id",
+    "category",
+    "correct",
+    "seed",
+    "num_choices",
+)
 
 
 def read_table(path: Path, *, model: str | None = None) -> pa.Table:
@@ -125,7 +143,15 @@ def _json_cell(value: object) -> str | None:
 
 def _read_parquet(path: Path) -> pa.Table:
     try:
-        table = pq.read_table(path)
+        schema = pq.read_schema(path)
+        wanted = {c.strip() for c in DICTIONARY_COLUMNS}
+        as_dictionary = [
+            f.name
+            for f in schema
+            if f.name.strip() in wanted
+            and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
+        ]
+        table = pq.read_table(path, read_dictionary=as_dictionary or None)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(
             f"{path.name}: not a readable Parquet file ({str(exc).splitlines()[0]})"
@@ -134,6 +160,8 @@ def _read_parquet(path: Path) -> pa.Table:
 
 
 def _as_string(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    if pa.types.is_dictionary(col.type):
+        return map_values(col, _as_string)
     if pa.types.is_floating(col.type):
         # 3.0 -> "3", so integer-valued floats read like the integers they are
         as_int = pc.cast(col, pa.int64(), safe=False)
@@ -142,6 +170,11 @@ def _as_string(col: pa.ChunkedArray) -> pa.ChunkedArray:
     if pa.types.is_boolean(col.type):
         return pc.if_else(col, "true", "false")
     return pc.cast(col, pa.string())
+
+
+def _trimmed(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Whitespace-trimmed strings; a dictionary column trims its values, not every row."""
+    return map_values(_as_string(col), pc.utf8_trim_whitespace)
 
 
 def _first_bad(mask: pa.ChunkedArray, values: pa.ChunkedArray) -> tuple[int, object]:
@@ -153,17 +186,23 @@ def _parse_correct(col: pa.ChunkedArray, source: str) -> pa.ChunkedArray:
     if pa.types.is_boolean(col.type):
         parsed = col
     else:
-        text = pc.utf8_lower(pc.utf8_trim_whitespace(_as_string(col)))
-        is_true = pc.is_in(text, pa.array(_TRUE))
-        is_false = pc.is_in(text, pa.array(_FALSE))
-        bad = pc.invert(pc.or_(is_true, is_false))
+
+        def classify(values: pa.Array) -> pa.Array:
+            """1 true, 0 false, -1 anything else (a null value too, as before: "got None")."""
+            text = pc.utf8_lower(pc.utf8_trim_whitespace(_as_string(values)))
+            is_true = pc.is_in(text, pa.array(_TRUE))
+            is_false = pc.is_in(text, pa.array(_FALSE))
+            return pc.if_else(is_true, 1, pc.if_else(is_false, 0, -1)).cast(pa.int8())
+
+        kind = map_values(col, classify)  # per distinct value when dictionary-encoded
+        bad = pc.fill_null(pc.equal(kind, -1), True)
         if pc.any(bad).as_py():
             row, value = _first_bad(bad, col)
             raise InputError(
                 f"{source}: row {row}: correct must be 0/1 or true/false, got {value!r}; "
                 "non-binary scores cannot be counted as flips"
             )
-        parsed = is_true
+        parsed = pc.equal(kind, 1)
     if parsed.null_count:
         row, _ = _first_bad(pc.is_null(parsed), parsed)
         raise InputError(f"{source}: row {row}: correct is empty; it must be 0/1 or true/false")
@@ -176,6 +215,18 @@ def _parse_int(col: pa.ChunkedArray, name: str, source: str, *, nullable: bool) 
             row, _ = _first_bad(pc.is_null(col), col)
             raise InputError(f"{source}: row {row}: {name} is empty; it must be an integer")
         return pc.cast(col, pa.int64())
+    if pa.types.is_dictionary(col.type) and not col.null_count:
+        # parse each distinct value once, then check and take per row (same messages)
+        parsed = map_values(col, lambda values: _parse_int_values(values))
+        if not nullable and parsed.null_count:
+            row, _ = _first_bad(pc.is_null(parsed), col)
+            raise InputError(f"{source}: row {row}: {name} is empty; it must be an integer")
+        bad = pc.equal(parsed, _BAD_INT)
+        if pc.any(bad).as_py():
+            row, value = _first_bad(pc.fill_null(bad, False), col)
+            kind = "an integer (or empty for a generative item)" if nullable else "an integer"
+            raise InputError(f"{source}: row {row}: {name} must be {kind}, got {value!r}")
+        return parsed
     text = pc.utf8_trim_whitespace(_as_string(col))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
     if not nullable and text.null_count:
@@ -187,7 +238,31 @@ def _parse_int(col: pa.ChunkedArray, name: str, source: str, *, nullable: bool) 
         row, value = _first_bad(bad, col)
         kind = "an integer (or empty for a generative item)" if nullable else "an integer"
         raise InputError(f"{source}: row {row}: {name} must be {kind}, got {value!r}")
-    return pc.cast(text, pa.int64())
+    return pc.cast(_without_plus(text), pa.int64())
+
+
+def _without_plus(text):
+    """ "+3" -> "3": the pattern accepts a sign, Arrow's integer cast only a minus."""
+    if pc.any(pc.starts_with(text, "+")).as_py():
+        return pc.replace_substring_regex(text, r"^\+", "")
+    return text
+
+
+# marks a value that is not an integer (int64 min: no seed or option count is that)
+_BAD_INT = -(2**63)
+
+
+def _parse_int_values(values: pa.Array) -> pa.Array:
+    """Distinct values -> int64: empty -> null, not an integer -> _BAD_INT."""
+    text = pc.utf8_trim_whitespace(_as_string(values))
+    text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
+    ok = pc.match_substring_regex(text, r"^[+-]?\d+$")
+    good = pc.fill_null(ok, False)
+    safe = pc.if_else(good, text, pa.scalar("0", pa.string()))
+    number = pc.cast(_without_plus(pc.fill_null(safe, "0")), pa.int64())
+    return pc.if_else(
+        good, number, pc.if_else(pc.is_null(text), pa.scalar(None, pa.int64()), _BAD_INT)
+    )
 
 
 def _normalize(raw: pa.Table, source: str, model: str | None) -> pa.Table:
@@ -205,25 +280,35 @@ def _normalize(raw: pa.Table, source: str, model: str | None) -> pa.Table:
         raise InputError(f"{source}: no rows to import (the file has only a header)")
     columns: dict[str, pa.ChunkedArray | pa.Array] = {}
     if "model" in present:
-        names = pc.utf8_trim_whitespace(_as_string(raw["model"]))
+        names = raw["model"]
+        if pa.types.is_dictionary(names.type) and names.null_count:
+            names = pc.cast(names, names.type.value_type)  # rare: nulls take the plain path
+        names = _trimmed(names)
         if model:
-            others = [v for v in pc.unique(names).to_pylist() if v not in (None, "", model)]
+            others = [v for v in _distinct(names) if v not in (None, "", model)]
             if others:
                 raise InputError(
                     f"{source}: --model {model!r} given but the model column also names "
                     f"{', '.join(map(repr, others[:3]))}; drop --model or the column"
                 )
-            names = pc.fill_null(pc.if_else(pc.equal(names, ""), model, names), model)
+            if pa.types.is_dictionary(names.type):
+                names = map_values(
+                    names, lambda v: pc.if_else(pc.equal(v, ""), model, v).cast(pa.string())
+                )
+            else:
+                names = pc.fill_null(pc.if_else(pc.equal(names, ""), model, names), model)
         columns["model"] = names
     else:
-        columns["model"] = pa.array([model] * n, type=pa.string())
-    columns["benchmark"] = pc.utf8_trim_whitespace(_as_string(raw["benchmark"]))
-    columns["sample_id"] = pc.utf8_trim_whitespace(_as_string(raw["sample_id"]))
+        columns["model"] = pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(n, np.int32)), pa.array([model], pa.string())
+        )
+    columns["benchmark"] = _trimmed(raw["benchmark"])
+    columns["sample_id"] = _trimmed(raw["sample_id"])
     columns["correct"] = _parse_correct(raw["correct"], source)
     if "seed" in present:
         columns["seed"] = _parse_int(raw["seed"], "seed", source, nullable=False)
     else:
-        columns["seed"] = pa.array([0] * n, type=pa.int32())
+        columns["seed"] = pa.array(np.zeros(n, np.int32))
     if "num_choices" in present:
         columns["num_choices"] = _parse_int(
             raw["num_choices"], "num_choices", source, nullable=True
@@ -232,8 +317,16 @@ def _normalize(raw: pa.Table, source: str, model: str | None) -> pa.Table:
         if name in present:
             text = _as_string(raw[name])
             if name in ("category", "doc_hash"):
-                text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
+                text = map_values(
+                    text, lambda v: pc.if_else(pc.equal(v, ""), pa.scalar(None, pa.string()), v)
+                )
             columns[name] = text
     table = build_table(columns)
     assert table.schema.names == NORMALIZED_SCHEMA.names
     return table
+
+
+def _distinct(col: pa.ChunkedArray) -> list:
+    if pa.types.is_dictionary(col.type) and not col.null_count:
+        return dictionary_codes(col)[1].to_pylist()
+    return pc.unique(col).to_pylist()
