@@ -49,3 +49,31 @@ def test_reopening_a_current_file_keeps_its_data(tmp_path):
         ids = conn.exec_driver_sql("SELECT id, name FROM models ORDER BY id").fetchall()
     store.close()
     assert ids == [(1, "a"), (2, "b")]
+
+
+def test_upgrade_from_0002_keeps_shards_and_marks_them_evaluations(tmp_path):
+    from alembic import command
+
+    from app.db.store import Store
+
+    path = tmp_path / "old.duckdb"
+    store = Store(path)
+    config = alembic_config()
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0002")
+    with store.transaction() as conn:
+        conn.exec_driver_sql("INSERT INTO models (name) VALUES ('m')")
+        conn.exec_driver_sql(
+            "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status) "
+            "VALUES (1, 1, 'piqa', 0, 'h', '{}', 'done')"
+        )
+    assert store.current_revision() == "0002"
+    store.upgrade()
+    with store.read() as conn:
+        assert conn.exec_driver_sql("SELECT benchmark, status, kind FROM shards").fetchall() == [
+            ("piqa", "done", "evaluate")
+        ]
+        assert conn.exec_driver_sql("SELECT count(*) FROM recoveries").fetchall() == [(0,)]
+    assert store.current_revision() == HEAD_REVISION
+    store.close()
