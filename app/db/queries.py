@@ -345,14 +345,14 @@ def jobs_summary(conn: Connection) -> list[dict]:
     rows = (
         _duck(conn)
         .execute(
-            "SELECT j.id, j.status, j.created_at, count(s.id), count(s.id) FILTER (WHERE s.status IN "
+            "SELECT j.id, j.status, j.created_at, j.kind, count(s.id), count(s.id) FILTER (WHERE s.status IN "
             "('done', 'reused')), count(s.id) FILTER (WHERE s.status = 'failed') "
             "FROM jobs j LEFT JOIN shards s ON s.job_id = j.id GROUP BY ALL ORDER BY j.id DESC"
         )
         .fetchall()
     )
-    return [{"id": r[0], "status": r[1], "created_at": r[2].isoformat(), "shards": r[3], "finished": r[4],
-             "failed": r[5]} for r in rows]  # fmt: skip
+    return [{"id": r[0], "status": r[1], "created_at": r[2].isoformat(), "kind": r[3], "shards": r[4],
+             "finished": r[5], "failed": r[6]} for r in rows]  # fmt: skip
 
 
 def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:

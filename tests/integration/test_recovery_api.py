@@ -94,6 +94,10 @@ def test_upload_recompute_page_export_and_reuse(env):
     assert stored.status_code == 200, stored.text
     client.post(f"/api/shards/{shard['id']}/finish", json={"fingerprint": None})
     assert client.get(f"/api/jobs/{created['id']}").json()["status"] == "done"
+    job_page = client.get(f"/jobs/{created['id']}").text
+    assert "Recoverability of tiny-base → tiny-sft" in job_page and "#recoverability" in job_page
+    assert client.get("/api/jobs").json()[0]["kind"] == "recover"
+    assert "recoverability" in client.get("/jobs").text
 
     (recovery,) = client.get(f"/api/pairs/{pair_id}/recoveries").json()
     post = recovery["summary"]["shares"]["post"]
