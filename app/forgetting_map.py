@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 import pyarrow as pa
@@ -182,19 +183,29 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
 
 
 def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
-    """One record per (pair, benchmark, seed), for every pair or just ``pair_id``."""
+    """One record per (pair, benchmark, seed), for every pair or just ``pair_id``.
+
+    Built column by column: each column becomes one Python list (NaN/-1 sentinels -> None), and
+    the records are zipped from those lists (no per-value Arrow or numpy scalar conversion).
+    """
     cols = _benchmark_columns(store, pair_id)
     if not cols:
         return []
 
-    def column(name: str, values) -> pa.Array:
-        if name == "num_choices":
-            return pa.array(values, type=pa.int64(), mask=values < 0)  # -1: generative or mixed
-        if name == "noise_floor":
-            return pa.array(values, type=pa.float64(), mask=np.isnan(values))
-        return pa.array(values.tolist() if isinstance(values, np.ndarray) else values)
+    def column(name: str, values) -> list:
+        if isinstance(values, np.ndarray):
+            values = values.tolist()
+        elif not isinstance(values, list):
+            values = list(values)
+        if name == "num_choices":  # -1: generative or mixed
+            return [None if v < 0 else v for v in values]
+        if name == "noise_floor":  # NaN: no seed-vs-seed counts
+            return [None if v != v else v for v in values]
+        return values
 
-    return pa.table({name: column(name, values) for name, values in cols.items()}).to_pylist()
+    names = list(cols)
+    lists = [column(name, values) for name, values in cols.items()]
+    return list(map(dict, map(zip, repeat(names), zip(*lists, strict=True))))
 
 
 def category_records(store: Store, aggregate: str = "macro") -> list[dict]:

@@ -1,0 +1,73 @@
+"""Benchmark-level map records: built from Python lists per column, same fields and values."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from app.importers import import_file  # isort: skip  (first: app.db.ingest alone is circular)
+from app.db.ingest import add_pair
+from app.db.store import open_store
+from app.forgetting_map import (
+    BENCHMARK_EXTRA,
+    BENCHMARK_FIELDS,
+    MapQuery,
+    benchmark_records,
+    map_records,
+)
+
+
+def _load(tmp_path):
+    store = open_store(tmp_path / "fm.duckdb")
+    rows = {"model": [], "benchmark": [], "sample_id": [], "seed": [], "correct": [],
+            "num_choices": [], "category": []}  # fmt: skip
+    for model, flip in (("base", 0), ("post", 1)):
+        for seeds, bench, k in ((2, "piqa", 2), (1, "custom:gen", None), (1, "custom:mix", "mix")):
+            for seed in range(seeds):
+                for i in range(12):
+                    rows["model"].append(model)
+                    rows["benchmark"].append(bench)
+                    rows["sample_id"].append(str(i))
+                    rows["seed"].append(seed)
+                    rows["correct"].append(bool((i + seed + flip * (i % 3 == 0)) % 2))
+                    rows["num_choices"].append((2 + i % 2) if k == "mix" else k)
+                    rows["category"].append(None if bench == "piqa" else "Custom")
+    path = tmp_path / "r.parquet"
+    pq.write_table(pa.table(rows), path)
+    import_file(store, "table", path)
+    with store.transaction() as conn:
+        add_pair(conn, "base", "post", label="sft", stage=None)
+    return store
+
+
+def test_benchmark_records_have_the_contract_fields_then_the_extras(tmp_path):
+    store = _load(tmp_path)
+    try:
+        records = benchmark_records(store)
+        assert len(records) == 4  # piqa x 2 seeds, two one-seed benchmarks
+        for r in records:
+            assert tuple(r) == BENCHMARK_FIELDS + BENCHMARK_EXTRA
+            assert type(r["seed"]) is int and type(r["n"]) is int and type(r["n_10"]) is int
+            assert type(r["f_true"]) is float and 0.0 <= r["f_true"] <= 1.0
+            assert r["label"] == "sft" and r["stage"] is None
+        by = {(r["benchmark"], r["seed"]): r for r in records}
+        assert by[("piqa", 0)]["num_choices"] == 2
+        assert by[("custom:gen", 0)]["num_choices"] is None  # generative
+        assert by[("custom:mix", 0)]["num_choices"] is None  # mixed k: see k_mix
+        assert by[("custom:mix", 0)]["k_mix"] == "2:6,3:6"
+        assert type(by[("piqa", 0)]["noise_floor"]) is float  # two seeds: a noise floor
+        assert by[("custom:gen", 0)]["noise_floor"] is None  # one seed: none
+        assert records == map_records(store, MapQuery(level="benchmark"))
+        json.dumps(records, allow_nan=False)
+    finally:
+        store.close()
+
+
+def test_benchmark_records_of_an_empty_store(tmp_path):
+    store = open_store(tmp_path / "e.duckdb")
+    try:
+        assert benchmark_records(store) == []
+    finally:
+        store.close()
