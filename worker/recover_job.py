@@ -11,6 +11,8 @@ cancelled job stops at the next report.
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -169,12 +171,18 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
                 f"cannot load {role} model {spec[role]['path']!r}: {type(exc).__name__}: {exc}"
             ) from exc
 
+    per_model = statistics_bytes(n_tokens, len(tokenizer), options["k"])
+    scratch = None
+    if per_model > settings.recover_memory_gb * 2**30:
+        scratch = tempfile.mkdtemp(prefix=f"forgetmap-recover-{shard_id}-", dir=settings.scratch_dir)
+        log.info("shard %d: %.1f GB of token statistics per model: kept in memory maps under %s",
+                 shard_id, per_model / 2**30, scratch)  # fmt: skip
     try:
         result = S.run_recoverability(
             "base", "post", docs, doc_ids=doc_ids, k=options["k"],
             eval_fraction=options["eval_fraction"], select_fraction=options["select_fraction"],
             seed=options["seed"], controls=options["controls"], n_boot=200,
-            load=load, progress=progress,
+            load=load, progress=progress, scratch_dir=scratch,
         )  # fmt: skip
     except Cancelled:
         log.info("shard %d cancelled; stopping", shard_id)
@@ -183,12 +191,26 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
         raise
     except (ValueError, RuntimeError) as exc:
         raise ShardFailed(f"recoverability analysis failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     if client.progress(shard_id, total, total) == "cancelled":
         return "cancelled"
     client.recovery(shard_id, upload_body(result))
     client.finish(shard_id, model_fingerprint(paths["post"], spec["post"].get("revision")))
     log.info("shard %d done in %.1fs", shard_id, time.monotonic() - started)
     return "done"
+
+
+def statistics_bytes(n_tokens: int, vocab_size: int, k: int) -> int:
+    """Memory of one model's token statistics (module doc of app.analysis.recover): the full
+    vocabulary in float32 for small vocabularies, else K float16 logits plus the complement grid."""
+    from app.analysis.recover import LOG_BETA_GRID
+    from worker.recover_scoring import FULL_VOCAB_MAX
+
+    if vocab_size <= FULL_VOCAB_MAX:
+        return n_tokens * (vocab_size * 4 + 8)
+    return n_tokens * (min(k, vocab_size) * 2 + 8 + 2 * len(LOG_BETA_GRID) * 4)
 
 
 def upload_body(result: Any) -> dict:

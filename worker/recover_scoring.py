@@ -42,6 +42,7 @@ from __future__ import annotations
 import gc
 import logging
 import math
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -541,12 +542,15 @@ def run_recoverability(
     max_iter: int = 500,
     load: Callable[[Any], Any] = load_model,
     progress: Progress | None = None,
+    scratch_dir: str | Path | None = None,
 ) -> RecoveryResult:
     """The whole analysis for a pair (post may be None: controls only) and its controls.
 
     base/post: model objects or paths (``load`` turns a path into a model; a loaded path model is
     released after use, so at most one model is in memory). docs: token ids from
     :func:`prepare_documents` (one tokenizer, the base's: the pair must share its vocabulary).
+    scratch_dir: keep each model's token statistics in .npy memory maps there (removed after that
+    model's fits) instead of in memory: for real vocabularies and long corpora.
     """
     if len(docs) < 3:
         raise ValueError("need at least 3 documents")
@@ -565,6 +569,16 @@ def run_recoverability(
         max_iter=max_iter,
     )
 
+    def analyze(model, name):
+        out_dir = None if scratch_dir is None else Path(scratch_dir) / name
+        try:
+            return analyze_model(
+                model, docs, splits, bias_tokens, progress=stage(name), out_dir=out_dir, **common
+            )
+        finally:
+            if out_dir is not None:
+                shutil.rmtree(out_dir, ignore_errors=True)
+
     def stage(name):
         if progress is None:
             return None
@@ -574,15 +588,11 @@ def run_recoverability(
     planted: dict[str, dict[str, Any]] = {}
     base_model = load(base) if isinstance(base, (str, Path)) else base
     base_vocab = _vocab_size(base_model)
-    per_model["base"] = analyze_model(
-        base_model, docs, splits, bias_tokens, progress=stage("base"), **common
-    )
+    per_model["base"] = analyze(base_model, "base")
     for i, kind in enumerate(controls):
         o = {"seed": seed + 1 + i, **opts.get(kind, {})}
         with output_head_control(base_model, kind, bias_tokens=bias_tokens, **o) as info:
-            per_model[kind] = analyze_model(
-                base_model, docs, splits, bias_tokens, progress=stage(kind), **common
-            )
+            per_model[kind] = analyze(base_model, kind)
         planted[kind] = info
     if isinstance(base, (str, Path)):
         del base_model
@@ -594,9 +604,7 @@ def run_recoverability(
                 f"the pair must share its vocabulary: the base has {base_vocab} output tokens, "
                 f"the post-trained model {_vocab_size(post_model)}"
             )
-        per_model["post"] = analyze_model(
-            post_model, docs, splits, bias_tokens, progress=stage("post"), **common
-        )
+        per_model["post"] = analyze(post_model, "post")
         if isinstance(post, (str, Path)):
             del post_model
             gc.collect()

@@ -28,6 +28,8 @@ class WorkerSettings:
     batch_invariant: bool = False
     upload_batch: int = 256
     torch_threads: int | None = None  # transformers engine on CPU; None: torch's default
+    scratch_dir: Path | None = None  # recoverability memory maps (None: the system's temp folder)
+    recover_memory_gb: float = 16.0  # above this per model, recoverability statistics go to disk
     name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
 
     @classmethod
@@ -46,6 +48,8 @@ class WorkerSettings:
             gpu_memory_utilization=float(env.get("FORGETMAP_GPU_MEMORY_UTILIZATION", "0.9")),
             batch_invariant=env.get("VLLM_BATCH_INVARIANT", "0") == "1",
             upload_batch=int(env.get("FORGETMAP_UPLOAD_BATCH", "256")),
+            scratch_dir=Path(env["FORGETMAP_SCRATCH_DIR"]) if env.get("FORGETMAP_SCRATCH_DIR") else None,
+            recover_memory_gb=float(env.get("FORGETMAP_RECOVER_MEMORY_GB", "16")),
             torch_threads=int(env["FORGETMAP_TORCH_THREADS"])
             if env.get("FORGETMAP_TORCH_THREADS")
             else None,

@@ -57,6 +57,9 @@ def test_recoverability_job_end_to_end(tmp_path, pair):
     dep = Deployment(tmp_path, extra_env={"FORGETMAP_CORPUS_DIRS": str(pair / "corpora"),
                                           "FORGETMAP_MODEL_ROOTS": str(tmp_path / "models")})  # fmt: skip
     dep.models.symlink_to(pair / "models", target_is_directory=True)
+    # ~12 MB of statistics per model here: over this limit, so they go to memory maps on disk
+    (tmp_path / "scratch").mkdir()
+    dep.worker_env.update(FORGETMAP_RECOVER_MEMORY_GB="0.001", FORGETMAP_SCRATCH_DIR=str(tmp_path / "scratch"))
     try:
         dep.start_worker()
         dep.wait_ready()
@@ -92,5 +95,7 @@ def test_recoverability_job_end_to_end(tmp_path, pair):
         assert failed["status"] == "failed"
         assert "not found in the corpus folders" in failed["shards"][0]["error"]
         assert "scored" in dep.logs()  # the worker logs each model's progress
+        assert "kept in memory maps under" in dep.logs()
+        assert list((tmp_path / "scratch").iterdir()) == []  # removed after the fits
     finally:
         dep.close()

@@ -234,3 +234,23 @@ def test_doubled_logits_with_top_k_and_complement_grid(tiny):
     assert res.config["n_bias_tokens"] == 64
     assert res.corrections["base"]["temp"].temperature == pytest.approx(1.0, rel=0.02)
     assert res.corrections["doubled_logits"]["temp"].temperature == pytest.approx(2.0, rel=0.02)
+
+
+def test_memory_maps_give_the_same_sums_and_are_removed(tiny, tmp_path):
+    """scratch_dir keeps the statistics in .npy memory maps (for real vocabularies): same result."""
+    from worker import recover_scoring as S
+
+    seen = []
+
+    def progress(what, done, total):
+        seen.append(sorted(p.name for p in (tmp_path / "base").glob("*.npy")))
+
+    common = dict(k=64, full_vocab_max=0, controls=(), kinds=("bias", "temp"), n_boot=100)
+    docs = tiny["docs"][:32]
+    in_memory = S.run_recoverability(tiny["model"], None, docs, **common)
+    mapped = S.run_recoverability(
+        tiny["model"], None, docs, scratch_dir=tmp_path, progress=progress, **common
+    )
+    assert ["comp.npy", "comp_du.npy", "logits.npy"] in seen
+    assert mapped.table == in_memory.table
+    assert list(tmp_path.iterdir()) == []
