@@ -6,11 +6,18 @@
 Steps:
 1. generate one Parquet file per model (generic table format; see bench/_data.py);
 2. for each file, interleaved (alternating which goes first):
-   (a) ours: ``import_file(store, "table", path)`` into a fresh DuckDB file (reading, validation,
-       canonicalization, dedupe, runs, count refresh), one transaction per file;
-   (b) raw: the same rows, ids already resolved, ``INSERT INTO results SELECT ... FROM arrow_table``
-       into another fresh DuckDB file made by the same migration (open_store); building that Arrow
-       table is not timed;
+   (a) ours: ``import_file(store, "table", path)`` into a fresh DuckDB file, timed from the path to
+       the commit: reading the Parquet file (name columns dictionary-encoded), parsing and
+       validating every column (correct, seed, num_choices, empty keys), trimming and canonical
+       benchmark names, per-benchmark category/k, registering models/benchmarks, the duplicate
+       (model, benchmark, sample_id, seed) check, the check for stored rows, runs, the insert, the
+       count refresh (a no-op while no pair has the model), one transaction per file;
+   (b) raw: the same rows, ids and run ids already resolved, plain (not dictionary-encoded) string
+       columns as ``pq.read_table`` gives them, in ``results`` column order and types: only
+       ``INSERT INTO results SELECT ... FROM arrow_table`` and its commit are timed, into another
+       fresh DuckDB file made by the same migration (open_store); building that Arrow table is not
+       timed. ``--raw-dictionary`` gives the raw side dictionary-encoded sample_id too (the same
+       input encoding ours inserts), to check that the encoding does not favour either side;
    ratio = ours rows/s / raw rows/s per file; the median over files is the headline (goal >= 0.5);
 3. re-import one file (must add 0 rows), median of --reimport-runs;
 4. add the pairs (each base with 3 others) with app.db.ingest.add_pair, one transaction each;
@@ -74,10 +81,15 @@ RESULT_COLUMNS = (
 
 
 def raw_table(
-    path: Path, model_ids: dict[str, int], bench_ids: dict[str, int], seeds: int
+    path: Path,
+    model_ids: dict[str, int],
+    bench_ids: dict[str, int],
+    seeds: int,
+    *,
+    dictionary: bool = False,
 ) -> pa.Table:
     """The file's rows with integer ids resolved, in the column order and types of ``results``."""
-    t = pq.read_table(path)
+    t = pq.read_table(path, read_dictionary=["sample_id"] if dictionary else None)
     n = t.num_rows
     names = list(model_ids)
     m = pc.index_in(t["model"], pa.array(names)).to_numpy(zero_copy_only=False)
@@ -229,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--reimport-runs", type=int, default=3)
     ap.add_argument(
+        "--raw-dictionary",
+        action="store_true",
+        help="raw side inserts sample_id dictionary-encoded (default: plain strings)",
+    )
+    ap.add_argument(
         "--workdir", type=Path, help="directory for data and DuckDB files (default: temp dir)"
     )
     ap.add_argument(
@@ -279,12 +296,19 @@ def main(argv: list[str] | None = None) -> int:
             "\n-- (a) ours: import_file(store, 'table', path)  vs  (b) raw: INSERT INTO results SELECT ... FROM arrow_table --"
         )
         print(
+            "   raw input: ids resolved, sample_id "
+            + ("dictionary-encoded" if args.raw_dictionary else "plain strings")
+            + "; only the insert + commit timed"
+        )
+        print(
             f"{'file':>4s} {'rows':>10s} {'ours':>10s} {'ours rate':>18s} {'raw':>10s} {'raw rate':>18s} {'ratio':>7s}"
         )
         ours_t, raw_t, ratios, rows_per_file = [], [], [], []
         added_total = 0
         for i, path in enumerate(paths):
-            table = raw_table(path, model_ids, bench_ids, spec.seeds)  # not timed
+            table = raw_table(  # not timed
+                path, model_ids, bench_ids, spec.seeds, dictionary=args.raw_dictionary
+            )
             n = table.num_rows
 
             if i % 2 == 0:  # alternate which goes first, so drift hits both alike
