@@ -122,6 +122,17 @@ def test_upload_recompute_page_export_and_reuse(env):
     map_page = client.get("/", params={"recovery": "1"}).text
     assert "recovery-data" in map_page
 
+    # the CLI lists and exports the same numbers
+    (listed,) = cli.json("recover", "list", "--format", "json", "--correction", "bias")
+    assert listed["symmetric"] == pytest.approx(0.4) and listed["pair"] == "tiny SFT"
+    assert "40.0 [" in cli("recover", "list", "--correction", "bias").stdout
+    out = tmp_path / "docs.csv"
+    assert "5 documents" in cli("recover", "export", str(recovery["id"]), str(out)).stdout
+    assert pacsv.read_csv(out).to_pydict() == table
+    missing = cli("recover", "export", "99", str(out), ok=False)
+    assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    assert "must end in .csv or .parquet" in cli("recover", "export", "1", "x.txt", ok=False).stderr
+
     # the same analysis again is reused, not re-run
     reused = _submit(client, tmp_path)
     assert reused["shards_to_run"] == 0
