@@ -1,6 +1,10 @@
 """Tables of the store.
 
-Metadata tables (models, benchmarks, runs, pairs, jobs) are SQLAlchemy models. The per-sample
+Metadata tables (models, benchmarks, runs, pairs, jobs, api_tokens, shards, recoveries) are
+declared here as SQLAlchemy models: the schema's readable reference. The hand-written migrations
+are the DDL (autogenerate does not work with duckdb-engine), queries are parameterized SQL in this
+package, and tests/unit/test_store.py checks that these declarations and the migrated file agree
+column by column, so neither drifts. The per-sample
 ``results`` table and the materialized count tables (transitions, coverage, seed_transitions) are
 defined by the migration alone: rows reach them only through Arrow bulk SQL (ingest.py), and
 ``results`` deliberately has no primary key (an ART index made bulk inserts 13x slower here);
@@ -30,6 +34,9 @@ BENCHMARKS_SEQ = Sequence("benchmarks_id_seq")
 RUNS_SEQ = Sequence("runs_id_seq")
 PAIRS_SEQ = Sequence("pairs_id_seq")
 JOBS_SEQ = Sequence("jobs_id_seq")
+API_TOKENS_SEQ = Sequence("api_tokens_id_seq")
+SHARDS_SEQ = Sequence("shards_id_seq")
+RECOVERIES_SEQ = Sequence("recoveries_id_seq")
 
 
 def _id(seq: Sequence) -> Mapped[int]:
@@ -49,6 +56,8 @@ class Model(Base):
     family: Mapped[str | None] = mapped_column(String)
     size_params: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
+    # JSON text: the checkpoint a job named (path, revision, prompting), for later jobs
+    spec: Mapped[str | None] = mapped_column(String)
 
 
 class Benchmark(Base):
@@ -96,3 +105,51 @@ class Job(Base):
     error: Mapped[str | None] = mapped_column(String)
     created_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = _id(API_TOKENS_SEQ)
+    name: Mapped[str] = mapped_column(String, unique=True)
+    token_hash: Mapped[str] = mapped_column(String, unique=True)  # sha256: the token is never kept
+    created_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class Shard(Base):
+    """One task of a job: (model, benchmark, seed) to evaluate, or a pair's recoverability."""
+
+    __tablename__ = "shards"
+    id: Mapped[int] = _id(SHARDS_SEQ)
+    job_id: Mapped[int] = mapped_column(Integer)
+    model_id: Mapped[int] = mapped_column(Integer)
+    benchmark: Mapped[str] = mapped_column(String)  # 'recover:<corpus>' for recoverability
+    seed: Mapped[int] = mapped_column(Integer)
+    config_hash: Mapped[str] = mapped_column(String)
+    spec: Mapped[str] = mapped_column(String)  # JSON: what the worker runs
+    status: Mapped[str] = mapped_column(String)  # queued, running, done, failed, reused, cancelled
+    done: Mapped[int] = mapped_column(Integer, server_default="0")
+    total: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(String)
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    worker: Mapped[str | None] = mapped_column(String)
+    created_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime)
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    kind: Mapped[str | None] = mapped_column(String, server_default="evaluate")  # or 'recover'
+
+
+class Recovery(Base):
+    """A stored recoverability analysis. Its per-document loss sums live in
+    ``recovery_documents`` (long form, bulk-written like ``results``, no primary key)."""
+
+    __tablename__ = "recoveries"
+    id: Mapped[int] = _id(RECOVERIES_SEQ)
+    pair_id: Mapped[int] = mapped_column(Integer)
+    shard_id: Mapped[int | None] = mapped_column(Integer, unique=True)
+    corpus: Mapped[str] = mapped_column(String)
+    config: Mapped[str] = mapped_column(String)  # JSON: corpus, options, models, split sizes
+    summary: Mapped[str] = mapped_column(String)  # JSON: shares recomputed by the app, fits
+    created_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
