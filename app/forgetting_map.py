@@ -7,6 +7,8 @@ order of the public contract, followed by extension fields.
 
 from __future__ import annotations
 
+import gc
+
 import json
 import warnings
 from dataclasses import dataclass
@@ -75,13 +77,11 @@ def category_sort_key(category: str) -> tuple[int, str]:
 def _units(counts: pa.Table) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]]:
     """Collapse k-group rows into (pair, benchmark, seed) units and score them all at once."""
     cols = {name: counts[name].to_numpy(zero_copy_only=False) for name in counts.column_names}
-    key = np.stack([cols["pair_id"], cols["seed"]], axis=1) if len(counts) else np.zeros((0, 2))
+    key = np.stack([cols["pair_id"], cols["benchmark_id"], cols["seed"]], axis=1)
     # rows arrive ordered by (pair, benchmark, seed, k): a new unit starts where the key changes
     changed = np.ones(len(counts), dtype=bool)
     if len(counts) > 1:
-        changed[1:] = (key[1:] != key[:-1]).any(axis=1) | (
-            cols["benchmark"][1:] != cols["benchmark"][:-1]
-        )
+        changed[1:] = (key[1:] != key[:-1]).any(axis=1)
     group = np.cumsum(changed) - 1
     scores = metrics.scores_from_arrays(
         cols["n_00"], cols["n_01"], cols["n_10"], cols["n_11"], cols["k"], group
@@ -137,9 +137,12 @@ def _pair_noise(
 
 
 def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarray | list]:
-    """Every per-(pair, benchmark, seed) field as columns, in contract order, sorted for display."""
+    """Every per-(pair, benchmark, seed) field as columns, in contract order, sorted for display:
+    by pair, category (the paper's order), benchmark name, seed."""
     with store.read() as conn:
-        counts = queries.pair_transitions(conn, pair_id)
+        counts = queries.transition_counts(conn, pair_id)
+        pairs = queries.pair_names(conn)
+        benches = queries.benchmark_names(conn)
         noise = _noise_grid(conn)
     if len(counts) == 0:
         return {}
@@ -155,9 +158,23 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
         k_mix[unit] = ",".join(
             f"{kk or 'gen'}:{int(g)}" for kk, g in zip(k[a:b], sizes[a:b], strict=True)
         )
-    at = {name: cols[name][starts] for name in ("base", "post", "benchmark", "category", "seed", "pair_id",
-                                                "label", "stage", "only_base", "only_post", "mismatched",
-                                                "base_model_id", "post_model_id", "benchmark_id")}  # fmt: skip
+    # names: per pair and per benchmark (small tables), then taken for every unit
+    pair_ids = pairs["pair_id"].to_numpy()
+    p_row = np.searchsorted(pair_ids, cols["pair_id"][starts])
+    per_pair = {name: np.asarray(pairs[name].to_pylist(), dtype=object)
+                for name in ("base", "post", "label", "stage")}  # fmt: skip
+    bench_ids = benches["id"].to_numpy()
+    b_row = np.searchsorted(bench_ids, cols["benchmark_id"][starts])
+    bench_name = np.asarray(benches["name"].to_pylist(), dtype=object)
+    bench_cat = np.asarray(benches["category"].to_pylist(), dtype=object)
+    at = {name: cols[name][starts] for name in ("seed", "pair_id", "only_base", "only_post",
+                                                "mismatched", "benchmark_id")}  # fmt: skip
+    at.update(
+        base=per_pair["base"][p_row], post=per_pair["post"][p_row], label=per_pair["label"][p_row],
+        stage=per_pair["stage"][p_row], benchmark=bench_name[b_row], category=bench_cat[b_row],
+        base_model_id=pairs["base_model_id"].to_numpy()[p_row],
+        post_model_id=pairs["post_model_id"].to_numpy()[p_row],
+    )  # fmt: skip
     out = {
         "base": at["base"], "post": at["post"], "benchmark": at["benchmark"], "category": at["category"],
         "seed": at["seed"].astype(np.int64), "n": s["n"],
@@ -172,10 +189,10 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
         "only_base": at["only_base"].astype(np.int64), "only_post": at["only_post"].astype(np.int64),
         "mismatched": at["mismatched"].astype(np.int64),
     }  # fmt: skip
-    position = {c: i for i, c in enumerate(sorted(set(out["category"]), key=category_sort_key))}
-    cat_rank = np.array([position[c] for c in out["category"]])
-    # rows come ordered by (pair, benchmark, seed); a stable sort on (pair, category) keeps that
-    order = np.lexsort((cat_rank, out["pair_id"]))
+    categories = sorted(set(bench_cat.tolist()), key=category_sort_key)
+    cat_rank = np.array([categories.index(c) for c in bench_cat.tolist()], dtype=np.int64)
+    name_rank = np.argsort(np.argsort(bench_name.astype(str), kind="stable"), kind="stable")
+    order = np.lexsort((out["seed"], name_rank[b_row], cat_rank[b_row], out["pair_id"]))
     return {
         name: (np.asarray(v, dtype=object)[order] if isinstance(v, list) else v[order])
         for name, v in out.items()
@@ -205,7 +222,15 @@ def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
 
     names = list(cols)
     lists = [column(name, values) for name, values in cols.items()]
-    return list(map(dict, map(zip, repeat(names), zip(*lists, strict=True))))
+    # ~10k new dicts: the cyclic GC would scan the heap several times while they are built
+    # (nothing here can form a cycle), which made this step vary from 25 to 60 ms
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return list(map(dict, map(zip, repeat(names), zip(*lists, strict=True))))
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
@@ -216,17 +241,20 @@ def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
         cols["pair_id"], cols["category"], cols["benchmark"], cols["seed"], cols["n"],
         {name: cols[name] for name in metrics.VALUE_FIELDS}, aggregate,
     )  # fmt: skip
-    first = {}
-    for i, pid in enumerate(cols["pair_id"]):
-        first.setdefault(int(pid), i)
-    noise_sum: dict[tuple[int, str], list[float]] = {}
+    pair_ids, first = np.unique(cols["pair_id"], return_index=True)
+    first = dict(zip(pair_ids.tolist(), first.tolist(), strict=True))
+    # mean noise floor per (pair, category) and per pair ("Total") over the units that have one
     has_noise = ~np.isnan(cols["noise_floor"])
-    for pid, cat, value in zip(cols["pair_id"][has_noise], cols["category"][has_noise],
-                               cols["noise_floor"][has_noise], strict=True):  # fmt: skip
-        for key in ((int(pid), cat), (int(pid), metrics.TOTAL)):
-            acc = noise_sum.setdefault(key, [0.0, 0])
-            acc[0] += float(value)
-            acc[1] += 1
+    cats, cat_code = metrics.factorize(np.asarray(cols["category"], dtype=object))
+    p_code = np.searchsorted(pair_ids, cols["pair_id"])
+    noise_sum: dict[tuple[int, str], list[float]] = {}
+    n_c = len(cats) + 1  # the last code is "Total"
+    for codes in (p_code * n_c + cat_code, p_code * n_c + len(cats)):
+        total = np.bincount(codes[has_noise], weights=cols["noise_floor"][has_noise], minlength=len(pair_ids) * n_c)
+        count = np.bincount(codes[has_noise], minlength=len(pair_ids) * n_c)
+        for code in np.flatnonzero(count):
+            category = metrics.TOTAL if code % n_c == len(cats) else str(cats[code % n_c])
+            noise_sum[(int(pair_ids[code // n_c]), category)] = [float(total[code]), int(count[code])]
     out = []
     for r in rows:
         i = first[r["pair"]]

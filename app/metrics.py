@@ -493,9 +493,20 @@ def noise_floor(
     return NoiseFloor(f=float(np.mean(fs)), f_true=float(np.mean(f_trues)), seed_pairs=len(fs))
 
 
-def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    uniques, inverse = np.unique(values, return_inverse=True)
-    return uniques, inverse.reshape(-1)
+def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values, code of each value): np.unique's answer. Strings are factorized
+    through a dict first (sorting thousands of strings costs more than hashing them)."""
+    if values.dtype.kind not in "OUS":
+        uniques, inverse = np.unique(values, return_inverse=True)
+        return uniques, inverse.reshape(-1)
+    first: dict = {}
+    codes = np.fromiter(
+        (first.setdefault(v, len(first)) for v in values.tolist()), np.int64, count=len(values)
+    )
+    uniques = sorted(first)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[[first[v] for v in uniques]] = np.arange(len(uniques))
+    return np.array(uniques, dtype=object), rank[codes]
 
 
 def aggregate_arrays(
@@ -518,10 +529,10 @@ def aggregate_arrays(
     pair = np.asarray(pair)
     if pair.size == 0:
         return []
-    pairs, p_code = _codes(pair)
-    cats, c_code = _codes(np.asarray(category).astype(str))
-    seeds, s_code = _codes(np.asarray(seed))
-    _, b_code = _codes(np.asarray(benchmark).astype(str))
+    pairs, p_code = factorize(pair)
+    cats, c_code = factorize(np.asarray(category, dtype=object))
+    seeds, s_code = factorize(np.asarray(seed))
+    benchmarks, b_code = factorize(np.asarray(benchmark, dtype=object))
     weight = np.asarray(n, dtype=np.float64) if how == "micro" else np.ones(pair.size)
     names = [name for name in VALUE_FIELDS if name in values]
     n_p, n_c, n_s = len(pairs), len(cats), len(seeds)
@@ -572,11 +583,11 @@ def aggregate_arrays(
 
     cat_stats, cat_seeds = across_seeds(cell_means, cell_present, n_p * n_c)
     tot_stats, tot_seeds = across_seeds(total_means, total_present, n_p)
-    bench_key = np.unique(np.stack([p_code, c_code, b_code], axis=1), axis=0)
-    cat_benchmarks = np.bincount(bench_key[:, 0] * n_c + bench_key[:, 1], minlength=n_p * n_c)
-    tot_benchmarks = np.bincount(
-        np.unique(np.stack([p_code, b_code], axis=1), axis=0)[:, 0], minlength=n_p
-    )
+    # distinct benchmarks per (pair, category) and per pair, from one integer key per row
+    n_b = len(benchmarks)
+    bench_key = np.unique((p_code * n_c + c_code) * n_b + b_code)
+    cat_benchmarks = np.bincount(bench_key // n_b, minlength=n_p * n_c)
+    tot_benchmarks = np.bincount(np.unique(p_code * n_b + b_code) // n_b, minlength=n_p)
 
     def record(
         p: int, category_name: str, stats: dict, idx: int, seeds_n: int, benches: int

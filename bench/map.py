@@ -10,7 +10,7 @@ With the rows loaded (import_file per model file) and the pairs added (each base
 - baseline: the same map where the transition counts come from one SQL query over the per-sample
   rows (base and post rows of all pairs joined per (pair, benchmark, seed, sample), FULL OUTER so
   unpaired samples are counted as the ingest does; counts per (pair, benchmark, seed, k)), followed
-  by exactly the same Python scoring: ``app.db.queries.pair_transitions`` is swapped for the
+  by exactly the same Python scoring: ``app.db.queries.transition_counts`` is swapped for the
   recompute while map_records runs. Median of --recompute-runs (default 5). The seed-vs-seed noise
   floor is read from its materialized table in both (so the baseline is, if anything, flattered).
 The recompute's benchmark-level records are checked against the materialized map's first.
@@ -105,20 +105,14 @@ WITH base AS (
            sum(mismatched) AS mismatched
     FROM groups GROUP BY pair_id, benchmark_id, seed
 )
-SELECT g.pair_id, p.label, p.stage, mb.name AS base, mp.name AS post,
-       p.base_model_id, p.post_model_id, g.benchmark_id,
-       b.name AS benchmark, b.category, g.seed, g.k::SMALLINT AS k,
+SELECT g.pair_id, g.benchmark_id, g.seed, g.k::SMALLINT AS k,
        g.n_00, g.n_01, g.n_10, g.n_11,
        coalesce(c.only_base, 0)::BIGINT AS only_base, coalesce(c.only_post, 0)::BIGINT AS only_post,
        coalesce(c.mismatched, 0)::BIGINT AS mismatched
 FROM groups g
-JOIN pairs p ON p.id = g.pair_id
-JOIN models mb ON mb.id = p.base_model_id
-JOIN models mp ON mp.id = p.post_model_id
-JOIN benchmarks b ON b.id = g.benchmark_id
 LEFT JOIN cov c ON c.pair_id = g.pair_id AND c.benchmark_id = g.benchmark_id AND c.seed = g.seed
 WHERE g.paired > 0
-ORDER BY g.pair_id, b.name, g.seed, g.k
+ORDER BY g.pair_id, g.benchmark_id, g.seed, g.k
 """
 
 
@@ -126,7 +120,7 @@ SQL_TIMES: list[float] = []  # wall time of every recompute query, to split SQL 
 
 
 def recompute_transitions(conn, pair_id: int | None = None) -> pa.Table:
-    """Drop-in for queries.pair_transitions that counts from the per-sample rows."""
+    """Drop-in for queries.transition_counts that counts from the per-sample rows."""
     t0 = now()
     out = conn.connection.driver_connection.sql(
         RECOMPUTE_SQL, params={"pair_id": pair_id}
@@ -136,7 +130,7 @@ def recompute_transitions(conn, pair_id: int | None = None) -> pa.Table:
 
 
 def recompute_map(store, query: MapQuery) -> list[dict]:
-    with mock.patch.object(queries, "pair_transitions", recompute_transitions):
+    with mock.patch.object(queries, "transition_counts", recompute_transitions):
         return map_records(store, query)
 
 
@@ -171,17 +165,19 @@ def table_counts(store) -> dict[str, int]:
 def split_times(store, runs: int) -> dict[str, float]:
     """Medians of the two reads map_records makes, to tell SQL time from Python time."""
     out: dict[str, list[float]] = {
-        "pair_transitions (SQL -> Arrow)": [],
+        "transition_counts + names (SQL -> Arrow)": [],
         "seed_transitions_for_pairs (SQL -> Arrow)": [],
     }
     for _ in range(runs):
         with store.read() as conn:
             t0 = now()
-            queries.pair_transitions(conn)
+            queries.transition_counts(conn)
+            queries.pair_names(conn)
+            queries.benchmark_names(conn)
             t1 = now()
             queries.seed_transitions_for_pairs(conn)
             t2 = now()
-        out["pair_transitions (SQL -> Arrow)"].append(t1 - t0)
+        out["transition_counts + names (SQL -> Arrow)"].append(t1 - t0)
         out["seed_transitions_for_pairs (SQL -> Arrow)"].append(t2 - t1)
     return {k: median(v) for k, v in out.items()}
 

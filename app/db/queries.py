@@ -32,14 +32,45 @@ def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
     return _duck(conn).sql(sql, params={"pair_id": pair_id}).to_arrow_table()
 
 
+def transition_counts(conn: Connection, pair_id: int | None = None) -> pa.Table:
+    """The map's input: every (pair, benchmark, seed, k-group) row of counts with its coverage,
+    ids only (names come from :func:`pair_names` and :func:`benchmark_names`: joining and sorting
+    strings here cost more than the rest of the query), ordered by (pair, benchmark id, seed, k)."""
+    sql = """
+        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k,
+               t.n_00, t.n_01, t.n_10, t.n_11,
+               coalesce(c.only_base, 0) AS only_base, coalesce(c.only_post, 0) AS only_post,
+               coalesce(c.mismatched, 0) AS mismatched
+        FROM transitions t
+        LEFT JOIN coverage c
+          ON c.pair_id = t.pair_id AND c.benchmark_id = t.benchmark_id AND c.seed = t.seed
+        WHERE $pair_id IS NULL OR t.pair_id = $pair_id
+        ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
+    """
+    return _duck(conn).sql(sql, params={"pair_id": pair_id}).to_arrow_table()
+
+
+def pair_names(conn: Connection) -> pa.Table:
+    """Every pair's label, stage, model ids and model names, ordered by pair id."""
+    sql = """
+        SELECT p.id AS pair_id, p.label, p.stage, p.base_model_id, p.post_model_id,
+               mb.name AS base, mp.name AS post
+        FROM pairs p JOIN models mb ON mb.id = p.base_model_id JOIN models mp ON mp.id = p.post_model_id
+        ORDER BY p.id
+    """
+    return _duck(conn).sql(sql).to_arrow_table()
+
+
+def benchmark_names(conn: Connection) -> pa.Table:
+    return _duck(conn).sql("SELECT id, name, category FROM benchmarks ORDER BY id").to_arrow_table()
+
+
 def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
     """Seed-vs-seed counts of every model that is the base or post side of some pair."""
     sql = """
-        SELECT s.model_id, s.benchmark_id, b.name AS benchmark, m.name AS model,
-               s.seed_a, s.seed_b, s.num_choices AS k, s.n_00, s.n_01, s.n_10, s.n_11
+        SELECT s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices AS k,
+               s.n_00, s.n_01, s.n_10, s.n_11
         FROM seed_transitions s
-        JOIN models m ON m.id = s.model_id
-        JOIN benchmarks b ON b.id = s.benchmark_id
         WHERE s.model_id IN (SELECT base_model_id FROM pairs UNION SELECT post_model_id FROM pairs)
         ORDER BY s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices
     """
