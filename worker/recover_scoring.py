@@ -589,8 +589,9 @@ def run_recoverability(
     base_model = load(base) if isinstance(base, (str, Path)) else base
     base_vocab = _vocab_size(base_model)
     per_model["base"] = analyze(base_model, "base")
-    for i, kind in enumerate(controls):
-        o = {"seed": seed + 1 + i, **opts.get(kind, {})}
+    for kind in controls:
+        # seeded by kind, not position: a control is the same whichever others run beside it
+        o = {"seed": seed + 1 + CONTROLS.index(kind), **opts.get(kind, {})}
         with output_head_control(base_model, kind, bias_tokens=bias_tokens, **o) as info:
             per_model[kind] = analyze(base_model, kind)
         planted[kind] = info

@@ -1,7 +1,8 @@
 """`forgetmap demo`: build the zoo once, evaluate every pair through the real worker, serve.
 
 Stages, each with a progress bar: building the zoo (cached under data/demo, rebuilt only when its
-recipe or code changes), then the evaluation jobs (app + a local worker on the embedded queue,
+recipe or code changes), then the evaluation jobs and two recoverability jobs (narrow SFT and SFT
+with replay, on the zoo's pretraining text; app + a local worker on the embedded queue,
 transformers engine), then the dashboard keeps serving until Ctrl-C.
 """
 
@@ -73,10 +74,65 @@ def job_requests(manifest) -> list:
     return requests
 
 
+CORPUS = "pretrain.jsonl"
+# narrow SFT (with the three controls) against SFT with replay (with the noise control only: the
+# controls depend on the base, corpus and seed alone, so the other two would be repeated work)
+RECOVERY_CONTROLS = {"sft": ("planted_bias", "doubled_logits", "weight_noise"),
+                     "sft+replay": ("weight_noise",)}  # fmt: skip
+RECOVERY_DOCS = 120
+
+
+def corpus_dir(manifest) -> Path:
+    return manifest.root / "corpora"
+
+
+def write_corpus(manifest) -> Path:
+    """The zoo's pretraining documents, categories interleaved, as a JSONL corpus for the
+    recoverability analysis (the text whose loss post-training raised)."""
+    import json
+    from itertools import chain, zip_longest
+
+    from app.demo import suite
+
+    path = corpus_dir(manifest) / CORPUS
+    if not path.exists():
+        per_category = [suite.corpus(c, manifest.recipe.seed, kind="pretrain", copies=1)
+                        for c in suite.CATEGORIES]  # fmt: skip
+        docs = [d for d in chain.from_iterable(zip_longest(*per_category)) if d]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+        tmp.replace(path)
+    return path
+
+
+def recovery_requests(manifest) -> list:
+    """Recoverability of the first narrow-SFT pair and the first SFT-with-replay pair, on the
+    pretraining corpus."""
+    from app.jobs import ModelSpec
+    from app.recovery import CorpusSpec, RecoveryOptions, RecoveryRequest
+
+    requests = []
+    for stage, controls in RECOVERY_CONTROLS.items():
+        pair = next((p for p in manifest.pairs if p.stage == stage), None)
+        if pair is None:
+            continue
+        base, post = manifest.model(pair.base), manifest.model(pair.post)
+        requests.append(RecoveryRequest(
+            base=ModelSpec(base.name, str(base.path), prompting=base.prompting),
+            post=ModelSpec(post.name, str(post.path), prompting=post.prompting),
+            corpus=CorpusSpec(source=f"local:{CORPUS}", max_docs=RECOVERY_DOCS),
+            options=RecoveryOptions(max_tokens=512, controls=controls), label=pair.label,
+            stage=pair.stage,
+        ))  # fmt: skip
+    return requests
+
+
 def submit(db_path: Path, manifest) -> list[int]:
     from app.db import open_store
     from app.db.ingest import add_pair
     from app.jobs import create_job
+    from app.recovery import create_recovery_job
 
     store = open_store(db_path)
     try:
@@ -87,6 +143,10 @@ def submit(db_path: Path, manifest) -> list[int]:
                 job_ids.append(job_id)
             for pair in manifest.pairs:
                 add_pair(conn, pair.base, pair.post, label=pair.label, stage=pair.stage)
+            write_corpus(manifest)
+            for request in recovery_requests(manifest):
+                job_id, _ = create_recovery_job(conn, request)
+                job_ids.append(job_id)
         return job_ids
     finally:
         store.close()
@@ -98,7 +158,10 @@ def watch(app, job_ids: list[int], url: str, started: float) -> None:
 
     store = app.state.store
     with _bar() as bar:
-        tasks = {job_id: bar.add_task(f"evaluate (job {job_id})", total=None) for job_id in job_ids}
+        with store.read() as conn:
+            kinds = {job_id: job_detail(conn, job_id)["kind"] for job_id in job_ids}
+        tasks = {job_id: bar.add_task(f"{'recoverability' if kinds[job_id] == 'recover' else 'evaluate'} "
+                                      f"(job {job_id})", total=None) for job_id in job_ids}  # fmt: skip
         while True:
             states = []
             with store.read() as conn:
@@ -139,6 +202,7 @@ def run_demo(db_path: Path, host: str, port: int, zoo_dir: Path) -> None:
     manifest = build(zoo_dir)
     os.environ["FORGETMAP_MODEL_ROOTS"] = str(manifest.root / "models")
     os.environ["FORGETMAP_BENCHMARK_DIRS"] = str(manifest.benchmark_dir)
+    os.environ["FORGETMAP_CORPUS_DIRS"] = str(corpus_dir(manifest))
     job_ids = submit(db_path, manifest)
     url = f"http://{host}:{port}"
     run_up(db_path, host, port, on_started=lambda app: watch(app, job_ids, url, started))
