@@ -324,6 +324,7 @@ def view_rows(recovery: dict) -> list[dict]:
                 continue
             rows.append(
                 {
+                    "first": not rows or rows[-1]["role"] != role,
                     "role": role,
                     "role_label": ROLE_LABELS[role],
                     "correction": kind,
@@ -335,6 +336,13 @@ def view_rows(recovery: dict) -> list[dict]:
                 }
             )
     return rows
+
+
+def base_temperatures(recovery: dict) -> dict[str, float]:
+    """The temperatures fitted on the base itself (what the symmetric share subtracts)."""
+    fitted = recovery["summary"].get("corrections", {}).get("base", {})
+    return {kind: c["temperature"] for kind, c in fitted.items()
+            if kind in ("temp", "bias_temp") and c.get("temperature") is not None}  # fmt: skip
 
 
 def headline(recovery: dict, correction: str = "bias_temp") -> dict[str, Any]:

@@ -100,13 +100,14 @@ def map_page(
 @router.get("/pairs/{pair_id}", response_class=HTMLResponse)
 @cached_for_readers
 def pair_page(request: Request, pair_id: int) -> HTMLResponse:
-    from app.recovery import view_rows
+    from app.recovery import base_temperatures, view_rows
 
     pair = deps.get_pair(request, pair_id)
     rows = deps.pair_rows(request, pair_id)
     recoveries = deps.pair_recoveries(request, pair_id)
     return _page(request, "pair.html", pair=pair, rows=rows, quadrants=quadrants(rows),
                  recoveries=recoveries, recovery_rows=view_rows(recoveries[0]) if recoveries else [],
+                 base_temperatures=base_temperatures,
                  logged_in=bool(request.session.get("user")))  # fmt: skip
 
 

@@ -117,6 +117,8 @@ def test_upload_recompute_page_export_and_reuse(env):
     assert 'id="recoverability"' in page and "How to read a share" in page
     assert "40.0 [" in page  # the post model's symmetric bias share
     assert "control: noise on the output weights" in page
+    assert "Temperatures fitted on the base itself: 1.500 (temperature)" in page
+    assert page.count(">1.0000</td>") == 4  # each model's loss gap, once, on its first row
     column = client.get("/api/recovery", params={"correction": "bias"}).json()
     assert column[0]["pair_id"] == pair_id and column[0]["symmetric"] == pytest.approx(0.4)
     map_page = client.get("/", params={"recovery": "1"}).text
