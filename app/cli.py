@@ -234,7 +234,9 @@ def recover_list(ctx: click.Context, fmt: str, correction: str) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     if not rows:
-        click.echo("no recoverability analyses yet: start one from a pair's page (/pairs/ID/recover)")
+        click.echo(
+            "no recoverability analyses yet: start one from a pair's page (/pairs/ID/recover)"
+        )
         return
 
     def share(row, key):
@@ -270,7 +272,9 @@ def recover_export(ctx: click.Context, recovery_id: int, out: Path) -> None:
         table = recoveries.documents_table(conn, recovery_id)
     store.close()
     if not table:
-        raise CliError(f"recovery analysis {recovery_id} does not exist (see `forgetmap recover list`)")
+        raise CliError(
+            f"recovery analysis {recovery_id} does not exist (see `forgetmap recover list`)"
+        )
     arrow = pa.table(table)
     (pacsv.write_csv if out.suffix == ".csv" else pq.write_table)(arrow, out)
     click.echo(f"{out}: {arrow.num_rows} documents, {arrow.num_columns - 3} loss columns")

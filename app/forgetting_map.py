@@ -8,7 +8,6 @@ order of the public contract, followed by extension fields.
 from __future__ import annotations
 
 import gc
-
 import json
 import warnings
 from dataclasses import dataclass
@@ -250,11 +249,16 @@ def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
     noise_sum: dict[tuple[int, str], list[float]] = {}
     n_c = len(cats) + 1  # the last code is "Total"
     for codes in (p_code * n_c + cat_code, p_code * n_c + len(cats)):
-        total = np.bincount(codes[has_noise], weights=cols["noise_floor"][has_noise], minlength=len(pair_ids) * n_c)
+        total = np.bincount(
+            codes[has_noise], weights=cols["noise_floor"][has_noise], minlength=len(pair_ids) * n_c
+        )
         count = np.bincount(codes[has_noise], minlength=len(pair_ids) * n_c)
         for code in np.flatnonzero(count):
             category = metrics.TOTAL if code % n_c == len(cats) else str(cats[code % n_c])
-            noise_sum[(int(pair_ids[code // n_c]), category)] = [float(total[code]), int(count[code])]
+            noise_sum[(int(pair_ids[code // n_c]), category)] = [
+                float(total[code]),
+                int(count[code]),
+            ]
     out = []
     for r in rows:
         i = first[r["pair"]]

@@ -201,7 +201,9 @@ def check_table(table: dict[str, list], controls: tuple[str, ...] | list[str]) -
             raise InputError(f"column {column!r} does not have one value per document ({n})")
     bad_split = {s for s in table["split"]} - set(R.SPLITS)
     if bad_split:
-        raise InputError(f"unknown split {sorted(bad_split)[0]!r}; splits are {', '.join(R.SPLITS)}")
+        raise InputError(
+            f"unknown split {sorted(bad_split)[0]!r}; splits are {', '.join(R.SPLITS)}"
+        )
     if "eval" not in table["split"]:
         raise InputError("the document table has no EVAL documents")
     if any(not isinstance(t, int) or isinstance(t, bool) or t < 1 for t in table["n_tokens"]):

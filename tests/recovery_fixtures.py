@@ -38,11 +38,22 @@ def upload(controls=CONTROLS) -> dict:
     models = ("base", "post", *controls)
     return {
         "table": table(controls),
-        "corrections": {m: {c: {"kind": c, "temperature": 1.5 if "temp" in c else 1.0}
-                            for c in ALL_CORRECTIONS if c != "none"} for m in models},  # fmt: skip
+        "corrections": {
+            m: {
+                c: {"kind": c, "temperature": 1.5 if "temp" in c else 1.0}
+                for c in ALL_CORRECTIONS
+                if c != "none"
+            }
+            for m in models
+        },  # fmt: skip
         "controls": {c: {"kind": c} for c in controls},
         "timing": {m: {"score_s": 0.1, "fit_s": 0.2} for m in models},
-        "config": {"k": 4096, "n_bias_tokens": 300, "n_docs": 5, "n_tokens": sum(N_TOKENS),
-                   "split_docs": {"fit_train": 2, "fit_select": 1, "eval": 2},
-                   "split_tokens": {"fit_train": 20, "fit_select": 16, "eval": 40}},  # fmt: skip
+        "config": {
+            "k": 4096,
+            "n_bias_tokens": 300,
+            "n_docs": 5,
+            "n_tokens": sum(N_TOKENS),
+            "split_docs": {"fit_train": 2, "fit_select": 1, "eval": 2},
+            "split_tokens": {"fit_train": 20, "fit_select": 16, "eval": 40},
+        },  # fmt: skip
     }

@@ -174,7 +174,9 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
     per_model = statistics_bytes(n_tokens, len(tokenizer), options["k"])
     scratch = None
     if per_model > settings.recover_memory_gb * 2**30:
-        scratch = tempfile.mkdtemp(prefix=f"forgetmap-recover-{shard_id}-", dir=settings.scratch_dir)
+        scratch = tempfile.mkdtemp(
+            prefix=f"forgetmap-recover-{shard_id}-", dir=settings.scratch_dir
+        )
         log.info("shard %d: %.1f GB of token statistics per model: kept in memory maps under %s",
                  shard_id, per_model / 2**30, scratch)  # fmt: skip
     try:

@@ -21,7 +21,9 @@ class WorkerSettings:
     broker: BrokerSettings = field(default_factory=BrokerSettings)
     model_roots: list[Path] = field(default_factory=list)
     benchmark_dirs: list[Path] = field(default_factory=list)  # where local:NAME benchmarks live
-    corpus_dirs: list[Path] = field(default_factory=list)  # recoverability corpora (default: the above)
+    corpus_dirs: list[Path] = field(
+        default_factory=list
+    )  # recoverability corpora (default: the above)
     trust_remote_code: bool = False
     tensor_parallel_size: int = 1
     gpu_memory_utilization: float = 0.9
@@ -48,7 +50,9 @@ class WorkerSettings:
             gpu_memory_utilization=float(env.get("FORGETMAP_GPU_MEMORY_UTILIZATION", "0.9")),
             batch_invariant=env.get("VLLM_BATCH_INVARIANT", "0") == "1",
             upload_batch=int(env.get("FORGETMAP_UPLOAD_BATCH", "256")),
-            scratch_dir=Path(env["FORGETMAP_SCRATCH_DIR"]) if env.get("FORGETMAP_SCRATCH_DIR") else None,
+            scratch_dir=Path(env["FORGETMAP_SCRATCH_DIR"])
+            if env.get("FORGETMAP_SCRATCH_DIR")
+            else None,
             recover_memory_gb=float(env.get("FORGETMAP_RECOVER_MEMORY_GB", "16")),
             torch_threads=int(env["FORGETMAP_TORCH_THREADS"])
             if env.get("FORGETMAP_TORCH_THREADS")

@@ -23,10 +23,14 @@ def set_model_spec(conn: Connection, name: str, spec_json: str) -> None:
 
 
 def insert_job(conn: Connection, kind: str, payload_json: str) -> int:
-    return _duck(conn).execute(
-        "INSERT INTO jobs (kind, status, payload) VALUES (?, 'queued', ?) RETURNING id",
-        [kind, payload_json],
-    ).fetchall()[0][0]
+    return (
+        _duck(conn)
+        .execute(
+            "INSERT INTO jobs (kind, status, payload) VALUES (?, 'queued', ?) RETURNING id",
+            [kind, payload_json],
+        )
+        .fetchall()[0][0]
+    )
 
 
 def insert_shard(
@@ -40,28 +44,36 @@ def insert_shard(
     spec: str,
     status: str,
 ) -> int:
-    return _duck(conn).execute(
-        """
+    return (
+        _duck(conn)
+        .execute(
+            """
         INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, kind,
                             finished_at)
         SELECT ?, id, ?, ?, ?, ?, ?, 'recover', CASE WHEN ? = 'reused' THEN now() END
         FROM models WHERE name = ?
         RETURNING id
         """,
-        [job_id, benchmark, seed, config_hash, spec, status, status, model],
-    ).fetchall()[0][0]
+            [job_id, benchmark, seed, config_hash, spec, status, status, model],
+        )
+        .fetchall()[0][0]
+    )
 
 
 def finished_recovery(conn: Connection, pair_id: int, config_hash: str) -> int | None:
     """A stored recovery of this pair from a shard with the same settings."""
-    rows = _duck(conn).execute(
-        """
+    rows = (
+        _duck(conn)
+        .execute(
+            """
         SELECT r.id FROM recoveries r JOIN shards s ON s.id = r.shard_id
         WHERE r.pair_id = ? AND s.config_hash = ? AND s.status = 'done'
         ORDER BY r.id DESC LIMIT 1
         """,
-        [pair_id, config_hash],
-    ).fetchall()
+            [pair_id, config_hash],
+        )
+        .fetchall()
+    )
     return rows[0][0] if rows else None
 
 
@@ -124,42 +136,56 @@ def _recovery(row) -> dict[str, Any]:
 
 
 def recovery(conn: Connection, recovery_id: int) -> dict[str, Any] | None:
-    rows = _duck(conn).execute(
-        f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE id = ?", [recovery_id]
-    ).fetchall()
+    rows = (
+        _duck(conn)
+        .execute(f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE id = ?", [recovery_id])
+        .fetchall()
+    )
     return _recovery(rows[0]) if rows else None
 
 
 def pair_recoveries(conn: Connection, pair_id: int) -> list[dict[str, Any]]:
     """A pair's analyses, newest first."""
-    rows = _duck(conn).execute(
-        f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE pair_id = ? ORDER BY id DESC",
-        [pair_id],
-    ).fetchall()
+    rows = (
+        _duck(conn)
+        .execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE pair_id = ? ORDER BY id DESC",
+            [pair_id],
+        )
+        .fetchall()
+    )
     return [_recovery(r) for r in rows]
 
 
 def latest_recoveries(conn: Connection) -> list[dict[str, Any]]:
     """The newest analysis of every pair that has one."""
-    rows = _duck(conn).execute(
-        f"""
-        SELECT {', '.join(_COLUMNS)} FROM recoveries
+    rows = (
+        _duck(conn)
+        .execute(
+            f"""
+        SELECT {", ".join(_COLUMNS)} FROM recoveries
         WHERE id IN (SELECT max(id) FROM recoveries GROUP BY pair_id) ORDER BY pair_id
         """
-    ).fetchall()
+        )
+        .fetchall()
+    )
     return [_recovery(r) for r in rows]
 
 
 def documents_table(conn: Connection, recovery_id: int) -> dict[str, list]:
     """The wide per-document table (``doc_id, split, n_tokens, model/correction...``) of
     app.analysis.recover, from which every share of the analysis can be recomputed."""
-    rows = _duck(conn).execute(
-        """
+    rows = (
+        _duck(conn)
+        .execute(
+            """
         SELECT doc_index, doc_id, split, n_tokens, model, correction, loss_sum
         FROM recovery_documents WHERE recovery_id = ? ORDER BY model, correction, doc_index
         """,
-        [recovery_id],
-    ).fetchall()
+            [recovery_id],
+        )
+        .fetchall()
+    )
     if not rows:
         return {}
     n = max(r[0] for r in rows) + 1

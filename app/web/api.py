@@ -197,7 +197,9 @@ def api_recovery_documents(
 @router.get("/api/recovery")
 def api_recovery_column(
     request: Request,
-    correction: Annotated[Literal["bias", "temp", "bias_temp", "closed_bias"], Query()] = "bias_temp",
+    correction: Annotated[
+        Literal["bias", "temp", "bias_temp", "closed_bias"], Query()
+    ] = "bias_temp",
 ) -> list[dict]:
     """The map's optional recoverability column: per pair, the newest analysis' symmetric share
     under one correction, beside the weight-noise control's (the random-corruption yardstick)."""

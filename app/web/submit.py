@@ -241,7 +241,9 @@ def recover_page(request: Request, pair_id: int) -> HTMLResponse:
     return _recover_page(request, pair, values, {})
 
 
-def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoveryRequest | None, dict]:
+def parse_recovery(
+    request: Request, pair: dict, values: dict
+) -> tuple[RecoveryRequest | None, dict]:
     """Validate the recoverability form; returns (request, {}) or (None, {field: message})."""
     settings = request.app.state.settings
     errors: dict[str, str] = {}
@@ -250,7 +252,9 @@ def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[Recovery
         path = (values.get(f"{side}_path") or "").strip()
         try:
             if not path:
-                raise InputError("give a Hugging Face id (org/name) or a local path under the model roots")
+                raise InputError(
+                    "give a Hugging Face id (org/name) or a local path under the model roots"
+                )
             jobs.check_model_path(path, list(settings.model_roots))
         except InputError as exc:
             errors[f"{side}_path"] = str(exc)

@@ -45,7 +45,9 @@ MIN_REPLAY_OVER_NOISE = 0.015  # F_true(SFT + replay) - noise floor; smallest se
 MIN_SFT_OVER_NOISE_RATIO = 3.0  # F_true(SFT) / noise floor; smallest seen 6.8
 MIN_SFT_BT_OVER_NOISE = 0.15  # BT_true(SFT, Math) - noise floor; smallest seen 0.32
 MIN_SFT_ACC_GAIN = 0.15  # mean accuracy gain of SFT on the Math benchmarks
-MIN_RECOVER_GAP_RATIO = 1.5  # loss gap on pretraining text, SFT / SFT + replay (measured on seed 0 only: 2.50)
+MIN_RECOVER_GAP_RATIO = (
+    1.5  # loss gap on pretraining text, SFT / SFT + replay (measured on seed 0 only: 2.50)
+)
 
 
 @pytest.fixture(scope="session")
@@ -255,8 +257,14 @@ def test_recoverability_of_the_sft_pairs(zoo):
     torch.set_num_threads(1)
     try:
         results = {
-            stage: S.run_recoverability(r.base.path, r.post.path, docs, n_boot=500,
-                                        controls=r.options.controls, seed=r.options.seed)  # fmt: skip
+            stage: S.run_recoverability(
+                r.base.path,
+                r.post.path,
+                docs,
+                n_boot=500,
+                controls=r.options.controls,
+                seed=r.options.seed,
+            )  # fmt: skip
             for stage, r in requests.items()
         }
     finally:
@@ -271,6 +279,9 @@ def test_recoverability_of_the_sft_pairs(zoo):
     assert gap["sft"] > MIN_RECOVER_GAP_RATIO * gap["sft+replay"] > 0
     assert sym["sft"] < noise["lo"]  # below the whole interval of the random-damage yardstick
     assert sft.shares["planted_bias"]["symmetric"]["bias"]["estimate"] > 0.9
-    ratio = sft.corrections["doubled_logits"]["temp"].temperature / sft.corrections["base"]["temp"].temperature
+    ratio = (
+        sft.corrections["doubled_logits"]["temp"].temperature
+        / sft.corrections["base"]["temp"].temperature
+    )
     assert ratio == pytest.approx(2.0, rel=0.02)
     assert replay.shares["weight_noise"] == sft.shares["weight_noise"]  # same base, corpus, seed

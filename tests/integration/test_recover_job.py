@@ -59,7 +59,9 @@ def test_recoverability_job_end_to_end(tmp_path, pair):
     dep.models.symlink_to(pair / "models", target_is_directory=True)
     # ~12 MB of statistics per model here: over this limit, so they go to memory maps on disk
     (tmp_path / "scratch").mkdir()
-    dep.worker_env.update(FORGETMAP_RECOVER_MEMORY_GB="0.001", FORGETMAP_SCRATCH_DIR=str(tmp_path / "scratch"))
+    dep.worker_env.update(
+        FORGETMAP_RECOVER_MEMORY_GB="0.001", FORGETMAP_SCRATCH_DIR=str(tmp_path / "scratch")
+    )
     try:
         dep.start_worker()
         dep.wait_ready()
@@ -77,9 +79,20 @@ def test_recoverability_job_end_to_end(tmp_path, pair):
         shares = recovery["summary"]["shares"]
         fitted = recovery["summary"]["corrections"]
         assert recovery["config"]["n_docs"] == N_DOCS
-        print("recoverability:", json.dumps({  # shown with -s: the numbers quoted in notes
-            m: {k: round(shares[m]["symmetric"][k]["estimate"], 4) for k in shares[m]["symmetric"]}
-            for m in shares}), "T:", {m: round(c["temp"]["temperature"], 4) for m, c in fitted.items()})
+        print(
+            "recoverability:",
+            json.dumps(
+                {  # shown with -s: the numbers quoted in notes
+                    m: {
+                        k: round(shares[m]["symmetric"][k]["estimate"], 4)
+                        for k in shares[m]["symmetric"]
+                    }
+                    for m in shares
+                }
+            ),
+            "T:",
+            {m: round(c["temp"]["temperature"], 4) for m, c in fitted.items()},
+        )
         # the known answers
         assert shares["post"]["symmetric"]["temp"]["estimate"] > 0.95
         ratio = fitted["post"]["temp"]["temperature"] / fitted["base"]["temp"]["temperature"]

@@ -175,7 +175,9 @@ def test_recover_form(env):
     page = client.post(f"/pairs/{pair_id}/recover", data=values)
     assert "outside the configured roots" in page.text
     assert "choose a local corpus" in page.text and "documents must be between 3" in page.text
-    values.update(base_path=str(tmp_path / "models" / "base"), local_corpus="web.jsonl", max_docs="50")
+    values.update(
+        base_path=str(tmp_path / "models" / "base"), local_corpus="web.jsonl", max_docs="50"
+    )
     done = client.post(f"/pairs/{pair_id}/recover", data=values, follow_redirects=False)
     assert done.status_code == 303 and done.headers["location"].startswith("/jobs/")
     job = client.get(done.headers["location"].split("?")[0].replace("/jobs/", "/api/jobs/")).json()

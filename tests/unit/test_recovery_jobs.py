@@ -124,7 +124,9 @@ def test_store_round_trip_and_replacement(tmp_path):
     with store.read() as conn:
         back = store_sql.documents_table(conn, first)
         assert back == t
-        assert R.shares_from_sums(back, base="base", post="post")["share"]["bias"] == pytest.approx(0.5)
+        assert R.shares_from_sums(back, base="base", post="post")["share"]["bias"] == pytest.approx(
+            0.5
+        )
         stored = store_sql.recovery(conn, first)
     assert stored["pair_id"] == 7 and stored["summary"] == summary
     # a repeated upload of the same shard replaces the earlier one
@@ -145,7 +147,9 @@ def test_view_rows_and_headline():
     recovery = {"id": 1, "pair_id": 2, "corpus": "local:x", "summary": summary}
     rows = view_rows(recovery)
     assert [r["role"] for r in rows][:4] == ["post"] * 4
-    assert rows[0]["correction"] == "bias" and rows[0]["symmetric"]["estimate"] == pytest.approx(0.4)
+    assert rows[0]["correction"] == "bias" and rows[0]["symmetric"]["estimate"] == pytest.approx(
+        0.4
+    )
     assert {r["role"] for r in rows} == {"post", "weight_noise", "planted_bias", "doubled_logits"}
     head = headline(recovery, "bias")
     assert head["symmetric"] == pytest.approx(0.4)
