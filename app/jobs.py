@@ -184,37 +184,76 @@ def _duck(conn: Connection):
     return conn.connection.driver_connection
 
 
+def register_models(conn: Connection, models: list[ModelSpec]) -> None:
+    """Make sure the models exist and remember the checkpoint each names (later forms prefill it)."""
+    from app.db.ingest import ensure_models
+
+    ensure_models(conn, [m.name for m in models])
+    for m in models:
+        _duck(conn).execute(
+            "UPDATE models SET spec = ? WHERE name = ?", [json.dumps(asdict(m)), m.name]
+        )
+
+
+def insert_job(conn: Connection, kind: str, payload: dict) -> int:
+    return (
+        _duck(conn)
+        .execute(
+            "INSERT INTO jobs (kind, status, payload) VALUES (?, 'queued', ?) RETURNING id",
+            [kind, json.dumps(payload)],
+        )
+        .fetchall()[0][0]
+    )
+
+
+def insert_shard(
+    conn: Connection,
+    *,
+    job_id: int,
+    model: str,
+    benchmark: str,
+    seed: int,
+    config_hash: str,
+    spec: dict,
+    status: str,
+    kind: str = "evaluate",
+) -> int:
+    """A shard of a job; a ``reused`` one is finished at once."""
+    return (
+        _duck(conn)
+        .execute(
+            """
+            INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, kind,
+                                finished_at)
+            SELECT ?, id, ?, ?, ?, ?, ?, ?, CASE WHEN ? = 'reused' THEN now() END
+            FROM models WHERE name = ?
+            RETURNING id
+            """,
+            [job_id, benchmark, seed, config_hash, json.dumps(spec), status, kind, status, model],
+        )
+        .fetchall()[0][0]
+    )
+
+
 def create_job(conn: Connection, request: JobRequest) -> tuple[int, list[int]]:
     """Write a job and its shards; returns (job id, ids of the shards to enqueue)."""
-    from app.db.ingest import add_pair, ensure_models
+    from app.db.ingest import add_pair
 
     request.validate()
     duck = _duck(conn)
-    ensure_models(conn, [m.name for m in request.models])
-    for m in request.models:
-        duck.execute("UPDATE models SET spec = ? WHERE name = ?", [json.dumps(asdict(m)), m.name])
-    job_id = duck.execute(
-        "INSERT INTO jobs (kind, status, payload) VALUES ('evaluate', 'queued', ?) RETURNING id",
-        [json.dumps(request.to_dict())],
-    ).fetchone()[0]
+    register_models(conn, request.models)
+    job_id = insert_job(conn, "evaluate", request.to_dict())
     to_enqueue = []
     for m in request.models:
         model_id = duck.execute("SELECT id FROM models WHERE name = ?", [m.name]).fetchone()[0]
         cfg = shard_config(m, request.config)
         chash = config_hash(cfg)
-        spec = json.dumps({"model": asdict(m), "config": cfg})
+        spec = {"model": asdict(m), "config": cfg}
         for bench in request.benchmarks:
             for seed in request.seeds:
                 status = "reused" if _evaluated(duck, model_id, bench, seed, chash) else "queued"
-                shard_id = duck.execute(
-                    """
-                    INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status,
-                                        finished_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, CASE WHEN ? = 'reused' THEN now() END)
-                    RETURNING id
-                    """,
-                    [job_id, model_id, bench, seed, chash, spec, status, status],
-                ).fetchone()[0]
+                shard_id = insert_shard(conn, job_id=job_id, model=m.name, benchmark=bench, seed=seed,
+                                        config_hash=chash, spec=spec, status=status)  # fmt: skip
                 if status == "queued":
                     to_enqueue.append(shard_id)
     for base, post, label, stage in request.pairs:

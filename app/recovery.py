@@ -14,7 +14,6 @@ beside every pair on the base model: their shares are stored and shown next to t
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import asdict, dataclass, field
@@ -130,10 +129,9 @@ class RecoveryRequest:
     def to_dict(self) -> dict:
         return {
             "kind": "recover",
-            "base": asdict(self.base),
-            "post": asdict(self.post),
-            "corpus": asdict(self.corpus),
-            "options": {**asdict(self.options), "controls": list(self.options.controls)},
+            **self.shard_spec(),
+            "label": self.label,
+            "stage": self.stage,
             # the job page links the pair through this list, as for evaluation jobs
             "pairs": [{"base": self.base.name, "post": self.post.name, "label": self.label,
                        "stage": self.stage}],
@@ -142,8 +140,8 @@ class RecoveryRequest:
     def shard_spec(self) -> dict:
         """What the worker needs; its hash keys reuse (same models, corpus and settings)."""
         return {
-            "base": {**asdict(self.base)},
-            "post": {**asdict(self.post)},
+            "base": asdict(self.base),
+            "post": asdict(self.post),
             "corpus": asdict(self.corpus),
             "options": {**asdict(self.options), "controls": list(self.options.controls)},
         }
@@ -154,30 +152,29 @@ def create_recovery_job(conn: Connection, request: RecoveryRequest) -> tuple[int
 
     A finished analysis with the same models, corpus and settings is reused, not run again.
     """
-    from app.db import recoveries as store
-    from app.db.ingest import add_pair, ensure_models
-    from app.jobs import update_job_status
+    from app.db.ingest import add_pair
+    from app.db.recoveries import finished_recovery
+    from app.jobs import insert_job, insert_shard, register_models, update_job_status
 
     request.validate()
-    ensure_models(conn, [request.base.name, request.post.name])
-    for m in (request.base, request.post):
-        store.set_model_spec(conn, m.name, json.dumps(asdict(m)))
+    register_models(conn, [request.base, request.post])
     pair_id, _, _ = add_pair(
         conn, request.base.name, request.post.name, label=request.label, stage=request.stage
     )
     spec = request.shard_spec()
     chash = config_hash(spec)
-    job_id = store.insert_job(conn, "recover", json.dumps(request.to_dict()))
-    reused = store.finished_recovery(conn, pair_id, chash) is not None
-    shard_id = store.insert_shard(
+    job_id = insert_job(conn, "recover", request.to_dict())
+    reused = finished_recovery(conn, pair_id, chash) is not None
+    shard_id = insert_shard(
         conn,
         job_id=job_id,
         model=request.post.name,
         benchmark=f"recover:{request.corpus.source}",
         seed=request.options.seed,
         config_hash=chash,
-        spec=json.dumps(spec),
+        spec=spec,
         status="reused" if reused else "queued",
+        kind="recover",
     )
     update_job_status(conn, job_id)
     return job_id, [] if reused else [shard_id]

@@ -1,4 +1,5 @@
-"""SQL of recoverability analyses: their job and shard rows, stored results, the document table.
+"""SQL of recoverability analyses: stored results and their per-document table (their jobs and
+shards are written by app/jobs.py like every other job).
 
 The per-document loss sums are kept in long form (one row per document, model and correction);
 :func:`documents_table` pivots them back into the analysis' wide table. All values are parameters.
@@ -16,48 +17,6 @@ from app.analysis import recover as R
 
 def _duck(conn: Connection):
     return conn.connection.driver_connection
-
-
-def set_model_spec(conn: Connection, name: str, spec_json: str) -> None:
-    _duck(conn).execute("UPDATE models SET spec = ? WHERE name = ?", [spec_json, name])
-
-
-def insert_job(conn: Connection, kind: str, payload_json: str) -> int:
-    return (
-        _duck(conn)
-        .execute(
-            "INSERT INTO jobs (kind, status, payload) VALUES (?, 'queued', ?) RETURNING id",
-            [kind, payload_json],
-        )
-        .fetchall()[0][0]
-    )
-
-
-def insert_shard(
-    conn: Connection,
-    *,
-    job_id: int,
-    model: str,
-    benchmark: str,
-    seed: int,
-    config_hash: str,
-    spec: str,
-    status: str,
-) -> int:
-    return (
-        _duck(conn)
-        .execute(
-            """
-        INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, kind,
-                            finished_at)
-        SELECT ?, id, ?, ?, ?, ?, ?, 'recover', CASE WHEN ? = 'reused' THEN now() END
-        FROM models WHERE name = ?
-        RETURNING id
-        """,
-            [job_id, benchmark, seed, config_hash, spec, status, status, model],
-        )
-        .fetchall()[0][0]
-    )
 
 
 def finished_recovery(conn: Connection, pair_id: int, config_hash: str) -> int | None:

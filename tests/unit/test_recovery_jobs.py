@@ -31,12 +31,12 @@ def _request(**corpus) -> dict:
 
 
 def test_request_round_trip_and_validation():
-    request = RecoveryRequest.from_dict(_request())
+    request = RecoveryRequest.from_dict({**_request(), "label": "SFT", "stage": "sft"})
     assert request.options == RecoveryOptions()
     assert request.options.max_tokens == 2047 and request.options.k == 4096
     again = RecoveryRequest.from_dict(request.to_dict())
     assert again == request
-    assert request.to_dict()["pairs"] == [{"base": "b", "post": "p", "label": None, "stage": None}]
+    assert request.to_dict()["pairs"] == [{"base": "b", "post": "p", "label": "SFT", "stage": "sft"}]
 
 
 @pytest.mark.parametrize(
