@@ -25,7 +25,7 @@ from app.analysis import recover as R
 from app.errors import InputError
 from app.jobs import ModelSpec, config_hash
 
-CONTROLS = ("planted_bias", "doubled_logits", "weight_noise")
+CONTROLS = R.CONTROLS
 # what a pair's share is read against: damage that is neither a bias nor a temperature
 YARDSTICK = "weight_noise"
 MODEL_ROLES = ("base", "post", *CONTROLS)

@@ -143,7 +143,7 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
              len(docs), n_tokens, options["k"], ", ".join(options["controls"]) or "none")  # fmt: skip
     if client.progress(shard_id, 0, total) == "cancelled":
         return "cancelled"
-    last = {"t": 0.0, "stage": None}
+    last = {"t": 0.0}
     started = time.monotonic()
 
     def progress(what: str, done: int, _total: int) -> None:

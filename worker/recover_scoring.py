@@ -56,7 +56,7 @@ from app.analysis import recover as R
 
 log = logging.getLogger(__name__)
 
-CONTROLS = ("planted_bias", "doubled_logits", "weight_noise")
+CONTROLS = R.CONTROLS
 FULL_VOCAB_MAX = 4096
 
 Progress = Callable[[str, int, int], None]

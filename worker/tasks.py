@@ -66,9 +66,8 @@ def make_worker_app(settings: WorkerSettings) -> Celery:
                 return "failed"
             except AppUnavailable:
                 raise  # Celery retries the task with backoff
-            except (
-                Exception
-            ) as exc:  # a bug or an engine crash: record it rather than leave it running
+            # a bug or an engine crash: record it rather than leave it running
+            except Exception as exc:
                 log.exception("shard %d crashed", shard_id)
                 client.fail(shard_id, f"worker error: {type(exc).__name__}: {exc}")
                 return "failed"

@@ -102,6 +102,8 @@ from scipy.optimize import minimize
 
 KINDS = ("bias", "temp", "bias_temp", "closed_bias")
 ALL_CORRECTIONS = ("none", *KINDS)
+# the known-answer controls built from the base (worker/recover_scoring.py builds them)
+CONTROLS = ("planted_bias", "doubled_logits", "weight_noise")
 SPLITS = ("fit_train", "fit_select", "eval")
 DEFAULT_K = 4096
 DEFAULT_MAX_TOKENS = 2047

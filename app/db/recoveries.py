@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pyarrow as pa
 from sqlalchemy import Connection
 
 from app.analysis import recover as R
@@ -57,8 +58,6 @@ def save_recovery(
         "VALUES (?, ?, ?, ?, ?) RETURNING id",
         [pair_id, shard_id, corpus, json.dumps(config), json.dumps(summary)],
     ).fetchall()[0][0]
-    import pyarrow as pa
-
     n = len(table["doc_id"])
     columns = [c for c in table if "/" in c]
     rows = pa.table(

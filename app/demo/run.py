@@ -15,6 +15,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from app.analysis.recover import CONTROLS
+
 console = Console(stderr=True)
 
 
@@ -77,7 +79,7 @@ def job_requests(manifest) -> list:
 CORPUS = "pretrain.jsonl"
 # narrow SFT (with the three controls) against SFT with replay (with the noise control only: the
 # controls depend on the base, corpus and seed alone, so the other two would be repeated work)
-RECOVERY_CONTROLS = {"sft": ("planted_bias", "doubled_logits", "weight_noise"),
+RECOVERY_CONTROLS = {"sft": CONTROLS,
                      "sft+replay": ("weight_noise",)}  # fmt: skip
 RECOVERY_DOCS = 120
 

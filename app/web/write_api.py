@@ -82,15 +82,19 @@ class ResultsIn(BaseModel):
     rows: list[ResultRow]
 
 
-@router.post("/api/results")
-def upload_results(request: Request, body: ResultsIn, owner: Owner) -> dict:
-    """A batch of per-sample results of one shard. Idempotent: a (model, benchmark, seed, sample)
-    already stored is kept as it is, so a retried batch or a re-run shard adds nothing twice."""
+def refuse_oversize(request: Request) -> None:
     length = int(request.headers.get("content-length") or 0)
     if length > MAX_UPLOAD_BYTES:
         raise HTTPException(
             413, f"upload of {length} bytes is over {MAX_UPLOAD_BYTES}; send smaller batches"
         )
+
+
+@router.post("/api/results")
+def upload_results(request: Request, body: ResultsIn, owner: Owner) -> dict:
+    """A batch of per-sample results of one shard. Idempotent: a (model, benchmark, seed, sample)
+    already stored is kept as it is, so a retried batch or a re-run shard adds nothing twice."""
+    refuse_oversize(request)
     if not body.rows:
         return {"rows_added": 0, "rows_unchanged": 0}
     store = deps.store(request)
@@ -238,9 +242,7 @@ class RecoveryIn(BaseModel):
 def shard_recovery(request: Request, shard_id: int, body: RecoveryIn, owner: Owner) -> dict:
     """The results of a recoverability shard: per-document loss sums and fitted corrections.
     The app recomputes every share from the sums; a repeated upload replaces the earlier one."""
-    length = int(request.headers.get("content-length") or 0)
-    if length > MAX_UPLOAD_BYTES:
-        raise HTTPException(413, f"upload of {length} bytes is over {MAX_UPLOAD_BYTES}")
+    refuse_oversize(request)
     try:
         with deps.store(request).transaction() as conn:
             s = jobs.shard(conn, shard_id)
