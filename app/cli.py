@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from app.config import default_db_path
@@ -62,20 +61,11 @@ def import_group() -> None:
 
 
 def _run_import(ctx: click.Context, kind: str, path: Path, **options) -> None:
+    from app.progress import progress_reporter
+
     store = _store(ctx)
-    columns = [
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,} rows"),
-        TimeElapsedColumn(),
-    ]
     try:
-        with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
-            task = bar.add_task(f"importing {path.name}", total=None)
-
-            def progress(stage: str, done: int, total: int) -> None:
-                bar.update(task, description=f"{stage} {path.name}", completed=done, total=total)
-
+        with progress_reporter(f"importing {path.name}", err) as progress:
             summary = import_file(store, kind, path, progress=progress, **options)
     except InputError as exc:
         raise CliError(f"{exc} (nothing was imported)") from exc
@@ -90,7 +80,8 @@ def _run_import(ctx: click.Context, kind: str, path: Path, **options) -> None:
         if any(counts.values()):
             click.echo(
                 f"pair {pair_id}: {counts['only_base']} samples only in base, {counts['only_post']} only "
-                f"in post, {counts['mismatched']} with mismatched documents (excluded, not dropped silently)"
+                f"in post, {counts['ambiguous']} ambiguous, {counts['mismatched']} with mismatched "
+                f"documents (excluded, not dropped silently; `forgetmap pair add` shows them per benchmark)"
             )
 
 
@@ -110,7 +101,13 @@ def import_table(ctx: click.Context, file: Path, model: str | None) -> None:
     "--metric",
     help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).",
 )
-@click.option("--filter", "filter_name", help="lm-eval filter to use when a task has several.")
+@click.option(
+    "--filter",
+    "filter_name",
+    multiple=True,
+    help="Filter for tasks scored with several: NAME (every task that has it) or TASK=NAME; "
+    "repeatable. Default: flexible-extract, get-answer, strict-match, none (first present).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.pass_context
 def import_lm_eval(
@@ -118,12 +115,23 @@ def import_lm_eval(
     path: Path,
     model: str,
     metric: str | None,
-    filter_name: str | None,
+    filter_name: tuple[str, ...],
     seed: int,
 ) -> None:
     """lm-evaluation-harness samples_*.jsonl (a file or a directory of them)."""
+
+    def told(task: str, taken: str, filters: list[str], why: str) -> None:
+        click.echo(f"{task}: filters {', '.join(filters)}; took {taken} ({why})", err=True)
+
     _run_import(
-        ctx, "lm-eval", path, model=model, metric=metric, filter_name=filter_name, seed=seed
+        ctx,
+        "lm-eval",
+        path,
+        model=model,
+        metric=metric,
+        filter_name=list(filter_name) or None,
+        seed=seed,
+        on_filter=told,
     )
 
 
@@ -134,13 +142,24 @@ def import_lm_eval(
     "--metric",
     help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of every run imported (default: each run's seed from its results_<ts>.json).",
+)
+@click.option(
+    "--latest",
+    is_flag=True,
+    help="When two runs hold one task with the same seed, keep the later run.",
+)
 @click.pass_context
 def import_lighteval(
-    ctx: click.Context, path: Path, model: str, metric: str | None, seed: int
+    ctx: click.Context, path: Path, model: str, metric: str | None, seed: int | None, latest: bool
 ) -> None:
-    """lighteval details parquet (v0.10 flat or v0.11+ nested; a file or a directory)."""
-    _run_import(ctx, "lighteval", path, model=model, metric=metric, seed=seed)
+    """lighteval details parquet (v0.10 flat or v0.11+ nested): a file, a run folder, a model's
+    details folder with many runs, or a whole lighteval output folder."""
+    _run_import(ctx, "lighteval", path, model=model, metric=metric, seed=seed, latest=latest)
 
 
 # --------------------------------------------------------------------------------------- pair
@@ -172,10 +191,45 @@ def pair_add(
     finally:
         store.close()
     click.echo(f"{'added' if created else 'updated'} pair {pair_id}: {base} -> {post}")
-    if any(unpaired.values()):
+    _print_pairing(store, pair_id, unpaired)
+
+
+def _print_pairing(store: Store, pair_id: int, unpaired: dict) -> None:
+    """Per benchmark: what paired and by which rule; a hint when nothing paired."""
+    from app.db.queries import pairing_report, pairing_rule
+
+    with store.read() as conn:
+        report = pairing_report(conn, pair_id)
+    store.close()
+    table = Table(
+        "benchmark", "seeds", "paired", "only base", "only post", "ambiguous", "mismatched", "rule"
+    )
+    for row in report:
+        table.add_row(
+            row["benchmark"],
+            str(row["seeds"]),
+            f"{row['paired']:,}",
+            f"{row['only_base']:,}",
+            f"{row['only_post']:,}",
+            f"{row['ambiguous']:,}",
+            f"{row['mismatched']:,}",
+            pairing_rule(row),
+        )
+    if report:
+        Console(width=max(Console().width, 120)).print(table)
+    paired = sum(r["paired"] for r in report)
+    click.echo(
+        f"paired {paired:,} samples on {sum(1 for r in report if r['paired'])} of "
+        f"{len(report)} benchmarks; {unpaired['only_base']:,} only in base, "
+        f"{unpaired['only_post']:,} only in post, {unpaired.get('ambiguous', 0):,} ambiguous, "
+        f"{unpaired['mismatched']:,} with mismatched documents (excluded from the counts)"
+    )
+    if not paired:
         click.echo(
-            f"unpaired samples: {unpaired['only_base']} only in base, {unpaired['only_post']} only in "
-            f"post, {unpaired['mismatched']} with mismatched documents (excluded from the counts)"
+            "nothing paired: samples pair on (benchmark, sample id, seed). Check that both models "
+            "ran the same benchmarks (same task names) with the same seeds "
+            "(`forgetmap pair list`, the importer's summary), and that the files give document "
+            "ids or the same questions."
         )
 
 

@@ -20,7 +20,7 @@ from app import metrics
 from app.cache import VersionCache
 from app.db import queries
 from app.db.store import Store
-from app.taxonomy import CATEGORIES, UNCATEGORIZED
+from app.taxonomy import CATEGORIES, NOT_SCORED, UNCATEGORIZED
 
 LEVELS = ("benchmark", "category")
 AGGREGATES = ("macro", "micro")
@@ -70,6 +70,8 @@ def category_sort_key(category: str) -> tuple[int, str]:
         return (len(CATEGORIES) + 2, "")
     if category == UNCATEGORIZED:
         return (len(CATEGORIES) + 1, "")
+    if category == NOT_SCORED:
+        return (len(CATEGORIES) + 1, "~")
     return (len(CATEGORIES), category)
 
 
@@ -248,11 +250,15 @@ def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
     p_code = np.searchsorted(pair_ids, cols["pair_id"])
     noise_sum: dict[tuple[int, str], list[float]] = {}
     n_c = len(cats) + 1  # the last code is "Total"
-    for codes in (p_code * n_c + cat_code, p_code * n_c + len(cats)):
+    in_total = ~np.isin(cat_code, [i for i, c in enumerate(cats) if c in metrics.OUTSIDE_TOTAL])
+    for codes, counted in (
+        (p_code * n_c + cat_code, has_noise),
+        (p_code * n_c + len(cats), has_noise & in_total),
+    ):
         total = np.bincount(
-            codes[has_noise], weights=cols["noise_floor"][has_noise], minlength=len(pair_ids) * n_c
+            codes[counted], weights=cols["noise_floor"][counted], minlength=len(pair_ids) * n_c
         )
-        count = np.bincount(codes[has_noise], minlength=len(pair_ids) * n_c)
+        count = np.bincount(codes[counted], minlength=len(pair_ids) * n_c)
         for code in np.flatnonzero(count):
             category = metrics.TOTAL if code % n_c == len(cats) else str(cats[code % n_c])
             noise_sum[(int(pair_ids[code // n_c]), category)] = [

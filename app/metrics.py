@@ -34,6 +34,11 @@ import numpy as np
 from scipy.stats import binom
 
 TOTAL = "Total"
+
+OUTSIDE_TOTAL = frozenset({"Uncategorized", "Not scored"})
+"""Categories shown as columns of their own but kept out of "Total": benchmarks the taxonomy does
+not know and the source did not categorize, and tasks the paper ran but did not score
+(``app.taxonomy.UNCATEGORIZED`` and ``app.taxonomy.NOT_SCORED``)."""
 VALUE_FIELDS = ("f_true", "bt_true", "f", "bt", "f_max", "bt_max")
 
 
@@ -337,6 +342,9 @@ def aggregate(units: Iterable[UnitScore], how: str = "macro") -> list[CategorySc
 
     # Total: per seed, the mean over categories (macro) or over all samples (micro)
     for (pair, seed), rows in rows_by_pair_seed.items():
+        rows = [r for r in rows if r.category not in OUTSIDE_TOTAL]
+        if not rows:
+            continue
         if how == "micro":
             values = {name: mean_of(rows, name) for name in VALUE_FIELDS}
         else:
@@ -536,13 +544,19 @@ def aggregate_arrays(
     weight = np.asarray(n, dtype=np.float64) if how == "micro" else np.ones(pair.size)
     names = [name for name in VALUE_FIELDS if name in values]
     n_p, n_c, n_s = len(pairs), len(cats), len(seeds)
+    cat_in_total = np.array([str(c) not in OUTSIDE_TOTAL for c in cats.tolist()], dtype=bool)
+    row_in_total = cat_in_total[c_code]
 
-    def per_seed_means(key: np.ndarray, size: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        w = np.bincount(key, weights=weight, minlength=size)
-        present = np.bincount(key, minlength=size) > 0
+    def per_seed_means(
+        key: np.ndarray, size: int, rows: np.ndarray | None = None
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        keep = slice(None) if rows is None else rows
+        w = np.bincount(key[keep], weights=weight[keep], minlength=size)
+        present = np.bincount(key[keep], minlength=size) > 0
         with np.errstate(invalid="ignore", divide="ignore"):
             means = {
-                name: np.bincount(key, weights=weight * values[name], minlength=size) / w
+                name: np.bincount(key[keep], weights=(weight * values[name])[keep], minlength=size)
+                / w
                 for name in names
             }
         return means, present
@@ -552,9 +566,9 @@ def aggregate_arrays(
     cell_means, cell_present = per_seed_means(cell, n_p * n_c * n_s)
     # Total per (pair, seed): macro = mean over the categories present, micro = over all samples
     if how == "micro":
-        total_means, total_present = per_seed_means(p_code * n_s + s_code, n_p * n_s)
+        total_means, total_present = per_seed_means(p_code * n_s + s_code, n_p * n_s, row_in_total)
     else:
-        shaped = cell_present.reshape(n_p, n_c, n_s)
+        shaped = cell_present.reshape(n_p, n_c, n_s) & cat_in_total[None, :, None]
         counts = shaped.sum(axis=1)
         total_present = (counts > 0).reshape(-1)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -587,7 +601,9 @@ def aggregate_arrays(
     n_b = len(benchmarks)
     bench_key = np.unique((p_code * n_c + c_code) * n_b + b_code)
     cat_benchmarks = np.bincount(bench_key // n_b, minlength=n_p * n_c)
-    tot_benchmarks = np.bincount(np.unique(p_code * n_b + b_code) // n_b, minlength=n_p)
+    tot_benchmarks = np.bincount(
+        np.unique((p_code * n_b + b_code)[row_in_total]) // n_b, minlength=n_p
+    )
 
     def record(
         p: int, category_name: str, stats: dict, idx: int, seeds_n: int, benches: int
@@ -609,5 +625,6 @@ def aggregate_arrays(
                 out.append(
                     record(p, str(cats[c]), cat_stats, idx, cat_seeds[idx], cat_benchmarks[idx])
                 )
-        out.append(record(p, TOTAL, tot_stats, p, tot_seeds[p], tot_benchmarks[p]))
+        if tot_seeds[p]:
+            out.append(record(p, TOTAL, tot_stats, p, tot_seeds[p], tot_benchmarks[p]))
     return out

@@ -28,6 +28,7 @@ import yaml
 
 __all__ = [
     "CATEGORIES",
+    "NOT_SCORED",
     "UNCATEGORIZED",
     "BenchmarkInfo",
     "canonical_name",
@@ -54,6 +55,10 @@ CATEGORIES: tuple[str, ...] = (
 
 UNCATEGORIZED = "Uncategorized"
 """Category of a benchmark the taxonomy does not know and whose source gave no category."""
+
+NOT_SCORED = "Not scored"
+"""Category of the tasks the paper ran but did not score (``bbh:dyck_languages``, ``ifeval``, ...):
+shown as a column of their own, kept out of category means and Total."""
 
 _TAXONOMY_FILE = Path(__file__).parent / "taxonomy.yaml"
 
@@ -202,6 +207,33 @@ def _resolve(key: str) -> str | None:
         return spellings[key]
     if key.startswith(_LEADERBOARD_PREFIX):
         return spellings.get(key[len(_LEADERBOARD_PREFIX) :])
+    paper = _paper_task(key)
+    return None if paper is None else spellings.get(paper)
+
+
+# The paper's own lighteval task names (its release's config/tasks lists): a family with one of
+# these suffixes, then ":subset" (``main`` for one-subset datasets), e.g.
+# ``bbh_reasoning_letter:navigate``, ``arc_reasoning_custom_prompt_letter:easy``,
+# ``piqa_reasoning_letter:main``, ``ifeval_reasoning``. Longest first: the paper's own analysis
+# stripped them shortest-first and so turned ARC's name into one it no longer recognized.
+_PAPER_SUFFIXES = (
+    "_reasoning_custom_prompt_letter",
+    "_custom_prompt_letter",
+    "_reasoning_letter",
+    "_reasoning",
+    "_custom",
+)
+
+
+def _paper_task(key: str) -> str | None:
+    """``family:subset`` (or ``family`` for ``main``) of a paper task name; None if it is not one."""
+    family, sep, subset = key.partition(":")
+    for suffix in _PAPER_SUFFIXES:
+        if family.endswith(suffix) and len(family) > len(suffix):
+            family = family[: -len(suffix)]
+            if not sep or subset == "main":
+                return family
+            return f"{family}:{subset}"
     return None
 
 
@@ -250,11 +282,14 @@ def usual_num_choices(name: str) -> int | None:
 def category_for(name: str, given: str | None) -> str:
     """Category of a benchmark: the taxonomy's when it knows the benchmark.
 
-    Otherwise the category the source gave (stripped) if non-empty, else ``UNCATEGORIZED``.
+    ``NOT_SCORED`` for the tasks the paper ran but did not score. Otherwise the category the
+    source gave (stripped) if non-empty, else ``UNCATEGORIZED``.
     """
     info = lookup(name)
     if info is not None:
         return info.category
+    if canonical_name(name).lower() in not_scored_benchmarks():
+        return NOT_SCORED
     if given is not None and given.strip():
         return given.strip()
     return UNCATEGORIZED

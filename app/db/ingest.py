@@ -21,6 +21,7 @@ import pyarrow as pa
 from sqlalchemy import Connection
 
 from app.errors import InputError
+from app.sample_identity import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX, link_candidates
 
 Progress = Callable[[str, int, int], None]
 WRITE_CHUNK_ROWS = 1_000_000
@@ -236,7 +237,7 @@ def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.A
 
 _RESULT_COLUMNS = (
     "model_id, benchmark_id, seed, sample_id, run_id, correct, num_choices, prompt, response, "
-    "prediction, gold, choices, doc_hash, prompt_tokens, completion_tokens"
+    "prediction, gold, choices, doc_hash, prompt_tokens, completion_tokens, question"
 )
 
 
@@ -391,7 +392,7 @@ def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int
         CREATE OR REPLACE TEMP TABLE staged AS
         SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, s.correct,
                s.num_choices, s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash,
-               s.prompt_tokens, s.completion_tokens, s.model, s.benchmark
+               s.prompt_tokens, s.completion_tokens, s.question, s.model, s.benchmark
         FROM incoming s
         """
     )
@@ -432,7 +433,7 @@ def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int
         INSERT INTO results ({_RESULT_COLUMNS})
         SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, r.id, s.correct, s.num_choices,
                s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash, s.prompt_tokens,
-               s.completion_tokens
+               s.completion_tokens, s.question
         FROM staged_new s
         JOIN runs r ON r.model_id = s.model_id AND r.benchmark_id = s.benchmark_id
                    AND r.seed = s.seed AND r.config_hash = ?
@@ -480,29 +481,42 @@ def refresh_counts(
         """,
         params,
     )
+    link_by_text(duck)
     duck.execute(
-        """
+        f"""
         CREATE OR REPLACE TEMP TABLE joined AS
         WITH base AS (
-            SELECT a.pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash
+            SELECT a.pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash,
+                   r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
             FROM affected a JOIN results r
               ON r.model_id = a.base_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
         ), post AS (
-            SELECT a.pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash
+            SELECT a.pair_id, r.benchmark_id, r.seed,
+                   coalesce(l.base_sample_id, r.sample_id) AS sample_id,
+                   l.base_sample_id IS NOT NULL AS by_text,
+                   r.correct, r.num_choices, r.doc_hash,
+                   r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
             FROM affected a JOIN results r
               ON r.model_id = a.post_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
+            LEFT JOIN sample_links l
+              ON l.pair_id = a.pair_id AND l.benchmark_id = r.benchmark_id
+             AND l.post_sample_id = r.sample_id
         )
         SELECT coalesce(b.pair_id, p.pair_id) AS pair_id,
                coalesce(b.benchmark_id, p.benchmark_id) AS benchmark_id,
                coalesce(b.seed, p.seed) AS seed,
                b.correct AS pre, p.correct AS post,
                coalesce(b.num_choices, p.num_choices, 0) AS k,
-               p.sample_id IS NULL AS only_base,
-               b.sample_id IS NULL AS only_post,
-               coalesce(b.doc_hash <> p.doc_hash, false) AS mismatched
+               coalesce(b.ambiguous, p.ambiguous) AS ambiguous,
+               p.sample_id IS NULL AND NOT b.ambiguous AS only_base,
+               b.sample_id IS NULL AND NOT p.ambiguous AS only_post,
+               coalesce(b.doc_hash <> p.doc_hash, false) AS mismatched,
+               coalesce(p.by_text, false) AS by_text,
+               coalesce(b.sample_id LIKE '{QUESTION_KEY_PREFIX}%', false) AS by_question
         FROM base b FULL OUTER JOIN post p
           ON b.pair_id = p.pair_id AND b.benchmark_id = p.benchmark_id
          AND b.seed = p.seed AND b.sample_id = p.sample_id
+         AND NOT b.ambiguous AND NOT p.ambiguous
         """
     )
     for table in ("transitions", "coverage"):
@@ -518,24 +532,31 @@ def refresh_counts(
                count(*) FILTER (WHERE NOT pre AND post),
                count(*) FILTER (WHERE pre AND NOT post),
                count(*) FILTER (WHERE pre AND post)
-        FROM joined WHERE NOT only_base AND NOT only_post AND NOT mismatched
+        FROM joined WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched
         GROUP BY pair_id, benchmark_id, seed, k
         """
     )
     duck.execute(
         """
-        INSERT INTO coverage
+        INSERT INTO coverage (pair_id, benchmark_id, seed, paired, only_base, only_post,
+                              mismatched, ambiguous, by_question, by_text)
         SELECT pair_id, benchmark_id, seed,
-               count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched),
+               count(*) FILTER (WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched),
                count(*) FILTER (WHERE only_base),
                count(*) FILTER (WHERE only_post),
-               count(*) FILTER (WHERE mismatched)
+               count(*) FILTER (WHERE mismatched),
+               count(*) FILTER (WHERE ambiguous),
+               count(*) FILTER (WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched
+                                AND by_question AND NOT by_text),
+               count(*) FILTER (WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched
+                                AND by_text)
         FROM joined GROUP BY pair_id, benchmark_id, seed
         """
     )
     rows = duck.execute(
         """
-        SELECT pair_id, sum(only_base::INT), sum(only_post::INT), sum(mismatched::INT)
+        SELECT pair_id, sum(only_base::INT), sum(only_post::INT), sum(mismatched::INT),
+               sum(ambiguous::INT)
         FROM joined GROUP BY pair_id ORDER BY pair_id
         """
     ).fetchall()
@@ -543,10 +564,68 @@ def refresh_counts(
     duck.execute("DROP TABLE joined")
     duck.execute("DROP TABLE affected")
     unpaired = {
-        pid: {"only_base": int(a), "only_post": int(b), "mismatched": int(c)}
-        for pid, a, b, c in rows
+        pid: {"only_base": int(a), "only_post": int(b), "mismatched": int(c), "ambiguous": int(d)}
+        for pid, a, b, c, d in rows
     }
     return [r[0] for r in rows], unpaired
+
+
+def link_by_text(duck) -> int:
+    """Link still-unpaired samples of the pairs in temp table ``affected`` by question text.
+
+    For each (pair, benchmark): base samples whose id no post sample has (any seed) and post
+    samples likewise, neither ambiguous nor linked already, are matched by
+    ``app.sample_identity.link_candidates``; the links go to ``sample_links``. Returns how many.
+    """
+    rows = duck.execute(
+        f"""
+        WITH pb AS (
+            SELECT DISTINCT pair_id, base_model_id, post_model_id, benchmark_id FROM affected
+        ), base AS (
+            SELECT pb.pair_id, r.benchmark_id, r.sample_id, 'base' AS side,
+                   any_value(r.question) AS question, any_value(r.prompt) AS prompt
+            FROM pb JOIN results r ON r.model_id = pb.base_model_id AND r.benchmark_id = pb.benchmark_id
+            WHERE r.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
+              AND NOT EXISTS (SELECT 1 FROM results x WHERE x.model_id = pb.post_model_id
+                              AND x.benchmark_id = r.benchmark_id AND x.sample_id = r.sample_id)
+              AND NOT EXISTS (SELECT 1 FROM sample_links l WHERE l.pair_id = pb.pair_id
+                              AND l.benchmark_id = r.benchmark_id AND l.base_sample_id = r.sample_id)
+            GROUP BY pb.pair_id, r.benchmark_id, r.sample_id
+        ), post AS (
+            SELECT pb.pair_id, r.benchmark_id, r.sample_id, 'post' AS side,
+                   any_value(r.question) AS question, any_value(r.prompt) AS prompt
+            FROM pb JOIN results r ON r.model_id = pb.post_model_id AND r.benchmark_id = pb.benchmark_id
+            WHERE r.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
+              AND NOT EXISTS (SELECT 1 FROM results x WHERE x.model_id = pb.base_model_id
+                              AND x.benchmark_id = r.benchmark_id AND x.sample_id = r.sample_id)
+              AND NOT EXISTS (SELECT 1 FROM sample_links l WHERE l.pair_id = pb.pair_id
+                              AND l.benchmark_id = r.benchmark_id AND l.post_sample_id = r.sample_id)
+            GROUP BY pb.pair_id, r.benchmark_id, r.sample_id
+        ), both_sides AS (
+            SELECT pair_id, benchmark_id FROM base INTERSECT SELECT pair_id, benchmark_id FROM post
+        )
+        SELECT u.pair_id, u.benchmark_id, u.side, u.sample_id, u.question, u.prompt
+        FROM (SELECT * FROM base UNION ALL SELECT * FROM post) u
+        JOIN both_sides USING (pair_id, benchmark_id)
+        ORDER BY u.pair_id, u.benchmark_id, u.side, u.sample_id
+        """
+    ).fetchall()
+    groups: dict[tuple[int, int], dict[str, list]] = {}
+    for pair_id, benchmark_id, side, sample_id, question, prompt in rows:
+        group = groups.setdefault((pair_id, benchmark_id), {"base": [], "post": []})
+        group[side].append((sample_id, question, prompt))
+    links = [
+        (pair_id, benchmark_id, base_id, post_id)
+        for (pair_id, benchmark_id), group in groups.items()
+        for base_id, post_id in link_candidates(group["base"], group["post"])
+    ]
+    if links:
+        duck.executemany(
+            "INSERT INTO sample_links (pair_id, benchmark_id, base_sample_id, post_sample_id) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            links,
+        )
+    return len(links)
 
 
 def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
@@ -569,7 +648,7 @@ def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
         "AND seed_transitions.benchmark_id = t.benchmark_id"
     )
     duck.execute(
-        """
+        f"""
         INSERT INTO seed_transitions
         SELECT a.model_id, a.benchmark_id, a.seed, b.seed, coalesce(a.num_choices, b.num_choices, 0),
                count(*) FILTER (WHERE NOT a.correct AND NOT b.correct),
@@ -580,7 +659,8 @@ def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
         JOIN results a ON a.model_id = t.model_id AND a.benchmark_id = t.benchmark_id
         JOIN results b ON b.model_id = a.model_id AND b.benchmark_id = a.benchmark_id
          AND b.sample_id = a.sample_id AND b.seed > a.seed
-        WHERE a.doc_hash IS NULL OR b.doc_hash IS NULL OR a.doc_hash = b.doc_hash
+        WHERE (a.doc_hash IS NULL OR b.doc_hash IS NULL OR a.doc_hash = b.doc_hash)
+          AND a.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
         GROUP BY ALL
         """
     )
@@ -635,5 +715,5 @@ def add_pair(
     return (
         pair_id,
         created,
-        unpaired.get(pair_id, {"only_base": 0, "only_post": 0, "mismatched": 0}),
+        unpaired.get(pair_id, {"only_base": 0, "only_post": 0, "mismatched": 0, "ambiguous": 0}),
     )

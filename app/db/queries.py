@@ -77,6 +77,66 @@ def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
     return _duck(conn).sql(sql).to_arrow_table()
 
 
+PAIRING_FIELDS = (
+    "benchmark",
+    "category",
+    "seeds",
+    "paired",
+    "only_base",
+    "only_post",
+    "ambiguous",
+    "mismatched",
+    "by_id",
+    "by_question",
+    "by_text",
+)
+
+
+def pairing_report(conn: Connection, pair_id: int) -> list[dict]:
+    """How the samples of a pair paired, per benchmark (summed over seeds): paired, only in base,
+    only in post, ambiguous (a key shared by several samples of one file), mismatched documents,
+    and the rule that paired them (the file's id, the question key, the question text)."""
+    rows = (
+        _duck(conn)
+        .execute(
+            """
+        SELECT b.name, b.category, count(*) AS seeds,
+               sum(c.paired), sum(c.only_base), sum(c.only_post), sum(coalesce(c.ambiguous, 0)),
+               sum(c.mismatched),
+               sum(c.paired - coalesce(c.by_question, 0) - coalesce(c.by_text, 0)),
+               sum(coalesce(c.by_question, 0)), sum(coalesce(c.by_text, 0))
+        FROM coverage c JOIN benchmarks b ON b.id = c.benchmark_id
+        WHERE c.pair_id = ?
+        GROUP BY b.name, b.category
+        ORDER BY b.category, b.name
+        """,
+            [pair_id],
+        )
+        .fetchall()
+    )
+    return [
+        {
+            k: (v if i < 2 else int(v))
+            for i, (k, v) in enumerate(zip(PAIRING_FIELDS, r, strict=True))
+        }
+        for r in rows
+    ]
+
+
+def pairing_rule(row: dict) -> str:
+    """The rule(s) that paired a benchmark's samples, in words."""
+    rules = [
+        name
+        for name, count in (
+            ("id", row["by_id"]),
+            ("question key", row["by_question"]),
+            ("question text", row["by_text"]),
+        )
+        if count
+    ]
+    return " + ".join(rules) if rules else "none"
+
+
 def list_pairs(conn: Connection) -> list[dict]:
     rows = (
         _duck(conn)

@@ -22,6 +22,9 @@ def read_source(
     metric: str | None = None,
     filter_name: str | None = None,
     seed: int | None = None,
+    latest: bool = False,
+    progress: Progress | None = None,
+    on_filter=None,
 ):
     """Parse a file of the given kind into the normalized table (no validation of keys yet)."""
     if kind == "table":
@@ -34,12 +37,19 @@ def read_source(
         from app.importers.lm_eval import read_lm_eval
 
         return read_lm_eval(
-            path, model=model, metric=metric, filter_name=filter_name, seed=seed or 0
+            path,
+            model=model,
+            metric=metric,
+            filter_name=filter_name,
+            seed=seed or 0,
+            on_filter=on_filter,
         )
     if kind == "lighteval":
         from app.importers.lighteval import read_lighteval
 
-        return read_lighteval(path, model=model, metric=metric, seed=seed or 0)
+        return read_lighteval(
+            path, model=model, metric=metric, seed=seed, latest=latest, progress=progress
+        )
     raise InputError(f"unknown import kind {kind!r}; use one of {', '.join(KINDS)}")
 
 
@@ -52,17 +62,29 @@ def import_file(
     metric: str | None = None,
     filter_name: str | None = None,
     seed: int | None = None,
+    latest: bool = False,
     progress: Progress | None = None,
+    on_filter=None,
 ) -> IngestSummary:
     """Read, validate and store one file (or directory of result files) in one transaction."""
     path = Path(path)
-    raw = read_source(kind, path, model=model, metric=metric, filter_name=filter_name, seed=seed)
+    raw = read_source(
+        kind,
+        path,
+        model=model,
+        metric=metric,
+        filter_name=filter_name,
+        seed=seed,
+        latest=latest,
+        progress=progress,
+        on_filter=on_filter,
+    )
     table, benchmarks = prepare(raw, source=path.name)
     config = {"source": f"import:{kind}"}
     if metric:
         config["metric"] = metric
     if filter_name:
-        config["filter"] = filter_name
+        config["filter"] = filter_name if isinstance(filter_name, str) else sorted(filter_name)
     with store.transaction() as conn:
         return ingest(conn, table, benchmarks, config=config, progress=progress)
 

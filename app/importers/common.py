@@ -47,6 +47,8 @@ NORMALIZED_SCHEMA = pa.schema(
         # token counts of the prompt and the response, when an engine produced them
         pa.field("prompt_tokens", pa.int32()),
         pa.field("completion_tokens", pa.int32()),
+        # the question part of the prompt, without the template (few-shot block, instructions)
+        pa.field("question", pa.string()),
     ]
 )
 
@@ -269,7 +271,13 @@ def prepare(table: pa.Table, *, source: str) -> tuple[pa.Table, dict]:
     and {benchmark: BenchmarkMeta}.
     """
     from app.db.ingest import BenchmarkMeta
-    from app.taxonomy import UNCATEGORIZED, canonical_name, lookup
+    from app.taxonomy import (
+        NOT_SCORED,
+        UNCATEGORIZED,
+        canonical_name,
+        lookup,
+        not_scored_benchmarks,
+    )
 
     def canonical(values: pa.Array) -> pa.Array:
         names = values.to_pylist()
@@ -321,6 +329,10 @@ def prepare(table: pa.Table, *, source: str) -> tuple[pa.Table, dict]:
         info = lookup(name)
         if info is not None:
             benchmarks[name] = BenchmarkMeta(info.category, info.num_choices)
+            continue
+        if name.lower() in not_scored_benchmarks():
+            ks = seen_k[i]
+            benchmarks[name] = BenchmarkMeta(NOT_SCORED, ks.pop() if len(ks) == 1 else None)
             continue
         cats = sorted(given[i])
         if len(cats) > 1:

@@ -17,30 +17,43 @@ sorted by name. Two layouts exist:
   ``argmax_logits_eq_gold``, ``input_tokens``, ``output_tokens``, ...) and ``metric``.
 
 When the rows could not be turned into Arrow directly, some versions stored every column as
-``str(value)`` (a Python repr); such columns are parsed back here.
+``str(value)`` (a Python repr); such columns are parsed back here, row by row. Files in the usual
+shapes are read with Arrow kernels only (no per-row Python).
 
-``sample_id`` is the doc's ``id`` when it has one, else ``content_sample_id(query, choices)``
-(``sha256`` of the JSON list ``[query, choices]``, first 16 hex digits), never the row position.
+A whole tree imports at once: a details file, a run folder, a model's details folder holding many
+runs, or an output folder. lighteval writes ``OUT/details/<org>/<model>/<ts>/details_*.parquet`` and
+``OUT/results/<org>/<model>/results_<ts>.json``; each run's seed is read from its results file
+(``find_runs``, ``plan_files``).
+
+``sample_id`` is the doc's ``id`` when every row of the file has one; otherwise the question key of
+``app.sample_identity`` (``q:`` + hash of the question without the template, the options and
+the gold answer), never the row position.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from app.importers.common import InputError, build_table, choices_json, parse_binary
+from app.sample_identity import normalize, question_keys, question_texts
 
 __all__ = [
     "DEFAULT_METRICS",
-    "content_sample_id",
+    "DetailsRun",
     "find_details_files",
+    "find_runs",
+    "plan_files",
     "read_lighteval",
     "task_from_filename",
 ]
@@ -54,6 +67,7 @@ _EXPECTED = (
     "details_<task>_<timestamp>.parquet "
     "(written by lighteval --save-details under OUTPUT_DIR/details/MODEL/TIMESTAMP/)"
 )
+Progress = Callable[[str, int, int], None]
 _ENUM_REPR = re.compile(r"<([A-Za-z_][\w.]*): ([^<>]*)>")
 
 
@@ -81,12 +95,6 @@ def find_details_files(path: Path) -> list[Path]:
     if task_from_filename(path.name) is None:
         raise InputError(f"{path}: not a lighteval details file name; expected {_EXPECTED}")
     return [path]
-
-
-def content_sample_id(query: str, choices: list[str]) -> str:
-    """Stable id of a document without an id: sha256 of JSON ``[query, choices]``, 16 hex."""
-    payload = json.dumps([query, [str(c) for c in choices]], ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
 def _parse(value: Any) -> Any:
@@ -270,8 +278,8 @@ def _correct(metrics: dict[str, Any], metric: str | None, where: str) -> bool:
         ) from None
 
 
-def _read_rows(file: Path) -> tuple[list[dict[str, Any]], bool]:
-    """Rows of a details file and whether it has the nested (v0.11+) layout."""
+def _read_rows(file: Path) -> tuple[pa.Table, bool]:
+    """The table of a details file and whether it has the nested (v0.11+) layout."""
     try:
         table = pq.read_table(file)
     except (pa.ArrowException, OSError) as exc:
@@ -286,78 +294,418 @@ def _read_rows(file: Path) -> tuple[list[dict[str, Any]], bool]:
             f"{file}: not a lighteval details table (columns: {', '.join(sorted(names))}); "
             "expected doc/model_response/metric (v0.11+) or example/predictions/metrics (v0.10)"
         )
-    return table.to_pylist(), nested
+    return table, nested
 
 
-def read_lighteval(path: Path, *, model: str, metric: str | None = None, seed: int = 0) -> pa.Table:
-    """Read lighteval details parquet files (one file, or a directory searched recursively).
+# ---------------------------------------------------------------------------------------------
+# one details file -> the rows of one (task, run), as Arrow columns
 
-    Returns the normalized table of ``app.importers.common`` (not validated: the caller does that).
-    ``benchmark`` is the raw task string from the file name (``leaderboard|mmlu:anatomy|5``).
+# what each file contributes, before sample ids are settled across the whole import
+_FILE_COLUMNS = (
+    "doc_id",
+    "query",
+    "choices_key",
+    "gold_key",
+    "correct",
+    "num_choices",
+    "prompt",
+    "response",
+    "prediction",
+    "gold",
+    "choices",
+)
+
+
+class _SlowPath(Exception):
+    """The file's columns are not in the shapes the vectorized reader handles."""
+
+
+def _field(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if not pa.types.is_struct(col.type) or col.type.get_field_index(name) < 0:
+        raise _SlowPath
+    return pc.struct_field(col, name)
+
+
+def _plain(col) -> pa.Array:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _is_text_list(t: pa.DataType) -> bool:
+    return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_text(t.value_type)
+
+
+def _first(lists: pa.Array) -> pa.Array:
+    """First item of each list (null for an empty or null list)."""
+    n = len(lists)
+    head = pc.list_slice(lists, 0, 1)
+    values = pc.list_flatten(head)
+    parents = pc.list_parent_indices(head).to_numpy()
+    index = np.full(n, -1, np.int64)
+    index[parents] = np.arange(len(values))
+    return pc.take(values, pa.array(index, mask=index < 0))
+
+
+def _gold_indices(col: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """(first gold index per row, number of gold indices per row) of an int or list<int> column."""
+    if pa.types.is_integer(col.type):
+        return col.cast(pa.int64()), pc.if_else(pc.is_null(col), 0, 1)
+    if (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) and pa.types.is_integer(
+        col.type.value_type
+    ):
+        return _first(col).cast(pa.int64()), pc.fill_null(pc.list_value_length(col), 0)
+    raise _SlowPath
+
+
+def _choices_json(joined: pa.Array) -> pa.Array:
+    """Stored JSON of each row's options, from the options joined by \\x1f (per distinct list)."""
+    encoded = pc.dictionary_encode(joined)
+    as_json = [
+        None if v is None else json.dumps(v.split("\x1f") if v else [], ensure_ascii=False)
+        for v in encoded.dictionary.to_pylist()
+    ]
+    return pc.take(pa.array(as_json, pa.string()), encoded.indices)
+
+
+def _fast_columns(table: pa.Table, nested: bool, metric: str | None, file: Path) -> dict:
+    """The file's columns computed with Arrow kernels; _SlowPath when its shapes are unusual."""
+    n = table.num_rows
+    if nested:
+        doc, response = table["doc"], table["model_response"]
+        query = _field(doc, "query")
+        choices = _field(doc, "choices")
+        gold_index = _field(doc, "gold_index")
+        texts = _field(response, "text")
+        prompt = _field(response, "input")
+        metrics = _plain(table["metric"] if "metric" in table.column_names else table["metrics"])
+        doc_id = _field(doc, "id") if doc.type.get_field_index("id") >= 0 else None
+        post = (
+            _field(response, "text_post_processed")
+            if response.type.get_field_index("text_post_processed") >= 0
+            else None
+        )
+        gold_texts = None
+    else:
+        query = _plain(table["example"])
+        choices = _plain(table["choices"]) if "choices" in table.column_names else None
+        gold_index = _plain(table["gold_index"]) if "gold_index" in table.column_names else None
+        texts = _plain(table["predictions"])
+        prompt = _plain(table["full_prompt"]) if "full_prompt" in table.column_names else query
+        metrics = _plain(table["metrics"])
+        doc_id = post = None
+        gold_texts = _plain(table["gold"]) if "gold" in table.column_names else None
+    if choices is None or gold_index is None or not _is_text_list(choices.type):
+        raise _SlowPath
+    if not (_is_text(query.type) and _is_text(prompt.type) and _is_text_list(texts.type)):
+        raise _SlowPath
+    if not pa.types.is_struct(metrics.type):
+        raise _SlowPath
+    if pc.any(pc.equal(pc.fill_null(pc.list_value_length(texts), 0), 0)).as_py():
+        raise _SlowPath  # log-likelihood rows: predictions are per-choice scores
+    if post is not None and not (_is_text_list(post.type) or pa.types.is_null(post.type)):
+        raise _SlowPath
+
+    # correct: the chosen metric, binary, in every row
+    present = [
+        metrics.type.field(i).name
+        for i in range(metrics.type.num_fields)
+        if pc.struct_field(metrics, i).null_count < n
+    ]
+    name = (
+        metric if metric is not None else next((m for m in DEFAULT_METRICS if m in present), None)
+    )
+    if name is None or name not in present:
+        raise _SlowPath  # the row-by-row reader names the problem
+    values = pc.struct_field(metrics, metrics.type.get_field_index(name))
+    if (
+        values.null_count
+        or not pa.types.is_integer(values.type)
+        and not pa.types.is_floating(values.type)
+    ):
+        raise _SlowPath
+    if not pc.all(pc.is_in(values.cast(pa.float64()), pa.array([0.0, 1.0]))).as_py():
+        raise _SlowPath
+    correct = pc.equal(values.cast(pa.float64()), 1.0)
+
+    first_gold, n_gold = _gold_indices(gold_index)
+    if pc.any(pc.greater(n_gold, 1)).as_py():
+        raise _SlowPath  # several gold answers: kept as a JSON list by the row reader
+    k = pc.fill_null(pc.list_value_length(choices), 0)
+    num_choices = pc.if_else(
+        pc.and_(pc.greater_equal(k, 2), pc.less(n_gold, k)), k.cast(pa.int16()), None
+    )
+    choice_values = pc.list_flatten(choices)
+    offsets = choices.offsets.to_numpy()[:-1] if n else np.zeros(0, np.int64)
+    if choices.offset:
+        raise _SlowPath
+    fg = pc.fill_null(first_gold, -1).to_numpy()
+    valid = (fg >= 0) & (fg < k.to_numpy())
+    where = np.where(valid, offsets + np.maximum(fg, 0), -1)
+    gold = pc.take(choice_values, pa.array(where, mask=~valid))
+    if gold_texts is not None and _is_text_list(gold_texts.type):
+        gold = pc.coalesce(gold, _first(gold_texts))
+    gold = pc.coalesce(gold, pc.cast(first_gold, pa.string()))
+
+    joined = pc.binary_join(choices, "\x1f")
+    response = _first(texts)
+    prediction = response
+    if post is not None and not pa.types.is_null(post.type):
+        prediction = pc.coalesce(_first(post), response)
+    empty_prompt = pc.fill_null(pc.equal(prompt, ""), True)
+    prompt = pc.if_else(empty_prompt, query, prompt)
+    generative = pc.is_null(num_choices)
+    gold_key = pc.if_else(generative, normalize(gold), pc.cast(first_gold, pa.string()))
+    return {
+        "doc_id": doc_id,
+        "query": query,
+        "choices_key": normalize(joined),
+        "gold_key": gold_key,
+        "correct": correct,
+        "num_choices": num_choices,
+        "prompt": prompt,
+        "response": response,
+        "prediction": prediction,
+        "gold": gold,
+        "choices": pc.if_else(pc.greater(k, 0), _choices_json(joined), None),
+    }
+
+
+def _row_columns(table: pa.Table, nested: bool, metric: str | None, file: Path) -> dict:
+    """The file's columns, row by row (Python-repr cells, log-likelihood rows, odd shapes)."""
+    columns: dict[str, list] = {name: [] for name in _FILE_COLUMNS}
+    for i, raw in enumerate(table.to_pylist(), start=1):
+        row = _nested_row(raw) if nested else _flat_row(raw)
+        correct = _correct(row["metrics"], metric, f"{file}:row {i}")
+        doc_id = row["id"]
+        num_choices = _num_choices(row["choices"], row["gold_index"])
+        columns["doc_id"].append(None if doc_id is None else str(doc_id))
+        columns["query"].append(row["query"])
+        columns["choices_key"].append("\x1f".join(row["choices"]))
+        if num_choices is None:
+            columns["gold_key"].append(row["gold"] or "")
+        else:
+            columns["gold_key"].append(",".join(str(g) for g in sorted(row["gold_index"])))
+        columns["correct"].append(correct)
+        columns["num_choices"].append(num_choices)
+        columns["prompt"].append(row["prompt"])
+        columns["response"].append(row["response"])
+        columns["prediction"].append(row["prediction"])
+        columns["gold"].append(row["gold"])
+        columns["choices"].append(choices_json(row["choices"]) if row["choices"] else None)
+    out = {
+        name: pa.array(values, pa.bool_() if name == "correct" else None)
+        for name, values in columns.items()
+    }
+    out["num_choices"] = pa.array(columns["num_choices"], pa.int16())
+    out["choices_key"] = normalize(pa.array(columns["choices_key"], pa.string()))
+    gold_key = pa.array(columns["gold_key"], pa.string())
+    out["gold_key"] = pc.if_else(pc.is_null(out["num_choices"]), normalize(gold_key), gold_key)
+    return out
+
+
+def _file_table(file: Path, metric: str | None) -> pa.Table:
+    table, nested = _read_rows(file)
+    try:
+        columns = _fast_columns(table, nested, metric, file)
+    except (_SlowPath, pa.ArrowException):
+        columns = _row_columns(table, nested, metric, file)
+    n = table.num_rows
+    arrays = {}
+    for name in _FILE_COLUMNS:
+        values = columns.get(name)
+        if values is None:
+            values = pa.nulls(n, pa.string())
+        elif name not in ("correct", "num_choices"):
+            values = pc.cast(values, pa.string())
+        arrays[name] = values
+    return pa.table(arrays)
+
+
+# ---------------------------------------------------------------------------------------------
+# a tree of runs: which files, which seed
+
+
+@dataclass(frozen=True)
+class DetailsRun:
+    """One lighteval run: its details files (by task) and the results file that holds its seed."""
+
+    timestamp: str
+    folder: Path
+    files: dict[str, Path]
+    results: Path | None
+    seed: int | None
+
+
+def _timestamp_of(name: str) -> str | None:
+    match = _DETAILS_NAME.match(name)
+    return match.group("date") if match else None
+
+
+def _seed_in(results: Path) -> int | None:
+    """The run's seed from ``results_<ts>.json``: the general config's generation parameters.
+
+    lighteval 0.10 keeps them at ``config_general.generation_parameters``; later versions nest them
+    under ``config_general.model_config``. A seed that is not an integer is an error.
     """
+    try:
+        data = json.loads(results.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{results}: not a readable lighteval results file ({exc})") from None
+    general = data.get("config_general") if isinstance(data, dict) else None
+    if not isinstance(general, dict):
+        return None
+    for holder in (general, general.get("model_config")):
+        params = holder.get("generation_parameters") if isinstance(holder, dict) else None
+        if isinstance(params, dict) and params.get("seed") is not None:
+            seed = params["seed"]
+            if isinstance(seed, bool) or not isinstance(seed, int):
+                raise InputError(f"{results}: the run's seed {seed!r} is not an integer")
+            return seed
+    return None
+
+
+def _results_candidates(folder: Path, timestamp: str, root: Path) -> list[Path]:
+    """Where lighteval puts a run's results file, given the run's details folder.
+
+    ``OUT/details/<org>/<model>/<ts>/`` -> ``OUT/results/<org>/<model>/results_<ts>.json``; also
+    the run folder itself and anything below the imported path.
+    """
+    name = f"results_{timestamp}.json"
+    out = [folder / name, folder.parent / name]
+    parts = folder.resolve().parts
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] == "details":
+            mirror = Path(*parts[:i], "results", *parts[i + 1 : -1])
+            out.append(mirror / name)
+            break
+    if root.is_dir():
+        out.extend(root.rglob(name))
+    return out
+
+
+def find_runs(path: Path) -> list[DetailsRun]:
+    """The runs under ``path`` (a details file, a run folder, a model's folder, an output folder)."""
     files = find_details_files(Path(path))
-    by_task: dict[str, Path] = {}
+    root = Path(path) if Path(path).is_dir() else Path(path).parent
+    by_run: dict[tuple[Path, str], dict[str, Path]] = {}
     for file in files:
         task = task_from_filename(file.name)
         if task is None:
             raise InputError(
                 f"{file}: cannot read the task from the file name; expected {_EXPECTED}"
             )
-        if task in by_task:
-            raise InputError(
-                f"{path}: task {task!r} has more than one details file ({by_task[task]}, {file}), "
-                "e.g. from two runs; import one run at a time"
-            )
-        by_task[task] = file
-
-    columns: dict[str, list[Any]] = {
-        name: []
-        for name in (
-            "benchmark",
-            "sample_id",
-            "correct",
-            "num_choices",
-            "prompt",
-            "response",
-            "prediction",
-            "gold",
-            "choices",
+        timestamp = _timestamp_of(file.name) or file.parent.name
+        run = by_run.setdefault((file.parent, timestamp), {})
+        if task in run:
+            raise InputError(f"{file.parent}: task {task!r} has two details files in one run")
+        run[task] = file
+    runs = []
+    for (folder, timestamp), tasks in sorted(by_run.items(), key=lambda kv: kv[0][1]):
+        results = next(
+            (p for p in _results_candidates(folder, timestamp, root) if p.is_file()), None
         )
-    }
-    for task, file in by_task.items():
-        rows, nested = _read_rows(file)
-        seen: dict[str, int] = {}
-        for i, raw in enumerate(rows, start=1):
-            where = f"{file}:row {i}"
-            row = _nested_row(raw) if nested else _flat_row(raw)
-            correct = _correct(row["metrics"], metric, where)
-            doc_id = row["id"]
-            if doc_id is not None and str(doc_id).strip():
-                sample_id = str(doc_id).strip()
-            else:
-                sample_id = content_sample_id(row["query"], row["choices"])
-                # identical documents (same query and choices) are told apart by occurrence
-                seen[sample_id] = seen.get(sample_id, 0) + 1
-                if seen[sample_id] > 1:
-                    sample_id = f"{sample_id}~{seen[sample_id]}"
-            columns["benchmark"].append(task)
-            columns["sample_id"].append(sample_id)
-            columns["correct"].append(correct)
-            columns["num_choices"].append(_num_choices(row["choices"], row["gold_index"]))
-            columns["prompt"].append(row["prompt"])
-            columns["response"].append(row["response"])
-            columns["prediction"].append(row["prediction"])
-            columns["gold"].append(row["gold"])
-            columns["choices"].append(choices_json(row["choices"]) if row["choices"] else None)
+        seed = _seed_in(results) if results is not None else None
+        runs.append(DetailsRun(timestamp, folder, tasks, results, seed))
+    return runs
 
-    n = len(columns["benchmark"])
-    if n == 0:
+
+def plan_files(
+    runs: list[DetailsRun], *, seed: int | None, latest: bool
+) -> list[tuple[str, int, Path]]:
+    """(task, seed, file) to import: each run's seed (or ``seed`` for all), one file per (task, seed).
+
+    A run without a seed is an error naming it; two runs of one task with one seed are an error
+    naming both, unless ``latest`` (the later timestamp wins).
+    """
+    chosen: dict[tuple[str, int], tuple[DetailsRun, Path]] = {}
+    for run in runs:
+        run_seed = seed if seed is not None else run.seed
+        if run_seed is None:
+            where = (
+                f"its results file {run.results} has no seed under config_general's "
+                "generation_parameters"
+                if run.results is not None
+                else f"no results_{run.timestamp}.json was found (lighteval writes it to "
+                "OUT/results/<org>/<model>/)"
+            )
+            raise InputError(
+                f"run {run.timestamp} ({run.folder}): cannot tell its seed: {where}; import the "
+                "output folder that holds both details/ and results/, or pass --seed N"
+            )
+        for task, file in run.files.items():
+            key = (task, run_seed)
+            if key in chosen:
+                other_run, other_file = chosen[key]
+                if not latest:
+                    raise InputError(
+                        f"task {task!r} seed {run_seed} comes from two runs ({other_file} and "
+                        f"{file}); pass --latest to keep the later run, or import one of them"
+                    )
+                # runs are in timestamp order: the later one replaces the earlier
+            chosen[key] = (run, file)
+    return [(task, s, file) for (task, s), (_, file) in chosen.items()]
+
+
+def read_lighteval(
+    path: Path,
+    *,
+    model: str,
+    metric: str | None = None,
+    seed: int | None = None,
+    latest: bool = False,
+    progress: Progress | None = None,
+) -> pa.Table:
+    """Read lighteval details parquet files: a file, a run folder, a model's folder, an output tree.
+
+    Returns the normalized table of ``app.importers.common`` (not validated: the caller does that).
+    ``benchmark`` is the raw task string from the file name (``leaderboard|mmlu:anatomy|5``); the
+    seed of each run comes from its results file unless ``seed`` is given (see ``plan_files``).
+    """
+    planned = plan_files(find_runs(Path(path)), seed=seed, latest=latest)
+    parts = []
+    for number, (task, run_seed, file) in enumerate(planned):
+        rows = _file_table(file, metric)
+        n = rows.num_rows
+        has_ids = (
+            rows["doc_id"].null_count == 0
+            and not pc.any(pc.equal(pc.utf8_trim_whitespace(rows["doc_id"]), "")).as_py()
+        )
+        rows = rows.append_column("unit", pa.array(np.full(n, number, np.int32)))
+        rows = rows.append_column("benchmark", pa.array([task] * n, pa.string()))
+        rows = rows.append_column("seed", pa.array(np.full(n, run_seed, np.int32)))
+        rows = rows.append_column("question", question_texts(rows["query"]))
+        rows = rows.append_column("has_ids", pa.array(np.full(n, has_ids)))
+        parts.append(rows)
+        if progress:
+            progress("read", number + 1, len(planned))
+    table = pa.concat_tables(parts)
+    if table.num_rows == 0:
         raise InputError(f"{path}: the lighteval details files contain no rows")
+    keyed = table.set_column(
+        table.schema.get_field_index("question"), "question", normalize(table["question"])
+    )
+    keys = question_keys(keyed)
+    sample_id = pc.if_else(table["has_ids"], pc.utf8_trim_whitespace(table["doc_id"]), keys)
     return build_table(
         {
-            "model": [model] * n,
-            "seed": [seed] * n,
-            "category": [None] * n,
-            **columns,
+            "model": pa.DictionaryArray.from_arrays(
+                pa.array(np.zeros(table.num_rows, np.int32)), pa.array([model])
+            ),
+            "seed": table["seed"],
+            "benchmark": table["benchmark"].dictionary_encode(),
+            "sample_id": sample_id,
+            "correct": table["correct"],
+            "num_choices": table["num_choices"],
+            "prompt": table["prompt"],
+            "response": table["response"],
+            "prediction": table["prediction"],
+            "gold": table["gold"],
+            "choices": table["choices"],
+            "question": table["question"],
         }
     )

@@ -19,15 +19,18 @@ tracker rewrites it as ``{"gen_args_<i>": {"arg_<j>": ...}}``. Both are read. Th
 log-likelihoods arrive as ``"-1.2"``; numbers are accepted too.
 
 Rows are keyed by (task, doc_id, filter): a task evaluated with several filters (gsm8k's
-``strict-match`` and ``flexible-extract``) has one line per filter and document, and the caller
-must choose one filter.
+``strict-match`` and ``flexible-extract``, every CoT task) has one line per filter and document.
+One filter per task is imported: the one the caller names (``NAME`` for every task that has it,
+``TASK=NAME`` for one task), else the first of ``DEFAULT_FILTERS`` the task has. The default
+prefers the lenient extraction: a forgetting map should count what a model knows, not whether a
+chat model still writes the answer in the base model's format.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +39,18 @@ import pyarrow as pa
 from app.importers.common import InputError, build_table, choices_json, parse_binary
 from app.taxonomy import usual_num_choices
 
-__all__ = ["DEFAULT_METRICS", "find_samples_files", "read_lm_eval", "task_from_filename"]
+__all__ = [
+    "DEFAULT_FILTERS",
+    "DEFAULT_METRICS",
+    "find_samples_files",
+    "parse_filter_options",
+    "read_lm_eval",
+    "task_from_filename",
+]
+
+DEFAULT_FILTERS = ("flexible-extract", "get-answer", "strict-match", "none")
+"""Filter taken for a task scored with several when none is chosen, in order of preference
+(a task whose filters are all outside this list takes the first in file order)."""
 
 DEFAULT_METRICS = ("acc", "exact_match", "extractive_match")
 """Metrics used for ``correct`` when none is named, in order of preference."""
@@ -273,20 +287,46 @@ def _convert(
     }
 
 
-def _choose_filter(task: str, filters: list[str], filter_name: str | None, files: str) -> str:
-    if len(filters) == 1:
-        return filters[0]
+def parse_filter_options(options: list[str] | tuple[str, ...] | str | None) -> dict[str, str]:
+    """``--filter`` values to {task or "": filter}: ``NAME`` applies to every task, ``TASK=NAME``
+    to one task. Two choices for the same task are refused."""
+    if options is None:
+        return {}
+    if isinstance(options, str):
+        options = [options]
+    chosen: dict[str, str] = {}
+    for option in options:
+        task, sep, name = option.rpartition("=")
+        task, name = (task.strip(), name.strip()) if sep else ("", option.strip())
+        if not name:
+            raise InputError(f"--filter {option!r}: give a filter name, or TASK=NAME")
+        if task in chosen and chosen[task] != name:
+            what = f"task {task!r}" if task else "all tasks"
+            raise InputError(f"--filter chooses two filters for {what}: {chosen[task]}, {name}")
+        chosen[task] = name
+    return chosen
+
+
+def _choose_filter(
+    task: str, filters: list[str], chosen: dict[str, str], files: str
+) -> tuple[str, str]:
+    """(filter, why) for one task: the one named for it, the one named for all, or the default."""
     listed = ", ".join(filters)
-    if filter_name is None:
-        raise InputError(
-            f"{files}: task {task!r} was scored with several filters ({listed}); "
-            "pass --filter NAME to choose one"
-        )
-    if filter_name not in filters:
-        raise InputError(
-            f"{files}: task {task!r} has no filter {filter_name!r}; its filters are: {listed}"
-        )
-    return filter_name
+    for key, why in ((task, f"--filter {task}=NAME"), ("", "--filter NAME")):
+        name = chosen.get(key)
+        if name is None:
+            continue
+        if name in filters:
+            return name, why
+        if key or len(filters) > 1:
+            raise InputError(
+                f"{files}: task {task!r} has no filter {name!r}; its filters are: {listed}; "
+                f"choose one with --filter {task}=NAME"
+            )
+    if len(filters) == 1:
+        return filters[0], "only filter"
+    default = next((f for f in DEFAULT_FILTERS if f in filters), filters[0])
+    return default, "default"
 
 
 def read_lm_eval(
@@ -294,14 +334,17 @@ def read_lm_eval(
     *,
     model: str,
     metric: str | None = None,
-    filter_name: str | None = None,
+    filter_name: list[str] | tuple[str, ...] | str | None = None,
     seed: int = 0,
+    on_filter: Callable[[str, str, list[str], str], None] | None = None,
 ) -> pa.Table:
     """Read lm-eval ``samples_*.jsonl`` (one file, or a directory searched recursively).
 
     Returns the normalized table of ``app.importers.common`` (not validated: the caller does that).
     ``benchmark`` is the raw task name from the file name; ``sample_id`` is ``str(doc_id)``.
+    ``on_filter(task, taken, filters, why)`` is told the filter taken for each task with several.
     """
+    chosen_filters = parse_filter_options(filter_name)
     files = find_samples_files(Path(path))
     by_task: dict[str, Path] = {}
     for file in files:
@@ -329,7 +372,9 @@ def read_lm_eval(
                 filters.append(name)
         if not records:
             continue
-        chosen = _choose_filter(task, filters, filter_name, str(file))
+        chosen, why = _choose_filter(task, filters, chosen_filters, str(file))
+        if on_filter is not None and len(filters) > 1:
+            on_filter(task, chosen, filters, why)
         for lineno, record in records:
             name = record.get("filter")
             if ("none" if name is None else str(name)) != chosen:

@@ -146,22 +146,63 @@ def test_non_binary_value_refused(tmp_path: Path) -> None:
         read_lm_eval(tmp_path, model="m", metric="f1")
 
 
-def test_several_filters_need_a_choice(tmp_path: Path) -> None:
+def test_several_filters_take_the_documented_default(tmp_path: Path) -> None:
     write_lm_eval_samples(
         tmp_path,
         "gsm8k",
         {"strict-match": [1, 0, 0], "flexible-extract": [1, 1, 0]},
         kind="generate_until",
     )
-    with pytest.raises(InputError, match=r"strict-match, flexible-extract.*--filter"):
-        read_lm_eval(tmp_path, model="m")
+    told = []
+    default = read_lm_eval(tmp_path, model="m", on_filter=lambda *a: told.append(a))
+    assert default["correct"].to_pylist() == [True, True, False]  # flexible-extract
+    assert told == [("gsm8k", "flexible-extract", ["strict-match", "flexible-extract"], "default")]
     strict = read_lm_eval(tmp_path, model="m", filter_name="strict-match")
+    per_task = read_lm_eval(tmp_path, model="m", filter_name=["gsm8k=strict-match"])
     flexible = read_lm_eval(tmp_path, model="m", filter_name="flexible-extract")
     assert strict["correct"].to_pylist() == [True, False, False]
+    assert per_task["correct"].to_pylist() == [True, False, False]
     assert flexible["correct"].to_pylist() == [True, True, False]
     assert strict["sample_id"].to_pylist() == ["0", "1", "2"]
-    with pytest.raises(InputError, match=r"no filter 'majority'.*strict-match"):
+    with pytest.raises(InputError, match=r"no filter 'majority'.*strict-match.*gsm8k=NAME"):
         read_lm_eval(tmp_path, model="m", filter_name="majority")
+    with pytest.raises(InputError, match=r"two filters for task 'gsm8k'"):
+        read_lm_eval(tmp_path, model="m", filter_name=["gsm8k=a", "gsm8k=b"])
+
+
+def test_two_filter_task_beside_others_in_one_directory(tmp_path: Path) -> None:
+    """A run directory where one task has two filters imports whole, each task its filter."""
+    write_lm_eval_samples(
+        tmp_path,
+        "gsm8k",
+        {"strict-match": [0, 0], "flexible-extract": [1, 0]},
+        kind="generate_until",
+    )
+    write_lm_eval_samples(
+        tmp_path,
+        "bbh_cot_fewshot_navigate",
+        {"strict-match": [1, 0], "get-answer": [0, 0]},
+        kind="generate_until",
+    )
+    write_lm_eval_samples(tmp_path, "mmlu_anatomy", [0, 1])
+    table = read_lm_eval(tmp_path, model="m")
+    got = {(r["benchmark"], r["sample_id"]): r["correct"] for r in table.to_pylist()}
+    assert got == {
+        ("gsm8k", "0"): True,  # flexible-extract
+        ("gsm8k", "1"): False,
+        ("bbh_cot_fewshot_navigate", "0"): False,  # get-answer before strict-match
+        ("bbh_cot_fewshot_navigate", "1"): False,
+        ("mmlu_anatomy", "0"): False,
+        ("mmlu_anatomy", "1"): True,
+    }
+    chosen = read_lm_eval(
+        tmp_path, model="m", filter_name=["bbh_cot_fewshot_navigate=strict-match"]
+    )
+    assert {
+        r["sample_id"]: r["correct"]
+        for r in chosen.to_pylist()
+        if r["benchmark"] == "bbh_cot_fewshot_navigate"
+    } == {"0": True, "1": False}
 
 
 def test_filter_name_ignored_for_single_filter_tasks(tmp_path: Path) -> None:

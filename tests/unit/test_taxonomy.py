@@ -10,6 +10,7 @@ import pytest
 from app import taxonomy
 from app.taxonomy import (
     CATEGORIES,
+    NOT_SCORED,
     UNCATEGORIZED,
     BenchmarkInfo,
     canonical_name,
@@ -292,9 +293,10 @@ def test_lookup():
         ("my_eval", None, UNCATEGORIZED),
         ("my_eval", "", UNCATEGORIZED),
         ("my_eval", "   ", UNCATEGORIZED),
-        # not-scored tasks are not in a category either
-        ("bbh_dyck_languages", None, UNCATEGORIZED),
-        ("ifeval", "Instruction following", "Instruction following"),
+        # not-scored tasks get a column of their own (kept out of Total), whatever is given
+        ("bbh_dyck_languages", None, NOT_SCORED),
+        ("ifeval", "Instruction following", NOT_SCORED),
+        ("community|ifeval_reasoning|0", None, NOT_SCORED),
     ],
 )
 def test_category_for(name, given, expected):
@@ -364,3 +366,40 @@ def test_yaml_is_validated():
     }
     with pytest.raises(ValueError, match="twice"):
         taxonomy._parse(dup)
+
+
+PAPER_TASKS = [
+    ("community|mmlu_reasoning_letter:anatomy|0", "mmlu:anatomy", "Science/Tech"),
+    ("community|bbh_reasoning_letter:navigate|0", "bbh:navigate", "Logic"),
+    ("community|bbh_reasoning_letter:causal_judgement|0", "bbh:causal_judgment", "Logic"),
+    ("community|arc_reasoning_custom_prompt_letter:easy|0", "arc:easy", "Logic"),
+    ("community|arc_reasoning_custom_prompt_letter:challenge|0", "arc:challenge", "Logic"),
+    ("community|musr_reasoning_letter:murder_mysteries|0", "musr:murder_mysteries", "Logic"),
+    ("community|commonsense_qa_reasoning_letter:main|0", "commonsense_qa", "Commonsense"),
+    ("community|piqa_reasoning_letter:main|0", "piqa", "Commonsense"),
+    ("community|social_iqa_reasoning_letter:main|0", "social_iqa", "Language"),
+    ("community|hellaswag_reasoning_letter:main|0", "hellaswag", "Language"),
+    ("community|mctest_reasoning_letter:main|0", "mctest", "Knowledge/QA"),
+    ("community|gpqa_reasoning_letter:diamond|0", "gpqa:diamond", "Science/Tech"),
+    ("community|truthfulqa_reasoning_letter:mc1|0", "truthfulqa:mc1", "Safety/Truth"),
+    ("community|salad_bench_reasoning_letter:mrq|0", "salad_bench:mrq", "Safety/Truth"),
+    ("community|bbh_reasoning_letter:dyck_languages|0", "bbh:dyck_languages", NOT_SCORED),
+    ("community|ifeval_reasoning|0", "ifeval", NOT_SCORED),
+]
+
+
+@pytest.mark.parametrize(("task", "canonical", "category"), PAPER_TASKS)
+def test_paper_task_names(task, canonical, category):
+    assert canonical_name(task) == canonical
+    assert category_for(task, None) == category
+
+
+def test_every_scored_benchmark_has_a_paper_task_name():
+    """The paper's names for all 94 scored benchmarks resolve (MMLU and BBH by subset)."""
+    for info in scored_benchmarks():
+        family, _, subset = info.name.partition(":")
+        if family == "arc":
+            task = f"community|arc_reasoning_custom_prompt_letter:{subset}|0"
+        else:
+            task = f"community|{family}_reasoning_letter:{subset or 'main'}|0"
+        assert canonical_name(task) == info.name, task

@@ -1,0 +1,190 @@
+"""Sample identity that survives prompt templates (for harness files without document ids).
+
+A base model is usually prompted few-shot and its post-trained descendant through a chat template,
+so the same question reaches the two models inside different queries. Keying a sample by a hash
+of its query therefore pairs nothing. Here a sample is keyed by its **question**:
+
+1. ``shared_affixes``: within one (task, run) file, the longest prefix and suffix that *every* query
+   shares (few-shot block, instructions, answer cue) are removed, cut back to a whitespace
+   boundary so that a word shared by chance is not split. A file with one query keeps it whole.
+2. ``normalize``: whitespace runs become one space, quote characters are dropped (templates wrap
+   questions in quotes or not, straight or curly), case is folded.
+3. ``question_keys``: ``q:`` + the first 16 hex digits of md5(normalized question, normalized
+   choices, gold), computed in DuckDB over the whole import at once (vectorized, no per-row Python).
+   md5 is an identity hash here, not a security measure.
+
+4. ``link_candidates`` (at pairing time): samples of a benchmark still unpaired after (1)-(3) are
+   matched by the question text one side's prompt contains, when that match is unique both ways.
+
+Two different samples of one file that share a key cannot be told apart by content; pairing them by
+row order would be a guess (files are written in a shuffled order). They are stored under
+``<key>~ambiguous<n>``, excluded from pairing and reported as ambiguous. Ids given by the file
+(lm-eval ``doc_id``, lighteval's doc ``id``) are used as they are and need none of this.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = [
+    "AMBIGUOUS_MARK",
+    "link_candidates",
+    "normalize_text",
+    "QUESTION_KEY_PREFIX",
+    "normalize",
+    "question_keys",
+    "question_texts",
+    "shared_affixes",
+]
+
+QUESTION_KEY_PREFIX = "q:"
+"""Sample ids made from the question carry this prefix (the pair report names the rule by it)."""
+
+AMBIGUOUS_MARK = "~ambiguous"
+"""Suffix of sample ids that stand for several samples with the same key (never paired)."""
+
+# straight, curly, low and angle quotes, and backticks: templates differ in all of them
+_QUOTES = "[\"'`\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u00ab\u00bb\u2039\u203a]"
+
+
+def shared_affixes(queries: list[str]) -> tuple[int, int]:
+    """Lengths (in characters) of the prefix and suffix that every query shares.
+
+    Both are cut back to a whitespace boundary (the removed part ends, or the kept part starts,
+    after whitespace) and never overlap the shortest query's middle. With fewer than two distinct
+    queries nothing is shared: a single query is all question.
+    """
+    distinct = set(queries)
+    if len(distinct) < 2:
+        return 0, 0
+    prefix = os.path.commonprefix([min(distinct), max(distinct)])
+    reversed_ = [q[::-1] for q in (min(distinct, key=_rev), max(distinct, key=_rev))]
+    suffix = os.path.commonprefix(reversed_)[::-1]
+    shortest = min(len(q) for q in distinct)
+    p = _back_to_space(prefix, from_end=True)
+    s = _back_to_space(suffix, from_end=False)
+    if p + s > shortest:
+        s = max(shortest - p, 0)
+    return p, s
+
+
+def _rev(text: str) -> str:
+    return text[::-1]
+
+
+def _back_to_space(shared: str, *, from_end: bool) -> int:
+    """Length of ``shared`` cut so that it ends (prefix) or starts (suffix) at whitespace."""
+    if not shared:
+        return 0
+    if from_end:
+        if shared[-1].isspace():
+            return len(shared)
+        cut = max(shared.rfind(" "), shared.rfind("\n"), shared.rfind("\t"))
+        return cut + 1
+    if shared[0].isspace():
+        return len(shared)
+    cuts = [i for i in (shared.find(" "), shared.find("\n"), shared.find("\t")) if i >= 0]
+    return len(shared) - min(cuts) if cuts else 0
+
+
+def question_texts(queries: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The question part of each query of one (task, run): shared prefix and suffix removed."""
+    texts = pc.cast(queries, pa.string())
+    distinct = pc.unique(texts).to_pylist()
+    start, end = shared_affixes([q for q in distinct if q is not None])
+    if start or end:
+        texts = pc.utf8_slice_codeunits(texts, start=start, stop=-end if end else None)
+    return pc.utf8_trim_whitespace(texts)
+
+
+def normalize(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Whitespace runs to one space, quotes dropped, case folded, ends trimmed."""
+    out = pc.replace_substring_regex(texts, _QUOTES, "")
+    out = pc.replace_substring_regex(out, r"\s+", " ")
+    return pc.utf8_trim_whitespace(pc.utf8_lower(out))
+
+
+def question_keys(table: pa.Table) -> pa.Array:
+    """Sample ids for rows of columns ``unit`` (int: one value per task and run), ``question``,
+    ``choices_key`` and ``gold_key`` (normalized strings, may be null).
+
+    ``q:<16 hex>`` per row; keys shared by several rows of one unit get ``~ambiguous<n>``.
+    """
+    con = duckdb.connect()
+    try:
+        keyed = table.select(["unit", "question", "choices_key", "gold_key"])
+        keyed = keyed.append_column("pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+        con.register("keyed", keyed)
+        ids = con.sql(
+            f"""
+            WITH k AS (
+                SELECT pos, unit,
+                       '{QUESTION_KEY_PREFIX}' || left(md5(coalesce(question, '') || chr(31) ||
+                           coalesce(choices_key, '') || chr(31) || coalesce(gold_key, '')), 16) AS key
+                FROM keyed
+            ), counted AS (
+                SELECT pos, key, count(*) OVER (PARTITION BY unit, key) AS n,
+                       row_number() OVER (PARTITION BY unit, key ORDER BY pos) AS nth
+                FROM k
+            )
+            SELECT CASE WHEN n > 1 THEN key || '{AMBIGUOUS_MARK}' || nth ELSE key END AS sample_id
+            FROM counted ORDER BY pos
+            """
+        ).to_arrow_table()
+    finally:
+        con.close()
+    return ids["sample_id"].combine_chunks()
+
+
+_QUOTES_RE = re.compile(_QUOTES)
+_SPACE_RE = re.compile(r"\s+")
+
+MIN_LINK_CHARS = 20
+"""A question shorter than this (normalized) is too generic to be found inside another prompt."""
+
+MAX_LINK_COMPARISONS = 25_000_000
+"""Above this many (base, post) candidates in one benchmark, linking by text is skipped."""
+
+
+def normalize_text(text: str | None) -> str:
+    """``normalize`` for one Python string (same rules)."""
+    if not text:
+        return ""
+    return _SPACE_RE.sub(" ", _QUOTES_RE.sub("", text)).lower().strip()
+
+
+def link_candidates(
+    base: list[tuple[str, str | None, str | None]],
+    post: list[tuple[str, str | None, str | None]],
+) -> list[tuple[str, str]]:
+    """Match samples whose keys differ by the question text one side's prompt contains.
+
+    ``base`` and ``post`` are (sample_id, question, prompt) of one benchmark's still-unpaired
+    samples. A base sample and a post sample are candidates when the normalized question of either
+    is contained in the normalized prompt of the other. A link is made only when it is unique both
+    ways (the base sample has exactly one candidate and so has the post sample): a wrong pairing
+    is worse than none. Returns (base_sample_id, post_sample_id) links.
+    """
+    if not base or not post or len(base) * len(post) > MAX_LINK_COMPARISONS:
+        return []
+    b = [(sid, normalize_text(q), normalize_text(p)) for sid, q, p in base]
+    p = [(sid, normalize_text(q), normalize_text(pr)) for sid, q, pr in post]
+    edges: set[tuple[int, int]] = set()
+    for i, (_, question, _) in enumerate(b):
+        if len(question) >= MIN_LINK_CHARS:
+            edges.update((i, j) for j, (_, _, prompt) in enumerate(p) if question in prompt)
+    for j, (_, question, _) in enumerate(p):
+        if len(question) >= MIN_LINK_CHARS:
+            edges.update((i, j) for i, (_, _, prompt) in enumerate(b) if question in prompt)
+    per_base: dict[int, int] = {}
+    per_post: dict[int, int] = {}
+    for i, j in edges:
+        per_base[i] = per_base.get(i, 0) + 1
+        per_post[j] = per_post.get(j, 0) + 1
+    return sorted((b[i][0], p[j][0]) for i, j in edges if per_base[i] == 1 and per_post[j] == 1)

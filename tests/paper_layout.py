@@ -1,0 +1,161 @@
+"""lighteval output trees in the layout and task names of the paper's released runs.
+
+What the paper's runs look like (its release and ../shared/paper_suite.md), written here exactly:
+
+- lighteval 0.10 "flat" details (``asdict(Detail)``: example, instruction, full_prompt,
+  num_effective_few_shots, num_asked_few_shots, predictions, prediction_logits, input_tokens,
+  cont_tokens, truncated, padded, gold, pred_logits, choices, gold_index, metrics, specifics;
+  columns sorted by name), one parquet per task, rows in a shuffled order;
+- ``OUT/details/<org>/<model>/<ts>/details_<suite|task|fewshot>_<ts>.parquet`` and
+  ``OUT/results/<org>/<model>/results_<ts>.json`` whose ``config_general.generation_parameters``
+  holds the run's seed; one run per seed;
+- generative letter tasks scored by ``extractive_match`` (choices are the letters, gold_index the
+  answer's position); the base model's query is a few-shot block followed by the question, the
+  post model's is a chain-of-thought instruction with the question in quotes, inside a chat
+  template in its full prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+FEWSHOT_BLOCK = (
+    "The following are questions with answers.\n\n"
+    "Question: Which planet is known as the red planet?\nA. Venus\nB. Mars\nC. Jupiter\n"
+    "Answer: B\n\n"
+    "Question: What is the boiling point of water at sea level in Celsius?\nA. 90\nB. 100\nC. 110\n"
+    "Answer: B\n\n"
+)
+
+COT_TEMPLATE = (
+    "\n    Answer the following multiple choice question.\n"
+    '    On the very last line, write exactly "Answer: $LETTER" (e.g. "Answer: B").\n'
+    "    Think step by step, showing your reasoning.\n"
+    '    Question: "{question}"\n    '
+)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question: its text, its options, the position of the right one."""
+
+    question: str
+    options: tuple[str, ...]
+    gold: int
+
+
+def question_block(item: Item) -> str:
+    options = "".join(f"{LETTERS[i]}. {o}\n" for i, o in enumerate(item.options))
+    return f"{item.question}\n{options}".rstrip("\n")
+
+
+def base_query(item: Item) -> str:
+    return f"{FEWSHOT_BLOCK}Question: {question_block(item)}\nAnswer:"
+
+
+def chat_query(item: Item) -> str:
+    return COT_TEMPLATE.format(question=question_block(item))
+
+
+def chat_prompt(query: str) -> str:
+    return (
+        "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+        f"<|im_start|>user\n{query}<|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
+def detail_row(item: Item, correct: bool, *, style: str, fewshot: int) -> dict:
+    """``asdict(Detail)`` of lighteval 0.10 for one generative letter question."""
+    query = base_query(item) if style == "base" else chat_query(item)
+    full_prompt = query if style == "base" else chat_prompt(query)
+    said = item.gold if correct else (item.gold + 1) % len(item.options)
+    letter = LETTERS[said]
+    text = f" {letter}" if style == "base" else f"Let me think.\nAnswer: {letter}"
+    choices = [LETTERS[i] for i in range(len(item.options))]
+    return {
+        "example": query,
+        "instruction": "",
+        "full_prompt": full_prompt,
+        "num_effective_few_shots": fewshot,
+        "num_asked_few_shots": fewshot,
+        "predictions": [text],
+        "prediction_logits": [],
+        "input_tokens": [[(ord(c) * 7) % 50000 for c in full_prompt[:8]]],
+        "cont_tokens": [[(ord(c) * 7) % 50000 for c in text[:4]]],
+        "truncated": [0],
+        "padded": [0],
+        "gold": [LETTERS[item.gold]],
+        "pred_logits": [],
+        "choices": choices,
+        "gold_index": [item.gold],
+        "metrics": {"extractive_match": 1.0 if correct else 0.0},
+        "specifics": {"extracted_predictions": [letter], "extracted_golds": [LETTERS[item.gold]]},
+    }
+
+
+def write_run(
+    out: Path,
+    model: str,
+    timestamp: str,
+    tasks: dict[str, tuple[Sequence[Item], Sequence[bool]]],
+    *,
+    style: str,
+    seed: int | None,
+    shuffle_seed: int = 0,
+    fewshot: int = 3,
+) -> Path:
+    """Write one lighteval run: details per task plus the results file (``seed=None``: no seed).
+
+    ``model`` is ``org/name``. Returns the run's details folder.
+    """
+    folder = out / "details" / model / timestamp
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(shuffle_seed)
+    for task, (items, correct) in tasks.items():
+        rows = [
+            detail_row(item, bool(c), style=style, fewshot=fewshot)
+            for item, c in zip(items, correct, strict=True)
+        ]
+        rng.shuffle(rows)
+        table = pa.Table.from_pylist(rows)
+        table = table.select(sorted(table.column_names))
+        pq.write_table(table, folder / f"details_{task}_{timestamp}.parquet")
+    results = out / "results" / model
+    results.mkdir(parents=True, exist_ok=True)
+    generation = {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": 32768}
+    if seed is not None:
+        generation["seed"] = seed
+    document = {
+        "config_general": {
+            "lighteval_sha": "0.10.0",
+            "num_fewshot_seeds": 1,
+            "model_name": model,
+            "generation_parameters": generation,
+        },
+        "results": {task: {"extractive_match": 0.5} for task in tasks},
+    }
+    (results / f"results_{timestamp}.json").write_text(json.dumps(document), encoding="utf-8")
+    return folder
+
+
+def make_items(task: str, n: int, *, options: int = 4) -> list[Item]:
+    """``n`` distinct questions for a task (deterministic)."""
+    rng = random.Random(task)
+    return [
+        Item(
+            question=f"In {task.split(':')[-1].split('|')[0]} item {i}, which option is right "
+            f"about fact {rng.randrange(10**9)}?",
+            options=tuple(f"option {i}-{k} {rng.randrange(1000)}" for k in range(options)),
+            gold=rng.randrange(options),
+        )
+        for i in range(n)
+    ]
