@@ -1,0 +1,210 @@
+"""The paper's own lighteval runs, as they come: a whole output tree per model in one command.
+
+Files are written exactly as lighteval 0.10 writes them (tests/paper_layout.py): flat details with
+the paper's task names, rows shuffled per file, one run per seed with the seed in its results
+JSON; the base model prompted few-shot, the post model through a chain-of-thought chat template.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.paper_layout import Item, make_items, write_run
+
+NAVIGATE = "community|bbh_reasoning_letter:navigate|0"
+ANATOMY = "community|mmlu_reasoning_letter:anatomy|0"
+DYCK = "community|bbh_reasoning_letter:dyck_languages|0"
+SEEDS = (0, 1, 2)
+BASE_MODEL, POST_MODEL = "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"
+
+# per benchmark: base correctness (the same every seed) and post correctness per seed
+BASE = {NAVIGATE: [1, 1, 0, 0, 1, 0], ANATOMY: [1, 1, 1, 0, 0, 1, 1, 0], DYCK: [1, 0, 1]}
+POST = {
+    NAVIGATE: {0: [1, 0, 1, 0, 1, 1], 1: [0, 0, 1, 0, 1, 0], 2: [1, 1, 0, 0, 1, 0]},
+    ANATOMY: {
+        0: [1, 0, 1, 0, 1, 1, 1, 1],
+        1: [1, 1, 1, 0, 0, 1, 0, 0],
+        2: [0, 0, 0, 0, 1, 1, 1, 1],
+    },
+    DYCK: {0: [0, 0, 0], 1: [0, 0, 0], 2: [0, 0, 0]},
+}
+ITEMS = {
+    NAVIGATE: make_items("navigate", 6),
+    ANATOMY: make_items("anatomy", 8),
+    DYCK: make_items("dyck", 3),
+}
+
+
+def _write_tree(out: Path, *, base_seeds=SEEDS, post_seeds=SEEDS) -> None:
+    for s in base_seeds:
+        tasks = {t: (ITEMS[t], BASE[t]) for t in ITEMS}
+        write_run(out, BASE_MODEL, f"2025-07-01T10-0{s}-00.000001", tasks, style="base", seed=s,
+                  shuffle_seed=10 + s)  # fmt: skip
+    for s in post_seeds:
+        tasks = {t: (ITEMS[t], POST[t][s]) for t in ITEMS}
+        write_run(out, POST_MODEL, f"2025-07-02T10-0{s}-00.000001", tasks, style="chat", seed=s,
+                  shuffle_seed=20 + s)  # fmt: skip
+
+
+def _expected(base: list[int], post: list[int], k: int) -> dict:
+    """The metric by hand: counts, F, BT, chance term, F_true, BT_true."""
+    n = len(base)
+    n10 = sum(1 for b, p in zip(base, post, strict=True) if b and not p)
+    n01 = sum(1 for b, p in zip(base, post, strict=True) if p and not b)
+    acc_pre, acc_post = sum(base) / n, sum(post) / n
+    chance = (1 - acc_pre) * (1 - acc_post) / (k - 1)
+    return {
+        "n": n,
+        "n_10": n10,
+        "n_01": n01,
+        "f_true": max(n10 / n - chance, 0.0),
+        "bt_true": max(n01 / n - chance, 0.0),
+    }
+
+
+def test_fewshot_base_and_chat_post_pair_fully(cli, tmp_path):
+    out = tmp_path / "out"
+    _write_tree(out)
+    # the model's details folder, holding one run per seed: one command each
+    base = cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base")
+    assert "imported 51 new rows" in base.stdout  # (6 + 8 + 3) x 3 seeds
+    cli("import", "lighteval", out / "details" / POST_MODEL, "--model", "post")
+    report = cli("pair", "add", "base", "post").stdout
+    assert (
+        "paired 51 samples on 3 of 3 benchmarks; 0 only in base, 0 only in post, 0 ambiguous"
+        in report
+    )
+    assert "question key" in report
+
+    records = cli.json("map", "--level", "benchmark", "--format", "json")
+    got = {(r["benchmark"], r["seed"]): r for r in records}
+    names = {NAVIGATE: "bbh:navigate", ANATOMY: "mmlu:anatomy", DYCK: "bbh:dyck_languages"}
+    for task, name in names.items():
+        for s in SEEDS:
+            want = _expected(BASE[task], POST[task][s], 4)
+            rec = got[(name, s)]
+            assert rec["num_choices"] == 4
+            assert {k: rec[k] for k in ("n", "n_10", "n_01")} == {
+                k: want[k] for k in ("n", "n_10", "n_01")
+            }
+            assert rec["f_true"] == pytest.approx(want["f_true"], abs=1e-12)
+            assert rec["bt_true"] == pytest.approx(want["bt_true"], abs=1e-12)
+    # one written out: navigate, seed 0: 1->0 at item 1, 0->1 at items 2 and 5;
+    # acc .5 -> .6667, c = .5 * .3333 / 3 = .05556, F_true = 1/6 - c, BT_true = 2/6 - c
+    assert got[("bbh:navigate", 0)]["f_true"] == pytest.approx(1 / 6 - 0.5 / 3 / 3)
+    assert got[("bbh:navigate", 0)]["bt_true"] == pytest.approx(2 / 6 - 0.5 / 3 / 3)
+    assert got[("bbh:dyck_languages", 0)]["category"] == "Not scored"
+
+    cats = {r["category"]: r for r in cli.json("map", "--format", "json")}
+    assert set(cats) == {"Logic", "Science/Tech", "Not scored", "Total"}
+    # Total: per seed the mean of Logic and Science/Tech (dyck_languages is not scored), then
+    # the mean over seeds
+    per_seed = [
+        (
+            _expected(BASE[NAVIGATE], POST[NAVIGATE][s], 4)["f_true"]
+            + _expected(BASE[ANATOMY], POST[ANATOMY][s], 4)["f_true"]
+        )
+        / 2
+        for s in SEEDS
+    ]
+    assert cats["Total"]["f_true"] == pytest.approx(sum(per_seed) / 3, abs=1e-12)
+    assert cats["Total"]["n_benchmarks"] == 2
+    assert cats["Total"]["seeds"] == 3
+
+
+def test_output_folder_with_one_model_imports_in_one_command(cli, tmp_path):
+    out = tmp_path / "out"
+    _write_tree(out, post_seeds=())
+    result = cli("import", "lighteval", out, "--model", "base")
+    assert "imported 51 new rows" in result.stdout
+
+
+def test_duplicated_question_is_reported_not_mispaired(cli, tmp_path):
+    """Two rows of one file with the same question, options and gold: they cannot be told apart,
+    so neither pairs (pairing them by row order would be a guess in a shuffled file)."""
+    items = make_items("navigate", 4)
+    twice = [*items, items[1]]  # item 1 appears twice
+    out = tmp_path / "out"
+    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {NAVIGATE: (twice, [1, 1, 0, 0, 0])},
+              style="base", seed=0, shuffle_seed=1)  # fmt: skip
+    write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001", {NAVIGATE: (twice, [1, 0, 0, 1, 1])},
+              style="chat", seed=0, shuffle_seed=2)  # fmt: skip
+    cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base")
+    cli("import", "lighteval", out / "details" / POST_MODEL, "--model", "post")
+    report = cli("pair", "add", "base", "post").stdout
+    assert "paired 3 samples" in report and "4 ambiguous" in report
+    [rec] = cli.json("map", "--level", "benchmark", "--format", "json")
+    # items 0, 2, 3: 1->1, 0->0, 0->1
+    assert (rec["n"], rec["n_11"], rec["n_10"], rec["n_01"], rec["n_00"]) == (3, 1, 0, 1, 1)
+
+
+def test_run_without_a_seed_is_refused_and_nothing_written(cli, tmp_path):
+    out = tmp_path / "out"
+    _write_tree(out, post_seeds=())
+    write_run(out, BASE_MODEL, "2025-07-01T11-00-00.000001", {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])},
+              style="base", seed=None)  # fmt: skip
+    before = cli.contents()
+    result = cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base", ok=False)
+    assert result.exit_code == 2
+    message = result.stderr.strip()
+    assert len(message.splitlines()) == 1
+    assert "run 2025-07-01T11-00-00.000001" in message and "--seed" in message
+    assert "nothing was imported" in message
+    assert cli.contents() == before
+    # a missing results file is refused the same way
+    (out / "results" / BASE_MODEL / "results_2025-07-01T11-00-00.000001.json").unlink()
+    result = cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base", ok=False)
+    assert "no results_2025-07-01T11-00-00.000001.json was found" in result.stderr
+    assert cli.contents() == before
+
+
+def test_two_runs_of_a_task_with_one_seed_need_latest(cli, tmp_path):
+    out = tmp_path / "out"
+    first = [0, 0, 0, 0, 0, 0]
+    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {NAVIGATE: (ITEMS[NAVIGATE], first)},
+              style="base", seed=0)  # fmt: skip
+    write_run(out, BASE_MODEL, "2025-07-03T10-00-00.000001", {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])},
+              style="base", seed=0)  # fmt: skip
+    result = cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base", ok=False)
+    assert "seed 0 comes from two runs" in result.stderr and "--latest" in result.stderr
+    assert "2025-07-01T10-00-00.000001" in result.stderr
+    assert "2025-07-03T10-00-00.000001" in result.stderr
+    cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base", "--latest")
+    contents = cli.contents()
+    stored = sorted(
+        r[5] for r in contents["results"]
+    )  # results: model, benchmark, seed, id, run, correct
+    assert stored == sorted(bool(c) for c in BASE[NAVIGATE])  # the later run's answers
+
+
+def test_seed_option_overrides_results_files(cli, tmp_path):
+    out = tmp_path / "out"
+    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])},
+              style="base", seed=None)  # fmt: skip
+    cli("import", "lighteval", out, "--model", "base", "--seed", "7")
+    assert {r[2] for r in cli.contents()["results"]} == {7}  # results: model, benchmark, seed, ...
+
+
+def test_unmatched_keys_are_linked_by_question_text(cli, tmp_path):
+    """A one-question file keeps its whole query as the question (nothing is shared to strip), so
+    its key differs from the other model's; the post question found inside the base prompt links
+    them."""
+    item = Item(
+        "Which way do you face after turning left twice from north?",
+        ("north", "south", "east", "west"),
+        1,
+    )
+    others = make_items("navigate", 3)
+    out = tmp_path / "out"
+    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {NAVIGATE: ([item], [1])}, style="base", seed=0)  # fmt: skip
+    write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001", {NAVIGATE: ([item, *others], [0, 1, 1, 1])},
+              style="chat", seed=0)  # fmt: skip
+    cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base")
+    cli("import", "lighteval", out / "details" / POST_MODEL, "--model", "post")
+    report = cli("pair", "add", "base", "post").stdout
+    assert "paired 1 samples" in report and "3 only in post" in report
+    assert "question text" in report
+    [rec] = cli.json("map", "--level", "benchmark", "--format", "json")
+    assert (rec["n"], rec["n_10"]) == (1, 1)
