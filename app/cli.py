@@ -8,16 +8,35 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from app.config import default_db_path
-from app.db import Store, StoreError, open_store
-from app.importers import InputError, import_file
+from app.errors import InputError
 
-err = Console(stderr=True)
+if TYPE_CHECKING:
+    from app.db import Store
+
+# Heavy modules (rich, SQLAlchemy, DuckDB, pyarrow, scipy) are imported by the commands that use
+# them, so that `forgetmap --help` and quick commands start fast.
+
+
+def Console(*args, **kwargs):  # noqa: N802 - stands in for rich's class
+    from rich.console import Console as RichConsole
+
+    return RichConsole(*args, **kwargs)
+
+
+def Table(*args, **kwargs):  # noqa: N802 - stands in for rich's class
+    from rich.table import Table as RichTable
+
+    return RichTable(*args, **kwargs)
+
+
+def _err():
+    """A console on stderr (progress, notices)."""
+    return Console(stderr=True)
 
 
 class CliError(click.ClickException):
@@ -30,6 +49,8 @@ class CliError(click.ClickException):
 
 
 def _store(ctx: click.Context) -> Store:
+    from app.db import StoreError, open_store
+
     path = ctx.obj["db"]
     try:
         return open_store(path)
@@ -61,11 +82,12 @@ def import_group() -> None:
 
 
 def _run_import(ctx: click.Context, kind: str, path: Path, **options) -> None:
+    from app.importers import import_file
     from app.progress import progress_reporter
 
     store = _store(ctx)
     try:
-        with progress_reporter(f"importing {path.name}", err) as progress:
+        with progress_reporter(f"importing {path.name}", _err()) as progress:
             summary = import_file(store, kind, path, progress=progress, **options)
     except InputError as exc:
         raise CliError(f"{exc} (nothing was imported)") from exc

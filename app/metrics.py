@@ -31,7 +31,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy.stats import binom
 
 TOTAL = "Total"
 
@@ -398,13 +397,17 @@ def mcnemar_exact(n_01, n_10):
     Under H0 (no systematic change) each discordant sample is a fair coin between 0->1 and 1->0:
     p = min(1, 2 * P[Binomial(n_01 + n_10, 1/2) <= min(n_01, n_10)]). 1.0 with no discordant pair.
     """
+    # scipy.special's binomial CDF (bdtr) is the C routine behind scipy.stats.binom.cdf; imported
+    # here because scipy.stats costs seconds at start-up and most commands never need it
+    from scipy.special import bdtr
+
     a = np.asarray(n_01)
     b = np.asarray(n_10)
     if np.any(a < 0) or np.any(b < 0):
         raise ValueError("counts must be non-negative")
     discordant = a + b
     p = np.where(
-        discordant > 0, np.minimum(1.0, 2.0 * binom.cdf(np.minimum(a, b), discordant, 0.5)), 1.0
+        discordant > 0, np.minimum(1.0, 2.0 * bdtr(np.minimum(a, b), discordant, 0.5)), 1.0
     )
     return float(p) if p.ndim == 0 else p
 

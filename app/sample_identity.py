@@ -9,7 +9,7 @@ of its query therefore pairs nothing. Here a sample is keyed by its **question**
    boundary so that a word shared by chance is not split. A file with one query keeps it whole.
 2. ``normalize``: whitespace runs become one space, quote characters are dropped (templates wrap
    questions in quotes or not, straight or curly), case is folded.
-3. ``question_keys``: ``q:`` + the first 16 hex digits of md5(normalized question, normalized
+3. ``identify``: ``q:`` + the first 16 hex digits of md5(normalized question, normalized
    choices, gold), computed in DuckDB over the whole import at once (vectorized, no per-row Python).
    md5 is an identity hash here, not a security measure.
 
@@ -34,12 +34,11 @@ import pyarrow.compute as pc
 
 __all__ = [
     "AMBIGUOUS_MARK",
-    "link_candidates",
-    "normalize_text",
     "QUESTION_KEY_PREFIX",
+    "identify",
+    "link_candidates",
     "normalize",
-    "question_keys",
-    "question_texts",
+    "normalize_text",
     "shared_affixes",
 ]
 
@@ -53,6 +52,9 @@ AMBIGUOUS_MARK = "~ambiguous"
 _QUOTES = "[\"'`\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u00ab\u00bb\u2039\u203a]"
 
 
+_QUOTES_SQL = _QUOTES.replace("'", "''")
+
+
 def shared_affixes(queries: list[str]) -> tuple[int, int]:
     """Lengths (in characters) of the prefix and suffix that every query shares.
 
@@ -63,19 +65,10 @@ def shared_affixes(queries: list[str]) -> tuple[int, int]:
     distinct = set(queries)
     if len(distinct) < 2:
         return 0, 0
-    prefix = os.path.commonprefix([min(distinct), max(distinct)])
-    reversed_ = [q[::-1] for q in (min(distinct, key=_rev), max(distinct, key=_rev))]
-    suffix = os.path.commonprefix(reversed_)[::-1]
-    shortest = min(len(q) for q in distinct)
-    p = _back_to_space(prefix, from_end=True)
-    s = _back_to_space(suffix, from_end=False)
-    if p + s > shortest:
-        s = max(shortest - p, 0)
-    return p, s
-
-
-def _rev(text: str) -> str:
-    return text[::-1]
+    reversed_ = [q[::-1] for q in distinct]
+    return _affixes(
+        min(distinct), max(distinct), min(reversed_), max(reversed_), min(map(len, distinct))
+    )
 
 
 def _back_to_space(shared: str, *, from_end: bool) -> int:
@@ -93,16 +86,6 @@ def _back_to_space(shared: str, *, from_end: bool) -> int:
     return len(shared) - min(cuts) if cuts else 0
 
 
-def question_texts(queries: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """The question part of each query of one (task, run): shared prefix and suffix removed."""
-    texts = pc.cast(queries, pa.string())
-    distinct = pc.unique(texts).to_pylist()
-    start, end = shared_affixes([q for q in distinct if q is not None])
-    if start or end:
-        texts = pc.utf8_slice_codeunits(texts, start=start, stop=-end if end else None)
-    return pc.utf8_trim_whitespace(texts)
-
-
 def normalize(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """Whitespace runs to one space, quotes dropped, case folded, ends trimmed."""
     out = pc.replace_substring_regex(texts, _QUOTES, "")
@@ -110,36 +93,88 @@ def normalize(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     return pc.utf8_trim_whitespace(pc.utf8_lower(out))
 
 
-def question_keys(table: pa.Table) -> pa.Array:
-    """Sample ids for rows of columns ``unit`` (int: one value per task and run), ``question``,
-    ``choices_key`` and ``gold_key`` (normalized strings, may be null).
+def _normalized_sql(expr: str) -> str:
+    """``normalize`` in DuckDB SQL (the same RE2 patterns)."""
+    return (
+        f"trim(lower(regexp_replace(regexp_replace({expr}, '{_QUOTES_SQL}', '', 'g'), "
+        f"'\\s+', ' ', 'g')))"
+    )
 
-    ``q:<16 hex>`` per row; keys shared by several rows of one unit get ``~ambiguous<n>``.
+
+def identify(table: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """Sample ids and question texts for rows of many (task, run) files at once.
+
+    ``table`` has ``unit`` (one value per task and run), ``query``, ``choices_key`` and ``gold_key``
+    (normalized, may be null) and ``doc_id``. A unit whose rows all carry a document id keeps the
+    ids. Otherwise each row's id is ``q:`` + 16 hex digits of md5(normalized question, choices,
+    gold), where the question is the query without what all queries of its unit share (see
+    ``shared_affixes``); keys shared by several rows of one unit get ``~ambiguous<n>``.
+    Returns (sample_id, question), the question trimmed but not normalized (for display).
     """
     con = duckdb.connect()
     try:
-        keyed = table.select(["unit", "question", "choices_key", "gold_key"])
-        keyed = keyed.append_column("pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
-        con.register("keyed", keyed)
-        ids = con.sql(
+        rows = table.select(["unit", "query", "choices_key", "gold_key", "doc_id"])
+        rows = rows.append_column("pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+        con.register("rows_in", rows)
+        per_unit = con.sql(
+            """
+            SELECT unit, min(query), max(query), min(reverse(query)), max(reverse(query)),
+                   min(length(query)),
+                   bool_and(doc_id IS NOT NULL AND trim(doc_id) <> '') AS has_ids
+            FROM rows_in GROUP BY unit
+            """
+        ).fetchall()
+        units = {"unit": [], "start": [], "finish": [], "has_ids": []}
+        for unit, lo, hi, rlo, rhi, shortest, has_ids in per_unit:
+            start, finish = _affixes(lo or "", hi or "", rlo or "", rhi or "", shortest or 0)
+            units["unit"].append(unit)
+            units["start"].append(start)
+            units["finish"].append(finish)
+            units["has_ids"].append(bool(has_ids))
+        con.register("affixes", pa.table(units))
+        result = con.sql(
             f"""
-            WITH k AS (
-                SELECT pos, unit,
-                       '{QUESTION_KEY_PREFIX}' || left(md5(coalesce(question, '') || chr(31) ||
+            WITH q AS (
+                SELECT r.pos, r.unit, r.doc_id, a.has_ids, r.choices_key, r.gold_key,
+                       regexp_replace(
+                           substring(r.query, a.start + 1, length(r.query) - a.start - a.finish),
+                           '^\\s+|\\s+$', '', 'g') AS question
+                FROM rows_in r JOIN affixes a USING (unit)
+            ), k AS (
+                SELECT *, '{QUESTION_KEY_PREFIX}' || left(md5(
+                           coalesce({_normalized_sql("question")}, '') || chr(31) ||
                            coalesce(choices_key, '') || chr(31) || coalesce(gold_key, '')), 16) AS key
-                FROM keyed
-            ), counted AS (
-                SELECT pos, key, count(*) OVER (PARTITION BY unit, key) AS n,
+                FROM q
+            ), c AS (
+                SELECT pos, question, has_ids, doc_id, key,
+                       count(*) OVER (PARTITION BY unit, key) AS n,
                        row_number() OVER (PARTITION BY unit, key ORDER BY pos) AS nth
                 FROM k
             )
-            SELECT CASE WHEN n > 1 THEN key || '{AMBIGUOUS_MARK}' || nth ELSE key END AS sample_id
-            FROM counted ORDER BY pos
+            SELECT CASE WHEN has_ids THEN trim(doc_id)
+                        WHEN n > 1 THEN key || '{AMBIGUOUS_MARK}' || nth
+                        ELSE key END AS sample_id,
+                   question
+            FROM c ORDER BY pos
             """
         ).to_arrow_table()
     finally:
         con.close()
-    return ids["sample_id"].combine_chunks()
+    return result["sample_id"].combine_chunks(), result["question"].combine_chunks()
+
+
+def _affixes(lo: str, hi: str, rlo: str, rhi: str, shortest: int) -> tuple[int, int]:
+    """``shared_affixes`` from a unit's extreme queries (forward and reversed): every query shares
+    the common prefix of the smallest and the largest, and likewise for suffixes."""
+    if lo == hi:
+        return 0, 0
+    prefix = os.path.commonprefix([lo, hi])
+    suffix = os.path.commonprefix([rlo, rhi])[::-1]
+    p = _back_to_space(prefix, from_end=True)
+    s = _back_to_space(suffix, from_end=False)
+    if p + s > shortest:
+        s = max(shortest - p, 0)
+    return p, s
 
 
 _QUOTES_RE = re.compile(_QUOTES)

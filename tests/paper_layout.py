@@ -73,6 +73,38 @@ def chat_prompt(query: str) -> str:
     )
 
 
+# asdict(Detail) of lighteval 0.10 as pyarrow infers it from the rows, columns sorted by name
+DETAILS_SCHEMA = pa.schema(
+    [
+        ("choices", pa.list_(pa.string())),
+        ("cont_tokens", pa.list_(pa.list_(pa.int64()))),
+        ("example", pa.string()),
+        ("full_prompt", pa.string()),
+        ("gold", pa.list_(pa.string())),
+        ("gold_index", pa.list_(pa.int64())),
+        ("input_tokens", pa.list_(pa.list_(pa.int64()))),
+        ("instruction", pa.string()),
+        ("metrics", pa.struct([("extractive_match", pa.float64())])),
+        ("num_asked_few_shots", pa.int64()),
+        ("num_effective_few_shots", pa.int64()),
+        ("padded", pa.list_(pa.int64())),
+        ("pred_logits", pa.list_(pa.null())),
+        ("prediction_logits", pa.list_(pa.null())),
+        ("predictions", pa.list_(pa.string())),
+        (
+            "specifics",
+            pa.struct(
+                [
+                    ("extracted_predictions", pa.list_(pa.string())),
+                    ("extracted_golds", pa.list_(pa.string())),
+                ]
+            ),
+        ),
+        ("truncated", pa.list_(pa.int64())),
+    ]
+)
+
+
 def detail_row(item: Item, correct: bool, *, style: str, fewshot: int) -> dict:
     """``asdict(Detail)`` of lighteval 0.10 for one generative letter question."""
     query = base_query(item) if style == "base" else chat_query(item)
@@ -102,6 +134,14 @@ def detail_row(item: Item, correct: bool, *, style: str, fewshot: int) -> dict:
     }
 
 
+def details_table(rows: list[dict]) -> pa.Table:
+    """The rows as lighteval writes them (columns built one by one: fast for large files)."""
+    return pa.table(
+        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in DETAILS_SCHEMA},
+        schema=DETAILS_SCHEMA,
+    )
+
+
 def write_run(
     out: Path,
     model: str,
@@ -126,9 +166,7 @@ def write_run(
             for item, c in zip(items, correct, strict=True)
         ]
         rng.shuffle(rows)
-        table = pa.Table.from_pylist(rows)
-        table = table.select(sorted(table.column_names))
-        pq.write_table(table, folder / f"details_{task}_{timestamp}.parquet")
+        pq.write_table(details_table(rows), folder / f"details_{task}_{timestamp}.parquet")
     results = out / "results" / model
     results.mkdir(parents=True, exist_ok=True)
     generation = {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": 32768}

@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from app.importers.common import InputError, build_table, choices_json, parse_binary
-from app.sample_identity import normalize, question_keys, question_texts
+from app.sample_identity import identify, normalize
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -278,29 +278,45 @@ def _correct(metrics: dict[str, Any], metric: str | None, where: str) -> bool:
         ) from None
 
 
+# columns the reader uses (token ids, logits and the like are never read)
+_FLAT_COLUMNS = (
+    "example",
+    "full_prompt",
+    "predictions",
+    "choices",
+    "gold_index",
+    "gold",
+    "metrics",
+)
+_NESTED_COLUMNS = ("doc", "model_response", "metric", "metrics")
+
+
 def _read_rows(file: Path) -> tuple[pa.Table, bool]:
-    """The table of a details file and whether it has the nested (v0.11+) layout."""
+    """The columns of a details file the reader needs, and whether it is nested (v0.11+)."""
     try:
-        table = pq.read_table(file)
+        parquet = pq.ParquetFile(file)
+        names = set(parquet.schema_arrow.names)
+        if {"doc", "model_response"} <= names:
+            nested = True
+        elif "metrics" in names and ({"example", "predictions"} & names):
+            nested = False
+        else:
+            raise InputError(
+                f"{file}: not a lighteval details table (columns: {', '.join(sorted(names))}); "
+                "expected doc/model_response/metric (v0.11+) or example/predictions/metrics (v0.10)"
+            )
+        wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
+        return parquet.read(columns=wanted), nested
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{file}: not a readable parquet file ({exc})") from None
-    names = set(table.column_names)
-    if {"doc", "model_response"} <= names:
-        nested = True
-    elif "metrics" in names and ({"example", "predictions"} & names):
-        nested = False
-    else:
-        raise InputError(
-            f"{file}: not a lighteval details table (columns: {', '.join(sorted(names))}); "
-            "expected doc/model_response/metric (v0.11+) or example/predictions/metrics (v0.10)"
-        )
-    return table, nested
 
 
 # ---------------------------------------------------------------------------------------------
-# one details file -> the rows of one (task, run), as Arrow columns
+# details files -> rows. Files in the usual shapes are reduced to a few uniform columns each
+# (``_uniform``), concatenated, and computed on together (``_from_uniform``): a tree of hundreds
+# of small files costs a few Arrow kernels, not a few per file. Other files go row by row.
 
-# what each file contributes, before sample ids are settled across the whole import
+# what the reader produces per row, before sample ids are settled across the whole import
 _FILE_COLUMNS = (
     "doc_id",
     "query",
@@ -315,21 +331,38 @@ _FILE_COLUMNS = (
     "choices",
 )
 
+_STRINGS = pa.list_(pa.string())
+_UNIFORM = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("query", pa.string()),
+        ("prompt", pa.string()),
+        ("texts", _STRINGS),
+        ("post", _STRINGS),
+        ("choices", _STRINGS),
+        ("first_gold", pa.int64()),
+        ("n_gold", pa.int64()),
+        ("gold_texts", _STRINGS),
+        ("correct", pa.bool_()),
+    ]
+)
+
 
 class _SlowPath(Exception):
     """The file's columns are not in the shapes the vectorized reader handles."""
 
 
 def _field(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+    col = _plain(col)
     if not pa.types.is_struct(col.type) or col.type.get_field_index(name) < 0:
         raise _SlowPath
     return pc.struct_field(col, name)
 
 
 def _plain(col) -> pa.Array:
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks else pa.array([], col.type)
+    return col
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -353,12 +386,14 @@ def _first(lists: pa.Array) -> pa.Array:
 
 def _gold_indices(col: pa.Array) -> tuple[pa.Array, pa.Array]:
     """(first gold index per row, number of gold indices per row) of an int or list<int> column."""
+    if col.null_count:
+        raise _SlowPath
     if pa.types.is_integer(col.type):
-        return col.cast(pa.int64()), pc.if_else(pc.is_null(col), 0, 1)
+        return col.cast(pa.int64()), pa.array(np.ones(len(col), np.int64))
     if (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) and pa.types.is_integer(
         col.type.value_type
     ):
-        return _first(col).cast(pa.int64()), pc.fill_null(pc.list_value_length(col), 0)
+        return _first(col).cast(pa.int64()), pc.list_value_length(col).cast(pa.int64())
     raise _SlowPath
 
 
@@ -372,9 +407,14 @@ def _choices_json(joined: pa.Array) -> pa.Array:
     return pc.take(pa.array(as_json, pa.string()), encoded.indices)
 
 
-def _fast_columns(table: pa.Table, nested: bool, metric: str | None, file: Path) -> dict:
-    """The file's columns computed with Arrow kernels; _SlowPath when its shapes are unusual."""
+def _strings(col) -> pa.Array:
+    return pc.cast(col, _STRINGS) if col is not None else None
+
+
+def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
+    """One file in the uniform columns of ``_UNIFORM``; _SlowPath when its shapes are unusual."""
     n = table.num_rows
+    names = table.column_names
     if nested:
         doc, response = table["doc"], table["model_response"]
         query = _field(doc, "query")
@@ -382,35 +422,41 @@ def _fast_columns(table: pa.Table, nested: bool, metric: str | None, file: Path)
         gold_index = _field(doc, "gold_index")
         texts = _field(response, "text")
         prompt = _field(response, "input")
-        metrics = _plain(table["metric"] if "metric" in table.column_names else table["metrics"])
-        doc_id = _field(doc, "id") if doc.type.get_field_index("id") >= 0 else None
+        metrics = _plain(table["metric"] if "metric" in names else table["metrics"])
+        doc_id = _field(doc, "id") if _plain(doc).type.get_field_index("id") >= 0 else None
         post = (
             _field(response, "text_post_processed")
-            if response.type.get_field_index("text_post_processed") >= 0
+            if _plain(response).type.get_field_index("text_post_processed") >= 0
             else None
         )
         gold_texts = None
     else:
         query = _plain(table["example"])
-        choices = _plain(table["choices"]) if "choices" in table.column_names else None
-        gold_index = _plain(table["gold_index"]) if "gold_index" in table.column_names else None
+        choices = _plain(table["choices"]) if "choices" in names else None
+        gold_index = _plain(table["gold_index"]) if "gold_index" in names else None
         texts = _plain(table["predictions"])
-        prompt = _plain(table["full_prompt"]) if "full_prompt" in table.column_names else query
+        prompt = _plain(table["full_prompt"]) if "full_prompt" in names else query
         metrics = _plain(table["metrics"])
         doc_id = post = None
-        gold_texts = _plain(table["gold"]) if "gold" in table.column_names else None
+        gold_texts = _plain(table["gold"]) if "gold" in names else None
     if choices is None or gold_index is None or not _is_text_list(choices.type):
         raise _SlowPath
     if not (_is_text(query.type) and _is_text(prompt.type) and _is_text_list(texts.type)):
         raise _SlowPath
     if not pa.types.is_struct(metrics.type):
         raise _SlowPath
-    if pc.any(pc.equal(pc.fill_null(pc.list_value_length(texts), 0), 0)).as_py():
+    if texts.null_count or (n and pc.min(pc.list_value_length(texts)).as_py() == 0):
         raise _SlowPath  # log-likelihood rows: predictions are per-choice scores
-    if post is not None and not (_is_text_list(post.type) or pa.types.is_null(post.type)):
+    if post is not None and pa.types.is_null(post.type):
+        post = None
+    if post is not None and not _is_text_list(post.type):
         raise _SlowPath
+    if gold_texts is not None and not _is_text_list(gold_texts.type):
+        gold_texts = None
+    if doc_id is not None and not _is_text(doc_id.type):
+        doc_id = pc.cast(doc_id, pa.string())
 
-    # correct: the chosen metric, binary, in every row
+    # correct: the chosen metric, binary, in every row (else the row reader names the problem)
     present = [
         metrics.type.field(i).name
         for i in range(metrics.type.num_fields)
@@ -420,52 +466,68 @@ def _fast_columns(table: pa.Table, nested: bool, metric: str | None, file: Path)
         metric if metric is not None else next((m for m in DEFAULT_METRICS if m in present), None)
     )
     if name is None or name not in present:
-        raise _SlowPath  # the row-by-row reader names the problem
+        raise _SlowPath
     values = pc.struct_field(metrics, metrics.type.get_field_index(name))
-    if (
-        values.null_count
-        or not pa.types.is_integer(values.type)
-        and not pa.types.is_floating(values.type)
+    if values.null_count or not (
+        pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
     ):
         raise _SlowPath
-    if not pc.all(pc.is_in(values.cast(pa.float64()), pa.array([0.0, 1.0]))).as_py():
+    values = values.cast(pa.float64())
+    if not pc.all(pc.is_in(values, pa.array([0.0, 1.0]))).as_py():
         raise _SlowPath
-    correct = pc.equal(values.cast(pa.float64()), 1.0)
-
     first_gold, n_gold = _gold_indices(gold_index)
     if pc.any(pc.greater(n_gold, 1)).as_py():
         raise _SlowPath  # several gold answers: kept as a JSON list by the row reader
+    return pa.table(
+        [
+            doc_id if doc_id is not None else pa.nulls(n, pa.string()),
+            pc.cast(query, pa.string()),
+            pc.cast(prompt, pa.string()),
+            _strings(texts),
+            _strings(post) if post is not None else pa.nulls(n, _STRINGS),
+            _strings(choices),
+            first_gold,
+            n_gold,
+            _strings(gold_texts) if gold_texts is not None else pa.nulls(n, _STRINGS),
+            pc.equal(values, 1.0),
+        ],
+        schema=_UNIFORM,
+    )
+
+
+def _from_uniform(table: pa.Table) -> dict:
+    """``_FILE_COLUMNS`` of the concatenated uniform rows of many files, with Arrow kernels."""
+    cols = {name: _plain(table[name]) for name in table.column_names}
+    choices, first_gold, n_gold = cols["choices"], cols["first_gold"], cols["n_gold"]
     k = pc.fill_null(pc.list_value_length(choices), 0)
     num_choices = pc.if_else(
         pc.and_(pc.greater_equal(k, 2), pc.less(n_gold, k)), k.cast(pa.int16()), None
     )
+    # the gold option's text: choices[first_gold], else the file's gold list, else the index
     choice_values = pc.list_flatten(choices)
-    offsets = choices.offsets.to_numpy()[:-1] if n else np.zeros(0, np.int64)
-    if choices.offset:
-        raise _SlowPath
+    offsets = (
+        pc.subtract(choices.offsets[:-1], choices.offsets[0]).to_numpy()
+        if len(choices)
+        else np.zeros(0, np.int64)
+    )
     fg = pc.fill_null(first_gold, -1).to_numpy()
     valid = (fg >= 0) & (fg < k.to_numpy())
     where = np.where(valid, offsets + np.maximum(fg, 0), -1)
     gold = pc.take(choice_values, pa.array(where, mask=~valid))
-    if gold_texts is not None and _is_text_list(gold_texts.type):
-        gold = pc.coalesce(gold, _first(gold_texts))
-    gold = pc.coalesce(gold, pc.cast(first_gold, pa.string()))
-
+    gold = pc.coalesce(gold, _first(cols["gold_texts"]), pc.cast(first_gold, pa.string()))
     joined = pc.binary_join(choices, "\x1f")
-    response = _first(texts)
-    prediction = response
-    if post is not None and not pa.types.is_null(post.type):
-        prediction = pc.coalesce(_first(post), response)
-    empty_prompt = pc.fill_null(pc.equal(prompt, ""), True)
-    prompt = pc.if_else(empty_prompt, query, prompt)
+    response = _first(cols["texts"])
+    prediction = pc.coalesce(_first(cols["post"]), response)
+    prompt = pc.if_else(
+        pc.fill_null(pc.equal(cols["prompt"], ""), True), cols["query"], cols["prompt"]
+    )
     generative = pc.is_null(num_choices)
-    gold_key = pc.if_else(generative, normalize(gold), pc.cast(first_gold, pa.string()))
     return {
-        "doc_id": doc_id,
-        "query": query,
+        "doc_id": cols["doc_id"],
+        "query": cols["query"],
         "choices_key": normalize(joined),
-        "gold_key": gold_key,
-        "correct": correct,
+        "gold_key": pc.if_else(generative, normalize(gold), pc.cast(first_gold, pa.string())),
+        "correct": cols["correct"],
         "num_choices": num_choices,
         "prompt": prompt,
         "response": response,
@@ -497,33 +559,24 @@ def _row_columns(table: pa.Table, nested: bool, metric: str | None, file: Path) 
         columns["prediction"].append(row["prediction"])
         columns["gold"].append(row["gold"])
         columns["choices"].append(choices_json(row["choices"]) if row["choices"] else None)
-    out = {
-        name: pa.array(values, pa.bool_() if name == "correct" else None)
-        for name, values in columns.items()
-    }
-    out["num_choices"] = pa.array(columns["num_choices"], pa.int16())
-    out["choices_key"] = normalize(pa.array(columns["choices_key"], pa.string()))
-    gold_key = pa.array(columns["gold_key"], pa.string())
-    out["gold_key"] = pc.if_else(pc.is_null(out["num_choices"]), normalize(gold_key), gold_key)
+    types = {"correct": pa.bool_(), "num_choices": pa.int16()}
+    out = {name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()}
+    out["choices_key"] = normalize(out["choices_key"])
+    out["gold_key"] = pc.if_else(
+        pc.is_null(out["num_choices"]), normalize(out["gold_key"]), out["gold_key"]
+    )
     return out
 
 
-def _file_table(file: Path, metric: str | None) -> pa.Table:
-    table, nested = _read_rows(file)
-    try:
-        columns = _fast_columns(table, nested, metric, file)
-    except (_SlowPath, pa.ArrowException):
-        columns = _row_columns(table, nested, metric, file)
-    n = table.num_rows
-    arrays = {}
-    for name in _FILE_COLUMNS:
-        values = columns.get(name)
-        if values is None:
-            values = pa.nulls(n, pa.string())
-        elif name not in ("correct", "num_choices"):
-            values = pc.cast(values, pa.string())
-        arrays[name] = values
-    return pa.table(arrays)
+def _rows_table(columns: dict) -> pa.Table:
+    return pa.table(
+        {
+            name: columns[name]
+            if name in ("correct", "num_choices")
+            else pc.cast(columns[name], pa.string())
+            for name in _FILE_COLUMNS
+        }
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -667,37 +720,37 @@ def read_lighteval(
     seed of each run comes from its results file unless ``seed`` is given (see ``plan_files``).
     """
     planned = plan_files(find_runs(Path(path)), seed=seed, latest=latest)
-    parts = []
-    for number, (task, run_seed, file) in enumerate(planned):
-        rows = _file_table(file, metric)
-        n = rows.num_rows
-        has_ids = (
-            rows["doc_id"].null_count == 0
-            and not pc.any(pc.equal(pc.utf8_trim_whitespace(rows["doc_id"]), "")).as_py()
-        )
-        rows = rows.append_column("unit", pa.array(np.full(n, number, np.int32)))
-        rows = rows.append_column("benchmark", pa.array([task] * n, pa.string()))
-        rows = rows.append_column("seed", pa.array(np.full(n, run_seed, np.int32)))
-        rows = rows.append_column("question", question_texts(rows["query"]))
-        rows = rows.append_column("has_ids", pa.array(np.full(n, has_ids)))
-        parts.append(rows)
+    uniform, by_rows, uniform_units = [], [], []
+    for number, (_, _, file) in enumerate(planned):
+        table, nested = _read_rows(file)
+        try:
+            uniform.append(_uniform(table, nested, metric))
+            uniform_units.append(np.full(table.num_rows, number, np.int32))
+        except (_SlowPath, pa.ArrowException):
+            rows = _rows_table(_row_columns(table, nested, metric, file))
+            by_rows.append(
+                rows.append_column("unit", pa.array(np.full(rows.num_rows, number, np.int32)))
+            )
         if progress:
-            progress("read", number + 1, len(planned))
-    table = pa.concat_tables(parts)
-    if table.num_rows == 0:
+            progress("read files", number + 1, len(planned))
+    parts = list(by_rows)
+    if uniform:
+        fast = _rows_table(_from_uniform(pa.concat_tables(uniform)))
+        parts.append(fast.append_column("unit", pa.array(np.concatenate(uniform_units))))
+    table = pa.concat_tables(parts) if parts else None
+    if table is None or table.num_rows == 0:
         raise InputError(f"{path}: the lighteval details files contain no rows")
-    keyed = table.set_column(
-        table.schema.get_field_index("question"), "question", normalize(table["question"])
-    )
-    keys = question_keys(keyed)
-    sample_id = pc.if_else(table["has_ids"], pc.utf8_trim_whitespace(table["doc_id"]), keys)
+    sample_id, question = identify(table)
+    unit = table["unit"].combine_chunks()
+    tasks = pa.array([task for task, _, _ in planned], pa.string())
+    seeds = pa.array([s for _, s, _ in planned], pa.int32())
     return build_table(
         {
             "model": pa.DictionaryArray.from_arrays(
                 pa.array(np.zeros(table.num_rows, np.int32)), pa.array([model])
             ),
-            "seed": table["seed"],
-            "benchmark": table["benchmark"].dictionary_encode(),
+            "seed": pc.take(seeds, unit),
+            "benchmark": pa.DictionaryArray.from_arrays(unit, tasks),
             "sample_id": sample_id,
             "correct": table["correct"],
             "num_choices": table["num_choices"],
@@ -706,6 +759,6 @@ def read_lighteval(
             "prediction": table["prediction"],
             "gold": table["gold"],
             "choices": table["choices"],
-            "question": table["question"],
+            "question": question,
         }
     )

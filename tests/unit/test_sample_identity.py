@@ -6,13 +6,25 @@ import pyarrow as pa
 
 from app.sample_identity import (
     AMBIGUOUS_MARK,
+    identify,
     link_candidates,
     normalize,
     normalize_text,
-    question_keys,
-    question_texts,
     shared_affixes,
 )
+
+
+def _rows(unit, query, choices_key=None, gold_key=None, doc_id=None):
+    n = len(unit)
+    return pa.table(
+        {
+            "unit": pa.array(unit, pa.int32()),
+            "query": pa.array(query, pa.string()),
+            "choices_key": pa.array(choices_key or ["a\x1fb"] * n, pa.string()),
+            "gold_key": pa.array(gold_key or ["0"] * n, pa.string()),
+            "doc_id": pa.array(doc_id or [None] * n, pa.string()),
+        }
+    )
 
 
 def test_shared_affixes_stop_at_whitespace():
@@ -29,21 +41,20 @@ def test_shared_affixes_stop_at_whitespace():
 def test_one_query_is_all_question():
     assert shared_affixes(["only one"]) == (0, 0)
     assert shared_affixes(["same", "same"]) == (0, 0)
-    assert question_texts(pa.array(["  Question: x\nAnswer:"])).to_pylist() == [
-        "Question: x\nAnswer:"
-    ]
+    _, question = identify(_rows([0], ["  Question: x\nAnswer:"]))
+    assert question.to_pylist() == ["Question: x\nAnswer:"]
 
 
 def test_question_texts_of_two_templates_normalize_alike():
-    fewshot = pa.array(
-        [f"Q: 1+1?\nA: 2\n\nQuestion: {q}\nAnswer:" for q in ("Is it red?", "Is it blue?")]
-    )
-    chat = pa.array(
-        [f'<user>Think.\n  Question: "{q}"\n</user>' for q in ("Is it red?", "Is it blue?")]
-    )
-    a = normalize(question_texts(fewshot)).to_pylist()
-    b = normalize(question_texts(chat)).to_pylist()
-    assert a == b == ["red?", "blue?"]
+    questions = ("Is it red?", "Is it blue?")
+    fewshot = [f"Q: 1+1?\nA: 2\n\nQuestion: {q}\nAnswer:" for q in questions]
+    chat = [f'<user>Think.\n  Question: "{q}"\n</user>' for q in questions]
+    ids_a, text_a = identify(_rows([0, 0], fewshot))
+    ids_b, text_b = identify(_rows([5, 5], chat))
+    assert text_a.to_pylist() == ["red?", "blue?"]
+    assert text_b.to_pylist() == ['red?"', 'blue?"']  # the quote is normalized away in the key
+    assert ids_a.to_pylist() == ids_b.to_pylist()
+    assert all(i.startswith("q:") and len(i) == 18 for i in ids_a.to_pylist())
 
 
 def test_normalize_quotes_space_case():
@@ -52,22 +63,24 @@ def test_normalize_quotes_space_case():
 
 
 def test_keys_shared_within_a_unit_are_ambiguous():
-    table = pa.table(
-        {
-            "unit": [0, 0, 0, 1],
-            "question": ["a", "a", "b", "a"],
-            "choices_key": ["x", "x", "x", "x"],
-            "gold_key": ["0", "0", "0", "0"],
-        }
-    )
-    ids = question_keys(table).to_pylist()
+    queries = ["Q: a", "Q: a", "Q: b", "X: a", "X: c"]
+    ids, _ = identify(_rows([0, 0, 0, 1, 1], queries))
+    ids = ids.to_pylist()
     assert ids[0].endswith(f"{AMBIGUOUS_MARK}1") and ids[1].endswith(f"{AMBIGUOUS_MARK}2")
     assert ids[2].startswith("q:") and AMBIGUOUS_MARK not in ids[2]
     # the same question in another unit (another task or run) is not ambiguous
     assert ids[3] == ids[0].split(AMBIGUOUS_MARK)[0]
     # gold and options are part of the key
-    other_gold = question_keys(table.set_column(3, "gold_key", pa.array(["1"] * 4))).to_pylist()
-    assert other_gold[2] != ids[2]
+    other, _ = identify(_rows([0, 0, 0, 1, 1], queries, gold_key=["1"] * 5))
+    assert other.to_pylist()[2] != ids[2]
+
+
+def test_document_ids_win_when_every_row_has_one():
+    ids, _ = identify(
+        _rows([0, 0, 1, 1], ["Q: a", "Q: b", "Q: a", "Q: b"], doc_id=[" 7", "8", "9", ""])
+    )
+    assert ids.to_pylist()[:2] == ["7", "8"]
+    assert all(i.startswith("q:") for i in ids.to_pylist()[2:])  # unit 1: one row without an id
 
 
 def test_links_only_when_unique_both_ways():

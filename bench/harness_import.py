@@ -1,0 +1,142 @@
+"""The paper's lighteval output, end to end: import two models' trees, pair, map.
+
+Writes the paper's layout (tests/paper_layout.py: lighteval 0.10 flat details, the paper's task
+names, one run per seed with its seed in results_<ts>.json, few-shot base vs chat post) for the 94
+scored benchmarks x 3 seeds x 2 models, N questions each (default 2,000: ~1.1M rows), then times
+
+- baseline: pyarrow's plain read of every details file (``pq.read_table``), median of 3;
+- ours: ``forgetmap import lighteval`` of each model's details folder, ``forgetmap pair add`` and
+  ``forgetmap map --format json``, each a fresh CLI process on a fresh database (what a user runs).
+
+Prints both, the ratio and the paired sample count. Goal: ours <= 3x the plain read (the paper's
+pandas pipeline takes about 5x on such files).
+
+    .venv/bin/python bench/harness_import.py                       # full, ~1.1M rows
+    .venv/bin/python bench/harness_import.py --per-benchmark 200   # quick
+    .venv/bin/python bench/harness_import.py --workdir /tmp/hi --keep   # reuse the written tree
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import pyarrow.parquet as pq  # noqa: E402
+
+from app.taxonomy import scored_benchmarks  # noqa: E402
+from tests.paper_layout import make_items, write_run  # noqa: E402
+
+BASE_MODEL, POST_MODEL = "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"
+
+
+def paper_task(name: str) -> str:
+    family, _, subset = name.partition(":")
+    if family == "arc":
+        return f"community|arc_reasoning_custom_prompt_letter:{subset}|0"
+    return f"community|{family}_reasoning_letter:{subset or 'main'}|0"
+
+
+def write_tree(out: Path, per_benchmark: int, seeds: int, limit: int | None) -> int:
+    rng = random.Random(0)
+    infos = scored_benchmarks()[:limit] if limit else scored_benchmarks()
+    items = {
+        paper_task(i.name): make_items(i.name, per_benchmark, options=min(i.num_choices or 4, 10))
+        for i in infos
+    }
+    base = {t: [rng.random() < 0.6 for _ in its] for t, its in items.items()}
+    rows = 0
+    for s in range(seeds):
+        post = {t: [(c if rng.random() < 0.8 else not c) for c in base[t]] for t in items}
+        write_run(out, BASE_MODEL, f"2025-07-01T10-0{s}-00.000001",
+                  {t: (items[t], base[t]) for t in items}, style="base", seed=s, shuffle_seed=s)  # fmt: skip
+        write_run(out, POST_MODEL, f"2025-07-02T10-0{s}-00.000001",
+                  {t: (items[t], post[t]) for t in items}, style="chat", seed=s, shuffle_seed=100 + s)  # fmt: skip
+        rows += 2 * sum(len(v) for v in items.values())
+    return rows
+
+
+def plain_read(out: Path) -> tuple[float, int]:
+    files = sorted((out / "details").rglob("details_*.parquet"))
+    start = time.perf_counter()
+    rows = sum(pq.read_table(f).num_rows for f in files)
+    return time.perf_counter() - start, rows
+
+
+def ours(out: Path, db: Path) -> tuple[float, dict[str, float], str]:
+    exe = [sys.executable, "-m", "app.cli", "--db", str(db)]
+    steps = {
+        "import base": [*exe, "import", "lighteval", str(out / "details" / BASE_MODEL), "--model", "base"],
+        "import post": [*exe, "import", "lighteval", str(out / "details" / POST_MODEL), "--model", "post"],
+        "pair add": [*exe, "pair", "add", "base", "post"],
+        "map": [*exe, "map", "--format", "json"],
+    }  # fmt: skip
+    times = {}
+    report = ""
+    for name, cmd in steps.items():
+        start = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
+        times[name] = time.perf_counter() - start
+        if name == "pair add":
+            report = done.stdout.strip().splitlines()[-1]
+    return sum(times.values()), times, report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--per-benchmark", type=int, default=2000)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--benchmarks", type=int, default=None, help="first N of the 94")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each side (median)")
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="fm-harness-"))
+    out = work / "out"
+    stamp = out / f".written-{args.per_benchmark}-{args.seeds}-{args.benchmarks}"
+    try:
+        if not stamp.exists():
+            shutil.rmtree(out, ignore_errors=True)
+            start = time.perf_counter()
+            rows = write_tree(out, args.per_benchmark, args.seeds, args.benchmarks)
+            stamp.touch()
+            print(f"wrote {rows:,} rows in {time.perf_counter() - start:.1f} s to {out}")
+        base_times, ours_times, parts = [], [], []
+        for i in range(args.repeat):
+            t, rows = plain_read(out)
+            base_times.append(t)
+            db = work / f"run{i}.duckdb"
+            db.unlink(missing_ok=True)
+            total, steps, report = ours(out, db)
+            ours_times.append(total)
+            parts.append(steps)
+            db.unlink(missing_ok=True)
+        base_t, ours_t = statistics.median(base_times), statistics.median(ours_times)
+        print(f"rows: {rows:,} in {len(list((out / 'details').rglob('*.parquet')))} files")
+        print(
+            f"pyarrow plain read:  median {base_t:.2f} s  ({', '.join(f'{t:.2f}' for t in base_times)})"
+        )
+        print(
+            f"forgetmap end to end: median {ours_t:.2f} s  ({', '.join(f'{t:.2f}' for t in ours_times)})"
+        )
+        for name in parts[0]:
+            print(f"  {name}: median {statistics.median(p[name] for p in parts):.2f} s")
+        print(f"  {report}")
+        print(f"harness_import: end to end {ours_t / base_t:.2f}x pyarrow's read (goal <= 3x)")
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
