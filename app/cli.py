@@ -578,6 +578,8 @@ def _suite_selection(benchmarks: str | None, categories: str | None, paper: bool
 
 
 def _suite_progress(what: str):
+    # one bar per benchmark here; datasets' own bars (read when it is imported) would interleave
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     columns = [TextColumn("{task.description}"), BarColumn(),
                TextColumn("{task.completed}/{task.total} benchmarks"), TimeElapsedColumn()]  # fmt: skip
     bar = Progress(*columns, console=err, transient=True, disable=not err.is_terminal)

@@ -183,7 +183,7 @@ def fetch_suite(
                 {**{k: asdict(s)[k] for k in ("repo", "config", "split")}, "revision": rev}
                 for s, rev in zip(spec.sources, revisions, strict=True)
             ],
-            "from": str(hub_dir) if hub_dir else "huggingface.co",
+            "from": str(hub_dir.resolve()) if hub_dir else "huggingface.co",
             "fetched_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         manifest["format"] = MANIFEST_FORMAT
