@@ -109,7 +109,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: unreadable ({exc}); delete it to fetch everything again") from exc
+        raise InputError(
+            f"{path}: unreadable ({exc}); delete it to fetch everything again"
+        ) from exc
     if not isinstance(manifest, dict) or not isinstance(manifest.get("benchmarks"), dict):
         raise InputError(f"{path}: not a forgetmap manifest; delete it to fetch again")
     return manifest

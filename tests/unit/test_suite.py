@@ -99,7 +99,9 @@ def test_check_reports_source_n_and_histograms(fetched) -> None:
 
 
 def test_check_flags_gold_always_at_one_letter(tmp_path: Path) -> None:
-    rows = [{"question": f"q{n}", "choices": ["a", "b", "c", "d"], "answer": "A"} for n in range(25)]
+    rows = [
+        {"question": f"q{n}", "choices": ["a", "b", "c", "d"], "answer": "A"} for n in range(25)
+    ]
     (tmp_path / "mmlu_anatomy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (checked,) = check_suite(["mmlu:anatomy"], [tmp_path])
     assert checked.problems == ["the gold answer is A for 25 of 25 items (unshuffled?)"]

@@ -52,7 +52,6 @@ from app.taxonomy import (
     not_scored_benchmarks,
     scored_benchmarks,
 )
-from worker.benchmarks.sources import HubSource, load_hub_rows
 from worker.benchmarks.items import (
     LETTERS,
     MAX_CHOICES,
@@ -61,6 +60,7 @@ from worker.benchmarks.items import (
     content_hash,
     load_jsonl_benchmark,
 )
+from worker.benchmarks.sources import HubSource, load_hub_rows
 
 __all__ = [
     "LOCAL_PREFIX",
