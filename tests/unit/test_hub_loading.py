@@ -96,3 +96,18 @@ def test_gated_message_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "https://huggingface.co/datasets/Idavidrein/gpqa" in text
     monkeypatch.setenv("HF_TOKEN", "hf_x")
     assert "has not accepted the terms" in _gated_message(source, PermissionError("403"))
+
+
+def test_a_script_based_repository_is_recognised_and_sent_to_the_export(tmp_path: Path) -> None:
+    # a repository with a loading script, as ybisk/piqa's main branch: the real datasets refuses
+    # it, and the loader goes on to the Parquet export (which, locally, still has the script)
+    repo = tmp_path / "piqa"
+    write_split(tmp_path, "piqa", "plain_text", "validation", SPLITS["piqa"].rows)
+    (repo / "piqa.py").write_text("import datasets\n")
+    with pytest.raises(BenchmarkError) as caught:
+        load_hub_rows(HubSource(str(repo), None, "validation", "plain_text"))
+    message = str(caught.value)
+    assert (
+        "it is script-based" in message and "refs/convert/parquet, folder 'plain_text'" in message
+    )
+    assert "forgetmap suite fetch" in message
