@@ -350,11 +350,18 @@ def shard_progress(conn: Connection, shard_id: int, done: int, total: int | None
     return row[0] if row else "missing"
 
 
-def finish_shard(conn: Connection, shard_id: int, *, fingerprint: str | None = None) -> None:
+def finish_shard(
+    conn: Connection, shard_id: int, *, fingerprint: str | None = None, data: dict | None = None
+) -> None:
+    """Mark a shard done. ``data`` (the worker's ``{source, file, sha256}``) goes into the shard's
+    eval config, so the results name the exact benchmark copy they were computed on."""
     s = shard(conn, shard_id)
     if s is None:
         raise InputError(f"shard {shard_id} does not exist")
     duck = _duck(conn)
+    if data:
+        spec = {**s["spec"], "config": {**s["spec"]["config"], "data": data}}
+        duck.execute("UPDATE shards SET spec = ? WHERE id = ?", [json.dumps(spec), shard_id])
     duck.execute(
         "UPDATE shards SET status = 'done', done = coalesce(total, done), finished_at = now() "
         "WHERE id = ? AND status <> 'cancelled'",

@@ -90,12 +90,15 @@ class BenchmarkInfo:
         category: one of ``CATEGORIES``.
         num_choices: usual number of options; ``None`` when it varies per question.
         source: Hugging Face dataset id the paper used, or ``None`` if not known.
+        subsets: the dataset configs the benchmark pools, where the paper named none and we
+            chose (MCTest: ``mc160`` and ``mc500``); empty when the loader's config is implied.
     """
 
     name: str
     category: str
     num_choices: int | None
     source: str | None
+    subsets: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,7 @@ def _parse(data: dict[str, Any]) -> _Taxonomy:
                 category=str(cat["name"]),
                 num_choices=_check_k(entry.get("k"), name),
                 source=None if source is None else str(source),
+                subsets=tuple(str(x) for x in entry.get("subsets") or ()),
             )
             scored.append(info)
             by_name[name] = info

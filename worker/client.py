@@ -80,8 +80,8 @@ class AppClient:
     def recovery(self, shard_id: int, body: dict) -> dict:
         return self.post(f"/api/shards/{shard_id}/recovery", body)
 
-    def finish(self, shard_id: int, fingerprint: str | None) -> None:
-        self.post(f"/api/shards/{shard_id}/finish", {"fingerprint": fingerprint})
+    def finish(self, shard_id: int, fingerprint: str | None, data: dict | None = None) -> None:
+        self.post(f"/api/shards/{shard_id}/finish", {"fingerprint": fingerprint, "data": data})
 
     def fail(self, shard_id: int, error: str) -> None:
         self.post(f"/api/shards/{shard_id}/fail", {"error": error})

@@ -18,7 +18,7 @@ from app.jobs import ModelPathError, check_model_path
 from worker.benchmarks.grading import grade, grade_choice_logprobs
 from worker.benchmarks.items import BenchmarkError, Item
 from worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots
-from worker.benchmarks.registry import get_benchmark
+from worker.benchmarks.registry import load_benchmark
 from worker.client import AppClient
 from worker.engines.base import GenerationParams
 from worker.fingerprint import model_fingerprint
@@ -72,7 +72,7 @@ def run_shard(
             "(set FORGETMAP_BENCHMARK_DIRS on the worker)"
         )
     try:
-        items = get_benchmark(
+        loaded = load_benchmark(
             shard["benchmark"],
             local_dirs=settings.benchmark_dirs,
             limit=cfg.get("limit"),
@@ -80,6 +80,7 @@ def run_shard(
         )
     except BenchmarkError as exc:
         raise ShardFailed(str(exc)) from exc
+    items = loaded.items
     options = {"trust_remote_code": settings.trust_remote_code, "revision": spec.get("revision")}
     if cfg["engine"] == "transformers" and settings.torch_threads:
         # on a shared CPU node torch's default (every core) slowed generation 6-20x (bench/engine)
@@ -115,7 +116,7 @@ def run_shard(
         if client.progress(shard_id, done, total) == "cancelled":
             log.info("shard %d cancelled; stopping", shard_id)
             return "cancelled"
-    client.finish(shard_id, model_fingerprint(path, spec.get("revision")))
+    client.finish(shard_id, model_fingerprint(path, spec.get("revision")), loaded.data_record())
     log.info("shard %d done in %.1fs", shard_id, time.monotonic() - started)
     return "done"
 

@@ -202,15 +202,25 @@ def shard_progress(request: Request, shard_id: int, body: ProgressIn, owner: Own
     return {"status": status}
 
 
+class ShardData(BaseModel):
+    """The data a shard was evaluated on: a local copy (file, sha256) or the hub."""
+
+    source: str = Field(pattern="^(local|hub)$")
+    file: str | None = Field(default=None, max_length=300)
+    sha256: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
+
+
 class FinishIn(BaseModel):
     fingerprint: str | None = None
+    data: ShardData | None = None
 
 
 @router.post("/api/shards/{shard_id}/finish")
 def shard_finish(request: Request, shard_id: int, body: FinishIn, owner: Owner) -> dict:
     try:
         with deps.store(request).transaction() as conn:
-            jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint)
+            data = body.data.model_dump(exclude_none=True) if body.data else None
+            jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint, data=data)
     except InputError as exc:
         raise HTTPException(404, str(exc)) from exc
     return {"status": "done"}

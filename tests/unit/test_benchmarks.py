@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -603,10 +602,13 @@ def test_registry_covers_every_scored_benchmark() -> None:
     assert len(scored_benchmarks()) == 94
     assert "bbh:multistep_arithmetic_two" in known
     spec = get_spec("bbh_causal_judgement")
-    assert spec is not None and spec.source == HubSource(
-        "lighteval/big_bench_hard", "causal_judgement", "train"
+    assert spec is not None and spec.sources == (
+        HubSource("lighteval/big_bench_hard", "causal_judgement", "train"),
     )
-    assert get_spec("arc_easy").source.config == "ARC-Easy"  # type: ignore[union-attr]
+    assert get_spec("arc_easy").sources[0].config == "ARC-Easy"  # type: ignore[union-attr]
+    # MCTest pools the subsets the taxonomy names; GPQA is gated
+    assert [s.config for s in get_spec("mctest").sources] == ["mc160", "mc500"]  # type: ignore[union-attr]
+    assert get_spec("gpqa:diamond").sources[0].gated  # type: ignore[union-attr]
 
 
 def test_get_benchmark_unknown_and_unscored() -> None:
@@ -683,37 +685,6 @@ def test_get_benchmark_local_files(tmp_path: Path) -> None:
 
     (item,) = get_benchmark("mmlu:anatomy", local_dirs=[bench_dir], fetch=no_hub)
     assert item.benchmark == "mmlu:anatomy" and item.category == "Science/Tech"
-
-
-def test_load_hub_rows_reads_the_parquet_export_of_script_datasets(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    calls: list[tuple[object, ...]] = []
-
-    def load_dataset(
-        repo: str, config: str | None, split: str, revision: str | None = None
-    ) -> list[dict[str, object]]:
-        calls.append((repo, config, split, revision))
-        if revision is None:
-            raise RuntimeError("Dataset scripts are no longer supported, but found piqa.py")
-        return [{"goal": "g", "sol1": "a", "sol2": "b", "label": 0}]
-
-    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
-    rows = load_hub_rows(HubSource("ybisk/piqa", None, "validation", "plain_text"))
-    assert list(rows)[0]["goal"] == "g"
-    assert calls == [
-        ("ybisk/piqa", None, "validation", None),
-        ("ybisk/piqa", "plain_text", "validation", "refs/convert/parquet"),
-    ]
-
-    def broken(*args: object, **kwargs: object) -> None:
-        raise ConnectionError("no network")
-
-    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=broken))
-    with pytest.raises(
-        BenchmarkError, match=r"cannot load tau/commonsense_qa \[validation\].*no network"
-    ):
-        load_hub_rows(HubSource("tau/commonsense_qa", None, "validation"))
 
 
 def test_load_hub_rows_without_datasets(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,6 +25,7 @@ field          required  meaning
 ``benchmark``  no        benchmark name; default: the file name without ``.jsonl``
 ``context``    no        a passage shown before the question (reading comprehension)
 ``metadata``   no        an object kept with the item as is
+``k``          no        the number of choices (null for a generative item); checked when given
 =============  ========  ==========================================================================
 
 Any other field is refused (a misspelled ``"choises"`` would otherwise turn a multiple-choice item
@@ -171,7 +172,7 @@ class Item:
 # Local JSONL benchmarks
 
 _JSONL_FIELDS = frozenset(
-    {"id", "question", "choices", "answer", "category", "benchmark", "context", "metadata"}
+    {"id", "question", "choices", "answer", "category", "benchmark", "context", "metadata", "k"}
 )
 
 
@@ -256,6 +257,10 @@ def _item_from_record(record: Any, where: str, default_benchmark: str, category_
         if any(not isinstance(c, str) or not c.strip() for c in raw_choices):
             raise _fail(where, "every choice must be a non-empty string")
         choices = tuple(raw_choices)
+
+    if "k" in record and record["k"] != (None if choices is None else len(choices)):
+        shown = "a generative item" if choices is None else f"{len(choices)} choices"
+        raise _fail(where, f"'k' is {record['k']!r} but the record has {shown}")
 
     if "answer" not in record or record["answer"] is None:
         raise _fail(where, "'answer' is missing")

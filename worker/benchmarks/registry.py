@@ -5,7 +5,7 @@ Two layers:
 * **Loaders** (``load_mmlu``, ``load_bbh``, ...): pure functions from one dataset split, given as an
   iterable of rows (dicts in the dataset's own column shapes), to ``Item`` objects. They never touch
   the network, so they are tested with hand-written rows.
-* **The registry** (``get_benchmark``): resolves a benchmark name (any spelling that
+* **The registry** (``load_benchmark``, ``get_benchmark``): resolves a benchmark name (any spelling that
   ``app.taxonomy.canonical_name`` knows, or ``local:<path>``), fetches the split with the
   ``datasets`` package (imported lazily, only when a hub benchmark is asked for) and runs the loader.
 
@@ -27,14 +27,10 @@ which puts every gold answer at ``A``). The permutation is kept in ``metadata["p
 
 k is always ``len(item.choices)``, the number of options shown.
 
-Hub specifics (not testable here: no hub access):
-
-* Several of the paper's datasets are script-based (``lighteval/big_bench_hard``, ``ybisk/piqa``,
-  ``allenai/social_i_qa``, ``sagnikrayc/mctest``, ``Rowan/hellaswag``); ``datasets >= 4`` refuses
-  scripts and earlier versions want ``trust_remote_code``, which we never set. When the first load
-  fails for that reason, ``load_hub_rows`` retries the hub's automatic Parquet export (revision
-  ``refs/convert/parquet``), which holds the same rows without code.
-* ``Idavidrein/gpqa`` is gated: the hub token must belong to an account that accepted its terms.
+Where the rows come from (``load_benchmark``): a local copy first (``<name>.jsonl`` in a benchmark
+folder, written by ``forgetmap suite fetch`` with the same ids and unshuffled options, so a copy
+gives exactly the hub's items), else the hub through ``worker.benchmarks.sources.load_hub_rows``
+(script-based datasets from their Parquet export; gated ones with ``HF_TOKEN``).
 """
 
 from __future__ import annotations
@@ -64,16 +60,21 @@ from worker.benchmarks.items import (
     content_hash,
     load_jsonl_benchmark,
 )
+from worker.benchmarks.sources import HubSource, load_hub_rows
 
 __all__ = [
     "LOCAL_PREFIX",
     "BenchmarkSpec",
     "HubSource",
+    "LoadedBenchmark",
+    "copy_file_name",
+    "file_sha256",
     "get_benchmark",
     "get_spec",
     "known_benchmarks",
     "load_arc",
     "load_bbh",
+    "load_benchmark",
     "load_commonsense_qa",
     "load_gpqa",
     "load_hellaswag",
@@ -770,70 +771,59 @@ def load_salad_bench_mrq(
 # The registry
 
 
-@dataclass(frozen=True)
-class HubSource:
-    """Where a benchmark's split lives on the Hugging Face hub."""
-
-    repo: str
-    config: str | None
-    split: str
-    parquet_config: str | None = None
-    """Config name in the ``refs/convert/parquet`` export, where it differs (``default``)."""
-
-    def __str__(self) -> str:
-        config = f"/{self.config}" if self.config else ""
-        return f"{self.repo}{config} [{self.split}]"
-
-
 Loader = Callable[..., list[Item]]
 
 
 @dataclass(frozen=True)
 class BenchmarkSpec:
-    """A hub benchmark: its canonical name, source, loader and default option shuffle."""
+    """A hub benchmark: its canonical name, the splits it pools (usually one), loader and default
+    option shuffle."""
 
     name: str
-    source: HubSource
+    sources: tuple[HubSource, ...]
     loader: Loader
     shuffle: bool = False
+
+
+def _spec(name: str, source: HubSource, loader: Loader, shuffle: bool = False) -> BenchmarkSpec:
+    return BenchmarkSpec(name, (source,), loader, shuffle)
+
+
+def _mctest_spec(name: str) -> BenchmarkSpec:
+    info = lookup(name)
+    subsets = info.subsets if info is not None and info.subsets else ("mc500",)
+    sources = tuple(HubSource("sagnikrayc/mctest", subset, "test") for subset in subsets)
+    return BenchmarkSpec(name, sources, load_mctest)
 
 
 def _spec_for(name: str) -> BenchmarkSpec | None:
     family, _, task = name.partition(":")
     if family == "mmlu" and task:
-        return BenchmarkSpec(name, HubSource("lighteval/mmlu", task, "test"), load_mmlu)
+        return _spec(name, HubSource("lighteval/mmlu", task, "test"), load_mmlu)
     if family == "bbh" and task and task not in ("dyck_languages", "word_sorting"):
         config = _BBH_DATASET_CONFIG.get(task, task)
-        return BenchmarkSpec(name, HubSource("lighteval/big_bench_hard", config, "train"), load_bbh)
+        return _spec(name, HubSource("lighteval/big_bench_hard", config, "train"), load_bbh)
     if family == "arc" and task in ("easy", "challenge"):
         config = {"easy": "ARC-Easy", "challenge": "ARC-Challenge"}[task]
-        return BenchmarkSpec(name, HubSource("allenai/ai2_arc", config, "test"), load_arc)
+        return _spec(name, HubSource("allenai/ai2_arc", config, "test"), load_arc)
     if family == "musr" and task:
-        return BenchmarkSpec(name, HubSource("TAUR-Lab/MuSR", None, task, "default"), load_musr)
+        return _spec(name, HubSource("TAUR-Lab/MuSR", None, task), load_musr)
+    if name == "mctest":
+        return _mctest_spec(name)
+    gpqa = HubSource("Idavidrein/gpqa", "gpqa_diamond", "train", gated=True)
+    truthful = HubSource("truthfulqa/truthful_qa", "multiple_choice", "validation")
     fixed: dict[str, BenchmarkSpec] = {
-        "gpqa:diamond": BenchmarkSpec(
-            name, HubSource("Idavidrein/gpqa", "gpqa_diamond", "train"), load_gpqa, shuffle=True
+        "gpqa:diamond": _spec(name, gpqa, load_gpqa, shuffle=True),
+        "truthfulqa:mc1": _spec(name, truthful, load_truthfulqa_mc1, shuffle=True),
+        "hellaswag": _spec(name, HubSource("Rowan/hellaswag", None, "validation"), load_hellaswag),
+        "social_iqa": _spec(
+            name, HubSource("allenai/social_i_qa", None, "validation"), load_social_iqa
         ),
-        "truthfulqa:mc1": BenchmarkSpec(
-            name,
-            HubSource("truthfulqa/truthful_qa", "multiple_choice", "validation"),
-            load_truthfulqa_mc1,
-            shuffle=True,
-        ),
-        "hellaswag": BenchmarkSpec(
-            name, HubSource("Rowan/hellaswag", None, "validation", "default"), load_hellaswag
-        ),
-        "social_iqa": BenchmarkSpec(
-            name, HubSource("allenai/social_i_qa", None, "validation", "default"), load_social_iqa
-        ),
-        "mctest": BenchmarkSpec(name, HubSource("sagnikrayc/mctest", "mc500", "test"), load_mctest),
-        "piqa": BenchmarkSpec(
-            name, HubSource("ybisk/piqa", None, "validation", "plain_text"), load_piqa
-        ),
-        "commonsense_qa": BenchmarkSpec(
+        "piqa": _spec(name, HubSource("ybisk/piqa", None, "validation", "plain_text"), load_piqa),
+        "commonsense_qa": _spec(
             name, HubSource("tau/commonsense_qa", None, "validation"), load_commonsense_qa
         ),
-        "salad_bench:mrq": BenchmarkSpec(
+        "salad_bench:mrq": _spec(
             name, HubSource("walledai/SaladBench", "mrq", "train"), load_salad_bench_mrq
         ),
     }
@@ -863,44 +853,6 @@ def known_benchmarks() -> tuple[str, ...]:
 def get_spec(name: str) -> BenchmarkSpec | None:
     """The hub spec of a benchmark name (any known spelling), or None."""
     return _registry().get(canonical_name(name))
-
-
-def _is_script_refusal(exc: BaseException) -> bool:
-    text = str(exc).lower()
-    return any(
-        s in text
-        for s in ("dataset scripts are no longer supported", "trust_remote_code", "custom code")
-    )
-
-
-def load_hub_rows(source: HubSource) -> Iterable[Row]:
-    """The rows of one split from the hub (or the local ``datasets`` cache), via ``datasets``.
-
-    Never runs dataset scripts: a script-based dataset is read from the hub's Parquet export.
-    """
-    try:
-        import datasets
-    except ImportError as exc:
-        raise BenchmarkError(
-            f"loading {source} needs the 'datasets' package, which is not installed; install it "
-            f"(pip install datasets) or use a local JSONL benchmark ({LOCAL_PREFIX}<path>)"
-        ) from exc
-    try:
-        return datasets.load_dataset(source.repo, source.config, split=source.split)
-    except Exception as exc:  # datasets raises many types (FileNotFound, ValueError, HTTP errors)
-        if not _is_script_refusal(exc):
-            raise BenchmarkError(f"cannot load {source} from the Hugging Face hub: {exc}") from exc
-        first = exc
-    config = source.parquet_config or source.config
-    try:
-        return datasets.load_dataset(
-            source.repo, config, split=source.split, revision="refs/convert/parquet"
-        )
-    except Exception as exc:
-        raise BenchmarkError(
-            f"cannot load {source}: it is script-based ({first}) and its Parquet export "
-            f"(refs/convert/parquet, config {config!r}) failed too: {exc}"
-        ) from exc
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -973,7 +925,44 @@ def _select(items: list[Item], limit: int | None) -> list[Item]:
     return [item for pos, item in enumerate(items) if pos in keep]
 
 
-def get_benchmark(
+def copy_file_name(benchmark: str) -> str:
+    """The file name of a benchmark's local copy (``suite fetch``): ``bbh:navigate`` ->
+    ``bbh_navigate.jsonl``."""
+    return f"{canonical_name(benchmark).replace(':', '_')}.jsonl"
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class LoadedBenchmark:
+    """A benchmark's items and where they came from."""
+
+    name: str
+    items: list[Item]
+    source: str
+    """``local`` (a JSONL file: a ``suite fetch`` copy or a ``local:`` benchmark) or ``hub``."""
+    path: Path | None = None
+    sha256: str | None = None
+    """SHA-256 of the local file, so that results can name the exact data they saw."""
+
+    def data_record(self) -> dict[str, str]:
+        """What a shard's eval config records about its data."""
+        if self.path is None:
+            return {"source": self.source}
+        return {"source": self.source, "file": self.path.name, "sha256": str(self.sha256)}
+
+
+def _from_file(name: str, path: Path, items: list[Item]) -> LoadedBenchmark:
+    return LoadedBenchmark(name, items, "local", path, file_sha256(path))
+
+
+def load_benchmark(
     name: str,
     *,
     local_dirs: Sequence[str | Path] = (),
@@ -981,14 +970,14 @@ def get_benchmark(
     seed: int = 0,
     shuffle: bool | None = None,
     fetch: Callable[[HubSource], Iterable[Row]] | None = None,
-) -> list[Item]:
-    """The items of one benchmark.
+) -> LoadedBenchmark:
+    """The items of one benchmark, and their source.
 
     ``name``: ``local:<path>`` (a JSONL benchmark; with ``local_dirs`` the path must lie inside one
     of them, relative paths are looked up there), or a benchmark name in any spelling the taxonomy
-    knows (``mmlu:anatomy``, ``mmlu_anatomy``, ``leaderboard|mmlu:anatomy|5``). A file
-    ``<name>.jsonl`` (also ``mmlu_anatomy.jsonl`` for ``mmlu:anatomy``) in one of ``local_dirs`` is
-    used instead of the hub: an offline copy, its records named after the canonical benchmark.
+    knows (``mmlu:anatomy``, ``mmlu_anatomy``, ``leaderboard|mmlu:anatomy|5``). A local copy
+    ``copy_file_name(name)`` (``mmlu_anatomy.jsonl``; also ``<name>.jsonl``) in one of
+    ``local_dirs`` is used first, the hub only without one.
 
     ``limit``: keep at most that many items, a fixed pseudo-random subset chosen by hashed sample
     id (independent of row order and of the seed). ``seed``: the option-shuffle seed.
@@ -1003,7 +992,7 @@ def get_benchmark(
         items = load_jsonl_benchmark(path)
         if shuffle:
             items = [shuffle_item(it, seed) for it in items]
-        return _select(items, limit)
+        return _from_file(raw, path, _select(items, limit))
 
     canonical = canonical_name(raw)
     spec = _registry().get(canonical)
@@ -1013,7 +1002,7 @@ def get_benchmark(
         items = load_jsonl_benchmark(local, benchmark=canonical)
         if do_shuffle:
             items = [shuffle_item(it, seed) for it in items]
-        return _select(items, limit)
+        return _from_file(canonical, local, _select(items, limit))
 
     if spec is None:
         if canonical in not_scored_benchmarks():
@@ -1024,8 +1013,21 @@ def get_benchmark(
         raise BenchmarkError(
             f"unknown benchmark {raw!r}; known: {known}; or {LOCAL_PREFIX}<path to a .jsonl file>"
         )
-    rows = (fetch or load_hub_rows)(spec.source)
+    try:
+        rows = [row for source in spec.sources for row in (fetch or load_hub_rows)(source)]
+    except BenchmarkError as exc:
+        folders = ", ".join(map(str, local_dirs)) or "none configured"
+        raise BenchmarkError(
+            f"{spec.name}: no local copy {copy_file_name(spec.name)} in the benchmark folders "
+            f"({folders}), and {exc}"
+        ) from exc
     items = spec.loader(rows, spec.name, seed=seed, shuffle=do_shuffle)
     if not items:
-        raise BenchmarkError(f"{spec.name}: {spec.source} gave no usable rows")
-    return _select(items, limit)
+        where = ", ".join(map(str, spec.sources))
+        raise BenchmarkError(f"{spec.name}: {where} gave no usable rows")
+    return LoadedBenchmark(spec.name, _select(items, limit), "hub")
+
+
+def get_benchmark(name: str, **options: Any) -> list[Item]:
+    """The items of one benchmark (``load_benchmark`` without the source)."""
+    return load_benchmark(name, **options).items
