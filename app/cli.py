@@ -654,17 +654,12 @@ def _suite_selection(benchmarks: str | None, categories: str | None, paper: bool
 
 
 def _suite_progress(what: str):
+    """A progress context (bar on a terminal, plain lines in logs) over benchmarks."""
+    from app.progress import progress_reporter
+
     # one bar per benchmark here; datasets' own bars (read when it is imported) would interleave
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-    columns = [TextColumn("{task.description}"), BarColumn(),
-               TextColumn("{task.completed}/{task.total} benchmarks"), TimeElapsedColumn()]  # fmt: skip
-    bar = Progress(*columns, console=err, transient=True, disable=not err.is_terminal)
-    task = bar.add_task(what, total=None)
-
-    def progress(name: str, done: int, total: int) -> None:
-        bar.update(task, description=f"{what} {name}", completed=done, total=total)
-
-    return bar, progress
+    return progress_reporter(what, _err())
 
 
 _SELECTION = [
@@ -706,9 +701,8 @@ def suite_fetch(
     from app.suite import fetch_suite
 
     names = _suite_selection(benchmarks, categories, paper)
-    bar, progress = _suite_progress("fetching")
     try:
-        with bar:
+        with _suite_progress("fetching") as progress:
             results = fetch_suite(names, out, hub_dir=hub_dir, force=force, progress=progress)
     except InputError as exc:
         raise CliError(str(exc)) from exc
@@ -735,8 +729,7 @@ def suite_check(benchmarks: str | None, categories: str | None, paper: bool, fmt
     from worker.settings import WorkerSettings
 
     names = _suite_selection(benchmarks, categories, paper)
-    bar, progress = _suite_progress("loading")
-    with bar:
+    with _suite_progress("loading") as progress:
         records = check_suite(names, WorkerSettings.from_env().benchmark_dirs, progress=progress)
     if fmt == "json":
         click.echo(json.dumps([asdict(r) for r in records], indent=2))

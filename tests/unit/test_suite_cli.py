@@ -120,7 +120,7 @@ def test_cli_check_json_and_exit_code(fetched) -> None:
         main, ["suite", "check", "--benchmarks", "piqa,hellaswag", "--format", "json"], env=env
     )
     assert result.exit_code == 0, result.output
-    records = json.loads(result.output)
+    records = json.loads(result.stdout)  # progress lines go to stderr
     assert [(r["name"], r["n"], r["source"]) for r in records] == [
         ("piqa", 2, "local"),
         ("hellaswag", 1, "local"),
