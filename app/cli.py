@@ -493,11 +493,30 @@ def map_command(ctx: click.Context, level: str, aggregate: str, fmt: str) -> Non
         click.echo(buf.getvalue(), nl=False)
     else:
         if not records:
-            click.echo(
-                "the map is empty: import results for two models, then `forgetmap pair add BASE POST`"
-            )
+            click.echo(_empty_map_hint(ctx))
             return
         _print_table(records, level)
+
+
+def _empty_map_hint(ctx: click.Context) -> str:
+    """Why the map is empty and what to try."""
+    from app.db.queries import list_pairs
+
+    store = _store(ctx)
+    try:
+        with store.read() as conn:
+            pairs = list_pairs(conn)
+    finally:
+        store.close()
+    if not pairs:
+        return "the map is empty: import results for two models, then `forgetmap pair add BASE POST`"
+    names = ", ".join(f"{p['base']} -> {p['post']}" for p in pairs[:5])
+    return (
+        f"the map is empty: {len(pairs)} pair(s) ({names}) paired no samples. Samples pair on "
+        "(benchmark, sample id, seed): check that both models ran the same benchmarks (same task "
+        "names) with the same seeds; `forgetmap pair add BASE POST` prints per benchmark what "
+        "each side has"
+    )
 
 
 def _print_table(records: list[dict], level: str) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "QUESTION_KEY_PREFIX",
     "identify",
     "link_candidates",
+    "question_from_prompts",
     "normalize",
     "normalize_text",
     "shared_affixes",
@@ -101,6 +102,62 @@ def _normalized_sql(expr: str) -> str:
     )
 
 
+def _register_affixes(con, source: str, unit: str, text: str) -> None:
+    """Register ``affixes`` (the unit columns, start, finish, has_ids): per unit of ``source``,
+    the lengths of what every ``text`` of the unit shares at its start and end."""
+    per_unit = con.sql(
+        f"""
+        SELECT {unit}, min({text}), max({text}), min(reverse({text})), max(reverse({text})),
+               min(length({text})),
+               bool_and(doc_id IS NOT NULL AND trim(doc_id) <> '') AS has_ids
+        FROM {source} GROUP BY {unit}
+        """
+    ).fetchall()
+    keys = [k.strip() for k in unit.split(",")]
+    columns: dict[str, list] = {k: [] for k in keys}
+    columns.update(start=[], finish=[], has_ids=[])
+    for row in per_unit:
+        lo, hi, rlo, rhi, shortest, has_ids = row[len(keys) :]
+        start, finish = _affixes(lo or "", hi or "", rlo or "", rhi or "", shortest or 0)
+        for k, v in zip(keys, row, strict=False):
+            columns[k].append(v)
+        columns["start"].append(start)
+        columns["finish"].append(finish)
+        columns["has_ids"].append(bool(has_ids))
+    types = {"start": pa.int64(), "finish": pa.int64(), "has_ids": pa.bool_()}
+    con.register("affixes", pa.table({k: pa.array(v, types.get(k)) for k, v in columns.items()}))
+
+
+def _stripped_sql(text: str) -> str:
+    """The text without its unit's shared affixes, trimmed (SQL over ``affixes`` as ``a``)."""
+    return (
+        f"regexp_replace(substring({text}, a.start + 1, length({text}) - a.start - a.finish), "
+        "'^\\s+|\\s+$', '', 'g')"
+    )
+
+
+def question_from_prompts(table: pa.Table) -> pa.Array:
+    """The ``question`` column where given, else each ``prompt`` without what every prompt of its
+    (model, benchmark, seed) shares (few-shot block, instructions, answer cue): what lists show."""
+    con = duckdb.connect()
+    try:
+        rows = table.select(["model", "benchmark", "seed", "prompt", "question"])
+        rows = rows.append_column("pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+        rows = rows.append_column("doc_id", pa.nulls(table.num_rows, pa.string()))
+        con.register("rows_in", rows)
+        _register_affixes(con, "rows_in WHERE question IS NULL", "model, benchmark, seed", "prompt")
+        result = con.sql(
+            f"""
+            SELECT coalesce(r.question, {_stripped_sql("r.prompt")}) AS question
+            FROM rows_in r LEFT JOIN affixes a USING (model, benchmark, seed)
+            ORDER BY r.pos
+            """
+        ).to_arrow_table()
+    finally:
+        con.close()
+    return result["question"].combine_chunks()
+
+
 def identify(table: pa.Table) -> tuple[pa.Array, pa.Array]:
     """Sample ids and question texts for rows of many (task, run) files at once.
 
@@ -116,29 +173,12 @@ def identify(table: pa.Table) -> tuple[pa.Array, pa.Array]:
         rows = table.select(["unit", "query", "choices_key", "gold_key", "doc_id"])
         rows = rows.append_column("pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
         con.register("rows_in", rows)
-        per_unit = con.sql(
-            """
-            SELECT unit, min(query), max(query), min(reverse(query)), max(reverse(query)),
-                   min(length(query)),
-                   bool_and(doc_id IS NOT NULL AND trim(doc_id) <> '') AS has_ids
-            FROM rows_in GROUP BY unit
-            """
-        ).fetchall()
-        units = {"unit": [], "start": [], "finish": [], "has_ids": []}
-        for unit, lo, hi, rlo, rhi, shortest, has_ids in per_unit:
-            start, finish = _affixes(lo or "", hi or "", rlo or "", rhi or "", shortest or 0)
-            units["unit"].append(unit)
-            units["start"].append(start)
-            units["finish"].append(finish)
-            units["has_ids"].append(bool(has_ids))
-        con.register("affixes", pa.table(units))
+        _register_affixes(con, "rows_in", "unit", "query")
         result = con.sql(
             f"""
             WITH q AS (
                 SELECT r.pos, r.unit, r.doc_id, a.has_ids, r.choices_key, r.gold_key,
-                       regexp_replace(
-                           substring(r.query, a.start + 1, length(r.query) - a.start - a.finish),
-                           '^\\s+|\\s+$', '', 'g') AS question
+                       {_stripped_sql("r.query")} AS question
                 FROM rows_in r JOIN affixes a USING (unit)
             ), k AS (
                 SELECT *, '{QUESTION_KEY_PREFIX}' || left(md5(

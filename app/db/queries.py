@@ -5,6 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlalchemy import Connection
 
+from app.sample_identity import AMBIGUOUS_MARK
+
 
 def _duck(conn: Connection):
     return conn.connection.driver_connection
@@ -233,15 +235,20 @@ def _like(q: str) -> str:
 def _flip_filter(pair: dict, benchmarks: list[int] | None, transition: str, q: str | None):
     """FROM/WHERE shared by the listing and its count; values go in as parameters."""
     pre, post = TRANSITIONS[transition]
-    sql = """
+    # a post sample linked by question text (sample_links) stands in for the base's id; samples
+    # whose key is ambiguous never pair (see app.sample_identity)
+    sql = f"""
         FROM results b
+        LEFT JOIN sample_links l ON l.pair_id = ? AND l.benchmark_id = b.benchmark_id
+                                AND l.base_sample_id = b.sample_id
         JOIN results p ON p.model_id = ? AND p.benchmark_id = b.benchmark_id
-                      AND p.seed = b.seed AND p.sample_id = b.sample_id
+                      AND p.seed = b.seed AND p.sample_id = coalesce(l.post_sample_id, b.sample_id)
         JOIN benchmarks bm ON bm.id = b.benchmark_id
         WHERE b.model_id = ? AND b.correct = ? AND p.correct = ?
           AND (b.doc_hash IS NULL OR p.doc_hash IS NULL OR b.doc_hash = p.doc_hash)
+          AND b.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
     """
-    params: list = [pair["post_model_id"], pair["base_model_id"], pre, post]
+    params: list = [pair["id"], pair["post_model_id"], pair["base_model_id"], pre, post]
     if benchmarks is not None:
         sql += f" AND b.benchmark_id IN ({', '.join('?' for _ in benchmarks) or 'NULL'})"
         params += benchmarks
@@ -277,7 +284,8 @@ def flipped_samples(
         f"""
         SELECT bm.name, bm.category, b.sample_id, list(b.seed ORDER BY b.seed) AS seeds,
                any_value(b.prompt) AS prompt, any_value(b.gold) AS gold,
-               any_value(b.prediction) AS base_prediction, any_value(p.prediction) AS post_prediction
+               any_value(b.prediction) AS base_prediction, any_value(p.prediction) AS post_prediction,
+               coalesce(any_value(b.question), any_value(p.question)) AS question
         {where}
         GROUP BY bm.name, bm.category, b.sample_id
         ORDER BY len(seeds) DESC, bm.name, b.sample_id
@@ -294,6 +302,7 @@ def flipped_samples(
         "gold",
         "base_prediction",
         "post_prediction",
+        "question",
     )
     return int(total), [dict(zip(keys, r, strict=True)) for r in rows]
 
@@ -309,7 +318,11 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
                coalesce(b.num_choices, p.num_choices),
                b.correct, b.response, b.prediction, p.correct, p.response, p.prediction
         FROM (SELECT * FROM results WHERE model_id = ? AND benchmark_id = ? AND sample_id = ?) b
-        FULL OUTER JOIN (SELECT * FROM results WHERE model_id = ? AND benchmark_id = ? AND sample_id = ?) p
+        FULL OUTER JOIN (
+            SELECT * FROM results WHERE model_id = ? AND benchmark_id = ? AND sample_id = coalesce(
+                (SELECT post_sample_id FROM sample_links
+                  WHERE pair_id = ? AND benchmark_id = ? AND base_sample_id = ?), ?)
+        ) p
           ON b.seed = p.seed
         ORDER BY 1
         """,
@@ -319,6 +332,9 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
                 sample_id,
                 pair["post_model_id"],
                 benchmark_id,
+                pair["id"],
+                benchmark_id,
+                sample_id,
                 sample_id,
             ],
         )
@@ -358,18 +374,21 @@ def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
     rows = (
         _duck(conn)
         .execute(
-            """
+            f"""
         WITH per_pair AS (
             SELECT pr.id AS pair_id, b.benchmark_id, b.sample_id,
                    avg((b.correct AND NOT p.correct)::INT) AS forgot_share
             FROM pairs pr
             JOIN results b ON b.model_id = pr.base_model_id
+            LEFT JOIN sample_links l ON l.pair_id = pr.id AND l.benchmark_id = b.benchmark_id
+                                    AND l.base_sample_id = b.sample_id
             JOIN results p ON p.model_id = pr.post_model_id AND p.benchmark_id = b.benchmark_id
-                          AND p.seed = b.seed AND p.sample_id = b.sample_id
+                          AND p.seed = b.seed AND p.sample_id = coalesce(l.post_sample_id, b.sample_id)
+            WHERE b.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
             GROUP BY ALL
         )
         SELECT bm.name, bm.category, f.sample_id, count(*) AS pairs, list(f.pair_id ORDER BY f.pair_id),
-               (SELECT any_value(r.prompt) FROM results r
+               (SELECT coalesce(any_value(r.question), any_value(r.prompt)) FROM results r
                  WHERE r.benchmark_id = f.benchmark_id AND r.sample_id = f.sample_id) AS prompt
         FROM per_pair f JOIN benchmarks bm ON bm.id = f.benchmark_id
         WHERE f.forgot_share >= 0.5

@@ -299,6 +299,24 @@ def prepare(table: pa.Table, *, source: str) -> tuple[pa.Table, dict]:
                 pc.take(canon, pc.index_in(col, raw_names)),
             )
     table = validate_normalized(table, source=source)
+    question = table["question"]
+    if question.null_count and table["prompt"].null_count < table.num_rows:
+        from app.sample_identity import question_from_prompts
+
+        decoded = table.select(["model", "benchmark", "seed", "prompt", "question"])
+        decoded = decoded.cast(
+            pa.schema(
+                [
+                    pa.field(
+                        f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type
+                    )
+                    for f in decoded.schema
+                ]
+            )
+        )
+        table = table.set_column(
+            table.schema.get_field_index("question"), "question", question_from_prompts(decoded)
+        )
 
     # per benchmark: the distinct categories given and option counts seen, from integer codes
     bench_codes, bench_names = dictionary_codes(table["benchmark"])

@@ -128,6 +128,12 @@ def flipped(
     return map_cache(request).cache.get(key, load)
 
 
+def pairing(request: Request, pair_id: int) -> list[dict]:
+    """How the pair's samples paired, per benchmark (queries.pairing_report)."""
+    with store(request).read() as conn:
+        return queries.pairing_report(conn, pair_id)
+
+
 def pair_recoveries(request: Request, pair_id: int) -> list[dict]:
     from app.db import recoveries
 

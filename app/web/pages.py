@@ -105,7 +105,9 @@ def pair_page(request: Request, pair_id: int) -> HTMLResponse:
     pair = deps.get_pair(request, pair_id)
     rows = deps.pair_rows(request, pair_id)
     recoveries = deps.pair_recoveries(request, pair_id)
+    pairing = deps.pairing(request, pair_id)
     return _page(request, "pair.html", pair=pair, rows=rows, quadrants=quadrants(rows),
+                 pairing=pairing, pairing_rule=queries.pairing_rule,
                  recoveries=recoveries, recovery_rows=view_rows(recoveries[0]) if recoveries else [],
                  base_temperatures=base_temperatures,
                  logged_in=bool(request.session.get("user")))  # fmt: skip
