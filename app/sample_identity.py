@@ -36,6 +36,8 @@ __all__ = [
     "AMBIGUOUS_MARK",
     "QUESTION_KEY_PREFIX",
     "identify",
+    "question_texts",
+    "unit_affixes",
     "link_candidates",
     "question_from_prompts",
     "normalize",
@@ -57,33 +59,30 @@ _QUOTES_SQL = _QUOTES.replace("'", "''")
 
 
 def shared_affixes(queries: list[str]) -> tuple[int, int]:
-    """Lengths (in characters) of the prefix and suffix that every query shares.
+    """Lengths, in UTF-8 bytes, of the prefix and suffix that every query shares.
 
-    Both are cut back to a whitespace boundary (the removed part ends, or the kept part starts,
-    after whitespace) and never overlap the shortest query's middle. With fewer than two distinct
-    queries nothing is shared: a single query is all question.
+    Both are cut back to whitespace (the removed prefix ends with it, the removed suffix starts
+    with it), so a word shared by chance is not split and the cuts fall between characters; they
+    never overlap in the shortest query. With fewer than two distinct queries nothing is shared:
+    a single query is all question.
     """
-    distinct = set(queries)
-    if len(distinct) < 2:
+    encoded = {q.encode("utf-8") for q in queries}
+    if len(encoded) < 2:
         return 0, 0
-    reversed_ = [q[::-1] for q in distinct]
-    return _affixes(
-        min(distinct), max(distinct), min(reversed_), max(reversed_), min(map(len, distinct))
-    )
+    tails = [q[::-1] for q in encoded]
+    return _affixes(min(encoded), max(encoded), min(tails), max(tails), min(map(len, encoded)))
 
 
-def _back_to_space(shared: str, *, from_end: bool) -> int:
+_SPACE_BYTES = b" \t\n\r\x0b\x0c"
+
+
+def _back_to_space(shared: bytes, *, from_end: bool) -> int:
     """Length of ``shared`` cut so that it ends (prefix) or starts (suffix) at whitespace."""
     if not shared:
         return 0
     if from_end:
-        if shared[-1].isspace():
-            return len(shared)
-        cut = max(shared.rfind(" "), shared.rfind("\n"), shared.rfind("\t"))
-        return cut + 1
-    if shared[0].isspace():
-        return len(shared)
-    cuts = [i for i in (shared.find(" "), shared.find("\n"), shared.find("\t")) if i >= 0]
+        return max(shared.rfind(bytes([c])) for c in _SPACE_BYTES) + 1
+    cuts = [i for i in (shared.find(bytes([c])) for c in _SPACE_BYTES) if i >= 0]
     return len(shared) - min(cuts) if cuts else 0
 
 
@@ -102,119 +101,157 @@ def _normalized_sql(expr: str) -> str:
     )
 
 
-def _register_affixes(con, source: str, unit: str, text: str) -> None:
-    """Register ``affixes`` (the unit columns, start, finish, has_ids): per unit of ``source``,
-    the lengths of what every ``text`` of the unit shares at its start and end."""
-    per_unit = con.sql(
-        f"""
-        SELECT {unit}, min({text}), max({text}), min(reverse({text})), max(reverse({text})),
-               min(length({text})),
-               bool_and(doc_id IS NOT NULL AND trim(doc_id) <> '') AS has_ids
-        FROM {source} GROUP BY {unit}
-        """
-    ).fetchall()
-    keys = [k.strip() for k in unit.split(",")]
-    columns: dict[str, list] = {k: [] for k in keys}
-    columns.update(start=[], finish=[], has_ids=[])
-    for row in per_unit:
-        lo, hi, rlo, rhi, shortest, has_ids = row[len(keys) :]
-        start, finish = _affixes(lo or "", hi or "", rlo or "", rhi or "", shortest or 0)
-        for k, v in zip(keys, row, strict=False):
-            columns[k].append(v)
-        columns["start"].append(start)
-        columns["finish"].append(finish)
-        columns["has_ids"].append(bool(has_ids))
-    types = {"start": pa.int64(), "finish": pa.int64(), "has_ids": pa.bool_()}
-    con.register("affixes", pa.table({k: pa.array(v, types.get(k)) for k, v in columns.items()}))
+def _one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    # binary_slice fails on some chunked inputs (pyarrow 26: "Negative buffer resize")
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
-def _stripped_sql(text: str) -> str:
-    """The text without its unit's shared affixes, trimmed (SQL over ``affixes`` as ``a``)."""
-    return (
-        f"regexp_replace(substring({text}, a.start + 1, length({text}) - a.start - a.finish), "
-        "'^\\s+|\\s+$', '', 'g')"
-    )
+def unit_affixes(queries: pa.Array | pa.ChunkedArray) -> tuple[int, int]:
+    """``shared_affixes`` of one unit's queries with Arrow kernels, in bytes.
+
+    Bytewise min/max keep the property that every query shares the common prefix of the two
+    extremes; suffixes likewise on the queries' reversed last bytes (a window doubled while all of
+    it is shared). Byte offsets keep slicing O(1) per row: codepoint slicing of long few-shot
+    prompts scans them from the start.
+    """
+    if len(queries) < 2 or queries.null_count:
+        return 0, 0
+    raw = pc.cast(_one_array(queries), pa.binary())
+    ends = pc.min_max(raw)
+    lo, hi = ends["min"].as_py(), ends["max"].as_py()
+    if lo == hi:
+        return 0, 0
+    shortest = pc.min(pc.binary_length(raw)).as_py()
+    window = 256
+    while True:
+        tails = pc.min_max(pc.binary_reverse(pc.binary_slice(raw, -window)))
+        rlo, rhi = tails["min"].as_py(), tails["max"].as_py()
+        if len(os.path.commonprefix([rlo, rhi])) < window or window >= shortest:
+            break
+        window *= 2
+    return _affixes(lo, hi, rlo, rhi, shortest)
+
+
+def question_texts(queries: pa.Array | pa.ChunkedArray, start: int, finish: int) -> pa.Array:
+    """One unit's questions: its queries without the shared affixes (byte lengths), trimmed."""
+    texts = pc.cast(_one_array(queries), pa.string())
+    if (start or finish) and not texts.null_count:  # (unit_affixes finds none with nulls)
+        texts = _slice_bytes(texts, start, finish)
+    return pc.utf8_trim_whitespace(texts)
+
+
+def _slice_bytes(texts: pa.Array, start: int, finish: int) -> pa.Array:
+    """Each string without its first ``start`` and last ``finish`` bytes (cut at whitespace, so
+    at character boundaries), gathered with numpy: O(bytes kept), where Arrow's codepoint slicing
+    scans each long prompt from its start (and its binary_slice fails on some inputs)."""
+    n = len(texts)
+    offsets = np.frombuffer(texts.buffers()[1], np.int32, n + 1, texts.offset * 4).astype(np.int64)
+    data = np.frombuffer(texts.buffers()[2], np.uint8)
+    begin = offsets[:-1] + start
+    lengths = np.maximum(offsets[1:] - finish - begin, 0)
+    new_offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    index = np.repeat(begin - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
+    return pa.Array.from_buffers(
+        pa.large_string(),
+        n,
+        [
+            texts.buffers()[0] if texts.null_count else None,
+            pa.py_buffer(new_offsets),
+            pa.py_buffer(data[index]),
+        ],
+        null_count=texts.null_count,
+        offset=0,
+    ).cast(pa.string())
 
 
 def question_from_prompts(table: pa.Table) -> pa.Array:
     """The ``question`` column where given, else each ``prompt`` without what every prompt of its
     (model, benchmark, seed) shares (few-shot block, instructions, answer cue): what lists show."""
+    question = table["question"].combine_chunks()
     con = duckdb.connect()
     try:
         rows = table.select(["model", "benchmark", "seed", "prompt", "question"])
         rows = rows.append_column("pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
-        rows = rows.append_column("doc_id", pa.nulls(table.num_rows, pa.string()))
         con.register("rows_in", rows)
-        _register_affixes(con, "rows_in WHERE question IS NULL", "model, benchmark, seed", "prompt")
-        result = con.sql(
-            f"""
-            SELECT coalesce(r.question, {_stripped_sql("r.prompt")}) AS question
-            FROM rows_in r LEFT JOIN affixes a USING (model, benchmark, seed)
-            ORDER BY r.pos
-            """
-        ).to_arrow_table()
+        groups = con.sql(
+            "SELECT pos, dense_rank() OVER (ORDER BY model, benchmark, seed) AS g FROM rows_in "
+            "WHERE question IS NULL AND prompt IS NOT NULL ORDER BY g, pos"
+        ).fetchnumpy()
     finally:
         con.close()
-    return result["question"].combine_chunks()
+    pos, group = groups["pos"], groups["g"]
+    if not len(pos):
+        return question
+    prompts = pc.take(table["prompt"], pa.array(pos))
+    bounds = np.flatnonzero(np.diff(group)) + 1
+    parts = []
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(pos)], strict=True):
+        unit = prompts.slice(lo, hi - lo)
+        parts.append(question_texts(unit, *unit_affixes(unit)))
+    filled = pa.chunked_array(parts, pa.string()).combine_chunks()
+    index = np.full(table.num_rows, -1, np.int64)
+    index[pos] = np.arange(len(pos))
+    taken = pc.take(filled, pa.array(index, mask=index < 0))
+    return pc.coalesce(question, taken)
 
 
-def identify(table: pa.Table) -> tuple[pa.Array, pa.Array]:
-    """Sample ids and question texts for rows of many (task, run) files at once.
+def identify(table: pa.Table) -> pa.Array:
+    """Sample ids for rows of many (task, run) files at once.
 
-    ``table`` has ``unit`` (one value per task and run), ``query``, ``choices_key`` and ``gold_key``
-    (normalized, may be null) and ``doc_id``. A unit whose rows all carry a document id keeps the
-    ids. Otherwise each row's id is ``q:`` + 16 hex digits of md5(normalized question, choices,
-    gold), where the question is the query without what all queries of its unit share (see
-    ``shared_affixes``); keys shared by several rows of one unit get ``~ambiguous<n>``.
-    Returns (sample_id, question), the question trimmed but not normalized (for display).
+    ``table`` has ``unit`` (one value per task and run), ``question`` (the query without what all
+    queries of its unit share: ``unit_affixes``, ``question_texts``), ``choices_key`` (the options
+    joined by \\x1f) and ``gold_key`` (the gold index, or the gold text of a generative item; both
+    may be null; all three are normalized here), ``doc_id`` and ``has_ids`` (every row of the unit has a
+    document id: the ids are kept). Otherwise a row's id is ``q:`` + 16 hex digits of
+    md5(normalized question, choices, gold); keys shared by several rows of one unit get
+    ``~ambiguous<n>``.
     """
     con = duckdb.connect()
     try:
-        rows = table.select(["unit", "query", "choices_key", "gold_key", "doc_id"])
+        rows = table.select(["unit", "question", "choices_key", "gold_key", "doc_id", "has_ids"])
         rows = rows.append_column("pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
         con.register("rows_in", rows)
-        _register_affixes(con, "rows_in", "unit", "query")
-        result = con.sql(
+        parts = " || chr(31) || ".join(
+            f"coalesce({_normalized_sql(c)}, '')" for c in ("question", "choices_key", "gold_key")
+        )
+        con.execute(
             f"""
-            WITH q AS (
-                SELECT r.pos, r.unit, r.doc_id, a.has_ids, r.choices_key, r.gold_key,
-                       {_stripped_sql("r.query")} AS question
-                FROM rows_in r JOIN affixes a USING (unit)
-            ), k AS (
-                SELECT *, '{QUESTION_KEY_PREFIX}' || left(md5(
-                           coalesce({_normalized_sql("question")}, '') || chr(31) ||
-                           coalesce(choices_key, '') || chr(31) || coalesce(gold_key, '')), 16) AS key
-                FROM q
-            ), c AS (
-                SELECT pos, question, has_ids, doc_id, key,
-                       count(*) OVER (PARTITION BY unit, key) AS n,
-                       row_number() OVER (PARTITION BY unit, key ORDER BY pos) AS nth
-                FROM k
-            )
-            SELECT CASE WHEN has_ids THEN trim(doc_id)
-                        WHEN n > 1 THEN key || '{AMBIGUOUS_MARK}' || nth
-                        ELSE key END AS sample_id,
-                   question
-            FROM c ORDER BY pos
+            CREATE TEMP TABLE keyed AS
+            SELECT pos, unit, has_ids, CASE WHEN has_ids THEN trim(doc_id)
+                       ELSE '{QUESTION_KEY_PREFIX}' || left(md5({parts}), 16) END AS key
+            FROM rows_in
             """
+        )
+        shared = con.sql(
+            "SELECT count(*) FROM (SELECT unit, key FROM keyed WHERE NOT has_ids "
+            "GROUP BY unit, key HAVING count(*) > 1)"
+        ).fetchall()[0][0]
+        if shared:
+            sample_id = f"""CASE WHEN has_ids OR count(*) OVER (PARTITION BY unit, key) = 1 THEN key
+                        ELSE key || '{AMBIGUOUS_MARK}' ||
+                             row_number() OVER (PARTITION BY unit, key ORDER BY pos) END"""
+        else:
+            sample_id = "key"
+        result = con.sql(
+            f"SELECT {sample_id} AS sample_id FROM keyed ORDER BY pos"
         ).to_arrow_table()
     finally:
         con.close()
-    return result["sample_id"].combine_chunks(), result["question"].combine_chunks()
+    return result["sample_id"].combine_chunks()
 
 
-def _affixes(lo: str, hi: str, rlo: str, rhi: str, shortest: int) -> tuple[int, int]:
-    """``shared_affixes`` from a unit's extreme queries (forward and reversed): every query shares
-    the common prefix of the smallest and the largest, and likewise for suffixes."""
+def _affixes(lo: bytes, hi: bytes, rlo: bytes, rhi: bytes, shortest: int) -> tuple[int, int]:
+    """``shared_affixes`` from a unit's extreme queries (forward and byte-reversed): every query
+    shares the common prefix of the smallest and the largest, and likewise for suffixes. When the
+    two would overlap in the shortest query, only the prefix is removed."""
     if lo == hi:
         return 0, 0
     prefix = os.path.commonprefix([lo, hi])
     suffix = os.path.commonprefix([rlo, rhi])[::-1]
     p = _back_to_space(prefix, from_end=True)
     s = _back_to_space(suffix, from_end=False)
-    if p + s > shortest:
-        s = max(shortest - p, 0)
-    return p, s
+    return (p, s) if p + s <= shortest else (p, 0)
 
 
 _QUOTES_RE = re.compile(_QUOTES)

@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from app.importers.common import InputError, build_table, choices_json, parse_binary
-from app.sample_identity import identify, normalize
+from app.sample_identity import identify, question_texts, unit_affixes
 
 __all__ = [
     "DEFAULT_METRICS",
@@ -361,6 +361,8 @@ def _field(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
 
 def _plain(col) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks == 1:
+            return col.chunk(0)
         return col.combine_chunks() if col.num_chunks else pa.array([], col.type)
     return col
 
@@ -525,8 +527,8 @@ def _from_uniform(table: pa.Table) -> dict:
     return {
         "doc_id": cols["doc_id"],
         "query": cols["query"],
-        "choices_key": normalize(joined),
-        "gold_key": pc.if_else(generative, normalize(gold), pc.cast(first_gold, pa.string())),
+        "choices_key": joined,
+        "gold_key": pc.if_else(generative, gold, pc.cast(first_gold, pa.string())),
         "correct": cols["correct"],
         "num_choices": num_choices,
         "prompt": prompt,
@@ -561,10 +563,6 @@ def _row_columns(table: pa.Table, nested: bool, metric: str | None, file: Path) 
         columns["choices"].append(choices_json(row["choices"]) if row["choices"] else None)
     types = {"correct": pa.bool_(), "num_choices": pa.int16()}
     out = {name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()}
-    out["choices_key"] = normalize(out["choices_key"])
-    out["gold_key"] = pc.if_else(
-        pc.is_null(out["num_choices"]), normalize(out["gold_key"]), out["gold_key"]
-    )
     return out
 
 
@@ -721,16 +719,29 @@ def read_lighteval(
     """
     planned = plan_files(find_runs(Path(path)), seed=seed, latest=latest)
     uniform, by_rows, uniform_units = [], [], []
+    questions: list[pa.Array] = []  # per file
+    slow: list[bool] = []  # per file: read row by row
+    has_ids: list[bool] = []  # per file: every row has a document id
     for number, (_, _, file) in enumerate(planned):
         table, nested = _read_rows(file)
         try:
-            uniform.append(_uniform(table, nested, metric))
+            rows = _uniform(table, nested, metric)
+            uniform.append(rows)
             uniform_units.append(np.full(table.num_rows, number, np.int32))
+            slow.append(False)
         except (_SlowPath, pa.ArrowException):
             rows = _rows_table(_row_columns(table, nested, metric, file))
             by_rows.append(
                 rows.append_column("unit", pa.array(np.full(rows.num_rows, number, np.int32)))
             )
+            slow.append(True)
+        # what all queries of this (task, run) share is removed to leave the question
+        questions.append(question_texts(rows["query"], *unit_affixes(rows["query"])))
+        doc_id = rows["doc_id"]
+        has_ids.append(
+            doc_id.null_count == 0
+            and not pc.any(pc.equal(pc.utf8_trim_whitespace(doc_id), "")).as_py()
+        )
         if progress:
             progress("read files", number + 1, len(planned))
     parts = list(by_rows)
@@ -740,8 +751,14 @@ def read_lighteval(
     table = pa.concat_tables(parts) if parts else None
     if table is None or table.num_rows == 0:
         raise InputError(f"{path}: the lighteval details files contain no rows")
-    sample_id, question = identify(table)
+    # rows are the slow-path files first, then the uniform ones: questions in the same order
+    ranked = sorted(range(len(planned)), key=lambda i: (not slow[i], i))
+    question = pa.chunked_array([questions[i] for i in ranked], pa.string()).combine_chunks()
     unit = table["unit"].combine_chunks()
+    keyed = table.append_column("question", question).append_column(
+        "has_ids", pc.take(pa.array(has_ids, pa.bool_()), unit)
+    )
+    sample_id = identify(keyed)
     tasks = pa.array([task for task, _, _ in planned], pa.string())
     seeds = pa.array([s for _, s, _ in planned], pa.int32())
     return build_table(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from app.sample_identity import (
     AMBIGUOUS_MARK,
@@ -10,8 +11,28 @@ from app.sample_identity import (
     link_candidates,
     normalize,
     normalize_text,
+    question_texts,
     shared_affixes,
+    unit_affixes,
 )
+
+
+def _ids(rows: pa.Table):
+    """(sample ids, questions) as the lighteval reader makes them: per unit the shared affixes
+    are removed and the id flag is set, then the ids come from one identify() call."""
+    units = rows["unit"].to_pylist()
+    questions, has_ids = [], []
+    for u in sorted(set(units)):
+        mine = rows.filter(pc.equal(rows["unit"], u))
+        questions.append(question_texts(mine["query"], *unit_affixes(mine["query"])))
+        ids = mine["doc_id"].to_pylist()
+        has_ids.extend([all(i is not None and i.strip() for i in ids)] * mine.num_rows)
+    ordered = rows.sort_by("unit")
+    question = pa.chunked_array(questions).combine_chunks()
+    keyed = ordered.append_column("question", question).append_column("has_ids", pa.array(has_ids))
+    # back to the rows' own order
+    back = pc.sort_indices(pc.sort_indices(rows["unit"]))
+    return pc.take(identify(keyed), back), pc.take(question, back)
 
 
 def _rows(unit, query, choices_key=None, gold_key=None, doc_id=None):
@@ -41,7 +62,7 @@ def test_shared_affixes_stop_at_whitespace():
 def test_one_query_is_all_question():
     assert shared_affixes(["only one"]) == (0, 0)
     assert shared_affixes(["same", "same"]) == (0, 0)
-    _, question = identify(_rows([0], ["  Question: x\nAnswer:"]))
+    _, question = _ids(_rows([0], ["  Question: x\nAnswer:"]))
     assert question.to_pylist() == ["Question: x\nAnswer:"]
 
 
@@ -49,8 +70,8 @@ def test_question_texts_of_two_templates_normalize_alike():
     questions = ("Is it red?", "Is it blue?")
     fewshot = [f"Q: 1+1?\nA: 2\n\nQuestion: {q}\nAnswer:" for q in questions]
     chat = [f'<user>Think.\n  Question: "{q}"\n</user>' for q in questions]
-    ids_a, text_a = identify(_rows([0, 0], fewshot))
-    ids_b, text_b = identify(_rows([5, 5], chat))
+    ids_a, text_a = _ids(_rows([0, 0], fewshot))
+    ids_b, text_b = _ids(_rows([5, 5], chat))
     assert text_a.to_pylist() == ["red?", "blue?"]
     assert text_b.to_pylist() == ['red?"', 'blue?"']  # the quote is normalized away in the key
     assert ids_a.to_pylist() == ids_b.to_pylist()
@@ -64,19 +85,19 @@ def test_normalize_quotes_space_case():
 
 def test_keys_shared_within_a_unit_are_ambiguous():
     queries = ["Q: a", "Q: a", "Q: b", "X: a", "X: c"]
-    ids, _ = identify(_rows([0, 0, 0, 1, 1], queries))
+    ids, _ = _ids(_rows([0, 0, 0, 1, 1], queries))
     ids = ids.to_pylist()
     assert ids[0].endswith(f"{AMBIGUOUS_MARK}1") and ids[1].endswith(f"{AMBIGUOUS_MARK}2")
     assert ids[2].startswith("q:") and AMBIGUOUS_MARK not in ids[2]
     # the same question in another unit (another task or run) is not ambiguous
     assert ids[3] == ids[0].split(AMBIGUOUS_MARK)[0]
     # gold and options are part of the key
-    other, _ = identify(_rows([0, 0, 0, 1, 1], queries, gold_key=["1"] * 5))
+    other, _ = _ids(_rows([0, 0, 0, 1, 1], queries, gold_key=["1"] * 5))
     assert other.to_pylist()[2] != ids[2]
 
 
 def test_document_ids_win_when_every_row_has_one():
-    ids, _ = identify(
+    ids, _ = _ids(
         _rows([0, 0, 1, 1], ["Q: a", "Q: b", "Q: a", "Q: b"], doc_id=[" 7", "8", "9", ""])
     )
     assert ids.to_pylist()[:2] == ["7", "8"]
