@@ -4,15 +4,15 @@ A base model is usually prompted few-shot and its post-trained descendant throug
 so the same question reaches the two models inside different queries. Keying a sample by a hash
 of its query therefore pairs nothing. Here a sample is keyed by its **question**:
 
-1. ``shared_affixes``: within one (task, run) file, the longest prefix and suffix that *every* query
-   shares (few-shot block, instructions, answer cue) are removed, cut back to a whitespace
-   boundary so that a word shared by chance is not split. A file with one query keeps it whole.
-2. ``normalize``: whitespace runs become one space, quote characters are dropped (templates wrap
-   questions in quotes or not, straight or curly), case is folded.
+1. ``shared_affixes`` / ``unit_affixes``: within one (task, run) file, the longest prefix and
+   suffix that *every* query shares (few-shot block, instructions, answer cue) are removed
+   (``question_texts``), cut back to whitespace so that a word shared by chance is not split. A
+   file with one query keeps it whole.
+2. ``normalize_text``: whitespace and quote characters are dropped (templates wrap questions in
+   quotes or not, straight or curly, and lay options out with other spacing), case is folded.
 3. ``identify``: ``q:`` + the first 16 hex digits of md5(normalized question, normalized
    choices, gold), computed in DuckDB over the whole import at once (vectorized, no per-row Python).
    md5 is an identity hash here, not a security measure.
-
 4. ``link_candidates`` (at pairing time): samples of a benchmark still unpaired after (1)-(3) are
    matched by the question text one side's prompt contains, when that match is unique both ways.
 
@@ -25,7 +25,6 @@ row order would be a guess (files are written in a shuffled order). They are sto
 from __future__ import annotations
 
 import os
-import re
 
 import duckdb
 import numpy as np
@@ -40,7 +39,6 @@ __all__ = [
     "unit_affixes",
     "link_candidates",
     "question_from_prompts",
-    "normalize",
     "normalize_text",
     "shared_affixes",
 ]
@@ -51,11 +49,13 @@ QUESTION_KEY_PREFIX = "q:"
 AMBIGUOUS_MARK = "~ambiguous"
 """Suffix of sample ids that stand for several samples with the same key (never paired)."""
 
-# straight, curly, low and angle quotes, and backticks: templates differ in all of them
-_QUOTES = "[\"'`\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u00ab\u00bb\u2039\u203a]"
-
-
-_QUOTES_SQL = _QUOTES.replace("'", "''")
+# straight, curly, low and angle quotes, backticks, and whitespace (ASCII and the usual Unicode
+# spaces): templates differ in all of them, so the key drops them
+_DROPPED = (
+    "\"'`\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u00ab\u00bb\u2039\u203a"
+    " \t\n\r\x0b\x0c\u00a0\u2002\u2003\u2009\u200b\u3000"
+)
+_DROP_TABLE = str.maketrans("", "", _DROPPED)
 
 
 def shared_affixes(queries: list[str]) -> tuple[int, int]:
@@ -86,19 +86,10 @@ def _back_to_space(shared: bytes, *, from_end: bool) -> int:
     return len(shared) - min(cuts) if cuts else 0
 
 
-def normalize(texts: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    """Whitespace runs to one space, quotes dropped, case folded, ends trimmed."""
-    out = pc.replace_substring_regex(texts, _QUOTES, "")
-    out = pc.replace_substring_regex(out, r"\s+", " ")
-    return pc.utf8_trim_whitespace(pc.utf8_lower(out))
-
-
 def _normalized_sql(expr: str) -> str:
-    """``normalize`` in DuckDB SQL (the same RE2 patterns)."""
-    return (
-        f"trim(lower(regexp_replace(regexp_replace({expr}, '{_QUOTES_SQL}', '', 'g'), "
-        f"'\\s+', ' ', 'g')))"
-    )
+    """``normalize_text`` in DuckDB SQL: one translate, no regular expression."""
+    dropped = _DROPPED.replace("'", "''")
+    return f"lower(translate({expr}, '{dropped}', ''))"
 
 
 def _one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -254,9 +245,6 @@ def _affixes(lo: bytes, hi: bytes, rlo: bytes, rhi: bytes, shortest: int) -> tup
     return (p, s) if p + s <= shortest else (p, 0)
 
 
-_QUOTES_RE = re.compile(_QUOTES)
-_SPACE_RE = re.compile(r"\s+")
-
 MIN_LINK_CHARS = 20
 """A question shorter than this (normalized) is too generic to be found inside another prompt."""
 
@@ -265,10 +253,11 @@ MAX_LINK_COMPARISONS = 25_000_000
 
 
 def normalize_text(text: str | None) -> str:
-    """``normalize`` for one Python string (same rules)."""
+    """A question, options or gold text as keys compare it: whitespace and quote characters
+    dropped, case folded (the same as the SQL that ``identify`` runs)."""
     if not text:
         return ""
-    return _SPACE_RE.sub(" ", _QUOTES_RE.sub("", text)).lower().strip()
+    return text.translate(_DROP_TABLE).lower()
 
 
 def link_candidates(

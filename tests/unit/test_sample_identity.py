@@ -9,7 +9,6 @@ from app.sample_identity import (
     AMBIGUOUS_MARK,
     identify,
     link_candidates,
-    normalize,
     normalize_text,
     question_texts,
     shared_affixes,
@@ -78,9 +77,12 @@ def test_question_texts_of_two_templates_normalize_alike():
     assert all(i.startswith("q:") and len(i) == 18 for i in ids_a.to_pylist())
 
 
-def test_normalize_quotes_space_case():
-    assert normalize(pa.array(["  “Hello”\n\t 'World'  "])).to_pylist() == ["hello world"]
-    assert normalize_text("  “Hello”\n\t 'World'  ") == "hello world"
+def test_normalize_drops_quotes_and_space_and_folds_case():
+    assert normalize_text("  “Hello”\n\t 'World'  ") == "helloworld"
+    assert normalize_text("A. Paris\nB. Rome") == normalize_text("a.paris b.rome")
+    # identify() normalizes the same way: these two questions get one key
+    ids, _ = _ids(_rows([0, 1], ["“Hello”  World", "hello world"]))
+    assert ids.to_pylist()[0] == ids.to_pylist()[1]
 
 
 def test_keys_shared_within_a_unit_are_ambiguous():
