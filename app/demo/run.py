@@ -16,19 +16,31 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from app.analysis.recover import CONTROLS
+from app.progress import LineProgress
 
 console = Console(stderr=True)
 
 
 def _bar() -> Progress:
     return Progress(TextColumn("{task.description:<34}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeElapsedColumn(), console=console)  # fmt: skip
+                    TimeElapsedColumn(), console=console, disable=not console.is_terminal)  # fmt: skip
 
 
 def build(zoo_dir: Path):
     from app.demo.zoo import build_zoo, stage_names
 
     started = time.monotonic()
+    if not console.is_terminal:  # a log: plain progress lines instead of a bar
+        manifest = build_zoo(zoo_dir, progress=LineProgress("demo: build", console.file))
+    else:
+        manifest = _build_with_bars(zoo_dir, build_zoo, stage_names)
+    how = "cached" if manifest.cached else "built"
+    console.print(f"zoo {how} in {time.monotonic() - started:.1f}s: {len(manifest.models)} models, "
+                  f"{len(manifest.benchmarks)} benchmarks, {len(manifest.pairs)} pairs ({manifest.root})")  # fmt: skip
+    return manifest
+
+
+def _build_with_bars(zoo_dir: Path, build_zoo, stage_names):
     with _bar() as bar:
         tasks = {name: bar.add_task(f"build {name}", total=None) for name in stage_names()}
 
@@ -39,9 +51,6 @@ def build(zoo_dir: Path):
         manifest = build_zoo(zoo_dir, progress=progress)
         for task in tasks.values():
             bar.update(task, completed=1, total=1) if bar.tasks[task].total is None else None
-    how = "cached" if manifest.cached else "built"
-    console.print(f"zoo {how} in {time.monotonic() - started:.1f}s: {len(manifest.models)} models, "
-                  f"{len(manifest.benchmarks)} benchmarks, {len(manifest.pairs)} pairs ({manifest.root})")  # fmt: skip
     return manifest
 
 
@@ -162,6 +171,11 @@ def watch(app, job_ids: list[int], url: str, started: float) -> None:
     with _bar() as bar:
         with store.read() as conn:
             kinds = {job_id: job_detail(conn, job_id)["kind"] for job_id in job_ids}
+        lines = (
+            {}
+            if console.is_terminal
+            else {job_id: LineProgress(f"demo: job {job_id}", console.file) for job_id in job_ids}
+        )
         tasks = {job_id: bar.add_task(f"{'recoverability' if kinds[job_id] == 'recover' else 'evaluate'} "
                                       f"(job {job_id})", total=None) for job_id in job_ids}  # fmt: skip
         while True:
@@ -174,6 +188,8 @@ def watch(app, job_ids: list[int], url: str, started: float) -> None:
                         for s in job["shards"]
                     )
                     bar.update(task, completed=finished, total=len(job["shards"]))
+                    if job_id in lines:
+                        lines[job_id](f"{job['kind']} shards", finished, len(job["shards"]))
                     states.append(job["status"])
             if all(s in ("done", "failed", "cancelled") for s in states):
                 break
