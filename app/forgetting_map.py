@@ -184,7 +184,7 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
         "n_00": s["n_00"], "n_01": s["n_01"], "n_10": s["n_10"], "n_11": s["n_11"],
         **{name: s[name] for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max")},
         "pair_id": at["pair_id"].astype(np.int64), "label": at["label"], "stage": at["stage"], "k_mix": k_mix,
-        "mcnemar_p": np.asarray(metrics.mcnemar_exact(s["n_01"], s["n_10"]), dtype=np.float64),
+        "mcnemar_p": None,  # filled by benchmark_records only: the category map needs no test
         "noise_floor": _pair_noise(noise, at["base_model_id"].astype(np.int64), at["post_model_id"].astype(np.int64),
                                    at["benchmark_id"].astype(np.int64)),
         "only_base": at["only_base"].astype(np.int64), "only_post": at["only_post"].astype(np.int64),
@@ -195,7 +195,13 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
     name_rank = np.argsort(np.argsort(bench_name.astype(str), kind="stable"), kind="stable")
     order = np.lexsort((out["seed"], name_rank[b_row], cat_rank[b_row], out["pair_id"]))
     return {
-        name: (np.asarray(v, dtype=object)[order] if isinstance(v, list) else v[order])
+        name: (
+            None
+            if v is None
+            else np.asarray(v, dtype=object)[order]
+            if isinstance(v, list)
+            else v[order]
+        )
         for name, v in out.items()
     }
 
@@ -209,6 +215,7 @@ def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
     cols = _benchmark_columns(store, pair_id)
     if not cols:
         return []
+    cols["mcnemar_p"] = np.asarray(metrics.mcnemar_exact(cols["n_01"], cols["n_10"]), np.float64)
 
     def column(name: str, values) -> list:
         if isinstance(values, np.ndarray):
