@@ -91,6 +91,40 @@ def ours(out: Path, db: Path) -> tuple[float, dict[str, float], str]:
     return sum(times.values()), times, report
 
 
+def startup(work: Path, repeat: int = 5) -> tuple[float, float]:
+    """Medians of `forgetmap --help` and of `forgetmap map` on a small database (2 models x
+    3 benchmarks x 50 questions x 1 seed): what every quick command pays before its work."""
+    small = work / "small"
+    if not (small / "db.duckdb").exists():
+        shutil.rmtree(small, ignore_errors=True)
+        out = small / "out"
+        names = [paper_task(i.name) for i in scored_benchmarks()[:3]]
+        items = {t: make_items(t, 50) for t in names}
+        write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001",
+                  {t: (items[t], [i % 2 == 0 for i in range(50)]) for t in names}, style="base", seed=0)  # fmt: skip
+        write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001",
+                  {t: (items[t], [i % 3 == 0 for i in range(50)]) for t in names}, style="chat", seed=0)  # fmt: skip
+        exe = [sys.executable, "-m", "app.cli", "--db", str(small / "db.duckdb")]
+        for model, name in ((BASE_MODEL, "base"), (POST_MODEL, "post")):
+            subprocess.run([*exe, "import", "lighteval", str(out / "details" / model), "--model", name],
+                           cwd=ROOT, capture_output=True, check=True)  # fmt: skip
+        subprocess.run(
+            [*exe, "pair", "add", "base", "post"], cwd=ROOT, capture_output=True, check=True
+        )
+    times = {"help": [], "map": []}
+    for _ in range(repeat):
+        for name, args in (
+            ("help", ["--help"]),
+            ("map", ["--db", str(small / "db.duckdb"), "map"]),
+        ):
+            start = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "app.cli", *args], cwd=ROOT, capture_output=True, check=True
+            )
+            times[name].append(time.perf_counter() - start)
+    return statistics.median(times["help"]), statistics.median(times["map"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-benchmark", type=int, default=2000)
@@ -132,6 +166,9 @@ def main() -> None:
         for name in parts[0]:
             print(f"  {name}: median {statistics.median(p[name] for p in parts):.2f} s")
         print(f"  {report}")
+        help_t, map_t = startup(work)
+        print(f"cli start: `forgetmap --help` median {help_t:.2f} s (goal < 0.3 s), "
+              f"`forgetmap map` on a small database median {map_t:.2f} s (goal < 0.5 s)")  # fmt: skip
         print(f"harness_import: end to end {ours_t / base_t:.2f}x pyarrow's read (goal <= 3x)")
     finally:
         if not args.keep and args.workdir is None:
