@@ -76,13 +76,13 @@ def shared_affixes(queries: list[str]) -> tuple[int, int]:
 _SPACE_BYTES = b" \t\n\r\x0b\x0c"
 
 
-def _back_to_space(shared: bytes, *, from_end: bool) -> int:
-    """Length of ``shared`` cut so that it ends (prefix) or starts (suffix) at whitespace."""
+def _back_to_space(shared: bytes, *, from_end: bool, separators: bytes = _SPACE_BYTES) -> int:
+    """Length of ``shared`` cut so that it ends (prefix) or starts (suffix) at a separator."""
     if not shared:
         return 0
     if from_end:
-        return max(shared.rfind(bytes([c])) for c in _SPACE_BYTES) + 1
-    cuts = [i for i in (shared.find(bytes([c])) for c in _SPACE_BYTES) if i >= 0]
+        return max(shared.rfind(bytes([c])) for c in separators) + 1
+    cuts = [i for i in (shared.find(bytes([c])) for c in separators) if i >= 0]
     return len(shared) - min(cuts) if cuts else 0
 
 
@@ -97,13 +97,15 @@ def _one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
-def unit_affixes(queries: pa.Array | pa.ChunkedArray) -> tuple[int, int]:
+def unit_affixes(queries: pa.Array | pa.ChunkedArray, *, lines: bool = False) -> tuple[int, int]:
     """``shared_affixes`` of one unit's queries with Arrow kernels, in bytes.
 
     Bytewise min/max keep the property that every query shares the common prefix of the two
     extremes; suffixes likewise on the queries' reversed last bytes (a window doubled while all of
     it is shared). Byte offsets keep slicing O(1) per row: codepoint slicing of long few-shot
-    prompts scans them from the start.
+    prompts scans them from the start. ``lines=True`` cuts at line breaks instead of any
+    whitespace: what lists show keeps a question's opening words that all questions share (every
+    BBH navigate question starts "If you follow these instructions").
     """
     if len(queries) < 2 or queries.null_count:
         return 0, 0
@@ -120,7 +122,7 @@ def unit_affixes(queries: pa.Array | pa.ChunkedArray) -> tuple[int, int]:
         if len(os.path.commonprefix([rlo, rhi])) < window or window >= shortest:
             break
         window *= 2
-    return _affixes(lo, hi, rlo, rhi, shortest)
+    return _affixes(lo, hi, rlo, rhi, shortest, b"\n" if lines else _SPACE_BYTES)
 
 
 def question_texts(queries: pa.Array | pa.ChunkedArray, start: int, finish: int) -> pa.Array:
@@ -179,7 +181,7 @@ def question_from_prompts(table: pa.Table) -> pa.Array:
     parts = []
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(pos)], strict=True):
         unit = prompts.slice(lo, hi - lo)
-        parts.append(question_texts(unit, *unit_affixes(unit)))
+        parts.append(question_texts(unit, *unit_affixes(unit, lines=True)))
     filled = pa.chunked_array(parts, pa.string()).combine_chunks()
     index = np.full(table.num_rows, -1, np.int64)
     index[pos] = np.arange(len(pos))
@@ -232,7 +234,9 @@ def identify(table: pa.Table) -> pa.Array:
     return result["sample_id"].combine_chunks()
 
 
-def _affixes(lo: bytes, hi: bytes, rlo: bytes, rhi: bytes, shortest: int) -> tuple[int, int]:
+def _affixes(
+    lo: bytes, hi: bytes, rlo: bytes, rhi: bytes, shortest: int, separators: bytes = _SPACE_BYTES
+) -> tuple[int, int]:
     """``shared_affixes`` from a unit's extreme queries (forward and byte-reversed): every query
     shares the common prefix of the smallest and the largest, and likewise for suffixes. When the
     two would overlap in the shortest query, only the prefix is removed."""
@@ -240,8 +244,8 @@ def _affixes(lo: bytes, hi: bytes, rlo: bytes, rhi: bytes, shortest: int) -> tup
         return 0, 0
     prefix = os.path.commonprefix([lo, hi])
     suffix = os.path.commonprefix([rlo, rhi])[::-1]
-    p = _back_to_space(prefix, from_end=True)
-    s = _back_to_space(suffix, from_end=False)
+    p = _back_to_space(prefix, from_end=True, separators=separators)
+    s = _back_to_space(suffix, from_end=False, separators=separators)
     return (p, s) if p + s <= shortest else (p, 0)
 
 

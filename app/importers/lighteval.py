@@ -720,6 +720,7 @@ def read_lighteval(
     planned = plan_files(find_runs(Path(path)), seed=seed, latest=latest)
     uniform, by_rows, uniform_units = [], [], []
     questions: list[pa.Array] = []  # per file
+    shown: list[pa.Array] = []  # per file
     slow: list[bool] = []  # per file: read row by row
     has_ids: list[bool] = []  # per file: every row has a document id
     for number, (_, _, file) in enumerate(planned):
@@ -735,8 +736,10 @@ def read_lighteval(
                 rows.append_column("unit", pa.array(np.full(rows.num_rows, number, np.int32)))
             )
             slow.append(True)
-        # what all queries of this (task, run) share is removed to leave the question
+        # what all queries of this (task, run) share is removed to leave the question: at word
+        # boundaries for its key, at line breaks for what lists show
         questions.append(question_texts(rows["query"], *unit_affixes(rows["query"])))
+        shown.append(question_texts(rows["query"], *unit_affixes(rows["query"], lines=True)))
         doc_id = rows["doc_id"]
         has_ids.append(
             doc_id.null_count == 0
@@ -754,6 +757,7 @@ def read_lighteval(
     # rows are the slow-path files first, then the uniform ones: questions in the same order
     ranked = sorted(range(len(planned)), key=lambda i: (not slow[i], i))
     question = pa.chunked_array([questions[i] for i in ranked], pa.string()).combine_chunks()
+    displayed = pa.chunked_array([shown[i] for i in ranked], pa.string()).combine_chunks()
     unit = table["unit"].combine_chunks()
     keyed = table.append_column("question", question).append_column(
         "has_ids", pc.take(pa.array(has_ids, pa.bool_()), unit)
@@ -776,6 +780,6 @@ def read_lighteval(
             "prediction": table["prediction"],
             "gold": table["gold"],
             "choices": table["choices"],
-            "question": question,
+            "question": displayed,
         }
     )

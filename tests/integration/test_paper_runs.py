@@ -208,3 +208,40 @@ def test_unmatched_keys_are_linked_by_question_text(cli, tmp_path):
     assert "question text" in report
     [rec] = cli.json("map", "--level", "benchmark", "--format", "json")
     assert (rec["n"], rec["n_10"]) == (1, 1)
+
+
+def test_pages_say_what_paired_and_show_questions(cli, tmp_path):
+    """The pair page's pairing table, the map's note on a pair that paired nothing, and lists that
+    show the question rather than the few-shot template."""
+    from fastapi.testclient import TestClient
+
+    from app.web import create_app
+
+    out = tmp_path / "out"
+    items = make_items("navigate", 4)
+    twice = [*items, items[1]]
+    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {NAVIGATE: (twice, [1, 1, 0, 0, 1])},
+              style="base", seed=0)  # fmt: skip
+    write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001", {NAVIGATE: (twice, [0, 0, 0, 1, 1])},
+              style="chat", seed=0)  # fmt: skip
+    cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base")
+    cli("import", "lighteval", out / "details" / POST_MODEL, "--model", "post")
+    cli("pair", "add", "base", "post")
+    # a second pair whose post model ran another benchmark: nothing pairs
+    write_run(out, "org/other", "2025-07-03T10-00-00.000001", {ANATOMY: (ITEMS[ANATOMY], POST[ANATOMY][0])},
+              style="chat", seed=0)  # fmt: skip
+    cli("import", "lighteval", out / "details" / "org" / "other", "--model", "other")
+    cli("pair", "add", "base", "other")
+    assert "paired no samples" in cli("map").stdout or cli.json("map", "--format", "json")
+    with TestClient(create_app(cli.db)) as client:
+        page = client.get("/pairs/1").text
+        assert 'id="pairing"' in page and "question key" in page
+        assert "4 ambiguous" in page or ">4<" in page
+        home = client.get("/").text
+        assert 'id="unpaired-pairs"' in home and "/pairs/2#pairing" in home
+        flipped = client.get("/pairs/1/samples?transition=10").text
+        # item 0 was forgotten: its question is listed, the few-shot block is not
+        assert items[0].question in flipped
+        assert "The following are questions with answers." not in flipped
+        empty = client.get("/pairs/2").text
+        assert "This pair has no paired samples yet" in empty and "only post" in empty
