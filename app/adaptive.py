@@ -38,7 +38,7 @@ random sample of it), reported for max(theta_F, 0):
   measured, not assumed: tests/unit/test_adaptive.py simulates 1,000 benchmarks with known
   F_true/BT_true (k = 2..10, mixed and generative, accuracies, flip rates, sizes) and asserts
   >= 93%; bench/adaptive.py prints the measured coverage.
-- The reported interval is [max(L, 0), max(U, 0)] widened, where needed, to contain the map's
+- The reported interval is [L, U] clipped to [0, 1] and widened, where needed, to contain the map's
   value (the mean of per-seed clipped values can exceed the clipped mean by a little): it covers
   max(theta, 0) whenever [L, U] covers theta.
 """
@@ -172,7 +172,8 @@ def confidence_sequence(
     n_groups = group_ks.size
 
     # Per sample, seed and k-group: the cells 00, 01, 10, 11 (counts for the metric), and the
-    # features the contributions are linear in: x10, x01, (1 - pre) and (1 - post) in the group.
+    # features the contributions are linear in: x10, x01, (1 - pre) and (1 - post) in the group,
+    # and the group itself.
     cell = (2 * pre + post).astype(np.int64)  # 0: 00, 1: 01, 2: 10, 3: 11
     onehot = np.zeros((k.size, seeds, n_groups, 4))
     onehot[np.arange(k.size)[:, None], np.arange(seeds)[None, :], group_of[:, None], cell.T] = 1.0
@@ -205,9 +206,10 @@ def confidence_sequence(
             ((pre == 0) & (post == 1)).T,
             ((1 - pre).T[:, :, None] * in_group).reshape(k.size, -1),
             ((1 - post).T[:, :, None] * in_group).reshape(k.size, -1),
+            in_group[:, 0, :],
         ],
         axis=1,
-    ).astype(np.float64)  # (samples, 2 S + 2 S G)
+    ).astype(np.float64)  # (samples, 2 S + 2 S G + G)
     # sums of features and of their products over each prefix (segments between checkpoints)
     starts = np.concatenate([[0], t[:-1]])
     first = np.cumsum(np.add.reduceat(features, starts, axis=0), axis=0) / t[:, None]
@@ -215,7 +217,11 @@ def confidence_sequence(
     second = np.cumsum(np.add.reduceat(products, starts, axis=0), axis=0) / t[:, None, None]
     ones = np.ones((t.size, seeds))
     zeros = np.zeros((t.size, seeds))
-    chance = np.concatenate([coef_pre.reshape(t.size, -1), coef_post.reshape(t.size, -1)], axis=1)
+    # the constant (1 - a_sg)(1 - b_sg) / (k_g - 1) differs between k-groups: it varies per sample
+    constant = (miss_pre * miss_post * inv_km1).sum(axis=1)  # summed over seeds, (checkpoints, G)
+    chance = np.concatenate(
+        [coef_pre.reshape(t.size, -1), coef_post.reshape(t.size, -1), constant], axis=1
+    )
     weights = {
         "f": np.concatenate([ones, zeros, chance], axis=1) / seeds,
         "bt": np.concatenate([zeros, ones, chance], axis=1) / seeds,
@@ -232,7 +238,7 @@ def confidence_sequence(
         value = per_seed[f"{name}_true"].mean(axis=1)
         out[f"{name}_true"] = value
         out[f"{name}_true_low"] = np.minimum(np.maximum(centre - half, 0.0), value)
-        out[f"{name}_true_high"] = np.maximum(np.maximum(centre + half, 0.0), value)
+        out[f"{name}_true_high"] = np.maximum(np.clip(centre + half, 0.0, 1.0), value)
         out[f"{name}_true_half_width"] = half
     return out
 

@@ -102,8 +102,9 @@ class Coverage:
 
 
 def simulate_coverage(
-    benchmarks: int = 1000, rule: StoppingRule = StoppingRule(), seed: int = 0
+    benchmarks: int = 1000, rule: StoppingRule | None = None, seed: int = 0
 ) -> Coverage:
+    rule = rule or StoppingRule()
     rng = np.random.default_rng(seed)
     hits_f = hits_bt = hits_both = used = total = early = 0
     for _ in range(benchmarks):
