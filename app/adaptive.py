@@ -26,9 +26,11 @@ random sample of it), reported for max(theta_F, 0):
 - Around the estimate, the half-width at prefix length t is Robbins' two-sided normal-mixture
   boundary applied to the standardized sum of the psi_i: the Gaussian-mixture *asymptotic
   confidence sequence* of Waudby-Smith, Arbour, Sinha, Kennedy and Ramdas, "Time-uniform central
-  limit theory and asymptotic confidence sequences", Annals of Statistics 52(6), 2024 (Thm 2.2,
-  eq. (14)), with the mixing scale given in units of the sample standard deviation and tuned to
-  be tightest at ``PLANNED_SAMPLES`` (their rho^2 = (-2 log alpha + log(1 - 2 log alpha)) / t*).
+  limit theory and asymptotic confidence sequences" (Annals of Statistics, 2024), with the mixing
+  scale given in units of the sample standard deviation and tuned to be tightest at
+  ``PLANNED_SAMPLES`` (their rho^2 = (-2 log alpha + log(1 - 2 log alpha)) / t*). The boundary
+  is the one of Howard, Ramdas, McAuliffe and Sekhon, "Time-uniform, nonparametric,
+  nonasymptotic confidence sequences" (Annals of Statistics, 2021) for the normal mixture.
   Its coverage holds uniformly over all prefix lengths, so stopping when the interval looks
   narrow, or continuing later with a tighter target, does not bias it.
 - That guarantee is asymptotic. Flips are rare events, and a short prefix with no flip yet
@@ -264,7 +266,10 @@ def run_stopping_rule(
     pre: np.ndarray, post: np.ndarray, k: np.ndarray, rule: StoppingRule = StoppingRule()
 ) -> AdaptiveResult:
     """Visit the samples chunk by chunk (arrays already in evaluation order) and stop at the first
-    checkpoint where both half-widths are <= the target, else at the last sample allowed."""
+    checkpoint where both half-widths are <= the target, else at the last sample allowed.
+
+    The looks are computed at once from the arrays; each uses only its prefix, so the result is
+    the one a chunk-by-chunk run reaches (the replay bench and the simulation use it that way)."""
     pre = np.asarray(pre)
     n_total = pre.shape[-1]
     points = rule.checkpoints(n_total)
