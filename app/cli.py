@@ -207,6 +207,109 @@ def pair_list(ctx: click.Context) -> None:
     Console().print(table)
 
 
+# ------------------------------------------------------------------------------------- series
+
+
+@main.group()
+def series() -> None:
+    """Checkpoint series: a base model and its checkpoints in training order."""
+
+
+@series.command("add")
+@click.argument("name")
+@click.option(
+    "--base", required=True, help="The base model (by name) every checkpoint is compared with."
+)
+@click.option("--checkpoint", "checkpoints", multiple=True, required=True, metavar="MODEL@STEP",
+              help="A checkpoint model (by name) and its training step; repeat for more.")  # fmt: skip
+@click.pass_context
+def series_add(ctx: click.Context, name: str, base: str, checkpoints: tuple[str, ...]) -> None:
+    """Create series NAME (or extend it) with checkpoints; pairs (BASE, checkpoint) are added."""
+    from app.db import series as series_db
+    from app.series import parse_checkpoint
+
+    store = _store(ctx)
+    try:
+        parsed = [parse_checkpoint(c) for c in checkpoints]
+        with store.transaction() as conn:
+            series_id, created, added = series_db.add_checkpoints(conn, name, base, parsed)
+    except InputError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        store.close()
+    steps = ", ".join(f"{a['post']}@{a['step']} (pair {a['pair_id']})" for a in added) or "none new"
+    click.echo(f"{'created' if created else 'extended'} series {series_id} {name}: {steps}")
+
+
+@series.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.pass_context
+def series_list(ctx: click.Context, fmt: str) -> None:
+    """Every series with its base and steps."""
+    from app.db import series as series_db
+
+    store = _store(ctx)
+    with store.read() as conn:
+        rows = series_db.list_series(conn)
+    store.close()
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=1))
+        return
+    if not rows:
+        click.echo("no series yet: `forgetmap series add NAME --base BASE --checkpoint MODEL@STEP`")
+        return
+    table = Table("id", "name", "base", "checkpoints", "steps")
+    for r in rows:
+        table.add_row(str(r["id"]), r["name"], r["base"], str(len(r["steps"])),
+                      ", ".join(map(str, r["steps"])))  # fmt: skip
+    Console(width=200).print(table)
+
+
+@series.command("show")
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
+              show_default=True)  # fmt: skip
+@click.option("--aggregate", type=click.Choice(["macro", "micro"]), default="macro",
+              show_default=True)  # fmt: skip
+@click.pass_context
+def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None:
+    """F_true / BT_true of each checkpoint per category (and Total), in step order."""
+    from app.forgetting_map import MapCache
+    from app.series import SERIES_EXTRA, SERIES_FIELDS, find_series, series_records
+
+    store = _store(ctx)
+    try:
+        found = find_series(store, name=name)
+        if found is None:
+            raise CliError(f"no series named {name!r} (see `forgetmap series list`)")
+        records = series_records(MapCache(store), found, aggregate)
+    finally:
+        store.close()
+    fields = SERIES_FIELDS + SERIES_EXTRA
+    if fmt == "json":
+        click.echo(json.dumps(records, indent=1))
+    elif fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")
+        writer.writeheader()
+        for r in records:
+            writer.writerow({k: "" if r[k] is None else r[k] for k in fields})
+        click.echo(buf.getvalue(), nl=False)
+    elif not records:
+        click.echo(f"series {name!r} has no scored checkpoints yet (evaluate or import them)")
+    else:
+        table = Table(title=f"{name}: F_true / BT_true along the run (mean ± std across seeds)")
+        for col in ("step", "post", "category", "bench", "F_true", "BT_true", "noise", "clears"):
+            table.add_column(col, justify="left" if col in ("post", "category") else "right")
+        for r in records:
+            table.add_row(str(r["step"]), r["post"], r["category"], str(r["n_benchmarks"]),
+                          _pm(r["f_true"], r["f_true_std"]), _pm(r["bt_true"], r["bt_true_std"]),
+                          _fmt(r["noise_floor"]),
+                          {True: "yes", False: "no", None: ""}[r["clears_noise"]],
+                          end_section=r["category"] == "Total")  # fmt: skip
+        Console(width=200).print(table)
+
+
 @main.group()
 def recover() -> None:
     """Recoverability analyses (run them from a pair's page or POST /api/jobs with kind recover)."""

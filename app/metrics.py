@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 from scipy.stats import binom
+from scipy.stats import t as student_t
 
 TOTAL = "Total"
 VALUE_FIELDS = ("f_true", "bt_true", "f", "bt", "f_max", "bt_max")
@@ -491,6 +492,20 @@ def noise_floor(
     if not fs:
         return None
     return NoiseFloor(f=float(np.mean(fs)), f_true=float(np.mean(f_trues)), seed_pairs=len(fs))
+
+
+def clears_noise_floor(
+    mean: float, std: float | None, seeds: int, floor: float | None, level: float = 0.95
+) -> bool | None:
+    """Whether a mean across seeds lies above a noise floor beyond its confidence interval.
+
+    The interval is Student's t over the seeds: mean - t_{(1+level)/2, seeds-1} * std / sqrt(seeds)
+    must exceed the floor. None when it cannot be decided (one seed: no std; no noise floor).
+    """
+    if std is None or floor is None or seeds < 2:
+        return None
+    low = mean - float(student_t.ppf((1 + level) / 2, seeds - 1)) * std / np.sqrt(seeds)
+    return bool(low > floor)
 
 
 def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

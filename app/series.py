@@ -1,0 +1,104 @@
+"""Forgetting along a training run: a series' records per (checkpoint, category).
+
+A series is a base model and its checkpoints in step order; each checkpoint is scored as the pair
+(base, checkpoint), so every number here is the map's own category record of that pair (same
+macro/micro aggregation, same noise floor), taken from the map's cache and put in step order.
+"""
+
+from __future__ import annotations
+
+from app import metrics
+from app.db import series as series_db
+from app.db.store import Store
+from app.errors import InputError
+from app.forgetting_map import MapCache, MapQuery, category_sort_key
+
+SERIES_FIELDS = (
+    "series", "step", "post", "category", "f_true", "f_true_std", "bt_true", "bt_true_std",
+    "noise_floor", "n_benchmarks",
+)  # fmt: skip
+SERIES_EXTRA = ("seeds", "f", "bt", "f_max", "bt_max", "pair_id", "clears_noise")
+
+
+def parse_checkpoint(text: str) -> tuple[str, int]:
+    """``MODEL@STEP`` -> (model, step); the model name may itself contain '@'."""
+    model, sep, step = text.rpartition("@")
+    if not sep or not model.strip():
+        raise InputError(f"checkpoint {text!r} must be MODEL@STEP, e.g. sft-run-ckpt500@500")
+    try:
+        value = int(step)
+    except ValueError:
+        raise InputError(f"step in {text!r} must be an integer, e.g. {model}@500") from None
+    if value < 0:
+        raise InputError(f"step in {text!r} must be >= 0")
+    return model.strip(), value
+
+
+def find_series(store: Store, *, series_id: int | None = None, name: str | None = None):
+    with store.read() as conn:
+        return series_db.get_series(conn, series_id=series_id, name=name)
+
+
+def _by_pair(cache: MapCache, aggregate: str) -> dict[int, list[dict]]:
+    """The map's category records grouped by pair (cached until the next write)."""
+
+    def group() -> dict[int, list[dict]]:
+        out: dict[int, list[dict]] = {}
+        for r in cache.records(MapQuery(level="category", aggregate=aggregate)):
+            out.setdefault(r["pair_id"], []).append(r)
+        return out
+
+    return cache.cache.get(("map-by-pair", aggregate), group)
+
+
+def series_records(cache: MapCache, series: dict, aggregate: str = "macro") -> list[dict]:
+    """One record per (checkpoint, category) and per checkpoint "Total", by step then category.
+
+    ``clears_noise``: F_true lies above its noise floor beyond its 95% t-interval across seeds
+    (None with one seed or no noise floor)."""
+    by_pair = _by_pair(cache, aggregate)
+    out = []
+    for ck in series["checkpoints"]:
+        rows = sorted(
+            by_pair.get(ck["pair_id"], []), key=lambda r: category_sort_key(r["category"])
+        )
+        for r in rows:
+            record = {"series": series["name"], "step": ck["step"], "post": ck["post"]}
+            for name in SERIES_FIELDS[3:] + SERIES_EXTRA[:-1]:
+                record[name] = r[name]
+            record["clears_noise"] = metrics.clears_noise_floor(
+                r["f_true"], r["f_true_std"], r["seeds"], r["noise_floor"]
+            )
+            out.append(record)
+    return out
+
+
+def first_clear_steps(records: list[dict]) -> dict[str, int]:
+    """Per category, the first step whose F_true clears its noise floor beyond its CI."""
+    first: dict[str, int] = {}
+    for r in sorted(records, key=lambda r: r["step"]):
+        if r["clears_noise"] and r["category"] not in first:
+            first[r["category"]] = r["step"]
+    return first
+
+
+def series_view(cache: MapCache, series: dict, aggregate: str = "macro") -> dict:
+    """Everything the series page and ``GET /api/series/{id}`` show, kept until the next write."""
+
+    def build() -> dict:
+        records = series_records(cache, series, aggregate)
+        categories = sorted({r["category"] for r in records}, key=category_sort_key)
+        return {
+            "id": series["id"],
+            "name": series["name"],
+            "base": series["base"],
+            "steps": [c["step"] for c in series["checkpoints"]],
+            "checkpoints": [
+                {k: c[k] for k in ("step", "post", "pair_id")} for c in series["checkpoints"]
+            ],
+            "categories": categories,
+            "first_clear": first_clear_steps(records),
+            "records": records,
+        }
+
+    return cache.cache.get(("series", series["id"], aggregate), build)
