@@ -34,6 +34,21 @@ def parse_checkpoint(text: str) -> tuple[str, int]:
     return model.strip(), value
 
 
+def series_groups(cache: MapCache) -> list[dict]:
+    """Every series with its (step, pair id) list: the map shows a series as one row."""
+
+    def load() -> list[dict]:
+        with cache.store.read() as conn:
+            steps = series_db.pair_steps(conn)
+        groups: dict[int, dict] = {}
+        for pair_id, (series_id, name, step) in steps.items():
+            group = groups.setdefault(series_id, {"id": series_id, "name": name, "steps": []})
+            group["steps"].append({"step": step, "pair_id": pair_id})
+        return list(groups.values())
+
+    return cache.cache.get(("series-groups",), load)
+
+
 def find_series(store: Store, *, series_id: int | None = None, name: str | None = None):
     with store.read() as conn:
         return series_db.get_series(conn, series_id=series_id, name=name)

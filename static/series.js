@@ -4,7 +4,7 @@
 // escaped before it reaches Plotly.
 (function () {
   "use strict";
-  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;" }[c]));
   const pct = (x) => (x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%");
 
   function band(steps, lo, hi, color, name) {

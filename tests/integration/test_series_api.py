@@ -107,3 +107,13 @@ def test_series_page_escapes_names_and_lists_questions(cli, tmp_path):
         )
         assert filtered.status_code == 200 and filtered.text.count('data-fate="relearned"') == 2
         assert client.get("/series/99").status_code == 404
+
+
+def test_the_map_page_groups_a_series_under_one_row(client):
+    page = client.get("/")
+    assert page.status_code == 200
+    # one step selector for the run, the newest step picked; its pairs listed inside a <details>
+    assert page.text.count('data-series="1"') == 1
+    assert '<option value="4" selected>4</option>' in page.text
+    assert page.text.count('<details class="series-pairs">') == 1
+    assert 'href="/series/1"' in page.text
