@@ -310,6 +310,59 @@ def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None
         Console(width=200).print(table)
 
 
+@main.command("watch")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--base", required=True, help="The base model's name.")
+@click.option("--series", "series_name", required=True, help="The series the checkpoints join.")
+@click.option("--every", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="Seconds between scans.")  # fmt: skip
+@click.option("--benchmarks", required=True, help="Comma-separated benchmarks to evaluate.")
+@click.option("--seeds", default="0,1,2", show_default=True)
+@click.option("--base-path", help="The base's folder or Hub id (default: the one a job stored).")
+@click.option(
+    "--marker", help="A file the trainer writes last; a folder counts only once it exists."
+)
+@click.option(
+    "--engine", type=click.Choice(["vllm", "transformers"]), default="vllm", show_default=True
+)
+@click.option(
+    "--mode", type=click.Choice(["generate", "loglik"]), default="generate", show_default=True
+)
+@click.option("--max-tokens", type=int, default=2048, show_default=True)
+@click.option("--limit", type=int, help="Items per benchmark (default: all).")
+@click.option("--app", "app_url", envvar="FORGETMAP_APP_URL", default="http://127.0.0.1:8000",
+              show_default=True, help="The forgetmap app ($FORGETMAP_APP_URL).")  # fmt: skip
+@click.option("--token", envvar="FORGETMAP_API_TOKEN", help="A token ($FORGETMAP_API_TOKEN).")
+@click.option("--once", is_flag=True, help="Scan once and exit.")
+def watch_command(directory: Path, base: str, series_name: str, every: float, benchmarks: str,
+                  seeds: str, base_path: str | None, marker: str | None, engine: str, mode: str,
+                  max_tokens: int, limit: int | None, app_url: str, token: str | None,
+                  once: bool) -> None:  # fmt: skip
+    """Submit each complete checkpoint-<step> folder under DIRECTORY as training writes it."""
+    import logging
+
+    from app.watch import WatchSettings, watch
+
+    if not token:
+        raise CliError("watch needs a token: --token or $FORGETMAP_API_TOKEN "
+                       "(`forgetmap token create NAME`)")  # fmt: skip
+    try:
+        seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+    except ValueError:
+        raise CliError(f"--seeds must be integers separated by commas, got {seeds!r}") from None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = WatchSettings(
+        root=directory.resolve(), series=series_name, base=base, app_url=app_url, token=token,
+        benchmarks=[b.strip() for b in benchmarks.split(",") if b.strip()], seeds=seed_list,
+        config={"engine": engine, "mode": mode, "max_tokens": max_tokens, "limit": limit},
+        base_path=base_path, marker=marker, every=every,
+    )  # fmt: skip
+    try:
+        watch(settings, once=once)
+    except KeyboardInterrupt:
+        pass
+
+
 @main.group()
 def recover() -> None:
     """Recoverability analyses (run them from a pair's page or POST /api/jobs with kind recover)."""

@@ -7,6 +7,8 @@ macro/micro aggregation, same noise floor), taken from the map's cache and put i
 
 from __future__ import annotations
 
+from pydantic import BaseModel, Field
+
 from app import metrics
 from app.db import series as series_db
 from app.db.store import Store
@@ -117,3 +119,75 @@ def series_view(cache: MapCache, series: dict, aggregate: str = "macro") -> dict
         }
 
     return cache.cache.get(("series", series["id"], aggregate), build)
+
+
+# ------------------------------------------------------------------------ submitting a checkpoint
+
+MAX_ATTEMPTS = 3  # evaluations of one checkpoint folder before the watcher gives up on it
+
+
+class CheckpointSubmission(BaseModel):
+    """One checkpoint folder of a training run to evaluate and add to a series (the watcher's
+    request, ``POST /api/series/checkpoints``)."""
+
+    series: str = Field(min_length=1, max_length=200)
+    base: str = Field(min_length=1, description="the base model's name")
+    base_path: str | None = Field(None, description="its checkpoint (default: the stored spec)")
+    folder: str = Field(min_length=1, description="the checkpoint folder (under a model root)")
+    step: int = Field(ge=0)
+    benchmarks: list[str] = Field(min_length=1)
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    config: dict = Field(default_factory=dict)
+    prompting: str = "chat"
+    base_prompting: str = "base"
+
+
+def checkpoint_model_name(series: str, step: int) -> str:
+    return f"{series}/checkpoint-{step}"
+
+
+def submit_checkpoint(
+    conn, body: CheckpointSubmission, model_roots: list
+) -> tuple[dict, list[int]]:
+    """Evaluate a checkpoint folder once and place it in its series by step.
+
+    A folder already submitted is not submitted again (the record is in the database, so this
+    holds across watcher restarts); if its evaluation failed it is retried, up to MAX_ATTEMPTS.
+    The base is left out of the job when its shards under the same eval config are already done
+    or on their way. Returns (what happened, shard ids to send)."""
+    from app import jobs
+    from app.db.queries import model_specs
+
+    folder = jobs.check_model_path(body.folder, model_roots)
+    found = series_db.get_series(conn, name=body.series)
+    if found is not None:
+        before = series_db.submission(conn, found["id"], folder)
+        if before is not None:
+            if before["job_status"] != "failed":
+                return {"status": "already", "job_id": before["job_id"], "step": body.step}, []
+            if before["attempts"] >= MAX_ATTEMPTS:
+                return {"status": "gave_up", "job_id": before["job_id"], "step": body.step}, []
+            shard_ids = jobs.retry_failed(conn, before["job_id"])
+            series_db.record_submission(conn, found["id"], folder, body.step,
+                                        checkpoint_model_name(body.series, body.step), before["job_id"])  # fmt: skip
+            return {"status": "retried", "job_id": before["job_id"], "step": body.step,
+                    "attempt": before["attempts"] + 1}, shard_ids  # fmt: skip
+    base_path = body.base_path or model_specs(conn, [body.base]).get(body.base, {}).get("path")
+    if not base_path:
+        raise InputError(
+            f"no checkpoint known for base {body.base!r}: give its path or Hub id (--base-path)"
+        )
+    base = jobs.ModelSpec(name=body.base, path=jobs.check_model_path(base_path, model_roots),
+                          prompting=body.base_prompting)  # fmt: skip
+    name = checkpoint_model_name(body.series, body.step)
+    checkpoint = jobs.ModelSpec(name=name, path=folder, prompting=body.prompting)
+    config = jobs.EvalConfig(**body.config)
+    chash = jobs.config_hash(jobs.shard_config(base, config))
+    names = [list({b, jobs.stored_benchmark_name(b)}) for b in body.benchmarks]
+    base_pending = series_db.covered_by_shards(conn, body.base, names, body.seeds, chash)
+    request = jobs.JobRequest(models=[checkpoint] if base_pending else [base, checkpoint],
+                              benchmarks=body.benchmarks, seeds=body.seeds, config=config)  # fmt: skip
+    job_id, shard_ids = jobs.create_job(conn, request)
+    series_id, _, _ = series_db.add_checkpoints(conn, body.series, body.base, [(name, body.step)])
+    series_db.record_submission(conn, series_id, folder, body.step, name, job_id)
+    return {"status": "submitted", "job_id": job_id, "step": body.step, "model": name}, shard_ids

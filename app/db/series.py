@@ -284,3 +284,26 @@ def submissions(conn: Connection, series_id: int) -> list[dict]:
     )
     keys = ("path", "step", "job_id", "attempts", "job_status", "submitted_at")
     return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def covered_by_shards(
+    conn: Connection, model: str, benchmarks: list[list[str]], seeds: list[int], chash: str
+) -> bool:
+    """Whether every (benchmark, seed) of ``model`` under eval config ``chash`` is evaluated or on
+    its way (a shard queued, running, done or reused). ``benchmarks``: per benchmark, the names its
+    shards may carry (as requested and as stored)."""
+    duck = _duck(conn)
+    for names in benchmarks:
+        for seed in seeds:
+            found = duck.execute(
+                f"""
+                SELECT count(*) FROM shards s JOIN models m ON m.id = s.model_id
+                WHERE m.name = ? AND s.seed = ? AND s.config_hash = ?
+                  AND s.status IN ('queued', 'running', 'done', 'reused')
+                  AND s.benchmark IN ({", ".join("?" for _ in names)})
+                """,
+                [model, seed, chash, *names],
+            ).fetchone()[0]
+            if not found:
+                return False
+    return True

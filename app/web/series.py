@@ -9,8 +9,10 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
 from app.db import series as series_db
-from app.series import series_view
-from app.web import deps, pages
+from app.errors import InputError
+from app.queue import send_and_record
+from app.series import CheckpointSubmission, series_view, submit_checkpoint
+from app.web import deps, pages, write_api
 
 router = APIRouter(tags=["series"])
 FATE_LABELS = {
@@ -116,3 +118,21 @@ def series_page(
              page=page, pages=max((total + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1),
              pair_of_step=pair_of_step),
     )  # fmt: skip
+
+
+@router.post("/api/series/checkpoints")
+def api_submit_checkpoint(
+    request: Request, body: CheckpointSubmission, owner: write_api.Owner
+) -> dict:
+    """Evaluate one checkpoint folder of a run and place it in its series by step (what
+    `forgetmap watch` sends). Idempotent per (series, folder): a folder already submitted answers
+    ``already`` (or, when its evaluation failed, is retried up to 3 times: ``retried``, ``gave_up``)."""
+    try:
+        with deps.store(request).transaction() as conn:
+            result, to_send = submit_checkpoint(
+                conn, body, list(request.app.state.settings.model_roots)
+            )
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
+    return {**result, "shards_to_run": len(to_send), "sent": sent, "queue_error": problem}
