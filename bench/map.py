@@ -3,6 +3,7 @@
     .venv/bin/python bench/map.py                       # full size: 10M rows, 30 pairs
     .venv/bin/python bench/map.py --rows 1000000        # quick run
     .venv/bin/python bench/map.py --db /tmp/x/ours.duckdb   # reuse `bench/ingest.py --keep` output
+    .venv/bin/python bench/map.py --pairs 1000 --rows 3000000   # 1,000 pairs and a long series
 
 With the rows loaded (import_file per model file) and the pairs added (each base with 3 others):
 - ours: ``map_records(store, MapQuery(level, aggregate))`` for category/macro, category/micro and
@@ -15,6 +16,14 @@ With the rows loaded (import_file per model file) and the pairs added (each base
   floor is read from its materialized table in both (so the baseline is, if anything, flattered).
 The recompute's benchmark-level records are checked against the materialized map's first.
 Goal: map < 50 ms at 10M rows and >= 20x faster than the recompute.
+
+With ``--pairs N`` the models and pairs per base are chosen to give N pairs, and the pairs of the
+first base form a series (a training run, one checkpoint per pair). The scale section then prints
+cold and warm timings (cold: a fresh MapCache, as the first request after a write finds it; warm:
+the cache hit) of the category map, the series page's data (``series_view``: records, first steps
+clearing the noise floor) and its question histories (first page), and the benchmark-level JSON,
+beside the recompute from the per-sample rows. Goals at 1,000 pairs x 100 benchmarks x 3 seeds:
+category map < 50 ms, series page < 100 ms, benchmark-level JSON < 500 ms, all cold.
 When a map median misses 50 ms (or with --profile) the slowest level is profiled with cProfile.
 """
 
@@ -196,6 +205,81 @@ def profile(store, query: MapQuery, runs: int, top: int) -> str:
     return "\n".join(head + lines[start : start + top + 1])
 
 
+def load_pairs(spec: Spec, store, paths: list[Path], pair_list: list[tuple[str, str]]) -> None:
+    """Import the files, add the pairs, and make the first base's pairs a series (steps 100, 200...)."""
+    from app.db import series as series_db
+    from app.db.ingest import add_pair
+
+    load_dataset(spec, store, paths, pairs=False)
+    for base, post in pair_list:
+        with store.transaction() as conn:
+            add_pair(conn, base, post, label=None, stage=None)
+    first = pair_list[0][0]
+    run = [
+        (post, 100 * (i + 1)) for i, (b, post) in enumerate(p for p in pair_list if p[0] == first)
+    ]
+    with store.transaction() as conn:
+        series_db.add_checkpoints(conn, "bench-run", first, run)
+
+
+def _cold_warm(store, fn, runs: int) -> tuple[float, float]:
+    """(median of ``runs`` cold calls, each on a fresh MapCache; median of warm cache hits)."""
+    from app.forgetting_map import MapCache
+
+    cold = [timed(fn, MapCache(store))[0] for _ in range(runs)]
+    cache = MapCache(store)
+    fn(cache)
+    warm = [timed(fn, cache)[0] for _ in range(runs)]
+    return median(cold), median(warm)
+
+
+def scale_section(store, runs: int, recompute_runs: int) -> list[str]:
+    """Cold and warm timings of what a running fleet makes the app serve, against the recompute."""
+    from app.db import series as series_db
+    from app.series import series_view
+
+    with store.read() as conn:
+        runs_list = series_db.list_series(conn)
+        if not runs_list:
+            return ["", "(no series in this DB: the scale section needs --pairs)"]
+        found = series_db.get_series(conn, series_id=runs_list[0]["id"])
+    category = MapQuery(level="category", aggregate="macro")
+    bench = MapQuery(level="benchmark", aggregate="macro")
+
+    def histories(cache):
+        with cache.store.read() as conn:
+            return series_db.question_histories(conn, found, benchmarks=None, fate=None, page=1,
+                                                page_size=50)  # fmt: skip
+
+    measured = {
+        "category map": (_cold_warm(store, lambda c: c.records(category), runs), 50.0),
+        "series page (records)": (_cold_warm(store, lambda c: series_view(c, found), runs), 100.0),
+        "series questions (page 1)": (_cold_warm(store, histories, max(3, runs // 4)), 100.0),
+        "benchmark JSON": (_cold_warm(store, lambda c: c.json(bench), max(3, runs // 4)), 500.0),
+    }
+    recompute = {
+        "category map": median(
+            [timed(recompute_map, store, category)[0] for _ in range(recompute_runs)]
+        ),
+        "benchmark JSON": median(
+            [timed(recompute_map, store, bench)[0] for _ in range(recompute_runs)]
+        ),
+    }
+    recompute["series page (records)"] = recompute["category map"]  # the series filters it
+    with store.read() as conn:
+        n_pairs = conn.exec_driver_sql("SELECT count(*) FROM pairs").fetchone()[0]
+    lines = ["", f"-- scale: {n_pairs} pairs, series {found['name']!r} with "
+             f"{len(found['checkpoints'])} checkpoints; cold = fresh cache (first request after a write) --",
+             f"{'what':28s} {'cold':>10s} {'warm':>10s} {'recompute':>10s}  goal (cold)"]  # fmt: skip
+    for name, ((cold, warm), goal) in measured.items():
+        base = recompute.get(name)
+        lines.append(
+            f"{name:28s} {fmt_s(cold):>10s} {fmt_s(warm):>10s} "
+            f"{(fmt_s(base) if base else '-'):>10s}  < {goal:.0f} ms {'MET' if cold * 1000 < goal else 'MISSED'}"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -205,6 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--benchmarks", type=int, default=FULL_BENCHMARKS)
     ap.add_argument("--seeds", type=int, default=FULL_SEEDS)
     ap.add_argument("--pairs-per-base", type=int, default=3)
+    ap.add_argument(
+        "--pairs",
+        type=int,
+        help="this many pairs (models and pairs per base chosen to give it) and a series",
+    )
     ap.add_argument("--runs", type=int, default=20, help="map_records runs per level (median)")
     ap.add_argument("--recompute-runs", type=int, default=5, help="(>= 3)")
     ap.add_argument(
@@ -226,7 +315,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     t_start = now()
+    if args.pairs:
+        # the fewest models whose pairs (each base with every other model) reach --pairs
+        args.models = next(m for m in range(2, 10_000) if m * (m - 1) >= args.pairs)
+        args.pairs_per_base = -(-args.pairs // args.models)
     spec = Spec(rows=args.rows, models=args.models, benchmarks=args.benchmarks, seeds=args.seeds)
+    pair_list = spec.pairs(args.pairs_per_base)[: args.pairs or None]
     own_tmp = args.workdir is None and args.db is None
     workdir = None
     print("== forgetmap map benchmark ==")
@@ -243,11 +337,11 @@ def main(argv: list[str] | None = None) -> int:
                 Path(str(db) + suffix).unlink(missing_ok=True)
             print(
                 f"data: {spec.models} models x {spec.benchmarks} benchmarks x {spec.seeds} seeds x "
-                f"{spec.samples} samples = {spec.total_rows:,} rows; {len(spec.pairs(args.pairs_per_base))} pairs"
+                f"{spec.samples} samples = {spec.total_rows:,} rows; {len(pair_list)} pairs"
             )
             t, paths = timed(write_dataset, spec, workdir / "data")
             store = open_store(db)
-            t_load, _ = timed(load_dataset, spec, store, paths)
+            t_load, _ = timed(load_pairs, spec, store, paths, pair_list)
             print(
                 f"generated in {fmt_s(t)}; loaded (import_file x {len(paths)} + pairs) in {fmt_s(t_load)}"
             )
@@ -308,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
             f"  of which the recompute SQL: median {fmt_s(median(SQL_TIMES))} over all {len(SQL_TIMES)} runs"
         )
 
+        scale = scale_section(store, args.runs, args.recompute_runs)
+
         print("\n-- result --")
         print(
             f"{'level':16s} {'map':>10s} {'recompute':>10s} {'speedup':>9s}  goal (< {GOAL_MS:.0f} ms, >= {GOAL_SPEEDUP:.0f}x)"
@@ -320,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:16s} {fmt_s(ours[name]):>10s} {fmt_s(base[name]):>10s} {speedup:>8.1f}x  "
                 f"{'MET' if met else 'MISSED'}"
             )
+
+        for line in scale:
+            print(line)
 
         if args.profile == "yes" or (args.profile == "auto" and ours[worst] * 1000 >= GOAL_MS):
             query = dict(QUERIES)[worst]
