@@ -402,3 +402,50 @@ def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:
         .fetchall()
     )
     return {name: json.loads(spec) for name, spec in rows}
+
+
+def unit_counts(conn: Connection, pair_ids: list[int] | None = None) -> pa.Table:
+    """The category map's input: every (pair, benchmark, seed, k-group) row of transition counts
+    of the given pairs (None: all), ids only, ordered by (pair, benchmark id, seed, k)."""
+    sql = """
+        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k, t.n_00, t.n_01, t.n_10, t.n_11
+        FROM transitions t
+        WHERE $all OR t.pair_id IN (SELECT unnest($ids))
+        ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
+    """
+    params = {"all": pair_ids is None, "ids": list(pair_ids or [])}
+    return _duck(conn).sql(sql, params=params).to_arrow_table()
+
+
+def pair_fingerprints(conn: Connection) -> dict[int, int]:
+    """Per pair, a hash of everything its map records depend on: its transition counts, the
+    seed-vs-seed counts of both its models (the noise floor), its names, label and stage, and the
+    benchmarks' names and categories. A pair whose hash is unchanged has unchanged records."""
+    rows = (
+        _duck(conn)
+        .execute(
+            """
+        WITH t AS (
+            SELECT pair_id, count(*) AS n,
+                   bit_xor(hash(benchmark_id, seed, num_choices, n_00, n_01, n_10, n_11)) AS h
+            FROM transitions GROUP BY pair_id
+        ), s AS (
+            SELECT model_id, count(*) AS n,
+                   bit_xor(hash(benchmark_id, seed_a, seed_b, num_choices, n_00, n_01, n_10, n_11)) AS h
+            FROM seed_transitions GROUP BY model_id
+        ), b AS (
+            SELECT count(*) AS n, coalesce(bit_xor(hash(id, name, category)), 0) AS h FROM benchmarks
+        )
+        SELECT p.id, hash(t.n, t.h, sb.n, sb.h, sp.n, sp.h, b.n, b.h, p.label, p.stage, mb.name, mp.name)
+        FROM pairs p
+        JOIN models mb ON mb.id = p.base_model_id
+        JOIN models mp ON mp.id = p.post_model_id
+        LEFT JOIN t ON t.pair_id = p.id
+        LEFT JOIN s sb ON sb.model_id = p.base_model_id
+        LEFT JOIN s sp ON sp.model_id = p.post_model_id
+        CROSS JOIN b
+        """
+        )
+        .fetchall()
+    )
+    return dict(rows)
