@@ -135,11 +135,13 @@ def _pair_noise(
         return np.nanmean(np.stack([lookup(base), lookup(post)]), axis=0)
 
 
-def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarray | list]:
+def _benchmark_columns(
+    store: Store, pair_id: int | None, pair_ids: list[int] | None = None
+) -> dict[str, np.ndarray | list]:
     """Every per-(pair, benchmark, seed) field as columns, in contract order, sorted for display:
     by pair, category (the paper's order), benchmark name, seed."""
     with store.read() as conn:
-        counts = queries.transition_counts(conn, pair_id)
+        counts = queries.transition_counts(conn, pair_id, pair_ids)
         pairs = queries.pair_names(conn)
         benches = queries.benchmark_names(conn)
         noise = _noise_grid(conn)
@@ -198,13 +200,15 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
     }
 
 
-def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
-    """One record per (pair, benchmark, seed), for every pair or just ``pair_id``.
+def benchmark_records(
+    store: Store, pair_id: int | None = None, *, pair_ids: list[int] | None = None
+) -> list[dict]:
+    """One record per (pair, benchmark, seed), for every pair, just ``pair_id``, or ``pair_ids``.
 
     Built column by column: each column becomes one Python list (NaN/-1 sentinels -> None), and
     the records are zipped from those lists (no per-value Arrow or numpy scalar conversion).
     """
-    cols = _benchmark_columns(store, pair_id)
+    cols = _benchmark_columns(store, pair_id, pair_ids)
     if not cols:
         return []
 
@@ -334,12 +338,37 @@ class MapCache:
         # first map after a write recomputes only the pairs whose inputs changed (a worker's upload
         # touches the pairs of one model), not all of them
         self._category_parts: dict[str, dict[int, tuple[int, list[dict]]]] = {}
+        # the same for the benchmark-level JSON: per pair, its records' encoded JSON
+        self._json_parts: dict[int, tuple[int, bytes]] = {}
 
     def _all(self, query: MapQuery) -> list[dict]:
         if query.level == "benchmark":
             return self.cache.get(("map", "benchmark"), lambda: benchmark_records(self.store))
         return self.cache.get(("map", "category", query.aggregate),
                               lambda: self._category(query.aggregate))  # fmt: skip
+
+    @staticmethod
+    def _stale(parts: dict, prints: dict[int, int]) -> list[int]:
+        """Pairs whose parts are missing or older than their fingerprint; drops deleted pairs."""
+        for gone in set(parts) - set(prints):
+            del parts[gone]
+        return sorted(p for p, f in prints.items() if p not in parts or parts[p][0] != f)
+
+    def _benchmark_json(self) -> bytes:
+        """All benchmark-level records as JSON, re-encoding only the pairs that changed (the bytes
+        are those of json.dumps over the whole list: items joined by ', ')."""
+        parts = self._json_parts
+        with self.store.read() as conn:
+            prints = queries.pair_fingerprints(conn, with_coverage=True)
+        stale = self._stale(parts, prints)
+        if stale:
+            fresh: dict[int, list[dict]] = {p: [] for p in stale}
+            subset = stale if len(stale) < len(prints) else None
+            for r in benchmark_records(self.store, pair_ids=subset):
+                fresh[r["pair_id"]].append(r)
+            for p in stale:
+                parts[p] = (prints[p], json.dumps(fresh[p]).encode()[1:-1])
+        return b"[" + b", ".join(parts[p][1] for p in sorted(prints) if parts[p][1]) + b"]"
 
     def _category(self, aggregate: str) -> list[dict]:
         """Category records of every pair, recomputing only pairs whose fingerprint changed.
@@ -348,9 +377,7 @@ class MapCache:
         parts = self._category_parts.setdefault(aggregate, {})
         with self.store.read() as conn:
             prints = queries.pair_fingerprints(conn)
-            for gone in set(parts) - set(prints):
-                del parts[gone]
-            stale = sorted(p for p, f in prints.items() if p not in parts or parts[p][0] != f)
+            stale = self._stale(parts, prints)
             if stale:
                 fresh: dict[int, list[dict]] = {p: [] for p in stale}
                 subset = stale if len(stale) < len(prints) else None
@@ -388,6 +415,8 @@ class MapCache:
         """The records as JSON bytes (encoding 9,000 records costs more than computing them)."""
         if self._filtered(query):
             return json.dumps(self.records(query)).encode()
+        if query.level == "benchmark":
+            return self.cache.get(("json", "benchmark"), self._benchmark_json)
         return self.cache.get(
             ("json", query.level, query.aggregate), lambda: json.dumps(self._all(query)).encode()
         )

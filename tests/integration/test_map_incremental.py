@@ -62,3 +62,31 @@ def test_incremental_category_map_equals_a_full_recompute(cli, tmp_path):
         assert cache.records(micro) == MapCache(store).records(micro)
     finally:
         store.close()
+
+
+def test_incremental_benchmark_json_is_byte_for_byte_a_full_encoding(cli, tmp_path):
+    import json
+
+    store = open_store(cli.db)
+    query = MapQuery(level="benchmark")
+    try:
+        cache = MapCache(store)
+        assert cache.json(query) == b"[]"
+        store.close()
+        load_run(cli, tmp_path)
+        store = open_store(cli.db)
+        cache = MapCache(store)
+        first = cache.json(query)
+        assert first == json.dumps(MapCache(store).records(query)).encode()
+        import_file(store, "table", _extra(tmp_path / "a.parquet", "run-step4", "extra", "Math"))
+        import_file(
+            store, "table", _extra(tmp_path / "b.parquet", "base", "extra", "Math", seeds=(0,))
+        )
+        second = cache.json(query)
+        assert second != first
+        assert second == json.dumps(MapCache(store).records(query)).encode()
+        # the base has seed 0 only: seed 0 is paired, the checkpoint's seed 1 is not
+        records = json.loads(second)
+        assert {(r["benchmark"], r["seed"]) for r in records if r["pair_id"] == 4} >= {("extra", 0)}
+    finally:
+        store.close()
