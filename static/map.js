@@ -69,7 +69,9 @@
     if (data.columns.length <= 16 && rows.length <= 30) {
       trace.text = text; trace.texttemplate = "%{text}"; trace.textfont = { size: 11 };
     }
-    const height = Math.max(level === "benchmark" ? 420 : 320, 60 + 40 * rows.length + (level === "benchmark" ? 200 : 60));
+    // many pairs: thinner rows, so a thousand pairs stay one scrollable picture
+    const rowHeight = rows.length > 60 ? 16 : 40;
+    const height = Math.max(level === "benchmark" ? 420 : 320, 60 + rowHeight * rows.length + (level === "benchmark" ? 200 : 60));
     const layout = {
       height: height, margin: { l: 20, r: 20, t: 10, b: 20 },
       xaxis: { side: "bottom", tickangle: level === "benchmark" ? -50 : 0, automargin: true },
