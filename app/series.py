@@ -7,7 +7,9 @@ macro/micro aggregation, same noise floor), taken from the map's cache and put i
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
 
 from app import metrics
 from app.db import series as series_db
@@ -142,6 +144,20 @@ class CheckpointSubmission(BaseModel):
     base_prompting: str = "base"
 
 
+class RunSubmission(BaseModel):
+    """A base and the checkpoint folders (or glob patterns) of one run."""
+
+    series: str = Field(min_length=1, max_length=200)
+    base: str = Field(min_length=1)
+    base_path: str | None = None
+    checkpoints: list[str] = Field(min_length=1)
+    benchmarks: list[str] = Field(min_length=1)
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    config: dict = Field(default_factory=dict)
+    prompting: str = "chat"
+    base_prompting: str = "base"
+
+
 def checkpoint_model_name(series: str, step: int) -> str:
     return f"{series}/checkpoint-{step}"
 
@@ -191,3 +207,45 @@ def submit_checkpoint(
     series_id, _, _ = series_db.add_checkpoints(conn, body.series, body.base, [(name, body.step)])
     series_db.record_submission(conn, series_id, folder, body.step, name, job_id)
     return {"status": "submitted", "job_id": job_id, "step": body.step, "model": name}, shard_ids
+
+
+def submit_run(conn, body: dict, model_roots: list) -> tuple[dict, list[int]]:
+    """A whole run at once (``POST /api/jobs`` with ``"kind": "series"``): a base plus a list of
+    checkpoint folders or glob patterns (``/runs/sft/checkpoint-*``), each submitted as the watcher
+    would (steps from the folder names or trainer_state.json; folders already submitted are not
+    evaluated again; the base once). Returns (summary, shard ids to send)."""
+    import glob
+
+    from app import jobs
+    from app.watch import step_of
+
+    try:
+        run = RunSubmission.model_validate({k: v for k, v in body.items() if k != "kind"})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise InputError(f"malformed series request: {problems}") from None
+    folders: dict[str, int] = {}
+    for entry in run.checkpoints:
+        matches = sorted(glob.glob(entry)) if glob.has_magic(entry) else [entry]
+        if not matches:
+            raise InputError(f"no checkpoint folder matches {entry!r}")
+        for match in matches:
+            folder = Path(jobs.check_model_path(match, model_roots))
+            if not folder.is_dir():
+                raise InputError(f"{match!r} is not a checkpoint folder")
+            step = step_of(folder)
+            if step is None:
+                raise InputError(
+                    f"no step for {match!r}: name it checkpoint-<step> or add trainer_state.json"
+                )
+            folders[str(folder)] = step
+    answers, shard_ids = [], []
+    for folder, step in sorted(folders.items(), key=lambda item: item[1]):
+        fields = run.model_dump(exclude={"checkpoints"})
+        answer, to_send = submit_checkpoint(
+            conn, CheckpointSubmission(**fields, folder=folder, step=step), model_roots
+        )
+        answers.append(answer)
+        shard_ids += to_send
+    job_ids = list(dict.fromkeys(a["job_id"] for a in answers))
+    return {"series": run.series, "jobs": job_ids, "checkpoints": answers}, shard_ids

@@ -78,3 +78,50 @@ def test_bad_submissions_are_refused(app_client):
     del app_client.headers["Authorization"]
     assert app_client.post("/api/series/checkpoints", json=body(app_client, 20)).status_code == 401
     assert app_client.get("/api/series").json() == []
+
+
+def test_post_api_jobs_takes_a_whole_run_by_glob(app_client):
+    models = app_client.models
+    (models / "run" / "tmp-checkpoint-30").mkdir()  # not matched by checkpoint-*
+    run = {"kind": "series", "series": "run", "base": "base", "base_path": str(models / "base"),
+           "checkpoints": [str(models / "run" / "checkpoint-*")], "benchmarks": ["local:toy.jsonl"],
+           "seeds": [0], "config": {"engine": "transformers"}}  # fmt: skip
+    response = app_client.post("/api/jobs", json=run)
+    assert response.status_code == 201, response.text
+    out = response.json()
+    assert [c["step"] for c in out["checkpoints"]] == [10, 20]
+    assert [c["status"] for c in out["checkpoints"]] == ["submitted", "submitted"]
+    assert out["id"] == out["jobs"][0] and len(out["jobs"]) == 2
+    assert out["shards_to_run"] == 3  # the base once, then one shard per checkpoint
+    assert app_client.get("/api/series").json()[0]["steps"] == [10, 20]
+    # the same run again: nothing new
+    again = app_client.post("/api/jobs", json=run).json()
+    assert [c["status"] for c in again["checkpoints"]] == ["already", "already"]
+    assert again["shards_to_run"] == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"checkpoints": ["/nowhere/checkpoint-*"]}, "no checkpoint folder matches"),
+        ({"checkpoints": ["/etc"]}, "outside the configured roots"),
+        ({"checkpoints": []}, "malformed series request"),
+        ({"series": None}, "malformed series request"),
+    ],
+)
+def test_bad_run_requests_are_refused(app_client, change, message):
+    run = {"kind": "series", "series": "run", "base": "base", "base_path": str(app_client.models / "base"),
+           "checkpoints": [str(app_client.models / "run" / "checkpoint-10")],
+           "benchmarks": ["local:toy.jsonl"], **change}  # fmt: skip
+    response = app_client.post("/api/jobs", json=run)
+    assert response.status_code == 422 and message in response.text, response.text
+    assert app_client.get("/api/jobs").json() == []
+
+
+def test_a_folder_without_a_step_is_refused(app_client):
+    folder = app_client.models / "run" / "final"
+    folder.mkdir()
+    run = {"kind": "series", "series": "run", "base": "base", "base_path": str(app_client.models / "base"),
+           "checkpoints": [str(folder)], "benchmarks": ["local:toy.jsonl"]}  # fmt: skip
+    response = app_client.post("/api/jobs", json=run)
+    assert response.status_code == 422 and "no step for" in response.text
