@@ -208,32 +208,44 @@ def question_histories(
     """
     if fate is not None and fate not in FATES:
         raise InputError(f"fate must be one of {', '.join(FATES)}, got {fate!r}")
-    duck = _duck(conn)
-    params = {"series": series["id"], "base": series["base_model_id"], "benchmarks": benchmarks}
-    counts = dict(
-        duck.execute(
-            _HISTORY_SQL + "SELECT fate, count(*) FROM fated WHERE fate IS NOT NULL GROUP BY fate",
-            params,
-        ).fetchall()
-    )
-    rows = duck.execute(
-        _HISTORY_SQL
-        + """
-        SELECT b.name, b.category, f.sample_id, f.fate, f.first_forgotten, f.base_correct,
-               f.history,
-               (SELECT any_value(r.prompt) FROM results r WHERE r.model_id = $base
-                  AND r.benchmark_id = f.benchmark_id AND r.sample_id = f.sample_id) AS prompt
-        FROM fated f JOIN benchmarks b ON b.id = f.benchmark_id
-        WHERE f.fate IS NOT NULL AND ($fate IS NULL OR f.fate = $fate)
-        ORDER BY f.first_forgotten NULLS LAST, b.name, f.sample_id
-        LIMIT $limit OFFSET $offset
+    # one statement: the histories are aggregated once for both the counts and the page
+    counts_rows = (
+        _duck(conn)
+        .execute(
+            _HISTORY_SQL
+            + """
+        , counts AS (
+            SELECT coalesce(list({'fate': fate, 'n': n}), []) AS c
+            FROM (SELECT fate, count(*) AS n FROM fated WHERE fate IS NOT NULL GROUP BY fate)
+        ), page AS (
+            SELECT coalesce(list({'benchmark': benchmark, 'category': category,
+                                  'sample_id': sample_id, 'fate': fate,
+                                  'first_forgotten': first_forgotten, 'base_correct': base_correct,
+                                  'history': history, 'prompt': prompt} ORDER BY rank), []) AS r
+            FROM (
+                SELECT b.name AS benchmark, b.category, f.sample_id, f.fate, f.first_forgotten,
+                       f.base_correct, f.history,
+                       (SELECT any_value(r.prompt) FROM results r WHERE r.model_id = $base
+                          AND r.benchmark_id = f.benchmark_id AND r.sample_id = f.sample_id) AS prompt,
+                       row_number() OVER (ORDER BY f.first_forgotten NULLS LAST, b.name, f.sample_id)
+                           AS rank
+                FROM fated f JOIN benchmarks b ON b.id = f.benchmark_id
+                WHERE f.fate IS NOT NULL AND ($fate IS NULL OR f.fate = $fate)
+                ORDER BY rank
+                LIMIT $limit OFFSET $offset
+            )
+        )
+        SELECT counts.c, page.r FROM counts, page
         """,
-        {**params, "fate": fate, "limit": page_size, "offset": (page - 1) * page_size},
-    ).fetchall()
-    keys = ("benchmark", "category", "sample_id", "fate", "first_forgotten", "base_correct",
-            "history", "prompt")  # fmt: skip
+            {"series": series["id"], "base": series["base_model_id"], "benchmarks": benchmarks,
+             "fate": fate, "limit": page_size, "offset": (page - 1) * page_size},
+        )
+        .fetchone()
+    )  # fmt: skip
+    counts = {c["fate"]: c["n"] for c in counts_rows[0]}
+    rows = counts_rows[1]
     total = counts.get(fate, 0) if fate else sum(counts.values())
-    return total, counts, [dict(zip(keys, r, strict=True)) for r in rows]
+    return total, counts, rows
 
 
 # ---------------------------------------------------------------------------------- watcher

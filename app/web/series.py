@@ -106,6 +106,10 @@ def series_page(
 ) -> HTMLResponse:
     series = get_series(request, series_id)
     view = series_view(deps.map_cache(request), series)
+    if category is None and benchmark is None and len(view["categories"]) > 2:
+        # a long run has millions of (question, checkpoint, seed) answers: the drill-down opens
+        # on one category ("all" is one click away)
+        category = view["categories"][0]
     total, counts, rows = histories(
         request, series, benchmark, category, fate, page, deps.PAGE_SIZE
     )

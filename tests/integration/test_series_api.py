@@ -117,3 +117,11 @@ def test_the_map_page_groups_a_series_under_one_row(client):
     assert '<option value="4" selected>4</option>' in page.text
     assert page.text.count('<details class="series-pairs">') == 1
     assert 'href="/series/1"' in page.text
+
+
+def test_the_series_page_opens_the_drill_down_on_one_category(client):
+    page = client.get("/series/1")
+    # mixbench's four questions (Knowledge/QA), not genbench's
+    assert page.text.count("<tr data-fate=") == 4
+    assert '<option value="Knowledge/QA" selected>' in page.text
+    assert client.get("/series/1", params={"category": ""}).text.count("<tr data-fate=") == 6
