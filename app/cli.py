@@ -687,12 +687,16 @@ def worker(loglevel: str) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--watch", "watch_args", metavar="'DIR --base B --series S --benchmarks A,B ...'",
+              help="Also run `forgetmap watch` with these arguments (one quoted string).")  # fmt: skip
 @click.pass_context
-def up(ctx: click.Context, host: str, port: int) -> None:
+def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None:
     """The app plus a local worker on the embedded queue (no Redis needed). Ctrl-C stops both."""
+    import shlex
+
     from app.up import run_up
 
-    run_up(ctx.obj["db"], host, port)
+    run_up(ctx.obj["db"], host, port, watch_args=shlex.split(watch_args) if watch_args else None)
 
 
 @main.command()
