@@ -283,21 +283,6 @@ def record_submission(
     )
 
 
-def submissions(conn: Connection, series_id: int) -> list[dict]:
-    rows = (
-        _duck(conn)
-        .execute(
-            "SELECT w.path, w.step, w.job_id, w.attempts, j.status, w.submitted_at "
-            "FROM watch_submissions w LEFT JOIN jobs j ON j.id = w.job_id "
-            "WHERE w.series_id = ? ORDER BY w.step",
-            [series_id],
-        )
-        .fetchall()
-    )
-    keys = ("path", "step", "job_id", "attempts", "job_status", "submitted_at")
-    return [dict(zip(keys, r, strict=True)) for r in rows]
-
-
 def covered_by_shards(
     conn: Connection, model: str, benchmarks: list[list[str]], seeds: list[int], chash: str
 ) -> bool:

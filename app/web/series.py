@@ -37,8 +37,8 @@ def get_series(request: Request, series_id: int) -> dict:
 
 def histories(request: Request, series: dict, benchmark, category, fate, page, page_size):
     fate = fate or None  # the page's form sends an empty value for "all"
-    if fate is not None and fate not in FATE_LABELS:
-        raise HTTPException(422, f"fate must be one of {', '.join(FATE_LABELS)}, got {fate!r}")
+    if fate is not None and fate not in series_db.FATES:
+        raise HTTPException(422, f"fate must be one of {', '.join(series_db.FATES)}, got {fate!r}")
     ids = deps.benchmark_filter(request, benchmark or None, category or None)
 
     def load():
