@@ -27,6 +27,7 @@ noise floor.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -504,8 +505,14 @@ def clears_noise_floor(
     """
     if std is None or floor is None or seeds < 2:
         return None
-    low = mean - float(student_t.ppf((1 + level) / 2, seeds - 1)) * std / np.sqrt(seeds)
+    low = mean - _t_quantile((1 + level) / 2, seeds - 1) * std / np.sqrt(seeds)
     return bool(low > floor)
+
+
+@functools.lru_cache(maxsize=64)
+def _t_quantile(q: float, df: int) -> float:
+    # scipy's ppf costs ~100 us a call; a series page asks for the same few (q, df) many times
+    return float(student_t.ppf(q, df))
 
 
 def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
