@@ -421,6 +421,29 @@ class MapCache:
             ("json", query.level, query.aggregate), lambda: json.dumps(self._all(query)).encode()
         )
 
+    def page_json(self, query: MapQuery, page: int, page_size: int) -> tuple[bytes, int]:
+        """One page of the records, ``page_size`` pairs per page in pair id order, as JSON, and
+        the number of pairs in all pages. A benchmark-level page computes only its own pairs."""
+
+        def ids() -> list[int]:
+            if self._filtered(query):
+                return sorted(self.cache.get(("keep", query),
+                                             lambda: pair_filter(self.pairs(), query)))  # fmt: skip
+            with self.store.read() as conn:
+                return queries.pair_names(conn)["pair_id"].to_pylist()
+
+        def encode() -> tuple[bytes, int]:
+            every = ids()
+            chosen = every[(page - 1) * page_size : page * page_size]
+            if query.level == "benchmark":
+                records = benchmark_records(self.store, pair_ids=chosen)
+            else:
+                keep = set(chosen)
+                records = [r for r in self._all(query) if r["pair_id"] in keep]
+            return json.dumps(records).encode(), len(every)
+
+        return self.cache.get(("page", query, page, page_size), encode)
+
 
 def map_records(store: Store, query: MapQuery) -> list[dict]:
     return MapCache(store).records(query)

@@ -125,3 +125,18 @@ def test_the_series_page_opens_the_drill_down_on_one_category(client):
     assert page.text.count("<tr data-fate=") == 4
     assert '<option value="Knowledge/QA" selected>' in page.text
     assert client.get("/series/1", params={"category": ""}).text.count("<tr data-fate=") == 6
+
+
+@pytest.mark.parametrize("level", ["benchmark", "category"])
+def test_api_map_pages_by_pairs(client, level):
+    everything = client.get("/api/map", params={"level": level}).json()
+    pages = []
+    for page in (1, 2, 3):
+        response = client.get("/api/map", params={"level": level, "page": page, "page_size": 3})
+        assert response.status_code == 200 and response.headers["X-Total-Pairs"] == "4"
+        pages.append(response.json())
+    assert {r["pair_id"] for r in pages[0]} == {1, 2, 3} and {r["pair_id"] for r in pages[1]} == {4}
+    assert pages[0] + pages[1] == everything and pages[2] == []
+    filtered = client.get("/api/map", params={"level": level, "q": "@ 3", "page": 1}).json()
+    assert {r["pair_id"] for r in filtered} == {3}
+    assert client.get("/api/map", params={"page": 0}).status_code == 422
