@@ -11,7 +11,7 @@ import gc
 import json
 import warnings
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 
 import numpy as np
 import pyarrow as pa
@@ -137,11 +137,13 @@ def _pair_noise(
         return np.nanmean(np.stack([lookup(base), lookup(post)]), axis=0)
 
 
-def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarray | list]:
+def _benchmark_columns(
+    store: Store, pair_id: int | None, pair_ids: list[int] | None = None
+) -> dict[str, np.ndarray | list]:
     """Every per-(pair, benchmark, seed) field as columns, in contract order, sorted for display:
     by pair, category (the paper's order), benchmark name, seed."""
     with store.read() as conn:
-        counts = queries.transition_counts(conn, pair_id)
+        counts = queries.transition_counts(conn, pair_id, pair_ids)
         pairs = queries.pair_names(conn)
         benches = queries.benchmark_names(conn)
         noise = _noise_grid(conn)
@@ -206,13 +208,15 @@ def _benchmark_columns(store: Store, pair_id: int | None) -> dict[str, np.ndarra
     }
 
 
-def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
-    """One record per (pair, benchmark, seed), for every pair or just ``pair_id``.
+def benchmark_records(
+    store: Store, pair_id: int | None = None, *, pair_ids: list[int] | None = None
+) -> list[dict]:
+    """One record per (pair, benchmark, seed), for every pair, just ``pair_id``, or ``pair_ids``.
 
     Built column by column: each column becomes one Python list (NaN/-1 sentinels -> None), and
     the records are zipped from those lists (no per-value Arrow or numpy scalar conversion).
     """
-    cols = _benchmark_columns(store, pair_id)
+    cols = _benchmark_columns(store, pair_id, pair_ids)
     if not cols:
         return []
     cols["mcnemar_p"] = np.asarray(metrics.mcnemar_exact(cols["n_01"], cols["n_10"]), np.float64)
@@ -228,9 +232,13 @@ def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
             return [None if v != v else v for v in values]
         return values
 
-    names = list(cols)
-    lists = [column(name, values) for name, values in cols.items()]
-    # ~10k new dicts: the cyclic GC would scan the heap several times while they are built
+    return _records_from_columns(
+        tuple(cols), [column(name, values) for name, values in cols.items()]
+    )
+
+
+def _records_from_columns(names: tuple[str, ...], lists: list[list]) -> list[dict]:
+    # thousands of new dicts: the cyclic GC would scan the heap several times while they are built
     # (nothing here can form a cycle), which made this step vary from 25 to 60 ms
     enabled = gc.isenabled()
     gc.disable()
@@ -241,60 +249,73 @@ def benchmark_records(store: Store, pair_id: int | None = None) -> list[dict]:
             gc.enable()
 
 
-def category_records(store: Store, aggregate: str = "macro") -> list[dict]:
-    cols = _benchmark_columns(store, None)
-    if not cols:
+def _nan_to_none(values: np.ndarray) -> list:
+    return [None if v != v else v for v in values.tolist()]
+
+
+def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "macro") -> list[dict]:
+    """Category-level records of the given pairs (None: all), by pair then category (the paper's
+    order, "Total" last). Integer ids and codes all the way: names are attached per output row."""
+    counts = queries.unit_counts(conn, pair_ids)
+    if len(counts) == 0:
         return []
-    rows = metrics.aggregate_arrays(
-        cols["pair_id"], cols["category"], cols["benchmark"], cols["seed"], cols["n"],
-        {name: cols[name] for name in metrics.VALUE_FIELDS}, aggregate,
+    pairs = queries.pair_names(conn)
+    benches = queries.benchmark_names(conn)
+    noise = _noise_grid(conn)
+    cols, starts, s = _units(counts)
+    pair = cols["pair_id"][starts].astype(np.int64)
+    bench = cols["benchmark_id"][starts].astype(np.int64)
+    # category codes in the map's column order, so that aggregated rows come out in that order
+    bench_ids = benches["id"].to_numpy()
+    bench_cat = benches["category"].to_pylist()
+    categories = sorted(set(bench_cat), key=category_sort_key)
+    code_of = np.full(int(bench_ids.max()) + 1, -1, dtype=np.int64)
+    code_of[bench_ids] = [categories.index(c) for c in bench_cat]
+    cat = code_of[bench]
+    all_pairs = pairs["pair_id"].to_numpy()
+    p_row = np.searchsorted(all_pairs, pair)
+    base_ids = pairs["base_model_id"].to_numpy().astype(np.int64)
+    post_ids = pairs["post_model_id"].to_numpy().astype(np.int64)
+    unit_noise = _pair_noise(noise, base_ids[p_row], post_ids[p_row], bench)
+    agg = metrics.aggregate_columns(
+        pair, cat, bench, cols["seed"][starts], s["n"],
+        {name: s[name] for name in metrics.VALUE_FIELDS}, aggregate,
     )  # fmt: skip
-    pair_ids, first = np.unique(cols["pair_id"], return_index=True)
-    first = dict(zip(pair_ids.tolist(), first.tolist(), strict=True))
     # mean noise floor per (pair, category) and per pair ("Total") over the units that have one
-    has_noise = ~np.isnan(cols["noise_floor"])
-    cats, cat_code = metrics.factorize(np.asarray(cols["category"], dtype=object))
-    p_code = np.searchsorted(pair_ids, cols["pair_id"])
-    noise_sum: dict[tuple[int, str], list[float]] = {}
-    n_c = len(cats) + 1  # the last code is "Total"
-    in_total = ~np.isin(cat_code, [i for i, c in enumerate(cats) if c in metrics.OUTSIDE_TOTAL])
-    for codes, counted in (
-        (p_code * n_c + cat_code, has_noise),
-        (p_code * n_c + len(cats), has_noise & in_total),
-    ):
-        total = np.bincount(
-            codes[counted], weights=cols["noise_floor"][counted], minlength=len(pair_ids) * n_c
-        )
-        count = np.bincount(codes[counted], minlength=len(pair_ids) * n_c)
-        for code in np.flatnonzero(count):
-            category = metrics.TOTAL if code % n_c == len(cats) else str(cats[code % n_c])
-            noise_sum[(int(pair_ids[code // n_c]), category)] = [
-                float(total[code]),
-                int(count[code]),
-            ]
-    out = []
-    for r in rows:
-        i = first[r["pair"]]
-        total = noise_sum.get((r["pair"], r["category"]))
-        out.append(
-            {
-                "base": cols["base"][i], "post": cols["post"][i], "category": r["category"],
-                "n_benchmarks": r["n_benchmarks"], "seeds": r["seeds"],
-                "f_true": r["f_true"], "f_true_std": r["f_true_std"],
-                "bt_true": r["bt_true"], "bt_true_std": r["bt_true_std"],
-                "f": r["f"], "bt": r["bt"], "f_max": r["f_max"], "bt_max": r["bt_max"],
-                "pair_id": r["pair"], "label": cols["label"][i], "stage": cols["stage"][i],
-                "noise_floor": total[0] / total[1] if total else None,
-            }
-        )  # fmt: skip
-    out.sort(key=lambda r: (r["pair_id"], category_sort_key(r["category"])))
-    return out
-
-
-def _unfiltered(store: Store, level: str, aggregate: str) -> list[dict]:
-    if level == "benchmark":
-        return benchmark_records(store)
-    return category_records(store, aggregate)
+    n_c = len(categories) + 1  # the last code is "Total"
+    uniq = agg["pair"][np.r_[True, agg["pair"][1:] != agg["pair"][:-1]]]
+    p_idx = np.searchsorted(uniq, pair)
+    has = ~np.isnan(unit_noise)
+    size = len(uniq) * n_c
+    total = np.zeros(size)
+    count = np.zeros(size)
+    # "Total" leaves out the categories that stay out of it (metrics.OUTSIDE_TOTAL)
+    in_total = np.array([c not in metrics.OUTSIDE_TOTAL for c in categories], dtype=bool)[cat]
+    for key, counted in ((p_idx * n_c + cat, has), (p_idx * n_c + n_c - 1, has & in_total)):
+        total += np.bincount(key[counted], weights=unit_noise[counted], minlength=size)
+        count += np.bincount(key[counted], minlength=size)
+    row_code = np.array([n_c - 1 if c is None else c for c in agg["category"]], dtype=np.int64)
+    row_key = np.searchsorted(uniq, agg["pair"]) * n_c + row_code
+    with np.errstate(invalid="ignore", divide="ignore"):
+        row_noise = np.where(count[row_key] > 0, total[row_key] / count[row_key], np.nan)
+    out_row = np.searchsorted(all_pairs, agg["pair"])
+    names_of = {name: np.asarray(pairs[name].to_pylist(), dtype=object)[out_row]
+                for name in ("base", "post", "label", "stage")}  # fmt: skip
+    labels = np.asarray([*categories, metrics.TOTAL], dtype=object)[row_code]
+    single = agg["seeds"] <= 1
+    columns = {
+        "base": names_of["base"].tolist(), "post": names_of["post"].tolist(),
+        "category": labels.tolist(), "n_benchmarks": agg["n_benchmarks"].tolist(),
+        "seeds": agg["seeds"].tolist(), "f_true": agg["f_true"].tolist(),
+        "f_true_std": _nan_to_none(np.where(single, np.nan, agg["f_true_std"])),
+        "bt_true": agg["bt_true"].tolist(),
+        "bt_true_std": _nan_to_none(np.where(single, np.nan, agg["bt_true_std"])),
+        "f": agg["f"].tolist(), "bt": agg["bt"].tolist(), "f_max": agg["f_max"].tolist(),
+        "bt_max": agg["bt_max"].tolist(), "pair_id": agg["pair"].tolist(),
+        "label": names_of["label"].tolist(), "stage": names_of["stage"].tolist(),
+        "noise_floor": _nan_to_none(row_noise),
+    }  # fmt: skip
+    return _records_from_columns(tuple(columns), list(columns.values()))
 
 
 def pair_filter(pairs: list[dict], query: MapQuery) -> set[int]:
@@ -324,10 +345,58 @@ class MapCache:
     def __init__(self, store: Store, cache: VersionCache | None = None):
         self.store = store
         self.cache = cache or VersionCache(store)
+        # per aggregate, {pair id: (fingerprint, category records)}: kept across writes, so the
+        # first map after a write recomputes only the pairs whose inputs changed (a worker's upload
+        # touches the pairs of one model), not all of them
+        self._category_parts: dict[str, dict[int, tuple[int, list[dict]]]] = {}
+        # the same for the benchmark-level JSON: per pair, its records' encoded JSON
+        self._json_parts: dict[int, tuple[int, bytes]] = {}
 
     def _all(self, query: MapQuery) -> list[dict]:
-        return self.cache.get(("map", query.level, query.aggregate),
-                              lambda: _unfiltered(self.store, query.level, query.aggregate))  # fmt: skip
+        if query.level == "benchmark":
+            return self.cache.get(("map", "benchmark"), lambda: benchmark_records(self.store))
+        return self.cache.get(("map", "category", query.aggregate),
+                              lambda: self._category(query.aggregate))  # fmt: skip
+
+    @staticmethod
+    def _stale(parts: dict, prints: dict[int, int]) -> list[int]:
+        """Pairs whose parts are missing or older than their fingerprint; drops deleted pairs."""
+        for gone in set(parts) - set(prints):
+            del parts[gone]
+        return sorted(p for p, f in prints.items() if p not in parts or parts[p][0] != f)
+
+    def _benchmark_json(self) -> bytes:
+        """All benchmark-level records as JSON, re-encoding only the pairs that changed (the bytes
+        are those of json.dumps over the whole list: items joined by ', ')."""
+        parts = self._json_parts
+        with self.store.read() as conn:
+            prints = queries.pair_fingerprints(conn, with_coverage=True)
+        stale = self._stale(parts, prints)
+        if stale:
+            fresh: dict[int, list[dict]] = {p: [] for p in stale}
+            subset = stale if len(stale) < len(prints) else None
+            for r in benchmark_records(self.store, pair_ids=subset):
+                fresh[r["pair_id"]].append(r)
+            for p in stale:
+                parts[p] = (prints[p], json.dumps(fresh[p]).encode()[1:-1])
+        return b"[" + b", ".join(parts[p][1] for p in sorted(prints) if parts[p][1]) + b"]"
+
+    def _category(self, aggregate: str) -> list[dict]:
+        """Category records of every pair, recomputing only pairs whose fingerprint changed.
+        (A write between reading the fingerprints and the counts leaves a stale fingerprint with
+        newer records: the next call sees the new fingerprint and recomputes, so this is safe.)"""
+        parts = self._category_parts.setdefault(aggregate, {})
+        with self.store.read() as conn:
+            prints = queries.pair_fingerprints(conn)
+            stale = self._stale(parts, prints)
+            if stale:
+                fresh: dict[int, list[dict]] = {p: [] for p in stale}
+                subset = stale if len(stale) < len(prints) else None
+                for r in category_records_for(conn, subset, aggregate):
+                    fresh[r["pair_id"]].append(r)
+                for p in stale:
+                    parts[p] = (prints[p], fresh[p])
+        return list(chain.from_iterable(parts[p][1] for p in sorted(prints)))
 
     @staticmethod
     def _filtered(query: MapQuery) -> bool:
@@ -357,9 +426,34 @@ class MapCache:
         """The records as JSON bytes (encoding 9,000 records costs more than computing them)."""
         if self._filtered(query):
             return json.dumps(self.records(query)).encode()
+        if query.level == "benchmark":
+            return self.cache.get(("json", "benchmark"), self._benchmark_json)
         return self.cache.get(
             ("json", query.level, query.aggregate), lambda: json.dumps(self._all(query)).encode()
         )
+
+    def page_json(self, query: MapQuery, page: int, page_size: int) -> tuple[bytes, int]:
+        """One page of the records, ``page_size`` pairs per page in pair id order, as JSON, and
+        the number of pairs in all pages. A benchmark-level page computes only its own pairs."""
+
+        def ids() -> list[int]:
+            if self._filtered(query):
+                return sorted(self.cache.get(("keep", query),
+                                             lambda: pair_filter(self.pairs(), query)))  # fmt: skip
+            with self.store.read() as conn:
+                return queries.pair_names(conn)["pair_id"].to_pylist()
+
+        def encode() -> tuple[bytes, int]:
+            every = ids()
+            chosen = every[(page - 1) * page_size : page * page_size]
+            if query.level == "benchmark":
+                records = benchmark_records(self.store, pair_ids=chosen)
+            else:
+                keep = set(chosen)
+                records = [r for r in self._all(query) if r["pair_id"] in keep]
+            return json.dumps(records).encode(), len(every)
+
+        return self.cache.get(("page", query, page, page_size), encode)
 
 
 def map_records(store: Store, query: MapQuery) -> list[dict]:

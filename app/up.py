@@ -36,8 +36,11 @@ def local_worker_token(db_path: Path) -> str:
         store.close()
 
 
-def run_up(db_path: Path, host: str, port: int, *, on_started=None) -> None:
-    """Serve the app with a local worker; ``on_started(app)`` runs in a thread once it serves."""
+def run_up(
+    db_path: Path, host: str, port: int, *, on_started=None, watch_args: list[str] | None = None
+) -> None:
+    """Serve the app with a local worker; ``on_started(app)`` runs in a thread once it serves.
+    ``watch_args``: the arguments of a `forgetmap watch` to run beside them."""
     import threading
 
     import uvicorn
@@ -71,6 +74,11 @@ def run_up(db_path: Path, host: str, port: int, *, on_started=None) -> None:
         f"{os.environ['FORGETMAP_BENCHMARK_DIRS']}; log in with a token from `forgetmap token create NAME`",
         flush=True,
     )
+    watcher = None
+    if watch_args:
+        watcher = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "watch", *watch_args], env=env, start_new_session=True
+        )
     app = create_app(db_path)
     if on_started is not None:
         threading.Thread(
@@ -80,6 +88,8 @@ def run_up(db_path: Path, host: str, port: int, *, on_started=None) -> None:
         uvicorn.run(app, host=host, port=port, log_level="warning" if on_started else "info")
     finally:
         stop_worker(worker)
+        if watcher is not None:
+            stop_worker(watcher)
 
 
 def stop_worker(worker: subprocess.Popen) -> None:

@@ -3,6 +3,7 @@
     .venv/bin/python bench/map.py                       # full size: 10M rows, 30 pairs
     .venv/bin/python bench/map.py --rows 1000000        # quick run
     .venv/bin/python bench/map.py --db /tmp/x/ours.duckdb   # reuse `bench/ingest.py --keep` output
+    .venv/bin/python bench/map.py --pairs 1000 --rows 3000000   # 1,000 pairs and a long series
 
 With the rows loaded (import_file per model file) and the pairs added (each base with 3 others):
 - ours: ``map_records(store, MapQuery(level, aggregate))`` for category/macro, category/micro and
@@ -15,6 +16,16 @@ With the rows loaded (import_file per model file) and the pairs added (each base
   floor is read from its materialized table in both (so the baseline is, if anything, flattered).
 The recompute's benchmark-level records are checked against the materialized map's first.
 Goal: map < 50 ms at 10M rows and >= 20x faster than the recompute.
+
+With ``--pairs N`` the models and pairs per base are chosen to give N pairs, and the pairs of the
+first base form a series (a training run, one checkpoint per pair). The scale section then times
+the category map, the series page's data (``series_view``: records, first steps clearing the noise
+floor) and its question histories (first page), and the benchmark-level JSON, three ways: cold (a
+fresh MapCache: a process that just started), after a write (the first call on a long-lived cache
+after one model's upload, what a running fleet of workers causes: it writes a new seed of one
+model on one benchmark into the DB each time), and warm (the cache hit), beside the recompute
+from the per-sample rows. Goals at 1,000 pairs x 100 benchmarks x 3 seeds, after a write:
+category map < 50 ms, series page < 100 ms, benchmark-level JSON < 500 ms.
 When a map median misses 50 ms (or with --profile) the slowest level is profiled with cProfile.
 """
 
@@ -23,6 +34,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import itertools
 import math
 import pstats
 import shutil
@@ -34,6 +46,7 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 
 # isort: off
 # app.importers first: importing app.db.ingest before it hits a circular import (reported)
@@ -72,11 +85,11 @@ RECOMPUTE_SQL = """
 WITH base AS (
     SELECT p.id AS pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash
     FROM pairs p JOIN results r ON r.model_id = p.base_model_id
-    WHERE $pair_id IS NULL OR p.id = $pair_id
+    WHERE ($pair_id IS NULL OR p.id = $pair_id) AND ($all OR p.id IN (SELECT unnest($ids)))
 ), post AS (
     SELECT p.id AS pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash
     FROM pairs p JOIN results r ON r.model_id = p.post_model_id
-    WHERE $pair_id IS NULL OR p.id = $pair_id
+    WHERE ($pair_id IS NULL OR p.id = $pair_id) AND ($all OR p.id IN (SELECT unnest($ids)))
 ), joined AS (
     SELECT coalesce(b.pair_id, q.pair_id) AS pair_id,
            coalesce(b.benchmark_id, q.benchmark_id) AS benchmark_id,
@@ -119,18 +132,23 @@ ORDER BY g.pair_id, g.benchmark_id, g.seed, g.k
 SQL_TIMES: list[float] = []  # wall time of every recompute query, to split SQL from Python
 
 
-def recompute_transitions(conn, pair_id: int | None = None) -> pa.Table:
-    """Drop-in for queries.transition_counts that counts from the per-sample rows."""
+def recompute_transitions(
+    conn, pair_id: int | None = None, pair_ids: list[int] | None = None
+) -> pa.Table:
+    """Drop-in for queries.transition_counts (and unit_counts) that counts from the per-sample
+    rows."""
     t0 = now()
-    out = conn.connection.driver_connection.sql(
-        RECOMPUTE_SQL, params={"pair_id": pair_id}
-    ).to_arrow_table()
+    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
+    out = conn.connection.driver_connection.sql(RECOMPUTE_SQL, params=params).to_arrow_table()
     SQL_TIMES.append(now() - t0)
     return out
 
 
 def recompute_map(store, query: MapQuery) -> list[dict]:
-    with mock.patch.object(queries, "transition_counts", recompute_transitions):
+    with (
+        mock.patch.object(queries, "transition_counts", recompute_transitions),
+        mock.patch.object(queries, "unit_counts", recompute_transitions),
+    ):
         return map_records(store, query)
 
 
@@ -196,6 +214,131 @@ def profile(store, query: MapQuery, runs: int, top: int) -> str:
     return "\n".join(head + lines[start : start + top + 1])
 
 
+def load_pairs(spec: Spec, store, paths: list[Path], pair_list: list[tuple[str, str]]) -> None:
+    """Import the files, add the pairs, and make the first base's pairs a series (steps 100, 200...)."""
+    from app.db import series as series_db
+    from app.db.ingest import add_pair
+
+    load_dataset(spec, store, paths, pairs=False)
+    for base, post in pair_list:
+        with store.transaction() as conn:
+            add_pair(conn, base, post, label=None, stage=None)
+    first = pair_list[0][0]
+    run = [
+        (post, 100 * (i + 1)) for i, (b, post) in enumerate(p for p in pair_list if p[0] == first)
+    ]
+    with store.transaction() as conn:
+        series_db.add_checkpoints(conn, "bench-run", first, run)
+
+
+def _write_one_model(store, i: int, workdir: Path) -> None:
+    """What a worker's upload does: a new seed of one model on one benchmark (its seed-vs-seed
+    counts, hence the noise floor of every pair it is in, change)."""
+    from app.importers import import_file
+
+    with store.read() as conn:
+        duck = conn.connection.driver_connection
+        models = [r[0] for r in duck.execute("SELECT name FROM models ORDER BY id").fetchall()]
+        table = duck.sql(
+            """
+            SELECT m.name AS model, b.name AS benchmark, r.sample_id, $seed::BIGINT AS seed,
+                   (r.correct <> (hash(r.sample_id, $seed) % 7 = 0)) AS correct,
+                   r.num_choices::BIGINT AS num_choices, b.category
+            FROM results r JOIN models m ON m.id = r.model_id JOIN benchmarks b ON b.id = r.benchmark_id
+            WHERE m.name = $model AND r.seed = 0
+              AND r.benchmark_id = (SELECT min(benchmark_id) FROM results)
+            """,
+            params={"seed": 100 + i, "model": models[i % len(models)]},
+        ).to_arrow_table()
+    path = workdir / f"write-{i}.parquet"
+    pq.write_table(table, path)
+    import_file(store, "table", path)
+    path.unlink()
+
+
+def _timings(store, fn, runs: int, workdir: Path) -> tuple[float, float, float]:
+    """Medians of: a cold call on a fresh MapCache (a process that just started); the first call
+    after a write (one model's upload) on a long-lived MapCache, as a running fleet causes; and
+    the warm cache hit."""
+    from app.forgetting_map import MapCache
+
+    cold = [timed(fn, MapCache(store))[0] for _ in range(runs)]
+    cache = MapCache(store)
+    fn(cache)
+    after_write = []
+    for _ in range(runs):
+        _write_one_model(store, next(_WRITES), workdir)
+        after_write.append(timed(fn, cache)[0])
+    warm = [timed(fn, cache)[0] for _ in range(runs)]
+    return median(cold), median(after_write), median(warm)
+
+
+_WRITES = itertools.count()
+
+
+def scale_section(store, runs: int, baseline: dict[str, float], workdir: Path) -> list[str]:
+    """Cold, after-a-write and warm timings of what the app serves, against the recompute."""
+    from app.db import series as series_db
+    from app.forgetting_map import MapCache
+    from app.series import series_view
+
+    with store.read() as conn:
+        runs_list = series_db.list_series(conn)
+        if not runs_list:
+            return ["", "(no series in this DB: the scale section needs --pairs)"]
+        found = series_db.get_series(conn, series_id=runs_list[0]["id"])
+    category = MapQuery(level="category", aggregate="macro")
+    bench = MapQuery(level="benchmark", aggregate="macro")
+
+    # the page's drill-down: its first category, kept in the cache until the next write
+    first = series_view(MapCache(store), found)["categories"][0]
+    with store.read() as conn:
+        ids = queries.benchmark_ids(conn, category=first)
+
+    def histories(cache):
+        def load():
+            with cache.store.read() as conn:
+                return series_db.question_histories(conn, found, benchmarks=ids, fate=None,
+                                                    page=1, page_size=50)  # fmt: skip
+
+        return cache.cache.get(("histories", found["id"], tuple(ids)), load)
+
+    few = max(3, runs // 4)
+    measured = {
+        "category map": (_timings(store, lambda c: c.records(category), runs, workdir), 50.0),
+        "series page (records)": (
+            _timings(store, lambda c: series_view(c, found), runs, workdir), 100.0,
+        ),
+        "series questions (1 category)": (_timings(store, histories, few, workdir), 100.0),
+        "benchmark JSON": (_timings(store, lambda c: c.json(bench), few, workdir), 500.0),
+        "benchmark JSON, 50-pair page": (
+            _timings(store, lambda c: c.page_json(bench, 1, 50), runs, workdir), 500.0,
+        ),
+    }  # fmt: skip
+    recompute = {  # measured above (the series page filters the category map)
+        "category map": baseline["category/macro"],
+        "series page (records)": baseline["category/macro"],
+        "benchmark JSON": baseline["benchmark"],
+        "benchmark JSON, 50-pair page": baseline["benchmark"],
+    }
+    with store.read() as conn:
+        n_pairs = conn.exec_driver_sql("SELECT count(*) FROM pairs").fetchone()[0]
+    lines = [
+        "", f"-- scale: {n_pairs} pairs, series {found['name']!r} with {len(found['checkpoints'])} checkpoints --",
+        "cold: fresh cache (a process that just started); after write: first call on a long-lived",
+        "cache after one model's upload (what a running fleet causes); warm: cache hit; medians",
+        f"{'what':30s} {'cold':>10s} {'after write':>12s} {'warm':>10s} {'recompute':>10s}  goal",
+    ]  # fmt: skip
+    for name, ((cold, after, warm), goal) in measured.items():
+        base = recompute.get(name)
+        lines.append(
+            f"{name:30s} {fmt_s(cold):>10s} {fmt_s(after):>12s} {fmt_s(warm):>10s} "
+            f"{(fmt_s(base) if base else '-'):>10s}  < {goal:.0f} ms: cold {'MET' if cold * 1000 < goal else 'MISSED'}, "
+            f"after write {'MET' if after * 1000 < goal else 'MISSED'}"
+        )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -205,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--benchmarks", type=int, default=FULL_BENCHMARKS)
     ap.add_argument("--seeds", type=int, default=FULL_SEEDS)
     ap.add_argument("--pairs-per-base", type=int, default=3)
+    ap.add_argument(
+        "--pairs",
+        type=int,
+        help="this many pairs (models and pairs per base chosen to give it) and a series",
+    )
     ap.add_argument("--runs", type=int, default=20, help="map_records runs per level (median)")
     ap.add_argument("--recompute-runs", type=int, default=5, help="(>= 3)")
     ap.add_argument(
@@ -226,7 +374,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     t_start = now()
+    if args.pairs:
+        # the fewest models whose pairs (each base with every other model) reach --pairs
+        args.models = next(m for m in range(2, 10_000) if m * (m - 1) >= args.pairs)
+        args.pairs_per_base = -(-args.pairs // args.models)
     spec = Spec(rows=args.rows, models=args.models, benchmarks=args.benchmarks, seeds=args.seeds)
+    pair_list = spec.pairs(args.pairs_per_base)[: args.pairs or None]
     own_tmp = args.workdir is None and args.db is None
     workdir = None
     print("== forgetmap map benchmark ==")
@@ -243,11 +396,11 @@ def main(argv: list[str] | None = None) -> int:
                 Path(str(db) + suffix).unlink(missing_ok=True)
             print(
                 f"data: {spec.models} models x {spec.benchmarks} benchmarks x {spec.seeds} seeds x "
-                f"{spec.samples} samples = {spec.total_rows:,} rows; {len(spec.pairs(args.pairs_per_base))} pairs"
+                f"{spec.samples} samples = {spec.total_rows:,} rows; {len(pair_list)} pairs"
             )
             t, paths = timed(write_dataset, spec, workdir / "data")
             store = open_store(db)
-            t_load, _ = timed(load_dataset, spec, store, paths)
+            t_load, _ = timed(load_pairs, spec, store, paths, pair_list)
             print(
                 f"generated in {fmt_s(t)}; loaded (import_file x {len(paths)} + pairs) in {fmt_s(t_load)}"
             )
@@ -308,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
             f"  of which the recompute SQL: median {fmt_s(median(SQL_TIMES))} over all {len(SQL_TIMES)} runs"
         )
 
+        scale = scale_section(store, args.runs, base, workdir or args.db.parent)
+
         print("\n-- result --")
         print(
             f"{'level':16s} {'map':>10s} {'recompute':>10s} {'speedup':>9s}  goal (< {GOAL_MS:.0f} ms, >= {GOAL_SPEEDUP:.0f}x)"
@@ -320,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name:16s} {fmt_s(ours[name]):>10s} {fmt_s(base[name]):>10s} {speedup:>8.1f}x  "
                 f"{'MET' if met else 'MISSED'}"
             )
+
+        for line in scale:
+            print(line)
 
         if args.profile == "yes" or (args.profile == "auto" and ours[worst] * 1000 >= GOAL_MS):
             query = dict(QUERIES)[worst]

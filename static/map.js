@@ -12,6 +12,7 @@
     bt: { label: "raw BT", scale: BLUES, value: (c) => c.bt },
     f_rel: { label: "F_true / F_max", scale: REDS, value: (c) => (c.f_max > 0 ? c.f_true / c.f_max : null) },
   };
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;" }[c]));
   const pct = (x) => (x === null || x === undefined || Number.isNaN(x) ? "–" : (100 * x).toFixed(1) + "%");
 
   function render() {
@@ -24,8 +25,16 @@
     const metric = METRICS[metricName] || METRICS.f_true;
     const level = el.dataset.level;
     const seen = new Map();
-    const rows = data.pairs.map((p) => {
-      let name = p.label || p.base + " → " + p.post;
+    // a training run is one row: the checkpoint picked in its step selector (the newest at first)
+    const runRow = new Map();
+    for (const s of data.series || []) {
+      const select = document.querySelector("select[data-series='" + s.id + "']");
+      const step = select ? Number(select.value) : s.steps[s.steps.length - 1].step;
+      for (const st of s.steps) runRow.set(st.pair_id, st.step === step ? s.name + " @ step " + st.step : null);
+    }
+    const rows = data.pairs.filter((p) => runRow.get(p.id) !== null).map((p) => {
+      // names are untrusted: Plotly renders <b>, <a>, <br> in tick labels, so escape them
+      let name = esc(runRow.get(p.id) || p.label || p.base + " → " + p.post);
       if (seen.has(name)) name += " #" + p.id;
       seen.set(name, true);
       return { id: p.id, name: name };
@@ -60,7 +69,9 @@
     if (data.columns.length <= 16 && rows.length <= 30) {
       trace.text = text; trace.texttemplate = "%{text}"; trace.textfont = { size: 11 };
     }
-    const height = Math.max(level === "benchmark" ? 420 : 320, 60 + 40 * rows.length + (level === "benchmark" ? 200 : 60));
+    // many pairs: thinner rows, so a thousand pairs stay one scrollable picture
+    const rowHeight = rows.length > 60 ? 16 : 40;
+    const height = Math.max(level === "benchmark" ? 420 : 320, 60 + rowHeight * rows.length + (level === "benchmark" ? 200 : 60));
     const layout = {
       height: height, margin: { l: 20, r: 20, t: 10, b: 20 },
       xaxis: { side: "bottom", tickangle: level === "benchmark" ? -50 : 0, automargin: true },
@@ -116,6 +127,7 @@
   document.addEventListener("DOMContentLoaded", () => {
     const form = document.getElementById("map-controls");
     if (!form) return;
+    for (const select of document.querySelectorAll("select[data-series]")) select.addEventListener("change", render);
     form.addEventListener("change", (ev) => {
       if (ev.target.name === "metric") {
         const url = new URL(window.location.href);

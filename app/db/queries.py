@@ -34,7 +34,9 @@ def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
     return _duck(conn).sql(sql, params={"pair_id": pair_id}).to_arrow_table()
 
 
-def transition_counts(conn: Connection, pair_id: int | None = None) -> pa.Table:
+def transition_counts(
+    conn: Connection, pair_id: int | None = None, pair_ids: list[int] | None = None
+) -> pa.Table:
     """The map's input: every (pair, benchmark, seed, k-group) row of counts with its coverage,
     ids only (names come from :func:`pair_names` and :func:`benchmark_names`: joining and sorting
     strings here cost more than the rest of the query), ordered by (pair, benchmark id, seed, k)."""
@@ -46,10 +48,12 @@ def transition_counts(conn: Connection, pair_id: int | None = None) -> pa.Table:
         FROM transitions t
         LEFT JOIN coverage c
           ON c.pair_id = t.pair_id AND c.benchmark_id = t.benchmark_id AND c.seed = t.seed
-        WHERE $pair_id IS NULL OR t.pair_id = $pair_id
+        WHERE ($pair_id IS NULL OR t.pair_id = $pair_id)
+          AND ($all OR t.pair_id IN (SELECT unnest($ids)))
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
-    return _duck(conn).sql(sql, params={"pair_id": pair_id}).to_arrow_table()
+    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
+    return _duck(conn).sql(sql, params=params).to_arrow_table()
 
 
 def pair_names(conn: Connection) -> pa.Table:
@@ -481,3 +485,57 @@ def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:
         .fetchall()
     )
     return {name: json.loads(spec) for name, spec in rows}
+
+
+def unit_counts(conn: Connection, pair_ids: list[int] | None = None) -> pa.Table:
+    """The category map's input: every (pair, benchmark, seed, k-group) row of transition counts
+    of the given pairs (None: all), ids only, ordered by (pair, benchmark id, seed, k)."""
+    sql = """
+        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k, t.n_00, t.n_01, t.n_10, t.n_11
+        FROM transitions t
+        WHERE $all OR t.pair_id IN (SELECT unnest($ids))
+        ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
+    """
+    params = {"all": pair_ids is None, "ids": list(pair_ids or [])}
+    return _duck(conn).sql(sql, params=params).to_arrow_table()
+
+
+def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[int, int]:
+    """Per pair, a hash of everything its map records depend on: its transition counts, the
+    seed-vs-seed counts of both its models (the noise floor), its names, label and stage, the
+    benchmarks' names and categories, and (benchmark level) its coverage counts. A pair whose hash
+    is unchanged has unchanged records."""
+    rows = (
+        _duck(conn)
+        .execute(
+            """
+        WITH t AS (
+            SELECT pair_id, count(*) AS n,
+                   bit_xor(hash(benchmark_id, seed, num_choices, n_00, n_01, n_10, n_11)) AS h
+            FROM transitions GROUP BY pair_id
+        ), s AS (
+            SELECT model_id, count(*) AS n,
+                   bit_xor(hash(benchmark_id, seed_a, seed_b, num_choices, n_00, n_01, n_10, n_11)) AS h
+            FROM seed_transitions GROUP BY model_id
+        ), b AS (
+            SELECT count(*) AS n, coalesce(bit_xor(hash(id, name, category)), 0) AS h FROM benchmarks
+        ), c AS (
+            SELECT pair_id, bit_xor(hash(benchmark_id, seed, only_base, only_post, mismatched)) AS h
+            FROM coverage WHERE $with_coverage GROUP BY pair_id
+        )
+        SELECT p.id, hash(t.n, t.h, sb.n, sb.h, sp.n, sp.h, b.n, b.h, c.h, p.label, p.stage,
+                          mb.name, mp.name)
+        FROM pairs p
+        JOIN models mb ON mb.id = p.base_model_id
+        JOIN models mp ON mp.id = p.post_model_id
+        LEFT JOIN t ON t.pair_id = p.id
+        LEFT JOIN s sb ON sb.model_id = p.base_model_id
+        LEFT JOIN s sp ON sp.model_id = p.post_model_id
+        LEFT JOIN c ON c.pair_id = p.id
+        CROSS JOIN b
+        """,
+            {"with_coverage": with_coverage},
+        )
+        .fetchall()
+    )
+    return dict(rows)

@@ -1,6 +1,7 @@
 """Tables of the store.
 
-Metadata tables (models, benchmarks, runs, pairs, jobs, api_tokens, shards, recoveries) are
+Metadata tables (models, benchmarks, runs, pairs, jobs, api_tokens, shards, recoveries, series,
+series_checkpoints, watch_submissions) are
 declared here as SQLAlchemy models: the schema's readable reference. The hand-written migrations
 are the DDL (autogenerate does not work with duckdb-engine), queries are parameterized SQL in this
 package, and tests/unit/test_store.py checks that these declarations and the migrated file agree
@@ -37,6 +38,7 @@ JOBS_SEQ = Sequence("jobs_id_seq")
 API_TOKENS_SEQ = Sequence("api_tokens_id_seq")
 SHARDS_SEQ = Sequence("shards_id_seq")
 RECOVERIES_SEQ = Sequence("recoveries_id_seq")
+SERIES_SEQ = Sequence("series_id_seq")
 
 
 def _id(seq: Sequence) -> Mapped[int]:
@@ -153,3 +155,37 @@ class Recovery(Base):
     config: Mapped[str] = mapped_column(String)  # JSON: corpus, options, models, split sizes
     summary: Mapped[str] = mapped_column(String)  # JSON: shares recomputed by the app, fits
     created_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
+
+
+class Series(Base):
+    """A base model and its checkpoints in training order (``series_checkpoints``)."""
+
+    __tablename__ = "series"
+    id: Mapped[int] = _id(SERIES_SEQ)
+    name: Mapped[str] = mapped_column(String, unique=True)
+    base_model_id: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
+
+
+class SeriesCheckpoint(Base):
+    """One checkpoint of a series at its training step, with the (base, checkpoint) pair."""
+
+    __tablename__ = "series_checkpoints"
+    __table_args__ = (UniqueConstraint("series_id", "model_id"),)
+    series_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    step: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    model_id: Mapped[int] = mapped_column(Integer)
+    pair_id: Mapped[int] = mapped_column(Integer)
+
+
+class WatchSubmission(Base):
+    """A checkpoint folder the watcher submitted: kept so a restart never submits it twice."""
+
+    __tablename__ = "watch_submissions"
+    series_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    path: Mapped[str] = mapped_column(String, primary_key=True)
+    step: Mapped[int] = mapped_column(BigInteger)
+    model_id: Mapped[int] = mapped_column(Integer)
+    job_id: Mapped[int | None] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    submitted_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())

@@ -31,7 +31,7 @@ def create_app(
     broker: BrokerSettings | None = None,
     settings: WebSettings | None = None,
 ) -> FastAPI:
-    from app.web import api, pages, submit, write_api
+    from app.web import api, pages, series, submit, write_api
     from app.web.session import LoginRequired, login_redirect
 
     data_dir = Path(db_path).resolve().parent
@@ -104,6 +104,7 @@ def create_app(
 
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
     app.include_router(api.router)
+    app.include_router(series.router)
     app.include_router(write_api.router)
     app.include_router(submit.router)
     app.include_router(pages.router)

@@ -27,9 +27,18 @@ def healthz(request: Request) -> dict:
 
 
 @router.get("/api/map")
-def api_map(request: Request, query: Annotated[MapQuery, Depends(deps.map_query)]) -> JSONResponse:
-    """The forgetting map: the same records as `forgetmap map --format json`."""
-    return Response(deps.map_cache(request).json(query), media_type="application/json")
+def api_map(
+    request: Request,
+    query: Annotated[MapQuery, Depends(deps.map_query)],
+    page: Annotated[int | None, Query(ge=1, description="pages of page_size pairs")] = None,
+    page_size: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> JSONResponse:
+    """The forgetting map: the same records as `forgetmap map --format json`; with ``page``, the
+    records of page_size pairs at a time (header X-Total-Pairs: pairs in all pages)."""
+    if page is None:
+        return Response(deps.map_cache(request).json(query), media_type="application/json")
+    body, total = deps.map_cache(request).page_json(query, page, page_size)
+    return Response(body, media_type="application/json", headers={"X-Total-Pairs": str(total)})
 
 
 @router.get("/api/map/cells")

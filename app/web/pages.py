@@ -17,6 +17,7 @@ from app.db import queries
 from app.forgetting_map import MapQuery, category_sort_key
 from app.metrics import TOTAL
 from app.pair_report import quadrants
+from app.series import series_groups
 from app.taxonomy import CATEGORIES
 from app.web import ROOT, deps, render
 
@@ -94,6 +95,7 @@ def map_page(
         families=sorted({p["family"] for p in pairs if p["family"]}),
         categories=CATEGORIES,
         recovery={r["pair_id"]: r for r in deps.recovery_column(request)} if recovery else None,
+        series=series_groups(cache),
     )
 
 

@@ -141,22 +141,33 @@ def upload_results(request: Request, body: ResultsIn, owner: Owner) -> dict:
 def submit_job(request: Request, body: dict[str, Any], owner: Owner) -> dict:
     """Create a job and send its shards to the workers: an evaluation (models x benchmarks x
     seeds), or with ``"kind": "recover"`` a recoverability analysis of a pair on a corpus."""
+    extra: dict = {}
     try:
         kind = body.get("kind", "evaluate")
         with deps.store(request).transaction() as conn:
             if kind == "evaluate":
                 job_id, to_send = jobs.create_job(conn, jobs.JobRequest.from_dict(body))
+            elif kind == "series":  # a run: a base and checkpoint folders (app/series.py)
+                from app.series import submit_run
+
+                extra, to_send = submit_run(
+                    conn, body, list(request.app.state.settings.model_roots)
+                )
+                job_id = extra["jobs"][0]
             elif kind == "recover":
                 recovery_request = recovery.RecoveryRequest.from_dict(body)
                 for model in (recovery_request.base, recovery_request.post):
                     jobs.check_model_path(model.path, list(request.app.state.settings.model_roots))
                 job_id, to_send = recovery.create_recovery_job(conn, recovery_request)
             else:
-                raise InputError(f"unknown job kind {kind!r}; use 'evaluate' or 'recover'")
+                raise InputError(
+                    f"unknown job kind {kind!r}; use 'evaluate', 'recover' or 'series'"
+                )
     except InputError as exc:
         raise _input_error(exc) from exc
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
-    return {"id": job_id, "shards_to_run": len(to_send), "sent": sent, "queue_error": problem}
+    return {"id": job_id, "shards_to_run": len(to_send), "sent": sent, "queue_error": problem,
+            **extra}  # fmt: skip
 
 
 @router.post("/api/jobs/{job_id}/retry")

@@ -2,14 +2,14 @@
 pairing counts, and links made by question text.
 
 Revision ID: 0006
-Revises: 0003
+Revises: 0005
 Create Date: 2026-11-30
 """
 
 from alembic import op
 
 revision = "0006"
-down_revision = "0003"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

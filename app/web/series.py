@@ -1,0 +1,142 @@
+"""Series routes: ``GET /api/series``, ``GET /api/series/{id}``, its question histories, and the
+page ``/series/{id}``. Views are thin: numbers come from app.series, rows from app.db.series."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse
+
+from app.db import series as series_db
+from app.errors import InputError
+from app.queue import send_and_record
+from app.series import CheckpointSubmission, series_view, submit_checkpoint
+from app.web import deps, pages, write_api
+
+router = APIRouter(tags=["series"])
+FATE_LABELS = {
+    "forgotten": "forgotten, never recovered",
+    "relearned": "forgotten, then relearned",
+    "learned": "learned",
+    "kept": "kept",
+    "never": "never known",
+}
+
+
+def get_series(request: Request, series_id: int) -> dict:
+    def load():
+        with deps.store(request).read() as conn:
+            return series_db.get_series(conn, series_id=series_id)
+
+    found = deps.map_cache(request).cache.get(("series-info", series_id), load)
+    if found is None:
+        raise HTTPException(404, f"series {series_id} does not exist; GET /api/series lists them")
+    return found
+
+
+def histories(request: Request, series: dict, benchmark, category, fate, page, page_size):
+    fate = fate or None  # the page's form sends an empty value for "all"
+    if fate is not None and fate not in series_db.FATES:
+        raise HTTPException(422, f"fate must be one of {', '.join(series_db.FATES)}, got {fate!r}")
+    ids = deps.benchmark_filter(request, benchmark or None, category or None)
+
+    def load():
+        with deps.store(request).read() as conn:
+            return series_db.question_histories(
+                conn, series, benchmarks=ids, fate=fate, page=page, page_size=page_size
+            )
+
+    key = ("histories", series["id"], tuple(ids or ()), fate, page, page_size)
+    return deps.map_cache(request).cache.get(key, load)
+
+
+@router.get("/api/series")
+def api_series_list(request: Request) -> list[dict]:
+    """Every series: id, name, base and its checkpoints' steps in order."""
+
+    def load():
+        with deps.store(request).read() as conn:
+            return series_db.list_series(conn)
+
+    return deps.map_cache(request).cache.get(("series-list",), load)
+
+
+@router.get("/api/series/{series_id}")
+def api_series(
+    request: Request, series_id: int, aggregate: Literal["macro", "micro"] = "macro"
+) -> dict:
+    """A series with one record per (checkpoint, category) and Total (the records of
+    `forgetmap series show NAME --format json`) and, per category, the first step whose F_true
+    clears its noise floor beyond its 95% CI across seeds."""
+    return series_view(deps.map_cache(request), get_series(request, series_id), aggregate)
+
+
+@router.get("/api/series/{series_id}/questions")
+def api_series_questions(
+    request: Request,
+    series_id: int,
+    fate: Annotated[
+        str | None, Query(description="forgotten, relearned, learned, kept, never")
+    ] = None,
+    benchmark: str | None = None,
+    category: str | None = None,
+    page: Annotated[int, Query(ge=1)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=500)] = deps.PAGE_SIZE,
+) -> dict:
+    """Each question's correctness at the base and at every checkpoint (all seeds), the step where
+    it was first forgotten and its fate; ``fate`` filters (forgotten = never recovered)."""
+    series = get_series(request, series_id)
+    total, counts, rows = histories(request, series, benchmark, category, fate, page, page_size)
+    return {"series": series["name"], "fate": fate, "counts": counts, "total": total,
+            "page": page, "page_size": page_size, "questions": rows}  # fmt: skip
+
+
+@router.get("/series/{series_id}", response_class=HTMLResponse, include_in_schema=False)
+@pages.cached_for_readers
+def series_page(
+    request: Request,
+    series_id: int,
+    fate: Annotated[
+        str | None, Query(description="forgotten, relearned, learned, kept, never")
+    ] = None,
+    benchmark: str | None = None,
+    category: str | None = None,
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
+    series = get_series(request, series_id)
+    view = series_view(deps.map_cache(request), series)
+    if category is None and benchmark is None and len(view["categories"]) > 2:
+        # a long run has millions of (question, checkpoint, seed) answers: the drill-down opens
+        # on one category ("all" is one click away)
+        category = view["categories"][0]
+    total, counts, rows = histories(
+        request, series, benchmark, category, fate, page, deps.PAGE_SIZE
+    )
+    pair_of_step = {c["step"]: c["pair_id"] for c in series["checkpoints"]}
+    return pages.templates.TemplateResponse(
+        request,
+        "series.html",
+        dict(view=view, series=series, questions=rows, total=total, counts=counts, fate=fate,
+             fate_labels=FATE_LABELS, benchmark=benchmark or "", category=category or "",
+             page=page, pages=max((total + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1),
+             pair_of_step=pair_of_step),
+    )  # fmt: skip
+
+
+@router.post("/api/series/checkpoints")
+def api_submit_checkpoint(
+    request: Request, body: CheckpointSubmission, owner: write_api.Owner
+) -> dict:
+    """Evaluate one checkpoint folder of a run and place it in its series by step (what
+    `forgetmap watch` sends). Idempotent per (series, folder): a folder already submitted answers
+    ``already`` (or, when its evaluation failed, is retried up to 3 times: ``retried``, ``gave_up``)."""
+    try:
+        with deps.store(request).transaction() as conn:
+            result, to_send = submit_checkpoint(
+                conn, body, list(request.app.state.settings.model_roots)
+            )
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
+    return {**result, "shards_to_run": len(to_send), "sent": sent, "queue_error": problem}

@@ -1,0 +1,110 @@
+"""The series page in a real browser: curves drawn per category, the noise-floor star, a click on
+a point opens that checkpoint's pair; the map groups the series' pairs under one row."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from app.cli import main
+from tests.browser.conftest import Server
+from tests.series_fixtures import CHECKPOINTS, write_results
+
+NAME = "<b>run</b>"  # Plotly would render the tag: the page must show it as text
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("series")
+    db = tmp / "fm.duckdb"
+    runner = CliRunner()
+
+    def cli(*args):
+        result = runner.invoke(main, ["--db", str(db), *map(str, args)])
+        assert result.exit_code == 0, result.output
+
+    cli("import", "table", write_results(tmp / "run.parquet"))
+    cli("series", "add", NAME, "--base", "base",
+        *[a for m, s in CHECKPOINTS for a in ("--checkpoint", f"{m}@{s}")])  # fmt: skip
+    srv = Server(db)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1300, "height": 900})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors
+    yield page
+    context.close()
+
+
+def test_series_curves_are_drawn_and_a_point_opens_its_pair(server, page):
+    page.goto(server.url + "/series/1")
+    charts = page.locator("#series-charts .series-chart")
+    charts.first.locator(".main-svg").first.wait_for()
+    assert charts.count() == 3
+    assert [charts.nth(i).get_attribute("data-category") for i in range(3)] == [
+        "Knowledge/QA", "Math", "Total",
+    ]  # fmt: skip
+    # per chart: noise band, two std bands, F_true and BT_true lines over 4 steps, and the star
+    traces = page.evaluate(
+        """() => [...document.querySelectorAll('#series-charts .series-chart')].map(el =>
+               el.data.map(t => [t.name, t.x.length, t.marker && t.marker.symbol || null]))"""
+    )
+    for chart in traces:
+        names = [t[0] for t in chart]
+        assert names[:5] == ["noise floor", "F_true ± std", "BT_true ± std", "F_true", "BT_true"]
+        assert [t[1] for t in chart[3:5]] == [4, 4]
+        assert chart[5] == ["clears noise", 1, "star"]
+    star_steps = page.evaluate(
+        "() => [...document.querySelectorAll('#series-charts .series-chart')].map(el => el.data[5].x[0])"
+    )
+    assert star_steps == [2, 3, 3]  # hand-computed in tests/integration/test_series.py
+    # rendered lines: SVG paths with points for both curves
+    assert charts.nth(0).locator("g.scatterlayer .trace .points path").count() >= 8
+    # the title is the category; the series name, with its tag, shows as text
+    assert "<b>run</b>" in page.locator("h1").inner_text()
+
+    # click the F_true point at step 3 of the first chart: the pair (base, run-step3)
+    x, y = page.evaluate(
+        """() => {
+            const el = document.querySelector('#series-charts .series-chart');
+            const fl = el._fullLayout, box = el.getBoundingClientRect(), t = el.data[3];
+            const i = t.x.indexOf(3);
+            return [box.left + fl.xaxis._offset + fl.xaxis.l2p(3), box.top + fl.yaxis._offset + fl.yaxis.l2p(t.y[i])];
+        }"""
+    )
+    page.mouse.click(x, y)
+    page.wait_for_url("**/pairs/3")
+    assert "run-step3" in page.locator("h1 + p.sub").inner_text()
+    assert page.errors == []
+
+
+def test_question_filter_in_the_browser(server, page):
+    page.goto(server.url + "/series/1#questions")
+    # the drill-down opens on the first category; pick all of them
+    assert page.locator("select[name=category]").input_value() == "Knowledge/QA"
+    assert page.locator("#question-histories tbody tr").count() == 4  # mixbench's questions
+    page.select_option("select[name=category]", "")
+    page.wait_for_url(lambda url: "category=" in url and "Knowledge" not in url)
+    page.locator("label.pill", has_text="forgotten, then relearned").click()
+    page.wait_for_url("**fate=relearned**")
+    rows = page.locator("#question-histories tbody tr")
+    assert rows.count() == 2
+    # ordered by first forgotten step, then benchmark: genbench g1, then mixbench s0; at step 2
+    # (seeds 0, 1, 2) g1 answered 010 and s0 001
+    assert [rows.nth(i).locator("td").nth(4).inner_text() for i in range(2)] == ["✗✓✗", "✗✗✓"]
+
+
+def test_the_map_shows_one_row_per_series_with_a_step_selector(server, page):
+    page.goto(server.url + "/")
+    page.locator("#heatmap .main-svg").first.wait_for()
+    rows = page.evaluate("() => document.getElementById('heatmap').data[0].y")
+    assert rows == ["&lt;b&gt;run&lt;/b&gt; @ step 4"]  # the newest step, name escaped
+    page.select_option("select[data-series='1']", "2")
+    page.wait_for_function("document.getElementById('heatmap').data[0].y[0].endsWith('@ step 2')")
+    assert page.locator("#series-list details").count() == 1

@@ -1,0 +1,92 @@
+"""The map after a write recomputes only the pairs whose inputs changed, and gives exactly what a
+full recompute gives (labels, new benchmarks, categories and noise floors included)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from app.db import open_store
+from app.db.ingest import add_pair
+from app.forgetting_map import MapCache, MapQuery
+from app.importers import import_file
+from tests.series_fixtures import load_run
+
+
+def _extra(path, model: str, bench: str, category: str | None, seeds=(0, 1)):
+    rows = [{"model": model, "benchmark": bench, "sample_id": f"x{i}", "seed": s,
+             "correct": (i + s) % 3 == 0, "num_choices": 4, "category": category}
+            for s in seeds for i in range(6)]  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+def test_incremental_category_map_equals_a_full_recompute(cli, tmp_path):
+    load_run(cli, tmp_path)
+    store = open_store(cli.db)
+    try:
+        query = MapQuery(level="category")
+        cache = MapCache(store)
+        before = {r["pair_id"]: r for r in cache.records(query) if r["category"] == "Total"}
+        # uploads: results of one checkpoint and of the base on a new benchmark
+        import_file(store, "table", _extra(tmp_path / "a.parquet", "run-step4", "extra", "Math"))
+        import_file(store, "table", _extra(tmp_path / "b.parquet", "base", "extra", "Math"))
+        after = cache.records(query)
+        assert after == MapCache(store).records(query)  # a fresh cache computes all pairs
+        totals = {r["pair_id"]: r for r in after if r["category"] == "Total"}
+        # the base changed too, so every pair moved; now touch one checkpoint only
+        for micro in (False, True):
+            q = MapQuery(level="category", aggregate="micro" if micro else "macro")
+            cache.records(q)
+        import_file(store, "table", _extra(tmp_path / "c.parquet", "run-step2", "extra", "Math"))
+        again = cache.records(query)
+        assert again == MapCache(store).records(query)
+        again_totals = {r["pair_id"]: r for r in again if r["category"] == "Total"}
+        assert [p for p in again_totals if again_totals[p] is not totals[p]] == [
+            2
+        ]  # only step 2's pair
+        assert before[2]["n_benchmarks"] == 2 and again_totals[2]["n_benchmarks"] == 3
+        # a label, and a benchmark's category (an Uncategorized one named later), move records too
+        with store.transaction() as conn:
+            add_pair(conn, "base", "run-step3", label="renamed", stage="sft")
+        import_file(store, "table", _extra(tmp_path / "d.parquet", "run-step1", "late", None))
+        import_file(store, "table", _extra(tmp_path / "e.parquet", "base", "late", None))
+        mid = cache.records(query)
+        assert mid == MapCache(store).records(query)
+        assert {r["label"] for r in mid if r["pair_id"] == 3} == {"renamed"}
+        import_file(store, "table", _extra(tmp_path / "f.parquet", "run-step1", "late", "Culture"))
+        final = cache.records(query)
+        assert final == MapCache(store).records(query)
+        assert "Culture" in {r["category"] for r in final if r["pair_id"] == 1}
+        micro = MapQuery(level="category", aggregate="micro")
+        assert cache.records(micro) == MapCache(store).records(micro)
+    finally:
+        store.close()
+
+
+def test_incremental_benchmark_json_is_byte_for_byte_a_full_encoding(cli, tmp_path):
+    import json
+
+    store = open_store(cli.db)
+    query = MapQuery(level="benchmark")
+    try:
+        cache = MapCache(store)
+        assert cache.json(query) == b"[]"
+        store.close()
+        load_run(cli, tmp_path)
+        store = open_store(cli.db)
+        cache = MapCache(store)
+        first = cache.json(query)
+        assert first == json.dumps(MapCache(store).records(query)).encode()
+        import_file(store, "table", _extra(tmp_path / "a.parquet", "run-step4", "extra", "Math"))
+        import_file(
+            store, "table", _extra(tmp_path / "b.parquet", "base", "extra", "Math", seeds=(0,))
+        )
+        second = cache.json(query)
+        assert second != first
+        assert second == json.dumps(MapCache(store).records(query)).encode()
+        # the base has seed 0 only: seed 0 is paired, the checkpoint's seed 1 is not
+        records = json.loads(second)
+        assert {(r["benchmark"], r["seed"]) for r in records if r["pair_id"] == 4} >= {("extra", 0)}
+    finally:
+        store.close()
