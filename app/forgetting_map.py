@@ -280,6 +280,7 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
     agg = metrics.aggregate_columns(
         pair, cat, bench, cols["seed"][starts], s["n"],
         {name: s[name] for name in metrics.VALUE_FIELDS}, aggregate,
+        outside_total=[i for i, c in enumerate(categories) if c in metrics.OUTSIDE_TOTAL],
     )  # fmt: skip
     # mean noise floor per (pair, category) and per pair ("Total") over the units that have one
     n_c = len(categories) + 1  # the last code is "Total"

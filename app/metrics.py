@@ -564,8 +564,12 @@ def aggregate_columns(
     n: np.ndarray,
     values: Mapping[str, np.ndarray],
     how: str = "macro",
+    outside_total: Iterable = OUTSIDE_TOTAL,
 ) -> dict[str, np.ndarray]:
     """``aggregate`` over columns instead of UnitScore objects: the same numbers, vectorized.
+
+    ``outside_total``: the category values kept out of "Total" (names by default; a caller that
+    passes category codes passes the codes of ``OUTSIDE_TOTAL``'s categories).
 
     One input row per (pair, benchmark, seed). Returns columns with one row per (pair, category)
     and per pair for "Total" (last among its pair's rows; categories in sorted order of
@@ -586,7 +590,8 @@ def aggregate_columns(
     weight = np.asarray(n, dtype=np.float64) if how == "micro" else np.ones(pair.size)
     names = [name for name in VALUE_FIELDS if name in values]
     n_p, n_c, n_s = len(pairs), len(cats), len(seeds)
-    cat_in_total = np.array([str(c) not in OUTSIDE_TOTAL for c in cats.tolist()], dtype=bool)
+    outside = set(outside_total)
+    cat_in_total = np.array([c not in outside for c in cats.tolist()], dtype=bool)
     row_in_total = cat_in_total[c_code]
 
     def per_seed_means(
