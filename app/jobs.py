@@ -7,6 +7,11 @@ evaluated is marked ``reused`` and not run again: a base model shared by many pa
 once.
 
 Shard states: queued -> running -> done | failed; queued -> reused | cancelled.
+
+Lost messages: a queued shard's broker message can vanish (a Redis restart without persistence,
+a failover, FLUSHDB). The reconciler (app.queue) sends such a shard again and counts it in
+``resends``; a duplicate delivery is harmless because :func:`start_shard` lets one delivery run a
+shard at a time.
 Job states: queued, running, done (every shard done or reused), failed (some shard failed),
 cancelled.
 """
@@ -195,6 +200,20 @@ def register_models(conn: Connection, models: list[ModelSpec]) -> None:
         )
 
 
+def set_owner(conn: Connection, job_id: int, owner: str) -> None:
+    """Record the token name that submitted a job (shown on job pages; cancel/retry rights)."""
+    _duck(conn).execute("UPDATE jobs SET owner = ? WHERE id = ?", [owner, job_id])
+
+
+NO_SUCH_JOB = object()
+
+
+def job_owner(conn: Connection, job_id: int):
+    """The job's owner (None for jobs older than owners), or NO_SUCH_JOB."""
+    row = _duck(conn).execute("SELECT owner FROM jobs WHERE id = ?", [job_id]).fetchone()
+    return NO_SUCH_JOB if row is None else row[0]
+
+
 def insert_job(conn: Connection, kind: str, payload: dict) -> int:
     return (
         _duck(conn)
@@ -321,18 +340,40 @@ def shard(conn: Connection, shard_id: int) -> dict | None:
     return out
 
 
-def start_shard(conn: Connection, shard_id: int, worker: str) -> dict | None:
-    """Claim a shard for a worker. Returns the shard to run, or None if there is nothing to do."""
+def start_shard(
+    conn: Connection,
+    shard_id: int,
+    worker: str,
+    delivery: str | None = None,
+    stale_seconds: float = 1800.0,
+) -> dict | None:
+    """Claim a shard for a worker. Returns the shard to run, or None if there is nothing to do.
+
+    ``delivery`` identifies the broker message (Celery's task id: a message re-delivered after
+    its worker died keeps it, a re-send gets a new one). A running shard is taken over by a
+    re-delivery of the message that claimed it, or by any delivery once its worker has been
+    silent for ``stale_seconds``; another delivery of a live shard (a duplicate of a re-sent
+    message) gets None, so nothing runs twice at once.
+    """
     s = shard(conn, shard_id)
     if s is None or s["status"] in TERMINAL:
         return None
-    _duck(conn).execute(
+    duck = _duck(conn)
+    if s["status"] == "running" and delivery is not None:
+        claimed_by, silent = duck.execute(
+            "SELECT delivery, coalesce(heartbeat_at < now() - to_seconds(?::DOUBLE), true) "
+            "FROM shards WHERE id = ?",
+            [stale_seconds, shard_id],
+        ).fetchone()
+        if claimed_by is not None and claimed_by != delivery and not silent:
+            return None
+    duck.execute(
         """
-        UPDATE shards SET status = 'running', attempts = attempts + 1, worker = ?,
+        UPDATE shards SET status = 'running', attempts = attempts + 1, worker = ?, delivery = ?,
                started_at = now(), heartbeat_at = now(), error = NULL
         WHERE id = ?
         """,
-        [worker, shard_id],
+        [worker, delivery, shard_id],
     )
     update_job_status(conn, s["job_id"])
     return shard(conn, shard_id)
@@ -377,10 +418,13 @@ def fail_shard(conn: Connection, shard_id: int, error: str) -> None:
     update_job_status(conn, s["job_id"])
 
 
-def mark_sent(conn: Connection, shard_ids: list[int]) -> None:
+def mark_sent(conn: Connection, shard_ids: list[int], *, resend: bool = False) -> None:
+    """Record that shards were handed to the broker (``resend``: again, after a lost message)."""
     if shard_ids:
+        bump = ", resends = resends + 1" if resend else ""
         _duck(conn).execute(
-            f"UPDATE shards SET sent_at = now() WHERE id IN ({', '.join('?' for _ in shard_ids)})",
+            f"UPDATE shards SET sent_at = now(){bump} "
+            f"WHERE id IN ({', '.join('?' for _ in shard_ids)}) AND status = 'queued'",
             shard_ids,
         )
 
@@ -392,6 +436,25 @@ def unsent_shards(conn: Connection, limit: int = 1000) -> list[int]:
         .execute(
             "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NULL ORDER BY id LIMIT ?",
             [limit],
+        )
+        .fetchall()
+    )
+    return [r[0] for r in rows]
+
+
+def waiting_shards(conn: Connection, older_than: float, *, backoff: bool) -> list[int]:
+    """Queued shards sent more than ``older_than`` seconds ago that no worker has started.
+
+    ``backoff``: wait ``older_than * 2^resends`` (at most 32x) instead, for when the broker cannot
+    be asked whether it still holds the message, so a long queue is not flooded with copies.
+    """
+    factor = "power(2, least(resends, 5))" if backoff else "1"
+    rows = (
+        _duck(conn)
+        .execute(
+            "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NOT NULL "
+            f"AND sent_at < now() - to_seconds(?::DOUBLE * {factor}) ORDER BY id",
+            [older_than],
         )
         .fetchall()
     )
@@ -412,9 +475,12 @@ def stale_shards(conn: Connection, seconds: float) -> list[int]:
     return [r[0] for r in rows]
 
 
-def touch_heartbeat(conn: Connection, shard_ids: list[int]) -> None:
+def requeue_stale(conn: Connection, shard_ids: list[int]) -> None:
+    """Put silent running shards back in the queue (their worker died): the next delivery,
+    whatever message carries it, claims them."""
     _duck(conn).execute(
-        f"UPDATE shards SET heartbeat_at = now() WHERE id IN ({', '.join('?' for _ in shard_ids)})",
+        "UPDATE shards SET status = 'queued', heartbeat_at = now() "
+        f"WHERE status = 'running' AND id IN ({', '.join('?' for _ in shard_ids)})",
         shard_ids,
     )
 
@@ -450,20 +516,21 @@ def cancel_job(conn: Connection, job_id: int) -> int:
 def job_detail(conn: Connection, job_id: int) -> dict | None:
     duck = _duck(conn)
     row = duck.execute(
-        "SELECT id, kind, status, payload, created_at, updated_at FROM jobs WHERE id = ?", [job_id]
+        "SELECT id, kind, status, payload, created_at, updated_at, owner FROM jobs WHERE id = ?",
+        [job_id],
     ).fetchone()
     if row is None:
         return None
     shards = duck.execute(
         """
         SELECT s.id, m.name, s.benchmark, s.seed, s.status, s.done, s.total, s.error, s.attempts,
-               s.worker, s.started_at, s.finished_at
+               s.worker, s.started_at, s.finished_at, coalesce(s.resends, 0)
         FROM shards s JOIN models m ON m.id = s.model_id WHERE s.job_id = ? ORDER BY s.id
         """,
         [job_id],
     ).fetchall()
     keys = ("id", "model", "benchmark", "seed", "status", "done", "total", "error", "attempts",
-            "worker", "started_at", "finished_at")  # fmt: skip
+            "worker", "started_at", "finished_at", "resends")  # fmt: skip
     shard_rows = []
     for r in shards:
         d = dict(zip(keys, r, strict=True))
@@ -477,6 +544,8 @@ def job_detail(conn: Connection, job_id: int) -> dict | None:
         "request": json.loads(row[3]),
         "created_at": row[4].isoformat(),
         "updated_at": row[5].isoformat(),
+        "owner": row[6],
+        "resends": sum(r["resends"] for r in shard_rows),
         "shards": shard_rows,
     }
 

@@ -15,6 +15,7 @@ from app.db import queries
 from app.forgetting_map import MapQuery
 from app.pair_report import quadrants
 from app.web import deps, pages
+from app.web.schemas import ID_ERRORS
 
 router = APIRouter(prefix="", tags=["api"])
 
@@ -57,7 +58,7 @@ def api_benchmarks(request: Request) -> list[dict]:
         return queries.benchmarks(conn)
 
 
-@router.get("/api/pairs/{pair_id}")
+@router.get("/api/pairs/{pair_id}", responses=ID_ERRORS)
 def api_pair(request: Request, pair_id: int) -> dict:
     """A pair with its per-benchmark table (means across seeds, bootstrap CIs, McNemar p)."""
     pair = deps.get_pair(request, pair_id)
@@ -69,7 +70,7 @@ def _public(pair: dict) -> dict:
     return {k: pair[k] for k in ("id", "base", "post", "label", "stage")}
 
 
-@router.get("/api/pairs/{pair_id}/benchmarks.{fmt}")
+@router.get("/api/pairs/{pair_id}/benchmarks.{fmt}", responses=ID_ERRORS)
 def api_pair_table_export(
     request: Request, pair_id: int, fmt: Literal["csv", "parquet"]
 ) -> Response:
@@ -84,7 +85,7 @@ def api_pair_table_export(
     return _table_response(pa.Table.from_pylist(rows), fmt, f"pair-{pair_id}-benchmarks")
 
 
-@router.get("/api/pairs/{pair_id}/samples.{fmt}")
+@router.get("/api/pairs/{pair_id}/samples.{fmt}", responses=ID_ERRORS)
 def api_pair_samples_export(
     request: Request, pair_id: int, fmt: Literal["csv", "parquet"]
 ) -> Response:
@@ -110,12 +111,12 @@ def _table_response(table, fmt: str, stem: str) -> Response:
     )
 
 
-@router.get("/api/pairs/{pair_id}/samples")
+@router.get("/api/pairs/{pair_id}/samples", responses=ID_ERRORS)
 def api_pair_samples(
     request: Request,
     pair_id: int,
-    benchmark: str | None = None,
-    category: str | None = None,
+    benchmark: Annotated[str | None, Query(max_length=500)] = None,
+    category: Annotated[str | None, Query(max_length=200)] = None,
     transition: deps.Transition = "10",
     q: Annotated[str | None, Query(max_length=200)] = None,
     page: Annotated[int, Query(ge=1)] = 1,
@@ -135,8 +136,13 @@ def api_pair_samples(
     }
 
 
-@router.get("/api/pairs/{pair_id}/sample")
-def api_pair_sample(request: Request, pair_id: int, benchmark: str, sample_id: str) -> dict:
+@router.get("/api/pairs/{pair_id}/sample", responses=ID_ERRORS)
+def api_pair_sample(
+    request: Request,
+    pair_id: int,
+    benchmark: Annotated[str, Query(min_length=1, max_length=500)],
+    sample_id: Annotated[str, Query(min_length=1, max_length=1000)],
+) -> dict:
     """One sample: prompt, choices, gold, and both models' answers for every seed."""
     pair = deps.get_pair(request, pair_id)
     [bench_id] = deps.benchmark_filter(request, benchmark, None)
@@ -153,7 +159,7 @@ def api_jobs(request: Request) -> list[dict]:
         return queries.jobs_summary(conn)
 
 
-@router.get("/api/jobs/{job_id}")
+@router.get("/api/jobs/{job_id}", responses=ID_ERRORS)
 def api_job(request: Request, job_id: int) -> dict:
     """A job with every shard's state, progress and error."""
     from app.jobs import job_detail
@@ -165,7 +171,7 @@ def api_job(request: Request, job_id: int) -> dict:
     return job
 
 
-@router.get("/api/pairs/{pair_id}/recoveries")
+@router.get("/api/pairs/{pair_id}/recoveries", responses=ID_ERRORS)
 def api_pair_recoveries(request: Request, pair_id: int) -> list[dict]:
     """The pair's recoverability analyses, newest first: settings, fitted corrections, and the
     share / symmetric share of the post model and of each control, with 95% bootstrap CIs."""
@@ -173,12 +179,12 @@ def api_pair_recoveries(request: Request, pair_id: int) -> list[dict]:
     return deps.pair_recoveries(request, pair_id)
 
 
-@router.get("/api/recoveries/{recovery_id}")
+@router.get("/api/recoveries/{recovery_id}", responses=ID_ERRORS)
 def api_recovery(request: Request, recovery_id: int) -> dict:
     return deps.get_recovery(request, recovery_id)
 
 
-@router.get("/api/recoveries/{recovery_id}/documents.{fmt}")
+@router.get("/api/recoveries/{recovery_id}/documents.{fmt}", responses=ID_ERRORS)
 def api_recovery_documents(
     request: Request, recovery_id: int, fmt: Literal["csv", "parquet"]
 ) -> Response:

@@ -1,0 +1,129 @@
+"""Typed HTTP boundaries: request bodies of the write API, the one error shape, and the status
+codes each kind of route declares in the OpenAPI document.
+
+Bodies are strict (a string is not an integer, unknown fields are refused) so that what the
+OpenAPI document says is valid is exactly what the app accepts. Limits are the same as the
+services' own checks (app.jobs, app.recovery), which still run behind them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+from app.recovery import CONTROLS, MAX_TABLE_DOCS
+
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx answer: one message saying what is wrong and how to fix it."""
+
+    detail: str
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for these error codes, all with :class:`ErrorBody`."""
+    text = {
+        401: "no token, or an invalid or revoked one (or a private forgetmap without a token)",
+        403: "the token's role may not do this; the message names the role needed",
+        404: "an id or name that does not exist",
+        413: "the upload is too large",
+        422: "a parameter or body that is not valid; the message says which and why",
+    }
+    return {code: {"model": ErrorBody, "description": text[code]} for code in codes}
+
+
+# 401 and 422 are added to every operation by app.web.install_openapi; routes declare the rest
+ID_ERRORS = errors(404)
+WRITE_ERRORS = errors(401, 403, 422)
+WRITE_ID_ERRORS = errors(401, 403, 404, 422)
+
+
+# -------------------------------------------------------------------------- job requests
+
+
+class ModelIn(Strict):
+    name: Name
+    path: Annotated[str, Field(min_length=1, max_length=1000)]
+    revision: Annotated[str, Field(max_length=200)] | None = None
+    prompting: Literal["chat", "base"] = "chat"
+
+
+class EvalConfigIn(Strict):
+    engine: Literal["vllm", "transformers"] = "vllm"
+    mode: Literal["generate", "loglik"] = "generate"
+    temperature: Annotated[float, Field(ge=0, le=5)] = 0.6
+    top_p: Annotated[float, Field(gt=0, le=1)] = 0.95
+    max_tokens: Annotated[int, Field(ge=1, le=131072)] = 2048
+    shots: Annotated[int, Field(ge=0, le=25)] = 3
+    limit: Annotated[int, Field(ge=1)] | None = None
+
+
+class PairSpecIn(Strict):
+    base: Name
+    post: Name
+    label: Annotated[str, Field(max_length=500)] | None = None
+    stage: Annotated[str, Field(max_length=50)] | None = None
+
+
+class EvaluateJobIn(Strict):
+    """An evaluation: every model on every benchmark and seed (one shard each)."""
+
+    kind: Literal["evaluate"] = "evaluate"
+    models: Annotated[list[ModelIn], Field(min_length=1, max_length=50)]
+    benchmarks: Annotated[list[Name], Field(min_length=1, max_length=1000)]
+    seeds: Annotated[
+        list[Annotated[int, Field(ge=0, le=2**31 - 1)]], Field(min_length=1, max_length=20)
+    ] = [0, 1, 2]
+    config: EvalConfigIn = EvalConfigIn()
+    pairs: Annotated[list[PairSpecIn], Field(max_length=100)] = []
+
+
+class CorpusIn(Strict):
+    source: Annotated[str, Field(min_length=1, max_length=500)]
+    text_field: Name = "text"
+    separator: Annotated[str, Field(min_length=1, max_length=20)] | None = None
+    max_docs: Annotated[int, Field(ge=3, le=MAX_TABLE_DOCS)] | None = 2000
+    config: Annotated[str, Field(max_length=200)] | None = None
+    split: Name = "train"
+
+
+class RecoveryOptionsIn(Strict):
+    max_tokens: Annotated[int, Field(ge=16, le=32768)] = 2047
+    k: Annotated[int, Field(ge=1, le=262144)] = 4096
+    eval_fraction: Annotated[float, Field(ge=0.05, le=0.5)] = 0.2
+    select_fraction: Annotated[float, Field(ge=0.05, le=0.5)] = 0.1
+    seed: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
+    n_boot: Annotated[int, Field(ge=100, le=20000)] = 2000
+    controls: list[Literal[CONTROLS]] = list(CONTROLS)  # type: ignore[valid-type]
+
+
+class RecoverJobIn(Strict):
+    """A recoverability analysis of a pair on a text corpus (one shard)."""
+
+    kind: Literal["recover"]
+    base: ModelIn
+    post: ModelIn
+    corpus: CorpusIn
+    options: RecoveryOptionsIn = RecoveryOptionsIn()
+    label: Annotated[str, Field(max_length=500)] | None = None
+    stage: Annotated[str, Field(max_length=50)] | None = None
+
+
+def _job_kind(value: Any) -> str:
+    kind = (
+        value.get("kind", "evaluate") if isinstance(value, dict) else getattr(value, "kind", None)
+    )
+    return kind if kind in ("evaluate", "recover") else "evaluate"
+
+
+JobIn = Annotated[
+    Annotated[EvaluateJobIn, Tag("evaluate")] | Annotated[RecoverJobIn, Tag("recover")],
+    Discriminator(_job_kind),
+]
