@@ -361,7 +361,7 @@ def start_shard(
     duck = _duck(conn)
     if s["status"] == "running" and delivery is not None:
         claimed_by, silent = duck.execute(
-            "SELECT delivery, coalesce(heartbeat_at < now() - to_seconds(?::DOUBLE), true) "
+            "SELECT delivery, coalesce(heartbeat_at <= now() - to_seconds(?::DOUBLE), true) "
             "FROM shards WHERE id = ?",
             [stale_seconds, shard_id],
         ).fetchone()

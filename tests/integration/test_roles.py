@@ -33,7 +33,9 @@ def world(tmp_path_factory):
     tokens = {role: cli("token", "create", role, "--role", role).stdout.strip() for role in ROLES}
     tokens["other-submit"] = cli("token", "create", "other", "--role", "submit").stdout.strip()
     listed = cli("token", "list").stdout
-    assert re.search(r"^worker\tworker\t", listed, re.M) and re.search(r"^other\tsubmit\t", listed, re.M)
+    assert re.search(r"^worker\tworker\t", listed, re.M) and re.search(
+        r"^other\tsubmit\t", listed, re.M
+    )
     settings = WebSettings(secret_key="k" * 40, reconcile_seconds=3600)
     broker = BrokerSettings(url=None, data_dir=tmp_path)  # the embedded queue: sends succeed
     with TestClient(create_app(cli.db, broker=broker, settings=settings)) as client:
@@ -112,7 +114,10 @@ def test_only_the_owner_or_an_admin_may_cancel_or_retry(world, action):
         f"job {job_id} belongs to submit; only its owner or a token with role admin may change it"
     )
     assert client.get(f"/api/jobs/{job_id}").json()["status"] != "cancelled"  # nothing changed
-    assert client.post(f"/api/jobs/{job_id}/{action}", headers=_auth(tokens, "submit")).status_code == 200
+    assert (
+        client.post(f"/api/jobs/{job_id}/{action}", headers=_auth(tokens, "submit")).status_code
+        == 200
+    )
     other_job, _ = _job(client, tokens, who="other-submit")
     r = client.post(f"/api/jobs/{other_job}/{action}", headers=_auth(tokens, "admin"))
     assert r.status_code == 200
@@ -141,7 +146,9 @@ def _csrf(html: str) -> str:
 
 def _login(client: TestClient, token: str) -> None:
     csrf = _csrf(client.get("/login").text)
-    r = client.post("/login", data={"token": token, "csrf": csrf, "next": "/"}, follow_redirects=False)
+    r = client.post(
+        "/login", data={"token": token, "csrf": csrf, "next": "/"}, follow_redirects=False
+    )
     assert r.status_code == 303, r.text
 
 
@@ -202,7 +209,9 @@ def test_private_reads_need_a_token_of_any_role(cli, tmp_path):
                                settings=settings)) as client:  # fmt: skip
         r = client.get("/api/pairs")
         assert r.status_code == 401 and "--role read" in r.json()["detail"]
-        assert client.get("/api/pairs", headers={"Authorization": "Bearer fm_nope"}).status_code == 401
+        assert (
+            client.get("/api/pairs", headers={"Authorization": "Bearer fm_nope"}).status_code == 401
+        )
         assert client.get("/api/pairs", headers={"Authorization": f"Bearer {read}"}).json() == []
         r = client.post("/api/pairs", json={"base": "a", "post": "b"},
                         headers={"Authorization": f"Bearer {read}"})  # fmt: skip
