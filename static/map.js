@@ -12,6 +12,7 @@
     bt: { label: "raw BT", scale: BLUES, value: (c) => c.bt },
     f_rel: { label: "F_true / F_max", scale: REDS, value: (c) => (c.f_max > 0 ? c.f_true / c.f_max : null) },
   };
+  const esc = window.plotlyText;  // static/text.js: user text stays text in Plotly
   const pct = (x) => (x === null || x === undefined || Number.isNaN(x) ? "–" : (100 * x).toFixed(1) + "%");
 
   function render() {
@@ -25,7 +26,7 @@
     const level = el.dataset.level;
     const seen = new Map();
     const rows = data.pairs.map((p) => {
-      let name = p.label || p.base + " → " + p.post;
+      let name = esc(p.label || p.base + " → " + p.post);
       if (seen.has(name)) name += " #" + p.id;
       seen.set(name, true);
       return { id: p.id, name: name };
@@ -48,10 +49,10 @@
     const values = z.flat().filter((v) => v !== null);
     const maxAbs = Math.max(1e-9, ...values.map(Math.abs));
     const trace = {
-      type: "heatmap", z: z, x: data.columns, y: rows.map((r) => r.name), customdata: custom,
+      type: "heatmap", z: z, x: data.columns.map(esc), y: rows.map((r) => r.name), customdata: custom,
       colorscale: metric.scale,
       zmin: metric.diverging ? -maxAbs : 0, zmax: maxAbs, xgap: 2, ygap: 2,
-      hovertemplate: "<b>%{y}</b><br>%{x}<br>" + metric.label + ": %{customdata[0]}" +
+      hovertemplate: "%{y}<br>%{x}<br>" + metric.label + ": %{customdata[0]}" +
         "<br>noise floor: %{customdata[1]}<br>F_true %{customdata[4]} · BT_true %{customdata[5]} · F_max %{customdata[6]}" +
         "<br>seeds: %{customdata[2]}, benchmarks: %{customdata[3]}<extra>click for the flipped questions</extra>",
       colorbar: { title: { text: metric.label, side: "right" }, tickformat: ".0%", thickness: 14, len: 0.9 },
@@ -86,9 +87,9 @@
           const c = cell(r);
           if (!c) return [["recovery", r.id, "no analysis", "", ""]];
           return [["recovery", r.id, range(c.symmetric, c.symmetric_lo, c.symmetric_hi),
-            range(c.control_symmetric, c.control_symmetric_lo, c.control_symmetric_hi), c.corpus]];
+            range(c.control_symmetric, c.control_symmetric_lo, c.control_symmetric_hi), esc(c.corpus)]];
         }),
-        hovertemplate: "<b>%{y}</b><br>symmetric share, bias + T: %{customdata[2]}" +
+        hovertemplate: "%{y}<br>symmetric share, bias + T: %{customdata[2]}" +
           "<br>noise control: %{customdata[3]}<br>corpus: %{customdata[4]}<extra>click for the analysis</extra>",
       });
       layout.xaxis.domain = [0, 0.86];
