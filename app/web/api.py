@@ -15,7 +15,7 @@ from app.db import queries
 from app.forgetting_map import MapQuery
 from app.pair_report import quadrants
 from app.web import deps, pages
-from app.web.schemas import ID_ERRORS
+from app.web.schemas import ID_ERRORS, errors
 
 router = APIRouter(prefix="", tags=["api"])
 
@@ -237,7 +237,17 @@ def api_size_scatter(
     ]  # fmt: skip
 
 
-@router.get("/api/theory")
+@router.get("/api/theory", responses=errors(503))
 def api_theory(params: Annotated[LabParams, Depends(pages.lab_params)]) -> dict:
-    """The theory lab's four plots (two-mode mixture: forward vs reverse KL, replay)."""
-    return lab_data(params)
+    """The theory lab's four plots (two-mode mixture: forward vs reverse KL, replay). Cached per
+    parameter set; 422 when the dynamics diverge or the computation runs past its time budget
+    (FORGETMAP_THEORY_SECONDS), 503 while another computation holds the lab."""
+    from app.analysis.lab import LabBusy
+    from app.errors import InputError
+
+    try:
+        return lab_data(params)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    except LabBusy as exc:
+        raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from exc

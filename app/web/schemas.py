@@ -35,6 +35,7 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         404: "an id or name that does not exist",
         413: "the upload is too large",
         422: "a parameter or body that is not valid; the message says which and why",
+        503: "busy: retry after the seconds in Retry-After",
     }
     return {code: {"model": ErrorBody, "description": text[code]} for code in codes}
 
