@@ -15,7 +15,7 @@ from app.db import queries
 from app.forgetting_map import MapQuery
 from app.pair_report import quadrants
 from app.web import deps, pages
-from app.web.schemas import ID_ERRORS, errors
+from app.web.schemas import ID_ERRORS, Id, errors
 
 router = APIRouter(prefix="", tags=["api"])
 
@@ -59,7 +59,7 @@ def api_benchmarks(request: Request) -> list[dict]:
 
 
 @router.get("/api/pairs/{pair_id}", responses=ID_ERRORS)
-def api_pair(request: Request, pair_id: int) -> dict:
+def api_pair(request: Request, pair_id: Id) -> dict:
     """A pair with its per-benchmark table (means across seeds, bootstrap CIs, McNemar p)."""
     pair = deps.get_pair(request, pair_id)
     rows = deps.pair_rows(request, pair_id)
@@ -72,7 +72,7 @@ def _public(pair: dict) -> dict:
 
 @router.get("/api/pairs/{pair_id}/benchmarks.{fmt}", responses=ID_ERRORS)
 def api_pair_table_export(
-    request: Request, pair_id: int, fmt: Literal["csv", "parquet"]
+    request: Request, pair_id: Id, fmt: Literal["csv", "parquet"]
 ) -> Response:
     """The pair page's table as CSV or Parquet."""
     import pyarrow as pa
@@ -87,7 +87,7 @@ def api_pair_table_export(
 
 @router.get("/api/pairs/{pair_id}/samples.{fmt}", responses=ID_ERRORS)
 def api_pair_samples_export(
-    request: Request, pair_id: int, fmt: Literal["csv", "parquet"]
+    request: Request, pair_id: Id, fmt: Literal["csv", "parquet"]
 ) -> Response:
     """Every paired per-sample row of the pair, both models side by side, as CSV or Parquet."""
     pair = deps.get_pair(request, pair_id)
@@ -114,12 +114,12 @@ def _table_response(table, fmt: str, stem: str) -> Response:
 @router.get("/api/pairs/{pair_id}/samples", responses=ID_ERRORS)
 def api_pair_samples(
     request: Request,
-    pair_id: int,
+    pair_id: Id,
     benchmark: Annotated[str | None, Query(max_length=500)] = None,
     category: Annotated[str | None, Query(max_length=200)] = None,
     transition: deps.Transition = "10",
     q: Annotated[str | None, Query(max_length=200)] = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=500)] = deps.PAGE_SIZE,
 ) -> dict:
     """Samples of the pair with the given transition (1->0 by default) in at least one seed."""
@@ -139,7 +139,7 @@ def api_pair_samples(
 @router.get("/api/pairs/{pair_id}/sample", responses=ID_ERRORS)
 def api_pair_sample(
     request: Request,
-    pair_id: int,
+    pair_id: Id,
     benchmark: Annotated[str, Query(min_length=1, max_length=500)],
     sample_id: Annotated[str, Query(min_length=1, max_length=1000)],
 ) -> dict:
@@ -160,7 +160,7 @@ def api_jobs(request: Request) -> list[dict]:
 
 
 @router.get("/api/jobs/{job_id}", responses=ID_ERRORS)
-def api_job(request: Request, job_id: int) -> dict:
+def api_job(request: Request, job_id: Id) -> dict:
     """A job with every shard's state, progress and error."""
     from app.jobs import job_detail
 
@@ -172,7 +172,7 @@ def api_job(request: Request, job_id: int) -> dict:
 
 
 @router.get("/api/pairs/{pair_id}/recoveries", responses=ID_ERRORS)
-def api_pair_recoveries(request: Request, pair_id: int) -> list[dict]:
+def api_pair_recoveries(request: Request, pair_id: Id) -> list[dict]:
     """The pair's recoverability analyses, newest first: settings, fitted corrections, and the
     share / symmetric share of the post model and of each control, with 95% bootstrap CIs."""
     deps.get_pair(request, pair_id)
@@ -180,13 +180,13 @@ def api_pair_recoveries(request: Request, pair_id: int) -> list[dict]:
 
 
 @router.get("/api/recoveries/{recovery_id}", responses=ID_ERRORS)
-def api_recovery(request: Request, recovery_id: int) -> dict:
+def api_recovery(request: Request, recovery_id: Id) -> dict:
     return deps.get_recovery(request, recovery_id)
 
 
 @router.get("/api/recoveries/{recovery_id}/documents.{fmt}", responses=ID_ERRORS)
 def api_recovery_documents(
-    request: Request, recovery_id: int, fmt: Literal["csv", "parquet"]
+    request: Request, recovery_id: Id, fmt: Literal["csv", "parquet"]
 ) -> Response:
     """The per-document table (doc_id, split, n_tokens, one loss-sum column per model/correction,
     in nats): every share of the analysis can be recomputed from it."""

@@ -70,21 +70,25 @@ def map_query(
         Literal["benchmark", "category"], Query(description="map columns")
     ] = "category",
     aggregate: Annotated[Literal["macro", "micro"], Query()] = "macro",
-    stage: Annotated[str | None, Query(description="keep pairs with this stage")] = None,
+    stage: Annotated[
+        str | None, Query(max_length=50, description="keep pairs with this stage")
+    ] = None,
     family: Annotated[
         str | None, Query(description="keep pairs whose base is of this family")
     ] = None,
-    q: Annotated[str | None, Query(description="text in the pair's label or model names")] = None,
+    q: Annotated[
+        str | None, Query(max_length=200, description="text in the pair's label or model names")
+    ] = None,
     min_size: Annotated[
-        float | None, Query(ge=0, description="base model parameters, at least")
+        float | None, Query(ge=0, le=1e15, description="base model parameters, at least")
     ] = None,
     max_size: Annotated[
-        float | None, Query(ge=0, description="base model parameters, at most")
+        float | None, Query(ge=0, le=1e15, description="base model parameters, at most")
     ] = None,
     min_size_b: Annotated[
-        float | None, Query(ge=0, description="the same in billions (the form's unit)")
+        float | None, Query(ge=0, le=1e6, description="the same in billions (the form's unit)")
     ] = None,
-    max_size_b: Annotated[float | None, Query(ge=0)] = None,
+    max_size_b: Annotated[float | None, Query(ge=0, le=1e6)] = None,
 ) -> MapQuery:
     if min_size_b is not None:
         min_size = min_size_b * 1e9

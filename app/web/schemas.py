@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from app.recovery import CONTROLS, MAX_TABLE_DOCS
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
+MAX_ID = 2**31 - 1  # ids are INTEGER columns
+Id = Annotated[int, Path(ge=0, le=MAX_ID, description="an id (0 to 2^31 - 1)")]
 
 
 class Strict(BaseModel):

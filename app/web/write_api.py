@@ -16,7 +16,16 @@ from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
 from app.queue import send_and_record
 from app.web import deps
-from app.web.schemas import WRITE_ERRORS, WRITE_ID_ERRORS, EvaluateJobIn, JobIn, Strict, errors
+from app.web.schemas import (
+    MAX_ID,
+    WRITE_ERRORS,
+    WRITE_ID_ERRORS,
+    EvaluateJobIn,
+    Id,
+    JobIn,
+    Strict,
+    errors,
+)
 
 router = APIRouter(tags=["write"])
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
@@ -65,7 +74,7 @@ class ResultRow(Strict):
 
 
 class ResultsIn(Strict):
-    shard_id: int
+    shard_id: Annotated[int, Field(ge=0, le=MAX_ID)]
     rows: Annotated[list[ResultRow], Field(max_length=100_000)]
 
 
@@ -149,7 +158,7 @@ def submit_job(request: Request, body: JobIn, principal: Submitter) -> dict:
     return {"id": job_id, "shards_to_run": len(to_send), "sent": sent, "queue_error": problem}
 
 
-def _managed_job(conn, principal: Principal, job_id: int) -> None:
+def _managed_job(conn, principal: Principal, job_id: Id) -> None:
     """404 for an unknown job; 403 unless the caller owns it (role submit) or is an admin."""
     owner = jobs.job_owner(conn, job_id)
     if owner is jobs.NO_SUCH_JOB:
@@ -163,7 +172,7 @@ def _managed_job(conn, principal: Principal, job_id: int) -> None:
 
 
 @router.post("/api/jobs/{job_id}/retry", responses=WRITE_ID_ERRORS)
-def retry(request: Request, job_id: int, principal: Submitter) -> dict:
+def retry(request: Request, job_id: Id, principal: Submitter) -> dict:
     """Queue a job's failed shards again (its owner, or an admin)."""
     with deps.store(request).transaction() as conn:
         _managed_job(conn, principal, job_id)
@@ -173,7 +182,7 @@ def retry(request: Request, job_id: int, principal: Submitter) -> dict:
 
 
 @router.post("/api/jobs/{job_id}/cancel", responses=WRITE_ID_ERRORS)
-def cancel(request: Request, job_id: int, principal: Submitter) -> dict:
+def cancel(request: Request, job_id: Id, principal: Submitter) -> dict:
     """Cancel a job (its owner, or an admin): queued shards will not run, running ones stop."""
     with deps.store(request).transaction() as conn:
         _managed_job(conn, principal, job_id)
@@ -181,7 +190,7 @@ def cancel(request: Request, job_id: int, principal: Submitter) -> dict:
     return {"id": job_id, "cancelled_shards": n}
 
 
-def _shard_or_404(conn, shard_id: int) -> dict:
+def _shard_or_404(conn, shard_id: Id) -> dict:
     s = jobs.shard(conn, shard_id)
     if s is None:
         raise HTTPException(404, f"shard {shard_id} does not exist")
@@ -196,7 +205,7 @@ class StartIn(Strict):
 
 
 @router.post("/api/shards/{shard_id}/start", responses=WRITE_ID_ERRORS)
-def shard_start(request: Request, shard_id: int, body: StartIn, principal: Worker) -> dict:
+def shard_start(request: Request, shard_id: Id, body: StartIn, principal: Worker) -> dict:
     """Claim a shard (role worker). Idempotent: a shard that is finished, cancelled, or already
     running (a duplicate delivery of a re-sent message) answers ``run: false``."""
     with deps.store(request).transaction() as conn:
@@ -212,7 +221,7 @@ class ProgressIn(Strict):
 
 
 @router.post("/api/shards/{shard_id}/progress", responses=WRITE_ID_ERRORS)
-def shard_progress(request: Request, shard_id: int, body: ProgressIn, principal: Worker) -> dict:
+def shard_progress(request: Request, shard_id: Id, body: ProgressIn, principal: Worker) -> dict:
     """Items done so far (role worker); answers the shard's status ('cancelled': stop)."""
     with deps.store(request).transaction() as conn:
         _shard_or_404(conn, shard_id)
@@ -225,7 +234,7 @@ class FinishIn(Strict):
 
 
 @router.post("/api/shards/{shard_id}/finish", responses=WRITE_ID_ERRORS)
-def shard_finish(request: Request, shard_id: int, body: FinishIn, principal: Worker) -> dict:
+def shard_finish(request: Request, shard_id: Id, body: FinishIn, principal: Worker) -> dict:
     try:
         with deps.store(request).transaction() as conn:
             jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint)
@@ -239,7 +248,7 @@ class FailIn(Strict):
 
 
 @router.post("/api/shards/{shard_id}/fail", responses=WRITE_ID_ERRORS)
-def shard_fail(request: Request, shard_id: int, body: FailIn, principal: Worker) -> dict:
+def shard_fail(request: Request, shard_id: Id, body: FailIn, principal: Worker) -> dict:
     try:
         with deps.store(request).transaction() as conn:
             jobs.fail_shard(conn, shard_id, body.error)
@@ -257,7 +266,7 @@ class RecoveryIn(Strict):
 
 
 @router.post("/api/shards/{shard_id}/recovery", responses={**WRITE_ID_ERRORS, **errors(413)})
-def shard_recovery(request: Request, shard_id: int, body: RecoveryIn, principal: Worker) -> dict:
+def shard_recovery(request: Request, shard_id: Id, body: RecoveryIn, principal: Worker) -> dict:
     """The results of a recoverability shard (role worker): per-document loss sums and fitted
     corrections.
     The app recomputes every share from the sums; a repeated upload replaces the earlier one."""
