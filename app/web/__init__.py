@@ -105,6 +105,18 @@ def create_app(
         )
 
     install_openapi(app)
+
+    @app.exception_handler(405)
+    async def method_not_allowed(request: Request, exc: HTTPException):
+        """List every method the path takes: its GET and POST may live in different routers."""
+        from starlette.routing import Match
+
+        allowed = sorted({m for route in app.router.routes if getattr(route, "methods", None)
+                          and route.matches(request.scope)[0] == Match.PARTIAL for m in route.methods})  # fmt: skip
+        return JSONResponse({"detail": f"method {request.method} is not allowed here; use "
+                                       f"{' or '.join(allowed)}"}, status_code=405,
+                            headers={"Allow": ", ".join(allowed)})  # fmt: skip
+
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
     app.include_router(api.router)
     app.include_router(write_api.router)
@@ -142,6 +154,8 @@ def install_openapi(app: FastAPI) -> None:
                 for operation in operations.values():
                     responses = operation.setdefault("responses", {})
                     codes = [] if path == "/healthz" else [401]
+                    if operation.get("requestBody"):
+                        codes.append(400)  # not JSON at all
                     if operation.get("parameters") or operation.get("requestBody"):
                         codes.append(422)
                     for code in codes:

@@ -11,10 +11,18 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
 from app.recovery import CONTROLS, MAX_TABLE_DOCS
 
+
+def _integral(value: Any) -> Any:
+    """JSON has one number type: 3.0 is the integer 3 (as JSON Schema says); 3.5 stays invalid."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# an integer in a strict body: no strings, no booleans, integral floats allowed
+Int = Annotated[int, BeforeValidator(_integral)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 MAX_ID = 2**31 - 1  # ids are INTEGER columns
 Id = Annotated[int, Path(ge=0, le=MAX_ID, description="an id (0 to 2^31 - 1)")]
@@ -37,6 +45,7 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         403: "the token's role may not do this; the message names the role needed",
         404: "an id or name that does not exist",
         413: "the upload is too large",
+        400: "a body that is not JSON",
         422: "a parameter or body that is not valid; the message says which and why",
         503: "busy: retry after the seconds in Retry-After",
     }
@@ -64,9 +73,9 @@ class EvalConfigIn(Strict):
     mode: Literal["generate", "loglik"] = "generate"
     temperature: Annotated[float, Field(ge=0, le=5)] = 0.6
     top_p: Annotated[float, Field(gt=0, le=1)] = 0.95
-    max_tokens: Annotated[int, Field(ge=1, le=131072)] = 2048
-    shots: Annotated[int, Field(ge=0, le=25)] = 3
-    limit: Annotated[int, Field(ge=1)] | None = None
+    max_tokens: Annotated[Int, Field(ge=1, le=131072)] = 2048
+    shots: Annotated[Int, Field(ge=0, le=25)] = 3
+    limit: Annotated[Int, Field(ge=1, le=10_000_000)] | None = None
 
 
 class PairSpecIn(Strict):
@@ -83,7 +92,7 @@ class EvaluateJobIn(Strict):
     models: Annotated[list[ModelIn], Field(min_length=1, max_length=50)]
     benchmarks: Annotated[list[Name], Field(min_length=1, max_length=1000)]
     seeds: Annotated[
-        list[Annotated[int, Field(ge=0, le=2**31 - 1)]], Field(min_length=1, max_length=20)
+        list[Annotated[Int, Field(ge=0, le=2**31 - 1)]], Field(min_length=1, max_length=20)
     ] = [0, 1, 2]
     config: EvalConfigIn = EvalConfigIn()
     pairs: Annotated[list[PairSpecIn], Field(max_length=100)] = []
@@ -93,18 +102,18 @@ class CorpusIn(Strict):
     source: Annotated[str, Field(min_length=1, max_length=500)]
     text_field: Name = "text"
     separator: Annotated[str, Field(min_length=1, max_length=20)] | None = None
-    max_docs: Annotated[int, Field(ge=3, le=MAX_TABLE_DOCS)] | None = 2000
+    max_docs: Annotated[Int, Field(ge=3, le=MAX_TABLE_DOCS)] | None = 2000
     config: Annotated[str, Field(max_length=200)] | None = None
     split: Name = "train"
 
 
 class RecoveryOptionsIn(Strict):
-    max_tokens: Annotated[int, Field(ge=16, le=32768)] = 2047
-    k: Annotated[int, Field(ge=1, le=262144)] = 4096
+    max_tokens: Annotated[Int, Field(ge=16, le=32768)] = 2047
+    k: Annotated[Int, Field(ge=1, le=262144)] = 4096
     eval_fraction: Annotated[float, Field(ge=0.05, le=0.5)] = 0.2
     select_fraction: Annotated[float, Field(ge=0.05, le=0.5)] = 0.1
-    seed: Annotated[int, Field(ge=0, le=2**31 - 1)] = 0
-    n_boot: Annotated[int, Field(ge=100, le=20000)] = 2000
+    seed: Annotated[Int, Field(ge=0, le=2**31 - 1)] = 0
+    n_boot: Annotated[Int, Field(ge=100, le=20000)] = 2000
     controls: list[Literal[CONTROLS]] = list(CONTROLS)  # type: ignore[valid-type]
 
 

@@ -22,6 +22,7 @@ from app.web.schemas import (
     WRITE_ID_ERRORS,
     EvaluateJobIn,
     Id,
+    Int,
     JobIn,
     Strict,
     errors,
@@ -61,7 +62,7 @@ def create_pair(request: Request, body: PairIn, principal: Submitter) -> dict:
 class ResultRow(Strict):
     sample_id: Annotated[str, Field(min_length=1, max_length=1000)]
     correct: bool
-    num_choices: int | None = Field(default=None, ge=2)
+    num_choices: Annotated[Int, Field(ge=2, le=1000)] | None = None
     category: str | None = None
     prompt: str | None = None
     response: str | None = None
@@ -69,12 +70,12 @@ class ResultRow(Strict):
     gold: str | None = None
     choices: list[str] | None = None
     doc_hash: str | None = None
-    prompt_tokens: int | None = Field(default=None, ge=0)
-    completion_tokens: int | None = Field(default=None, ge=0)
+    prompt_tokens: Annotated[Int, Field(ge=0, le=MAX_ID)] | None = None
+    completion_tokens: Annotated[Int, Field(ge=0, le=MAX_ID)] | None = None
 
 
 class ResultsIn(Strict):
-    shard_id: Annotated[int, Field(ge=0, le=MAX_ID)]
+    shard_id: Annotated[Int, Field(ge=0, le=MAX_ID)]
     rows: Annotated[list[ResultRow], Field(max_length=100_000)]
 
 
@@ -216,8 +217,8 @@ def shard_start(request: Request, shard_id: Id, body: StartIn, principal: Worker
 
 
 class ProgressIn(Strict):
-    done: Annotated[int, Field(ge=0)]
-    total: Annotated[int, Field(ge=0)] | None = None
+    done: Annotated[Int, Field(ge=0, le=MAX_ID)]
+    total: Annotated[Int, Field(ge=0, le=MAX_ID)] | None = None
 
 
 @router.post("/api/shards/{shard_id}/progress", responses=WRITE_ID_ERRORS)

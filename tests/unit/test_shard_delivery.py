@@ -92,3 +92,20 @@ def test_shard_ids_are_read_from_celery_messages():
     assert _shard_of(json.dumps(message).encode()) == 42
     assert _shard_of(json.dumps({**message, "headers": {"task": "other"}})) is None
     assert _shard_of(b"not json") is None
+
+
+def test_a_repeated_job_reuses_finished_shards_and_big_jobs_are_refused(tmp_path):
+    import pytest
+
+    from app.errors import InputError
+
+    store, _, shard_ids = _store_with_job(tmp_path)
+    with store.transaction() as conn:
+        jobs.finish_shard(conn, shard_ids[0])
+        again, to_send = jobs.create_job(conn, jobs.JobRequest.from_dict(JOB))
+        statuses = [s["status"] for s in jobs.job_detail(conn, again)["shards"]]
+    assert statuses == ["reused", "queued"] and len(to_send) == 1
+    big = {**JOB, "benchmarks": [f"b{i}" for i in range(1001)]}
+    with pytest.raises(InputError, match="2002 shards .* over the limit of 2000; split it"):
+        jobs.JobRequest.from_dict(big)
+    store.close()
