@@ -18,6 +18,10 @@ from app.web import deps, pages
 from app.web.schemas import ID_ERRORS, Id, errors
 
 router = APIRouter(prefix="", tags=["api"])
+# the export routes answer a file, CSV or Parquet by the path's suffix
+TABLE = {200: {"description": "the table as a file",
+               "content": {"text/csv": {"schema": {"type": "string"}},
+                           "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}}}}}  # fmt: skip
 
 
 @router.get("/healthz")
@@ -70,7 +74,11 @@ def _public(pair: dict) -> dict:
     return {k: pair[k] for k in ("id", "base", "post", "label", "stage")}
 
 
-@router.get("/api/pairs/{pair_id}/benchmarks.{fmt}", responses=ID_ERRORS)
+@router.get(
+    "/api/pairs/{pair_id}/benchmarks.{fmt}",
+    response_class=Response,
+    responses={**ID_ERRORS, **TABLE},
+)
 def api_pair_table_export(
     request: Request, pair_id: Id, fmt: Literal["csv", "parquet"]
 ) -> Response:
@@ -85,7 +93,9 @@ def api_pair_table_export(
     return _table_response(pa.Table.from_pylist(rows), fmt, f"pair-{pair_id}-benchmarks")
 
 
-@router.get("/api/pairs/{pair_id}/samples.{fmt}", responses=ID_ERRORS)
+@router.get(
+    "/api/pairs/{pair_id}/samples.{fmt}", response_class=Response, responses={**ID_ERRORS, **TABLE}
+)
 def api_pair_samples_export(
     request: Request, pair_id: Id, fmt: Literal["csv", "parquet"]
 ) -> Response:
@@ -184,7 +194,11 @@ def api_recovery(request: Request, recovery_id: Id) -> dict:
     return deps.get_recovery(request, recovery_id)
 
 
-@router.get("/api/recoveries/{recovery_id}/documents.{fmt}", responses=ID_ERRORS)
+@router.get(
+    "/api/recoveries/{recovery_id}/documents.{fmt}",
+    response_class=Response,
+    responses={**ID_ERRORS, **TABLE},
+)
 def api_recovery_documents(
     request: Request, recovery_id: Id, fmt: Literal["csv", "parquet"]
 ) -> Response:
