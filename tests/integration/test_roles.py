@@ -222,3 +222,21 @@ def test_cli_refuses_an_unknown_role(cli):
     cli("map")
     result = cli("token", "create", "x", "--role", "root", ok=False)
     assert result.exit_code == 2 and "read" in result.output and "admin" in result.output
+
+
+def test_the_local_worker_of_up_gets_a_worker_token(cli):
+    from app.auth import Role, token_principal
+    from app.db import open_store
+    from app.up import LOCAL_WORKER, local_worker_token
+
+    cli("map")
+    first = local_worker_token(cli.db)
+    second = local_worker_token(cli.db)  # each run replaces the previous one
+    store = open_store(cli.db)
+    try:
+        with store.read() as conn:
+            assert token_principal(conn, first) is None
+            principal = token_principal(conn, second)
+    finally:
+        store.close()
+    assert (principal.name, principal.role) == (LOCAL_WORKER, Role.worker)
