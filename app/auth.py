@@ -1,13 +1,23 @@
-"""API tokens: random secrets shown once, stored only as SHA-256 hashes.
+"""API tokens: random secrets shown once, stored only as SHA-256 hashes, each with one role.
 
 A token guards every write endpoint (``Authorization: Bearer <token>``). Tokens are long random
 strings, so an unsalted fast hash is enough: there is nothing to brute-force by dictionary.
+
+Roles (what each may do beyond reading; every role may read, which matters when
+``FORGETMAP_PRIVATE=1`` makes reads need a token):
+
+- ``read``: reads only.
+- ``worker``: the shard protocol (start, progress, finish, fail) and results uploads.
+- ``submit``: create pairs and jobs; cancel and retry its own jobs.
+- ``admin``: everything, including other tokens' jobs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from dataclasses import dataclass
+from enum import StrEnum
 
 from sqlalchemy import Connection
 
@@ -16,44 +26,103 @@ from app.errors import InputError
 PREFIX = "fm_"
 
 
+class Role(StrEnum):
+    read = "read"
+    submit = "submit"
+    worker = "worker"
+    admin = "admin"
+
+
+DEFAULT_ROLE = Role.submit
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts for: a token's id, name and role."""
+
+    token_id: int
+    name: str
+    role: Role
+
+    def may(self, *roles: Role) -> bool:
+        """True when this principal holds one of ``roles`` (admin holds every role)."""
+        return self.role == Role.admin or self.role in roles
+
+    def may_manage(self, job_owner: str | None) -> bool:
+        """Cancel or retry a job: its owner (a submit token), or an admin."""
+        return self.role == Role.admin or (self.role == Role.submit and job_owner == self.name)
+
+
+def needs_role_message(principal: Principal, *roles: Role) -> str:
+    """The 403 text: which role the call needs and which one the caller has."""
+    wanted = " or ".join(r.value for r in (*roles, Role.admin))
+    return f"this needs a token with role {wanted}; token {principal.name!r} has role {principal.role.value}"
+
+
+def parse_role(text: str) -> Role:
+    try:
+        return Role(text)
+    except ValueError:
+        raise InputError(
+            f"unknown role {text!r}; use one of {', '.join(r.value for r in Role)}"
+        ) from None
+
+
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_token(conn: Connection, name: str) -> str:
+def create_token(conn: Connection, name: str, role: Role | str = DEFAULT_ROLE) -> str:
     """Store a new token under ``name`` and return it (the only time it is visible)."""
     name = name.strip()
+    role = parse_role(str(role))
     if not name:
-        raise InputError("a token needs a name, e.g. `forgetmap token create worker-1`")
+        raise InputError(
+            "a token needs a name, e.g. `forgetmap token create worker-1 --role worker`"
+        )
     duck = conn.connection.driver_connection
     if duck.execute("SELECT count(*) FROM api_tokens WHERE name = ?", [name]).fetchone()[0]:
         raise InputError(f"a token named {name!r} exists; revoke it first or pick another name")
     token = PREFIX + secrets.token_urlsafe(32)
     duck.execute(
-        "INSERT INTO api_tokens (name, token_hash) VALUES (?, ?)", [name, hash_token(token)]
+        "INSERT INTO api_tokens (name, token_hash, role) VALUES (?, ?, ?)",
+        [name, hash_token(token), role.value],
     )
     return token
 
 
 def revoke_token(conn: Connection, name: str) -> None:
+    """Delete a token; requests and login sessions made with it are refused from now on."""
     duck = conn.connection.driver_connection
     if not duck.execute("SELECT count(*) FROM api_tokens WHERE name = ?", [name]).fetchone()[0]:
         raise InputError(f"no token named {name!r}")
     duck.execute("DELETE FROM api_tokens WHERE name = ?", [name])
 
 
-def token_owner(conn: Connection, token: str) -> str | None:
-    """The name of a valid token, or None."""
+def _principal(row) -> Principal | None:
+    return Principal(row[0], row[1], Role(row[2])) if row else None
+
+
+def token_principal(conn: Connection, token: str) -> Principal | None:
+    """The holder of a valid token, or None."""
     if not token or not token.startswith(PREFIX):
         return None
     row = conn.connection.driver_connection.execute(
-        "SELECT name FROM api_tokens WHERE token_hash = ?", [hash_token(token)]
+        "SELECT id, name, role FROM api_tokens WHERE token_hash = ?", [hash_token(token)]
     ).fetchone()
-    return row[0] if row else None
+    return _principal(row)
+
+
+def principal_by_id(conn: Connection, token_id: int) -> Principal | None:
+    """The token a login session was made with, if it still exists (revoked: None)."""
+    row = conn.connection.driver_connection.execute(
+        "SELECT id, name, role FROM api_tokens WHERE id = ?", [token_id]
+    ).fetchone()
+    return _principal(row)
 
 
 def list_tokens(conn: Connection) -> list[dict]:
     rows = conn.connection.driver_connection.execute(
-        "SELECT name, created_at FROM api_tokens ORDER BY name"
+        "SELECT name, role, created_at FROM api_tokens ORDER BY name"
     ).fetchall()
-    return [{"name": n, "created_at": c.isoformat()} for n, c in rows]
+    return [{"name": n, "role": r, "created_at": c.isoformat()} for n, r, c in rows]

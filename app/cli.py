@@ -519,15 +519,23 @@ def token() -> None:
 
 @token.command("create")
 @click.argument("name")
+@click.option(
+    "--role",
+    type=click.Choice(["read", "submit", "worker", "admin"]),
+    default="submit",
+    show_default=True,
+    help="read: reads (FORGETMAP_PRIVATE=1); submit: pairs and jobs, cancel/retry its own jobs; "
+    "worker: the shard protocol and results uploads; admin: everything",
+)
 @click.pass_context
-def token_create(ctx: click.Context, name: str) -> None:
+def token_create(ctx: click.Context, name: str, role: str) -> None:
     """Create a token and print it once (only its hash is stored)."""
     from app.auth import create_token
 
     store = _store(ctx)
     try:
         with store.transaction() as conn:
-            secret = create_token(conn, name)
+            secret = create_token(conn, name, role)
     except InputError as exc:
         raise CliError(str(exc)) from exc
     finally:
@@ -556,13 +564,13 @@ def token_revoke(ctx: click.Context, name: str) -> None:
 @token.command("list")
 @click.pass_context
 def token_list(ctx: click.Context) -> None:
-    """Token names and creation times (never the secrets)."""
+    """Token names, roles and creation times (never the secrets)."""
     from app.auth import list_tokens
 
     store = _store(ctx)
     with store.read() as conn:
         for t in list_tokens(conn):
-            click.echo(f"{t['name']}\t{t['created_at']}")
+            click.echo(f"{t['name']}\t{t['role']}\t{t['created_at']}")
     store.close()
 
 

@@ -31,6 +31,9 @@ class WebSettings:
     corpus_dirs: tuple[Path, ...] = ()  # recoverability corpora; empty: the benchmark folders
     reconcile_seconds: float = 10.0
     stale_seconds: float = 1800.0  # a running shard silent this long is sent again
+    # a queued shard sent this long ago that no worker has started is sent again (lost message)
+    resend_seconds: float = 300.0
+    session_seconds: float = 7 * 24 * 3600.0  # a login lasts this long
 
     @classmethod
     def from_env(cls, data_dir: Path) -> WebSettings:
@@ -42,6 +45,8 @@ class WebSettings:
             corpus_dirs=tuple(env_paths("FORGETMAP_CORPUS_DIRS")),
             reconcile_seconds=float(os.environ.get("FORGETMAP_RECONCILE_SECONDS", "10")),
             stale_seconds=float(os.environ.get("FORGETMAP_STALE_SECONDS", "1800")),
+            resend_seconds=float(os.environ.get("FORGETMAP_RESEND_SECONDS", "300")),
+            session_seconds=float(os.environ.get("FORGETMAP_SESSION_DAYS", "7")) * 24 * 3600,
         )
 
 

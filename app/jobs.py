@@ -7,6 +7,11 @@ evaluated is marked ``reused`` and not run again: a base model shared by many pa
 once.
 
 Shard states: queued -> running -> done | failed; queued -> reused | cancelled.
+
+Lost messages: a queued shard's broker message can vanish (a Redis restart without persistence,
+a failover, FLUSHDB). The reconciler (app.queue) sends such a shard again and counts it in
+``resends``; a duplicate delivery is harmless because :func:`start_shard` lets one delivery run a
+shard at a time.
 Job states: queued, running, done (every shard done or reused), failed (some shard failed),
 cancelled.
 """
@@ -28,6 +33,10 @@ ENGINES = ("vllm", "transformers")
 MODES = ("generate", "loglik")
 PROMPTING = ("chat", "base")
 _HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# models x benchmarks x seeds of one job: the paper's suite for two models and three seeds is 564,
+# the form's largest (ten seeds) 1,880; saving and sending take ~2 ms a shard here (bench: 564 in
+# 1.2 s), so one request stays within a few seconds
+MAX_SHARDS_PER_JOB = 2000
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,12 @@ class JobRequest:
             raise InputError("a job needs at least one benchmark")
         if not self.seeds:
             raise InputError("a job needs at least one seed")
+        shards = len(self.models) * len(self.benchmarks) * len(self.seeds)
+        if shards > MAX_SHARDS_PER_JOB:
+            raise InputError(
+                f"this job has {shards} shards (models x benchmarks x seeds), over the limit of "
+                f"{MAX_SHARDS_PER_JOB}; split it into several jobs"
+            )
         names = [m.name for m in self.models]
         if len(set(names)) != len(names):
             raise InputError("model names in a job must be distinct")
@@ -195,6 +210,20 @@ def register_models(conn: Connection, models: list[ModelSpec]) -> None:
         )
 
 
+def set_owner(conn: Connection, job_id: int, owner: str) -> None:
+    """Record the token name that submitted a job (shown on job pages; cancel/retry rights)."""
+    _duck(conn).execute("UPDATE jobs SET owner = ? WHERE id = ?", [owner, job_id])
+
+
+NO_SUCH_JOB = object()
+
+
+def job_owner(conn: Connection, job_id: int):
+    """The job's owner (None for jobs older than owners), or NO_SUCH_JOB."""
+    row = _duck(conn).execute("SELECT owner FROM jobs WHERE id = ?", [job_id]).fetchone()
+    return NO_SUCH_JOB if row is None else row[0]
+
+
 def insert_job(conn: Connection, kind: str, payload: dict) -> int:
     return (
         _duck(conn)
@@ -248,34 +277,37 @@ def create_job(conn: Connection, request: JobRequest) -> tuple[int, list[int]]:
         model_id = duck.execute("SELECT id FROM models WHERE name = ?", [m.name]).fetchone()[0]
         cfg = shard_config(m, request.config)
         chash = config_hash(cfg)
-        spec = {"model": asdict(m), "config": cfg}
-        for bench in request.benchmarks:
-            for seed in request.seeds:
-                status = "reused" if _evaluated(duck, model_id, bench, seed, chash) else "queued"
-                shard_id = insert_shard(conn, job_id=job_id, model=m.name, benchmark=bench, seed=seed,
-                                        config_hash=chash, spec=spec, status=status)  # fmt: skip
-                if status == "queued":
-                    to_enqueue.append(shard_id)
+        spec = json.dumps({"model": asdict(m), "config": cfg})
+        done = _evaluated(duck, model_id, chash)
+        rows = [
+            (bench, seed, "reused" if (stored_benchmark_name(bench), seed) in done else "queued")
+            for bench in request.benchmarks
+            for seed in request.seeds
+        ]
+        # one statement per model: a paper-suite job has hundreds of shards
+        values = ", ".join("(?, ?, ?, ?, ?, ?, ?, 'evaluate', CASE WHEN ? = 'reused' THEN now() END)"
+                           for _ in rows)  # fmt: skip
+        params = [p for b, sd, st in rows for p in (job_id, model_id, b, sd, chash, spec, st, st)]
+        ids = duck.execute(
+            "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, kind, "
+            f"finished_at) VALUES {values} RETURNING id, status",
+            params,
+        ).fetchall()
+        to_enqueue += sorted(i for i, status in ids if status == "queued")
     for base, post, label, stage in request.pairs:
         add_pair(conn, base, post, label=label, stage=stage)
     update_job_status(conn, job_id)
     return job_id, to_enqueue
 
 
-def _evaluated(duck, model_id: int, benchmark: str, seed: int, chash: str) -> bool:
-    """A finished shard with the same model, benchmark, seed and eval config exists."""
-    names = list({benchmark, stored_benchmark_name(benchmark)})
-    placeholders = ", ".join("?" for _ in names)
-    return bool(
-        duck.execute(
-            f"""
-            SELECT count(*) FROM shards
-            WHERE model_id = ? AND seed = ? AND config_hash = ? AND status = 'done'
-              AND benchmark IN ({placeholders})
-            """,
-            [model_id, seed, chash, *names],
-        ).fetchone()[0]
-    )
+def _evaluated(duck, model_id: int, chash: str) -> set[tuple[str, int]]:
+    """(stored benchmark name, seed) of the model's finished shards with this eval config."""
+    rows = duck.execute(
+        "SELECT DISTINCT benchmark, seed FROM shards "
+        "WHERE model_id = ? AND config_hash = ? AND status = 'done'",
+        [model_id, chash],
+    ).fetchall()
+    return {(stored_benchmark_name(b), seed) for b, seed in rows}
 
 
 def update_job_status(conn: Connection, job_id: int) -> str:
@@ -321,18 +353,40 @@ def shard(conn: Connection, shard_id: int) -> dict | None:
     return out
 
 
-def start_shard(conn: Connection, shard_id: int, worker: str) -> dict | None:
-    """Claim a shard for a worker. Returns the shard to run, or None if there is nothing to do."""
+def start_shard(
+    conn: Connection,
+    shard_id: int,
+    worker: str,
+    delivery: str | None = None,
+    stale_seconds: float = 1800.0,
+) -> dict | None:
+    """Claim a shard for a worker. Returns the shard to run, or None if there is nothing to do.
+
+    ``delivery`` identifies the broker message (Celery's task id: a message re-delivered after
+    its worker died keeps it, a re-send gets a new one). A running shard is taken over by a
+    re-delivery of the message that claimed it, or by any delivery once its worker has been
+    silent for ``stale_seconds``; another delivery of a live shard (a duplicate of a re-sent
+    message) gets None, so nothing runs twice at once.
+    """
     s = shard(conn, shard_id)
     if s is None or s["status"] in TERMINAL:
         return None
-    _duck(conn).execute(
+    duck = _duck(conn)
+    if s["status"] == "running" and delivery is not None:
+        claimed_by, silent = duck.execute(
+            "SELECT delivery, coalesce(heartbeat_at <= now() - to_seconds(?::DOUBLE), true) "
+            "FROM shards WHERE id = ?",
+            [stale_seconds, shard_id],
+        ).fetchone()
+        if claimed_by is not None and claimed_by != delivery and not silent:
+            return None
+    duck.execute(
         """
-        UPDATE shards SET status = 'running', attempts = attempts + 1, worker = ?,
+        UPDATE shards SET status = 'running', attempts = attempts + 1, worker = ?, delivery = ?,
                started_at = now(), heartbeat_at = now(), error = NULL
         WHERE id = ?
         """,
-        [worker, shard_id],
+        [worker, delivery, shard_id],
     )
     update_job_status(conn, s["job_id"])
     return shard(conn, shard_id)
@@ -384,10 +438,13 @@ def fail_shard(conn: Connection, shard_id: int, error: str) -> None:
     update_job_status(conn, s["job_id"])
 
 
-def mark_sent(conn: Connection, shard_ids: list[int]) -> None:
+def mark_sent(conn: Connection, shard_ids: list[int], *, resend: bool = False) -> None:
+    """Record that shards were handed to the broker (``resend``: again, after a lost message)."""
     if shard_ids:
+        bump = ", resends = resends + 1" if resend else ""
         _duck(conn).execute(
-            f"UPDATE shards SET sent_at = now() WHERE id IN ({', '.join('?' for _ in shard_ids)})",
+            f"UPDATE shards SET sent_at = now(){bump} "
+            f"WHERE id IN ({', '.join('?' for _ in shard_ids)}) AND status = 'queued'",
             shard_ids,
         )
 
@@ -399,6 +456,25 @@ def unsent_shards(conn: Connection, limit: int = 1000) -> list[int]:
         .execute(
             "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NULL ORDER BY id LIMIT ?",
             [limit],
+        )
+        .fetchall()
+    )
+    return [r[0] for r in rows]
+
+
+def waiting_shards(conn: Connection, older_than: float, *, backoff: bool) -> list[int]:
+    """Queued shards sent more than ``older_than`` seconds ago that no worker has started.
+
+    ``backoff``: wait ``older_than * 2^resends`` (at most 32x) instead, for when the broker cannot
+    be asked whether it still holds the message, so a long queue is not flooded with copies.
+    """
+    factor = "power(2, least(resends, 5))" if backoff else "1"
+    rows = (
+        _duck(conn)
+        .execute(
+            "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NOT NULL "
+            f"AND sent_at < now() - to_seconds(?::DOUBLE * {factor}) ORDER BY id",
+            [older_than],
         )
         .fetchall()
     )
@@ -419,9 +495,12 @@ def stale_shards(conn: Connection, seconds: float) -> list[int]:
     return [r[0] for r in rows]
 
 
-def touch_heartbeat(conn: Connection, shard_ids: list[int]) -> None:
+def requeue_stale(conn: Connection, shard_ids: list[int]) -> None:
+    """Put silent running shards back in the queue (their worker died): the next delivery,
+    whatever message carries it, claims them."""
     _duck(conn).execute(
-        f"UPDATE shards SET heartbeat_at = now() WHERE id IN ({', '.join('?' for _ in shard_ids)})",
+        "UPDATE shards SET status = 'queued', heartbeat_at = now() "
+        f"WHERE status = 'running' AND id IN ({', '.join('?' for _ in shard_ids)})",
         shard_ids,
     )
 
@@ -457,20 +536,21 @@ def cancel_job(conn: Connection, job_id: int) -> int:
 def job_detail(conn: Connection, job_id: int) -> dict | None:
     duck = _duck(conn)
     row = duck.execute(
-        "SELECT id, kind, status, payload, created_at, updated_at FROM jobs WHERE id = ?", [job_id]
+        "SELECT id, kind, status, payload, created_at, updated_at, owner FROM jobs WHERE id = ?",
+        [job_id],
     ).fetchone()
     if row is None:
         return None
     shards = duck.execute(
         """
         SELECT s.id, m.name, s.benchmark, s.seed, s.status, s.done, s.total, s.error, s.attempts,
-               s.worker, s.started_at, s.finished_at
+               s.worker, s.started_at, s.finished_at, coalesce(s.resends, 0)
         FROM shards s JOIN models m ON m.id = s.model_id WHERE s.job_id = ? ORDER BY s.id
         """,
         [job_id],
     ).fetchall()
     keys = ("id", "model", "benchmark", "seed", "status", "done", "total", "error", "attempts",
-            "worker", "started_at", "finished_at")  # fmt: skip
+            "worker", "started_at", "finished_at", "resends")  # fmt: skip
     shard_rows = []
     for r in shards:
         d = dict(zip(keys, r, strict=True))
@@ -484,6 +564,8 @@ def job_detail(conn: Connection, job_id: int) -> dict | None:
         "request": json.loads(row[3]),
         "created_at": row[4].isoformat(),
         "updated_at": row[5].isoformat(),
+        "owner": row[6],
+        "resends": sum(r["resends"] for r in shard_rows),
         "shards": shard_rows,
     }
 

@@ -19,8 +19,8 @@ LOCAL_WORKER = "local-worker"
 
 
 def local_worker_token(db_path: Path) -> str:
-    """A fresh token for this run's worker (the previous one is revoked)."""
-    from app.auth import create_token, revoke_token
+    """A fresh ``worker`` token for this run's worker (the previous one is revoked)."""
+    from app.auth import Role, create_token, revoke_token
     from app.db import open_store
     from app.errors import InputError
 
@@ -31,7 +31,7 @@ def local_worker_token(db_path: Path) -> str:
                 revoke_token(conn, LOCAL_WORKER)
             except InputError:
                 pass
-            return create_token(conn, LOCAL_WORKER)
+            return create_token(conn, LOCAL_WORKER, Role.worker)
     finally:
         store.close()
 

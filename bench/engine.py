@@ -214,7 +214,7 @@ class Pipeline:
         self.app = create_app(db)
         self.store = self.app.state.store
         with self.store.transaction() as conn:
-            token = create_token(conn, "bench")
+            token = create_token(conn, "bench", "admin")  # submits jobs and runs their shards
         self.http = TestClient(self.app, headers={"Authorization": f"Bearer {token}"})
         self.client = AppClient("http://testserver", token)
         self.client._http.close()

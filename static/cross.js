@@ -5,12 +5,13 @@ document.addEventListener("DOMContentLoaded", async () => {
   const rows = await (await fetch("/api/cross/size")).json();
   const sized = rows.filter((r) => r.size_params);
   if (!sized.length) { el.innerHTML = "<p class='empty'>No pair has a base model size yet.</p>"; return; }
+  const esc = window.plotlyText;  // static/text.js: user text stays text in Plotly
   const stages = [...new Set(sized.map((r) => r.stage || "unspecified"))];
   const traces = stages.map((stage) => {
     const rs = sized.filter((r) => (r.stage || "unspecified") === stage);
     return {
-      type: "scatter", mode: "markers", name: stage, x: rs.map((r) => r.size_params), y: rs.map((r) => r.f_true),
-      text: rs.map((r) => r.label), customdata: rs.map((r) => r.pair_id), marker: { size: 10 },
+      type: "scatter", mode: "markers", name: esc(stage), x: rs.map((r) => r.size_params), y: rs.map((r) => r.f_true),
+      text: rs.map((r) => esc(r.label)), customdata: rs.map((r) => r.pair_id), marker: { size: 10 },
       error_y: { type: "data", array: rs.map((r) => r.f_true_std || 0), thickness: 1 },
       hovertemplate: "%{text}<br>size %{x:.3s}<br>F_true %{y:.1%}<extra>%{fullData.name}</extra>",
     };

@@ -12,7 +12,7 @@
     bt: { label: "raw BT", scale: BLUES, value: (c) => c.bt },
     f_rel: { label: "F_true / F_max", scale: REDS, value: (c) => (c.f_max > 0 ? c.f_true / c.f_max : null) },
   };
-  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&#34;", "'": "&#39;" }[c]));
+  const esc = window.plotlyText;  // static/text.js: user text stays text in Plotly
   const pct = (x) => (x === null || x === undefined || Number.isNaN(x) ? "–" : (100 * x).toFixed(1) + "%");
 
   function render() {
@@ -33,7 +33,6 @@
       for (const st of s.steps) runRow.set(st.pair_id, st.step === step ? s.name + " @ step " + st.step : null);
     }
     const rows = data.pairs.filter((p) => runRow.get(p.id) !== null).map((p) => {
-      // names are untrusted: Plotly renders <b>, <a>, <br> in tick labels, so escape them
       let name = esc(runRow.get(p.id) || p.label || p.base + " → " + p.post);
       if (seen.has(name)) name += " #" + p.id;
       seen.set(name, true);
@@ -57,10 +56,10 @@
     const values = z.flat().filter((v) => v !== null);
     const maxAbs = Math.max(1e-9, ...values.map(Math.abs));
     const trace = {
-      type: "heatmap", z: z, x: data.columns, y: rows.map((r) => r.name), customdata: custom,
+      type: "heatmap", z: z, x: data.columns.map(esc), y: rows.map((r) => r.name), customdata: custom,
       colorscale: metric.scale,
       zmin: metric.diverging ? -maxAbs : 0, zmax: maxAbs, xgap: 2, ygap: 2,
-      hovertemplate: "<b>%{y}</b><br>%{x}<br>" + metric.label + ": %{customdata[0]}" +
+      hovertemplate: "%{y}<br>%{x}<br>" + metric.label + ": %{customdata[0]}" +
         "<br>noise floor: %{customdata[1]}<br>F_true %{customdata[4]} · BT_true %{customdata[5]} · F_max %{customdata[6]}" +
         "<br>seeds: %{customdata[2]}, benchmarks: %{customdata[3]}<extra>click for the flipped questions</extra>",
       colorbar: { title: { text: metric.label, side: "right" }, tickformat: ".0%", thickness: 14, len: 0.9 },
@@ -97,9 +96,9 @@
           const c = cell(r);
           if (!c) return [["recovery", r.id, "no analysis", "", ""]];
           return [["recovery", r.id, range(c.symmetric, c.symmetric_lo, c.symmetric_hi),
-            range(c.control_symmetric, c.control_symmetric_lo, c.control_symmetric_hi), c.corpus]];
+            range(c.control_symmetric, c.control_symmetric_lo, c.control_symmetric_hi), esc(c.corpus)]];
         }),
-        hovertemplate: "<b>%{y}</b><br>symmetric share, bias + T: %{customdata[2]}" +
+        hovertemplate: "%{y}<br>symmetric share, bias + T: %{customdata[2]}" +
           "<br>noise control: %{customdata[3]}<br>corpus: %{customdata[4]}<extra>click for the analysis</extra>",
       });
       layout.xaxis.domain = [0, 0.86];

@@ -4,7 +4,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const dataEl = document.getElementById("pair-data");
   if (!el || !dataEl || !window.Plotly) return;
   const rows = JSON.parse(dataEl.textContent);
-  const names = rows.map((r) => r.benchmark);
+  const names = rows.map((r) => window.plotlyText(r.benchmark));  // static/text.js
   const trace = (field, ci, color, name) => ({
     type: "scatter", mode: "markers", name: name, x: rows.map((r) => r[field]), y: names,
     marker: { color: color, size: 8 },

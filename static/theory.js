@@ -23,7 +23,7 @@ document.addEventListener("DOMContentLoaded", () => {
   const s = d.starvation.by_batch_size;
   const traces = [
     { x: s.batch_size, y: s.on_policy_empirical, name: "on-policy", mode: "lines+markers", line: { color: red } },
-    { x: s.batch_size, y: s.replay_empirical, name: "replay λ = " + d.params.replay, mode: "lines+markers", line: { color: blue } },
+    { x: s.batch_size, y: s.replay_empirical, name: "replay λ = " + window.plotlyText(d.params.replay), mode: "lines+markers", line: { color: blue } },
   ];
   traces.push({ x: s.batch_size, y: s.on_policy_theory, name: "(1−α)^B", line: { color: red, dash: "dot" } });
   traces.push({ x: s.batch_size, y: s.replay_theory, name: "((1−λ)(1−α))^B", line: { color: blue, dash: "dot" } });

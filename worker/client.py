@@ -65,8 +65,10 @@ class AppClient:
                 delay = min(delay * 2, 30)
         raise AppUnavailable(f"POST {path} failed {self.attempts} times: {problem}")
 
-    def start(self, shard_id: int, worker: str) -> dict | None:
-        body = self.post(f"/api/shards/{shard_id}/start", {"worker": worker})
+    def start(self, shard_id: int, worker: str, delivery: str | None = None) -> dict | None:
+        """Claim the shard; None when there is nothing to run (finished, cancelled, or running
+        under another delivery of a re-sent message)."""
+        body = self.post(f"/api/shards/{shard_id}/start", {"worker": worker, "delivery": delivery})
         return body["shard"] if body["run"] else None
 
     def progress(self, shard_id: int, done: int, total: int) -> str:

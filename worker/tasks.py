@@ -47,9 +47,11 @@ def make_worker_app(settings: WorkerSettings) -> Celery:
     def evaluate_shard(self, shard_id: int) -> str:
         client = AppClient(settings.app_url, settings.token)
         try:
-            shard = client.start(shard_id, settings.name)
+            shard = client.start(shard_id, settings.name, self.request.id)
             if shard is None:
-                log.info("shard %d: nothing to do (finished, reused or cancelled)", shard_id)
+                log.info(
+                    "shard %d: nothing to do (finished, cancelled or running elsewhere)", shard_id
+                )
                 return "skipped"
             try:
                 if shard.get("kind") == "recover":

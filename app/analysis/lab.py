@@ -1,12 +1,30 @@
-"""The theory lab's page data: the four plots of app.analysis.theory for one set of parameters."""
+"""The theory lab's page data: the four plots of app.analysis.theory for one set of parameters.
+
+Bounded per request: the parameters have documented ranges (app.web.pages.lab_params), one
+computation runs at a time under a time budget (``FORGETMAP_THEORY_SECONDS``, 30), diverging
+dynamics stop at a grid cap (theory.MAX_GRID_POINTS), and every outcome, result or error, is
+cached per parameter set.
+"""
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from app.analysis import theory
+from app.errors import InputError
+
+CACHE_SIZE = 256
+_cache: OrderedDict[LabParams, dict | InputError] = OrderedDict()
+_compute = threading.Lock()  # one computation at a time: at most one core for the lab
+
+
+class LabBusy(RuntimeError):
+    """Another parameter set is being computed and did not finish within the wait."""
 
 
 @dataclass(frozen=True)
@@ -19,7 +37,42 @@ class LabParams:
     batch_size: int = 8
 
 
+def budget_seconds() -> float:
+    return float(os.environ.get("FORGETMAP_THEORY_SECONDS", "30"))
+
+
 def lab_data(p: LabParams) -> dict:
+    """The lab's plots for ``p`` (cached). Raises InputError when the dynamics diverge or the
+    computation runs past its budget, LabBusy when another one holds the lab for too long."""
+    found = _cache.get(p)
+    if found is None:
+        budget = budget_seconds()
+        if not _compute.acquire(timeout=budget):
+            raise LabBusy("the theory lab is busy with another computation; retry shortly")
+        try:
+            found = _cache.get(p)
+            if found is None:
+                try:
+                    with theory.time_budget(budget):
+                        found = _compute_lab(p)
+                except theory.DivergedError as exc:
+                    found = InputError(f"lr={p.lr}: {exc}")
+                except theory.BudgetExceeded:
+                    found = InputError(
+                        f"these parameters take over {budget:g} s to compute; use fewer steps "
+                        f"(now {p.steps}) or a smaller batch size"
+                    )
+                _cache[p] = found
+                while len(_cache) > CACHE_SIZE:
+                    _cache.popitem(last=False)
+        finally:
+            _compute.release()
+    if isinstance(found, InputError):
+        raise found
+    return found
+
+
+def _compute_lab(p: LabParams) -> dict:
     separations = np.linspace(
         max(2.0 * p.sigma, p.separation - 3.0 * p.sigma), p.separation + 3.0 * p.sigma, 13
     )

@@ -108,6 +108,10 @@ default call runs in well under a second.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from typing import Literal
 
@@ -143,6 +147,39 @@ GRID_MARGIN = 12.0
 """Grid margin beyond the outermost mean, in standard deviations."""
 GRID_SPACING = 1.0 / 24.0
 """Largest grid spacing, in standard deviations."""
+MAX_GRID_POINTS = 20_000
+"""Most quadrature points per row. Healthy dynamics keep the means within the two modes, about
+1,750 points at the lab's widest setting (separation 12 sigma); a step size too large for the
+dynamics throws the means apart, and an uncapped grid then grew to ~80M points (20 GB)."""
+
+
+class DivergedError(ValueError):
+    """The gradient-descent dynamics left the region the quadrature can cover (step too large)."""
+
+
+class BudgetExceeded(RuntimeError):
+    """A computation ran past the time budget set with :func:`time_budget`."""
+
+
+_DEADLINE: ContextVar[float | None] = ContextVar("theory_deadline", default=None)
+
+
+@contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    """Make the training loops of this module stop with :class:`BudgetExceeded` after
+    ``seconds`` (checked every step), so one request cannot hold a core indefinitely."""
+    token = _DEADLINE.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _check_budget() -> None:
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise BudgetExceeded("the computation ran past its time budget; use fewer steps")
+
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
@@ -226,7 +263,13 @@ def _grid(points, sigma):
     """
     lo = points.min(axis=1) - GRID_MARGIN * sigma
     hi = points.max(axis=1) + GRID_MARGIN * sigma
-    n = int(np.ceil(np.max((hi - lo) / (GRID_SPACING * sigma)))) + 1
+    width = np.max((hi - lo) / (GRID_SPACING * sigma))
+    if not np.isfinite(width) or width + 1 > MAX_GRID_POINTS:
+        raise DivergedError(
+            "the dynamics diverged: the means moved too far apart for the quadrature "
+            f"(over {MAX_GRID_POINTS:,} grid points); use a smaller learning rate"
+        )
+    n = int(np.ceil(width)) + 1
     t = np.linspace(0.0, 1.0, n)
     x = lo[:, None] + (hi - lo)[:, None] * t[None, :]
     h = ((hi - lo) / (n - 1))[:, None]
@@ -428,6 +471,7 @@ def train_batch(
     losses = np.empty((steps + 1, b))
     precond = np.stack([np.ones(b), sig**2, sig**2], axis=1)
     for t in range(steps + 1):
+        _check_budget()
         if objective == "forward":
             loss, grad = _forward(theta, sep, sig, lam)
         else:
@@ -543,6 +587,7 @@ def train_reinforce(
     n_old = np.zeros(steps, dtype=np.int64)
     sep_row, sig_row, at_row = (np.array([v], dtype=float) for v in (separation, sigma, at))
     for t in range(steps + 1):
+        _check_budget()
         hist[t] = theta
         if track_loss:
             losses[t] = _reverse(theta[None, :], sep_row, sig_row, at_row)[0][0]

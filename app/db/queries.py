@@ -460,13 +460,14 @@ def jobs_summary(conn: Connection) -> list[dict]:
         _duck(conn)
         .execute(
             "SELECT j.id, j.status, j.created_at, j.kind, count(s.id), count(s.id) FILTER (WHERE s.status IN "
-            "('done', 'reused')), count(s.id) FILTER (WHERE s.status = 'failed') "
+            "('done', 'reused')), count(s.id) FILTER (WHERE s.status = 'failed'), j.owner, "
+            "coalesce(sum(s.resends), 0) "
             "FROM jobs j LEFT JOIN shards s ON s.job_id = j.id GROUP BY ALL ORDER BY j.id DESC"
         )
         .fetchall()
     )
     return [{"id": r[0], "status": r[1], "created_at": r[2].isoformat(), "kind": r[3], "shards": r[4],
-             "finished": r[5], "failed": r[6]} for r in rows]  # fmt: skip
+             "finished": r[5], "failed": r[6], "owner": r[7], "resends": int(r[8])} for r in rows]  # fmt: skip
 
 
 def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:

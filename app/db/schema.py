@@ -107,6 +107,7 @@ class Job(Base):
     error: Mapped[str | None] = mapped_column(String)
     created_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
+    owner: Mapped[str | None] = mapped_column(String)  # the submitting token's name (0004)
 
 
 class ApiToken(Base):
@@ -116,6 +117,9 @@ class ApiToken(Base):
     token_hash: Mapped[str] = mapped_column(String, unique=True)  # sha256: the token is never kept
     created_at: Mapped[datetime] = mapped_column(DateTime, server_default=func.now())
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime)
+    role: Mapped[str | None] = mapped_column(
+        String, server_default="submit"
+    )  # read/submit/worker/admin
 
 
 class Shard(Base):
@@ -141,6 +145,9 @@ class Shard(Base):
     sent_at: Mapped[datetime | None] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
     kind: Mapped[str | None] = mapped_column(String, server_default="evaluate")  # or 'recover'
+    # sent again because no worker started it in time (its broker message was lost)
+    resends: Mapped[int | None] = mapped_column(Integer, server_default="0")
+    delivery: Mapped[str | None] = mapped_column(String)  # the message (task id) that claimed it
 
 
 class Recovery(Base):

@@ -9,13 +9,13 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
-from app.auth import token_owner
 from app.config import WebSettings
 from app.db import open_store
 from app.forgetting_map import MapCache
@@ -31,14 +31,15 @@ def create_app(
     broker: BrokerSettings | None = None,
     settings: WebSettings | None = None,
 ) -> FastAPI:
-    from app.web import api, pages, series, submit, write_api
-    from app.web.session import LoginRequired, login_redirect
+    from app.web import api, deps, pages, series, submit, write_api
+    from app.web.session import LoginRequired, current_principal, login_redirect
 
     data_dir = Path(db_path).resolve().parent
     store = open_store(db_path)
     settings = settings or WebSettings.from_env(data_dir)
     enqueuer = Enqueuer(broker or BrokerSettings.from_env(data_dir=data_dir))
-    reconciler = Reconciler(store, enqueuer, settings.reconcile_seconds, settings.stale_seconds)
+    reconciler = Reconciler(store, enqueuer, settings.reconcile_seconds, settings.stale_seconds,
+                            settings.resend_seconds)  # fmt: skip
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -61,20 +62,21 @@ def create_app(
     app.state.reconciler = reconciler
 
     @app.middleware("http")
-    async def private_mode(request: Request, call_next):
-        """With FORGETMAP_PRIVATE=1 every read needs a login (pages) or a token (API)."""
+    async def sessions_and_private_mode(request: Request, call_next):
+        """Ends sessions that expired or whose token was revoked (so pages see no user), and with
+        FORGETMAP_PRIVATE=1 makes every read need a login (pages) or a token of any role (API)."""
         path = request.url.path
-        if (
-            settings.private
-            and not path.startswith(OPEN_WHEN_PRIVATE)
-            and not request.session.get("user")
-        ):
+        logged_in = (
+            current_principal(request) is not None if "token_id" in request.session else False
+        )
+        if settings.private and not path.startswith(OPEN_WHEN_PRIVATE) and not logged_in:
             if path.startswith("/api/") or path == "/openapi.json":
-                scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-                with store.read() as conn:
-                    owner = token_owner(conn, token.strip()) if scheme.lower() == "bearer" else None
-                if owner is None:
-                    return JSONResponse({"detail": "this forgetmap is private: send 'Authorization: Bearer <token>'"},
+                try:
+                    principal = deps.bearer_principal(request)
+                except HTTPException as exc:
+                    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+                if principal is None:
+                    return JSONResponse({"detail": "this forgetmap is private: send 'Authorization: Bearer <token>' (any role; `forgetmap token create NAME --role read`)"},
                                         status_code=401)  # fmt: skip
             else:
                 return login_redirect(path)
@@ -82,7 +84,7 @@ def create_app(
 
     # added after the middleware above, so it runs first and request.session exists there
     app.add_middleware(SessionMiddleware, secret_key=settings.secret_key, same_site="lax",
-                       session_cookie="forgetmap_session", max_age=14 * 24 * 3600)  # fmt: skip
+                       session_cookie="forgetmap_session", max_age=int(settings.session_seconds))  # fmt: skip
 
     @app.exception_handler(LoginRequired)
     async def needs_login(request: Request, exc: LoginRequired):
@@ -102,6 +104,19 @@ def create_app(
             swagger_favicon_url="/static/favicon.svg",
         )
 
+    install_openapi(app)
+
+    @app.exception_handler(405)
+    async def method_not_allowed(request: Request, exc: HTTPException):
+        """List every method the path takes: its GET and POST may live in different routers."""
+        from starlette.routing import Match
+
+        allowed = sorted({m for route in app.router.routes if getattr(route, "methods", None)
+                          and route.matches(request.scope)[0] == Match.PARTIAL for m in route.methods})  # fmt: skip
+        return JSONResponse({"detail": f"method {request.method} is not allowed here; use "
+                                       f"{' or '.join(allowed)}"}, status_code=405,
+                            headers={"Allow": ", ".join(allowed)})  # fmt: skip
+
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
     app.include_router(api.router)
     app.include_router(series.router)
@@ -110,3 +125,48 @@ def create_app(
     app.include_router(pages.router)
     pages.install_error_pages(app)
     return app
+
+
+def validation_message(exc: RequestValidationError) -> str:
+    """One line per problem, e.g. ``query lr: Input should be less than or equal to 2``."""
+    parts = []
+    for error in exc.errors()[:10]:
+        where = " ".join(str(p) for p in error.get("loc", ()))
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def install_openapi(app: FastAPI) -> None:
+    """The OpenAPI document, honest about errors: every operation with parameters or a body
+    declares 422, every one but /healthz declares 401 (a revoked token, or FORGETMAP_PRIVATE=1),
+    all in the one error shape (app.web.schemas.ErrorBody). Routes declare their own 403/404/413."""
+    from fastapi.openapi.utils import get_openapi
+
+    from app.web.schemas import ErrorBody, errors
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version,
+                                 description=app.description, routes=app.routes)  # fmt: skip
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components["ErrorBody"] = ErrorBody.model_json_schema()
+            ref = {"$ref": "#/components/schemas/ErrorBody"}
+            for path, operations in schema.get("paths", {}).items():
+                for operation in operations.values():
+                    responses = operation.setdefault("responses", {})
+                    codes = [] if path == "/healthz" else [401]
+                    if operation.get("requestBody"):
+                        codes.append(400)  # not JSON at all
+                    if operation.get("parameters") or operation.get("requestBody"):
+                        codes.append(422)
+                    for code in codes:
+                        responses[str(code)] = {
+                            "description": errors(code)[code]["description"],
+                            "content": {"application/json": {"schema": ref}},
+                        }
+            for name in ("HTTPValidationError", "ValidationError"):
+                components.pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi

@@ -15,8 +15,13 @@ from app.db import queries
 from app.forgetting_map import MapQuery
 from app.pair_report import quadrants
 from app.web import deps, pages
+from app.web.schemas import ID_ERRORS, Id, errors
 
 router = APIRouter(prefix="", tags=["api"])
+# the export routes answer a file, CSV or Parquet by the path's suffix
+TABLE = {200: {"description": "the table as a file",
+               "content": {"text/csv": {"schema": {"type": "string"}},
+                           "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}}}}}  # fmt: skip
 
 
 @router.get("/healthz")
@@ -66,8 +71,8 @@ def api_benchmarks(request: Request) -> list[dict]:
         return queries.benchmarks(conn)
 
 
-@router.get("/api/pairs/{pair_id}")
-def api_pair(request: Request, pair_id: int) -> dict:
+@router.get("/api/pairs/{pair_id}", responses=ID_ERRORS)
+def api_pair(request: Request, pair_id: Id) -> dict:
     """A pair with its per-benchmark table (means across seeds, bootstrap CIs, McNemar p)."""
     pair = deps.get_pair(request, pair_id)
     rows = deps.pair_rows(request, pair_id)
@@ -78,9 +83,13 @@ def _public(pair: dict) -> dict:
     return {k: pair[k] for k in ("id", "base", "post", "label", "stage")}
 
 
-@router.get("/api/pairs/{pair_id}/benchmarks.{fmt}")
+@router.get(
+    "/api/pairs/{pair_id}/benchmarks.{fmt}",
+    response_class=Response,
+    responses={**ID_ERRORS, **TABLE},
+)
 def api_pair_table_export(
-    request: Request, pair_id: int, fmt: Literal["csv", "parquet"]
+    request: Request, pair_id: Id, fmt: Literal["csv", "parquet"]
 ) -> Response:
     """The pair page's table as CSV or Parquet."""
     import pyarrow as pa
@@ -93,9 +102,11 @@ def api_pair_table_export(
     return _table_response(pa.Table.from_pylist(rows), fmt, f"pair-{pair_id}-benchmarks")
 
 
-@router.get("/api/pairs/{pair_id}/samples.{fmt}")
+@router.get(
+    "/api/pairs/{pair_id}/samples.{fmt}", response_class=Response, responses={**ID_ERRORS, **TABLE}
+)
 def api_pair_samples_export(
-    request: Request, pair_id: int, fmt: Literal["csv", "parquet"]
+    request: Request, pair_id: Id, fmt: Literal["csv", "parquet"]
 ) -> Response:
     """Every paired per-sample row of the pair, both models side by side, as CSV or Parquet."""
     pair = deps.get_pair(request, pair_id)
@@ -119,15 +130,15 @@ def _table_response(table, fmt: str, stem: str) -> Response:
     )
 
 
-@router.get("/api/pairs/{pair_id}/samples")
+@router.get("/api/pairs/{pair_id}/samples", responses=ID_ERRORS)
 def api_pair_samples(
     request: Request,
-    pair_id: int,
-    benchmark: str | None = None,
-    category: str | None = None,
+    pair_id: Id,
+    benchmark: Annotated[str | None, Query(max_length=500)] = None,
+    category: Annotated[str | None, Query(max_length=200)] = None,
     transition: deps.Transition = "10",
     q: Annotated[str | None, Query(max_length=200)] = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=500)] = deps.PAGE_SIZE,
 ) -> dict:
     """Samples of the pair with the given transition (1->0 by default) in at least one seed."""
@@ -144,8 +155,13 @@ def api_pair_samples(
     }
 
 
-@router.get("/api/pairs/{pair_id}/sample")
-def api_pair_sample(request: Request, pair_id: int, benchmark: str, sample_id: str) -> dict:
+@router.get("/api/pairs/{pair_id}/sample", responses=ID_ERRORS)
+def api_pair_sample(
+    request: Request,
+    pair_id: Id,
+    benchmark: Annotated[str, Query(min_length=1, max_length=500)],
+    sample_id: Annotated[str, Query(min_length=1, max_length=1000)],
+) -> dict:
     """One sample: prompt, choices, gold, and both models' answers for every seed."""
     pair = deps.get_pair(request, pair_id)
     [bench_id] = deps.benchmark_filter(request, benchmark, None)
@@ -162,8 +178,8 @@ def api_jobs(request: Request) -> list[dict]:
         return queries.jobs_summary(conn)
 
 
-@router.get("/api/jobs/{job_id}")
-def api_job(request: Request, job_id: int) -> dict:
+@router.get("/api/jobs/{job_id}", responses=ID_ERRORS)
+def api_job(request: Request, job_id: Id) -> dict:
     """A job with every shard's state, progress and error."""
     from app.jobs import job_detail
 
@@ -174,22 +190,26 @@ def api_job(request: Request, job_id: int) -> dict:
     return job
 
 
-@router.get("/api/pairs/{pair_id}/recoveries")
-def api_pair_recoveries(request: Request, pair_id: int) -> list[dict]:
+@router.get("/api/pairs/{pair_id}/recoveries", responses=ID_ERRORS)
+def api_pair_recoveries(request: Request, pair_id: Id) -> list[dict]:
     """The pair's recoverability analyses, newest first: settings, fitted corrections, and the
     share / symmetric share of the post model and of each control, with 95% bootstrap CIs."""
     deps.get_pair(request, pair_id)
     return deps.pair_recoveries(request, pair_id)
 
 
-@router.get("/api/recoveries/{recovery_id}")
-def api_recovery(request: Request, recovery_id: int) -> dict:
+@router.get("/api/recoveries/{recovery_id}", responses=ID_ERRORS)
+def api_recovery(request: Request, recovery_id: Id) -> dict:
     return deps.get_recovery(request, recovery_id)
 
 
-@router.get("/api/recoveries/{recovery_id}/documents.{fmt}")
+@router.get(
+    "/api/recoveries/{recovery_id}/documents.{fmt}",
+    response_class=Response,
+    responses={**ID_ERRORS, **TABLE},
+)
 def api_recovery_documents(
-    request: Request, recovery_id: int, fmt: Literal["csv", "parquet"]
+    request: Request, recovery_id: Id, fmt: Literal["csv", "parquet"]
 ) -> Response:
     """The per-document table (doc_id, split, n_tokens, one loss-sum column per model/correction,
     in nats): every share of the analysis can be recomputed from it."""
@@ -240,7 +260,17 @@ def api_size_scatter(
     ]  # fmt: skip
 
 
-@router.get("/api/theory")
+@router.get("/api/theory", responses=errors(503))
 def api_theory(params: Annotated[LabParams, Depends(pages.lab_params)]) -> dict:
-    """The theory lab's four plots (two-mode mixture: forward vs reverse KL, replay)."""
-    return lab_data(params)
+    """The theory lab's four plots (two-mode mixture: forward vs reverse KL, replay). Cached per
+    parameter set; 422 when the dynamics diverge or the computation runs past its time budget
+    (FORGETMAP_THEORY_SECONDS), 503 while another computation holds the lab."""
+    from app.analysis.lab import LabBusy
+    from app.errors import InputError
+
+    try:
+        return lab_data(params)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    except LabBusy as exc:
+        raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from exc

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import HTTPException, Query, Request
 
+from app.auth import Principal, Role, needs_role_message, token_principal
 from app.db import Store, queries
 from app.forgetting_map import MapCache, MapQuery
 from app.metrics import TOTAL
@@ -23,6 +24,39 @@ def map_cache(request: Request) -> MapCache:
     return request.app.state.map_cache
 
 
+def bearer_principal(request: Request) -> Principal | None:
+    """The holder of the request's ``Authorization: Bearer`` token; None without a header,
+    401 for a token that is not (or no longer) valid."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if not token.strip() or scheme.lower() != "bearer":
+        return None
+    with store(request).read() as conn:
+        principal = token_principal(conn, token.strip())
+    if principal is None:
+        raise HTTPException(401, "invalid or revoked token", headers={"WWW-Authenticate": "Bearer"})
+    return principal
+
+
+def require_role(*roles: Role):
+    """A dependency: the request's token, which must hold one of ``roles`` (admin holds all).
+    401 without a valid token, 403 naming the role needed."""
+
+    def dependency(request: Request) -> Principal:
+        principal = bearer_principal(request)
+        if principal is None:
+            raise HTTPException(
+                401,
+                "this endpoint needs a token: send 'Authorization: Bearer <token>' (create one "
+                f"with `forgetmap token create NAME --role {roles[0].value}`)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if not principal.may(*roles):
+            raise HTTPException(403, needs_role_message(principal, *roles))
+        return principal
+
+    return dependency
+
+
 def get_pair(request: Request, pair_id: int) -> dict:
     with store(request).read() as conn:
         pair = queries.pair_info(conn, pair_id)
@@ -36,21 +70,25 @@ def map_query(
         Literal["benchmark", "category"], Query(description="map columns")
     ] = "category",
     aggregate: Annotated[Literal["macro", "micro"], Query()] = "macro",
-    stage: Annotated[str | None, Query(description="keep pairs with this stage")] = None,
+    stage: Annotated[
+        str | None, Query(max_length=50, description="keep pairs with this stage")
+    ] = None,
     family: Annotated[
         str | None, Query(description="keep pairs whose base is of this family")
     ] = None,
-    q: Annotated[str | None, Query(description="text in the pair's label or model names")] = None,
+    q: Annotated[
+        str | None, Query(max_length=200, description="text in the pair's label or model names")
+    ] = None,
     min_size: Annotated[
-        float | None, Query(ge=0, description="base model parameters, at least")
+        float | None, Query(ge=0, le=1e15, description="base model parameters, at least")
     ] = None,
     max_size: Annotated[
-        float | None, Query(ge=0, description="base model parameters, at most")
+        float | None, Query(ge=0, le=1e15, description="base model parameters, at most")
     ] = None,
     min_size_b: Annotated[
-        float | None, Query(ge=0, description="the same in billions (the form's unit)")
+        float | None, Query(ge=0, le=1e6, description="the same in billions (the form's unit)")
     ] = None,
-    max_size_b: Annotated[float | None, Query(ge=0)] = None,
+    max_size_b: Annotated[float | None, Query(ge=0, le=1e6)] = None,
 ) -> MapQuery:
     if min_size_b is not None:
         min_size = min_size_b * 1e9

@@ -6,9 +6,9 @@ import functools
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
-from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -200,8 +200,10 @@ def install_error_pages(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
-        if not _wants_html(request):
-            return await request_validation_exception_handler(request, exc)
+        if not _wants_html(request):  # the API's one error shape: {"detail": "..."}
+            from app.web import validation_message
+
+            return JSONResponse({"detail": validation_message(exc)}, status_code=422)
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors()
         )
@@ -219,7 +221,8 @@ def lab_params(
     ] = 6.0,
     sigma: Annotated[float, Query(ge=0.25, le=4.0)] = 1.0,
     replay: Annotated[float, Query(ge=0.0, le=0.9, description="replay fraction lambda")] = 0.3,
-    lr: Annotated[float, Query(gt=0.0, le=4.0)] = 1.0,
+    # above ~2.5 the lab's dynamics diverge; the grid cap and time budget back this range up
+    lr: Annotated[float, Query(gt=0.0, le=2.0, description="gradient step size")] = 1.0,
     steps: Annotated[int, Query(ge=10, le=1000)] = 300,
     batch_size: Annotated[int, Query(ge=1, le=256)] = 8,
 ) -> LabParams:
@@ -230,4 +233,13 @@ def lab_params(
 def theory_page(
     request: Request, params: Annotated[LabParams, Depends(lab_params)]
 ) -> HTMLResponse:
-    return _page(request, "theory.html", params=params, data=lab_data(params))
+    from app.analysis.lab import LabBusy
+    from app.errors import InputError
+
+    try:
+        data = lab_data(params)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    except LabBusy as exc:
+        raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from exc
+    return _page(request, "theory.html", params=params, data=data)

@@ -8,11 +8,13 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
+from app import jobs
 from app.db import series as series_db
 from app.errors import InputError
 from app.queue import send_and_record
 from app.series import CheckpointSubmission, series_view, submit_checkpoint
 from app.web import deps, pages, write_api
+from app.web.schemas import WRITE_ERRORS
 
 router = APIRouter(tags=["series"])
 FATE_LABELS = {
@@ -124,9 +126,9 @@ def series_page(
     )  # fmt: skip
 
 
-@router.post("/api/series/checkpoints")
+@router.post("/api/series/checkpoints", status_code=200, responses=WRITE_ERRORS)
 def api_submit_checkpoint(
-    request: Request, body: CheckpointSubmission, owner: write_api.Owner
+    request: Request, body: CheckpointSubmission, principal: write_api.Submitter
 ) -> dict:
     """Evaluate one checkpoint folder of a run and place it in its series by step (what
     `forgetmap watch` sends). Idempotent per (series, folder): a folder already submitted answers
@@ -136,6 +138,8 @@ def api_submit_checkpoint(
             result, to_send = submit_checkpoint(
                 conn, body, list(request.app.state.settings.model_roots)
             )
+            if result["status"] == "submitted":  # a new job: its owner is the caller
+                jobs.set_owner(conn, result["job_id"], principal.name)
     except InputError as exc:
         raise HTTPException(422, str(exc)) from exc
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)

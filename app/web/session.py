@@ -1,20 +1,44 @@
-"""Logins (a token exchanged for a signed session cookie) and CSRF tokens for HTML forms."""
+"""Logins (a token exchanged for a signed session cookie) and CSRF tokens for HTML forms.
+
+A session carries the token's id, name and role and an expiry (``FORGETMAP_SESSION_DAYS``, 7).
+Every request that needs the user looks the token up again by id, so revoking a token ends the
+sessions logged in with it.
+"""
 
 from __future__ import annotations
 
 import hmac
 import secrets
+import time
 from urllib.parse import quote
 
 from fastapi import HTTPException, Request
 from fastapi.responses import RedirectResponse
 
-from app.auth import token_owner
+from app.auth import Principal, Role, needs_role_message, principal_by_id, token_principal
 from app.web import deps
 
 
+def current_principal(request: Request) -> Principal | None:
+    """The logged-in token, or None (no login, an expired one, or a revoked token)."""
+    session = request.session
+    token_id, expires = session.get("token_id"), session.get("expires", 0)
+    if token_id is None:
+        return None
+    if time.time() >= expires:
+        session.clear()
+        return None
+    with deps.store(request).read() as conn:
+        principal = principal_by_id(conn, token_id)
+    if principal is None or principal.name != session.get("user"):
+        session.clear()  # revoked (or revoked and re-created under the same name)
+        return None
+    return principal
+
+
 def current_user(request: Request) -> str | None:
-    return request.session.get("user")
+    principal = current_principal(request)
+    return principal.name if principal else None
 
 
 def csrf_token(request: Request) -> str:
@@ -33,14 +57,19 @@ def check_csrf(request: Request, submitted: str | None) -> None:
         )
 
 
-def login(request: Request, token: str) -> str | None:
+def login(request: Request, token: str) -> Principal | None:
     with deps.store(request).read() as conn:
-        owner = token_owner(conn, token.strip())
-    if owner is not None:
+        principal = token_principal(conn, token.strip())
+    if principal is not None:
         request.session.clear()
-        request.session["user"] = owner
+        request.session.update(
+            user=principal.name,
+            role=principal.role.value,
+            token_id=principal.token_id,
+            expires=time.time() + request.app.state.settings.session_seconds,
+        )
         csrf_token(request)
-    return owner
+    return principal
 
 
 class LoginRequired(Exception):
@@ -50,13 +79,17 @@ class LoginRequired(Exception):
         self.next_url = next_url
 
 
-def require_login(request: Request) -> str:
-    user = current_user(request)
-    if user is None:
+def require_login(request: Request, *roles: Role) -> Principal:
+    """The logged-in principal; a redirect to /login without one, a 403 naming the role needed
+    when ``roles`` are given and it holds none of them."""
+    principal = current_principal(request)
+    if principal is None:
         raise LoginRequired(
             request.url.path + (f"?{request.url.query}" if request.url.query else "")
         )
-    return user
+    if roles and not principal.may(*roles):
+        raise HTTPException(403, needs_role_message(principal, *roles))
+    return principal
 
 
 def login_redirect(next_url: str) -> RedirectResponse:

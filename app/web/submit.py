@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app import jobs
+from app.auth import Role
 from app.db import queries
 from app.errors import InputError
 from app.queue import send_and_record
@@ -26,7 +27,14 @@ from app.recovery import (
 from app.taxonomy import CATEGORIES, lookup, scored_benchmarks
 from app.web import deps
 from app.web.pages import _is_htmx, _page
-from app.web.session import check_csrf, csrf_token, login, require_login, safe_next
+from app.web.session import (
+    check_csrf,
+    csrf_token,
+    current_principal,
+    login,
+    require_login,
+    safe_next,
+)
 
 router = APIRouter(include_in_schema=False)
 STAGES = ("instruct", "sft", "rl", "domain-cpt", "merge", "other")
@@ -90,7 +98,7 @@ def _form_page(request: Request, values: dict, errors: dict, status: int = 200) 
 
 @router.get("/submit", response_class=HTMLResponse)
 def submit_page(request: Request) -> HTMLResponse:
-    require_login(request)
+    require_login(request, Role.submit)
     return _form_page(request, {}, {})
 
 
@@ -184,7 +192,7 @@ def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequ
 
 @router.post("/submit")
 async def submit(request: Request) -> Response:
-    require_login(request)
+    principal = require_login(request, Role.submit)
     form = await request.form()
     check_csrf(request, form.get("csrf"))
     values = {k: str(v) for k, v in form.items() if k not in ("csrf", "categories", "local")}
@@ -194,6 +202,7 @@ async def submit(request: Request) -> Response:
     try:
         with deps.store(request).transaction() as conn:
             job_id, to_send = jobs.create_job(conn, job_request)
+            jobs.set_owner(conn, job_id, principal.name)
     except InputError as exc:
         return _form_page(request, values, {"form": str(exc)})
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
@@ -229,7 +238,7 @@ def _recover_page(request: Request, pair: dict, values: dict, errors: dict) -> H
 
 @router.get("/pairs/{pair_id}/recover", response_class=HTMLResponse)
 def recover_page(request: Request, pair_id: int) -> HTMLResponse:
-    require_login(request)
+    require_login(request, Role.submit)
     pair = deps.get_pair(request, pair_id)
     with deps.store(request).read() as conn:
         specs = queries.model_specs(conn, [pair["base"], pair["post"]])
@@ -290,7 +299,7 @@ def parse_recovery(
 
 @router.post("/pairs/{pair_id}/recover")
 async def recover_submit(request: Request, pair_id: int) -> Response:
-    require_login(request)
+    principal = require_login(request, Role.submit)
     form = await request.form()
     check_csrf(request, form.get("csrf"))
     pair = deps.get_pair(request, pair_id)
@@ -301,6 +310,7 @@ async def recover_submit(request: Request, pair_id: int) -> Response:
     try:
         with deps.store(request).transaction() as conn:
             job_id, to_send = create_recovery_job(conn, recovery_request)
+            jobs.set_owner(conn, job_id, principal.name)
     except InputError as exc:
         return _recover_page(request, pair, values, {"form": str(exc)})
     _, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
@@ -355,15 +365,25 @@ def job_page(request: Request, job_id: int, queue: str | None = None) -> HTMLRes
         for p in job["request"].get("pairs", []):
             pair_id = pair_id or queries.pair_id_by_names(conn, p["base"], p["post"])
     template = "_job_progress.html" if _is_htmx(request) else "job.html"
+    principal = current_principal(request)
     return _page(request, template, job=job, progress=_progress(job), queue_down=queue == "down",
-                 csrf=csrf_token(request), pair_id=pair_id)  # fmt: skip
+                 csrf=csrf_token(request), pair_id=pair_id,
+                 may_manage=principal is not None and principal.may_manage(job["owner"]))  # fmt: skip
+
+
+def _check_manager(request: Request, job_id: int, principal) -> None:
+    """403 unless the logged-in token owns the job (role submit) or is an admin."""
+    job = _job_or_404(request, job_id)
+    if not principal.may_manage(job["owner"]):
+        raise HTTPException(403, f"job {job_id} belongs to {job['owner'] or 'nobody'}; only its "
+                                 "owner or a token with role admin may change it")  # fmt: skip
 
 
 @router.post("/jobs/{job_id}/cancel")
 async def job_cancel(request: Request, job_id: int) -> Response:
-    require_login(request)
+    principal = require_login(request, Role.submit)
     check_csrf(request, (await request.form()).get("csrf"))
-    _job_or_404(request, job_id)
+    _check_manager(request, job_id, principal)
     with deps.store(request).transaction() as conn:
         jobs.cancel_job(conn, job_id)
     return RedirectResponse(f"/jobs/{job_id}", status_code=303)
@@ -371,9 +391,9 @@ async def job_cancel(request: Request, job_id: int) -> Response:
 
 @router.post("/jobs/{job_id}/retry")
 async def job_retry(request: Request, job_id: int) -> Response:
-    require_login(request)
+    principal = require_login(request, Role.submit)
     check_csrf(request, (await request.form()).get("csrf"))
-    _job_or_404(request, job_id)
+    _check_manager(request, job_id, principal)
     with deps.store(request).transaction() as conn:
         shard_ids = jobs.retry_failed(conn, job_id)
     _, problem = send_and_record(deps.store(request), request.app.state.enqueuer, shard_ids)

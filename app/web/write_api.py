@@ -1,4 +1,6 @@
-"""Write endpoints: every one needs ``Authorization: Bearer <token>`` (``forgetmap token create``)."""
+"""Write endpoints: every one needs ``Authorization: Bearer <token>`` of a role allowed to call it
+(``forgetmap token create NAME --role ...``; app.auth lists the roles). A refused call is a 403
+whose message names the role needed."""
 
 from __future__ import annotations
 
@@ -6,52 +8,48 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from app import jobs, recovery
-from app.auth import token_owner
+from app.auth import Principal, Role
 from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
 from app.queue import send_and_record
 from app.web import deps
+from app.web.schemas import (
+    MAX_ID,
+    WRITE_ERRORS,
+    WRITE_ID_ERRORS,
+    EvaluateJobIn,
+    Id,
+    Int,
+    JobIn,
+    SeriesJobIn,
+    Strict,
+    errors,
+)
 
 router = APIRouter(tags=["write"])
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 
-
-def require_token(request: Request) -> str:
-    header = request.headers.get("Authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        raise HTTPException(
-            401,
-            "this endpoint needs a token: send 'Authorization: Bearer <token>' "
-            "(create one with `forgetmap token create NAME`)",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    with deps.store(request).read() as conn:
-        owner = token_owner(conn, token.strip())
-    if owner is None:
-        raise HTTPException(401, "invalid or revoked token", headers={"WWW-Authenticate": "Bearer"})
-    return owner
-
-
-Owner = Annotated[str, Depends(require_token)]
+Submitter = Annotated[Principal, Depends(deps.require_role(Role.submit))]
+Worker = Annotated[Principal, Depends(deps.require_role(Role.worker))]
 
 
 def _input_error(exc: InputError) -> HTTPException:
     return HTTPException(422, str(exc))
 
 
-class PairIn(BaseModel):
-    base: str
-    post: str
-    label: str | None = None
-    stage: str | None = None
+class PairIn(Strict):
+    base: Annotated[str, Field(min_length=1, max_length=200)]
+    post: Annotated[str, Field(min_length=1, max_length=200)]
+    label: Annotated[str, Field(max_length=500)] | None = None
+    stage: Annotated[str, Field(max_length=50)] | None = None
 
 
-@router.post("/api/pairs", status_code=201)
-def create_pair(request: Request, body: PairIn, owner: Owner) -> dict:
+@router.post("/api/pairs", status_code=201, responses=WRITE_ERRORS)
+def create_pair(request: Request, body: PairIn, principal: Submitter) -> dict:
+    """Pair two imported models (role submit)."""
     try:
         with deps.store(request).transaction() as conn:
             pair_id, created, unpaired = add_pair(
@@ -62,10 +60,10 @@ def create_pair(request: Request, body: PairIn, owner: Owner) -> dict:
     return {"id": pair_id, "created": created, "unpaired": unpaired}
 
 
-class ResultRow(BaseModel):
-    sample_id: str
+class ResultRow(Strict):
+    sample_id: Annotated[str, Field(min_length=1, max_length=1000)]
     correct: bool
-    num_choices: int | None = Field(default=None, ge=2)
+    num_choices: Annotated[Int, Field(ge=2, le=1000)] | None = None
     category: str | None = None
     prompt: str | None = None
     response: str | None = None
@@ -73,13 +71,13 @@ class ResultRow(BaseModel):
     gold: str | None = None
     choices: list[str] | None = None
     doc_hash: str | None = None
-    prompt_tokens: int | None = Field(default=None, ge=0)
-    completion_tokens: int | None = Field(default=None, ge=0)
+    prompt_tokens: Annotated[Int, Field(ge=0, le=MAX_ID)] | None = None
+    completion_tokens: Annotated[Int, Field(ge=0, le=MAX_ID)] | None = None
 
 
-class ResultsIn(BaseModel):
-    shard_id: int
-    rows: list[ResultRow]
+class ResultsIn(Strict):
+    shard_id: Annotated[Int, Field(ge=0, le=MAX_ID)]
+    rows: Annotated[list[ResultRow], Field(max_length=100_000)]
 
 
 def refuse_oversize(request: Request) -> None:
@@ -90,16 +88,19 @@ def refuse_oversize(request: Request) -> None:
         )
 
 
-@router.post("/api/results")
-def upload_results(request: Request, body: ResultsIn, owner: Owner) -> dict:
-    """A batch of per-sample results of one shard. Idempotent: a (model, benchmark, seed, sample)
-    already stored is kept as it is, so a retried batch or a re-run shard adds nothing twice."""
+@router.post("/api/results", responses={**WRITE_ID_ERRORS, **errors(413)})
+def upload_results(request: Request, body: ResultsIn, principal: Worker) -> dict:
+    """A batch of per-sample results of one shard (role worker). Idempotent: a (model,
+    benchmark, seed, sample) already stored is kept as it is, so a retried batch or a re-run
+    shard adds nothing twice."""
     refuse_oversize(request)
     if not body.rows:
         return {"rows_added": 0, "rows_unchanged": 0}
     store = deps.store(request)
     try:
         with store.transaction() as conn:
+            if jobs.shard(conn, body.shard_id) is None:
+                raise HTTPException(404, f"shard {body.shard_id} does not exist")
             target = jobs.results_target(conn, body.shard_id)
             n = len(body.rows)
             table = build_table(
@@ -137,32 +138,35 @@ def upload_results(request: Request, body: ResultsIn, owner: Owner) -> dict:
     return {"rows_added": summary.rows_added, "rows_unchanged": summary.rows_unchanged}
 
 
-@router.post("/api/jobs", status_code=201)
-def submit_job(request: Request, body: dict[str, Any], owner: Owner) -> dict:
-    """Create a job and send its shards to the workers: an evaluation (models x benchmarks x
-    seeds), or with ``"kind": "recover"`` a recoverability analysis of a pair on a corpus."""
+@router.post("/api/jobs", status_code=201, responses=WRITE_ERRORS)
+def submit_job(request: Request, body: JobIn, principal: Submitter) -> dict:
+    """Create a job and send its shards to the workers (role submit): an evaluation (models x
+    benchmarks x seeds), or with ``"kind": "recover"`` a recoverability analysis of a pair on a
+    corpus, or with ``"kind": "series"`` a training run (a base and checkpoint folders). The
+    job's owner is the token's name."""
+    data = body.model_dump()
     extra: dict = {}
     try:
-        kind = body.get("kind", "evaluate")
         with deps.store(request).transaction() as conn:
-            if kind == "evaluate":
-                job_id, to_send = jobs.create_job(conn, jobs.JobRequest.from_dict(body))
-            elif kind == "series":  # a run: a base and checkpoint folders (app/series.py)
+            if isinstance(body, EvaluateJobIn):
+                job_id, to_send = jobs.create_job(conn, jobs.JobRequest.from_dict(data))
+                owned = [job_id]
+            elif isinstance(body, SeriesJobIn):  # a run: a base and checkpoint folders
                 from app.series import submit_run
 
                 extra, to_send = submit_run(
-                    conn, body, list(request.app.state.settings.model_roots)
+                    conn, data, list(request.app.state.settings.model_roots)
                 )
-                job_id = extra["jobs"][0]
-            elif kind == "recover":
-                recovery_request = recovery.RecoveryRequest.from_dict(body)
+                owned = extra["jobs"]
+                job_id = owned[0] if owned else None
+            else:
+                recovery_request = recovery.RecoveryRequest.from_dict(data)
                 for model in (recovery_request.base, recovery_request.post):
                     jobs.check_model_path(model.path, list(request.app.state.settings.model_roots))
                 job_id, to_send = recovery.create_recovery_job(conn, recovery_request)
-            else:
-                raise InputError(
-                    f"unknown job kind {kind!r}; use 'evaluate', 'recover' or 'series'"
-                )
+                owned = [job_id]
+            for owned_id in owned:
+                jobs.set_owner(conn, owned_id, principal.name)
     except InputError as exc:
         raise _input_error(exc) from exc
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
@@ -170,64 +174,92 @@ def submit_job(request: Request, body: dict[str, Any], owner: Owner) -> dict:
             **extra}  # fmt: skip
 
 
-@router.post("/api/jobs/{job_id}/retry")
-def retry(request: Request, job_id: int, owner: Owner) -> dict:
-    """Queue a job's failed shards again."""
+def _managed_job(conn, principal: Principal, job_id: Id) -> None:
+    """404 for an unknown job; 403 unless the caller owns it (role submit) or is an admin."""
+    owner = jobs.job_owner(conn, job_id)
+    if owner is jobs.NO_SUCH_JOB:
+        raise HTTPException(404, f"job {job_id} does not exist; GET /api/jobs lists the jobs")
+    if not principal.may_manage(owner):
+        raise HTTPException(
+            403,
+            f"job {job_id} belongs to {owner or 'nobody (it predates job owners)'}; only its "
+            f"owner or a token with role admin may change it",
+        )
+
+
+@router.post("/api/jobs/{job_id}/retry", responses=WRITE_ID_ERRORS)
+def retry(request: Request, job_id: Id, principal: Submitter) -> dict:
+    """Queue a job's failed shards again (its owner, or an admin)."""
     with deps.store(request).transaction() as conn:
-        if jobs.job_detail(conn, job_id) is None:
-            raise HTTPException(404, f"job {job_id} does not exist")
+        _managed_job(conn, principal, job_id)
         shard_ids = jobs.retry_failed(conn, job_id)
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, shard_ids)
     return {"id": job_id, "retried": len(shard_ids), "sent": sent, "queue_error": problem}
 
 
-@router.post("/api/jobs/{job_id}/cancel")
-def cancel(request: Request, job_id: int, owner: Owner) -> dict:
+@router.post("/api/jobs/{job_id}/cancel", responses=WRITE_ID_ERRORS)
+def cancel(request: Request, job_id: Id, principal: Submitter) -> dict:
+    """Cancel a job (its owner, or an admin): queued shards will not run, running ones stop."""
     with deps.store(request).transaction() as conn:
-        if jobs.job_detail(conn, job_id) is None:
-            raise HTTPException(404, f"job {job_id} does not exist")
+        _managed_job(conn, principal, job_id)
         n = jobs.cancel_job(conn, job_id)
     return {"id": job_id, "cancelled_shards": n}
 
 
-class StartIn(BaseModel):
-    worker: str = "unknown"
+def _shard_or_404(conn, shard_id: Id) -> dict:
+    s = jobs.shard(conn, shard_id)
+    if s is None:
+        raise HTTPException(404, f"shard {shard_id} does not exist")
+    return s
 
 
-@router.post("/api/shards/{shard_id}/start")
-def shard_start(request: Request, shard_id: int, body: StartIn, owner: Owner) -> dict:
+class StartIn(Strict):
+    worker: Annotated[str, Field(max_length=200)] = "unknown"
+    # the broker message's id (Celery task id): a re-delivery of the claiming message may take
+    # a running shard over, another message may not while the shard's worker is alive
+    delivery: Annotated[str, Field(max_length=200)] | None = None
+
+
+@router.post("/api/shards/{shard_id}/start", responses=WRITE_ID_ERRORS)
+def shard_start(request: Request, shard_id: Id, body: StartIn, principal: Worker) -> dict:
+    """Claim a shard (role worker). Idempotent: a shard that is finished, cancelled, or already
+    running (a duplicate delivery of a re-sent message) answers ``run: false``."""
     with deps.store(request).transaction() as conn:
-        s = jobs.start_shard(conn, shard_id, body.worker)
+        _shard_or_404(conn, shard_id)
+        s = jobs.start_shard(conn, shard_id, body.worker, body.delivery,
+                             stale_seconds=request.app.state.settings.stale_seconds)  # fmt: skip
     return {"run": s is not None, "shard": s}
 
 
-class ProgressIn(BaseModel):
-    done: int = Field(ge=0)
-    total: int | None = Field(default=None, ge=0)
+class ProgressIn(Strict):
+    done: Annotated[Int, Field(ge=0, le=MAX_ID)]
+    total: Annotated[Int, Field(ge=0, le=MAX_ID)] | None = None
 
 
-@router.post("/api/shards/{shard_id}/progress")
-def shard_progress(request: Request, shard_id: int, body: ProgressIn, owner: Owner) -> dict:
+@router.post("/api/shards/{shard_id}/progress", responses=WRITE_ID_ERRORS)
+def shard_progress(request: Request, shard_id: Id, body: ProgressIn, principal: Worker) -> dict:
+    """Items done so far (role worker); answers the shard's status ('cancelled': stop)."""
     with deps.store(request).transaction() as conn:
+        _shard_or_404(conn, shard_id)
         status = jobs.shard_progress(conn, shard_id, body.done, body.total)
     return {"status": status}
 
 
-class ShardData(BaseModel):
+class ShardData(Strict):
     """The data a shard was evaluated on: a local copy (file, sha256) or the hub."""
 
-    source: str = Field(pattern="^(local|hub)$")
-    file: str | None = Field(default=None, max_length=300)
-    sha256: str | None = Field(default=None, pattern="^[0-9a-f]{64}$")
+    source: Annotated[str, Field(pattern="^(local|hub)$")]
+    file: Annotated[str, Field(max_length=300)] | None = None
+    sha256: Annotated[str, Field(pattern="^[0-9a-f]{64}$")] | None = None
 
 
-class FinishIn(BaseModel):
-    fingerprint: str | None = None
+class FinishIn(Strict):
+    fingerprint: Annotated[str, Field(max_length=200)] | None = None
     data: ShardData | None = None
 
 
-@router.post("/api/shards/{shard_id}/finish")
-def shard_finish(request: Request, shard_id: int, body: FinishIn, owner: Owner) -> dict:
+@router.post("/api/shards/{shard_id}/finish", responses=WRITE_ID_ERRORS)
+def shard_finish(request: Request, shard_id: Id, body: FinishIn, principal: Worker) -> dict:
     try:
         with deps.store(request).transaction() as conn:
             data = body.data.model_dump(exclude_none=True) if body.data else None
@@ -237,12 +269,12 @@ def shard_finish(request: Request, shard_id: int, body: FinishIn, owner: Owner) 
     return {"status": "done"}
 
 
-class FailIn(BaseModel):
-    error: str
+class FailIn(Strict):
+    error: Annotated[str, Field(max_length=1_000_000)]
 
 
-@router.post("/api/shards/{shard_id}/fail")
-def shard_fail(request: Request, shard_id: int, body: FailIn, owner: Owner) -> dict:
+@router.post("/api/shards/{shard_id}/fail", responses=WRITE_ID_ERRORS)
+def shard_fail(request: Request, shard_id: Id, body: FailIn, principal: Worker) -> dict:
     try:
         with deps.store(request).transaction() as conn:
             jobs.fail_shard(conn, shard_id, body.error)
@@ -251,7 +283,7 @@ def shard_fail(request: Request, shard_id: int, body: FailIn, owner: Owner) -> d
     return {"status": "failed"}
 
 
-class RecoveryIn(BaseModel):
+class RecoveryIn(Strict):
     table: dict[str, list]
     corrections: dict[str, dict[str, dict]] = Field(default_factory=dict)
     controls: dict[str, dict] = Field(default_factory=dict)
@@ -259,9 +291,10 @@ class RecoveryIn(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
-@router.post("/api/shards/{shard_id}/recovery")
-def shard_recovery(request: Request, shard_id: int, body: RecoveryIn, owner: Owner) -> dict:
-    """The results of a recoverability shard: per-document loss sums and fitted corrections.
+@router.post("/api/shards/{shard_id}/recovery", responses={**WRITE_ID_ERRORS, **errors(413)})
+def shard_recovery(request: Request, shard_id: Id, body: RecoveryIn, principal: Worker) -> dict:
+    """The results of a recoverability shard (role worker): per-document loss sums and fitted
+    corrections.
     The app recomputes every share from the sums; a repeated upload replaces the earlier one."""
     refuse_oversize(request)
     try:

@@ -28,7 +28,9 @@ def server(tmp_path_factory):
             writer.writerows([model, "piqa", f"s{i}", c, 2] for i, c in enumerate(correct))
         assert run(main, ["--db", str(db), "import", "table", str(path)]).exit_code == 0
     assert run(main, ["--db", str(db), "pair", "add", "base", "post"]).exit_code == 0
-    token = run(main, ["--db", str(db), "token", "create", "worker"]).stdout.strip()
+    token = run(
+        main, ["--db", str(db), "token", "create", "worker", "--role", "admin"]
+    ).stdout.strip()
     srv = Server(db)
     with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {token}"}) as http:
         job = http.post("/api/jobs", json={

@@ -24,7 +24,7 @@ from tests import recovery_fixtures as F
 @pytest.fixture
 def env(cli, tmp_path):
     cli("map")
-    token = cli("token", "create", "worker").stdout.strip()
+    token = cli("token", "create", "worker", "--role", "admin").stdout.strip()  # both sides
     (tmp_path / "models" / "base").mkdir(parents=True)
     (tmp_path / "corpora").mkdir()
     (tmp_path / "corpora" / "web.jsonl").write_text('{"text": "hello"}\n')

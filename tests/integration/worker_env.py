@@ -81,12 +81,9 @@ class Deployment:
                "FORGETMAP_VISIBILITY_TIMEOUT": str(visibility_timeout), **(extra_env or {})}  # fmt: skip
         self.env = {**os.environ, **env}
         subprocess.run([FORGETMAP, "--db", str(self.db), "map"], check=True, capture_output=True)
-        self.token = subprocess.run(
-            [FORGETMAP, "--db", str(self.db), "token", "create", "worker"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
+        # the workers' token may only run shards; jobs are submitted with a submit token
+        self.token = self._token("worker", "worker")
+        self.submit_token = self._token("submitter", "submit")
         os.environ.update(env)  # the server reads the broker settings from its environment
         try:
             self.server = Server(self.db)
@@ -101,8 +98,12 @@ class Deployment:
         }  # fmt: skip
         self.workers: list[subprocess.Popen] = []
         self.http = httpx.Client(
-            base_url=self.url, timeout=60, headers={"Authorization": f"Bearer {self.token}"}
+            base_url=self.url, timeout=60, headers={"Authorization": f"Bearer {self.submit_token}"}
         )
+
+    def _token(self, name: str, role: str) -> str:
+        command = [FORGETMAP, "--db", str(self.db), "token", "create", name, "--role", role]
+        return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
 
     def start_worker(self, log_name: str = "worker") -> subprocess.Popen:
         log = (self.root / f"{log_name}-{len(self.workers)}.log").open("w")

@@ -79,6 +79,46 @@ def test_upgrade_from_0002_keeps_shards_and_marks_them_evaluations(tmp_path):
     store.close()
 
 
+def test_tokens_made_before_roles_survive_0004_as_admin_tokens(tmp_path):
+    """README ("Tokens and roles"): existing tokens become admin tokens, `up`'s local worker a
+    worker token; jobs from before have no owner, shards no re-sends."""
+    from alembic import command
+
+    from app.auth import Role, hash_token, token_principal
+    from app.db.store import Store
+
+    store = Store(tmp_path / "old.duckdb")
+    config = alembic_config()
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0003")
+    with store.transaction() as conn:
+        for name in ("alice", "local-worker"):
+            conn.exec_driver_sql(
+                "INSERT INTO api_tokens (name, token_hash) VALUES (?, ?)",
+                (name, hash_token(f"fm_secret-of-{name}")),
+            )
+        conn.exec_driver_sql(
+            "INSERT INTO jobs (kind, status, payload) VALUES ('evaluate', 'done', '{}')"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status) "
+            "VALUES (1, 1, 'piqa', 0, 'h', '{}', 'queued')"
+        )
+    store.upgrade()
+    assert store.current_revision() == HEAD_REVISION
+    with store.read() as conn:
+        alice = token_principal(conn, "fm_secret-of-alice")
+        worker = token_principal(conn, "fm_secret-of-local-worker")
+        assert (alice.name, alice.role) == ("alice", Role.admin)
+        assert (worker.name, worker.role) == ("local-worker", Role.worker)
+        assert conn.exec_driver_sql("SELECT owner FROM jobs").fetchall() == [(None,)]
+        assert conn.exec_driver_sql("SELECT resends, delivery FROM shards").fetchall() == [
+            (0, None)
+        ]
+    store.close()
+
+
 def test_declared_models_match_the_migrated_tables(tmp_path):
     """app/db/schema.py is the schema's readable reference; the migrations are its DDL."""
     from app.db.schema import Base
