@@ -362,15 +362,8 @@ def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None
     finally:
         store.close()
     fields = SERIES_FIELDS + SERIES_EXTRA
-    if fmt == "json":
-        click.echo(json.dumps(records, indent=1))
-    elif fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")
-        writer.writeheader()
-        for r in records:
-            writer.writerow({k: "" if r[k] is None else r[k] for k in fields})
-        click.echo(buf.getvalue(), nl=False)
+    if fmt in ("json", "csv"):
+        _echo_records(records, fields, fmt)
     elif not records:
         click.echo(f"series {name!r} has no scored checkpoints yet (evaluate or import them)")
     else:
@@ -646,20 +639,26 @@ def map_command(ctx: click.Context, level: str, aggregate: str, fmt: str) -> Non
         if level == "benchmark"
         else (CATEGORY_FIELDS + CATEGORY_EXTRA)
     )
-    if fmt == "json":
-        click.echo(json.dumps(records, indent=1))
-    elif fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")
-        writer.writeheader()
-        for r in records:
-            writer.writerow({k: "" if r[k] is None else r[k] for k in fields})
-        click.echo(buf.getvalue(), nl=False)
+    if fmt in ("json", "csv"):
+        _echo_records(records, fields, fmt)
     else:
         if not records:
             click.echo(_empty_map_hint(ctx))
             return
         _print_table(records, level)
+
+
+def _echo_records(records: list[dict], fields, fmt: str) -> None:
+    """Records as a JSON list, or as CSV with the given columns (None as an empty cell)."""
+    if fmt == "json":
+        click.echo(json.dumps(records, indent=1))
+        return
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({k: "" if r[k] is None else r[k] for k in fields})
+    click.echo(buf.getvalue(), nl=False)
 
 
 def _empty_map_hint(ctx: click.Context) -> str:
@@ -673,7 +672,9 @@ def _empty_map_hint(ctx: click.Context) -> str:
     finally:
         store.close()
     if not pairs:
-        return "the map is empty: import results for two models, then `forgetmap pair add BASE POST`"
+        return (
+            "the map is empty: import results for two models, then `forgetmap pair add BASE POST`"
+        )
     names = ", ".join(f"{p['base']} -> {p['post']}" for p in pairs[:5])
     return (
         f"the map is empty: {len(pairs)} pair(s) ({names}) paired no samples. Samples pair on "

@@ -577,30 +577,28 @@ def link_by_text(duck) -> int:
     samples likewise, neither ambiguous nor linked already, are matched by
     ``app.sample_identity.link_candidates``; the links go to ``sample_links``. Returns how many.
     """
+
+    def unmatched(side: str, other: str) -> str:
+        """One side's samples that no sample of the other side shares an id with (any seed)."""
+        return f"""
+            SELECT pb.pair_id, r.benchmark_id, r.sample_id, '{side}' AS side,
+                   any_value(r.question) AS question, any_value(r.prompt) AS prompt
+            FROM pb JOIN results r ON r.model_id = pb.{side}_model_id
+                                  AND r.benchmark_id = pb.benchmark_id
+            WHERE r.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
+              AND NOT EXISTS (SELECT 1 FROM results x WHERE x.model_id = pb.{other}_model_id
+                              AND x.benchmark_id = r.benchmark_id AND x.sample_id = r.sample_id)
+              AND NOT EXISTS (SELECT 1 FROM sample_links l WHERE l.pair_id = pb.pair_id
+                              AND l.benchmark_id = r.benchmark_id
+                              AND l.{side}_sample_id = r.sample_id)
+            GROUP BY pb.pair_id, r.benchmark_id, r.sample_id"""
+
     rows = duck.execute(
         f"""
         WITH pb AS (
             SELECT DISTINCT pair_id, base_model_id, post_model_id, benchmark_id FROM affected
-        ), base AS (
-            SELECT pb.pair_id, r.benchmark_id, r.sample_id, 'base' AS side,
-                   any_value(r.question) AS question, any_value(r.prompt) AS prompt
-            FROM pb JOIN results r ON r.model_id = pb.base_model_id AND r.benchmark_id = pb.benchmark_id
-            WHERE r.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
-              AND NOT EXISTS (SELECT 1 FROM results x WHERE x.model_id = pb.post_model_id
-                              AND x.benchmark_id = r.benchmark_id AND x.sample_id = r.sample_id)
-              AND NOT EXISTS (SELECT 1 FROM sample_links l WHERE l.pair_id = pb.pair_id
-                              AND l.benchmark_id = r.benchmark_id AND l.base_sample_id = r.sample_id)
-            GROUP BY pb.pair_id, r.benchmark_id, r.sample_id
-        ), post AS (
-            SELECT pb.pair_id, r.benchmark_id, r.sample_id, 'post' AS side,
-                   any_value(r.question) AS question, any_value(r.prompt) AS prompt
-            FROM pb JOIN results r ON r.model_id = pb.post_model_id AND r.benchmark_id = pb.benchmark_id
-            WHERE r.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
-              AND NOT EXISTS (SELECT 1 FROM results x WHERE x.model_id = pb.base_model_id
-                              AND x.benchmark_id = r.benchmark_id AND x.sample_id = r.sample_id)
-              AND NOT EXISTS (SELECT 1 FROM sample_links l WHERE l.pair_id = pb.pair_id
-                              AND l.benchmark_id = r.benchmark_id AND l.post_sample_id = r.sample_id)
-            GROUP BY pb.pair_id, r.benchmark_id, r.sample_id
+        ), base AS ({unmatched("base", "post")}
+        ), post AS ({unmatched("post", "base")}
         ), both_sides AS (
             SELECT pair_id, benchmark_id FROM base INTERSECT SELECT pair_id, benchmark_id FROM post
         )
