@@ -130,7 +130,7 @@ MAX_ATTEMPTS = 3  # evaluations of one checkpoint folder before the watcher give
 
 class CheckpointSubmission(BaseModel):
     """One checkpoint folder of a training run to evaluate and add to a series (the watcher's
-    request, ``POST /api/series/checkpoints``)."""
+    request, ``POST /api/checkpoints``)."""
 
     series: str = Field(min_length=1, max_length=200)
     base: str = Field(min_length=1, description="the base model's name")

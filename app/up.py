@@ -16,10 +16,11 @@ from pathlib import Path
 
 log = logging.getLogger("forgetmap.up")
 LOCAL_WORKER = "local-worker"
+LOCAL_WATCHER = "local-watcher"
 
 
-def local_worker_token(db_path: Path) -> str:
-    """A fresh ``worker`` token for this run's worker (the previous one is revoked)."""
+def local_token(db_path: Path, name: str, role: str) -> str:
+    """A fresh token of ``role`` for one of this run's processes (the previous one is revoked)."""
     from app.auth import Role, create_token, revoke_token
     from app.db import open_store
     from app.errors import InputError
@@ -28,12 +29,17 @@ def local_worker_token(db_path: Path) -> str:
     try:
         with store.transaction() as conn:
             try:
-                revoke_token(conn, LOCAL_WORKER)
+                revoke_token(conn, name)
             except InputError:
                 pass
-            return create_token(conn, LOCAL_WORKER, Role.worker)
+            return create_token(conn, name, Role(role))
     finally:
         store.close()
+
+
+def local_worker_token(db_path: Path) -> str:
+    """A fresh ``worker`` token for this run's worker: it may run shards, nothing else."""
+    return local_token(db_path, LOCAL_WORKER, "worker")
 
 
 def run_up(
@@ -75,9 +81,12 @@ def run_up(
         flush=True,
     )
     watcher = None
-    if watch_args:
+    if watch_args:  # the watcher submits checkpoints: a submit token of its own
+        watcher_env = {**env, "FORGETMAP_API_TOKEN": local_token(db_path, LOCAL_WATCHER, "submit")}
         watcher = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "watch", *watch_args], env=env, start_new_session=True
+            [sys.executable, "-m", "app.cli", "watch", *watch_args],
+            env=watcher_env,
+            start_new_session=True,
         )
     app = create_app(db_path)
     if on_started is not None:

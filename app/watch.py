@@ -2,7 +2,7 @@
 
 HF Trainer and TRL save ``checkpoint-<step>`` folders under the output directory (newer versions
 write ``tmp-checkpoint-<step>`` first and rename it when done). The watcher scans the directory
-every few seconds and sends every complete folder to the app (``POST /api/series/checkpoints``),
+every few seconds and sends every complete folder to the app (``POST /api/checkpoints``),
 which evaluates it once and places it in the series by step. What was submitted is recorded in the
 app's database, so the watcher keeps no state: a restart submits nothing twice, and a folder whose
 evaluation failed is retried by the app when the watcher sends it again.
@@ -140,7 +140,7 @@ def submit_all(
                 "folder": str(ck.path), "step": ck.step, "benchmarks": settings.benchmarks,
                 "seeds": settings.seeds, "config": settings.config}  # fmt: skip
         try:
-            response = client.post("/api/series/checkpoints", json=body)
+            response = client.post("/api/checkpoints", json=body)
         except httpx.HTTPError as exc:
             log.warning("step %d: app unreachable (%s); will retry", ck.step, exc)
             continue

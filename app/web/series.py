@@ -14,7 +14,7 @@ from app.errors import InputError
 from app.queue import send_and_record
 from app.series import CheckpointSubmission, series_view, submit_checkpoint
 from app.web import deps, pages, write_api
-from app.web.schemas import WRITE_ERRORS
+from app.web.schemas import ID_ERRORS, WRITE_ERRORS, Id
 
 router = APIRouter(tags=["series"])
 FATE_LABELS = {
@@ -64,9 +64,9 @@ def api_series_list(request: Request) -> list[dict]:
     return deps.map_cache(request).cache.get(("series-list",), load)
 
 
-@router.get("/api/series/{series_id}")
+@router.get("/api/series/{series_id}", responses=ID_ERRORS)
 def api_series(
-    request: Request, series_id: int, aggregate: Literal["macro", "micro"] = "macro"
+    request: Request, series_id: Id, aggregate: Literal["macro", "micro"] = "macro"
 ) -> dict:
     """A series with one record per (checkpoint, category) and Total (the records of
     `forgetmap series show NAME --format json`) and, per category, the first step whose F_true
@@ -74,10 +74,10 @@ def api_series(
     return series_view(deps.map_cache(request), get_series(request, series_id), aggregate)
 
 
-@router.get("/api/series/{series_id}/questions")
+@router.get("/api/series/{series_id}/questions", responses=ID_ERRORS)
 def api_series_questions(
     request: Request,
-    series_id: int,
+    series_id: Id,
     fate: Annotated[
         str | None, Query(description="forgotten, relearned, learned, kept, never")
     ] = None,
@@ -126,7 +126,7 @@ def series_page(
     )  # fmt: skip
 
 
-@router.post("/api/series/checkpoints", status_code=200, responses=WRITE_ERRORS)
+@router.post("/api/checkpoints", status_code=200, responses=WRITE_ERRORS)
 def api_submit_checkpoint(
     request: Request, body: CheckpointSubmission, principal: write_api.Submitter
 ) -> dict:

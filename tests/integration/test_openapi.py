@@ -49,6 +49,7 @@ def test_the_document_types_every_body_and_declares_every_error(client):
     assert {ref["$ref"].rsplit("/", 1)[1] for ref in schema["oneOf"]} == {
         "EvaluateJobIn",
         "RecoverJobIn",
+        "SeriesJobIn",
     }
     assert set(jobs["responses"]) == {"201", "400", "401", "403", "422"}
     assert set(doc["paths"]["/api/pairs/{pair_id}/sample"]["get"]["responses"]) == {

@@ -1,4 +1,4 @@
-"""POST /api/series/checkpoints: one job per checkpoint folder, placed by step, never twice;
+"""POST /api/checkpoints: one job per checkpoint folder, placed by step, never twice;
 a failed evaluation is retried (bounded); the base is evaluated once. No worker here: the queue is
 the embedded one and shards stay queued (tests/integration/test_watch.py runs a real worker)."""
 
@@ -32,14 +32,14 @@ def body(client, step, **extra):
 
 
 def test_checkpoints_are_submitted_once_and_placed_by_step(app_client):
-    first = app_client.post("/api/series/checkpoints", json=body(app_client, 20))
+    first = app_client.post("/api/checkpoints", json=body(app_client, 20))
     assert first.status_code == 200, first.text
     assert first.json()["status"] == "submitted" and first.json()["model"] == "run/checkpoint-20"
     assert first.json()["shards_to_run"] == 4  # base and checkpoint x 2 seeds
-    second = app_client.post("/api/series/checkpoints", json=body(app_client, 10)).json()
+    second = app_client.post("/api/checkpoints", json=body(app_client, 10)).json()
     # the base's shards are already on their way: only the checkpoint's two
     assert (second["status"], second["shards_to_run"]) == ("submitted", 2)
-    again = app_client.post("/api/series/checkpoints", json=body(app_client, 20)).json()
+    again = app_client.post("/api/checkpoints", json=body(app_client, 20)).json()
     assert (again["status"], again["job_id"], again["shards_to_run"]) == (
         "already",
         first.json()["job_id"],
@@ -55,28 +55,33 @@ def test_checkpoints_are_submitted_once_and_placed_by_step(app_client):
 
 
 def test_a_failed_evaluation_is_retried_then_given_up(app_client, cli):
-    job_id = app_client.post("/api/series/checkpoints", json=body(app_client, 20)).json()["job_id"]
+    worker = {
+        "Authorization": f"Bearer {cli('token', 'create', 'gpu', '--role', 'worker').stdout.strip()}"
+    }
+    job_id = app_client.post("/api/checkpoints", json=body(app_client, 20)).json()["job_id"]
     statuses = []
     for _ in range(3):
         detail = app_client.get(f"/api/jobs/{job_id}").json()
         for shard in detail["shards"]:
             if shard["status"] == "queued":
-                fail = app_client.post(f"/api/shards/{shard['id']}/fail", json={"error": "boom"})
+                fail = app_client.post(
+                    f"/api/shards/{shard['id']}/fail", json={"error": "boom"}, headers=worker
+                )
                 assert fail.status_code == 200
-        answer = app_client.post("/api/series/checkpoints", json=body(app_client, 20)).json()
+        answer = app_client.post("/api/checkpoints", json=body(app_client, 20)).json()
         statuses.append((answer["status"], answer["job_id"]))
     assert statuses == [("retried", job_id), ("retried", job_id), ("gave_up", job_id)]
     assert len(app_client.get("/api/jobs").json()) == 1
 
 
 def test_bad_submissions_are_refused(app_client):
-    outside = app_client.post("/api/series/checkpoints", json=body(app_client, 20, folder="/etc"))
+    outside = app_client.post("/api/checkpoints", json=body(app_client, 20, folder="/etc"))
     assert outside.status_code == 422 and "outside the configured roots" in outside.text
-    no_base = app_client.post("/api/series/checkpoints", json=body(app_client, 20, base_path=None))
+    no_base = app_client.post("/api/checkpoints", json=body(app_client, 20, base_path=None))
     assert no_base.status_code == 422 and "--base-path" in no_base.text
-    assert app_client.post("/api/series/checkpoints", json=body(app_client, -1)).status_code == 422
+    assert app_client.post("/api/checkpoints", json=body(app_client, -1)).status_code == 422
     del app_client.headers["Authorization"]
-    assert app_client.post("/api/series/checkpoints", json=body(app_client, 20)).status_code == 401
+    assert app_client.post("/api/checkpoints", json=body(app_client, 20)).status_code == 401
     assert app_client.get("/api/series").json() == []
 
 
@@ -105,8 +110,9 @@ def test_post_api_jobs_takes_a_whole_run_by_glob(app_client):
     [
         ({"checkpoints": ["/nowhere/checkpoint-*"]}, "no checkpoint folder matches"),
         ({"checkpoints": ["/etc"]}, "outside the configured roots"),
-        ({"checkpoints": []}, "malformed series request"),
-        ({"series": None}, "malformed series request"),
+        # typed body (app/web/schemas.py SeriesJobIn): refused before anything runs
+        ({"checkpoints": []}, "checkpoints"),
+        ({"series": None}, "series"),
     ],
 )
 def test_bad_run_requests_are_refused(app_client, change, message):

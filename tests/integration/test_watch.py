@@ -54,7 +54,7 @@ def test_watcher_submits_each_complete_checkpoint_once(tmp_path, models):
     args = [FORGETMAP, "watch", str(run), "--base", "tiny-base", "--series", "run",
             "--base-path", str(dep.models / "tiny-base"), "--benchmarks", "local:toy.jsonl",
             "--seeds", "0", "--engine", "transformers", "--max-tokens", "8"]  # fmt: skip
-    env = {**dep.worker_env, "FORGETMAP_APP_URL": dep.url, "FORGETMAP_API_TOKEN": dep.token}
+    env = {**dep.worker_env, "FORGETMAP_APP_URL": dep.url, "FORGETMAP_API_TOKEN": dep.submit_token}
     watcher = None
     try:
         dep.start_worker()
