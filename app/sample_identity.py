@@ -4,7 +4,7 @@ A base model is usually prompted few-shot and its post-trained descendant throug
 so the same question reaches the two models inside different queries. Keying a sample by a hash
 of its query therefore pairs nothing. Here a sample is keyed by its **question**:
 
-1. ``shared_affixes`` / ``unit_affixes``: within one (task, run) file, the longest prefix and
+1. ``unit_affixes``: within one (task, run) file, the longest prefix and
    suffix that *every* query shares (few-shot block, instructions, answer cue) are removed
    (``question_texts``), cut back to whitespace so that a word shared by chance is not split. A
    file with one query keeps it whole.
@@ -25,6 +25,7 @@ row order would be a guess (files are written in a shuffled order). They are sto
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
@@ -34,13 +35,13 @@ import pyarrow.compute as pc
 __all__ = [
     "AMBIGUOUS_MARK",
     "QUESTION_KEY_PREFIX",
+    "Cuts",
     "identify",
     "question_texts",
     "unit_affixes",
     "link_candidates",
     "question_from_prompts",
     "normalize_text",
-    "shared_affixes",
 ]
 
 QUESTION_KEY_PREFIX = "q:"
@@ -58,25 +59,10 @@ _DROPPED = (
 _DROP_TABLE = str.maketrans("", "", _DROPPED)
 
 
-def shared_affixes(queries: list[str]) -> tuple[int, int]:
-    """Lengths, in UTF-8 bytes, of the prefix and suffix that every query shares.
-
-    Both are cut back to whitespace (the removed prefix ends with it, the removed suffix starts
-    with it), so a word shared by chance is not split and the cuts fall between characters; they
-    never overlap in the shortest query. With fewer than two distinct queries nothing is shared:
-    a single query is all question.
-    """
-    encoded = {q.encode("utf-8") for q in queries}
-    if len(encoded) < 2:
-        return 0, 0
-    tails = [q[::-1] for q in encoded]
-    return _affixes(min(encoded), max(encoded), min(tails), max(tails), min(map(len, encoded)))
-
-
 _SPACE_BYTES = b" \t\n\r\x0b\x0c"
 
 
-def _back_to_space(shared: bytes, *, from_end: bool, separators: bytes = _SPACE_BYTES) -> int:
+def _back_to_space(shared: bytes, *, from_end: bool, separators: bytes) -> int:
     """Length of ``shared`` cut so that it ends (prefix) or starts (suffix) at a separator."""
     if not shared:
         return 0
@@ -97,23 +83,36 @@ def _one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
-def unit_affixes(queries: pa.Array | pa.ChunkedArray, *, lines: bool = False) -> tuple[int, int]:
-    """``shared_affixes`` of one unit's queries with Arrow kernels, in bytes.
+class Cuts(NamedTuple):
+    """Byte lengths (prefix, suffix) of what every query of a unit shares, cut back to
+    whitespace (``words``: for keys) and to line breaks (``lines``: for what lists show)."""
+
+    words: tuple[int, int]
+    lines: tuple[int, int]
+
+
+_NO_CUTS = Cuts((0, 0), (0, 0))
+
+
+def unit_affixes(queries: pa.Array | pa.ChunkedArray) -> Cuts:
+    """The prefix and suffix every query of one unit shares, in UTF-8 bytes, with Arrow kernels.
 
     Bytewise min/max keep the property that every query shares the common prefix of the two
     extremes; suffixes likewise on the queries' reversed last bytes (a window doubled while all of
-    it is shared). Byte offsets keep slicing O(1) per row: codepoint slicing of long few-shot
-    prompts scans them from the start. ``lines=True`` cuts at line breaks instead of any
-    whitespace: what lists show keeps a question's opening words that all questions share (every
-    BBH navigate question starts "If you follow these instructions").
+    it is shared). Both cuts come from one pass over the queries. Cutting back to whitespace keeps
+    a word shared by chance whole and the cuts between characters; cutting at line breaks keeps a
+    question's opening words that all questions share (every BBH navigate question starts "If you
+    follow these instructions"). Byte offsets keep slicing O(1) per row: codepoint slicing of long
+    few-shot prompts scans them from the start. With fewer than two distinct queries nothing is
+    shared: a single query is all question.
     """
     if len(queries) < 2 or queries.null_count:
-        return 0, 0
+        return _NO_CUTS
     raw = pc.cast(_one_array(queries), pa.binary())
     ends = pc.min_max(raw)
     lo, hi = ends["min"].as_py(), ends["max"].as_py()
     if lo == hi:
-        return 0, 0
+        return _NO_CUTS
     shortest = pc.min(pc.binary_length(raw)).as_py()
     window = 256
     while True:
@@ -122,7 +121,10 @@ def unit_affixes(queries: pa.Array | pa.ChunkedArray, *, lines: bool = False) ->
         if len(os.path.commonprefix([rlo, rhi])) < window or window >= shortest:
             break
         window *= 2
-    return _affixes(lo, hi, rlo, rhi, shortest, b"\n" if lines else _SPACE_BYTES)
+    return Cuts(
+        _affixes(lo, hi, rlo, rhi, shortest, _SPACE_BYTES),
+        _affixes(lo, hi, rlo, rhi, shortest, b"\n"),
+    )
 
 
 def question_texts(queries: pa.Array | pa.ChunkedArray, start: int, finish: int) -> pa.Array:
@@ -181,7 +183,7 @@ def question_from_prompts(table: pa.Table) -> pa.Array:
     parts = []
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(pos)], strict=True):
         unit = prompts.slice(lo, hi - lo)
-        parts.append(question_texts(unit, *unit_affixes(unit, lines=True)))
+        parts.append(question_texts(unit, *unit_affixes(unit).lines))
     filled = pa.chunked_array(parts, pa.string()).combine_chunks()
     index = np.full(table.num_rows, -1, np.int64)
     index[pos] = np.arange(len(pos))
@@ -235,9 +237,9 @@ def identify(table: pa.Table) -> pa.Array:
 
 
 def _affixes(
-    lo: bytes, hi: bytes, rlo: bytes, rhi: bytes, shortest: int, separators: bytes = _SPACE_BYTES
+    lo: bytes, hi: bytes, rlo: bytes, rhi: bytes, shortest: int, separators: bytes
 ) -> tuple[int, int]:
-    """``shared_affixes`` from a unit's extreme queries (forward and byte-reversed): every query
+    """``unit_affixes`` from a unit's extreme queries (forward and byte-reversed): every query
     shares the common prefix of the smallest and the largest, and likewise for suffixes. When the
     two would overlap in the shortest query, only the prefix is removed."""
     if lo == hi:

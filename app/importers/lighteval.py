@@ -738,8 +738,9 @@ def read_lighteval(
             slow.append(True)
         # what all queries of this (task, run) share is removed to leave the question: at word
         # boundaries for its key, at line breaks for what lists show
-        questions.append(question_texts(rows["query"], *unit_affixes(rows["query"])))
-        shown.append(question_texts(rows["query"], *unit_affixes(rows["query"], lines=True)))
+        cuts = unit_affixes(rows["query"])
+        questions.append(question_texts(rows["query"], *cuts.words))
+        shown.append(question_texts(rows["query"], *cuts.lines))
         doc_id = rows["doc_id"]
         has_ids.append(
             doc_id.null_count == 0

@@ -11,7 +11,6 @@ from app.sample_identity import (
     link_candidates,
     normalize_text,
     question_texts,
-    shared_affixes,
     unit_affixes,
 )
 
@@ -23,7 +22,7 @@ def _ids(rows: pa.Table):
     questions, has_ids = [], []
     for u in sorted(set(units)):
         mine = rows.filter(pc.equal(rows["unit"], u))
-        questions.append(question_texts(mine["query"], *unit_affixes(mine["query"])))
+        questions.append(question_texts(mine["query"], *unit_affixes(mine["query"]).words))
         ids = mine["doc_id"].to_pylist()
         has_ids.extend([all(i is not None and i.strip() for i in ids)] * mine.num_rows)
     ordered = rows.sort_by("unit")
@@ -52,15 +51,15 @@ def test_shared_affixes_stop_at_whitespace():
         "Shots...\nQuestion: What is red?\nAnswer:",
         "Shots...\nQuestion: What was blue?\nAnswer:",
     ]
-    start, end = shared_affixes(queries)
+    start, end = unit_affixes(pa.array(queries)).words
     # "What " is shared too, but "Wh" + "at" must not cut "was"/"is" apart
     assert queries[0][start : len(queries[0]) - end] == "is red?"
     assert queries[1][start : len(queries[1]) - end] == "was blue?"
 
 
 def test_one_query_is_all_question():
-    assert shared_affixes(["only one"]) == (0, 0)
-    assert shared_affixes(["same", "same"]) == (0, 0)
+    assert unit_affixes(pa.array(["only one"])).words == (0, 0)
+    assert unit_affixes(pa.array(["same", "same"])) == ((0, 0), (0, 0))
     _, question = _ids(_rows([0], ["  Question: x\nAnswer:"]))
     assert question.to_pylist() == ["Question: x\nAnswer:"]
 
