@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from app.errors import InputError
+from app.sample_identity import question_from_prompts
 
 NORMALIZED_SCHEMA = pa.schema(
     [
@@ -301,21 +302,10 @@ def prepare(table: pa.Table, *, source: str) -> tuple[pa.Table, dict]:
     table = validate_normalized(table, source=source)
     question = table["question"]
     if question.null_count and table["prompt"].null_count < table.num_rows:
-        from app.sample_identity import question_from_prompts
-
-        decoded = table.select(["model", "benchmark", "seed", "prompt", "question"])
-        decoded = decoded.cast(
-            pa.schema(
-                [
-                    pa.field(
-                        f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type
-                    )
-                    for f in decoded.schema
-                ]
-            )
-        )
+        # lists show the question, not the template: derive it from the prompts where not given
+        rows = table.select(["model", "benchmark", "seed", "prompt", "question"])
         table = table.set_column(
-            table.schema.get_field_index("question"), "question", question_from_prompts(decoded)
+            table.schema.get_field_index("question"), "question", question_from_prompts(rows)
         )
 
     # per benchmark: the distinct categories given and option counts seen, from integer codes

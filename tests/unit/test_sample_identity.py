@@ -114,3 +114,18 @@ def test_links_only_when_unique_both_ways():
     # a post question found in two base prompts links to neither
     both = [("b1", "x", f"{q1} {q2}"), ("b2", "y", f"{q1}")]
     assert link_candidates(both, [("p1", q1, "nothing")]) == []
+
+
+def test_questions_from_prompts_per_unit_and_given_ones_kept():
+    from app.sample_identity import question_from_prompts
+
+    table = pa.table(
+        {
+            "model": pa.array(["m", "m", "m", "m"]).dictionary_encode(),
+            "benchmark": pa.array(["b", "b", "c", "b"]).dictionary_encode(),
+            "seed": pa.array([0, 0, 0, 1], pa.int32()),
+            "prompt": ["Shots\nQ: one?\nA:", "Shots\nQ: two?\nA:", "alone", "Shots\nQ: x?\nA:"],
+            "question": [None, None, None, "given"],
+        }
+    )
+    assert question_from_prompts(table).to_pylist() == ["Q: one?", "Q: two?", "alone", "given"]
