@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -32,7 +31,6 @@ TERMINAL = ("done", "failed", "reused", "cancelled")
 ENGINES = ("vllm", "transformers")
 MODES = ("generate", "loglik")
 PROMPTING = ("chat", "base")
-_HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # models x benchmarks x seeds of one job: the paper's suite for two models and three seeds is 564,
 # the form's largest (ten seeds) 1,880; saving and sending take ~2 ms a shard here (bench: 564 in
 # 1.2 s), so one request stays within a few seconds
@@ -157,39 +155,6 @@ def stored_benchmark_name(name: str) -> str:
 
 def config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
-
-
-# ------------------------------------------------------------------------------ model paths
-
-
-class ModelPathError(InputError):
-    """A model reference that may not be loaded (outside the roots, or not a valid id)."""
-
-
-def check_model_path(path: str, roots: list[Path]) -> str:
-    """Allow a Hugging Face id (``org/name``) or a local path that resolves under a root.
-
-    Symlinks and ``..`` are resolved before the check, so neither can escape a root. Returns the
-    path to load (resolved for local paths).
-    """
-    text = path.strip()
-    looks_local = text.startswith(("/", ".", "~")) or "\\" in text or ".." in text
-    if not looks_local and _HF_ID.match(text):
-        return text
-    if not roots:
-        raise ModelPathError(
-            f"local model path {text!r} refused: no model roots configured "
-            "(set FORGETMAP_MODEL_ROOTS to the folders that may hold checkpoints)"
-        )
-    resolved = Path(text).expanduser().resolve()
-    for root in roots:
-        if resolved.is_relative_to(Path(root).expanduser().resolve()):
-            return str(resolved)
-    raise ModelPathError(
-        f"model path {text!r} is outside the configured roots "
-        f"({', '.join(str(r) for r in roots)}); move it under a root or add its folder to "
-        "FORGETMAP_MODEL_ROOTS"
-    )
 
 
 # ------------------------------------------------------------------------------------ jobs

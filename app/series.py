@@ -16,6 +16,7 @@ from app.db import series as series_db
 from app.db.store import Store
 from app.errors import InputError
 from app.forgetting_map import MapCache, MapQuery, category_sort_key
+from app.paths import check_model_path
 
 SERIES_FIELDS = (
     "series", "step", "post", "category", "f_true", "f_true_std", "bt_true", "bt_true_std",
@@ -174,7 +175,7 @@ def submit_checkpoint(
     from app import jobs
     from app.db.queries import model_specs
 
-    folder = jobs.check_model_path(body.folder, model_roots)
+    folder = check_model_path(body.folder, model_roots)
     found = series_db.get_series(conn, name=body.series)
     if found is not None:
         before = series_db.submission(conn, found["id"], folder)
@@ -193,7 +194,7 @@ def submit_checkpoint(
         raise InputError(
             f"no checkpoint known for base {body.base!r}: give its path or Hub id (--base-path)"
         )
-    base = jobs.ModelSpec(name=body.base, path=jobs.check_model_path(base_path, model_roots),
+    base = jobs.ModelSpec(name=body.base, path=check_model_path(base_path, model_roots),
                           prompting=body.base_prompting)  # fmt: skip
     name = checkpoint_model_name(body.series, body.step)
     checkpoint = jobs.ModelSpec(name=name, path=folder, prompting=body.prompting)
@@ -230,7 +231,7 @@ def submit_run(conn, body: dict, model_roots: list) -> tuple[dict, list[int]]:
         if not matches:
             raise InputError(f"no checkpoint folder matches {entry!r}")
         for match in matches:
-            folder = Path(jobs.check_model_path(match, model_roots))
+            folder = Path(check_model_path(match, model_roots))
             if not folder.is_dir():
                 raise InputError(f"{match!r} is not a checkpoint folder")
             step = step_of(folder)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.jobs import ModelPathError, check_model_path
+from app.paths import ModelPathError, check_model_path
 from worker.benchmarks.grading import grade, grade_choice_logprobs
 from worker.benchmarks.items import BenchmarkError, Item
 from worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots

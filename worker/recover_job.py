@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.jobs import ModelPathError, check_model_path
+from app.paths import ModelPathError, check_model_path
 from worker.client import AppClient
 from worker.evaluate import ShardFailed
 from worker.fingerprint import model_fingerprint

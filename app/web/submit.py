@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app import jobs
 from app.auth import Role
 from app.db import queries
+from app.paths import check_model_path
 from app.errors import InputError
 from app.queue import send_and_record
 from app.recovery import (
@@ -127,7 +128,7 @@ def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequ
             )
             continue
         try:
-            jobs.check_model_path(path, list(settings.model_roots))
+            check_model_path(path, list(settings.model_roots))
         except InputError as exc:
             errors[f"{side}_path"] = str(exc)
             continue
@@ -264,7 +265,7 @@ def parse_recovery(
                 raise InputError(
                     "give a Hugging Face id (org/name) or a local path under the model roots"
                 )
-            jobs.check_model_path(path, list(settings.model_roots))
+            check_model_path(path, list(settings.model_roots))
         except InputError as exc:
             errors[f"{side}_path"] = str(exc)
             continue

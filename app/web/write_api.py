@@ -15,6 +15,7 @@ from app.auth import Principal, Role
 from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
 from app.queue import send_and_record
+from app.paths import check_model_path
 from app.web import deps
 from app.web.schemas import (
     MAX_ID,
@@ -162,7 +163,7 @@ def submit_job(request: Request, body: JobIn, principal: Submitter) -> dict:
             else:
                 recovery_request = recovery.RecoveryRequest.from_dict(data)
                 for model in (recovery_request.base, recovery_request.post):
-                    jobs.check_model_path(model.path, list(request.app.state.settings.model_roots))
+                    check_model_path(model.path, list(request.app.state.settings.model_roots))
                 job_id, to_send = recovery.create_recovery_job(conn, recovery_request)
                 owned = [job_id]
             for owned_id in owned:

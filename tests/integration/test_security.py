@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from app.config import WebSettings
 from app.errors import InputError
-from app.jobs import ModelPathError, check_model_path
+from app.paths import ModelPathError, check_model_path
 from app.queue import BrokerSettings
 from app.web import create_app
 
