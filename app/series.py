@@ -217,7 +217,6 @@ def submit_run(conn, body: dict, model_roots: list) -> tuple[dict, list[int]]:
     evaluated again; the base once). Returns (summary, shard ids to send)."""
     import glob
 
-    from app import jobs
     from app.watch import step_of
 
     try:

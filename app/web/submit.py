@@ -15,8 +15,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app import jobs
 from app.auth import Role
 from app.db import queries
-from app.paths import check_model_path
 from app.errors import InputError
+from app.paths import check_model_path
 from app.queue import send_and_record
 from app.recovery import (
     MAX_TABLE_DOCS,

@@ -14,8 +14,8 @@ from app import jobs, recovery
 from app.auth import Principal, Role
 from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
-from app.queue import send_and_record
 from app.paths import check_model_path
+from app.queue import send_and_record
 from app.web import deps
 from app.web.schemas import (
     MAX_ID,
