@@ -81,6 +81,15 @@ _GPQA_SUFFIXES = ("", "_zeroshot", "_n_shot", "_cot_zeroshot", "_cot_n_shot", "_
 _LEADERBOARD_PREFIX = "leaderboard_"
 
 
+
+@dataclass(frozen=True)
+class BenchmarkMeta:
+    """What the store keeps of a benchmark: its category and usual option count (None: varies
+    or generative). Settled per import by ``app.importers.common.prepare``."""
+
+    category: str
+    num_choices: int | None
+
 @dataclass(frozen=True)
 class BenchmarkInfo:
     """One scored sub-benchmark of the taxonomy.

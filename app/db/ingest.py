@@ -20,17 +20,14 @@ import numpy as np
 import pyarrow as pa
 from sqlalchemy import Connection
 
+from app.columns import dictionary_codes
 from app.errors import InputError
+from app.naming import infer_family_and_size
 from app.sample_identity import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX, link_candidates
+from app.taxonomy import UNCATEGORIZED, BenchmarkMeta
 
 Progress = Callable[[str, int, int], None]
 WRITE_CHUNK_ROWS = 1_000_000
-
-
-@dataclass(frozen=True)
-class BenchmarkMeta:
-    category: str
-    num_choices: int | None
 
 
 @dataclass(frozen=True)
@@ -55,8 +52,6 @@ def config_hash(config: dict) -> str:
 
 def ensure_models(conn: Connection, names: list[str]) -> None:
     """Register models; family and size are guessed from the name (``forgetmap model set`` fixes)."""
-    from app.naming import infer_family_and_size
-
     duck = _duck(conn)
     for name in names:
         family, size = infer_family_and_size(name)
@@ -81,8 +76,6 @@ def set_model_meta(
 
 def ensure_benchmarks(conn: Connection, benchmarks: dict[str, BenchmarkMeta]) -> None:
     """Register benchmarks (one statement); an existing "Uncategorized" one takes a category given now."""
-    from app.taxonomy import UNCATEGORIZED
-
     if not benchmarks:
         return
     duck = _duck(conn)
@@ -171,8 +164,6 @@ def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.A
     Name columns are coded per distinct value (dictionary-encoded columns hash their dictionary,
     not their rows); the ids of the few hundred names come from one lookup each.
     """
-    from app.importers.common import dictionary_codes
-
     duck = _duck(conn)
     ids = {}
     codes = {}
@@ -263,8 +254,6 @@ def ingest(
     if on_conflict not in ("error", "keep"):
         raise ValueError(f"on_conflict must be 'error' or 'keep', got {on_conflict!r}")
     duck = _duck(conn)
-    from app.importers.common import dictionary_codes
-
     model_codes = dictionary_codes(table["model"])
     models = sorted(model_codes[1].to_pylist())
     ensure_models(conn, models)

@@ -10,6 +10,9 @@ from pathlib import Path
 from app.db.ingest import IngestSummary, Progress, ingest
 from app.db.store import Store
 from app.importers.common import InputError, prepare
+from app.importers.lighteval import read_lighteval
+from app.importers.lm_eval import read_lm_eval
+from app.importers.table import read_table
 
 KINDS = ("table", "lm-eval", "lighteval")
 
@@ -28,14 +31,10 @@ def read_source(
 ):
     """Parse a file of the given kind into the normalized table (no validation of keys yet)."""
     if kind == "table":
-        from app.importers.table import read_table
-
         return read_table(path, model=model)
     if model is None:
         raise InputError(f"import {kind} needs --model NAME (the files do not name the model)")
     if kind == "lm-eval":
-        from app.importers.lm_eval import read_lm_eval
-
         return read_lm_eval(
             path,
             model=model,
@@ -45,8 +44,6 @@ def read_source(
             on_filter=on_filter,
         )
     if kind == "lighteval":
-        from app.importers.lighteval import read_lighteval
-
         return read_lighteval(
             path, model=model, metric=metric, seed=seed, latest=latest, progress=progress
         )

@@ -17,14 +17,23 @@ and, where possible, how to fix it. The CLI prints it as ``error: <message>`` an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from app.columns import dictionary_codes, distinct_pairs, map_values, rows_where
 from app.errors import InputError
 from app.sample_identity import question_from_prompts
+from app.taxonomy import (
+    NOT_SCORED,
+    UNCATEGORIZED,
+    BenchmarkMeta,
+    canonical_name,
+    lookup,
+    not_scored_benchmarks,
+)
 
 NORMALIZED_SCHEMA = pa.schema(
     [
@@ -54,11 +63,6 @@ NORMALIZED_SCHEMA = pa.schema(
 )
 
 KEY_COLUMNS = ("model", "benchmark", "sample_id", "seed")
-
-
-def empty_columns(n: int) -> dict[str, pa.Array]:
-    """All-null columns of the normalized schema, for readers to fill in."""
-    return {f.name: pa.nulls(n, f.type) for f in NORMALIZED_SCHEMA}
 
 
 def build_table(columns: dict[str, Sequence | pa.Array]) -> pa.Table:
@@ -110,98 +114,6 @@ def normalized_schema_for(table: pa.Table) -> pa.Schema:
     return pa.schema(fields)
 
 
-# ---------------------------------------------------------------------------------------------
-# per-value work on dictionary-encoded columns
-
-
-def map_values(
-    col: pa.ChunkedArray | pa.Array,
-    fn: Callable[[pa.Array], pa.Array],
-    *,
-    keep_dictionary: bool = True,
-) -> pa.ChunkedArray | pa.Array:
-    """``fn`` (elementwise) applied to a column; on a dictionary-encoded one, to its values only.
-
-    A dictionary column gives a dictionary column again when ``fn`` returns strings and
-    ``keep_dictionary``; otherwise the per-value results are taken out to one per row (a null row
-    stays null). Chunks sharing one dictionary run ``fn`` once.
-    """
-    if not pa.types.is_dictionary(col.type):
-        return fn(col)
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    done: dict[tuple, pa.Array] = {}
-    out = []
-    for chunk in chunks:
-        d = chunk.dictionary
-        key = (tuple(b.address if b is not None else 0 for b in d.buffers()), d.offset, len(d))
-        mapped = done.get(key)
-        if mapped is None:
-            mapped = done[key] = fn(d)
-        if keep_dictionary and pa.types.is_string(mapped.type):
-            out.append(pa.DictionaryArray.from_arrays(chunk.indices.cast(pa.int32()), mapped))
-        else:
-            out.append(pc.take(mapped, chunk.indices))
-    if not out:
-        return fn(pa.array([], col.type.value_type))
-    if isinstance(col, pa.Array):
-        return out[0]
-    return pa.chunked_array(out, type=out[0].type)
-
-
-def dictionary_codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """Integer codes of a column without nulls: ``values[codes[i]]`` is row i's value.
-
-    ``values`` are distinct and each is used by some row (a dictionary's unused or repeated
-    entries, e.g. " a" and "a" after trimming, are folded). Hashes the dictionary, not the rows, when
-    the column is dictionary-encoded; a plain column is dictionary-encoded first.
-    """
-    if isinstance(col, pa.ChunkedArray):
-        col = (
-            col.combine_chunks()
-            if col.num_chunks != 1 or pa.types.is_dictionary(col.type)
-            else col.chunk(0)
-        )
-    if not pa.types.is_dictionary(col.type):
-        col = pc.dictionary_encode(col)
-    if col.null_count:
-        raise ValueError("dictionary_codes needs a column without nulls")
-    dictionary = col.dictionary
-    indices = col.indices.to_numpy(zero_copy_only=False)
-    values = pc.unique(dictionary)
-    if len(values) != len(dictionary):
-        remap = pc.index_in(dictionary, value_set=values).to_numpy(zero_copy_only=False)
-        codes = remap.astype(np.int32)[indices]
-    else:
-        codes = indices.astype(np.int32, copy=False)
-    used = (
-        np.bincount(codes, minlength=len(values)) > 0 if len(codes) else np.zeros(len(values), bool)
-    )
-    if not used.all():
-        renumber = np.cumsum(used, dtype=np.int32) - 1
-        codes = renumber[codes]
-        values = values.filter(pa.array(used))
-    return codes, values
-
-
-def distinct_pairs(a: np.ndarray, na: int, b: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (a[i], b[i]) pairs, 0 <= a < na and 0 <= b < nb, sorted by a then b."""
-    space = na * nb
-    if space <= max(1 << 22, 4 * len(a)):
-        seen = np.zeros(space, np.bool_)
-        seen[a.astype(np.int64) * nb + b] = True
-        keys = np.flatnonzero(seen)
-    else:
-        keys = np.unique(a.astype(np.int64) * nb + b)
-    return keys // nb, keys % nb
-
-
-def _rows_where(
-    col: pa.ChunkedArray, value_mask: Callable[[pa.Array], pa.Array]
-) -> pa.ChunkedArray:
-    """Per-row booleans of a per-value predicate (a dictionary column tests each value once)."""
-    return map_values(col, value_mask, keep_dictionary=False)
-
-
 def choices_json(choices: Iterable | None) -> str | None:
     """Options as a JSON list of strings (the stored form), or None."""
     if choices is None:
@@ -243,7 +155,7 @@ def validate_normalized(table: pa.Table, *, source: str) -> pa.Table:
         if col.null_count:
             row = pc.index(pc.is_null(col), True).as_py()
         else:
-            empty = _rows_where(col, lambda values: pc.equal(values, ""))
+            empty = rows_where(col, lambda values: pc.equal(values, ""))
             row = pc.index(empty, True).as_py() if pc.any(empty).as_py() else -1
         if row >= 0:
             hint = " (or pass --model NAME)" if name == "model" else ""
@@ -271,15 +183,6 @@ def prepare(table: pa.Table, *, source: str) -> tuple[pa.Table, dict]:
     gives (one per benchmark, else an error) or become "Uncategorized". Returns the validated table
     and {benchmark: BenchmarkMeta}.
     """
-    from app.db.ingest import BenchmarkMeta
-    from app.taxonomy import (
-        NOT_SCORED,
-        UNCATEGORIZED,
-        canonical_name,
-        lookup,
-        not_scored_benchmarks,
-    )
-
     def canonical(values: pa.Array) -> pa.Array:
         names = values.to_pylist()
         return pa.array([None if n is None else canonical_name(n) for n in names], pa.string())

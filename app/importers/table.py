@@ -20,13 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from app.importers.common import (
-    NORMALIZED_SCHEMA,
-    InputError,
-    build_table,
-    dictionary_codes,
-    map_values,
-)
+from app.columns import dictionary_codes, map_values
+from app.importers.common import NORMALIZED_SCHEMA, InputError, build_table
 
 REQUIRED = ("benchmark", "sample_id", "correct")
 TEXT_COLUMNS = ("category", "prompt", "response", "prediction", "gold", "choices", "doc_hash")

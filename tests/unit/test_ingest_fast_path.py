@@ -15,18 +15,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from app.importers import import_file  # isort: skip  (first: app.db.ingest alone is circular)
+from app.columns import dictionary_codes, distinct_pairs, map_values
 from app.db import ingest as ingest_mod
 from app.db.ingest import add_pair
 from app.db.queries import table_contents
 from app.db.store import open_store
 from app.errors import InputError
-from app.importers.common import (
-    dictionary_codes,
-    distinct_pairs,
-    map_values,
-    prepare,
-)
+from app.importers import import_file
+from app.importers.common import prepare
 from app.importers.table import read_table
 
 

@@ -1,0 +1,104 @@
+"""Arrow column helpers shared by the importers and the store: per-value work on
+dictionary-encoded columns, and integer codes for key checks.
+
+String columns may arrive dictionary-encoded (``dictionary<int32, string>``, e.g. name columns read
+from Parquet): they hold the same values, and per-value work (trimming, canonical names, checks)
+then runs once per distinct value instead of once per row (``map_values``). ``dictionary_codes``
+turns such a column (or a plain one) into integer codes. A leaf module: it imports none of ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def map_values(
+    col: pa.ChunkedArray | pa.Array,
+    fn: Callable[[pa.Array], pa.Array],
+    *,
+    keep_dictionary: bool = True,
+) -> pa.ChunkedArray | pa.Array:
+    """``fn`` (elementwise) applied to a column; on a dictionary-encoded one, to its values only.
+
+    A dictionary column gives a dictionary column again when ``fn`` returns strings and
+    ``keep_dictionary``; otherwise the per-value results are taken out to one per row (a null row
+    stays null). Chunks sharing one dictionary run ``fn`` once.
+    """
+    if not pa.types.is_dictionary(col.type):
+        return fn(col)
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    done: dict[tuple, pa.Array] = {}
+    out = []
+    for chunk in chunks:
+        d = chunk.dictionary
+        key = (tuple(b.address if b is not None else 0 for b in d.buffers()), d.offset, len(d))
+        mapped = done.get(key)
+        if mapped is None:
+            mapped = done[key] = fn(d)
+        if keep_dictionary and pa.types.is_string(mapped.type):
+            out.append(pa.DictionaryArray.from_arrays(chunk.indices.cast(pa.int32()), mapped))
+        else:
+            out.append(pc.take(mapped, chunk.indices))
+    if not out:
+        return fn(pa.array([], col.type.value_type))
+    if isinstance(col, pa.Array):
+        return out[0]
+    return pa.chunked_array(out, type=out[0].type)
+
+
+def dictionary_codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Integer codes of a column without nulls: ``values[codes[i]]`` is row i's value.
+
+    ``values`` are distinct and each is used by some row (a dictionary's unused or repeated
+    entries, e.g. " a" and "a" after trimming, are folded). Hashes the dictionary, not the rows, when
+    the column is dictionary-encoded; a plain column is dictionary-encoded first.
+    """
+    if isinstance(col, pa.ChunkedArray):
+        col = (
+            col.combine_chunks()
+            if col.num_chunks != 1 or pa.types.is_dictionary(col.type)
+            else col.chunk(0)
+        )
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(col)
+    if col.null_count:
+        raise ValueError("dictionary_codes needs a column without nulls")
+    dictionary = col.dictionary
+    indices = col.indices.to_numpy(zero_copy_only=False)
+    values = pc.unique(dictionary)
+    if len(values) != len(dictionary):
+        remap = pc.index_in(dictionary, value_set=values).to_numpy(zero_copy_only=False)
+        codes = remap.astype(np.int32)[indices]
+    else:
+        codes = indices.astype(np.int32, copy=False)
+    used = (
+        np.bincount(codes, minlength=len(values)) > 0 if len(codes) else np.zeros(len(values), bool)
+    )
+    if not used.all():
+        renumber = np.cumsum(used, dtype=np.int32) - 1
+        codes = renumber[codes]
+        values = values.filter(pa.array(used))
+    return codes, values
+
+
+def distinct_pairs(a: np.ndarray, na: int, b: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (a[i], b[i]) pairs, 0 <= a < na and 0 <= b < nb, sorted by a then b."""
+    space = na * nb
+    if space <= max(1 << 22, 4 * len(a)):
+        seen = np.zeros(space, np.bool_)
+        seen[a.astype(np.int64) * nb + b] = True
+        keys = np.flatnonzero(seen)
+    else:
+        keys = np.unique(a.astype(np.int64) * nb + b)
+    return keys // nb, keys % nb
+
+
+def rows_where(
+    col: pa.ChunkedArray, value_mask: Callable[[pa.Array], pa.Array]
+) -> pa.ChunkedArray:
+    """Per-row booleans of a per-value predicate (a dictionary column tests each value once)."""
+    return map_values(col, value_mask, keep_dictionary=False)
