@@ -11,7 +11,7 @@ of its query therefore pairs nothing. Here a sample is keyed by its **question**
 2. ``normalize_text``: whitespace and quote characters are dropped (templates wrap questions in
    quotes or not, straight or curly, and lay options out with other spacing), case is folded.
 3. ``identify``: ``q:`` + the first 16 hex digits of md5(normalized question, normalized
-   choices, gold), computed in DuckDB over the whole import at once (vectorized, no per-row Python).
+   choices, gold), over the whole import at once (normalization vectorized in numpy).
    md5 is an identity hash here, not a security measure.
 4. ``link_candidates`` (at pairing time): samples of a benchmark still unpaired after (1)-(3) are
    matched by the question text one side's prompt contains, when that match is unique both ways.
@@ -24,13 +24,15 @@ row order would be a guess (files are written in a shuffled order). They are sto
 
 from __future__ import annotations
 
+import hashlib
 import os
 from typing import NamedTuple
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from app.columns import dictionary_codes
 
 __all__ = [
     "AMBIGUOUS_MARK",
@@ -42,6 +44,7 @@ __all__ = [
     "link_candidates",
     "question_from_prompts",
     "normalize_text",
+    "normalized_texts",
 ]
 
 QUESTION_KEY_PREFIX = "q:"
@@ -70,12 +73,6 @@ def _back_to_space(shared: bytes, *, from_end: bool, separators: bytes) -> int:
         return max(shared.rfind(bytes([c])) for c in separators) + 1
     cuts = [i for i in (shared.find(bytes([c])) for c in separators) if i >= 0]
     return len(shared) - min(cuts) if cuts else 0
-
-
-def _normalized_sql(expr: str) -> str:
-    """``normalize_text`` in DuckDB SQL: one translate, no regular expression."""
-    dropped = _DROPPED.replace("'", "''")
-    return f"lower(translate({expr}, '{dropped}', ''))"
 
 
 def _one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -160,24 +157,29 @@ def _slice_bytes(texts: pa.Array, start: int, finish: int) -> pa.Array:
     ).cast(pa.string())
 
 
+def _unit_codes(table: pa.Table, columns: tuple[str, ...]) -> np.ndarray:
+    """One integer per row, equal for rows with equal values in ``columns`` (no nulls)."""
+    codes = np.zeros(table.num_rows, np.int64)
+    for name in columns:
+        col_codes, values = dictionary_codes(table[name])
+        codes = codes * len(values) + col_codes
+    return np.unique(codes, return_inverse=True)[1].reshape(-1) if len(codes) else codes
+
+
 def question_from_prompts(table: pa.Table) -> pa.Array:
     """The ``question`` column where given, else each ``prompt`` without what every prompt of its
     (model, benchmark, seed) shares (few-shot block, instructions, answer cue): what lists show."""
     question = table["question"].combine_chunks()
-    con = duckdb.connect()
-    try:
-        rows = table.select(["model", "benchmark", "seed", "prompt", "question"])
-        rows = rows.append_column("pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
-        con.register("rows_in", rows)
-        groups = con.sql(
-            "SELECT pos, dense_rank() OVER (ORDER BY model, benchmark, seed) AS g FROM rows_in "
-            "WHERE question IS NULL AND prompt IS NOT NULL ORDER BY g, pos"
-        ).fetchnumpy()
-    finally:
-        con.close()
-    pos, group = groups["pos"], groups["g"]
+    wanted = pc.and_(pc.is_null(question), pc.is_valid(table["prompt"])).to_numpy(
+        zero_copy_only=False
+    )
+    pos = np.flatnonzero(wanted)
     if not len(pos):
         return question
+    group = _unit_codes(table.select(["model", "benchmark", "seed"]).take(pa.array(pos)),
+                        ("model", "benchmark", "seed"))  # fmt: skip
+    order = np.argsort(group, kind="stable")
+    pos, group = pos[order], group[order]
     prompts = pc.take(table["prompt"], pa.array(pos))
     bounds = np.flatnonzero(np.diff(group)) + 1
     parts = []
@@ -191,6 +193,65 @@ def question_from_prompts(table: pa.Table) -> pa.Array:
     return pc.coalesce(question, taken)
 
 
+# the ASCII bytes that normalize_text drops
+_ASCII_DROPPED = sorted({ord(c) for c in _DROPPED if ord(c) < 128})
+
+
+def normalized_texts(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``normalize_text`` of every string (null -> ""), vectorized.
+
+    Rows that are pure ASCII go through byte comparisons in numpy (drop, lower case); the others
+    (any byte >= 0x80) through ``normalize_text`` itself, so both give exactly its result. Works in
+    slices of a few MB so that numpy's temporaries stay small (large ones are fresh pages each).
+    """
+    texts = pc.fill_null(pc.cast(_one_array(texts), pa.string()), "")
+    n = len(texts)
+    offsets = np.frombuffer(texts.buffers()[1], np.int32, n + 1, texts.offset * 4) if n else None
+    parts, start = [], 0
+    while start < n:
+        stop = int(np.searchsorted(offsets, offsets[start] + _SLICE_BYTES, side="right")) - 1
+        stop = min(max(stop, start + 1), n)
+        parts.append(_normalized_slice(texts.slice(start, stop - start)))
+        start = stop
+    return pa.concat_arrays(parts) if parts else texts
+
+
+_SLICE_BYTES = 1 << 22
+
+
+def _normalized_slice(texts: pa.Array) -> pa.Array:
+    n = len(texts)
+    offsets = np.frombuffer(texts.buffers()[1], np.int32, n + 1, texts.offset * 4)
+    data = np.frombuffer(texts.buffers()[2], np.uint8)[offsets[0] : offsets[-1]]
+    offsets = offsets - offsets[0]
+    dropped = np.zeros(len(data), np.bool_)
+    for byte in _ASCII_DROPPED:  # a comparison per byte value beats a lookup table here
+        dropped |= data == byte
+    keep = ~dropped
+    upper = (data >= ord("A")) & (data <= ord("Z"))
+    lowered = data + (upper.view(np.uint8) << 5)  # +32: ASCII upper case to lower
+    kept = np.zeros(len(data) + 1, np.int32)
+    np.cumsum(keep, out=kept[1:])
+    out = pa.Array.from_buffers(
+        pa.string(), n, [None, pa.py_buffer(kept[offsets]), pa.py_buffer(lowered[keep])]
+    )
+    wide = np.flatnonzero(data >= 0x80)
+    if not len(wide):
+        return out
+    rows = np.unique(np.searchsorted(offsets, wide, side="right") - 1)
+    exact = pa.array([normalize_text(t) for t in pc.take(texts, pa.array(rows)).to_pylist()],
+                     pa.string())  # fmt: skip
+    index = np.arange(n + len(rows))
+    index[rows] = n + np.arange(len(rows))
+    return pc.take(pa.concat_arrays([out, exact]), pa.array(index[:n]))
+
+
+def _per_value(col: pa.Array | pa.ChunkedArray, fn) -> pa.Array:
+    """``fn`` over the distinct values of a column with few of them (options, gold answers)."""
+    encoded = pc.dictionary_encode(_one_array(col))
+    return pc.take(fn(encoded.dictionary), encoded.indices)
+
+
 def identify(table: pa.Table) -> pa.Array:
     """Sample ids for rows of many (task, run) files at once.
 
@@ -199,41 +260,46 @@ def identify(table: pa.Table) -> pa.Array:
     joined by \\x1f) and ``gold_key`` (the gold index, or the gold text of a generative item; both
     may be null; all three are normalized here), ``doc_id`` and ``has_ids`` (every row of the unit has a
     document id: the ids are kept). Otherwise a row's id is ``q:`` + 16 hex digits of
-    md5(normalized question, choices, gold); keys shared by several rows of one unit get
-    ``~ambiguous<n>``.
+    md5(normalized question, choices, gold), the three joined by \\x1f; keys shared by several
+    rows of one unit get ``~ambiguous<n>`` (n in row order within the unit).
     """
-    con = duckdb.connect()
-    try:
-        rows = table.select(["unit", "question", "choices_key", "gold_key", "doc_id", "has_ids"])
-        rows = rows.append_column("pos", pa.array(np.arange(table.num_rows, dtype=np.int64)))
-        con.register("rows_in", rows)
-        parts = " || chr(31) || ".join(
-            f"coalesce({_normalized_sql(c)}, '')" for c in ("question", "choices_key", "gold_key")
-        )
-        con.execute(
-            f"""
-            CREATE TEMP TABLE keyed AS
-            SELECT pos, unit, has_ids, CASE WHEN has_ids THEN trim(doc_id)
-                       ELSE '{QUESTION_KEY_PREFIX}' || left(md5({parts}), 16) END AS key
-            FROM rows_in
-            """
-        )
-        shared = con.sql(
-            "SELECT count(*) FROM (SELECT unit, key FROM keyed WHERE NOT has_ids "
-            "GROUP BY unit, key HAVING count(*) > 1)"
-        ).fetchall()[0][0]
-        if shared:
-            sample_id = f"""CASE WHEN has_ids OR count(*) OVER (PARTITION BY unit, key) = 1 THEN key
-                        ELSE key || '{AMBIGUOUS_MARK}' ||
-                             row_number() OVER (PARTITION BY unit, key ORDER BY pos) END"""
-        else:
-            sample_id = "key"
-        result = con.sql(
-            f"SELECT {sample_id} AS sample_id FROM keyed ORDER BY pos"
-        ).to_arrow_table()
-    finally:
-        con.close()
-    return result["sample_id"].combine_chunks()
+    n = table.num_rows
+    joined = pc.binary_join_element_wise(
+        normalized_texts(table["question"]),
+        _per_value(table["choices_key"], normalized_texts),
+        _per_value(table["gold_key"], normalized_texts),
+        "\x1f",
+    )
+    hashed = [
+        QUESTION_KEY_PREFIX + hashlib.md5(text.encode()).hexdigest()[:16]
+        for text in joined.to_pylist()
+    ]
+    has_ids = pc.fill_null(table["has_ids"], False).to_numpy(zero_copy_only=False)
+    keys = pc.if_else(
+        pa.array(has_ids),
+        pc.utf8_trim_whitespace(pc.cast(_one_array(table["doc_id"]), pa.string())),
+        pa.array(hashed, pa.string()),
+    )
+    if not n:
+        return keys
+    key_codes, _ = dictionary_codes(pc.fill_null(keys, ""))
+    unit = np.asarray(pc.fill_null(table["unit"], -1).to_numpy(zero_copy_only=False), np.int64)
+    group = np.where(has_ids, -1, (unit - unit.min()) * (int(key_codes.max()) + 1) + key_codes)
+    _, inverse, counts = np.unique(group, return_inverse=True, return_counts=True)
+    shared = (counts[inverse.reshape(-1)] > 1) & ~has_ids
+    if not shared.any():
+        return keys
+    rows = np.flatnonzero(shared)
+    order = rows[np.argsort(group[rows], kind="stable")]
+    starts = np.r_[True, np.diff(group[order]) != 0]
+    first = np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))
+    number = np.arange(len(order)) - first + 1
+    marked = pc.take(keys, pa.array(order)).to_pylist()
+    suffixed = pa.array([f"{k}{AMBIGUOUS_MARK}{m}" for k, m in zip(marked, number.tolist(), strict=True)],
+                        pa.string())  # fmt: skip
+    index = np.arange(n)
+    index[order] = n + np.arange(len(order))
+    return pc.take(pa.concat_arrays([keys, suffixed]), pa.array(index))
 
 
 def _affixes(
@@ -260,7 +326,7 @@ MAX_LINK_COMPARISONS = 25_000_000
 
 def normalize_text(text: str | None) -> str:
     """A question, options or gold text as keys compare it: whitespace and quote characters
-    dropped, case folded (the same as the SQL that ``identify`` runs)."""
+    dropped, case folded (``normalized_texts`` is its vectorized twin for whole columns)."""
     if not text:
         return ""
     return text.translate(_DROP_TABLE).lower()

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pyarrow as pa
 import pyarrow.compute as pc
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.sample_identity import (
     AMBIGUOUS_MARK,
     identify,
     link_candidates,
     normalize_text,
+    normalized_texts,
     question_texts,
     unit_affixes,
 )
@@ -129,3 +134,34 @@ def test_questions_from_prompts_per_unit_and_given_ones_kept():
         }
     )
     assert question_from_prompts(table).to_pylist() == ["Q: one?", "Q: two?", "alone", "given"]
+
+
+# text made of what normalization treats specially: ASCII letters of both cases, every dropped
+# character (ASCII and Unicode), and non-ASCII letters whose lower case is not a byte shift
+_SPECIAL = "AbZz09 \t\n\r\x0b\x0c\"'`\u2018\u2019\u201c\u201d\u00ab\u00a0\u2009\u3000ÄéİẞΣ€"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(alphabet=_SPECIAL, max_size=40)), max_size=30))
+def test_normalized_texts_is_normalize_text_on_every_row(texts):
+    assert normalized_texts(pa.array(texts, pa.string())).to_pylist() == [
+        normalize_text(t) for t in texts
+    ]
+
+
+def test_normalized_texts_works_across_slices_and_keeps_row_order():
+    """Longer than one slice of the vectorized pass, mixed ASCII and not, with empty rows."""
+    texts = [
+        ("Ünï “Q” %d" if i % 7 == 0 else "Plain 'Q' %d") % i if i % 5 else ""
+        for i in range(300_000)
+    ]
+    assert normalized_texts(pa.array(texts)).to_pylist() == [normalize_text(t) for t in texts]
+
+
+def test_question_keys_are_md5_of_the_normalized_parts_joined_by_unit_separators():
+    """The key a stored sample carries is a documented function of its content (hand-computed)."""
+    keyed = _rows([0], ["Q: What is 2+2?"], choices_key=["A\x1fB"], gold_key=["1"])
+    keyed = keyed.append_column("question", pa.array([" What  is 2+2? "]))
+    keyed = keyed.append_column("has_ids", pa.array([False]))
+    digest = hashlib.md5(b"whatis2+2?\x1fa\x1fb\x1f1").hexdigest()[:16]
+    assert identify(keyed).to_pylist() == [f"q:{digest}"]
