@@ -35,7 +35,9 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -499,7 +501,12 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
 
 def _from_uniform(table: pa.Table) -> dict:
     """``_FILE_COLUMNS`` of the concatenated uniform rows of many files, with Arrow kernels."""
-    cols = {name: _plain(table[name]) for name in table.column_names}
+    # the texts stay in their per-file chunks (copying them is most of the cost); only the lists,
+    # whose offsets are worked on in numpy, become one array each
+    texts = ("doc_id", "query", "prompt")
+    cols = {
+        name: table[name] if name in texts else _plain(table[name]) for name in table.column_names
+    }
     choices, first_gold, n_gold = cols["choices"], cols["first_gold"], cols["n_gold"]
     k = pc.fill_null(pc.list_value_length(choices), 0)
     num_choices = pc.if_else(
@@ -702,6 +709,25 @@ def plan_files(
     return [(task, s, file) for (task, s), (_, file) in chosen.items()]
 
 
+READ_AHEAD = 4
+"""Details files read ahead on threads while earlier ones are worked on (Parquet decoding
+releases the GIL, so reading overlaps the Python side of the import)."""
+
+
+def _read_ahead(files: list[Path]) -> Iterator[tuple[Path, tuple[pa.Table, bool]]]:
+    """(file, ``_read_rows(file)``) in order, with up to READ_AHEAD files read ahead."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pending: deque = deque()
+        for file in files:
+            pending.append((file, pool.submit(_read_rows, file)))
+            if len(pending) > READ_AHEAD:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
+
+
 def read_lighteval(
     path: Path,
     *,
@@ -723,8 +749,7 @@ def read_lighteval(
     shown: list[pa.Array] = []  # per file
     slow: list[bool] = []  # per file: read row by row
     has_ids: list[bool] = []  # per file: every row has a document id
-    for number, (_, _, file) in enumerate(planned):
-        table, nested = _read_rows(file)
+    for number, (file, (table, nested)) in enumerate(_read_ahead([f for _, _, f in planned])):
         try:
             rows = _uniform(table, nested, metric)
             uniform.append(rows)
