@@ -21,9 +21,8 @@ When the rows could not be turned into Arrow directly, some versions stored ever
 shapes are read with Arrow kernels only (no per-row Python).
 
 A whole tree imports at once: a details file, a run folder, a model's details folder holding many
-runs, or an output folder. lighteval writes ``OUT/details/<org>/<model>/<ts>/details_*.parquet`` and
-``OUT/results/<org>/<model>/results_<ts>.json``; each run's seed is read from its results file
-(``find_runs``, ``plan_files``).
+runs, or an output folder; each run's seed is read from its results file
+(``app.importers.lighteval_runs``).
 
 ``sample_id`` is the doc's ``id`` when every row of the file has one; otherwise the question key of
 ``app.sample_identity`` (``q:`` + hash of the question without the template, the options and
@@ -38,7 +37,6 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,55 +46,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from app.importers.common import InputError, build_table, choices_json, parse_binary
+from app.importers.lighteval_runs import find_runs, plan_files
 from app.sample_identity import identify, question_texts, unit_affixes
 
-__all__ = [
-    "DEFAULT_METRICS",
-    "DetailsRun",
-    "find_details_files",
-    "find_runs",
-    "plan_files",
-    "read_lighteval",
-    "task_from_filename",
-]
+__all__ = ["DEFAULT_METRICS", "read_lighteval"]
 
 DEFAULT_METRICS = ("acc", "exact_match", "extractive_match", "em")
 """Metrics used for ``correct`` when none is named, in order (lighteval calls exact match "em")."""
 
-_DATE_ID = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
-_DETAILS_NAME = re.compile(rf"^details_(?P<task>.+)_(?P<date>{_DATE_ID})\.parquet$")
-_EXPECTED = (
-    "details_<task>_<timestamp>.parquet "
-    "(written by lighteval --save-details under OUTPUT_DIR/details/MODEL/TIMESTAMP/)"
-)
 Progress = Callable[[str, int, int], None]
 _ENUM_REPR = re.compile(r"<([A-Za-z_][\w.]*): ([^<>]*)>")
-
-
-def task_from_filename(name: str) -> str | None:
-    """The raw task string of a ``details_<task>_<timestamp>.parquet`` name; None if not one."""
-    match = _DETAILS_NAME.match(name)
-    if match:
-        return match.group("task")
-    if name.startswith("details_") and name.endswith(".parquet"):
-        task = name[len("details_") : name.rfind("_")]
-        return task or None
-    return None
-
-
-def find_details_files(path: Path) -> list[Path]:
-    """The details files at ``path``: the file itself, or ``details_*.parquet`` below a folder."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory (expected {_EXPECTED})")
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("details_*.parquet") if p.is_file())
-        if not files:
-            raise InputError(f"{path}: no lighteval details files found; expected {_EXPECTED}")
-        return files
-    if task_from_filename(path.name) is None:
-        raise InputError(f"{path}: not a lighteval details file name; expected {_EXPECTED}")
-    return [path]
 
 
 def _parse(value: Any) -> Any:
@@ -582,131 +541,6 @@ def _rows_table(columns: dict) -> pa.Table:
             for name in _FILE_COLUMNS
         }
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# a tree of runs: which files, which seed
-
-
-@dataclass(frozen=True)
-class DetailsRun:
-    """One lighteval run: its details files (by task) and the results file that holds its seed."""
-
-    timestamp: str
-    folder: Path
-    files: dict[str, Path]
-    results: Path | None
-    seed: int | None
-
-
-def _timestamp_of(name: str) -> str | None:
-    match = _DETAILS_NAME.match(name)
-    return match.group("date") if match else None
-
-
-def _seed_in(results: Path) -> int | None:
-    """The run's seed from ``results_<ts>.json``: the general config's generation parameters.
-
-    lighteval 0.10 keeps them at ``config_general.generation_parameters``; later versions nest them
-    under ``config_general.model_config``. A seed that is not an integer is an error.
-    """
-    try:
-        data = json.loads(results.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{results}: not a readable lighteval results file ({exc})") from None
-    general = data.get("config_general") if isinstance(data, dict) else None
-    if not isinstance(general, dict):
-        return None
-    for holder in (general, general.get("model_config")):
-        params = holder.get("generation_parameters") if isinstance(holder, dict) else None
-        if isinstance(params, dict) and params.get("seed") is not None:
-            seed = params["seed"]
-            if isinstance(seed, bool) or not isinstance(seed, int):
-                raise InputError(f"{results}: the run's seed {seed!r} is not an integer")
-            return seed
-    return None
-
-
-def _results_candidates(folder: Path, timestamp: str, root: Path) -> list[Path]:
-    """Where lighteval puts a run's results file, given the run's details folder.
-
-    ``OUT/details/<org>/<model>/<ts>/`` -> ``OUT/results/<org>/<model>/results_<ts>.json``; also
-    the run folder itself and anything below the imported path.
-    """
-    name = f"results_{timestamp}.json"
-    out = [folder / name, folder.parent / name]
-    parts = folder.resolve().parts
-    for i in range(len(parts) - 1, 0, -1):
-        if parts[i] == "details":
-            mirror = Path(*parts[:i], "results", *parts[i + 1 : -1])
-            out.append(mirror / name)
-            break
-    if root.is_dir():
-        out.extend(root.rglob(name))
-    return out
-
-
-def find_runs(path: Path) -> list[DetailsRun]:
-    """The runs under ``path`` (a details file, a run folder, a model's folder, an output folder)."""
-    files = find_details_files(Path(path))
-    root = Path(path) if Path(path).is_dir() else Path(path).parent
-    by_run: dict[tuple[Path, str], dict[str, Path]] = {}
-    for file in files:
-        task = task_from_filename(file.name)
-        if task is None:
-            raise InputError(
-                f"{file}: cannot read the task from the file name; expected {_EXPECTED}"
-            )
-        timestamp = _timestamp_of(file.name) or file.parent.name
-        run = by_run.setdefault((file.parent, timestamp), {})
-        if task in run:
-            raise InputError(f"{file.parent}: task {task!r} has two details files in one run")
-        run[task] = file
-    runs = []
-    for (folder, timestamp), tasks in sorted(by_run.items(), key=lambda kv: kv[0][1]):
-        results = next(
-            (p for p in _results_candidates(folder, timestamp, root) if p.is_file()), None
-        )
-        seed = _seed_in(results) if results is not None else None
-        runs.append(DetailsRun(timestamp, folder, tasks, results, seed))
-    return runs
-
-
-def plan_files(
-    runs: list[DetailsRun], *, seed: int | None, latest: bool
-) -> list[tuple[str, int, Path]]:
-    """(task, seed, file) to import: each run's seed (or ``seed`` for all), one file per (task, seed).
-
-    A run without a seed is an error naming it; two runs of one task with one seed are an error
-    naming both, unless ``latest`` (the later timestamp wins).
-    """
-    chosen: dict[tuple[str, int], tuple[DetailsRun, Path]] = {}
-    for run in runs:
-        run_seed = seed if seed is not None else run.seed
-        if run_seed is None:
-            where = (
-                f"its results file {run.results} has no seed under config_general's "
-                "generation_parameters"
-                if run.results is not None
-                else f"no results_{run.timestamp}.json was found (lighteval writes it to "
-                "OUT/results/<org>/<model>/)"
-            )
-            raise InputError(
-                f"run {run.timestamp} ({run.folder}): cannot tell its seed: {where}; import the "
-                "output folder that holds both details/ and results/, or pass --seed N"
-            )
-        for task, file in run.files.items():
-            key = (task, run_seed)
-            if key in chosen:
-                other_run, other_file = chosen[key]
-                if not latest:
-                    raise InputError(
-                        f"task {task!r} seed {run_seed} comes from two runs ({other_file} and "
-                        f"{file}); pass --latest to keep the later run, or import one of them"
-                    )
-                # runs are in timestamp order: the later one replaces the earlier
-            chosen[key] = (run, file)
-    return [(task, s, file) for (task, s), (_, file) in chosen.items()]
 
 
 READ_AHEAD = 4

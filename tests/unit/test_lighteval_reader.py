@@ -9,7 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from app.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized
-from app.importers.lighteval import read_lighteval, task_from_filename
+from app.importers.lighteval import read_lighteval
+from app.importers.lighteval_runs import task_from_filename
 from tests.fixtures_formats import MC_DOCS, write_lighteval_details
 
 TASK = "leaderboard|mmlu:anatomy|5"
