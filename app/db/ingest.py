@@ -3,8 +3,8 @@
 ``ingest`` takes a validated normalized Arrow table (app.importers.common) and, inside the caller's
 transaction: registers models and benchmarks, refuses rows that contradict stored ones, inserts
 only new rows (so re-importing a file is a no-op), records runs, and recomputes the transition,
-coverage and seed-vs-seed counts of every (pair, benchmark, seed) the new rows touch. The map reads
-only those small tables.
+coverage and seed-vs-seed counts of every (pair, benchmark, seed) the new rows touch
+(``app.db.pairing``). The map reads only those small tables. ``add_pair`` creates a pair.
 
 All SQL here takes values as parameters; table and column names are fixed strings.
 """
@@ -21,9 +21,9 @@ import pyarrow as pa
 from sqlalchemy import Connection
 
 from app.columns import dictionary_codes
+from app.db.pairing import refresh_counts
 from app.errors import InputError
 from app.naming import infer_family_and_size
-from app.sample_identity import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX, link_candidates
 from app.taxonomy import UNCATEGORIZED, BenchmarkMeta
 
 Progress = Callable[[str, int, int], None]
@@ -433,225 +433,6 @@ def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int
     duck.execute("DROP TABLE staged")
     duck.execute("DROP TABLE staged_new")
     return rows_added
-
-
-def refresh_counts(
-    conn: Connection, touched: str, pair_ids: list[int] | None = None
-) -> tuple[list[int], dict]:
-    """Recompute materialized counts for every unit the rows in temp table ``touched`` reach.
-
-    ``touched`` has columns model_id, benchmark_id, seed. A unit is (pair, benchmark, seed) for
-    every pair with a touched model on either side (or only ``pair_ids`` when given). Returns the
-    refreshed pair ids and, per pair, the unpaired sample counts summed over its units.
-    """
-    duck = _duck(conn)
-    if (
-        pair_ids is None
-        and not duck.execute(
-            f"SELECT count(*) FROM pairs WHERE base_model_id IN (SELECT model_id FROM {touched}) "
-            f"OR post_model_id IN (SELECT model_id FROM {touched})"
-        ).fetchall()[0][0]
-    ):
-        # no pair has a touched model: no transition, coverage or noise-floor count can change
-        # (an import counts seed-vs-seed only for paired models; add_pair counts the rest)
-        return [], {}
-    pair_filter = ""
-    params: list = []
-    if pair_ids is not None:
-        pair_filter = f"AND p.id IN ({', '.join('?' for _ in pair_ids)})"
-        params = list(pair_ids)
-    duck.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE affected AS
-        SELECT DISTINCT p.id AS pair_id, p.base_model_id, p.post_model_id, t.benchmark_id, t.seed
-        FROM pairs p JOIN (SELECT DISTINCT model_id, benchmark_id, seed FROM {touched}) t
-          ON t.model_id = p.base_model_id OR t.model_id = p.post_model_id
-        WHERE true {pair_filter}
-        """,
-        params,
-    )
-    link_by_text(duck)
-    duck.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE joined AS
-        WITH base AS (
-            SELECT a.pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash,
-                   r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
-            FROM affected a JOIN results r
-              ON r.model_id = a.base_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
-        ), post AS (
-            SELECT a.pair_id, r.benchmark_id, r.seed,
-                   coalesce(l.base_sample_id, r.sample_id) AS sample_id,
-                   l.base_sample_id IS NOT NULL AS by_text,
-                   r.correct, r.num_choices, r.doc_hash,
-                   r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
-            FROM affected a JOIN results r
-              ON r.model_id = a.post_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
-            LEFT JOIN sample_links l
-              ON l.pair_id = a.pair_id AND l.benchmark_id = r.benchmark_id
-             AND l.post_sample_id = r.sample_id
-        )
-        SELECT coalesce(b.pair_id, p.pair_id) AS pair_id,
-               coalesce(b.benchmark_id, p.benchmark_id) AS benchmark_id,
-               coalesce(b.seed, p.seed) AS seed,
-               b.correct AS pre, p.correct AS post,
-               coalesce(b.num_choices, p.num_choices, 0) AS k,
-               coalesce(b.ambiguous, p.ambiguous) AS ambiguous,
-               p.sample_id IS NULL AND NOT b.ambiguous AS only_base,
-               b.sample_id IS NULL AND NOT p.ambiguous AS only_post,
-               coalesce(b.doc_hash <> p.doc_hash, false) AS mismatched,
-               coalesce(p.by_text, false) AS by_text,
-               coalesce(b.sample_id LIKE '{QUESTION_KEY_PREFIX}%', false) AS by_question
-        FROM base b FULL OUTER JOIN post p
-          ON b.pair_id = p.pair_id AND b.benchmark_id = p.benchmark_id
-         AND b.seed = p.seed AND b.sample_id = p.sample_id
-         AND NOT b.ambiguous AND NOT p.ambiguous
-        """
-    )
-    for table in ("transitions", "coverage"):
-        duck.execute(
-            f"DELETE FROM {table} USING affected a WHERE {table}.pair_id = a.pair_id "
-            f"AND {table}.benchmark_id = a.benchmark_id AND {table}.seed = a.seed"
-        )
-    duck.execute(
-        """
-        INSERT INTO transitions
-        SELECT pair_id, benchmark_id, seed, k,
-               count(*) FILTER (WHERE NOT pre AND NOT post),
-               count(*) FILTER (WHERE NOT pre AND post),
-               count(*) FILTER (WHERE pre AND NOT post),
-               count(*) FILTER (WHERE pre AND post)
-        FROM joined WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched
-        GROUP BY pair_id, benchmark_id, seed, k
-        """
-    )
-    duck.execute(
-        """
-        INSERT INTO coverage (pair_id, benchmark_id, seed, paired, only_base, only_post,
-                              mismatched, ambiguous, by_question, by_text)
-        SELECT pair_id, benchmark_id, seed,
-               count(*) FILTER (WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched),
-               count(*) FILTER (WHERE only_base),
-               count(*) FILTER (WHERE only_post),
-               count(*) FILTER (WHERE mismatched),
-               count(*) FILTER (WHERE ambiguous),
-               count(*) FILTER (WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched
-                                AND by_question AND NOT by_text),
-               count(*) FILTER (WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched
-                                AND by_text)
-        FROM joined GROUP BY pair_id, benchmark_id, seed
-        """
-    )
-    rows = duck.execute(
-        """
-        SELECT pair_id, sum(only_base::INT), sum(only_post::INT), sum(mismatched::INT),
-               sum(ambiguous::INT)
-        FROM joined GROUP BY pair_id ORDER BY pair_id
-        """
-    ).fetchall()
-    _refresh_seed_transitions(duck, touched, only_paired=pair_ids is None)
-    duck.execute("DROP TABLE joined")
-    duck.execute("DROP TABLE affected")
-    unpaired = {
-        pid: {"only_base": int(a), "only_post": int(b), "mismatched": int(c), "ambiguous": int(d)}
-        for pid, a, b, c, d in rows
-    }
-    return [r[0] for r in rows], unpaired
-
-
-def link_by_text(duck) -> int:
-    """Link still-unpaired samples of the pairs in temp table ``affected`` by question text.
-
-    For each (pair, benchmark): base samples whose id no post sample has (any seed) and post
-    samples likewise, neither ambiguous nor linked already, are matched by
-    ``app.sample_identity.link_candidates``; the links go to ``sample_links``. Returns how many.
-    """
-
-    def unmatched(side: str, other: str) -> str:
-        """One side's samples that no sample of the other side shares an id with (any seed)."""
-        return f"""
-            SELECT pb.pair_id, r.benchmark_id, r.sample_id, '{side}' AS side,
-                   any_value(r.question) AS question, any_value(r.prompt) AS prompt
-            FROM pb JOIN results r ON r.model_id = pb.{side}_model_id
-                                  AND r.benchmark_id = pb.benchmark_id
-            WHERE r.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
-              AND NOT EXISTS (SELECT 1 FROM results x WHERE x.model_id = pb.{other}_model_id
-                              AND x.benchmark_id = r.benchmark_id AND x.sample_id = r.sample_id)
-              AND NOT EXISTS (SELECT 1 FROM sample_links l WHERE l.pair_id = pb.pair_id
-                              AND l.benchmark_id = r.benchmark_id
-                              AND l.{side}_sample_id = r.sample_id)
-            GROUP BY pb.pair_id, r.benchmark_id, r.sample_id"""
-
-    rows = duck.execute(
-        f"""
-        WITH pb AS (
-            SELECT DISTINCT pair_id, base_model_id, post_model_id, benchmark_id FROM affected
-        ), base AS ({unmatched("base", "post")}
-        ), post AS ({unmatched("post", "base")}
-        ), both_sides AS (
-            SELECT pair_id, benchmark_id FROM base INTERSECT SELECT pair_id, benchmark_id FROM post
-        )
-        SELECT u.pair_id, u.benchmark_id, u.side, u.sample_id, u.question, u.prompt
-        FROM (SELECT * FROM base UNION ALL SELECT * FROM post) u
-        JOIN both_sides USING (pair_id, benchmark_id)
-        ORDER BY u.pair_id, u.benchmark_id, u.side, u.sample_id
-        """
-    ).fetchall()
-    groups: dict[tuple[int, int], dict[str, list]] = {}
-    for pair_id, benchmark_id, side, sample_id, question, prompt in rows:
-        group = groups.setdefault((pair_id, benchmark_id), {"base": [], "post": []})
-        group[side].append((sample_id, question, prompt))
-    links = [
-        (pair_id, benchmark_id, base_id, post_id)
-        for (pair_id, benchmark_id), group in groups.items()
-        for base_id, post_id in link_candidates(group["base"], group["post"])
-    ]
-    if links:
-        duck.executemany(
-            "INSERT INTO sample_links (pair_id, benchmark_id, base_sample_id, post_sample_id) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            links,
-        )
-    return len(links)
-
-
-def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
-    """A model against itself across seeds, for every touched (model, benchmark).
-
-    The noise floor is shown only for pairs, so an import skips models in no pair; ``add_pair``
-    computes its two models' counts when it pairs them.
-    """
-    paired = (
-        "WHERE model_id IN (SELECT base_model_id FROM pairs UNION SELECT post_model_id FROM pairs)"
-        if only_paired
-        else ""
-    )
-    duck.execute(
-        f"CREATE OR REPLACE TEMP TABLE touched_mb AS "
-        f"SELECT DISTINCT model_id, benchmark_id FROM {touched} {paired}"
-    )
-    duck.execute(
-        "DELETE FROM seed_transitions USING touched_mb t WHERE seed_transitions.model_id = t.model_id "
-        "AND seed_transitions.benchmark_id = t.benchmark_id"
-    )
-    duck.execute(
-        f"""
-        INSERT INTO seed_transitions
-        SELECT a.model_id, a.benchmark_id, a.seed, b.seed, coalesce(a.num_choices, b.num_choices, 0),
-               count(*) FILTER (WHERE NOT a.correct AND NOT b.correct),
-               count(*) FILTER (WHERE NOT a.correct AND b.correct),
-               count(*) FILTER (WHERE a.correct AND NOT b.correct),
-               count(*) FILTER (WHERE a.correct AND b.correct)
-        FROM touched_mb t
-        JOIN results a ON a.model_id = t.model_id AND a.benchmark_id = t.benchmark_id
-        JOIN results b ON b.model_id = a.model_id AND b.benchmark_id = a.benchmark_id
-         AND b.sample_id = a.sample_id AND b.seed > a.seed
-        WHERE (a.doc_hash IS NULL OR b.doc_hash IS NULL OR a.doc_hash = b.doc_hash)
-          AND a.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
-        GROUP BY ALL
-        """
-    )
-    duck.execute("DROP TABLE touched_mb")
 
 
 def add_pair(
