@@ -444,9 +444,9 @@ def recover() -> None:
 @click.pass_context
 def recover_list(ctx: click.Context, fmt: str, correction: str) -> None:
     """The newest analysis of each pair: its symmetric share beside the noise control's."""
-    from app.db import recoveries
+    from app.db import recoverability as recoveries
     from app.db.queries import list_pairs
-    from app.recovery import headline
+    from app.recoverability import headline
 
     store = _store(ctx)
     with store.read() as conn:
@@ -488,7 +488,7 @@ def recover_export(ctx: click.Context, recovery_id: int, out: Path) -> None:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    from app.db import recoveries
+    from app.db import recoverability as recoveries
 
     if out.suffix not in (".csv", ".parquet"):
         raise CliError(f"{out}: the output must end in .csv or .parquet")
