@@ -26,17 +26,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from app.taxonomy import lookup
-from worker.benchmarks.items import LETTERS, BenchmarkError, Item, content_hash
+from worker.benchmarks.items import LETTERS, BenchmarkError, Item, content_hash, taxonomy_category
 
 __all__ = ["ItemCollector", "permutation", "shuffle_item"]
 
 log = logging.getLogger(__name__)
-
-
-def _category(benchmark: str) -> str | None:
-    info = lookup(benchmark)
-    return None if info is None else info.category
 
 
 class ItemCollector:
@@ -72,7 +66,7 @@ class ItemCollector:
             choices=None if choices is None else tuple(choices),
             gold=gold,
             gold_index=gold_index,
-            category=_category(self.benchmark),
+            category=taxonomy_category(self.benchmark),
             context=context,
             metadata=metadata or {},
         )
