@@ -217,7 +217,7 @@ def statistics_bytes(n_tokens: int, vocab_size: int, k: int) -> int:
 
 
 def upload_body(result: Any) -> dict:
-    """The JSON the app's /api/shards/{id}/recovery takes, from a RecoveryResult."""
+    """The JSON the app's /api/shards/{id}/recovery takes, from a RecoverabilityResult."""
     d = result.to_dict()
     table = dict(d["table"])
     table["doc_id"] = [str(x) for x in table["doc_id"]]

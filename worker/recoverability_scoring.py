@@ -479,7 +479,7 @@ def analyze_model(
 
 
 @dataclass
-class RecoveryResult:
+class RecoverabilityResult:
     """Everything a recoverability run produces (``to_dict`` is JSON-ready)."""
 
     config: dict[str, Any]
@@ -557,7 +557,7 @@ def run_recoverability(
     load: Callable[[Any], Any] = load_model,
     progress: Progress | None = None,
     scratch_dir: str | Path | None = None,
-) -> RecoveryResult:
+) -> RecoverabilityResult:
     """The whole analysis for a pair (post may be None: controls only) and its controls.
 
     base/post: model objects or paths (``load`` turns a path into a model; a loaded path model is
@@ -650,7 +650,7 @@ def run_recoverability(
             for s in SPLITS
         },
     }
-    return RecoveryResult(
+    return RecoverabilityResult(
         config=config,
         table=table,
         corrections={m: r["corrections"] for m, r in per_model.items()},
