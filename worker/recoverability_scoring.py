@@ -40,6 +40,7 @@ embeddings are untouched even when tied to the head), restored afterwards:
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import math
 import shutil
@@ -117,7 +118,6 @@ def read_corpus(
     (id ``name:line``); any other file is UTF-8 text: one document, or one per part between
     ``txt_separator`` (e.g. "\n\n"; id ``name#part``). Empty documents are left out.
     """
-    import json
 
     ids: list[str] = []
     texts: list[str] = []
