@@ -1,0 +1,78 @@
+"""What every ``forgetmap`` command uses: consoles, the one-line error, the store, record output."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from app.db import Store
+
+# Heavy modules (rich, SQLAlchemy, DuckDB, pyarrow, scipy) are imported by the commands that use
+# them, so that `forgetmap --help` and quick commands start fast.
+
+
+def Console(*args, **kwargs):  # noqa: N802 - stands in for rich's class
+    from rich.console import Console as RichConsole
+
+    return RichConsole(*args, **kwargs)
+
+
+def Table(*args, **kwargs):  # noqa: N802 - stands in for rich's class
+    from rich.table import Table as RichTable
+
+    return RichTable(*args, **kwargs)
+
+
+def stderr_console():
+    """A console on stderr (progress, notices)."""
+    return Console(stderr=True)
+
+
+class CliError(click.ClickException):
+    """A one-line error for the user; exit code 2."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:  # noqa: ARG002 - click's signature
+        click.echo(f"error: {self.message}", err=True)
+
+
+def store_of(ctx: click.Context) -> Store:
+    from app.db import StoreError, open_store
+
+    path = ctx.obj["db"]
+    try:
+        return open_store(path)
+    except StoreError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def format_value(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4f}"
+    return str(value)
+
+
+def echo_records(records: list[dict], fields, fmt: str) -> None:
+    """Records as a JSON list, or as CSV with the given columns (None as an empty cell)."""
+    if fmt == "json":
+        click.echo(json.dumps(records, indent=1))
+        return
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({k: "" if r[k] is None else r[k] for k in fields})
+    click.echo(buf.getvalue(), nl=False)
+
+
+def plus_minus(mean: float, std: float | None) -> str:
+    return f"{mean:.4f}" if std is None else f"{mean:.4f} ± {std:.4f}"

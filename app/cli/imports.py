@@ -1,0 +1,122 @@
+"""`forgetmap import table|lm-eval|lighteval`: per-sample results into the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from app.cli.common import (
+    CliError,
+    stderr_console,
+    store_of,
+)
+from app.errors import InputError
+
+
+@click.group("import")
+def import_group() -> None:
+    """Import per-sample results (one transaction per file: all or nothing)."""
+
+
+def _run_import(ctx: click.Context, kind: str, path: Path, **options) -> None:
+    from app.importers import import_file
+    from app.progress import progress_reporter
+
+    store = store_of(ctx)
+    try:
+        with progress_reporter(f"importing {path.name}", stderr_console()) as progress:
+            summary = import_file(store, kind, path, progress=progress, **options)
+    except InputError as exc:
+        raise CliError(f"{exc} (nothing was imported)") from exc
+    finally:
+        store.close()
+    models = ", ".join(summary.models)
+    click.echo(
+        f"imported {summary.rows_added:,} new rows ({summary.rows_unchanged:,} already stored) "
+        f"for {models} on {len(summary.benchmarks)} benchmarks"
+    )
+    for pair_id, counts in summary.unpaired.items():
+        if any(counts.values()):
+            click.echo(
+                f"pair {pair_id}: {counts['only_base']} samples only in base, {counts['only_post']} only "
+                f"in post, {counts['ambiguous']} ambiguous, {counts['mismatched']} with mismatched "
+                f"documents (excluded, not dropped silently; `forgetmap pair add` shows them per benchmark)"
+            )
+
+
+@import_group.command("table")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--model", help="Model name for rows without a model column.")
+@click.pass_context
+def import_table(ctx: click.Context, file: Path, model: str | None) -> None:
+    """CSV, JSONL or Parquet with columns model, benchmark, sample_id, correct [, seed, ...]."""
+    _run_import(ctx, "table", file, model=model)
+
+
+@import_group.command("lm-eval")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--model", required=True, help="Name of the evaluated model.")
+@click.option(
+    "--metric",
+    help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).",
+)
+@click.option(
+    "--filter",
+    "filter_name",
+    multiple=True,
+    help="Filter for tasks scored with several: NAME (every task that has it) or TASK=NAME; "
+    "repeatable. Default: flexible-extract, get-answer, strict-match, none (first present).",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.pass_context
+def import_lm_eval(
+    ctx: click.Context,
+    path: Path,
+    model: str,
+    metric: str | None,
+    filter_name: tuple[str, ...],
+    seed: int,
+) -> None:
+    """lm-evaluation-harness samples_*.jsonl (a file or a directory of them)."""
+
+    def told(task: str, taken: str, filters: list[str], why: str) -> None:
+        click.echo(f"{task}: filters {', '.join(filters)}; took {taken} ({why})", err=True)
+
+    _run_import(
+        ctx,
+        "lm-eval",
+        path,
+        model=model,
+        metric=metric,
+        filter_name=list(filter_name) or None,
+        seed=seed,
+        on_filter=told,
+    )
+
+
+@import_group.command("lighteval")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--model", required=True, help="Name of the evaluated model.")
+@click.option(
+    "--metric",
+    help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed of every run imported (default: each run's seed from its results_<ts>.json).",
+)
+@click.option(
+    "--latest",
+    is_flag=True,
+    help="When two runs hold one task with the same seed, keep the later run.",
+)
+@click.pass_context
+def import_lighteval(
+    ctx: click.Context, path: Path, model: str, metric: str | None, seed: int | None, latest: bool
+) -> None:
+    """lighteval details parquet (v0.10 flat or v0.11+ nested): a file, a run folder, a model's
+    details folder with many runs, or a whole lighteval output folder."""
+    _run_import(ctx, "lighteval", path, model=model, metric=metric, seed=seed, latest=latest)

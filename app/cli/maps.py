@@ -1,0 +1,150 @@
+"""`forgetmap map`: the forgetting map as JSON, CSV or a table."""
+
+from __future__ import annotations
+
+import click
+
+from app.cli.common import (
+    Console,
+    Table,
+    echo_records,
+    format_value,
+    plus_minus,
+    store_of,
+)
+
+
+@click.command("map")
+@click.option(
+    "--level", type=click.Choice(["benchmark", "category"]), default="category", show_default=True
+)
+@click.option(
+    "--aggregate", type=click.Choice(["macro", "micro"]), default="macro", show_default=True
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "csv", "table"]),
+    default="table",
+    show_default=True,
+)
+@click.pass_context
+def map_command(ctx: click.Context, level: str, aggregate: str, fmt: str) -> None:
+    """The forgetting map: chance-adjusted F_true / BT_true per pair and category or benchmark."""
+    from app.forgetting_map import (
+        BENCHMARK_EXTRA,
+        BENCHMARK_FIELDS,
+        CATEGORY_EXTRA,
+        CATEGORY_FIELDS,
+        MapQuery,
+        map_records,
+    )
+
+    store = store_of(ctx)
+    try:
+        records = map_records(store, MapQuery(level=level, aggregate=aggregate))
+    finally:
+        store.close()
+    fields = (
+        (BENCHMARK_FIELDS + BENCHMARK_EXTRA)
+        if level == "benchmark"
+        else (CATEGORY_FIELDS + CATEGORY_EXTRA)
+    )
+    if fmt in ("json", "csv"):
+        echo_records(records, fields, fmt)
+    else:
+        if not records:
+            click.echo(_empty_map_hint(ctx))
+            return
+        _print_table(records, level)
+
+
+def _empty_map_hint(ctx: click.Context) -> str:
+    """Why the map is empty and what to try."""
+    from app.db.queries import list_pairs
+
+    store = store_of(ctx)
+    try:
+        with store.read() as conn:
+            pairs = list_pairs(conn)
+    finally:
+        store.close()
+    if not pairs:
+        return (
+            "the map is empty: import results for two models, then `forgetmap pair add BASE POST`"
+        )
+    names = ", ".join(f"{p['base']} -> {p['post']}" for p in pairs[:5])
+    return (
+        f"the map is empty: {len(pairs)} pair(s) ({names}) paired no samples. Samples pair on "
+        "(benchmark, sample id, seed): check that both models ran the same benchmarks (same task "
+        "names) with the same seeds; `forgetmap pair add BASE POST` prints per benchmark what "
+        "each side has"
+    )
+
+
+def _print_table(records: list[dict], level: str) -> None:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    if level == "category":
+        table = Table(title="F_true / BT_true (mean ± std across seeds)")
+        for col in (
+            "pair",
+            "category",
+            "bench",
+            "seeds",
+            "F_true",
+            "BT_true",
+            "F",
+            "BT",
+            "F_max",
+            "noise",
+        ):
+            table.add_column(col, justify="left" if col in ("pair", "category") else "right")
+        for r in records:
+            table.add_row(
+                f"{r['base']} -> {r['post']}",
+                r["category"],
+                str(r["n_benchmarks"]),
+                str(r["seeds"]),
+                plus_minus(r["f_true"], r["f_true_std"]),
+                plus_minus(r["bt_true"], r["bt_true_std"]),
+                format_value(r["f"]),
+                format_value(r["bt"]),
+                format_value(r["f_max"]),
+                format_value(r["noise_floor"]),
+                end_section=r["category"] == "Total",
+            )
+    else:
+        table = Table(title="per benchmark and seed")
+        for col in (
+            "pair",
+            "benchmark",
+            "seed",
+            "n",
+            "k",
+            "acc_pre",
+            "acc_post",
+            "F",
+            "BT",
+            "F_true",
+            "BT_true",
+            "p",
+        ):
+            table.add_column(col, justify="left" if col in ("pair", "benchmark") else "right")
+        for r in records:
+            table.add_row(
+                f"{r['base']} -> {r['post']}",
+                r["benchmark"],
+                str(r["seed"]),
+                str(r["n"]),
+                str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")),
+                format_value(r["acc_pre"]),
+                format_value(r["acc_post"]),
+                format_value(r["f"]),
+                format_value(r["bt"]),
+                format_value(r["f_true"]),
+                format_value(r["bt_true"]),
+                f"{r['mcnemar_p']:.3g}",
+            )
+    console.print(table)

@@ -1,0 +1,114 @@
+"""`forgetmap pair add|list`: base -> post-trained model pairs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from app.cli.common import (
+    CliError,
+    Console,
+    Table,
+    store_of,
+)
+from app.errors import InputError
+
+if TYPE_CHECKING:
+    from app.db import Store
+
+
+@click.group()
+def pair() -> None:
+    """Base -> post-trained model pairs."""
+
+
+@pair.command("add")
+@click.argument("base")
+@click.argument("post")
+@click.option("--label", help="Display label, e.g. 'Qwen2.5-7B -> Instruct'.")
+@click.option("--stage", help="Post-training stage: instruct, sft, rl, domain-cpt, merge, other.")
+@click.pass_context
+def pair_add(
+    ctx: click.Context, base: str, post: str, label: str | None, stage: str | None
+) -> None:
+    """Pair BASE with its post-trained descendant POST and compute their transition counts."""
+    from app.db.ingest import add_pair
+
+    store = store_of(ctx)
+    try:
+        with store.transaction() as conn:
+            pair_id, created, unpaired = add_pair(conn, base, post, label=label, stage=stage)
+    except InputError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        store.close()
+    click.echo(f"{'added' if created else 'updated'} pair {pair_id}: {base} -> {post}")
+    _print_pairing(store, pair_id, unpaired)
+
+
+def _print_pairing(store: Store, pair_id: int, unpaired: dict) -> None:
+    """Per benchmark: what paired and by which rule; a hint when nothing paired."""
+    from app.db.queries import pairing_report, pairing_rule
+
+    with store.read() as conn:
+        report = pairing_report(conn, pair_id)
+    store.close()
+    table = Table(
+        "benchmark", "seeds", "paired", "only base", "only post", "ambiguous", "mismatched", "rule"
+    )
+    for row in report:
+        table.add_row(
+            row["benchmark"],
+            str(row["seeds"]),
+            f"{row['paired']:,}",
+            f"{row['only_base']:,}",
+            f"{row['only_post']:,}",
+            f"{row['ambiguous']:,}",
+            f"{row['mismatched']:,}",
+            pairing_rule(row),
+        )
+    if report:
+        Console(width=max(Console().width, 120)).print(table)
+    paired = sum(r["paired"] for r in report)
+    click.echo(
+        f"paired {paired:,} samples on {sum(1 for r in report if r['paired'])} of "
+        f"{len(report)} benchmarks; {unpaired['only_base']:,} only in base, "
+        f"{unpaired['only_post']:,} only in post, {unpaired.get('ambiguous', 0):,} ambiguous, "
+        f"{unpaired['mismatched']:,} with mismatched documents (excluded from the counts)"
+    )
+    if not paired:
+        click.echo(
+            "nothing paired: samples pair on (benchmark, sample id, seed). Check that both models "
+            "ran the same benchmarks (same task names) with the same seeds "
+            "(`forgetmap pair list`, the importer's summary), and that the files give document "
+            "ids or the same questions."
+        )
+
+
+@pair.command("list")
+@click.pass_context
+def pair_list(ctx: click.Context) -> None:
+    """List pairs with their coverage."""
+    from app.db.queries import list_pairs
+
+    store = store_of(ctx)
+    with store.read() as conn:
+        pairs = list_pairs(conn)
+    store.close()
+    if not pairs:
+        click.echo("no pairs yet: import results, then `forgetmap pair add BASE POST`")
+        return
+    table = Table("id", "base", "post", "label", "stage", "benchmarks", "seeds", "paired samples")
+    for p in pairs:
+        table.add_row(
+            str(p["id"]),
+            p["base"],
+            p["post"],
+            p["label"] or "",
+            p["stage"] or "",
+            str(p["benchmarks"]),
+            str(p["seeds"]),
+            f"{p['paired_samples']:,}",
+        )
+    Console().print(table)
