@@ -32,13 +32,24 @@ BENCHMARK_FIELDS = (
 )  # fmt: skip
 BENCHMARK_EXTRA = (
     "pair_id", "label", "stage", "k_mix", "mcnemar_p", "noise_floor", "only_base", "only_post",
-    "mismatched",
+    "mismatched", "net", "f_rel",
 )  # fmt: skip
 CATEGORY_FIELDS = (
     "base", "post", "category", "n_benchmarks", "seeds", "f_true", "f_true_std", "bt_true",
     "bt_true_std", "f", "bt", "f_max", "bt_max",
 )  # fmt: skip
-CATEGORY_EXTRA = ("pair_id", "label", "stage", "noise_floor")
+CATEGORY_EXTRA = ("pair_id", "label", "stage", "noise_floor", "net", "f_rel")
+DERIVED = ("net", "f_rel")
+"""Derived values the map can colour by (app.metrics: net_transfer, relative_forgetting); NaN and
+missing values travel as None."""
+
+
+def derived_metrics(f_true, bt_true, f_max) -> dict[str, np.ndarray]:
+    """``net`` = BT_true - F_true and ``f_rel`` = F_true / F_max (NaN where F_max = 0)."""
+    return {
+        "net": metrics.net_transfer(f_true, bt_true),
+        "f_rel": metrics.relative_forgetting(f_true, f_max),
+    }
 
 
 @dataclass(frozen=True)
@@ -191,6 +202,7 @@ def _benchmark_columns(
                                    at["benchmark_id"].astype(np.int64)),
         "only_base": at["only_base"].astype(np.int64), "only_post": at["only_post"].astype(np.int64),
         "mismatched": at["mismatched"].astype(np.int64),
+        **derived_metrics(s["f_true"], s["bt_true"], s["f_max"]),
     }  # fmt: skip
     categories = sorted(set(bench_cat.tolist()), key=category_sort_key)
     cat_rank = np.array([categories.index(c) for c in bench_cat.tolist()], dtype=np.int64)
@@ -228,7 +240,7 @@ def benchmark_records(
             values = list(values)
         if name == "num_choices":  # -1: generative or mixed
             return [None if v < 0 else v for v in values]
-        if name == "noise_floor":  # NaN: no seed-vs-seed counts
+        if name in ("noise_floor", *DERIVED):  # NaN: no seed-vs-seed counts, or F_max = 0
             return [None if v != v else v for v in values]
         return values
 
@@ -315,6 +327,8 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
         "bt_max": agg["bt_max"].tolist(), "pair_id": agg["pair"].tolist(),
         "label": names_of["label"].tolist(), "stage": names_of["stage"].tolist(),
         "noise_floor": _nan_to_none(row_noise),
+        **{name: _nan_to_none(v)
+           for name, v in derived_metrics(agg["f_true"], agg["bt_true"], agg["f_max"]).items()},
     }  # fmt: skip
     return _records_from_columns(tuple(columns), list(columns.values()))
 
@@ -466,7 +480,8 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
     if level == "category":
         return [
             {**{k: r[k] for k in ("pair_id", "f_true", "f_true_std", "bt_true", "bt_true_std", "f",
-                                  "bt", "f_max", "bt_max", "noise_floor", "n_benchmarks", "seeds")},
+                                  "bt", "f_max", "bt_max", "noise_floor", "n_benchmarks", "seeds",
+                                  *DERIVED)},
              "column": r["category"]}
             for r in records
         ]  # fmt: skip
@@ -486,6 +501,7 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
             sq = np.bincount(group, weights=(x - mean[group]) ** 2, minlength=len(uniq))
             with np.errstate(invalid="ignore", divide="ignore"):
                 cols[f"{name}_std"] = np.where(count > 1, np.sqrt(sq / (count - 1)), np.nan)
+    cols.update(derived_metrics(cols["f_true"], cols["bt_true"], cols["f_max"]))
     noise = np.fromiter((np.nan if r["noise_floor"] is None else r["noise_floor"] for r in records),
                         dtype=np.float64, count=len(records))  # fmt: skip
     has = ~np.isnan(noise)

@@ -18,7 +18,7 @@ looks like a flip. Generative items have no chance term (c = 0, F_max = acc_pre,
 BT_max = acc_post). Where a benchmark mixes option counts, the chance term and the ceilings are
 computed per k-group and combined with group-size weights n_g / N.
 
-Aggregation (``aggregate``) is the paper's "macro" mean by default: per (pair, seed, category) the
+Aggregation (``aggregate_columns``) is the paper's "macro" mean by default: per (pair, seed, category) the
 unweighted mean of benchmark values, then mean and sample standard deviation (ddof=1) across
 seeds; "Total" is the per-seed mean over categories. The "micro" variant weights benchmarks by their
 sample counts. Beyond the paper: McNemar's exact test, a paired bootstrap CI and a seed-vs-seed
@@ -255,137 +255,25 @@ def scores_from_arrays(
 
 
 # ---------------------------------------------------------------------------------------------
-# Aggregation across benchmarks and seeds
+# Derived metrics (what the map can colour besides F_true and BT_true)
 
 
-@dataclass(frozen=True)
-class UnitScore:
-    """One (pair, benchmark, seed) result, the input of ``aggregate``."""
-
-    pair: object
-    benchmark: str
-    category: str
-    seed: int
-    n: int
-    f_true: float
-    bt_true: float
-    f: float
-    bt: float
-    f_max: float
-    bt_max: float
+def net_transfer(f_true: np.ndarray, bt_true: np.ndarray) -> np.ndarray:
+    """net = BT_true - F_true: what post-training gave back minus what it took, chance-adjusted
+    (positive: more 0->1 than 1->0 flips beyond chance; in [-1, 1]). Of aggregated values (means
+    over benchmarks or seeds) it is the difference of the means."""
+    return np.asarray(bt_true, dtype=np.float64) - np.asarray(f_true, dtype=np.float64)
 
 
-@dataclass(frozen=True)
-class CategoryScore:
-    """Mean (and sample std across seeds) of benchmark values for one pair and category."""
-
-    pair: object
-    category: str
-    n_benchmarks: int
-    seeds: int
-    f_true: float
-    f_true_std: float | None
-    bt_true: float
-    bt_true_std: float | None
-    f: float
-    bt: float
-    f_max: float
-    bt_max: float
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float | None]:
-    arr = np.asarray(values, dtype=np.float64)
-    mean = float(arr.mean())
-    std = float(arr.std(ddof=1)) if arr.size > 1 else None
-    return mean, std
-
-
-def aggregate(units: Iterable[UnitScore], how: str = "macro") -> list[CategoryScore]:
-    """Aggregate benchmark scores per (pair, category) and a per-pair "Total".
-
-    macro (the paper's): for each (pair, seed, category) the unweighted mean of the benchmark
-    values (each already clipped at 0); then mean and sample std (ddof=1) of those per-seed means
-    across seeds. Total: per seed the unweighted mean over categories, then mean/std across seeds.
-    micro: as macro but every mean is weighted by the benchmarks' paired sample counts, and Total
-    weights all benchmarks of the pair by sample count.
-
-    Seeds are paired upstream (seed s of the base with seed s of the post model); a category's seed
-    count is the number of seeds with at least one of its benchmarks. Std is None with one seed.
-
-    This is the readable definition; ``aggregate_arrays`` computes the same numbers over columns
-    (the map uses it) and a property test holds the two together.
-    """
-    if how not in ("macro", "micro"):
-        raise ValueError(f"aggregation must be 'macro' or 'micro', got {how!r}")
-    by_cell: dict[tuple[object, str, int], list[UnitScore]] = {}
-    for u in units:
-        by_cell.setdefault((u.pair, u.category, u.seed), []).append(u)
-
-    def mean_of(rows: Sequence[UnitScore], name: str) -> float:
-        values = np.array([getattr(r, name) for r in rows], dtype=np.float64)
-        if how == "micro":
-            weights = np.array([r.n for r in rows], dtype=np.float64)
-            return float(np.average(values, weights=weights))
-        return float(values.mean())
-
-    # per (pair, seed, category) means
-    per_seed: dict[tuple[object, str], dict[int, dict[str, float]]] = {}
-    benchmarks: dict[tuple[object, str], set[str]] = {}
-    rows_by_pair_seed: dict[tuple[object, int], list[UnitScore]] = {}
-    for (pair, category, seed), rows in by_cell.items():
-        per_seed.setdefault((pair, category), {})[seed] = {
-            **{name: mean_of(rows, name) for name in VALUE_FIELDS},
-            "_n": float(sum(r.n for r in rows)),
-        }
-        benchmarks.setdefault((pair, category), set()).update(r.benchmark for r in rows)
-        rows_by_pair_seed.setdefault((pair, seed), []).extend(rows)
-
-    # Total: per seed, the mean over categories (macro) or over all samples (micro)
-    for (pair, seed), rows in rows_by_pair_seed.items():
-        rows = [r for r in rows if r.category not in OUTSIDE_TOTAL]
-        if not rows:
-            continue
-        if how == "micro":
-            values = {name: mean_of(rows, name) for name in VALUE_FIELDS}
-        else:
-            cats = [per_seed[(pair, c)][seed] for c in {r.category for r in rows}]
-            values = {name: float(np.mean([c[name] for c in cats])) for name in VALUE_FIELDS}
-        per_seed.setdefault((pair, TOTAL), {})[seed] = values
-        benchmarks.setdefault((pair, TOTAL), set()).update(r.benchmark for r in rows)
-
-    out = []
-    for (pair, category), seeds in per_seed.items():
-        ordered = [seeds[s] for s in sorted(seeds)]
-        f_true, f_true_std = _mean_std([s["f_true"] for s in ordered])
-        bt_true, bt_true_std = _mean_std([s["bt_true"] for s in ordered])
-        out.append(
-            CategoryScore(
-                pair=pair,
-                category=category,
-                n_benchmarks=len(benchmarks[(pair, category)]),
-                seeds=len(ordered),
-                f_true=f_true,
-                f_true_std=f_true_std,
-                bt_true=bt_true,
-                bt_true_std=bt_true_std,
-                f=float(np.mean([s["f"] for s in ordered])),
-                bt=float(np.mean([s["bt"] for s in ordered])),
-                f_max=float(np.mean([s["f_max"] for s in ordered])),
-                bt_max=float(np.mean([s["bt_max"] for s in ordered])),
-            )
-        )
-    return out
-
-
-def pair_seeds(
-    base_seeds: Iterable[int], post_seeds: Iterable[int]
-) -> tuple[list[int], list[int], list[int]]:
-    """Seed s of the base pairs with seed s of the post model (by value, never cross-seed).
-
-    Returns (paired, base_only, post_only), each sorted.
-    """
-    base, post = set(base_seeds), set(post_seeds)
-    return sorted(base & post), sorted(base - post), sorted(post - base)
+def relative_forgetting(f_true: np.ndarray, f_max: np.ndarray) -> np.ndarray:
+    """F_true / F_max: the share of what the base could forget beyond chance that it did forget
+    (in [0, 1] per benchmark and seed; F_max = max((k acc_pre - 1)/(k - 1), 0)). NaN where
+    F_max = 0 (a base at or below chance has nothing to forget). Of aggregated values it is the
+    ratio of the means."""
+    f_true = np.asarray(f_true, dtype=np.float64)
+    f_max = np.asarray(f_max, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(f_max > 0, f_true / np.where(f_max > 0, f_max, 1.0), np.nan)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -566,7 +454,15 @@ def aggregate_columns(
     how: str = "macro",
     outside_total: Iterable = OUTSIDE_TOTAL,
 ) -> dict[str, np.ndarray]:
-    """``aggregate`` over columns instead of UnitScore objects: the same numbers, vectorized.
+    """Aggregate benchmark values per (pair, category) and per pair for "Total", over columns.
+
+    macro (the paper's): for each (pair, seed, category) the unweighted mean of the benchmark
+    values (each already clipped at 0); then mean and sample std (ddof=1) of those per-seed means
+    across seeds. Total: per seed the unweighted mean over categories, then mean/std across seeds.
+    micro: as macro but every mean is weighted by the benchmarks' paired sample counts, and Total
+    weights all benchmarks of the pair by sample count. Seeds are paired upstream (seed s of the
+    base with seed s of the post model); a category's seed count is the number of seeds with at
+    least one of its benchmarks.
 
     ``outside_total``: the category values kept out of "Total" (names by default; a caller that
     passes category codes passes the codes of ``OUTSIDE_TOTAL``'s categories).
@@ -575,8 +471,8 @@ def aggregate_columns(
     and per pair for "Total" (last among its pair's rows; categories in sorted order of
     ``category``): ``pair``, ``category`` (None marks Total), ``n_benchmarks``, ``seeds``, and per
     value field its mean, plus ``f_true_std``/``bt_true_std`` (NaN with one seed). The map uses
-    this to aggregate hundreds of thousands of units in milliseconds; tests check it against
-    ``aggregate``.
+    this to aggregate hundreds of thousands of units in milliseconds; a property test holds it to
+    the definition above written plainly (tests/unit/test_metrics_properties.py).
     """
     if how not in ("macro", "micro"):
         raise ValueError(f"aggregation must be 'macro' or 'micro', got {how!r}")
@@ -691,8 +587,9 @@ def aggregate_arrays(
     values: Mapping[str, np.ndarray],
     how: str = "macro",
 ) -> list[dict]:
-    """``aggregate_columns`` as one dict per (pair, category) and per pair for "Total", with the
-    fields of CategoryScore (std None with one seed)."""
+    """``aggregate_columns`` as one dict per (pair, category) and per pair for "Total": ``pair``,
+    ``category``, ``n_benchmarks``, ``seeds``, the value fields and ``f_true_std``/``bt_true_std``
+    (None with one seed)."""
     cols = aggregate_columns(pair, category, benchmark, seed, n, values, how)
     if not cols:
         return []

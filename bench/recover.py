@@ -55,26 +55,31 @@ def bench_model(label: str, sizes: dict, args, root: Path) -> dict:
     import numpy as np
     import torch
 
-    from app.analysis import recover as R
+    from app.analysis.recoverability_fitting import (
+        closed_form_bias,
+        fit_correction,
+        split_documents,
+        top_k_tokens,
+    )
     from tests.tiny_model import build_tiny_model
-    from worker import recover_scoring as S
+    from worker import recoverability_scoring as scoring
 
     path = build_tiny_model(root / label, seed=0, **sizes)
-    model = S.load_model(path, device="cpu")
+    model = scoring.load_model(path, device="cpu")
     n_params = sum(p.numel() for p in model.parameters())
-    docs = S.sample_documents(
+    docs = scoring.sample_documents(
         model, args.docs, args.tokens, start_id=model.config.bos_token_id, seed=0
     )
     n_tok = sum(len(d) - 1 for d in docs)
-    splits = R.split_documents(len(docs), seed=0)
+    splits = split_documents(len(docs), seed=0)
     fit_targets = np.concatenate([d[1:] for d, s in zip(docs, splits, strict=True) if s != "eval"])
-    s_tokens = R.top_k_tokens(fit_targets, 4096)
-    kept = np.sort(R.top_k_tokens(fit_targets, args.k))
+    s_tokens = top_k_tokens(fit_targets, 4096)
+    kept = np.sort(top_k_tokens(fit_targets, args.k))
 
     def forward_only():
         with torch.inference_mode():
-            for batch in S._batches([len(d) for d in docs], args.batch_tokens):
-                S._forward(model, docs, batch)
+            for batch in scoring._batches([len(d) for d in docs], args.batch_tokens):
+                scoring._forward(model, docs, batch)
 
     score_rows = {}
     print(
@@ -84,18 +89,18 @@ def bench_model(label: str, sizes: dict, args, root: Path) -> dict:
     stats = {}
     for name, fn in [
         ("baseline: forward only", forward_only),
-        ("plain nll", lambda: S.plain_nll(model, docs, batch_tokens=args.batch_tokens)),
+        ("plain nll", lambda: scoring.plain_nll(model, docs, batch_tokens=args.batch_tokens)),
         (
             "score full (fp32)",
             lambda: stats.__setitem__(
-                "full", S.score_documents(model, docs, batch_tokens=args.batch_tokens)
+                "full", scoring.score_documents(model, docs, batch_tokens=args.batch_tokens)
             ),
         ),
         (
             f"score top-{args.k} + grid (fp16)",
             lambda: stats.__setitem__(
                 "grid",
-                S.score_documents(
+                scoring.score_documents(
                     model, docs, kept=kept, logits_dtype=np.float16, batch_tokens=args.batch_tokens
                 ),
             ),
@@ -114,16 +119,16 @@ def bench_model(label: str, sizes: dict, args, root: Path) -> dict:
     fit_all = stats["full"].rows_of(splits != "eval")
     for mode in ("full", "grid"):
         st = stats[mode]
-        bias_tokens = s_tokens if mode == "full" else R.top_k_tokens(fit_targets, args.k)
+        bias_tokens = s_tokens if mode == "full" else top_k_tokens(fit_targets, args.k)
         for kind in ("bias", "temp", "bias_temp", "closed_bias"):
             evals = []
 
             def run(kind=kind, st=st, bias_tokens=bias_tokens, evals=evals):
                 if kind == "closed_bias":
-                    R.closed_form_bias(st, fit_all, bias_tokens)
+                    closed_form_bias(st, fit_all, bias_tokens)
                     evals.append(1)
                 else:
-                    c = R.fit_correction(
+                    c = fit_correction(
                         st, kind, train_rows=train, select_rows=select, bias_tokens=bias_tokens
                     )
                     evals.append(c.n_eval)

@@ -4,13 +4,14 @@
   const REDS = [[0, "#fbf4f2"], [0.5, "#ef8a62"], [1, "#b2182b"]];
   const BLUES = [[0, "#f2f6fb"], [0.5, "#67a9cf"], [1, "#2166ac"]];
   const DIVERGING = [[0, "#b2182b"], [0.5, "#f7f7f7"], [1, "#2166ac"]];  // red = net forgetting
+  // every value is computed by the app (app/metrics.py: net and f_rel included); this file only draws
   const METRICS = {
     f_true: { label: "F_true", scale: REDS, value: (c) => c.f_true, std: (c) => c.f_true_std },
     bt_true: { label: "BT_true", scale: BLUES, value: (c) => c.bt_true, std: (c) => c.bt_true_std },
-    net: { label: "BT_true − F_true", scale: DIVERGING, diverging: true, value: (c) => c.bt_true - c.f_true },
+    net: { label: "BT_true − F_true", scale: DIVERGING, diverging: true, value: (c) => c.net },
     f: { label: "raw F", scale: REDS, value: (c) => c.f },
     bt: { label: "raw BT", scale: BLUES, value: (c) => c.bt },
-    f_rel: { label: "F_true / F_max", scale: REDS, value: (c) => (c.f_max > 0 ? c.f_true / c.f_max : null) },
+    f_rel: { label: "F_true / F_max", scale: REDS, value: (c) => c.f_rel },
   };
   const esc = window.plotlyText;  // static/text.js: user text stays text in Plotly
   const pct = (x) => (x === null || x === undefined || Number.isNaN(x) ? "–" : (100 * x).toFixed(1) + "%");

@@ -1,5 +1,5 @@
 """The Celery app of the workers and its one task: run a shard (an evaluation, or a
-recoverability analysis: ``worker/recover_job.py``).
+recoverability analysis: ``worker/recoverability_job.py``).
 
 Reliability: ``acks_late`` + ``reject_on_worker_lost`` put a task back on the queue when its worker
 dies mid-shard (with Redis, after the visibility timeout); the app's shard state makes a repeated
@@ -19,7 +19,7 @@ from celery import Celery
 from app.queue import TASK_NAME
 from worker.client import AppClient, AppRejected, AppUnavailable
 from worker.evaluate import EngineCache, ShardFailed, run_shard
-from worker.recover_job import run_recover_shard
+from worker.recoverability_job import run_recover_shard
 from worker.settings import WorkerSettings
 
 log = logging.getLogger("forgetmap.worker")

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from app.analysis import theory
+from app.analysis import theory, theory_plots
 from app.errors import InputError
 
 CACHE_SIZE = 256
@@ -78,12 +78,14 @@ def _compute_lab(p: LabParams) -> dict:
     )
     return {
         "params": asdict(p),
-        "weights": theory.old_weight_curves(p.separation, p.sigma, lr=p.lr, steps=p.steps),
-        "drift": theory.drift_vs_separation(separations, p.sigma, lr=p.lr, steps=min(p.steps, 300)),
-        "replay": theory.final_weight_vs_replay(
+        "weights": theory_plots.old_weight_curves(p.separation, p.sigma, lr=p.lr, steps=p.steps),
+        "drift": theory_plots.drift_vs_separation(
+            separations, p.sigma, lr=p.lr, steps=min(p.steps, 300)
+        ),
+        "replay": theory_plots.final_weight_vs_replay(
             np.linspace(0.0, 0.5, 11), p.separation, p.sigma, lr=p.lr, steps=p.steps
         ),
-        "starvation": theory.starvation_share(
+        "starvation": theory_plots.starvation_share(
             batch_sizes=(1, 2, 4, 8, 16, 32),
             replay=p.replay,
             separation=p.separation,

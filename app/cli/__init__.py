@@ -1,11 +1,55 @@
 """The ``forgetmap`` command line (public contract: see README.md and DESIGN.md).
 
-One module per command group; each registers its commands on ``main`` (app.cli.base) when
-imported. Heavy modules (rich, SQLAlchemy, DuckDB, pyarrow, scipy) are imported inside the
-commands that use them, so that ``forgetmap --help`` and quick commands start fast.
+One module per command group (``app/cli/<group>.py``); this one holds the root group and adds the
+others to it. Heavy modules are imported inside the commands, so ``forgetmap --help`` stays fast.
 """
 
-from app.cli import imports, maps, pairs, recover, run, series, tokens  # noqa: F401  (registration)
-from app.cli.base import main
+from __future__ import annotations
 
-__all__ = ["main"]
+import os
+from pathlib import Path
+
+import click
+
+from app.cli import (
+    imports,
+    maps,
+    models,
+    pairs,
+    recoverability,
+    series,
+    services,
+    suite,
+    tokens,
+)
+from app.config import default_db_path
+
+
+@click.group()
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="DuckDB file (default: $FORGETMAP_DB or data/forgetmap.duckdb).",
+)
+@click.pass_context
+def main(ctx: click.Context, db: Path | None) -> None:
+    """forgetmap: what did post-training make a model forget?"""
+    ctx.ensure_object(dict)
+    ctx.obj["db"] = db or default_db_path()
+    ctx.obj["db_given"] = db is not None or bool(os.environ.get("FORGETMAP_DB"))
+
+
+main.add_command(imports.import_group)
+main.add_command(maps.map_command)
+main.add_command(models.model)
+main.add_command(pairs.pair)
+main.add_command(recoverability.recover)
+main.add_command(series.series)
+main.add_command(series.watch_command)
+main.add_command(services.demo)
+main.add_command(services.serve)
+main.add_command(services.up)
+main.add_command(services.worker)
+main.add_command(suite.suite)
+main.add_command(tokens.token)

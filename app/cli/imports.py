@@ -1,4 +1,4 @@
-"""`forgetmap import table|lm-eval|lighteval`: harness output into the store."""
+"""`forgetmap import table|lm-eval|lighteval`: per-sample results into the store."""
 
 from __future__ import annotations
 
@@ -6,11 +6,15 @@ from pathlib import Path
 
 import click
 
-from app.cli.base import CliError, err_console, main, open_cli_store
+from app.cli.common import (
+    CliError,
+    stderr_console,
+    store_of,
+)
 from app.errors import InputError
 
 
-@main.group("import")
+@click.group("import")
 def import_group() -> None:
     """Import per-sample results (one transaction per file: all or nothing)."""
 
@@ -19,9 +23,9 @@ def _run_import(ctx: click.Context, kind: str, path: Path, **options) -> None:
     from app.importers import import_file
     from app.progress import progress_reporter
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     try:
-        with progress_reporter(f"importing {path.name}", err_console()) as progress:
+        with progress_reporter(f"importing {path.name}", stderr_console()) as progress:
             summary = import_file(store, kind, path, progress=progress, **options)
     except InputError as exc:
         raise CliError(f"{exc} (nothing was imported)") from exc
@@ -116,6 +120,3 @@ def import_lighteval(
     """lighteval details parquet (v0.10 flat or v0.11+ nested): a file, a run folder, a model's
     details folder with many runs, or a whole lighteval output folder."""
     _run_import(ctx, "lighteval", path, model=model, metric=metric, seed=seed, latest=latest)
-
-
-# --------------------------------------------------------------------------------------- pair

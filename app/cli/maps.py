@@ -1,13 +1,20 @@
-"""`forgetmap map`: the forgetting map as a table, JSON or CSV."""
+"""`forgetmap map`: the forgetting map as JSON, CSV or a table."""
 
 from __future__ import annotations
 
 import click
 
-from app.cli.base import Console, Table, echo_records, fmt_cell, main, open_cli_store, plus_minus
+from app.cli.common import (
+    Console,
+    Table,
+    echo_records,
+    format_value,
+    plus_minus,
+    store_of,
+)
 
 
-@main.command("map")
+@click.command("map")
 @click.option(
     "--level", type=click.Choice(["benchmark", "category"]), default="category", show_default=True
 )
@@ -33,7 +40,7 @@ def map_command(ctx: click.Context, level: str, aggregate: str, fmt: str) -> Non
         map_records,
     )
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     try:
         records = map_records(store, MapQuery(level=level, aggregate=aggregate))
     finally:
@@ -56,7 +63,7 @@ def _empty_map_hint(ctx: click.Context) -> str:
     """Why the map is empty and what to try."""
     from app.db.queries import list_pairs
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     try:
         with store.read() as conn:
             pairs = list_pairs(conn)
@@ -102,10 +109,10 @@ def _print_table(records: list[dict], level: str) -> None:
                 str(r["seeds"]),
                 plus_minus(r["f_true"], r["f_true_std"]),
                 plus_minus(r["bt_true"], r["bt_true_std"]),
-                fmt_cell(r["f"]),
-                fmt_cell(r["bt"]),
-                fmt_cell(r["f_max"]),
-                fmt_cell(r["noise_floor"]),
+                format_value(r["f"]),
+                format_value(r["bt"]),
+                format_value(r["f_max"]),
+                format_value(r["noise_floor"]),
                 end_section=r["category"] == "Total",
             )
     else:
@@ -132,12 +139,12 @@ def _print_table(records: list[dict], level: str) -> None:
                 str(r["seed"]),
                 str(r["n"]),
                 str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")),
-                fmt_cell(r["acc_pre"]),
-                fmt_cell(r["acc_post"]),
-                fmt_cell(r["f"]),
-                fmt_cell(r["bt"]),
-                fmt_cell(r["f_true"]),
-                fmt_cell(r["bt_true"]),
+                format_value(r["acc_pre"]),
+                format_value(r["acc_post"]),
+                format_value(r["f"]),
+                format_value(r["bt"]),
+                format_value(r["f_true"]),
+                format_value(r["bt_true"]),
                 f"{r['mcnemar_p']:.3g}",
             )
     console.print(table)

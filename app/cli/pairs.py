@@ -1,4 +1,4 @@
-"""`forgetmap pair add|list` and `forgetmap model set`."""
+"""`forgetmap pair add|list`: base -> post-trained model pairs."""
 
 from __future__ import annotations
 
@@ -6,14 +6,19 @@ from typing import TYPE_CHECKING
 
 import click
 
-from app.cli.base import CliError, Console, Table, main, open_cli_store
+from app.cli.common import (
+    CliError,
+    Console,
+    Table,
+    store_of,
+)
 from app.errors import InputError
 
 if TYPE_CHECKING:
     from app.db import Store
 
 
-@main.group()
+@click.group()
 def pair() -> None:
     """Base -> post-trained model pairs."""
 
@@ -30,7 +35,7 @@ def pair_add(
     """Pair BASE with its post-trained descendant POST and compute their transition counts."""
     from app.db.ingest import add_pair
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     try:
         with store.transaction() as conn:
             pair_id, created, unpaired = add_pair(conn, base, post, label=label, stage=stage)
@@ -87,7 +92,7 @@ def pair_list(ctx: click.Context) -> None:
     """List pairs with their coverage."""
     from app.db.queries import list_pairs
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     with store.read() as conn:
         pairs = list_pairs(conn)
     store.close()
@@ -107,34 +112,3 @@ def pair_list(ctx: click.Context) -> None:
             f"{p['paired_samples']:,}",
         )
     Console().print(table)
-
-
-# ------------------------------------------------------------------------------------- series
-
-
-@main.group()
-def model() -> None:
-    """Model metadata (family and size are guessed from the name on import)."""
-
-
-@model.command("set")
-@click.argument("name")
-@click.option("--family", help="Model family, e.g. Qwen2.5.")
-@click.option("--size", "size", type=float, help="Parameter count, e.g. 7e9.")
-@click.pass_context
-def model_set(ctx: click.Context, name: str, family: str | None, size: float | None) -> None:
-    """Set a model's family and size (used by the map's filters and the size scatter)."""
-    from app.db.ingest import set_model_meta
-
-    store = open_cli_store(ctx)
-    try:
-        with store.transaction() as conn:
-            set_model_meta(conn, name, family=family, size_params=int(size) if size else None)
-    except InputError as exc:
-        raise CliError(str(exc)) from exc
-    finally:
-        store.close()
-    click.echo(f"updated model {name}")
-
-
-# ---------------------------------------------------------------------------------------- map

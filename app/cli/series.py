@@ -1,4 +1,4 @@
-"""`forgetmap series add|list|show` and `forgetmap watch`: checkpoint series along a training run."""
+"""`forgetmap series add|list|show` and `forgetmap watch`: checkpoints along a training run."""
 
 from __future__ import annotations
 
@@ -7,20 +7,19 @@ from pathlib import Path
 
 import click
 
-from app.cli.base import (
+from app.cli.common import (
     CliError,
     Console,
     Table,
     echo_records,
-    fmt_cell,
-    main,
-    open_cli_store,
+    format_value,
     plus_minus,
+    store_of,
 )
 from app.errors import InputError
 
 
-@main.group()
+@click.group()
 def series() -> None:
     """Checkpoint series: a base model and its checkpoints in training order."""
 
@@ -38,7 +37,7 @@ def series_add(ctx: click.Context, name: str, base: str, checkpoints: tuple[str,
     from app.db import series as series_db
     from app.series import parse_checkpoint
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     try:
         parsed = [parse_checkpoint(c) for c in checkpoints]
         with store.transaction() as conn:
@@ -58,7 +57,7 @@ def series_list(ctx: click.Context, fmt: str) -> None:
     """Every series with its base and steps."""
     from app.db import series as series_db
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     with store.read() as conn:
         rows = series_db.list_series(conn)
     store.close()
@@ -87,7 +86,7 @@ def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None
     from app.forgetting_map import MapCache
     from app.series import SERIES_EXTRA, SERIES_FIELDS, find_series, series_records
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     try:
         found = find_series(store, name=name)
         if found is None:
@@ -107,13 +106,13 @@ def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None
         for r in records:
             table.add_row(str(r["step"]), r["post"], r["category"], str(r["n_benchmarks"]),
                           plus_minus(r["f_true"], r["f_true_std"]), plus_minus(r["bt_true"], r["bt_true_std"]),
-                          fmt_cell(r["noise_floor"]),
+                          format_value(r["noise_floor"]),
                           {True: "yes", False: "no", None: ""}[r["clears_noise"]],
                           end_section=r["category"] == "Total")  # fmt: skip
         Console(width=200).print(table)
 
 
-@main.command("watch")
+@click.command("watch")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--base", required=True, help="The base model's name.")
 @click.option("--series", "series_name", required=True, help="The series the checkpoints join.")

@@ -1,14 +1,17 @@
-"""`forgetmap token create|revoke|list`: API tokens and their roles."""
+"""`forgetmap token create|revoke|list`: API tokens."""
 
 from __future__ import annotations
 
 import click
 
-from app.cli.base import CliError, main, open_cli_store
+from app.cli.common import (
+    CliError,
+    store_of,
+)
 from app.errors import InputError
 
 
-@main.group()
+@click.group()
 def token() -> None:
     """API tokens for workers and scripts (write endpoints need one)."""
 
@@ -28,7 +31,7 @@ def token_create(ctx: click.Context, name: str, role: str) -> None:
     """Create a token and print it once (only its hash is stored)."""
     from app.auth import create_token
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     try:
         with store.transaction() as conn:
             secret = create_token(conn, name, role)
@@ -46,7 +49,7 @@ def token_revoke(ctx: click.Context, name: str) -> None:
     """Delete a token: requests carrying it are refused from now on."""
     from app.auth import revoke_token
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     try:
         with store.transaction() as conn:
             revoke_token(conn, name)
@@ -63,7 +66,7 @@ def token_list(ctx: click.Context) -> None:
     """Token names, roles and creation times (never the secrets)."""
     from app.auth import list_tokens
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     with store.read() as conn:
         for t in list_tokens(conn):
             click.echo(f"{t['name']}\t{t['role']}\t{t['created_at']}")

@@ -29,8 +29,8 @@ import numpy as np
 
 from app.metrics import (
     TOTAL,
-    UnitScore,
-    aggregate,
+    VALUE_FIELDS,
+    aggregate_arrays,
     benchmark_scores,
     count_transitions,
     noise_floor,
@@ -196,31 +196,23 @@ def forgetting(
                 continue
             s = benchmark_scores(groups)
             result.benchmarks[(name, seed)] = s.as_dict()
-            units.append(
-                UnitScore(
-                    pair="pair",
-                    benchmark=name,
-                    category=items[0].category or "",
-                    seed=seed,
-                    n=s.n,
-                    f_true=s.f_true,
-                    bt_true=s.bt_true,
-                    f=s.f,
-                    bt=s.bt,
-                    f_max=s.f_max,
-                    bt_max=s.bt_max,
-                )
-            )
-    for cat in aggregate(units, how):
-        result.categories[cat.category] = {
-            "f_true": cat.f_true,
-            "f_true_std": cat.f_true_std or 0.0,
-            "bt_true": cat.bt_true,
-            "bt_true_std": cat.bt_true_std or 0.0,
-            "f": cat.f,
-            "bt": cat.bt,
-            "f_max": cat.f_max,
-            "bt_max": cat.bt_max,
+            category = items[0].category or ""
+            units.append({"benchmark": name, "category": category, "seed": seed, **s.as_dict()})
+    cols = {k: np.array([u[k] for u in units]) for k in ("benchmark", "category", "seed", "n")}
+    values = {name: np.array([u[name] for u in units]) for name in VALUE_FIELDS}
+    pair = np.zeros(len(units), dtype=np.int64)  # one pair
+    for cat in aggregate_arrays(
+        pair, cols["category"], cols["benchmark"], cols["seed"], cols["n"], values, how
+    ):
+        result.categories[cat["category"]] = {
+            "f_true": cat["f_true"],
+            "f_true_std": cat["f_true_std"] or 0.0,
+            "bt_true": cat["bt_true"],
+            "bt_true_std": cat["bt_true_std"] or 0.0,
+            "f": cat["f"],
+            "bt": cat["bt"],
+            "f_max": cat["f_max"],
+            "bt_max": cat["bt_max"],
         }
     return result
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.analysis.recover import CONTROLS
+from app.analysis.recoverability_fitting import CONTROLS
 from app.progress import LineProgress
 
 console = Console(stderr=True)
@@ -121,7 +121,7 @@ def recovery_requests(manifest) -> list:
     """Recoverability of the first narrow-SFT pair and the first SFT-with-replay pair, on the
     pretraining corpus."""
     from app.jobs import ModelSpec
-    from app.recovery import CorpusSpec, RecoveryOptions, RecoveryRequest
+    from app.recoverability import CorpusSpec, RecoveryOptions, RecoveryRequest
 
     requests = []
     for stage, controls in RECOVERY_CONTROLS.items():
@@ -143,7 +143,7 @@ def submit(db_path: Path, manifest) -> list[int]:
     from app.db import open_store
     from app.db.ingest import add_pair
     from app.jobs import create_job
-    from app.recovery import create_recovery_job
+    from app.recoverability import create_recovery_job
 
     store = open_store(db_path)
     try:

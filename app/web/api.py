@@ -215,7 +215,7 @@ def api_recovery_documents(
     in nats): every share of the analysis can be recomputed from it."""
     import pyarrow as pa
 
-    from app.db import recoveries
+    from app.db import recoverability as recoveries
 
     deps.get_recovery(request, recovery_id)
     with deps.store(request).read() as conn:

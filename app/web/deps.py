@@ -173,14 +173,14 @@ def pairing(request: Request, pair_id: int) -> list[dict]:
 
 
 def pair_recoveries(request: Request, pair_id: int) -> list[dict]:
-    from app.db import recoveries
+    from app.db import recoverability as recoveries
 
     with store(request).read() as conn:
         return recoveries.pair_recoveries(conn, pair_id)
 
 
 def get_recovery(request: Request, recovery_id: int) -> dict:
-    from app.db import recoveries
+    from app.db import recoverability as recoveries
 
     with store(request).read() as conn:
         found = recoveries.recovery(conn, recovery_id)
@@ -191,8 +191,8 @@ def get_recovery(request: Request, recovery_id: int) -> dict:
 
 def recovery_column(request: Request, correction: str = "bias_temp") -> list[dict]:
     """Per pair with an analysis: the headline numbers of its newest one (cached per data version)."""
-    from app.db import recoveries
-    from app.recovery import headline
+    from app.db import recoverability as recoveries
+    from app.recoverability import headline
 
     def load() -> list[dict]:
         with store(request).read() as conn:

@@ -102,7 +102,7 @@ def map_page(
 @router.get("/pairs/{pair_id}", response_class=HTMLResponse)
 @cached_for_readers
 def pair_page(request: Request, pair_id: int) -> HTMLResponse:
-    from app.recovery import base_temperatures, view_rows
+    from app.recoverability import base_temperatures, view_rows
 
     pair = deps.get_pair(request, pair_id)
     rows = deps.pair_rows(request, pair_id)

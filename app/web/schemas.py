@@ -3,7 +3,7 @@ codes each kind of route declares in the OpenAPI document.
 
 Bodies are strict (a string is not an integer, unknown fields are refused) so that what the
 OpenAPI document says is valid is exactly what the app accepts. Limits are the same as the
-services' own checks (app.jobs, app.recovery), which still run behind them.
+services' own checks (app.jobs, app.recoverability), which still run behind them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
-from app.recovery import CONTROLS, MAX_TABLE_DOCS
+from app.recoverability import CONTROLS, MAX_TABLE_DOCS
 
 
 def _integral(value: Any) -> Any:

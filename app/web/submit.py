@@ -18,7 +18,7 @@ from app.db import queries
 from app.errors import InputError
 from app.paths import check_model_path
 from app.queue import send_and_record
-from app.recovery import (
+from app.recoverability import (
     MAX_TABLE_DOCS,
     CorpusSpec,
     RecoveryOptions,

@@ -10,7 +10,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import Field
 
-from app import jobs, recovery
+from app import jobs
+from app import recoverability as recovery
 from app.auth import Principal, Role
 from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare

@@ -165,6 +165,21 @@ def test_map_metric_switch_keeps_state_in_url_and_pair_page_sorts(server, page):
     page.goto(server.url + "/")
     page.select_option("#metric", "net")
     assert "metric=net" in page.url
+    # the page draws the values the app computed (app/metrics.py), it computes none itself
+    for metric in ("net", "f_rel"):
+        page.goto(server.url + f"/?level=benchmark&metric={metric}")
+        page.wait_for_function("document.getElementById('heatmap').data !== undefined")
+        drawn, served = page.evaluate(
+            """(metric) => {
+                const data = JSON.parse(document.getElementById('map-data').textContent);
+                const z = document.getElementById('heatmap').data[0].z.flat();
+                const cells = data.cells.map((c) => c[metric]);
+                const key = (v) => (v === null ? "null" : v.toFixed(12));
+                return [z.map(key).sort(), cells.map(key).sort()];
+            }""",
+            metric,
+        )
+        assert drawn == served and any(v not in ("null", "0.000000000000") for v in served)
     page.goto(server.url + "/pairs/1")
     assert page.locator("#benchmarks tbody tr").count() == 2
     page.locator("#benchmarks th", has_text="benchmark").click()

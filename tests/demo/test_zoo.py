@@ -245,19 +245,21 @@ def test_recoverability_of_the_sft_pairs(zoo):
     from transformers import AutoTokenizer
 
     from app.demo.run import corpus_dir, recovery_requests, write_corpus
-    from worker import recover_scoring as S
-    from worker.recover_job import read_documents
+    from worker import recoverability_scoring as scoring
+    from worker.recoverability_job import read_documents
 
     write_corpus(zoo)
     requests = {r.stage: r for r in recovery_requests(zoo)}
     _, texts = read_documents(dataclasses.asdict(requests["sft"].corpus), [corpus_dir(zoo)])
     tokenizer = AutoTokenizer.from_pretrained(requests["sft"].base.path)
-    docs, _ = S.prepare_documents(tokenizer, texts, max_tokens=requests["sft"].options.max_tokens)
+    docs, _ = scoring.prepare_documents(
+        tokenizer, texts, max_tokens=requests["sft"].options.max_tokens
+    )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         results = {
-            stage: S.run_recoverability(
+            stage: scoring.run_recoverability(
                 r.base.path,
                 r.post.path,
                 docs,

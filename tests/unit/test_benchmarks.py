@@ -13,6 +13,7 @@ import pytest
 
 from app.taxonomy import scored_benchmarks
 from worker.benchmarks.grading import Graded, grade, grade_choice_logprobs
+from worker.benchmarks.ids import permutation, shuffle_item
 from worker.benchmarks.items import (
     BenchmarkError,
     Item,
@@ -20,24 +21,12 @@ from worker.benchmarks.items import (
     letters_for,
     load_jsonl_benchmark,
 )
-from worker.benchmarks.prompts import (
-    BASE_STOP,
-    build_prompt,
-    choice_continuations,
-    default_num_shots,
-    select_shots,
-)
-from worker.benchmarks.registry import (
-    HubSource,
-    get_benchmark,
-    get_spec,
-    known_benchmarks,
+from worker.benchmarks.loaders import (
     load_arc,
     load_bbh,
     load_commonsense_qa,
     load_gpqa,
     load_hellaswag,
-    load_hub_rows,
     load_mctest,
     load_mmlu,
     load_musr,
@@ -46,9 +35,16 @@ from worker.benchmarks.registry import (
     load_social_iqa,
     load_truthfulqa_mc1,
     parse_bbh_options,
-    permutation,
-    shuffle_item,
 )
+from worker.benchmarks.prompts import (
+    BASE_STOP,
+    build_prompt,
+    choice_continuations,
+    default_num_shots,
+    select_shots,
+)
+from worker.benchmarks.registry import get_benchmark, get_spec, known_benchmarks
+from worker.benchmarks.sources import HubSource, load_hub_rows
 
 
 def write_jsonl(path: Path, records: list[object]) -> Path:

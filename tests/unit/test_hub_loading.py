@@ -11,7 +11,8 @@ import pytest
 
 from tests.hub_layout import MCTEST, SPLITS, write_hub, write_split
 from worker.benchmarks.items import BenchmarkError
-from worker.benchmarks.registry import load_bbh, load_benchmark, load_piqa
+from worker.benchmarks.loaders import load_bbh, load_piqa
+from worker.benchmarks.registry import load_benchmark
 from worker.benchmarks.sources import HubSource, _gated_message, load_hub_rows
 
 datasets = pytest.importorskip("datasets")

@@ -6,6 +6,7 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from app.importers import import_file  # isort: skip  (first: app.db.ingest alone is circular)
 from app.db.ingest import add_pair
@@ -13,8 +14,11 @@ from app.db.store import open_store
 from app.forgetting_map import (
     BENCHMARK_EXTRA,
     BENCHMARK_FIELDS,
+    CATEGORY_EXTRA,
+    CATEGORY_FIELDS,
     MapQuery,
     benchmark_records,
+    heatmap_cells,
     map_records,
 )
 
@@ -61,6 +65,35 @@ def test_benchmark_records_have_the_contract_fields_then_the_extras(tmp_path):
         assert by[("custom:gen", 0)]["noise_floor"] is None  # one seed: none
         assert records == map_records(store, MapQuery(level="benchmark"))
         json.dumps(records, allow_nan=False)
+    finally:
+        store.close()
+
+
+def _check_derived(r: dict) -> None:
+    assert r["net"] == pytest.approx(r["bt_true"] - r["f_true"], abs=1e-12)
+    if r["f_max"] > 0:
+        assert r["f_rel"] == pytest.approx(r["f_true"] / r["f_max"], abs=1e-12)
+    else:
+        assert r["f_rel"] is None
+
+
+def test_records_and_cells_carry_the_derived_metrics(tmp_path):
+    store = _load(tmp_path)
+    try:
+        for level, fields in (
+            ("benchmark", BENCHMARK_FIELDS + BENCHMARK_EXTRA),
+            ("category", CATEGORY_FIELDS + CATEGORY_EXTRA),
+        ):
+            records = map_records(store, MapQuery(level=level))
+            assert records and all(tuple(r) == fields for r in records)
+            for r in records:
+                _check_derived(r)
+            cells = heatmap_cells(records, level)
+            assert cells
+            for c in cells:
+                _check_derived(c)
+            # both cases occur: a generative benchmark (F_max = acc_pre) and a base at chance
+            assert {r["f_rel"] is None for r in records} == {True, False}
     finally:
         store.close()
 

@@ -217,3 +217,13 @@ def test_scores_from_arrays_matches_scalar_version():
     ):
         assert s[name][0] == pytest.approx(getattr(first, name))
         assert s[name][1] == pytest.approx(getattr(second, name))
+
+
+def test_net_transfer_and_relative_forgetting():
+    # the paper's example: acc 0.8 -> 0.7 with 10% of samples forgotten, k = 4
+    s = benchmark_scores(Transitions(n_00=15, n_01=5, n_10=15, n_11=65), k=4)
+    net = metrics.net_transfer(np.array([s.f_true]), np.array([s.bt_true]))
+    assert net[0] == pytest.approx(s.bt_true - s.f_true)
+    rel = metrics.relative_forgetting([s.f_true, 0.2, 0.0], [s.f_max, 0.0, 0.0])
+    assert rel[0] == pytest.approx(s.f_true / s.f_max)
+    assert np.isnan(rel[1]) and np.isnan(rel[2])  # a base at chance has nothing to forget

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.analysis import theory as T
+from app.analysis import theory, theory_plots
 
 # ---------------------------------------------------------------------------------------------
 # Quadrature and gradients
@@ -22,17 +22,17 @@ from app.analysis import theory as T
 
 def test_mixture_integrates_to_one_on_the_grid():
     for sigma, sep, alpha in [(1.0, 6.0, 0.5), (0.3, 9.0, 0.05), (2.5, 0.5, 0.9)]:
-        x, h = T._grid(np.array([[0.0, sep]]), np.array([sigma]))
-        mass = np.sum(h * np.exp(T.mixture_logpdf(x, alpha, 0.0, sep, sigma)))
+        x, h = theory._grid(np.array([[0.0, sep]]), np.array([sigma]))
+        mass = np.sum(h * np.exp(theory.mixture_logpdf(x, alpha, 0.0, sep, sigma)))
         assert abs(mass - 1.0) < 1e-12
 
 
 def test_losses_vanish_at_their_optima():
     # forward KL: q is realizable with alpha = lambda; reverse KL: p = target.
     for lam in (0.1, 0.5):
-        loss, grad = T.forward_kl(T.initial_theta(5.0, 1.0, lam), 5.0, 1.0, lam)
+        loss, grad = theory.forward_kl(theory.initial_theta(5.0, 1.0, lam), 5.0, 1.0, lam)
         assert abs(loss) < 1e-12 and np.max(np.abs(grad)) < 1e-12
-    loss, grad = T.reverse_kl(T.initial_theta(5.0, 1.0, 0.3), 5.0, 1.0, 0.3)
+    loss, grad = theory.reverse_kl(theory.initial_theta(5.0, 1.0, 0.3), 5.0, 1.0, 0.3)
     assert abs(loss) < 1e-12 and np.max(np.abs(grad)) < 1e-12
 
 
@@ -54,12 +54,12 @@ def test_gradients_match_finite_differences(objective, seed):
         lam = rng.uniform(0.0, 0.9)
 
         def fn(t):
-            return T.forward_kl(t, sep, sigma, lam)
+            return theory.forward_kl(t, sep, sigma, lam)
     else:
         at = rng.uniform(0.05, 0.95)
 
         def fn(t):
-            return T.reverse_kl(t, sep, sigma, at)
+            return theory.reverse_kl(t, sep, sigma, at)
 
     _, grad = fn(theta)
     np.testing.assert_allclose(grad, _fd_grad(fn, theta), rtol=0, atol=1e-6)
@@ -68,9 +68,9 @@ def test_gradients_match_finite_differences(objective, seed):
 def test_batched_objectives_match_single_rows():
     thetas = np.array([[0.3, 0.1, 4.0], [-1.0, -0.2, 7.5]])
     seps, sigmas = np.array([3.0, 6.0]), np.array([1.0, 1.7])
-    loss, grad = T.reverse_kl(thetas, seps, sigmas, 0.4)
+    loss, grad = theory.reverse_kl(thetas, seps, sigmas, 0.4)
     for i in range(2):
-        l1, g1 = T.reverse_kl(thetas[i], seps[i], sigmas[i], 0.4)
+        l1, g1 = theory.reverse_kl(thetas[i], seps[i], sigmas[i], 0.4)
         assert loss[i] == pytest.approx(l1, abs=1e-13)
         np.testing.assert_allclose(grad[i], g1, atol=1e-13)
 
@@ -81,12 +81,12 @@ def test_batched_objectives_match_single_rows():
 
 
 def test_forward_kl_without_replay_drives_old_weight_to_zero():
-    tr = T.train("forward", separation=6.0, steps=300)
+    tr = theory.train("forward", separation=6.0, steps=300)
     # Measured alpha(300) = 0.0034; alpha decays like 1/(lr t).
     assert tr.alpha[-1] < 0.01
     assert np.all(np.diff(tr.alpha) <= 1e-15)
     assert tr.alpha.shape == tr.mu_old.shape == tr.mu_new.shape == tr.loss.shape == (301,)
-    far = T.train("forward", separation=8.0, steps=1000)
+    far = theory.train("forward", separation=8.0, steps=1000)
     # Measured t * alpha(t) = 1.006 (t=100) and 1.003 (t=1000).
     for t in (100, 1000):
         assert 0.8 < t * far.alpha[t] < 1.25
@@ -96,7 +96,7 @@ def test_forward_kl_without_replay_drives_old_weight_to_zero():
 @pytest.mark.parametrize("lam", [0.1, 0.25, 0.5])
 def test_forward_kl_with_replay_settles_at_the_replay_fraction(sep, lam):
     # Measured |alpha - lambda| <= 5.4e-10 after 300 steps (1.2e-5 even at delta = 3).
-    tr = T.train("forward", separation=sep, replay=lam, steps=300)
+    tr = theory.train("forward", separation=sep, replay=lam, steps=300)
     assert abs(tr.alpha[-1] - lam) < 1e-3
     assert abs(tr.mu_new[-1] - sep) < 1e-3
 
@@ -107,7 +107,7 @@ def test_forward_kl_with_replay_settles_at_the_replay_fraction(sep, lam):
 def test_reverse_kl_keeps_old_weight_at_target(sep, alpha0, offset):
     # Measured |alpha(300) - alpha0| <= 4.5e-10; the transient excursion is at most 0.14
     # (offset 2) while the new mean travels to its target.
-    tr = T.train("reverse", separation=sep, alpha0=alpha0, new_offset=offset, steps=300)
+    tr = theory.train("reverse", separation=sep, alpha0=alpha0, new_offset=offset, steps=300)
     assert abs(tr.alpha[-1] - alpha0) < 1e-3
     assert abs(tr.mu_new[-1] - sep) < 1e-3
     assert tr.loss[-1] < 1e-9
@@ -117,28 +117,28 @@ def test_reverse_kl_keeps_old_weight_at_target(sep, alpha0, offset):
 
 
 def test_replay_does_not_change_the_reverse_population_objective():
-    a = T.train("reverse", 4.0, replay=0.0, new_offset=1.0, steps=50)
-    b = T.train("reverse", 4.0, replay=0.4, new_offset=1.0, steps=50)
+    a = theory.train("reverse", 4.0, replay=0.0, new_offset=1.0, steps=50)
+    b = theory.train("reverse", 4.0, replay=0.4, new_offset=1.0, steps=50)
     np.testing.assert_array_equal(a.alpha, b.alpha)
 
 
 def test_train_batch_matches_train():
     seps = np.array([3.0, 5.0])
-    tb = T.train_batch("reverse", seps, 1.0, 0.0, 1.0, 40, alpha0=0.3, new_offset=1.0)
+    tb = theory.train_batch("reverse", seps, 1.0, 0.0, 1.0, 40, alpha0=0.3, new_offset=1.0)
     assert tb.alpha.shape == (41, 2)
     for i, sep in enumerate(seps):
-        t1 = T.train("reverse", sep, 1.0, 0.0, 1.0, 40, alpha0=0.3, new_offset=1.0)
+        t1 = theory.train("reverse", sep, 1.0, 0.0, 1.0, 40, alpha0=0.3, new_offset=1.0)
         np.testing.assert_allclose(tb.alpha[:, i], t1.alpha, atol=1e-14)
         np.testing.assert_allclose(tb.mu_old[:, i], t1.mu_old, atol=1e-14)
 
 
 def test_invalid_arguments_are_rejected():
     with pytest.raises(ValueError):
-        T.train("sideways")
+        theory.train("sideways")
     with pytest.raises(ValueError):
-        T.train("forward", replay=1.0)
+        theory.train("forward", replay=1.0)
     with pytest.raises(ValueError):
-        T.train("forward", alpha0=0.0)
+        theory.train("forward", alpha0=0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,14 +151,14 @@ def test_old_mean_drift_decays_like_the_bhattacharyya_coefficient():
     # mode, whose probability is controlled by BC = exp(-delta^2 / (8 sigma^2)); hence
     # drift ~ BC * poly(delta) and log(drift) is linear in delta^2 / sigma^2 with slope -1/8
     # (the polynomial factor only bends it slightly). Measured fitted slope: -0.1163 (7% off).
-    out = T.drift_vs_separation()
+    out = theory_plots.drift_vs_separation()
     drift = np.asarray(out["max_drift"])
     assert np.all(drift > 0) and np.all(np.diff(drift) < 0)
     slope = out["fitted_slope"]
     assert abs(slope / (-1.0 / 8.0) - 1.0) < 0.25
     # Re-fit at another scale (sigma = 2) and initial offset: the law is in units of sigma.
     seps = np.linspace(4.0, 8.0, 5) * 2.0
-    again = T.drift_vs_separation(seps, sigma=2.0, new_offset=1.5)
+    again = theory_plots.drift_vs_separation(seps, sigma=2.0, new_offset=1.5)
     assert abs(again["fitted_slope"] / (-1.0 / 8.0) - 1.0) < 0.25
     fit = np.polyfit((seps / 2.0) ** 2, np.log(again["max_drift"]), 1)[0]
     assert fit == pytest.approx(again["fitted_slope"])
@@ -166,16 +166,17 @@ def test_old_mean_drift_decays_like_the_bhattacharyya_coefficient():
 
 def test_bhattacharyya_coefficient_formula_and_vectors():
     sigma, sep = 1.3, 2.7
-    x, h = T._grid(np.array([[0.0, sep]]), np.array([sigma]))
+    x, h = theory._grid(np.array([[0.0, sep]]), np.array([sigma]))
     numeric = np.sum(
-        h * np.exp(0.5 * (T._log_normal(x, 0.0, sigma) + T._log_normal(x, sep, sigma)))
+        h * np.exp(0.5 * (theory._log_normal(x, 0.0, sigma) + theory._log_normal(x, sep, sigma)))
     )
-    assert T.bhattacharyya_coefficient(sep, sigma) == pytest.approx(numeric, rel=1e-12)
+    assert theory.bhattacharyya_coefficient(sep, sigma) == pytest.approx(numeric, rel=1e-12)
     d = np.array([[3.0, 4.0, 0.0], [1.0, 0.0, 0.0]])
     np.testing.assert_allclose(
-        T.bhattacharyya_coefficient(d, 1.0, axis=1), T.bhattacharyya_coefficient([5.0, 1.0])
+        theory.bhattacharyya_coefficient(d, 1.0, axis=1),
+        theory.bhattacharyya_coefficient([5.0, 1.0]),
     )
-    assert T.bhattacharyya_coefficient(0.0) == 1.0
+    assert theory.bhattacharyya_coefficient(0.0) == 1.0
 
 
 @settings(max_examples=200, deadline=None)
@@ -186,8 +187,8 @@ def test_bhattacharyya_coefficient_formula_and_vectors():
 )
 def test_misassignment_probability_is_bounded(alpha, sep, sigma):
     # E_{x ~ N_old}[r_new(x)] <= sqrt((1 - alpha)/alpha) * BC (and even half of it, AM-GM).
-    p = T.misassignment_probability(alpha, sep * sigma, sigma)
-    bound = T.misassignment_bound(alpha, sep * sigma, sigma)
+    p = theory.misassignment_probability(alpha, sep * sigma, sigma)
+    bound = theory.misassignment_bound(alpha, sep * sigma, sigma)
     assert 0.0 <= p <= 1.0 + 1e-12
     assert p <= bound + 1e-12
     assert p <= 0.5 * bound + 1e-12
@@ -195,9 +196,9 @@ def test_misassignment_probability_is_bounded(alpha, sep, sigma):
 
 def test_misassignment_bound_grid_and_shapes():
     alphas, seps = np.meshgrid(np.linspace(0.05, 0.95, 7), np.linspace(0.0, 10.0, 11))
-    p = T.misassignment_probability(alphas, seps, 1.0)
+    p = theory.misassignment_probability(alphas, seps, 1.0)
     assert p.shape == alphas.shape
-    assert np.all(p <= T.misassignment_bound(alphas, seps, 1.0) + 1e-12)
+    assert np.all(p <= theory.misassignment_bound(alphas, seps, 1.0) + 1e-12)
     # Full overlap at delta = 0: the posterior is the prior, r_new = 1 - alpha everywhere.
     np.testing.assert_allclose(p[0], 1.0 - alphas[0], atol=1e-12)
 
@@ -208,8 +209,8 @@ def test_misassignment_bound_grid_and_shapes():
 
 
 def test_reinforce_on_policy_starves_the_old_mode_more_than_replay():
-    on = T.train_reinforce(replay=0.0, steps=200, batch_size=8, seed=0)
-    rep = T.train_reinforce(replay=0.3, steps=200, batch_size=8, seed=0)
+    on = theory.train_reinforce(replay=0.0, steps=200, batch_size=8, seed=0)
+    rep = theory.train_reinforce(replay=0.3, steps=200, batch_size=8, seed=0)
     # Measured shares: 0.39 vs 0.03 (theory at alpha = 0.1: 0.43 vs 0.025).
     share_on, share_rep = on.no_old_sample.mean(), rep.no_old_sample.mean()
     assert share_on > share_rep + 0.2
@@ -224,9 +225,9 @@ def test_reinforce_on_policy_starves_the_old_mode_more_than_replay():
 
 
 def test_reinforce_is_deterministic_per_seed():
-    a = T.train_reinforce(replay=0.2, steps=30, seed=7)
-    b = T.train_reinforce(replay=0.2, steps=30, seed=7)
-    c = T.train_reinforce(replay=0.2, steps=30, seed=8)
+    a = theory.train_reinforce(replay=0.2, steps=30, seed=7)
+    b = theory.train_reinforce(replay=0.2, steps=30, seed=7)
+    c = theory.train_reinforce(replay=0.2, steps=30, seed=8)
     for name in ("alpha", "mu_old", "mu_new", "no_old_sample", "n_old"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     assert not np.array_equal(a.n_old, c.n_old)
@@ -236,7 +237,7 @@ def test_reinforce_is_deterministic_per_seed():
 @pytest.mark.parametrize("lam", [0.0, 0.1, 0.5, 0.9])
 def test_replay_importance_weights_are_bounded(lam):
     x = np.linspace(-10, 16, 2001)
-    w = T.replay_importance_weights(x, 0.05, 0.3, 6.0, 1.0, lam)
+    w = theory.replay_importance_weights(x, 0.05, 0.3, 6.0, 1.0, lam)
     assert np.all(w > 0)
     assert np.all(w <= 1.0 / (1.0 - lam) + 1e-12)
 
@@ -246,10 +247,10 @@ def test_replay_importance_weights_are_bounded(lam):
 # ---------------------------------------------------------------------------------------------
 
 PLOTS = [
-    T.old_weight_curves,
-    T.drift_vs_separation,
-    T.final_weight_vs_replay,
-    T.starvation_share,
+    theory_plots.old_weight_curves,
+    theory_plots.drift_vs_separation,
+    theory_plots.final_weight_vs_replay,
+    theory_plots.starvation_share,
 ]
 
 
@@ -266,14 +267,14 @@ def test_plot_helpers_are_fast_and_json_serializable(fn):
 
 
 def test_plot_contents():
-    w = T.old_weight_curves()
+    w = theory_plots.old_weight_curves()
     assert w["forward_alpha"][-1] < 0.01
     assert abs(w["reverse_alpha"][-1] - 0.5) < 1e-3
-    r = T.final_weight_vs_replay()
+    r = theory_plots.final_weight_vs_replay()
     np.testing.assert_allclose(r["forward_final_alpha"][1:], r["replay"][1:], atol=1e-3)
     assert r["forward_final_alpha"][0] < 0.01
     np.testing.assert_allclose(r["reverse_final_alpha"], 0.5, atol=1e-3)
-    s = T.starvation_share()
+    s = theory_plots.starvation_share()
     by = s["by_batch_size"]
     assert all(a >= b for a, b in zip(by["on_policy_theory"], by["replay_theory"], strict=True))
     big = [i for i, b in enumerate(by["batch_size"]) if b >= 4]
@@ -283,8 +284,8 @@ def test_plot_contents():
 
 
 def test_trajectories_serialize():
-    tr = T.train("reverse", steps=3, new_offset=1.0).to_dict()
-    rf = T.train_reinforce(steps=3).to_dict()
+    tr = theory.train("reverse", steps=3, new_offset=1.0).to_dict()
+    rf = theory.train_reinforce(steps=3).to_dict()
     assert set(tr) == {"alpha", "mu_old", "mu_new", "loss"}
     assert len(rf["no_old_sample"]) == 3 and len(rf["alpha"]) == 4
     json.loads(json.dumps([tr, rf], allow_nan=False))

@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.taxonomy import lookup
+
 __all__ = [
     "LETTERS",
     "MAX_CHOICES",
@@ -51,6 +53,7 @@ __all__ = [
     "content_hash",
     "letters_for",
     "load_jsonl_benchmark",
+    "taxonomy_category",
 ]
 
 LETTERS: str = string.ascii_uppercase
@@ -301,9 +304,8 @@ def _item_from_record(record: Any, where: str, default_benchmark: str, category_
     )
 
 
-def _taxonomy_category(benchmark: str) -> str | None:
-    from app.taxonomy import lookup  # pure module; imported lazily to keep this one light
-
+def taxonomy_category(benchmark: str) -> str | None:
+    """The taxonomy's category of a benchmark name, or None for a name it does not know."""
     info = lookup(benchmark)
     return None if info is None else info.category
 
@@ -344,7 +346,7 @@ def load_jsonl_benchmark(path: str | Path, *, benchmark: str | None = None) -> l
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise _fail(where, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
-        item = _item_from_record(record, where, default_benchmark, _taxonomy_category)
+        item = _item_from_record(record, where, default_benchmark, taxonomy_category)
         key = (item.benchmark, item.sample_id)
         if key in first_line:
             if isinstance(record, dict) and "id" in record:

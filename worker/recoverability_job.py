@@ -17,10 +17,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.paths import ModelPathError, check_model_path
+from app.analysis.recoverability_fitting import LOG_BETA_GRID
+from app.paths import ModelPathError, check_model_path, confined
 from worker.client import AppClient
 from worker.evaluate import ShardFailed
 from worker.fingerprint import model_fingerprint
+from worker.recoverability_scoring import (
+    FULL_VOCAB_MAX,
+    load_model,
+    prepare_documents,
+    read_corpus,
+    run_recoverability,
+)
 from worker.settings import WorkerSettings
 
 log = logging.getLogger("forgetmap.worker")
@@ -42,8 +50,8 @@ def corpus_files(source: str, corpus_dirs: list[Path]) -> list[Path]:
             "(set FORGETMAP_CORPUS_DIRS, or FORGETMAP_BENCHMARK_DIRS, on the worker)"
         )
     for root in (Path(d).expanduser().resolve() for d in corpus_dirs):
-        path = (root / name).resolve()
-        if not path.is_relative_to(root):
+        path = confined(root / name, [root])
+        if path is None:
             raise ShardFailed(f"local corpus {source!r} points outside the corpus folders")
         if path.is_file():
             return [path]
@@ -57,9 +65,7 @@ def corpus_files(source: str, corpus_dirs: list[Path]) -> list[Path]:
 
 
 def read_documents(corpus: dict, corpus_dirs: list[Path]) -> tuple[list[str], list[str]]:
-    """(doc_ids, texts) of a corpus spec (app.recovery.CorpusSpec as a dict), first ``max_docs``."""
-    from worker.recover_scoring import read_corpus
-
+    """(doc_ids, texts) of a corpus spec (app.recoverability.CorpusSpec as a dict), first ``max_docs``."""
     source = corpus["source"]
     if source.startswith("local:"):
         try:
@@ -106,8 +112,6 @@ def _hub_documents(dataset_id: str, corpus: dict) -> tuple[list[str], list[str]]
 def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSettings) -> str:
     """Run a claimed recoverability shard and report it. Returns 'done' or 'cancelled'; raises
     ShardFailed when the shard cannot succeed as specified."""
-    from worker import recover_scoring as S
-
     spec = shard["spec"]
     shard_id, options = shard["id"], spec["options"]
     paths = {}
@@ -128,7 +132,7 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
         )  # fmt: skip
     except Exception as exc:
         raise ShardFailed(f"cannot load the tokenizer of {spec['base']['path']!r}: {exc}") from exc
-    docs, kept = S.prepare_documents(tokenizer, texts, max_tokens=options["max_tokens"])
+    docs, kept = prepare_documents(tokenizer, texts, max_tokens=options["max_tokens"])
     if len(docs) < 3:
         raise ShardFailed(
             f"corpus {spec['corpus']['source']!r} gave {len(docs)} documents with text to score; "
@@ -164,7 +168,7 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
 
     def load(role: str):
         try:
-            return S.load_model(paths[role], device=device, revision=spec[role].get("revision"),
+            return load_model(paths[role], device=device, revision=spec[role].get("revision"),
                                 trust_remote_code=settings.trust_remote_code)  # fmt: skip
         except Exception as exc:
             raise ShardFailed(
@@ -180,7 +184,7 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
         log.info("shard %d: %.1f GB of token statistics per model: kept in memory maps under %s",
                  shard_id, per_model / 2**30, scratch)  # fmt: skip
     try:
-        result = S.run_recoverability(
+        result = run_recoverability(
             "base", "post", docs, doc_ids=doc_ids, k=options["k"],
             eval_fraction=options["eval_fraction"], select_fraction=options["select_fraction"],
             seed=options["seed"], controls=options["controls"], n_boot=200,
@@ -205,18 +209,15 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
 
 
 def statistics_bytes(n_tokens: int, vocab_size: int, k: int) -> int:
-    """Memory of one model's token statistics (module doc of app.analysis.recover): the full
+    """Memory of one model's token statistics (module doc of app.analysis.recoverability_fitting): the full
     vocabulary in float32 for small vocabularies, else K float16 logits plus the complement grid."""
-    from app.analysis.recover import LOG_BETA_GRID
-    from worker.recover_scoring import FULL_VOCAB_MAX
-
     if vocab_size <= FULL_VOCAB_MAX:
         return n_tokens * (vocab_size * 4 + 8)
     return n_tokens * (min(k, vocab_size) * 2 + 8 + 2 * len(LOG_BETA_GRID) * 4)
 
 
 def upload_body(result: Any) -> dict:
-    """The JSON the app's /api/shards/{id}/recovery takes, from a RecoveryResult."""
+    """The JSON the app's /api/shards/{id}/recovery takes, from a RecoverabilityResult."""
     d = result.to_dict()
     table = dict(d["table"])
     table["doc_id"] = [str(x) for x in table["doc_id"]]

@@ -1,4 +1,4 @@
-"""`forgetmap recover list|export`: recoverability results."""
+"""`forgetmap recover list|export`: recoverability analyses."""
 
 from __future__ import annotations
 
@@ -7,10 +7,15 @@ from pathlib import Path
 
 import click
 
-from app.cli.base import CliError, Console, Table, main, open_cli_store
+from app.cli.common import (
+    CliError,
+    Console,
+    Table,
+    store_of,
+)
 
 
-@main.group()
+@click.group()
 def recover() -> None:
     """Recoverability analyses (run them from a pair's page or POST /api/jobs with kind recover)."""
 
@@ -22,11 +27,11 @@ def recover() -> None:
 @click.pass_context
 def recover_list(ctx: click.Context, fmt: str, correction: str) -> None:
     """The newest analysis of each pair: its symmetric share beside the noise control's."""
-    from app.db import recoveries
+    from app.db import recoverability as recoveries
     from app.db.queries import list_pairs
-    from app.recovery import headline
+    from app.recoverability import headline
 
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     with store.read() as conn:
         rows = [headline(r, correction) for r in recoveries.latest_recoveries(conn)]
         names = {p["id"]: p["label"] or f"{p['base']} → {p['post']}" for p in list_pairs(conn)}
@@ -66,11 +71,11 @@ def recover_export(ctx: click.Context, recovery_id: int, out: Path) -> None:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    from app.db import recoveries
+    from app.db import recoverability as recoveries
 
     if out.suffix not in (".csv", ".parquet"):
         raise CliError(f"{out}: the output must end in .csv or .parquet")
-    store = open_cli_store(ctx)
+    store = store_of(ctx)
     with store.read() as conn:
         table = recoveries.documents_table(conn, recovery_id)
     store.close()

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from worker.evaluate import ShardFailed
-from worker.recover_job import read_documents
+from worker.recoverability_job import read_documents
 
 
 @pytest.fixture

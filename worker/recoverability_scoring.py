@@ -1,8 +1,8 @@
 """Recoverability, torch side: score documents, build the known-answer controls, run a pair.
 
 The analysis itself (corrections, fits, shares, bootstrap) is pure and lives in
-``app/analysis/recover.py``; this module turns models and documents into its
-:class:`~app.analysis.recover.TokenStats` and per-document loss sums.
+``app/analysis/recoverability_fitting.py``; this module turns models and documents into its
+:class:`~app.analysis.recoverability_fitting.TokenStats` and per-document loss sums.
 
 Scoring: documents are token-id sequences (``prepare_documents`` tokenizes text: BOS first when the
 tokenizer has one, then at most ``max_tokens`` = 2047 document tokens). Position i predicts token
@@ -15,7 +15,7 @@ once upcast per chunk), e.g. 4096 x 152k x 2 bytes = 1.2 GB for a bf16 model on 
 
 Kept logits: the full vocabulary when V <= ``full_vocab_max`` (default 4096: exact temperature
 fits; tiny models), else only the bias tokens S, in float16, plus the complement grid (module doc
-of app.analysis.recover). Pass ``out_dir`` to keep the big arrays in .npy memory maps. float16
+of app.analysis.recoverability_fitting). Pass ``out_dir`` to keep the big arrays in .npy memory maps. float16
 rounding of the shifted logits moves a token's nll by up to ~5e-4 nats (mean ~2e-6 measured on the
 tiny model); differences between corrections of the same model are computed from the same rounded
 values. The complement grid costs ~97 x 4 elementwise operations per complement token per scored
@@ -40,6 +40,7 @@ embeddings are untouched even when tied to the head), restored afterwards:
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import math
 import shutil
@@ -52,11 +53,25 @@ from typing import Any
 
 import numpy as np
 
-from app.analysis import recover as R
+from app.analysis.recoverability_fitting import (
+    CONTROLS,
+    DEFAULT_K,
+    DEFAULT_MAX_TOKENS,
+    KINDS,
+    L2_GRID,
+    LOG_BETA_GRID,
+    SPLITS,
+    Correction,
+    TokenStats,
+    correction_loss_sums,
+    fit_corrections,
+    split_documents,
+    top_k_tokens,
+)
+from app.analysis.recoverability_shares import bootstrap_shares, build_table, shares_from_sums
 
 log = logging.getLogger(__name__)
 
-CONTROLS = R.CONTROLS
 FULL_VOCAB_MAX = 4096
 
 Progress = Callable[[str, int, int], None]
@@ -69,7 +84,7 @@ def prepare_documents(
     tokenizer: Any,
     texts: Sequence[str],
     *,
-    max_tokens: int = R.DEFAULT_MAX_TOKENS,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
     add_bos: bool | None = None,
 ) -> tuple[list[np.ndarray], list[int]]:
     """Token ids of each text (BOS + at most ``max_tokens`` tokens) and the indices of the texts
@@ -103,7 +118,6 @@ def read_corpus(
     (id ``name:line``); any other file is UTF-8 text: one document, or one per part between
     ``txt_separator`` (e.g. "\n\n"; id ``name#part``). Empty documents are left out.
     """
-    import json
 
     ids: list[str] = []
     texts: list[str] = []
@@ -214,11 +228,11 @@ def score_documents(
     chunk_positions: int = 1024,
     out_dir: str | Path | None = None,
     progress: Progress | None = None,
-) -> R.TokenStats:
+) -> TokenStats:
     """Score every document with the model; return its TokenStats (see module doc).
 
     kept: token ids whose shifted logits are stored (None: the whole vocabulary); the other tokens
-    are summarized on ``log_beta_grid`` (default R.LOG_BETA_GRID).
+    are summarized on ``log_beta_grid`` (default LOG_BETA_GRID).
     """
     import torch
 
@@ -230,7 +244,7 @@ def score_documents(
     out_dir = None if out_dir is None else Path(out_dir)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-    grid = R.LOG_BETA_GRID if log_beta_grid is None else np.asarray(log_beta_grid, np.float64)
+    grid = LOG_BETA_GRID if log_beta_grid is None else np.asarray(log_beta_grid, np.float64)
     device = next(model.parameters()).device
     targets = np.empty(n, dtype=np.int64)
     target_logit = np.empty(n, dtype=np.float32)
@@ -282,7 +296,7 @@ def score_documents(
             done += len(batch)
             if progress is not None:
                 progress("score", done, len(docs))
-    return R.TokenStats(
+    return TokenStats(
         offsets=offsets,
         targets=targets,
         target_logit=target_logit,
@@ -408,8 +422,8 @@ def analyze_model(
     splits: np.ndarray,
     bias_tokens: np.ndarray,
     *,
-    kinds: Sequence[str] = R.KINDS,
-    l2_grid: Sequence[float] = R.L2_GRID,
+    kinds: Sequence[str] = KINDS,
+    l2_grid: Sequence[float] = L2_GRID,
     full_vocab_max: int = FULL_VOCAB_MAX,
     logits_dtype: Any = None,
     batch_tokens: int = 4096,
@@ -438,11 +452,11 @@ def analyze_model(
         progress=progress,
     )
     t1 = time.perf_counter()
-    corrections = R.fit_corrections(
+    corrections = fit_corrections(
         stats, splits, bias_tokens, kinds=kinds, l2_grid=l2_grid, max_iter=max_iter
     )
     t2 = time.perf_counter()
-    sums = R.correction_loss_sums(stats, corrections)
+    sums = correction_loss_sums(stats, corrections)
     t3 = time.perf_counter()
     fit_tokens = int((np.isin(splits, ["fit_train", "fit_select"]) * stats.doc_tokens).sum())
     result = {
@@ -465,12 +479,12 @@ def analyze_model(
 
 
 @dataclass
-class RecoveryResult:
+class RecoverabilityResult:
     """Everything a recoverability run produces (``to_dict`` is JSON-ready)."""
 
     config: dict[str, Any]
     table: dict[str, list]
-    corrections: dict[str, dict[str, R.Correction]]
+    corrections: dict[str, dict[str, Correction]]
     shares: dict[str, dict[str, Any]]  # model -> bootstrap_shares(...) against the base, on EVAL
     in_sample: dict[str, dict[str, Any]]  # model -> shares_from_sums(..., split="fit")
     controls: dict[str, dict[str, Any]] = field(default_factory=dict)  # what each control planted
@@ -528,14 +542,14 @@ def run_recoverability(
     docs: Sequence[np.ndarray],
     *,
     doc_ids: Sequence[Any] | None = None,
-    k: int = R.DEFAULT_K,
+    k: int = DEFAULT_K,
     eval_fraction: float = 0.2,
     select_fraction: float = 0.1,
     seed: int = 0,
     controls: Sequence[str] = CONTROLS,
     control_options: dict[str, dict[str, Any]] | None = None,
-    kinds: Sequence[str] = R.KINDS,
-    l2_grid: Sequence[float] = R.L2_GRID,
+    kinds: Sequence[str] = KINDS,
+    l2_grid: Sequence[float] = L2_GRID,
     n_boot: int = 2000,
     full_vocab_max: int = FULL_VOCAB_MAX,
     batch_tokens: int = 4096,
@@ -543,7 +557,7 @@ def run_recoverability(
     load: Callable[[Any], Any] = load_model,
     progress: Progress | None = None,
     scratch_dir: str | Path | None = None,
-) -> RecoveryResult:
+) -> RecoverabilityResult:
     """The whole analysis for a pair (post may be None: controls only) and its controls.
 
     base/post: model objects or paths (``load`` turns a path into a model; a loaded path model is
@@ -555,11 +569,11 @@ def run_recoverability(
     if len(docs) < 3:
         raise ValueError("need at least 3 documents")
     doc_ids = list(range(len(docs))) if doc_ids is None else list(doc_ids)
-    splits = R.split_documents(
+    splits = split_documents(
         len(docs), eval_fraction=eval_fraction, select_fraction=select_fraction, seed=seed
     )
     fit_targets = np.concatenate([d[1:] for d, s in zip(docs, splits, strict=True) if s != "eval"])
-    bias_tokens = R.top_k_tokens(fit_targets, k)
+    bias_tokens = top_k_tokens(fit_targets, k)
     opts = dict(control_options or {})
     common = dict(
         kinds=kinds,
@@ -611,13 +625,13 @@ def run_recoverability(
             gc.collect()
 
     n_tokens = [len(d) - 1 for d in docs]
-    table = R.build_table(doc_ids, splits, n_tokens, {m: r["sums"] for m, r in per_model.items()})
+    table = build_table(doc_ids, splits, n_tokens, {m: r["sums"] for m, r in per_model.items()})
     shares, in_sample = {}, {}
     for m in per_model:
         if m == "base":
             continue
-        shares[m] = R.bootstrap_shares(table, n_boot=n_boot, seed=seed, base="base", post=m)
-        in_sample[m] = R.shares_from_sums(table, base="base", post=m, split="fit")
+        shares[m] = bootstrap_shares(table, n_boot=n_boot, seed=seed, base="base", post=m)
+        in_sample[m] = shares_from_sums(table, base="base", post=m, split="fit")
     config = {
         "k": int(k),
         "n_bias_tokens": int(len(bias_tokens)),
@@ -630,13 +644,13 @@ def run_recoverability(
         "n_boot": int(n_boot),
         "n_docs": len(docs),
         "n_tokens": int(sum(n_tokens)),
-        "split_docs": {s: int((splits == s).sum()) for s in R.SPLITS},
+        "split_docs": {s: int((splits == s).sum()) for s in SPLITS},
         "split_tokens": {
             s: int(sum(n for n, sp in zip(n_tokens, splits, strict=True) if sp == s))
-            for s in R.SPLITS
+            for s in SPLITS
         },
     }
-    return RecoveryResult(
+    return RecoverabilityResult(
         config=config,
         table=table,
         corrections={m: r["corrections"] for m, r in per_model.items()},

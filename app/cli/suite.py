@@ -1,4 +1,4 @@
-"""`forgetmap serve|worker|up|demo` and `forgetmap suite fetch|check`: running things."""
+"""`forgetmap suite fetch|check`: the paper's benchmarks on this machine."""
 
 from __future__ import annotations
 
@@ -8,76 +8,13 @@ from pathlib import Path
 
 import click
 
-from app.cli.base import CliError, Console, Table, err_console, main
-from app.errors import InputError
-
-
-@main.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
-@click.pass_context
-def serve(ctx: click.Context, host: str, port: int) -> None:
-    """Serve the dashboard and the JSON API."""
-    import uvicorn
-
-    from app.web import create_app
-
-    os.environ.setdefault("FORGETMAP_DB", str(ctx.obj["db"]))
-    uvicorn.run(create_app(ctx.obj["db"]), host=host, port=port, log_level="info")
-
-
-@main.command()
-@click.option("--loglevel", default="INFO", show_default=True)
-def worker(loglevel: str) -> None:
-    """Evaluation worker: runs shards from the queue with vLLM or transformers.
-
-    Configured by the environment: FORGETMAP_APP_URL, FORGETMAP_API_TOKEN, FORGETMAP_BROKER_URL
-    (none: the embedded queue under FORGETMAP_DATA_DIR), FORGETMAP_MODEL_ROOTS,
-    FORGETMAP_BENCHMARK_DIRS, FORGETMAP_TRUST_REMOTE_CODE (off by default).
-    """
-    from worker.settings import WorkerSettings
-    from worker.tasks import run_worker
-
-    run_worker(WorkerSettings.from_env(), loglevel=loglevel)
-
-
-@main.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
-@click.option("--watch", "watch_args", metavar="'DIR --base B --series S --benchmarks A,B ...'",
-              help="Also run `forgetmap watch` with these arguments (one quoted string).")  # fmt: skip
-@click.pass_context
-def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None:
-    """The app plus a local worker on the embedded queue (no Redis needed). Ctrl-C stops both."""
-    import shlex
-
-    from app.up import run_up
-
-    run_up(ctx.obj["db"], host, port, watch_args=shlex.split(watch_args) if watch_args else None)
-
-
-@main.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
-@click.option(
-    "--zoo",
-    "zoo_dir",
-    type=click.Path(path_type=Path),
-    default=Path("data/demo"),
-    show_default=True,
-    help="Where the model zoo is built and cached.",
+from app.cli.common import (
+    CliError,
+    Console,
+    Table,
+    stderr_console,
 )
-@click.pass_context
-def demo(ctx: click.Context, host: str, port: int, zoo_dir: Path) -> None:
-    """A tiny model zoo with real forgetting, trained on this CPU, evaluated by a local worker, served."""
-    from app.demo.run import run_demo
-
-    # the demo keeps its own database unless one is named, so it never mixes with real results
-    db = ctx.obj["db"] if ctx.obj["db_given"] else zoo_dir / "demo.duckdb"
-    run_demo(db, host, port, zoo_dir)
-
-
-# -------------------------------------------------------------------------------------- suite
+from app.errors import InputError
 
 
 def _names(value: str | None) -> list[str]:
@@ -99,7 +36,7 @@ def _suite_progress(what: str):
 
     # one bar per benchmark here; datasets' own bars (read when it is imported) would interleave
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-    return progress_reporter(what, err_console())
+    return progress_reporter(what, stderr_console())
 
 
 _SELECTION = [
@@ -115,7 +52,7 @@ def _selection_options(command):
     return command
 
 
-@main.group()
+@click.group()
 def suite() -> None:
     """The paper's benchmarks on this machine: local copies (fetch) and a load check (check)."""
 

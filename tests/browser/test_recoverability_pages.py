@@ -7,7 +7,7 @@ import csv
 import httpx
 import pytest
 
-from tests import recovery_fixtures as F
+from tests import recoverability_fixtures as fixtures
 from tests.browser.conftest import Server
 
 
@@ -39,7 +39,7 @@ def server(tmp_path_factory):
             "options": {"n_boot": 500}}).json()  # fmt: skip
         shard = http.get(f"/api/jobs/{job['id']}").json()["shards"][0]["id"]
         http.post(f"/api/shards/{shard}/start", json={"worker": "test"}).raise_for_status()
-        http.post(f"/api/shards/{shard}/recovery", json=F.upload()).raise_for_status()
+        http.post(f"/api/shards/{shard}/recovery", json=fixtures.upload()).raise_for_status()
         http.post(f"/api/shards/{shard}/finish", json={}).raise_for_status()
     yield srv
     srv.stop()

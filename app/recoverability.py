@@ -2,7 +2,7 @@
 
 A recoverability job asks, for a pair (base -> post) and a text corpus, how much of the post model's
 loss rise on that text a context-free correction of its logits takes back (the analysis itself is
-``app/analysis/recover.py``; the worker's torch side is ``worker/recover_scoring.py``). It is one
+``app/analysis/recoverability_fitting.py``; the worker's torch side is ``worker/recoverability_scoring.py``). It is one
 shard of kind ``recover`` in the same shard machinery as evaluations (queue, heartbeat, retry,
 cancel), run by the same Celery task; the worker uploads the per-document loss sums and the fitted
 corrections, and **the app recomputes every share and its bootstrap interval from those sums**
@@ -21,11 +21,33 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from app.analysis import recover as R
+from app.analysis.recoverability_fitting import (
+    ALL_CORRECTIONS,
+    CONTROLS,
+    DEFAULT_K,
+    DEFAULT_MAX_TOKENS,
+    KINDS,
+    SPLITS,
+)
+from app.analysis.recoverability_shares import (
+    bootstrap_shares,
+    loss_column,
+    shares_from_sums,
+    table_models,
+)
+from app.db import recoverability as store
+from app.db.ingest import add_pair
+from app.db.queries import pair_id_by_names
 from app.errors import InputError
-from app.jobs import ModelSpec, config_hash
+from app.jobs import (
+    ModelSpec,
+    config_hash,
+    insert_job,
+    insert_shard,
+    register_models,
+    update_job_status,
+)
 
-CONTROLS = R.CONTROLS
 # what a pair's share is read against: damage that is neither a bias nor a temperature
 YARDSTICK = "weight_noise"
 MODEL_ROLES = ("base", "post", *CONTROLS)
@@ -66,10 +88,10 @@ class CorpusSpec:
 
 @dataclass(frozen=True)
 class RecoveryOptions:
-    """The analysis settings (module doc of app.analysis.recover)."""
+    """The analysis settings (module doc of app.analysis.recoverability_fitting)."""
 
-    max_tokens: int = R.DEFAULT_MAX_TOKENS  # document tokens kept after BOS
-    k: int = R.DEFAULT_K  # bias tokens: the K most frequent targets on FIT
+    max_tokens: int = DEFAULT_MAX_TOKENS  # document tokens kept after BOS
+    k: int = DEFAULT_K  # bias tokens: the K most frequent targets on FIT
     eval_fraction: float = 0.2  # documents held out as EVAL
     select_fraction: float = 0.1  # last part of FIT used to choose the L2 penalty
     seed: int = 0
@@ -152,10 +174,6 @@ def create_recovery_job(conn: Connection, request: RecoveryRequest) -> tuple[int
 
     A finished analysis with the same models, corpus and settings is reused, not run again.
     """
-    from app.db.ingest import add_pair
-    from app.db.recoveries import finished_recovery
-    from app.jobs import insert_job, insert_shard, register_models, update_job_status
-
     request.validate()
     register_models(conn, [request.base, request.post])
     pair_id, _, _ = add_pair(
@@ -164,7 +182,7 @@ def create_recovery_job(conn: Connection, request: RecoveryRequest) -> tuple[int
     spec = request.shard_spec()
     chash = config_hash(spec)
     job_id = insert_job(conn, "recover", request.to_dict())
-    reused = finished_recovery(conn, pair_id, chash) is not None
+    reused = store.finished_recovery(conn, pair_id, chash) is not None
     shard_id = insert_shard(
         conn,
         job_id=job_id,
@@ -196,16 +214,14 @@ def check_table(table: dict[str, list], controls: tuple[str, ...] | list[str]) -
     for column, values in table.items():
         if not isinstance(values, list) or len(values) != n:
             raise InputError(f"column {column!r} does not have one value per document ({n})")
-    bad_split = {s for s in table["split"]} - set(R.SPLITS)
+    bad_split = {s for s in table["split"]} - set(SPLITS)
     if bad_split:
-        raise InputError(
-            f"unknown split {sorted(bad_split)[0]!r}; splits are {', '.join(R.SPLITS)}"
-        )
+        raise InputError(f"unknown split {sorted(bad_split)[0]!r}; splits are {', '.join(SPLITS)}")
     if "eval" not in table["split"]:
         raise InputError("the document table has no EVAL documents")
     if any(not isinstance(t, int) or isinstance(t, bool) or t < 1 for t in table["n_tokens"]):
         raise InputError("n_tokens must be positive integers")
-    models = R.table_models(table)
+    models = table_models(table)
     extra = [c for c in table if c not in ("doc_id", "split", "n_tokens") and "/" not in c]
     if extra:
         raise InputError(f"unexpected column {extra[0]!r} (loss columns are 'model/correction')")
@@ -216,9 +232,9 @@ def check_table(table: dict[str, list], controls: tuple[str, ...] | list[str]) -
         if model not in MODEL_ROLES:
             raise InputError(f"unknown model {model!r} in the document table")
         for c in corrections:
-            if c not in R.ALL_CORRECTIONS:
+            if c not in ALL_CORRECTIONS:
                 raise InputError(f"unknown correction {c!r} for {model!r}")
-            values = table[R.loss_column(model, c)]
+            values = table[loss_column(model, c)]
             if any(
                 not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
                 or v < 0 for v in values
@@ -241,11 +257,11 @@ def summarize(table: dict[str, list], *, n_boot: int, seed: int) -> dict[str, An
     """Shares of the post model and of every control against the base, recomputed from the
     per-document loss sums: on EVAL with bootstrap intervals, and in-sample on FIT."""
     shares, in_sample = {}, {}
-    for model in R.table_models(table):
+    for model in table_models(table):
         if model == "base":
             continue
-        shares[model] = R.bootstrap_shares(table, n_boot=n_boot, seed=seed, base="base", post=model)
-        in_sample[model] = R.shares_from_sums(table, base="base", post=model, split="fit")
+        shares[model] = bootstrap_shares(table, n_boot=n_boot, seed=seed, base="base", post=model)
+        in_sample[model] = shares_from_sums(table, base="base", post=model, split="fit")
     return finite_or_none({"shares": shares, "in_sample": in_sample})
 
 
@@ -263,9 +279,6 @@ class RecoveryUpload:
 def store_upload(conn: Connection, shard: dict, upload: RecoveryUpload) -> int:
     """Check and keep a shard's recoverability results (replacing an earlier upload of the same
     shard, so a repeated delivery is harmless); returns the recovery id."""
-    from app.db import recoveries as store
-    from app.db.queries import pair_id_by_names
-
     spec = shard["spec"]
     options = spec["options"]
     check_table(upload.table, options["controls"])
@@ -318,7 +331,7 @@ def view_rows(recovery: dict) -> list[dict]:
         if s is None:
             continue
         fitted = summary.get("corrections", {}).get(role, {})
-        for kind in R.KINDS:
+        for kind in KINDS:
             if kind not in s["share"]:
                 continue
             rows.append(

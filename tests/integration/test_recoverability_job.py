@@ -28,7 +28,7 @@ def pair(tmp_path_factory):
         from transformers import AutoTokenizer
 
         from tests.tiny_model import build_tiny_model
-        from worker import recover_scoring as S
+        from worker import recoverability_scoring as scoring
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")
     root = tmp_path_factory.mktemp("recover-pair")
@@ -36,9 +36,11 @@ def pair(tmp_path_factory):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        model = S.load_model(base, device="cpu")
+        model = scoring.load_model(base, device="cpu")
         tokenizer = AutoTokenizer.from_pretrained(base)
-        docs = S.sample_documents(model, N_DOCS, DOC_TOKENS, start_id=model.config.bos_token_id)
+        docs = scoring.sample_documents(
+            model, N_DOCS, DOC_TOKENS, start_id=model.config.bos_token_id
+        )
         with torch.no_grad():
             model.lm_head.weight.mul_(2.0)
         model.save_pretrained(root / "models" / "tiny-doubled")

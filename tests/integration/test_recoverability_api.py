@@ -1,8 +1,8 @@
 """Recoverability through the app: job creation, the worker's upload, pages and exports.
 
 The worker side is played by HTTP calls with the worker's token (the real worker process runs the
-whole thing in tests/integration/test_recover_job.py); here the uploads are hand-made tables with
-known shares (tests/recovery_fixtures.py), so every number on the page can be checked by hand.
+whole thing in tests/integration/test_recoverability_job.py); here the uploads are hand-made tables with
+known shares (tests/recoverability_fixtures.py), so every number on the page can be checked by hand.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import pyarrow.csv as pacsv
 import pytest
 from fastapi.testclient import TestClient
 
-from app.analysis import recover as R
+from app.analysis.recoverability_shares import shares_from_sums
 from app.config import WebSettings
 from app.queue import BrokerSettings
 from app.web import create_app
-from tests import recovery_fixtures as F
+from tests import recoverability_fixtures as fixtures
 
 
 @pytest.fixture
@@ -84,13 +84,13 @@ def test_upload_recompute_page_export_and_reuse(env):
     assert wrong.status_code == 422 and "recoverability results go to" in wrong.text
 
     before = cli.contents()
-    bad = F.upload()
+    bad = fixtures.upload()
     bad["table"]["post/bias"][3] = float("nan") if False else -5.0
     response = client.post(f"/api/shards/{shard['id']}/recovery", json=bad)
     assert response.status_code == 422 and "finite, non-negative" in response.text
     assert cli.contents() == before  # nothing stored
 
-    stored = client.post(f"/api/shards/{shard['id']}/recovery", json=F.upload())
+    stored = client.post(f"/api/shards/{shard['id']}/recovery", json=fixtures.upload())
     assert stored.status_code == 200, stored.text
     client.post(f"/api/shards/{shard['id']}/finish", json={"fingerprint": None})
     assert client.get(f"/api/jobs/{created['id']}").json()["status"] == "done"
@@ -109,7 +109,7 @@ def test_upload_recompute_page_export_and_reuse(env):
     csv = client.get(f"/api/recoveries/{recovery['id']}/documents.csv")
     assert csv.status_code == 200
     table = pacsv.read_csv(io.BytesIO(csv.content)).to_pydict()
-    again = R.shares_from_sums(table, base="base", post="post")
+    again = shares_from_sums(table, base="base", post="post")
     assert again["symmetric"]["bias"] == pytest.approx(0.4)
     assert client.get(f"/api/recoveries/{recovery['id']}/documents.parquet").status_code == 200
 
@@ -148,9 +148,9 @@ def test_upload_to_a_cancelled_or_evaluation_shard_is_refused(env):
     created = _submit(client, tmp_path)
     shard_id = client.get(f"/api/jobs/{created['id']}").json()["shards"][0]["id"]
     client.post(f"/api/jobs/{created['id']}/cancel")
-    response = client.post(f"/api/shards/{shard_id}/recovery", json=F.upload())
+    response = client.post(f"/api/shards/{shard_id}/recovery", json=fixtures.upload())
     assert response.status_code == 422 and "cancelled" in response.text
-    assert client.post("/api/shards/999/recovery", json=F.upload()).status_code == 404
+    assert client.post("/api/shards/999/recovery", json=fixtures.upload()).status_code == 404
 
 
 def _csrf(html: str) -> str:

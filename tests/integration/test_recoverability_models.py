@@ -17,7 +17,14 @@ import math
 import numpy as np
 import pytest
 
-from app.analysis import recover as R
+from app.analysis.recoverability_fitting import (
+    KINDS,
+    Correction,
+    summarize_logits,
+    token_nll,
+    top_k_tokens,
+)
+from app.analysis.recoverability_shares import shares_from_sums
 from tests.conftest import service_missing
 
 pytestmark = pytest.mark.integration
@@ -37,22 +44,24 @@ def tiny(tmp_path_factory):
     import torch
 
     from tests.tiny_model import build_tiny_model
-    from worker import recover_scoring as S
+    from worker import recoverability_scoring as scoring
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # 2 shared cores: more threads are much slower here
     path = build_tiny_model(tmp_path_factory.mktemp("recover") / "base", seed=0)
-    model = S.load_model(path, device="cpu")
-    docs = S.sample_documents(model, N_DOCS, DOC_TOKENS, start_id=model.config.bos_token_id, seed=0)
+    model = scoring.load_model(path, device="cpu")
+    docs = scoring.sample_documents(
+        model, N_DOCS, DOC_TOKENS, start_id=model.config.bos_token_id, seed=0
+    )
     yield {"path": path, "model": model, "docs": docs}
     torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
 def controls(tiny):
-    from worker import recover_scoring as S
+    from worker import recoverability_scoring as scoring
 
-    return S.run_recoverability(tiny["model"], None, tiny["docs"], n_boot=1000, seed=0)
+    return scoring.run_recoverability(tiny["model"], None, tiny["docs"], n_boot=1000, seed=0)
 
 
 def _texts():
@@ -65,44 +74,44 @@ def _texts():
 def test_scoring_matches_plain_forward_and_padding_changes_nothing(tiny):
     from transformers import AutoTokenizer
 
-    from worker import recover_scoring as S
+    from worker import recoverability_scoring as scoring
 
     tok = AutoTokenizer.from_pretrained(tiny["path"])
     texts = _texts()
-    docs, kept = S.prepare_documents(tok, texts, max_tokens=40)
+    docs, kept = scoring.prepare_documents(tok, texts, max_tokens=40)
     assert len(docs) == len(texts) - 1  # "" has nothing to score; "Hi" (BOS + token) stays
     assert kept[-1] == len(texts) - 1 and len(texts) - 2 not in kept
     assert all(d[0] == tok.bos_token_id and len(d) <= 41 for d in docs)
     assert max(len(d) for d in docs) == 41  # truncated to 40 document tokens
-    stats = S.score_documents(tiny["model"], docs, batch_tokens=256, chunk_positions=7)
+    stats = scoring.score_documents(tiny["model"], docs, batch_tokens=256, chunk_positions=7)
     assert stats.n_tokens == sum(len(d) - 1 for d in docs)
-    batched = S.plain_nll(tiny["model"], docs, batch_tokens=256)
-    alone = S.plain_nll(tiny["model"], docs, batch_tokens=1)  # one document per forward pass
+    batched = scoring.plain_nll(tiny["model"], docs, batch_tokens=256)
+    alone = scoring.plain_nll(tiny["model"], docs, batch_tokens=1)  # one document per forward pass
     np.testing.assert_allclose(batched, alone, atol=2e-5)
-    np.testing.assert_allclose(R.token_nll(stats), alone, atol=2e-5)
+    np.testing.assert_allclose(token_nll(stats), alone, atol=2e-5)
 
 
 def test_top_k_statistics_match_full_logits(tiny):
     import torch
 
-    from worker import recover_scoring as S
+    from worker import recoverability_scoring as scoring
 
     docs = tiny["docs"][:6]
-    kept = np.sort(R.top_k_tokens(np.concatenate([d[1:] for d in docs]), 64))
-    full = S.score_documents(tiny["model"], docs)
-    part = S.score_documents(tiny["model"], docs, kept=kept)
+    kept = np.sort(top_k_tokens(np.concatenate([d[1:] for d in docs]), 64))
+    full = scoring.score_documents(tiny["model"], docs)
+    part = scoring.score_documents(tiny["model"], docs, kept=kept)
     with torch.inference_mode():
         z = tiny["model"](input_ids=torch.as_tensor(docs[0][None])).logits[0, :-1].numpy()
-    ref = R.summarize_logits(z, docs[0][1:], kept)
+    ref = summarize_logits(z, docs[0][1:], kept)
     n = len(docs[0]) - 1
     np.testing.assert_allclose(part.comp[:n], ref["comp"], atol=1e-4)
     np.testing.assert_allclose(part.comp_du[:n], ref["comp_du"], atol=1e-3)
     rng = np.random.default_rng(0)
     for temp in (0.4, 1.0, 2.0, 4.0):
-        corr = R.Correction(
+        corr = Correction(
             kind="bias_temp", temperature=temp, bias_tokens=kept, bias=rng.normal(size=len(kept))
         )
-        np.testing.assert_allclose(R.token_nll(part, corr), R.token_nll(full, corr), atol=1e-5)
+        np.testing.assert_allclose(token_nll(part, corr), token_nll(full, corr), atol=1e-5)
 
 
 def test_controls_have_known_answers(tiny, controls, capsys):
@@ -146,15 +155,15 @@ def test_controls_have_known_answers(tiny, controls, capsys):
     assert planted["symmetric"]["temp"]["estimate"] < 0.5  # a temperature cannot undo a bias
     # weight noise: reported, with a real gap and finite intervals; it is not a bias or a temperature
     assert noise["gap"]["lo"] > 0
-    for kind in R.KINDS:
+    for kind in KINDS:
         s = noise["symmetric"][kind]
         assert math.isfinite(s["estimate"]) and s["lo"] <= s["estimate"] <= s["hi"]
         assert s["estimate"] < 0.9
     # every share is recomputed from the exported per-document table
-    table = R.table_from_records(json.loads(json.dumps(R.table_to_records(res.table))))
+    table = json.loads(json.dumps(res.table))
     for name, shares in res.shares.items():
-        again = R.shares_from_sums(table, post=name)
-        for kind in R.KINDS:
+        again = shares_from_sums(table, post=name)
+        for kind in KINDS:
             assert again["symmetric"][kind] == pytest.approx(shares["symmetric"][kind]["estimate"])
     json.dumps(res.to_dict())  # JSON-ready
 
@@ -162,14 +171,16 @@ def test_controls_have_known_answers(tiny, controls, capsys):
 def test_controls_restore_the_model(tiny):
     import torch
 
-    from worker import recover_scoring as S
+    from worker import recoverability_scoring as scoring
 
     model = tiny["model"]
     ids = torch.as_tensor(tiny["docs"][0][None, :32])
     with torch.inference_mode():
         before = model(input_ids=ids).logits.clone()
-        for kind in S.CONTROLS:
-            with S.output_head_control(model, kind, bias_tokens=np.arange(10), seed=1) as info:
+        for kind in scoring.CONTROLS:
+            with scoring.output_head_control(
+                model, kind, bias_tokens=np.arange(10), seed=1
+            ) as info:
                 changed = model(input_ids=ids).logits
                 if kind == "doubled_logits":
                     torch.testing.assert_close(changed, 2 * before)
@@ -178,7 +189,7 @@ def test_controls_restore_the_model(tiny):
             assert info["kind"] == kind
         torch.testing.assert_close(model(input_ids=ids).logits, before, rtol=0, atol=0)
     with pytest.raises(ValueError):
-        with S.output_head_control(model, "nope"):
+        with scoring.output_head_control(model, "nope"):
             pass
 
 
@@ -186,9 +197,9 @@ def test_pair_from_paths_beside_its_noise_control(tiny, tmp_path):
     """A 'post-trained' model (noise in its last MLP) loaded from disk, with the noise control."""
     import torch
 
-    from worker import recover_scoring as S
+    from worker import recoverability_scoring as scoring
 
-    post = S.load_model(tiny["path"], device="cpu")
+    post = scoring.load_model(tiny["path"], device="cpu")
     gen = torch.Generator().manual_seed(5)
     with torch.no_grad():
         for name, p in post.named_parameters():
@@ -196,7 +207,7 @@ def test_pair_from_paths_beside_its_noise_control(tiny, tmp_path):
                 p.add_(torch.randn(p.shape, generator=gen) * p.std() * 0.5)
     post.save_pretrained(tmp_path / "post")
     docs = tiny["docs"][:48]
-    res = S.run_recoverability(
+    res = scoring.run_recoverability(
         str(tiny["path"]),
         str(tmp_path / "post"),
         docs,
@@ -208,7 +219,7 @@ def test_pair_from_paths_beside_its_noise_control(tiny, tmp_path):
     pair = res.shares["post"]
     assert pair["gap"]["estimate"] > 0
     assert pair["n_docs"] == res.config["split_docs"]["eval"]
-    for kind in R.KINDS:
+    for kind in KINDS:
         assert math.isfinite(pair["symmetric"][kind]["estimate"])
     assert res.in_sample["post"]["n_docs"] == (
         res.config["split_docs"]["fit_train"] + res.config["split_docs"]["fit_select"]
@@ -218,9 +229,9 @@ def test_pair_from_paths_beside_its_noise_control(tiny, tmp_path):
 
 def test_doubled_logits_with_top_k_and_complement_grid(tiny):
     """The real-vocabulary path (top-K logits + complement grid, float16) gives T = 2 too."""
-    from worker import recover_scoring as S
+    from worker import recoverability_scoring as scoring
 
-    res = S.run_recoverability(
+    res = scoring.run_recoverability(
         tiny["model"],
         None,
         tiny["docs"][:64],
@@ -238,7 +249,7 @@ def test_doubled_logits_with_top_k_and_complement_grid(tiny):
 
 def test_memory_maps_give_the_same_sums_and_are_removed(tiny, tmp_path):
     """scratch_dir keeps the statistics in .npy memory maps (for real vocabularies): same result."""
-    from worker import recover_scoring as S
+    from worker import recoverability_scoring as scoring
 
     seen = []
 
@@ -247,8 +258,8 @@ def test_memory_maps_give_the_same_sums_and_are_removed(tiny, tmp_path):
 
     common = dict(k=64, full_vocab_max=0, controls=(), kinds=("bias", "temp"), n_boot=100)
     docs = tiny["docs"][:32]
-    in_memory = S.run_recoverability(tiny["model"], None, docs, **common)
-    mapped = S.run_recoverability(
+    in_memory = scoring.run_recoverability(tiny["model"], None, docs, **common)
+    mapped = scoring.run_recoverability(
         tiny["model"], None, docs, scratch_dir=tmp_path, progress=progress, **common
     )
     assert ["comp.npy", "comp_du.npy", "logits.npy"] in seen

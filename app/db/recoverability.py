@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 from sqlalchemy import Connection
 
-from app.analysis import recover as R
+from app.analysis.recoverability_shares import loss_column
 
 
 def _duck(conn: Connection):
@@ -132,7 +132,7 @@ def latest_recoveries(conn: Connection) -> list[dict[str, Any]]:
 
 def documents_table(conn: Connection, recovery_id: int) -> dict[str, list]:
     """The wide per-document table (``doc_id, split, n_tokens, model/correction...``) of
-    app.analysis.recover, from which every share of the analysis can be recomputed."""
+    app.analysis.recoverability_shares, from which every share of the analysis can be recomputed."""
     rows = (
         _duck(conn)
         .execute(
@@ -152,5 +152,5 @@ def documents_table(conn: Connection, recovery_id: int) -> dict[str, list]:
         table["doc_id"][index], table["split"][index], table["n_tokens"][index] = (
             doc_id, split, n_tokens,
         )  # fmt: skip
-        table.setdefault(R.loss_column(model, correction), [None] * n)[index] = loss
+        table.setdefault(loss_column(model, correction), [None] * n)[index] = loss
     return table

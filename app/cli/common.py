@@ -1,4 +1,4 @@
-"""The ``forgetmap`` group and what its commands share: the store, consoles, errors, output."""
+"""What every ``forgetmap`` command uses: consoles, the one-line error, the store, record output."""
 
 from __future__ import annotations
 
@@ -6,13 +6,9 @@ import csv
 import io
 import json
 import math
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-
-from app.config import default_db_path
 
 if TYPE_CHECKING:
     from app.db import Store
@@ -33,7 +29,7 @@ def Table(*args, **kwargs):  # noqa: N802 - stands in for rich's class
     return RichTable(*args, **kwargs)
 
 
-def err_console():
+def stderr_console():
     """A console on stderr (progress, notices)."""
     return Console(stderr=True)
 
@@ -47,7 +43,7 @@ class CliError(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
-def open_cli_store(ctx: click.Context) -> Store:
+def store_of(ctx: click.Context) -> Store:
     from app.db import StoreError, open_store
 
     path = ctx.obj["db"]
@@ -57,25 +53,7 @@ def open_cli_store(ctx: click.Context) -> Store:
         raise CliError(str(exc)) from exc
 
 
-@click.group()
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="DuckDB file (default: $FORGETMAP_DB or data/forgetmap.duckdb).",
-)
-@click.pass_context
-def main(ctx: click.Context, db: Path | None) -> None:
-    """forgetmap: what did post-training make a model forget?"""
-    ctx.ensure_object(dict)
-    ctx.obj["db"] = db or default_db_path()
-    ctx.obj["db_given"] = db is not None or bool(os.environ.get("FORGETMAP_DB"))
-
-
-# ------------------------------------------------------------------------------------- import
-
-
-def fmt_cell(value: object) -> str:
+def format_value(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, float):

@@ -7,11 +7,11 @@ import math
 
 import pytest
 
-from app.analysis import recover as R
+from app.analysis.recoverability_shares import shares_from_sums
 from app.db import open_store
-from app.db import recoveries as store_sql
+from app.db import recoverability as store_sql
 from app.errors import InputError
-from app.recovery import (
+from app.recoverability import (
     CorpusSpec,
     RecoveryOptions,
     RecoveryRequest,
@@ -21,7 +21,7 @@ from app.recovery import (
     summarize,
     view_rows,
 )
-from tests import recovery_fixtures as F
+from tests import recoverability_fixtures as fixtures
 
 
 def _request(**corpus) -> dict:
@@ -36,7 +36,9 @@ def test_request_round_trip_and_validation():
     assert request.options.max_tokens == 2047 and request.options.k == 4096
     again = RecoveryRequest.from_dict(request.to_dict())
     assert again == request
-    assert request.to_dict()["pairs"] == [{"base": "b", "post": "p", "label": "SFT", "stage": "sft"}]
+    assert request.to_dict()["pairs"] == [
+        {"base": "b", "post": "p", "label": "SFT", "stage": "sft"}
+    ]
 
 
 @pytest.mark.parametrize(
@@ -65,7 +67,7 @@ def test_hf_corpus_ids_are_accepted():
 
 
 def test_shares_are_recomputed_from_the_sums_golden():
-    summary = summarize(F.table(), n_boot=500, seed=0)
+    summary = summarize(fixtures.table(), n_boot=500, seed=0)
     post = summary["shares"]["post"]
     assert post["loss_base"]["estimate"] == pytest.approx(2.0)
     assert post["loss_post"]["estimate"] == pytest.approx(3.0)
@@ -83,7 +85,7 @@ def test_shares_are_recomputed_from_the_sums_golden():
 
 
 def test_zero_gap_gives_none_not_nan():
-    t = F.table(controls=())
+    t = fixtures.table(controls=())
     t["post/none"] = list(t["base/none"])
     summary = summarize(t, n_boot=100, seed=0)
     assert summary["shares"]["post"]["share"]["bias"]["estimate"] is None
@@ -108,7 +110,7 @@ def test_zero_gap_gives_none_not_nan():
     ],
 )
 def test_malformed_tables_are_refused(mutate, message):
-    t = F.table()
+    t = fixtures.table()
     mutate(t)
     with pytest.raises(InputError, match=message):
         check_table(t, list(("planted_bias", "doubled_logits", "weight_noise")))
@@ -116,7 +118,7 @@ def test_malformed_tables_are_refused(mutate, message):
 
 def test_store_round_trip_and_replacement(tmp_path):
     store = open_store(tmp_path / "fm.duckdb")
-    t = F.table()
+    t = fixtures.table()
     summary = summarize(t, n_boot=200, seed=0)
     with store.transaction() as conn:
         first = store_sql.save_recovery(conn, pair_id=7, shard_id=3, corpus="local:x",
@@ -124,7 +126,7 @@ def test_store_round_trip_and_replacement(tmp_path):
     with store.read() as conn:
         back = store_sql.documents_table(conn, first)
         assert back == t
-        assert R.shares_from_sums(back, base="base", post="post")["share"]["bias"] == pytest.approx(
+        assert shares_from_sums(back, base="base", post="post")["share"]["bias"] == pytest.approx(
             0.5
         )
         stored = store_sql.recovery(conn, first)
@@ -142,8 +144,8 @@ def test_store_round_trip_and_replacement(tmp_path):
 
 
 def test_view_rows_and_headline():
-    summary = summarize(F.table(), n_boot=200, seed=0)
-    summary["corrections"] = F.upload()["corrections"]
+    summary = summarize(fixtures.table(), n_boot=200, seed=0)
+    summary["corrections"] = fixtures.upload()["corrections"]
     recovery = {"id": 1, "pair_id": 2, "corpus": "local:x", "summary": summary}
     rows = view_rows(recovery)
     assert [r["role"] for r in rows][:4] == ["post"] * 4
