@@ -5,6 +5,7 @@ names, one run per seed with its seed in results_<ts>.json, few-shot base vs cha
 scored benchmarks x 3 seeds x 2 models, N questions each (default 2,000: ~1.1M rows), then times
 
 - baseline: pyarrow's plain read of every details file (``pq.read_table``), median of 3;
+- a floor: the same read plus one DuckDB insert of the columns a sample keeps (no parsing);
 - ours: ``forgetmap import lighteval`` of each model's details folder, ``forgetmap pair add`` and
   ``forgetmap map --format json``, each a fresh CLI process on a fresh database (what a user runs).
 
@@ -31,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import duckdb  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from app.taxonomy import scored_benchmarks  # noqa: E402
@@ -70,6 +72,24 @@ def plain_read(out: Path) -> tuple[float, int]:
     start = time.perf_counter()
     rows = sum(pq.read_table(f).num_rows for f in files)
     return time.perf_counter() - start, rows
+
+
+def read_and_store(out: Path, db: Path) -> float:
+    """A floor for any importer that keeps the rows: pyarrow's read of every details file plus one
+    DuckDB insert of the columns a sample keeps (prompt, predictions, gold, choices, metrics) into
+    a fresh file, no parsing, keys or counts."""
+    files = sorted((out / "details").rglob("details_*.parquet"))
+    keep = ["full_prompt", "predictions", "gold", "choices", "metrics"]
+    start = time.perf_counter()
+    con = duckdb.connect(str(db))
+    for number, f in enumerate(files):
+        rows = pq.read_table(f, columns=keep)  # noqa: F841 - DuckDB reads it by name below
+        if number == 0:
+            con.execute("CREATE TABLE kept AS SELECT * FROM rows")
+        else:
+            con.execute("INSERT INTO kept SELECT * FROM rows")
+    con.close()
+    return time.perf_counter() - start
 
 
 def ours(out: Path, db: Path) -> tuple[float, dict[str, float], str]:
@@ -145,10 +165,14 @@ def main() -> None:
             rows = write_tree(out, args.per_benchmark, args.seeds, args.benchmarks)
             stamp.touch()
             print(f"wrote {rows:,} rows in {time.perf_counter() - start:.1f} s to {out}")
-        base_times, ours_times, parts = [], [], []
+        base_times, ours_times, parts, floor_times = [], [], [], []
         for i in range(args.repeat):
             t, rows = plain_read(out)
             base_times.append(t)
+            floor_db = work / f"floor{i}.duckdb"
+            floor_db.unlink(missing_ok=True)
+            floor_times.append(read_and_store(out, floor_db))
+            floor_db.unlink(missing_ok=True)
             db = work / f"run{i}.duckdb"
             db.unlink(missing_ok=True)
             total, steps, report = ours(out, db)
@@ -163,6 +187,9 @@ def main() -> None:
         print(
             f"forgetmap end to end: median {ours_t:.2f} s  ({', '.join(f'{t:.2f}' for t in ours_times)})"
         )
+        floor_t = statistics.median(floor_times)
+        print(f"read + one DuckDB insert of the kept columns (a floor for any store): median "
+              f"{floor_t:.2f} s ({floor_t / base_t:.2f}x the read)")  # fmt: skip
         for name in parts[0]:
             print(f"  {name}: median {statistics.median(p[name] for p in parts):.2f} s")
         print(f"  {report}")
