@@ -15,6 +15,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.db import jobs as jobs_db
+
 TASK_NAME = "forgetmap.evaluate_shard"
 log = logging.getLogger("forgetmap.reconciler")
 
@@ -148,12 +150,10 @@ def send_and_record(
     store, enqueuer: Enqueuer, shard_ids: list[int], *, resend: bool = False
 ) -> tuple[int, str | None]:
     """Send shards and record which were sent, so the reconciler re-sends only the others."""
-    from app import jobs
-
     sent, problem = enqueuer.send(shard_ids)
     if sent:
         with store.transaction() as conn:
-            jobs.mark_sent(conn, sent, resend=resend)
+            jobs_db.mark_sent(conn, sent, resend=resend)
     return len(sent), problem
 
 
@@ -196,18 +196,16 @@ class Reconciler:
         self._thread.join(timeout=5)
 
     def run_once(self) -> int:
-        from app import jobs
-
         with self.store.read() as conn:
-            pending = jobs.unsent_shards(conn)
-            stale = jobs.stale_shards(conn, self.stale_after)
+            pending = jobs_db.unsent_shards(conn)
+            stale = jobs_db.stale_shards(conn, self.stale_after)
         lost = self.lost_shards()
         if stale:
             log.warning(
                 "shards %s sent no progress for %.0fs; sending them again", stale, self.stale_after
             )
             with self.store.transaction() as conn:
-                jobs.requeue_stale(conn, stale)
+                jobs_db.requeue_stale(conn, stale)
         if lost:
             log.warning("shards %s were sent but no worker received them; sending again", lost)
         sent = (
@@ -221,17 +219,15 @@ class Reconciler:
 
     def lost_shards(self) -> list[int]:
         """Queued shards sent earlier whose message no worker will receive (see the class doc)."""
-        from app import jobs
-
         with self.store.read() as conn:
-            waiting = jobs.waiting_shards(conn, self.grace, backoff=False)
+            waiting = jobs_db.waiting_shards(conn, self.grace, backoff=False)
         if not waiting:
             return []
         held = self.enqueuer.held()
         if held is not None:
             return [s for s in waiting if s not in held]
         with self.store.read() as conn:
-            return jobs.waiting_shards(conn, self.resend_after, backoff=True)
+            return jobs_db.waiting_shards(conn, self.resend_after, backoff=True)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

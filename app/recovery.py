@@ -153,8 +153,9 @@ def create_recovery_job(conn: Connection, request: RecoveryRequest) -> tuple[int
     A finished analysis with the same models, corpus and settings is reused, not run again.
     """
     from app.db.ingest import add_pair
+    from app.db.jobs import insert_job, insert_shard
     from app.db.recoveries import finished_recovery
-    from app.jobs import insert_job, insert_shard, register_models, update_job_status
+    from app.jobs import register_models, update_job_status
 
     request.validate()
     register_models(conn, [request.base, request.post])

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse, Response
 from app.analysis.lab import LabParams, lab_data
 from app.db import queries
 from app.forgetting_map import MapQuery
+from app.jobs import job_detail
 from app.pair_report import quadrants
 from app.web import deps, pages
 from app.web.schemas import ID_ERRORS, Id, errors
@@ -26,8 +27,7 @@ TABLE = {200: {"description": "the table as a file",
 
 @router.get("/healthz")
 def healthz(request: Request) -> dict:
-    with deps.store(request).read() as conn:
-        conn.exec_driver_sql("SELECT 1")
+    deps.store(request).ping()
     return {"status": "ok"}
 
 
@@ -181,8 +181,6 @@ def api_jobs(request: Request) -> list[dict]:
 @router.get("/api/jobs/{job_id}", responses=ID_ERRORS)
 def api_job(request: Request, job_id: Id) -> dict:
     """A job with every shard's state, progress and error."""
-    from app.jobs import job_detail
-
     with deps.store(request).read() as conn:
         job = job_detail(conn, job_id)
     if job is None:

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app import jobs
 from app.auth import Role
+from app.db import jobs as jobs_db
 from app.db import queries
 from app.errors import InputError
 from app.paths import check_model_path
@@ -203,7 +204,7 @@ async def submit(request: Request) -> Response:
     try:
         with deps.store(request).transaction() as conn:
             job_id, to_send = jobs.create_job(conn, job_request)
-            jobs.set_owner(conn, job_id, principal.name)
+            jobs_db.set_owner(conn, job_id, principal.name)
     except InputError as exc:
         return _form_page(request, values, {"form": str(exc)})
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
@@ -311,7 +312,7 @@ async def recover_submit(request: Request, pair_id: int) -> Response:
     try:
         with deps.store(request).transaction() as conn:
             job_id, to_send = create_recovery_job(conn, recovery_request)
-            jobs.set_owner(conn, job_id, principal.name)
+            jobs_db.set_owner(conn, job_id, principal.name)
     except InputError as exc:
         return _recover_page(request, pair, values, {"form": str(exc)})
     _, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from app import jobs, recovery
 from app.auth import Principal, Role
+from app.db import jobs as jobs_db
 from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
 from app.paths import check_model_path
@@ -100,7 +101,7 @@ def upload_results(request: Request, body: ResultsIn, principal: Worker) -> dict
     store = deps.store(request)
     try:
         with store.transaction() as conn:
-            if jobs.shard(conn, body.shard_id) is None:
+            if jobs_db.shard(conn, body.shard_id) is None:
                 raise HTTPException(404, f"shard {body.shard_id} does not exist")
             target = jobs.results_target(conn, body.shard_id)
             n = len(body.rows)
@@ -167,7 +168,7 @@ def submit_job(request: Request, body: JobIn, principal: Submitter) -> dict:
                 job_id, to_send = recovery.create_recovery_job(conn, recovery_request)
                 owned = [job_id]
             for owned_id in owned:
-                jobs.set_owner(conn, owned_id, principal.name)
+                jobs_db.set_owner(conn, owned_id, principal.name)
     except InputError as exc:
         raise _input_error(exc) from exc
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
@@ -177,8 +178,8 @@ def submit_job(request: Request, body: JobIn, principal: Submitter) -> dict:
 
 def _managed_job(conn, principal: Principal, job_id: Id) -> None:
     """404 for an unknown job; 403 unless the caller owns it (role submit) or is an admin."""
-    owner = jobs.job_owner(conn, job_id)
-    if owner is jobs.NO_SUCH_JOB:
+    owner = jobs_db.job_owner(conn, job_id)
+    if owner is jobs_db.NO_SUCH_JOB:
         raise HTTPException(404, f"job {job_id} does not exist; GET /api/jobs lists the jobs")
     if not principal.may_manage(owner):
         raise HTTPException(
@@ -208,7 +209,7 @@ def cancel(request: Request, job_id: Id, principal: Submitter) -> dict:
 
 
 def _shard_or_404(conn, shard_id: Id) -> dict:
-    s = jobs.shard(conn, shard_id)
+    s = jobs_db.shard(conn, shard_id)
     if s is None:
         raise HTTPException(404, f"shard {shard_id} does not exist")
     return s
@@ -300,7 +301,7 @@ def shard_recovery(request: Request, shard_id: Id, body: RecoveryIn, principal: 
     refuse_oversize(request)
     try:
         with deps.store(request).transaction() as conn:
-            s = jobs.shard(conn, shard_id)
+            s = jobs_db.shard(conn, shard_id)
             if s is None:
                 raise HTTPException(404, f"shard {shard_id} does not exist")
             if s["kind"] != "recover":

@@ -6,6 +6,7 @@ import base64
 import json
 
 from app import jobs
+from app.db import jobs as jobs_db
 from app.db import open_store
 from app.queue import TASK_NAME, BrokerSettings, Enqueuer, Reconciler, _shard_of
 
@@ -52,7 +53,7 @@ class FakeBroker(Enqueuer):
 def test_reconciler_resends_only_what_the_broker_lost(tmp_path):
     store, job_id, (a, b) = _store_with_job(tmp_path)
     with store.transaction() as conn:
-        jobs.mark_sent(conn, [a, b])
+        jobs_db.mark_sent(conn, [a, b])
         conn.exec_driver_sql("UPDATE shards SET sent_at = now() - INTERVAL 1 MINUTE")
     broker = FakeBroker(holds={a})
     reconciler = Reconciler(store, broker, interval=1, resend_after=3600)
@@ -67,7 +68,7 @@ def test_reconciler_resends_only_what_the_broker_lost(tmp_path):
 def test_without_a_broker_to_ask_the_time_bound_applies_with_backoff(tmp_path):
     store, _, (a, b) = _store_with_job(tmp_path)
     with store.transaction() as conn:
-        jobs.mark_sent(conn, [a, b])
+        jobs_db.mark_sent(conn, [a, b])
         conn.exec_driver_sql(
             f"UPDATE shards SET sent_at = now() - INTERVAL 100 SECOND WHERE id = {a}"
         )
