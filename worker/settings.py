@@ -7,7 +7,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.queue import BrokerSettings
+from app.broker import BrokerSettings
 
 
 def _paths(value: str | None) -> list[Path]:

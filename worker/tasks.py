@@ -16,7 +16,7 @@ import os
 
 from celery import Celery
 
-from app.queue import TASK_NAME
+from app.broker import TASK_NAME
 from worker.client import AppClient, AppRejected, AppUnavailable
 from worker.evaluate import EngineCache, ShardFailed, run_shard
 from worker.recover_job import run_recover_shard

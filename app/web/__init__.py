@@ -16,10 +16,11 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
+from app.broker import BrokerSettings
 from app.config import WebSettings
 from app.db import open_store
 from app.forgetting_map import MapCache
-from app.queue import BrokerSettings, Enqueuer, Reconciler
+from app.queue import Enqueuer, Reconciler
 
 ROOT = Path(__file__).resolve().parents[2]
 OPEN_WHEN_PRIVATE = ("/login", "/static/", "/healthz")

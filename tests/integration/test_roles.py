@@ -10,8 +10,8 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
+from app.broker import BrokerSettings
 from app.config import WebSettings
-from app.queue import BrokerSettings
 from app.web import create_app
 from tests.conftest import Cli
 

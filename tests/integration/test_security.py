@@ -7,10 +7,10 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
+from app.broker import BrokerSettings
 from app.config import WebSettings
 from app.errors import InputError
 from app.paths import ModelPathError, check_model_path
-from app.queue import BrokerSettings
 from app.web import create_app
 
 

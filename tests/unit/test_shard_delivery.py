@@ -6,9 +6,10 @@ import base64
 import json
 
 from app import jobs
+from app.broker import TASK_NAME, BrokerSettings
 from app.db import jobs as jobs_db
 from app.db import open_store
-from app.queue import TASK_NAME, BrokerSettings, Enqueuer, Reconciler, _shard_of
+from app.queue import Enqueuer, Reconciler, _shard_of
 
 JOB = {"models": [{"name": "m", "path": "org/m"}], "benchmarks": ["piqa"], "seeds": [0, 1]}
 
