@@ -11,12 +11,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from app import metrics
+from app import jobs, metrics
 from app.db import series as series_db
+from app.db.queries import model_specs
 from app.db.store import Store
 from app.errors import InputError
 from app.forgetting_map import MapCache, MapQuery, category_sort_key
 from app.paths import check_model_path
+from app.watch import step_of
 
 SERIES_FIELDS = (
     "series", "step", "post", "category", "f_true", "f_true_std", "bt_true", "bt_true_std",
@@ -172,9 +174,6 @@ def submit_checkpoint(
     holds across watcher restarts); if its evaluation failed it is retried, up to MAX_ATTEMPTS.
     The base is left out of the job when its shards under the same eval config are already done
     or on their way. Returns (what happened, shard ids to send)."""
-    from app import jobs
-    from app.db.queries import model_specs
-
     folder = check_model_path(body.folder, model_roots)
     found = series_db.get_series(conn, name=body.series)
     if found is not None:
@@ -216,8 +215,6 @@ def submit_run(conn, body: dict, model_roots: list) -> tuple[dict, list[int]]:
     would (steps from the folder names or trainer_state.json; folders already submitted are not
     evaluated again; the base once). Returns (summary, shard ids to send)."""
     import glob
-
-    from app.watch import step_of
 
     try:
         run = RunSubmission.model_validate({k: v for k, v in body.items() if k != "kind"})

@@ -18,6 +18,7 @@ from celery import Celery
 
 from app.broker import TASK_NAME
 from worker.client import AppClient, AppRejected, AppUnavailable
+from worker.engines import make_engine
 from worker.evaluate import EngineCache, ShardFailed, run_shard
 from worker.recover_job import run_recover_shard
 from worker.settings import WorkerSettings
@@ -26,8 +27,6 @@ log = logging.getLogger("forgetmap.worker")
 
 
 def make_worker_app(settings: WorkerSettings) -> Celery:
-    from worker.engines import make_engine
-
     celery = Celery("forgetmap-worker")
     celery.conf.update(settings.broker.celery_config())
     celery.conf.update(worker_hijack_root_logger=False, worker_send_task_events=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
+from app.db.ingest import add_pair
 from app.db.store import duck_of
 from app.errors import InputError
 
@@ -25,8 +26,6 @@ def add_checkpoints(
     """Create series ``name`` over ``base`` (or extend it) with (model, step) checkpoints, each
     with its (base, checkpoint) pair and counts. A checkpoint already in the series at the same
     step is left as it is. Returns (series id, created, the checkpoints added)."""
-    from app.db.ingest import add_pair
-
     name = name.strip()
     if not name:
         raise InputError("a series needs a name, e.g. `forgetmap series add sft-run --base ...`")

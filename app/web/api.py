@@ -5,13 +5,15 @@ from __future__ import annotations
 import io
 from typing import Annotated, Literal
 
+import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.analysis.lab import LabParams, lab_data
-from app.db import queries
+from app.analysis.lab import LabBusy, LabParams, lab_data
+from app.db import queries, recoveries
+from app.errors import InputError
 from app.forgetting_map import MapQuery
 from app.jobs import job_detail
 from app.pair_report import quadrants
@@ -211,10 +213,6 @@ def api_recovery_documents(
 ) -> Response:
     """The per-document table (doc_id, split, n_tokens, one loss-sum column per model/correction,
     in nats): every share of the analysis can be recomputed from it."""
-    import pyarrow as pa
-
-    from app.db import recoveries
-
     deps.get_recovery(request, recovery_id)
     with deps.store(request).read() as conn:
         table = recoveries.documents_table(conn, recovery_id)
@@ -263,9 +261,6 @@ def api_theory(params: Annotated[LabParams, Depends(pages.lab_params)]) -> dict:
     """The theory lab's four plots (two-mode mixture: forward vs reverse KL, replay). Cached per
     parameter set; 422 when the dynamics diverge or the computation runs past its time budget
     (FORGETMAP_THEORY_SECONDS), 503 while another computation holds the lab."""
-    from app.analysis.lab import LabBusy
-    from app.errors import InputError
-
     try:
         return lab_data(params)
     except InputError as exc:

@@ -28,6 +28,7 @@ from app.recovery import (
 )
 from app.taxonomy import CATEGORIES, lookup, scored_benchmarks
 from app.web import deps
+from app.web.api import api_jobs
 from app.web.pages import _is_htmx, _page
 from app.web.session import (
     check_csrf,
@@ -354,8 +355,6 @@ def _job_or_404(request: Request, job_id: int) -> dict:
 
 @router.get("/jobs", response_class=HTMLResponse)
 def jobs_page(request: Request) -> HTMLResponse:
-    from app.web.api import api_jobs
-
     return _page(request, "jobs.html", jobs=api_jobs(request))
 
 

@@ -17,6 +17,7 @@ from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
 from app.paths import check_model_path
 from app.queue import send_and_record
+from app.series import submit_run
 from app.web import deps
 from app.web.schemas import (
     MAX_ID,
@@ -154,8 +155,6 @@ def submit_job(request: Request, body: JobIn, principal: Submitter) -> dict:
                 job_id, to_send = jobs.create_job(conn, jobs.JobRequest.from_dict(data))
                 owned = [job_id]
             elif isinstance(body, SeriesJobIn):  # a run: a base and checkpoint folders
-                from app.series import submit_run
-
                 extra, to_send = submit_run(
                     conn, data, list(request.app.state.settings.model_roots)
                 )
