@@ -6,14 +6,12 @@ fail) and never open the database. A shard whose (model, benchmark, seed, eval c
 evaluated is marked ``reused`` and not run again: a base model shared by many pairs is evaluated
 once.
 
-Shard states: queued -> running -> done | failed; queued -> reused | cancelled.
+Shard and job states: app.boundary.ShardStatus and JobStatus.
 
 Lost messages: a queued shard's broker message can vanish (a Redis restart without persistence,
 a failover, FLUSHDB). The reconciler (app.queue) sends such a shard again and counts it in
 ``resends``; a duplicate delivery is harmless because :func:`start_shard` lets one delivery run a
 shard at a time.
-Job states: queued, running, done (every shard done or reused), failed (some shard failed),
-cancelled.
 """
 
 from __future__ import annotations
@@ -21,23 +19,42 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
+from pydantic import BaseModel
 from sqlalchemy import Connection
 
+from app.boundary import (
+    MAX_SHARDS_PER_JOB,
+    TERMINAL,
+    Engine,
+    EvalConfigIn,
+    EvaluateJobIn,
+    JobStatus,
+    Mode,
+    ModelIn,
+    Prompting,
+    ShardKind,
+    ShardStatus,
+    Stage,
+    validated,
+)
 from app.db import jobs as jobs_db
 from app.db.ingest import add_pair
 from app.errors import InputError
 from app.taxonomy import canonical_name
 
-TERMINAL = ("done", "failed", "reused", "cancelled")
-ENGINES = ("vllm", "transformers")
-MODES = ("generate", "loglik")
-PROMPTING = ("chat", "base")
-# models x benchmarks x seeds of one job: the paper's suite for two models and three seeds is 564,
-# the form's largest (ten seeds) 1,880; saving and sending take ~2 ms a shard here (bench: 564 in
-# 1.2 s), so one request stays within a few seconds
-MAX_SHARDS_PER_JOB = 2000
+
+def _check(model: type[BaseModel], spec) -> BaseModel:
+    """Validate a service dataclass through its boundary model (lenient: it is built in Python)
+    and store its choices as their enums; an InputError names every problem."""
+    checked = validated(model, asdict(spec), strict=False)
+    for name in spec.__dataclass_fields__:
+        value = getattr(checked, name)
+        if isinstance(value, StrEnum):
+            object.__setattr__(spec, name, value)
+    return checked
 
 
 @dataclass(frozen=True)
@@ -47,15 +64,19 @@ class ModelSpec:
     name: str
     path: str
     revision: str | None = None
-    prompting: str = "chat"  # chat: zero-shot CoT through the chat template; base: few-shot
+    prompting: Prompting = Prompting.chat
+
+    def __post_init__(self) -> None:
+        _check(ModelIn, self)
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Everything that changes a model's answers; its hash keys evaluation reuse."""
+    """Everything that changes a model's answers; its hash keys evaluation reuse. Limits: the
+    boundary's (app.boundary.EvalConfigIn)."""
 
-    engine: str = "vllm"
-    mode: str = "generate"  # generate + extract an answer, or loglik: score the choices
+    engine: Engine = Engine.vllm
+    mode: Mode = Mode.generate
     temperature: float = 0.6
     top_p: float = 0.95
     max_tokens: int = 2048
@@ -63,16 +84,7 @@ class EvalConfig:
     limit: int | None = None  # items per benchmark (None: all)
 
     def __post_init__(self) -> None:
-        if self.engine not in ENGINES:
-            raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
-        if self.mode not in MODES:
-            raise InputError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if not 0 <= self.temperature <= 5:
-            raise InputError(f"temperature must be in [0, 5], got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise InputError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.max_tokens < 1:
-            raise InputError("max_tokens must be at least 1")
+        _check(EvalConfigIn, self)
 
 
 @dataclass(frozen=True)
@@ -86,26 +98,21 @@ class JobRequest:
 
     @classmethod
     def from_dict(cls, data: dict) -> JobRequest:
-        try:
-            models = [ModelSpec(**m) for m in data["models"]]
-            config = EvalConfig(**data.get("config", {}))
-            pairs = [
-                (p["base"], p["post"], p.get("label"), p.get("stage"))
-                for p in data.get("pairs", [])
-            ]
-            request = cls(
-                models=models,
-                benchmarks=list(data["benchmarks"]),
-                seeds=[int(s) for s in data.get("seeds", [0, 1, 2])],
-                config=config,
-                pairs=pairs,
-            )
-        except (KeyError, TypeError) as exc:
-            raise InputError(f"malformed job request: {exc}") from exc
+        """A job from its JSON form (``POST /api/jobs``, a stored payload), checked by the
+        boundary (app.boundary.EvaluateJobIn) and then by :meth:`validate`."""
+        body = validated(EvaluateJobIn, {"kind": "evaluate", **data}, strict=False)
+        request = cls(
+            models=[ModelSpec(**m.model_dump()) for m in body.models],
+            benchmarks=list(body.benchmarks),
+            seeds=list(body.seeds),
+            config=EvalConfig(**body.config.model_dump()),
+            pairs=[(p.base, p.post, p.label, p.stage) for p in body.pairs],
+        )
         request.validate()
         return request
 
     def validate(self) -> None:
+        """What the boundary cannot see field by field: the job's size and its names."""
         if not self.models:
             raise InputError("a job needs at least one model")
         if not self.benchmarks:
@@ -121,13 +128,12 @@ class JobRequest:
         names = [m.name for m in self.models]
         if len(set(names)) != len(names):
             raise InputError("model names in a job must be distinct")
-        for m in self.models:
-            if m.prompting not in PROMPTING:
-                raise InputError(f"prompting must be chat or base, got {m.prompting!r}")
-        for base, post, _, _ in self.pairs:
+        for base, post, _, stage in self.pairs:
             for name in (base, post):
                 if name not in names:
                     raise InputError(f"pair names {name!r}, which is not one of the job's models")
+            if stage is not None and stage not in set(Stage):
+                raise InputError(f"stage must be one of {', '.join(Stage)}, got {stage!r}")
 
     def to_dict(self) -> dict:
         return {
@@ -170,7 +176,7 @@ def create_job(conn: Connection, request: JobRequest) -> tuple[int, list[int]]:
     """Write a job and its shards; returns (job id, ids of the shards to enqueue)."""
     request.validate()
     register_models(conn, request.models)
-    job_id = jobs_db.insert_job(conn, "evaluate", request.to_dict())
+    job_id = jobs_db.insert_job(conn, ShardKind.evaluate, request.to_dict())
     to_enqueue = []
     for m in request.models:
         model_id = jobs_db.model_id(conn, m.name)
@@ -180,33 +186,39 @@ def create_job(conn: Connection, request: JobRequest) -> tuple[int, list[int]]:
             (stored_benchmark_name(b), seed) for b, seed in jobs_db.evaluated(conn, model_id, chash)
         }
         rows = [
-            (bench, seed, "reused" if (stored_benchmark_name(bench), seed) in done else "queued")
+            (
+                bench,
+                seed,
+                ShardStatus.reused
+                if (stored_benchmark_name(bench), seed) in done
+                else ShardStatus.queued,
+            )  # fmt: skip
             for bench in request.benchmarks
             for seed in request.seeds
         ]
         ids = jobs_db.insert_evaluation_shards(conn, job_id=job_id, model_id=model_id,
                                                config_hash=chash,
                                                spec={"model": asdict(m), "config": cfg}, rows=rows)  # fmt: skip
-        to_enqueue += sorted(i for i, status in ids if status == "queued")
+        to_enqueue += sorted(i for i, status in ids if status == ShardStatus.queued)
     for base, post, label, stage in request.pairs:
         add_pair(conn, base, post, label=label, stage=stage)
     update_job_status(conn, job_id)
     return job_id, to_enqueue
 
 
-def job_status_of(counts: dict[str, int]) -> str:
+def job_status_of(counts: dict[str, int]) -> JobStatus:
     """A job's status from its shards' status counts."""
     pending = sum(v for k, v in counts.items() if k not in TERMINAL)
     if pending == 0:
-        return "failed" if counts.get("failed") else "done"
-    if counts.get("running") or any(counts.get(k) for k in TERMINAL):
-        return "running"
-    return "queued"
+        return JobStatus.failed if counts.get(ShardStatus.failed) else JobStatus.done
+    if counts.get(ShardStatus.running) or any(counts.get(k) for k in TERMINAL):
+        return JobStatus.running
+    return JobStatus.queued
 
 
 def update_job_status(conn: Connection, job_id: int) -> str:
-    if jobs_db.job_status(conn, job_id) == "cancelled":
-        return "cancelled"
+    if jobs_db.job_status(conn, job_id) == JobStatus.cancelled:
+        return JobStatus.cancelled
     status = job_status_of(jobs_db.shard_status_counts(conn, job_id))
     jobs_db.set_job_status(conn, job_id, status)
     return status
@@ -230,7 +242,7 @@ def start_shard(
     s = jobs_db.shard(conn, shard_id)
     if s is None or s["status"] in TERMINAL:
         return None
-    if s["status"] == "running" and delivery is not None:
+    if s["status"] == ShardStatus.running and delivery is not None:
         claimed_by, silent = jobs_db.claim(conn, shard_id, stale_seconds)
         if claimed_by is not None and claimed_by != delivery and not silent:
             return None
@@ -311,9 +323,9 @@ def job_detail(conn: Connection, job_id: int) -> dict | None:
 def results_target(conn: Connection, shard_id: int) -> dict:
     """Where a shard's uploaded rows go: its model, benchmark, seed and eval config."""
     s = _existing_shard(conn, shard_id)
-    if s["status"] == "cancelled":
+    if s["status"] == ShardStatus.cancelled:
         raise InputError(f"shard {shard_id} was cancelled; its results are not stored")
-    if s["kind"] != "evaluate":
+    if s["kind"] != ShardKind.evaluate:
         raise InputError(
             f"shard {shard_id} is a {s['kind']} shard: per-sample results belong to evaluation "
             f"shards (recoverability results go to /api/shards/{shard_id}/recovery)"

@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
+from app.boundary import EvaluationShardSpec, problem_text
 from app.paths import ModelPathError, check_model_path
 from worker.benchmarks.grading import grade, grade_choice_logprobs
 from worker.benchmarks.items import BenchmarkError, Item
@@ -60,7 +63,11 @@ def run_shard(
     shard: dict, *, client: AppClient, engines: EngineCache, settings: WorkerSettings
 ) -> str:
     """Evaluate a claimed shard and report it. Returns 'done' or 'cancelled'; raises ShardFailed."""
-    spec, cfg = shard["spec"]["model"], shard["spec"]["config"]
+    try:
+        checked = EvaluationShardSpec.model_validate(shard["spec"])
+    except ValidationError as exc:
+        raise ShardFailed(f"the shard's spec is not valid: {problem_text(exc)}") from exc
+    spec, cfg = checked.model.model_dump(), checked.config.model_dump()
     shard_id, seed = shard["id"], shard["seed"]
     try:
         path = check_model_path(spec["path"], settings.model_roots)

@@ -12,6 +12,7 @@ from pydantic import Field
 
 from app import jobs, recovery
 from app.auth import Principal, Role
+from app.boundary import EvaluateJobIn, Int, PairSpecIn, SeriesJobIn, Strict
 from app.db import jobs as jobs_db
 from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
@@ -19,18 +20,7 @@ from app.paths import check_model_path
 from app.queue import send_and_record
 from app.series import submit_run
 from app.web import deps
-from app.web.schemas import (
-    MAX_ID,
-    WRITE_ERRORS,
-    WRITE_ID_ERRORS,
-    EvaluateJobIn,
-    Id,
-    Int,
-    JobIn,
-    SeriesJobIn,
-    Strict,
-    errors,
-)
+from app.web.schemas import MAX_ID, WRITE_ERRORS, WRITE_ID_ERRORS, Id, JobIn, errors
 
 router = APIRouter(tags=["write"])
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
@@ -43,15 +33,8 @@ def _input_error(exc: InputError) -> HTTPException:
     return HTTPException(422, str(exc))
 
 
-class PairIn(Strict):
-    base: Annotated[str, Field(min_length=1, max_length=200)]
-    post: Annotated[str, Field(min_length=1, max_length=200)]
-    label: Annotated[str, Field(max_length=500)] | None = None
-    stage: Annotated[str, Field(max_length=50)] | None = None
-
-
 @router.post("/api/pairs", status_code=201, responses=WRITE_ERRORS)
-def create_pair(request: Request, body: PairIn, principal: Submitter) -> dict:
+def create_pair(request: Request, body: PairSpecIn, principal: Submitter) -> dict:
     """Pair two imported models (role submit)."""
     try:
         with deps.store(request).transaction() as conn:

@@ -107,7 +107,12 @@ def test_a_repeated_job_reuses_finished_shards_and_big_jobs_are_refused(tmp_path
         again, to_send = jobs.create_job(conn, jobs.JobRequest.from_dict(JOB))
         statuses = [s["status"] for s in jobs.job_detail(conn, again)["shards"]]
     assert statuses == ["reused", "queued"] and len(to_send) == 1
-    big = {**JOB, "benchmarks": [f"b{i}" for i in range(1001)]}
-    with pytest.raises(InputError, match="2002 shards .* over the limit of 2000; split it"):
+    # within every list's own limit (1,000 benchmarks, 20 seeds), over the limit on shards
+    big = {**JOB, "benchmarks": [f"b{i}" for i in range(101)], "seeds": list(range(20))}
+    with pytest.raises(InputError, match="2020 shards .* over the limit of 2000; split it"):
         jobs.JobRequest.from_dict(big)
+    with pytest.raises(InputError, match="config.temperature: Input should be less than or equal to 2"):
+        jobs.JobRequest.from_dict({**JOB, "config": {"temperature": 2.5}})
+    with pytest.raises(InputError, match="pairs.0.stage: Input should be 'instruct'"):
+        jobs.JobRequest.from_dict({**JOB, "pairs": [{"base": "m", "post": "m", "stage": "dpo"}]})
     store.close()
