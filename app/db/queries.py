@@ -175,20 +175,6 @@ def list_pairs(conn: Connection) -> list[dict]:
     ]
 
 
-def table_contents(conn: Connection) -> dict[str, list[tuple]]:
-    """Every row of every table, sorted: a content fingerprint for tests of 'nothing changed'."""
-    duck = duck_of(conn)
-    names = [
-        r[0]
-        for r in duck.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
-        ).fetchall()
-    ]
-    return {
-        name: sorted(duck.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr) for name in names
-    }
-
-
 # ------------------------------------------------------------------------------ drill-down
 
 TRANSITIONS = {"10": (True, False), "01": (False, True), "11": (True, True), "00": (False, False)}

@@ -18,7 +18,6 @@ import pytest
 from app.importers import import_file  # isort: skip  (first: app.db.ingest alone is circular)
 from app.db import ingest as ingest_mod
 from app.db.ingest import add_pair
-from app.db.queries import table_contents
 from app.db.store import open_store
 from app.errors import InputError
 from app.importers.common import (
@@ -28,6 +27,7 @@ from app.importers.common import (
     prepare,
 )
 from app.importers.table import read_table
+from tests.store_contents import table_contents
 
 
 @pytest.fixture
