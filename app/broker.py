@@ -3,28 +3,33 @@ the worker imports it without importing anything that opens the database."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+from app.config import ENVIRONMENT, read_settings
 
 TASK_NAME = "forgetmap.evaluate_shard"
 
 
-@dataclass(frozen=True)
-class BrokerSettings:
-    url: str | None = None  # None: embedded filesystem transport
-    data_dir: Path = Path("data")
+class BrokerSettings(BaseSettings):
+    """FORGETMAP_BROKER_URL, FORGETMAP_DATA_DIR, FORGETMAP_QUEUE, FORGETMAP_VISIBILITY_TIMEOUT."""
+
+    model_config = ENVIRONMENT
+
+    url: str | None = Field(None, validation_alias="FORGETMAP_BROKER_URL")  # None: embedded queue
+    data_dir: Path = Path("data")  # the embedded queue's folder is data_dir/broker
     queue: str = "forgetmap"
     visibility_timeout: int = 3600  # seconds before Redis re-delivers an unacknowledged task
 
     @classmethod
     def from_env(cls, data_dir: Path | None = None) -> BrokerSettings:
-        return cls(
-            url=os.environ.get("FORGETMAP_BROKER_URL") or None,
-            data_dir=Path(os.environ.get("FORGETMAP_DATA_DIR") or data_dir or "data"),
-            queue=os.environ.get("FORGETMAP_QUEUE", "forgetmap"),
-            visibility_timeout=int(os.environ.get("FORGETMAP_VISIBILITY_TIMEOUT", "3600")),
-        )
+        """The environment's broker; ``data_dir`` unless FORGETMAP_DATA_DIR names another."""
+        settings = read_settings(cls)
+        if data_dir is not None and "data_dir" not in settings.model_fields_set:
+            settings = settings.model_copy(update={"data_dir": Path(data_dir)})
+        return settings
 
     def celery_config(self) -> dict:
         if self.url:
