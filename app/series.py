@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, ValidationError
 
 from app import jobs, metrics
+from app.boundary import JobStatus
 from app.db import series as series_db
 from app.db.queries import model_specs
 from app.db.store import Store
@@ -179,7 +180,7 @@ def submit_checkpoint(
     if found is not None:
         before = series_db.submission(conn, found["id"], folder)
         if before is not None:
-            if before["job_status"] != "failed":
+            if before["job_status"] != JobStatus.failed:
                 return {"status": "already", "job_id": before["job_id"], "step": body.step}, []
             if before["attempts"] >= MAX_ATTEMPTS:
                 return {"status": "gave_up", "job_id": before["job_id"], "step": body.step}, []

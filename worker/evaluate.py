@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from app.boundary import EvaluationShardSpec, problem_text
+from app.boundary import EvaluationShardSpec, ShardStatus, problem_text
 from app.paths import ModelPathError, check_model_path
 from worker.benchmarks.grading import grade, grade_choice_logprobs
 from worker.benchmarks.items import BenchmarkError, Item
@@ -106,8 +106,8 @@ def run_shard(
     total = len(items)
     log.info("shard %d: %s on %s seed %d, %d items (%s, %s prompting)", shard_id, spec["name"],
              shard["benchmark"], seed, total, cfg["mode"], cfg["prompting"])  # fmt: skip
-    if client.progress(shard_id, 0, total) == "cancelled":
-        return "cancelled"
+    if client.progress(shard_id, 0, total) == ShardStatus.cancelled:
+        return ShardStatus.cancelled
     started = time.monotonic()
     done = 0
     for start in range(0, total, settings.upload_batch):
@@ -120,12 +120,12 @@ def run_shard(
         done += len(batch)
         rate = done / max(time.monotonic() - started, 1e-9)
         log.info("shard %d: %d/%d items (%.1f items/s)", shard_id, done, total, rate)
-        if client.progress(shard_id, done, total) == "cancelled":
+        if client.progress(shard_id, done, total) == ShardStatus.cancelled:
             log.info("shard %d cancelled; stopping", shard_id)
-            return "cancelled"
+            return ShardStatus.cancelled
     client.finish(shard_id, model_fingerprint(path, spec.get("revision")), loaded.data_record())
     log.info("shard %d done in %.1fs", shard_id, time.monotonic() - started)
-    return "done"
+    return ShardStatus.done
 
 
 def _evaluate(engine, batch: list[Item], pool: list[Item], cfg: dict, seed: int) -> list[dict]:

@@ -65,7 +65,9 @@ def pair_names(conn: Connection) -> pa.Table:
 
 
 def benchmark_names(conn: Connection) -> pa.Table:
-    return duck_of(conn).sql("SELECT id, name, category FROM benchmarks ORDER BY id").to_arrow_table()
+    return (
+        duck_of(conn).sql("SELECT id, name, category FROM benchmarks ORDER BY id").to_arrow_table()
+    )
 
 
 def seed_transitions_for_pairs(conn: Connection) -> pa.Table:

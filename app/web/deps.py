@@ -187,6 +187,7 @@ def get_recovery(request: Request, recovery_id: int) -> dict:
 
 def recovery_column(request: Request, correction: str = "bias_temp") -> list[dict]:
     """Per pair with an analysis: the headline numbers of its newest one (cached per data version)."""
+
     def load() -> list[dict]:
         with store(request).read() as conn:
             return [headline(r, correction) for r in recoveries.latest_recoveries(conn)]

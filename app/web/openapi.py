@@ -22,6 +22,7 @@ def install_openapi(app: FastAPI) -> None:
     """The OpenAPI document, honest about errors: every operation with parameters or a body
     declares 422, every one but /healthz declares 401 (a revoked token, or FORGETMAP_PRIVATE=1),
     all in the one error shape (app.web.schemas.ErrorBody). Routes declare their own 403/404/413."""
+
     def openapi() -> dict:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version,

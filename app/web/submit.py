@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from app import jobs
 from app.auth import Role
-from app.boundary import TERMINAL, EvaluateJobIn, Prompting, Stage, problems
+from app.boundary import TERMINAL, EvaluateJobIn, JobStatus, Prompting, ShardStatus, Stage, problems
 from app.db import jobs as jobs_db
 from app.db import queries
 from app.errors import InputError
@@ -355,13 +355,13 @@ def _progress(job: dict) -> dict:
     total = sum(g["total"] for g in groups.values())
     started = [s["started_at"] for s in job["shards"] if s["started_at"]]
     eta = None
-    if started and 0 < done < total and job["status"] in ("queued", "running"):
+    if started and 0 < done < total and job["status"] in (JobStatus.queued, JobStatus.running):
         elapsed = time.time() - min(datetime.fromisoformat(t).timestamp() for t in started)
         eta = elapsed / done * (total - done)
     finished = sum(s["status"] in TERMINAL for s in job["shards"])
     return {"groups": list(groups.values()), "done": done, "total": total, "eta": eta,
             "finished": finished, "shards": len(job["shards"]),
-            "failures": [s for s in job["shards"] if s["status"] == "failed"]}  # fmt: skip
+            "failures": [s for s in job["shards"] if s["status"] == ShardStatus.failed]}  # fmt: skip
 
 
 def _job_or_404(request: Request, job_id: int) -> dict:

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from app import jobs, recovery
 from app.auth import Principal, Role
-from app.boundary import EvaluateJobIn, Int, PairSpecIn, SeriesJobIn, Strict
+from app.boundary import EvaluateJobIn, Int, PairSpecIn, SeriesJobIn, ShardStatus, Strict
 from app.db import jobs as jobs_db
 from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
@@ -250,7 +250,7 @@ def shard_finish(request: Request, shard_id: Id, body: FinishIn, principal: Work
             jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint, data=data)
     except InputError as exc:
         raise HTTPException(404, str(exc)) from exc
-    return {"status": "done"}
+    return {"status": ShardStatus.done}
 
 
 class FailIn(Strict):
@@ -264,7 +264,7 @@ def shard_fail(request: Request, shard_id: Id, body: FailIn, principal: Worker) 
             jobs.fail_shard(conn, shard_id, body.error)
     except InputError as exc:
         raise HTTPException(404, str(exc)) from exc
-    return {"status": "failed"}
+    return {"status": ShardStatus.failed}
 
 
 class RecoveryIn(Strict):
@@ -288,7 +288,7 @@ def shard_recovery(request: Request, shard_id: Id, body: RecoveryIn, principal: 
                 raise HTTPException(404, f"shard {shard_id} does not exist")
             if s["kind"] != "recover":
                 raise InputError(f"shard {shard_id} is not a recoverability shard")
-            if s["status"] == "cancelled":
+            if s["status"] == ShardStatus.cancelled:
                 raise InputError(f"shard {shard_id} was cancelled; its results are not stored")
             recovery_id = recovery.store_upload(
                 conn, s, recovery.RecoveryUpload(**body.model_dump())

@@ -162,7 +162,9 @@ def test_form_refuses_a_path_trick_inline(setup):
 
 
 def _field_errors(html: str) -> dict[str, str]:
-    return {f: html_lib.unescape(m) for f, m in re.findall(r'data-field="([a-z_]+)">([^<]*)<', html)}
+    return {
+        f: html_lib.unescape(m) for f, m in re.findall(r'data-field="([a-z_]+)">([^<]*)<', html)
+    }
 
 
 def test_form_and_api_share_the_boundarys_limits(setup):
@@ -186,7 +188,7 @@ def test_form_and_api_share_the_boundarys_limits(setup):
         for bad in ({**job, "config": {"temperature": 2.5}},
                     {**job, "pairs": [{"base": "m", "post": "m", "stage": "dpo"}]}):  # fmt: skip
             assert client.post("/api/jobs", json=bad, headers=auth).status_code == 422
-        body["temperature"], body["stage"], body["post_prompting"], body["max_tokens"] = "2", "rl", "chat", "64"
+        body.update(temperature="2", stage="rl", post_prompting="chat", max_tokens="64")
         response = client.post("/submit", data=body, follow_redirects=False)
         assert response.status_code == 303 and response.headers["location"].startswith("/jobs/")
         assert client.get("/api/jobs").json()[0]["status"] == "queued"

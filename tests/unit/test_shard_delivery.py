@@ -111,7 +111,9 @@ def test_a_repeated_job_reuses_finished_shards_and_big_jobs_are_refused(tmp_path
     big = {**JOB, "benchmarks": [f"b{i}" for i in range(101)], "seeds": list(range(20))}
     with pytest.raises(InputError, match="2020 shards .* over the limit of 2000; split it"):
         jobs.JobRequest.from_dict(big)
-    with pytest.raises(InputError, match="config.temperature: Input should be less than or equal to 2"):
+    with pytest.raises(
+        InputError, match="config.temperature: Input should be less than or equal to 2"
+    ):
         jobs.JobRequest.from_dict({**JOB, "config": {"temperature": 2.5}})
     with pytest.raises(InputError, match="pairs.0.stage: Input should be 'instruct'"):
         jobs.JobRequest.from_dict({**JOB, "pairs": [{"base": "m", "post": "m", "stage": "dpo"}]})
