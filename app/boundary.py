@@ -103,6 +103,7 @@ Int = Annotated[int, BeforeValidator(_integral)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Seed = Annotated[Int, Field(ge=0, le=MAX_SEED)]
 Seeds = Annotated[list[Seed], Field(min_length=1, max_length=20)]
+Benchmarks = Annotated[list[Name], Field(min_length=1, max_length=1000)]
 
 
 def choice(enum: type[StrEnum]) -> Any:
@@ -150,7 +151,7 @@ class EvaluateJobIn(Strict):
 
     kind: Literal["evaluate"] = "evaluate"
     models: Annotated[list[ModelIn], Field(min_length=1, max_length=50)]
-    benchmarks: Annotated[list[Name], Field(min_length=1, max_length=1000)]
+    benchmarks: Benchmarks
     seeds: Seeds = [0, 1, 2]
     config: EvalConfigIn = EvalConfigIn()
     pairs: Annotated[list[PairSpecIn], Field(max_length=100)] = []
@@ -168,7 +169,7 @@ class SeriesJobIn(Strict):
         list[Annotated[str, Field(min_length=1, max_length=1000)]],
         Field(min_length=1, max_length=200),
     ]
-    benchmarks: Annotated[list[Name], Field(min_length=1, max_length=1000)]
+    benchmarks: Benchmarks
     seeds: Seeds = [0, 1, 2]
     config: EvalConfigIn = EvalConfigIn()
     prompting: choice(Prompting) = Prompting.chat
