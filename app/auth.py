@@ -21,6 +21,7 @@ from enum import StrEnum
 
 from sqlalchemy import Connection
 
+from app.db import tokens as tokens_db
 from app.errors import InputError
 
 PREFIX = "fm_"
@@ -80,23 +81,18 @@ def create_token(conn: Connection, name: str, role: Role | str = DEFAULT_ROLE) -
         raise InputError(
             "a token needs a name, e.g. `forgetmap token create worker-1 --role worker`"
         )
-    duck = conn.connection.driver_connection
-    if duck.execute("SELECT count(*) FROM api_tokens WHERE name = ?", [name]).fetchone()[0]:
+    if tokens_db.token_exists(conn, name):
         raise InputError(f"a token named {name!r} exists; revoke it first or pick another name")
     token = PREFIX + secrets.token_urlsafe(32)
-    duck.execute(
-        "INSERT INTO api_tokens (name, token_hash, role) VALUES (?, ?, ?)",
-        [name, hash_token(token), role.value],
-    )
+    tokens_db.insert_token(conn, name, hash_token(token), role.value)
     return token
 
 
 def revoke_token(conn: Connection, name: str) -> None:
     """Delete a token; requests and login sessions made with it are refused from now on."""
-    duck = conn.connection.driver_connection
-    if not duck.execute("SELECT count(*) FROM api_tokens WHERE name = ?", [name]).fetchone()[0]:
+    if not tokens_db.token_exists(conn, name):
         raise InputError(f"no token named {name!r}")
-    duck.execute("DELETE FROM api_tokens WHERE name = ?", [name])
+    tokens_db.delete_token(conn, name)
 
 
 def _principal(row) -> Principal | None:
@@ -107,22 +103,15 @@ def token_principal(conn: Connection, token: str) -> Principal | None:
     """The holder of a valid token, or None."""
     if not token or not token.startswith(PREFIX):
         return None
-    row = conn.connection.driver_connection.execute(
-        "SELECT id, name, role FROM api_tokens WHERE token_hash = ?", [hash_token(token)]
-    ).fetchone()
-    return _principal(row)
+    return _principal(tokens_db.token_by_hash(conn, hash_token(token)))
 
 
 def principal_by_id(conn: Connection, token_id: int) -> Principal | None:
     """The token a login session was made with, if it still exists (revoked: None)."""
-    row = conn.connection.driver_connection.execute(
-        "SELECT id, name, role FROM api_tokens WHERE id = ?", [token_id]
-    ).fetchone()
-    return _principal(row)
+    return _principal(tokens_db.token_by_id(conn, token_id))
 
 
 def list_tokens(conn: Connection) -> list[dict]:
-    rows = conn.connection.driver_connection.execute(
-        "SELECT name, role, created_at FROM api_tokens ORDER BY name"
-    ).fetchall()
-    return [{"name": n, "role": r, "created_at": c.isoformat()} for n, r, c in rows]
+    return [
+        {"name": n, "role": r, "created_at": c.isoformat()} for n, r, c in tokens_db.tokens(conn)
+    ]

@@ -1,13 +1,26 @@
-"""Settings read from the environment (no hidden global state: callers pass values down)."""
+"""Settings of the app process (the CLI and the web app), read once from the environment with the
+prefix ``FORGETMAP_`` (pydantic-settings: one class per process kind; the worker's is
+worker/settings.py). No hidden global state: callers pass the values down.
+
+A leaf module: the worker imports :data:`PathList` from here without importing the app.
+"""
 
 from __future__ import annotations
 
 import os
 import secrets
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BeforeValidator, Field, ValidationError
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DB = Path("data") / "forgetmap.duckdb"
+S = TypeVar("S", bound=BaseSettings)
+# every setting is FORGETMAP_<FIELD>; an empty variable counts as unset
+ENVIRONMENT = SettingsConfigDict(
+    env_prefix="FORGETMAP_", env_ignore_empty=True, frozen=True, populate_by_name=True
+)
 
 
 def default_db_path() -> Path:
@@ -15,39 +28,60 @@ def default_db_path() -> Path:
     return Path(os.environ.get("FORGETMAP_DB") or DEFAULT_DB)
 
 
-def env_paths(name: str) -> list[Path]:
-    """A ``:``-separated list of folders from the environment."""
-    return [Path(p) for p in (os.environ.get(name) or "").split(os.pathsep) if p.strip()]
+class SettingsError(ValueError):
+    """An environment variable that does not parse; the message names it."""
 
 
-@dataclass(frozen=True)
-class WebSettings:
+def read_settings(cls: type[S]) -> S:
+    """``cls`` read from the environment; a SettingsError naming each variable that is wrong."""
+    try:
+        return cls()
+    except ValidationError as exc:
+        prefix = cls.model_config.get("env_prefix", "")
+        aliases = {f.validation_alias for f in cls.model_fields.values()}
+        names = []
+        for error in exc.errors():
+            where = str(error["loc"][0]) if error["loc"] else ""
+            name = where if where in aliases else f"{prefix}{where}".upper()
+            names.append(f"{name}: {error['msg']}")
+        raise SettingsError("; ".join(names)) from None
+
+
+def _split_paths(value: Any) -> Any:
+    return [p for p in value.split(os.pathsep) if p.strip()] if isinstance(value, str) else value
+
+
+# folders from a ``:``-separated variable (or a list, in code)
+PathList = Annotated[tuple[Path, ...], NoDecode, BeforeValidator(_split_paths)]
+
+
+class WebSettings(BaseSettings):
     """What the web app needs beyond the database; built once in create_app."""
 
-    secret_key: str
+    model_config = ENVIRONMENT
+
+    # signs sessions; empty: from_env keeps a random one beside the database
+    secret_key: str = Field("", repr=False)
     private: bool = False  # True: every page and API read needs a login or a token
-    model_roots: tuple[Path, ...] = ()
-    benchmark_dirs: tuple[Path, ...] = ()
-    corpus_dirs: tuple[Path, ...] = ()  # recoverability corpora; empty: the benchmark folders
+    model_roots: PathList = ()
+    benchmark_dirs: PathList = ()
+    corpus_dirs: PathList = ()  # recoverability corpora; empty: the benchmark folders
     reconcile_seconds: float = 10.0
     stale_seconds: float = 1800.0  # a running shard silent this long is sent again
     # a queued shard sent this long ago that no worker has started is sent again (lost message)
     resend_seconds: float = 300.0
-    session_seconds: float = 7 * 24 * 3600.0  # a login lasts this long
+    session_days: float = 7.0  # a login lasts this long
+
+    @property
+    def session_seconds(self) -> float:
+        return self.session_days * 24 * 3600
 
     @classmethod
     def from_env(cls, data_dir: Path) -> WebSettings:
-        return cls(
-            secret_key=os.environ.get("FORGETMAP_SECRET_KEY") or _stored_secret(data_dir),
-            private=os.environ.get("FORGETMAP_PRIVATE", "0").lower() in ("1", "true", "yes"),
-            model_roots=tuple(env_paths("FORGETMAP_MODEL_ROOTS")),
-            benchmark_dirs=tuple(env_paths("FORGETMAP_BENCHMARK_DIRS")),
-            corpus_dirs=tuple(env_paths("FORGETMAP_CORPUS_DIRS")),
-            reconcile_seconds=float(os.environ.get("FORGETMAP_RECONCILE_SECONDS", "10")),
-            stale_seconds=float(os.environ.get("FORGETMAP_STALE_SECONDS", "1800")),
-            resend_seconds=float(os.environ.get("FORGETMAP_RESEND_SECONDS", "300")),
-            session_seconds=float(os.environ.get("FORGETMAP_SESSION_DAYS", "7")) * 24 * 3600,
-        )
+        settings = read_settings(cls)
+        if not settings.secret_key:
+            settings = settings.model_copy(update={"secret_key": _stored_secret(data_dir)})
+        return settings
 
 
 def _stored_secret(data_dir: Path) -> str:

@@ -10,58 +10,12 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import threading
-from dataclasses import dataclass
-from pathlib import Path
 
-TASK_NAME = "forgetmap.evaluate_shard"
+from app.broker import TASK_NAME, BrokerSettings
+from app.db import jobs as jobs_db
+
 log = logging.getLogger("forgetmap.reconciler")
-
-
-@dataclass(frozen=True)
-class BrokerSettings:
-    url: str | None = None  # None: embedded filesystem transport
-    data_dir: Path = Path("data")
-    queue: str = "forgetmap"
-    visibility_timeout: int = 3600  # seconds before Redis re-delivers an unacknowledged task
-
-    @classmethod
-    def from_env(cls, data_dir: Path | None = None) -> BrokerSettings:
-        return cls(
-            url=os.environ.get("FORGETMAP_BROKER_URL") or None,
-            data_dir=Path(os.environ.get("FORGETMAP_DATA_DIR") or data_dir or "data"),
-            queue=os.environ.get("FORGETMAP_QUEUE", "forgetmap"),
-            visibility_timeout=int(os.environ.get("FORGETMAP_VISIBILITY_TIMEOUT", "3600")),
-        )
-
-    def celery_config(self) -> dict:
-        if self.url:
-            broker = self.url
-            options = {"visibility_timeout": self.visibility_timeout}
-        else:
-            folder = (self.data_dir / "broker").resolve()
-            for sub in ("queue", "processed", "control"):
-                (folder / sub).mkdir(parents=True, exist_ok=True)
-            broker = "filesystem://"
-            options = {
-                "data_folder_in": str(folder / "queue"),
-                "data_folder_out": str(folder / "queue"),
-                "processed_folder": str(folder / "processed"),
-                "control_folder": str(folder / "control"),
-                "store_processed": False,
-            }
-        return {
-            "broker_url": broker,
-            "broker_transport_options": options,
-            "broker_connection_retry_on_startup": True,
-            "task_default_queue": self.queue,
-            "task_acks_late": True,
-            "task_reject_on_worker_lost": True,
-            "worker_prefetch_multiplier": 1,
-            "task_ignore_result": True,
-            "broker_connection_timeout": 3,
-        }
 
 
 def make_producer(settings: BrokerSettings):
@@ -148,12 +102,10 @@ def send_and_record(
     store, enqueuer: Enqueuer, shard_ids: list[int], *, resend: bool = False
 ) -> tuple[int, str | None]:
     """Send shards and record which were sent, so the reconciler re-sends only the others."""
-    from app import jobs
-
     sent, problem = enqueuer.send(shard_ids)
     if sent:
         with store.transaction() as conn:
-            jobs.mark_sent(conn, sent, resend=resend)
+            jobs_db.mark_sent(conn, sent, resend=resend)
     return len(sent), problem
 
 
@@ -196,18 +148,16 @@ class Reconciler:
         self._thread.join(timeout=5)
 
     def run_once(self) -> int:
-        from app import jobs
-
         with self.store.read() as conn:
-            pending = jobs.unsent_shards(conn)
-            stale = jobs.stale_shards(conn, self.stale_after)
+            pending = jobs_db.unsent_shards(conn)
+            stale = jobs_db.stale_shards(conn, self.stale_after)
         lost = self.lost_shards()
         if stale:
             log.warning(
                 "shards %s sent no progress for %.0fs; sending them again", stale, self.stale_after
             )
             with self.store.transaction() as conn:
-                jobs.requeue_stale(conn, stale)
+                jobs_db.requeue_stale(conn, stale)
         if lost:
             log.warning("shards %s were sent but no worker received them; sending again", lost)
         sent = (
@@ -221,17 +171,15 @@ class Reconciler:
 
     def lost_shards(self) -> list[int]:
         """Queued shards sent earlier whose message no worker will receive (see the class doc)."""
-        from app import jobs
-
         with self.store.read() as conn:
-            waiting = jobs.waiting_shards(conn, self.grace, backoff=False)
+            waiting = jobs_db.waiting_shards(conn, self.grace, backoff=False)
         if not waiting:
             return []
         held = self.enqueuer.held()
         if held is not None:
             return [s for s in waiting if s not in held]
         with self.store.read() as conn:
-            return jobs.waiting_shards(conn, self.resend_after, backoff=True)
+            return jobs_db.waiting_shards(conn, self.resend_after, backoff=True)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

@@ -37,16 +37,10 @@ from app.analysis.recoverability_shares import (
 )
 from app.db import recoverability as store
 from app.db.ingest import add_pair
+from app.db.jobs import insert_job, insert_shard
 from app.db.queries import pair_id_by_names
 from app.errors import InputError
-from app.jobs import (
-    ModelSpec,
-    config_hash,
-    insert_job,
-    insert_shard,
-    register_models,
-    update_job_status,
-)
+from app.jobs import ModelSpec, config_hash, register_models, update_job_status
 
 # what a pair's share is read against: damage that is neither a bias nor a temperature
 YARDSTICK = "weight_noise"

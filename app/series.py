@@ -9,14 +9,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from app import metrics
+from app import jobs, metrics
+from app.boundary import (
+    Benchmarks,
+    EvalConfigIn,
+    JobStatus,
+    Name,
+    Prompting,
+    Seeds,
+    SeriesJobIn,
+    choice,
+    validated,
+)
 from app.db import series as series_db
+from app.db.queries import model_specs
 from app.db.store import Store
 from app.errors import InputError
 from app.forgetting_map import MapCache, MapQuery, category_sort_key
 from app.paths import check_model_path
+from app.watch import step_of
 
 SERIES_FIELDS = (
     "series", "step", "post", "category", "f_true", "f_true_std", "bt_true", "bt_true_std",
@@ -131,32 +144,18 @@ MAX_ATTEMPTS = 3  # evaluations of one checkpoint folder before the watcher give
 
 class CheckpointSubmission(BaseModel):
     """One checkpoint folder of a training run to evaluate and add to a series (the watcher's
-    request, ``POST /api/checkpoints``)."""
+    request, ``POST /api/checkpoints``); its parts and limits are the boundary's."""
 
-    series: str = Field(min_length=1, max_length=200)
-    base: str = Field(min_length=1, description="the base model's name")
+    series: Name
+    base: Name = Field(description="the base model's name")
     base_path: str | None = Field(None, description="its checkpoint (default: the stored spec)")
     folder: str = Field(min_length=1, description="the checkpoint folder (under a model root)")
     step: int = Field(ge=0)
-    benchmarks: list[str] = Field(min_length=1)
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    config: dict = Field(default_factory=dict)
-    prompting: str = "chat"
-    base_prompting: str = "base"
-
-
-class RunSubmission(BaseModel):
-    """A base and the checkpoint folders (or glob patterns) of one run."""
-
-    series: str = Field(min_length=1, max_length=200)
-    base: str = Field(min_length=1)
-    base_path: str | None = None
-    checkpoints: list[str] = Field(min_length=1)
-    benchmarks: list[str] = Field(min_length=1)
-    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    config: dict = Field(default_factory=dict)
-    prompting: str = "chat"
-    base_prompting: str = "base"
+    benchmarks: Benchmarks
+    seeds: Seeds = [0, 1, 2]
+    config: EvalConfigIn = EvalConfigIn()
+    prompting: choice(Prompting) = Prompting.chat
+    base_prompting: choice(Prompting) = Prompting.base
 
 
 def checkpoint_model_name(series: str, step: int) -> str:
@@ -172,15 +171,12 @@ def submit_checkpoint(
     holds across watcher restarts); if its evaluation failed it is retried, up to MAX_ATTEMPTS.
     The base is left out of the job when its shards under the same eval config are already done
     or on their way. Returns (what happened, shard ids to send)."""
-    from app import jobs
-    from app.db.queries import model_specs
-
     folder = check_model_path(body.folder, model_roots)
     found = series_db.get_series(conn, name=body.series)
     if found is not None:
         before = series_db.submission(conn, found["id"], folder)
         if before is not None:
-            if before["job_status"] != "failed":
+            if before["job_status"] != JobStatus.failed:
                 return {"status": "already", "job_id": before["job_id"], "step": body.step}, []
             if before["attempts"] >= MAX_ATTEMPTS:
                 return {"status": "gave_up", "job_id": before["job_id"], "step": body.step}, []
@@ -198,7 +194,7 @@ def submit_checkpoint(
                           prompting=body.base_prompting)  # fmt: skip
     name = checkpoint_model_name(body.series, body.step)
     checkpoint = jobs.ModelSpec(name=name, path=folder, prompting=body.prompting)
-    config = jobs.EvalConfig(**body.config)
+    config = jobs.EvalConfig(**body.config.model_dump())
     chash = jobs.config_hash(jobs.shard_config(base, config))
     names = [list({b, jobs.stored_benchmark_name(b)}) for b in body.benchmarks]
     base_pending = series_db.covered_by_shards(conn, body.base, names, body.seeds, chash)
@@ -217,13 +213,7 @@ def submit_run(conn, body: dict, model_roots: list) -> tuple[dict, list[int]]:
     evaluated again; the base once). Returns (summary, shard ids to send)."""
     import glob
 
-    from app.watch import step_of
-
-    try:
-        run = RunSubmission.model_validate({k: v for k, v in body.items() if k != "kind"})
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise InputError(f"malformed series request: {problems}") from None
+    run = validated(SeriesJobIn, {**body, "kind": "series"}, strict=False)
     folders: dict[str, int] = {}
     for entry in run.checkpoints:
         matches = sorted(glob.glob(entry)) if glob.has_magic(entry) else [entry]
@@ -241,7 +231,7 @@ def submit_run(conn, body: dict, model_roots: list) -> tuple[dict, list[int]]:
             folders[str(folder)] = step
     answers, shard_ids = [], []
     for folder, step in sorted(folders.items(), key=lambda item: item[1]):
-        fields = run.model_dump(exclude={"checkpoints"})
+        fields = run.model_dump(exclude={"checkpoints", "kind"})
         answer, to_send = submit_checkpoint(
             conn, CheckpointSubmission(**fields, folder=folder, step=step), model_roots
         )

@@ -14,6 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from app.auth import Role, create_token, revoke_token
+from app.db import open_store
+from app.errors import InputError
+from app.web import create_app
+
 log = logging.getLogger("forgetmap.up")
 LOCAL_WORKER = "local-worker"
 LOCAL_WATCHER = "local-watcher"
@@ -21,10 +26,6 @@ LOCAL_WATCHER = "local-watcher"
 
 def local_token(db_path: Path, name: str, role: str) -> str:
     """A fresh token of ``role`` for one of this run's processes (the previous one is revoked)."""
-    from app.auth import Role, create_token, revoke_token
-    from app.db import open_store
-    from app.errors import InputError
-
     store = open_store(db_path)
     try:
         with store.transaction() as conn:
@@ -50,8 +51,6 @@ def run_up(
     import threading
 
     import uvicorn
-
-    from app.web import create_app
 
     db_path = Path(db_path)
     data_dir = db_path.resolve().parent

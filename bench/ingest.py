@@ -53,6 +53,7 @@ from app.importers import import_file  # noqa: E402
 
 # isort: on
 from app.db import ingest as ingest_mod  # noqa: E402
+from app.db import pairing as pairing_mod  # noqa: E402
 from app.db.ingest import add_pair  # noqa: E402
 from app.db.store import open_store  # noqa: E402
 from bench._data import (  # noqa: E402
@@ -177,8 +178,10 @@ def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> 
     store = open_store(workdir / "breakdown.duckdb")
     stages: dict[str, list[float]] = defaultdict(list)
     sql: dict[str, list[float]] = defaultdict(list)
-    real_duck = ingest_mod._duck
-    ingest_mod._duck = lambda conn: TimingDuck(real_duck(conn), sql)
+    # the SQL of an import runs in app.db.ingest and app.db.pairing: time it in both
+    real_duck = ingest_mod.duck_of
+    timed = lambda conn: TimingDuck(real_duck(conn), sql)  # noqa: E731
+    ingest_mod.duck_of = pairing_mod.duck_of = timed
     profile_text = ""
     try:
         for i, path in enumerate(paths):
@@ -203,7 +206,7 @@ def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> 
             stages["ingest + commit (SQL)"].append(now() - t0)
             stages["total"].append(now() - t_total)
     finally:
-        ingest_mod._duck = real_duck
+        ingest_mod.duck_of = pairing_mod.duck_of = real_duck
         store.close()
     print(f"{'stage':58s} {'median/file':>12s} {'sum':>10s}")
     for name, values in stages.items():

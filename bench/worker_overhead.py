@@ -23,7 +23,6 @@ own cost. Default model: a random tiny Llama (tests/tiny_model.py), whose answer
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import shutil
@@ -92,7 +91,7 @@ def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_di
     from worker.engines.base import GenerationParams
 
     pipe = Pipeline(workdir / "overhead.duckdb", models_dir, bench_dir, engines)
-    pipe.settings = dataclasses.replace(pipe.settings, upload_batch=args.upload_batch)
+    pipe.settings = pipe.settings.model_copy(update={"upload_batch": args.upload_batch})
     config = EvalConfig(engine="vllm", mode="generate", temperature=args.temperature, top_p=0.95,
                         max_tokens=args.max_tokens)  # fmt: skip
     seeds = list(range(args.seeds))

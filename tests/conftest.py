@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from app.cli import main
 from app.db import open_store
-from app.db.queries import table_contents
+from tests.store_contents import table_contents
 
 REQUIRE_SERVICES = (
     os.environ.get("FORGETMAP_REQUIRE_SERVICES") == "1" or os.environ.get("CI") == "true"

@@ -14,6 +14,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
+from app.boundary import EvaluationShardSpec, ShardStatus, problem_text
 from app.paths import ModelPathError, check_model_path
 from worker.benchmarks.grading import grade, grade_choice_logprobs
 from worker.benchmarks.items import BenchmarkError, Item
@@ -60,7 +63,11 @@ def run_shard(
     shard: dict, *, client: AppClient, engines: EngineCache, settings: WorkerSettings
 ) -> str:
     """Evaluate a claimed shard and report it. Returns 'done' or 'cancelled'; raises ShardFailed."""
-    spec, cfg = shard["spec"]["model"], shard["spec"]["config"]
+    try:
+        checked = EvaluationShardSpec.model_validate(shard["spec"])
+    except ValidationError as exc:
+        raise ShardFailed(f"the shard's spec is not valid: {problem_text(exc)}") from exc
+    spec, cfg = checked.model.model_dump(), checked.config.model_dump()
     shard_id, seed = shard["id"], shard["seed"]
     try:
         path = check_model_path(spec["path"], settings.model_roots)
@@ -99,8 +106,8 @@ def run_shard(
     total = len(items)
     log.info("shard %d: %s on %s seed %d, %d items (%s, %s prompting)", shard_id, spec["name"],
              shard["benchmark"], seed, total, cfg["mode"], cfg["prompting"])  # fmt: skip
-    if client.progress(shard_id, 0, total) == "cancelled":
-        return "cancelled"
+    if client.progress(shard_id, 0, total) == ShardStatus.cancelled:
+        return ShardStatus.cancelled
     started = time.monotonic()
     done = 0
     for start in range(0, total, settings.upload_batch):
@@ -113,12 +120,12 @@ def run_shard(
         done += len(batch)
         rate = done / max(time.monotonic() - started, 1e-9)
         log.info("shard %d: %d/%d items (%.1f items/s)", shard_id, done, total, rate)
-        if client.progress(shard_id, done, total) == "cancelled":
+        if client.progress(shard_id, done, total) == ShardStatus.cancelled:
             log.info("shard %d cancelled; stopping", shard_id)
-            return "cancelled"
+            return ShardStatus.cancelled
     client.finish(shard_id, model_fingerprint(path, spec.get("revision")), loaded.data_record())
     log.info("shard %d done in %.1fs", shard_id, time.monotonic() - started)
-    return "done"
+    return ShardStatus.done
 
 
 def _evaluate(engine, batch: list[Item], pool: list[Item], cfg: dict, seed: int) -> list[dict]:

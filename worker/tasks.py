@@ -16,8 +16,10 @@ import os
 
 from celery import Celery
 
-from app.queue import TASK_NAME
+from app.boundary import ShardKind, ShardStatus
+from app.broker import TASK_NAME
 from worker.client import AppClient, AppRejected, AppUnavailable
+from worker.engines import make_engine
 from worker.evaluate import EngineCache, ShardFailed, run_shard
 from worker.recoverability_job import run_recover_shard
 from worker.settings import WorkerSettings
@@ -26,8 +28,6 @@ log = logging.getLogger("forgetmap.worker")
 
 
 def make_worker_app(settings: WorkerSettings) -> Celery:
-    from worker.engines import make_engine
-
     celery = Celery("forgetmap-worker")
     celery.conf.update(settings.broker.celery_config())
     celery.conf.update(worker_hijack_root_logger=False, worker_send_task_events=False)
@@ -54,25 +54,25 @@ def make_worker_app(settings: WorkerSettings) -> Celery:
                 )
                 return "skipped"
             try:
-                if shard.get("kind") == "recover":
+                if shard.get("kind") == ShardKind.recover:
                     engines.close()  # the analysis loads its own models (transformers, full logits)
                     return run_recover_shard(shard, client=client, settings=settings)
                 return run_shard(shard, client=client, engines=engines, settings=settings)
             except ShardFailed as exc:
                 log.error("shard %d failed: %s", shard_id, exc)
                 client.fail(shard_id, str(exc))
-                return "failed"
+                return ShardStatus.failed
             except AppRejected as exc:
                 log.error("shard %d: the app refused an upload: %s", shard_id, exc)
                 client.fail(shard_id, f"the app refused the results: {exc}")
-                return "failed"
+                return ShardStatus.failed
             except AppUnavailable:
                 raise  # Celery retries the task with backoff
             # a bug or an engine crash: record it rather than leave it running
             except Exception as exc:
                 log.exception("shard %d crashed", shard_id)
                 client.fail(shard_id, f"worker error: {type(exc).__name__}: {exc}")
-                return "failed"
+                return ShardStatus.failed
         finally:
             client.close()
 

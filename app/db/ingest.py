@@ -22,6 +22,7 @@ from sqlalchemy import Connection
 
 from app.columns import dictionary_codes
 from app.db.pairing import refresh_counts
+from app.db.store import duck_of
 from app.errors import InputError
 from app.naming import infer_family_and_size
 from app.taxonomy import UNCATEGORIZED, BenchmarkMeta
@@ -42,17 +43,13 @@ class IngestSummary:
     unpaired: dict[int, dict[str, int]] = field(default_factory=dict)
 
 
-def _duck(conn: Connection):
-    return conn.connection.driver_connection
-
-
 def config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def ensure_models(conn: Connection, names: list[str]) -> None:
     """Register models; family and size are guessed from the name (``forgetmap model set`` fixes)."""
-    duck = _duck(conn)
+    duck = duck_of(conn)
     for name in names:
         family, size = infer_family_and_size(name)
         duck.execute(
@@ -64,7 +61,7 @@ def ensure_models(conn: Connection, names: list[str]) -> None:
 def set_model_meta(
     conn: Connection, name: str, *, family: str | None, size_params: int | None
 ) -> None:
-    duck = _duck(conn)
+    duck = duck_of(conn)
     if duck.execute("SELECT count(*) FROM models WHERE name = ?", [name]).fetchone()[0] == 0:
         raise InputError(f"unknown model {name!r}; import its results first")
     duck.execute(
@@ -78,7 +75,7 @@ def ensure_benchmarks(conn: Connection, benchmarks: dict[str, BenchmarkMeta]) ->
     """Register benchmarks (one statement); an existing "Uncategorized" one takes a category given now."""
     if not benchmarks:
         return
-    duck = _duck(conn)
+    duck = duck_of(conn)
     meta = pa.table(
         {
             "name": list(benchmarks),
@@ -164,7 +161,7 @@ def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.A
     Name columns are coded per distinct value (dictionary-encoded columns hash their dictionary,
     not their rows); the ids of the few hundred names come from one lookup each.
     """
-    duck = _duck(conn)
+    duck = duck_of(conn)
     ids = {}
     codes = {}
     names = {}
@@ -253,7 +250,7 @@ def ingest(
     """
     if on_conflict not in ("error", "keep"):
         raise ValueError(f"on_conflict must be 'error' or 'keep', got {on_conflict!r}")
-    duck = _duck(conn)
+    duck = duck_of(conn)
     model_codes = dictionary_codes(table["model"])
     models = sorted(model_codes[1].to_pylist())
     ensure_models(conn, models)
@@ -442,7 +439,7 @@ def add_pair(
 
     Returns (pair id, created, unpaired counts). Unknown model names raise InputError.
     """
-    duck = _duck(conn)
+    duck = duck_of(conn)
     if base == post:
         raise InputError(f"a pair needs two different models, got {base!r} twice")
     ids = {}

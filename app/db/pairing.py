@@ -12,11 +12,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
+from app.db.store import duck_of
 from app.sample_identity import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX, link_candidates
-
-
-def _duck(conn: Connection):
-    return conn.connection.driver_connection
 
 
 def refresh_counts(
@@ -28,7 +25,7 @@ def refresh_counts(
     every pair with a touched model on either side (or only ``pair_ids`` when given). Returns the
     refreshed pair ids and, per pair, the unpaired sample counts summed over its units.
     """
-    duck = _duck(conn)
+    duck = duck_of(conn)
     if (
         pair_ids is None
         and not duck.execute(

@@ -5,11 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlalchemy import Connection
 
+from app.db.store import duck_of
 from app.sample_identity import AMBIGUOUS_MARK
-
-
-def _duck(conn: Connection):
-    return conn.connection.driver_connection
 
 
 def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
@@ -31,7 +28,7 @@ def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
         WHERE $pair_id IS NULL OR t.pair_id = $pair_id
         ORDER BY t.pair_id, b.name, t.seed, t.num_choices
     """
-    return _duck(conn).sql(sql, params={"pair_id": pair_id}).to_arrow_table()
+    return duck_of(conn).sql(sql, params={"pair_id": pair_id}).to_arrow_table()
 
 
 def transition_counts(
@@ -53,7 +50,7 @@ def transition_counts(
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
     params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
-    return _duck(conn).sql(sql, params=params).to_arrow_table()
+    return duck_of(conn).sql(sql, params=params).to_arrow_table()
 
 
 def pair_names(conn: Connection) -> pa.Table:
@@ -64,11 +61,13 @@ def pair_names(conn: Connection) -> pa.Table:
         FROM pairs p JOIN models mb ON mb.id = p.base_model_id JOIN models mp ON mp.id = p.post_model_id
         ORDER BY p.id
     """
-    return _duck(conn).sql(sql).to_arrow_table()
+    return duck_of(conn).sql(sql).to_arrow_table()
 
 
 def benchmark_names(conn: Connection) -> pa.Table:
-    return _duck(conn).sql("SELECT id, name, category FROM benchmarks ORDER BY id").to_arrow_table()
+    return (
+        duck_of(conn).sql("SELECT id, name, category FROM benchmarks ORDER BY id").to_arrow_table()
+    )
 
 
 def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
@@ -80,7 +79,7 @@ def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
         WHERE s.model_id IN (SELECT base_model_id FROM pairs UNION SELECT post_model_id FROM pairs)
         ORDER BY s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices
     """
-    return _duck(conn).sql(sql).to_arrow_table()
+    return duck_of(conn).sql(sql).to_arrow_table()
 
 
 PAIRING_FIELDS = (
@@ -103,7 +102,7 @@ def pairing_report(conn: Connection, pair_id: int) -> list[dict]:
     only in post, ambiguous (a key shared by several samples of one file), mismatched documents,
     and the rule that paired them (the file's id, the question key, the question text)."""
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             """
         SELECT b.name, b.category, count(*) AS seeds,
@@ -145,7 +144,7 @@ def pairing_rule(row: dict) -> str:
 
 def list_pairs(conn: Connection) -> list[dict]:
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             """
         SELECT p.id, mb.name, mp.name, p.label, p.stage, p.created_at, mb.family, mb.size_params,
@@ -178,20 +177,6 @@ def list_pairs(conn: Connection) -> list[dict]:
     ]
 
 
-def table_contents(conn: Connection) -> dict[str, list[tuple]]:
-    """Every row of every table, sorted: a content fingerprint for tests of 'nothing changed'."""
-    duck = _duck(conn)
-    names = [
-        r[0]
-        for r in duck.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
-        ).fetchall()
-    ]
-    return {
-        name: sorted(duck.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr) for name in names
-    }
-
-
 # ------------------------------------------------------------------------------ drill-down
 
 TRANSITIONS = {"10": (True, False), "01": (False, True), "11": (True, True), "00": (False, False)}
@@ -199,7 +184,7 @@ TRANSITIONS = {"10": (True, False), "01": (False, True), "11": (True, True), "00
 
 def pair_info(conn: Connection, pair_id: int) -> dict | None:
     row = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             """
         SELECT p.id, p.base_model_id, p.post_model_id, mb.name, mp.name, p.label, p.stage
@@ -221,10 +206,10 @@ def benchmark_ids(
 ) -> list[int]:
     """Ids of one benchmark by name, or of every benchmark in a category."""
     if name is not None:
-        rows = _duck(conn).execute("SELECT id FROM benchmarks WHERE name = ?", [name]).fetchall()
+        rows = duck_of(conn).execute("SELECT id FROM benchmarks WHERE name = ?", [name]).fetchall()
     else:
         rows = (
-            _duck(conn)
+            duck_of(conn)
             .execute("SELECT id FROM benchmarks WHERE category = ?", [category])
             .fetchall()
         )
@@ -280,7 +265,7 @@ def flipped_samples(
     Returns (total number of samples, rows of this page). A row is one (benchmark, sample).
     """
     where, params = _flip_filter(pair, benchmarks, transition, q)
-    duck = _duck(conn)
+    duck = duck_of(conn)
     total = duck.execute(
         f"SELECT count(*) FROM (SELECT DISTINCT b.benchmark_id, b.sample_id {where})", params
     ).fetchone()[0]
@@ -314,7 +299,7 @@ def flipped_samples(
 def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: str) -> list[dict]:
     """Both models' rows of one sample, per seed (a seed present on one side only shows one)."""
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             """
         SELECT coalesce(b.seed, p.seed) AS seed,
@@ -352,7 +337,7 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
 def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
     """Every paired per-sample row of a pair (for export): both models side by side."""
     return (
-        _duck(conn)
+        duck_of(conn)
         .sql(
             """
         SELECT bm.name AS benchmark, bm.category, b.seed, b.sample_id,
@@ -376,7 +361,7 @@ def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
 def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
     """Samples forgotten (1->0 in a majority of paired seeds) by the most pairs."""
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             f"""
         WITH per_pair AS (
@@ -410,7 +395,7 @@ def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
 
 def models(conn: Connection) -> list[dict]:
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute("SELECT id, name, family, size_params, fingerprint FROM models ORDER BY name")
         .fetchall()
     )
@@ -422,7 +407,7 @@ def models(conn: Connection) -> list[dict]:
 
 def benchmarks(conn: Connection) -> list[dict]:
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute("SELECT name, category, num_choices FROM benchmarks ORDER BY name")
         .fetchall()
     )
@@ -432,7 +417,7 @@ def benchmarks(conn: Connection) -> list[dict]:
 def pair_benchmarks(conn: Connection, pair_id: int) -> list[tuple[str, str]]:
     """(name, category) of the benchmarks a pair has paired samples on."""
     return (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             "SELECT DISTINCT b.name, b.category FROM transitions t JOIN benchmarks b ON b.id = t.benchmark_id "
             "WHERE t.pair_id = ? ORDER BY b.name",
@@ -444,7 +429,7 @@ def pair_benchmarks(conn: Connection, pair_id: int) -> list[tuple[str, str]]:
 
 def pair_id_by_names(conn: Connection, base: str, post: str) -> int | None:
     row = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             "SELECT p.id FROM pairs p JOIN models b ON b.id = p.base_model_id "
             "JOIN models q ON q.id = p.post_model_id WHERE b.name = ? AND q.name = ?",
@@ -457,7 +442,7 @@ def pair_id_by_names(conn: Connection, base: str, post: str) -> int | None:
 
 def jobs_summary(conn: Connection) -> list[dict]:
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             "SELECT j.id, j.status, j.created_at, j.kind, count(s.id), count(s.id) FILTER (WHERE s.status IN "
             "('done', 'reused')), count(s.id) FILTER (WHERE s.status = 'failed'), j.owner, "
@@ -477,7 +462,7 @@ def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:
     if not names:
         return {}
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             f"SELECT name, spec FROM models WHERE spec IS NOT NULL AND name IN "
             f"({', '.join('?' for _ in names)})",
@@ -498,7 +483,7 @@ def unit_counts(conn: Connection, pair_ids: list[int] | None = None) -> pa.Table
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
     params = {"all": pair_ids is None, "ids": list(pair_ids or [])}
-    return _duck(conn).sql(sql, params=params).to_arrow_table()
+    return duck_of(conn).sql(sql, params=params).to_arrow_table()
 
 
 def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[int, int]:
@@ -507,7 +492,7 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
     benchmarks' names and categories, and (benchmark level) its coverage counts. A pair whose hash
     is unchanged has unchanged records."""
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             """
         WITH t AS (

@@ -14,16 +14,13 @@ import pyarrow as pa
 from sqlalchemy import Connection
 
 from app.analysis.recoverability_shares import loss_column
-
-
-def _duck(conn: Connection):
-    return conn.connection.driver_connection
+from app.db.store import duck_of
 
 
 def finished_recovery(conn: Connection, pair_id: int, config_hash: str) -> int | None:
     """A stored recovery of this pair from a shard with the same settings."""
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             """
         SELECT r.id FROM recoveries r JOIN shards s ON s.id = r.shard_id
@@ -47,7 +44,7 @@ def save_recovery(
     summary: dict,
     table: dict[str, list],
 ) -> int:
-    duck = _duck(conn)
+    duck = duck_of(conn)
     if shard_id is not None:
         old = duck.execute("SELECT id FROM recoveries WHERE shard_id = ?", [shard_id]).fetchall()
         for (old_id,) in old:
@@ -95,7 +92,7 @@ def _recovery(row) -> dict[str, Any]:
 
 def recovery(conn: Connection, recovery_id: int) -> dict[str, Any] | None:
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE id = ?", [recovery_id])
         .fetchall()
     )
@@ -105,7 +102,7 @@ def recovery(conn: Connection, recovery_id: int) -> dict[str, Any] | None:
 def pair_recoveries(conn: Connection, pair_id: int) -> list[dict[str, Any]]:
     """A pair's analyses, newest first."""
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE pair_id = ? ORDER BY id DESC",
             [pair_id],
@@ -118,7 +115,7 @@ def pair_recoveries(conn: Connection, pair_id: int) -> list[dict[str, Any]]:
 def latest_recoveries(conn: Connection) -> list[dict[str, Any]]:
     """The newest analysis of every pair that has one."""
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             f"""
         SELECT {", ".join(_COLUMNS)} FROM recoveries
@@ -134,7 +131,7 @@ def documents_table(conn: Connection, recovery_id: int) -> dict[str, list]:
     """The wide per-document table (``doc_id, split, n_tokens, model/correction...``) of
     app.analysis.recoverability_shares, from which every share of the analysis can be recomputed."""
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             """
         SELECT doc_index, doc_id, split, n_tokens, model, correction, loss_sum

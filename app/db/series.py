@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
+from app.db.ingest import add_pair
+from app.db.store import duck_of
 from app.errors import InputError
 
 # How a question fares along a run (see ``question_histories``).
 FATES = ("forgotten", "relearned", "learned", "kept", "never")
-
-
-def _duck(conn: Connection):
-    return conn.connection.driver_connection
 
 
 def _model_id(duck, name: str, role: str) -> int:
@@ -28,12 +26,10 @@ def add_checkpoints(
     """Create series ``name`` over ``base`` (or extend it) with (model, step) checkpoints, each
     with its (base, checkpoint) pair and counts. A checkpoint already in the series at the same
     step is left as it is. Returns (series id, created, the checkpoints added)."""
-    from app.db.ingest import add_pair
-
     name = name.strip()
     if not name:
         raise InputError("a series needs a name, e.g. `forgetmap series add sft-run --base ...`")
-    duck = _duck(conn)
+    duck = duck_of(conn)
     base_id = _model_id(duck, base, "base")
     row = duck.execute(
         "SELECT s.id, m.name FROM series s JOIN models m ON m.id = s.base_model_id WHERE s.name = ?",
@@ -92,7 +88,7 @@ def add_checkpoints(
 def list_series(conn: Connection) -> list[dict]:
     """Every series with its base and its steps in order."""
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             """
         SELECT s.id, s.name, m.name, list(c.step ORDER BY c.step) FILTER (WHERE c.step IS NOT NULL)
@@ -110,7 +106,7 @@ def list_series(conn: Connection) -> list[dict]:
 
 def get_series(conn: Connection, *, series_id: int | None = None, name: str | None = None):
     """A series with its checkpoints in step order, by id or name (None if there is none)."""
-    duck = _duck(conn)
+    duck = duck_of(conn)
     row = duck.execute(
         "SELECT s.id, s.name, s.base_model_id, m.name FROM series s "
         "JOIN models m ON m.id = s.base_model_id WHERE s.id = ? OR s.name = ?",
@@ -138,7 +134,7 @@ def get_series(conn: Connection, *, series_id: int | None = None, name: str | No
 def pair_steps(conn: Connection) -> dict[int, tuple[int, str, int]]:
     """pair id -> (series id, series name, step) for every pair that belongs to a series."""
     rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             "SELECT c.pair_id, s.id, s.name, c.step FROM series_checkpoints c "
             "JOIN series s ON s.id = c.series_id ORDER BY s.id, c.step"
@@ -210,7 +206,7 @@ def question_histories(
         raise InputError(f"fate must be one of {', '.join(FATES)}, got {fate!r}")
     # one statement: the histories are aggregated once for both the counts and the page
     counts_rows = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             _HISTORY_SQL
             + """
@@ -254,7 +250,7 @@ def question_histories(
 def submission(conn: Connection, series_id: int, path: str) -> dict | None:
     """What the watcher submitted for a checkpoint folder, with its job's status."""
     row = (
-        _duck(conn)
+        duck_of(conn)
         .execute(
             "SELECT w.step, w.job_id, w.attempts, j.status FROM watch_submissions w "
             "LEFT JOIN jobs j ON j.id = w.job_id WHERE w.series_id = ? AND w.path = ?",
@@ -271,7 +267,7 @@ def record_submission(
     conn: Connection, series_id: int, path: str, step: int, model: str, job_id: int
 ) -> None:
     """Remember (or count one more attempt of) the job that evaluates a checkpoint folder."""
-    _duck(conn).execute(
+    duck_of(conn).execute(
         """
         INSERT INTO watch_submissions (series_id, path, step, model_id, job_id, attempts)
         SELECT ?, ?, ?, id, ?, 1 FROM models WHERE name = ?
@@ -289,7 +285,7 @@ def covered_by_shards(
     """Whether every (benchmark, seed) of ``model`` under eval config ``chash`` is evaluated or on
     its way (a shard queued, running, done or reused). ``benchmarks``: per benchmark, the names its
     shards may carry (as requested and as stored)."""
-    duck = _duck(conn)
+    duck = duck_of(conn)
     for names in benchmarks:
         for seed in seeds:
             found = duck.execute(

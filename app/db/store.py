@@ -18,6 +18,12 @@ from sqlalchemy.exc import DBAPIError
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
+def duck_of(conn: Connection):
+    """The DuckDB connection under a SQLAlchemy one: repository modules run their SQL on it
+    (DuckDB binds lists and answers Arrow tables, which SQLAlchemy's ``text()`` does not)."""
+    return conn.connection.driver_connection
+
+
 class StoreError(RuntimeError):
     """The database cannot be used (locked by another process, unreadable, ...)."""
 
@@ -79,6 +85,11 @@ class Store:
     def read(self) -> Iterator[Connection]:
         with self.engine.connect() as conn:
             yield conn
+
+    def ping(self) -> None:
+        """Raises when the database cannot answer a query (the health check)."""
+        with self.read() as conn:
+            conn.exec_driver_sql("SELECT 1")
 
     def current_revision(self) -> str | None:
         with self.read() as conn:

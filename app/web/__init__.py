@@ -10,18 +10,21 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.routing import Match
 
+from app.broker import BrokerSettings
 from app.config import WebSettings
 from app.db import open_store
 from app.forgetting_map import MapCache
-from app.queue import BrokerSettings, Enqueuer, Reconciler
+from app.queue import Enqueuer, Reconciler
+from app.web import api, deps, pages, series, submit, write_api
+from app.web.openapi import install_openapi
+from app.web.session import LoginRequired, current_principal, login_redirect
 
-ROOT = Path(__file__).resolve().parents[2]
 OPEN_WHEN_PRIVATE = ("/login", "/static/", "/healthz")
 
 
@@ -31,9 +34,6 @@ def create_app(
     broker: BrokerSettings | None = None,
     settings: WebSettings | None = None,
 ) -> FastAPI:
-    from app.web import api, deps, pages, series, submit, write_api
-    from app.web.session import LoginRequired, current_principal, login_redirect
-
     data_dir = Path(db_path).resolve().parent
     store = open_store(db_path)
     settings = settings or WebSettings.from_env(data_dir)
@@ -109,15 +109,13 @@ def create_app(
     @app.exception_handler(405)
     async def method_not_allowed(request: Request, exc: HTTPException):
         """List every method the path takes: its GET and POST may live in different routers."""
-        from starlette.routing import Match
-
         allowed = sorted({m for route in app.router.routes if getattr(route, "methods", None)
                           and route.matches(request.scope)[0] == Match.PARTIAL for m in route.methods})  # fmt: skip
         return JSONResponse({"detail": f"method {request.method} is not allowed here; use "
                                        f"{' or '.join(allowed)}"}, status_code=405,
                             headers={"Allow": ", ".join(allowed)})  # fmt: skip
 
-    app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
+    app.mount("/static", StaticFiles(directory=pages.ROOT / "static"), name="static")
     app.include_router(api.router)
     app.include_router(series.router)
     app.include_router(write_api.router)
@@ -125,48 +123,3 @@ def create_app(
     app.include_router(pages.router)
     pages.install_error_pages(app)
     return app
-
-
-def validation_message(exc: RequestValidationError) -> str:
-    """One line per problem, e.g. ``query lr: Input should be less than or equal to 2``."""
-    parts = []
-    for error in exc.errors()[:10]:
-        where = " ".join(str(p) for p in error.get("loc", ()))
-        parts.append(f"{where}: {error.get('msg', 'invalid')}")
-    return "; ".join(parts) or "invalid request"
-
-
-def install_openapi(app: FastAPI) -> None:
-    """The OpenAPI document, honest about errors: every operation with parameters or a body
-    declares 422, every one but /healthz declares 401 (a revoked token, or FORGETMAP_PRIVATE=1),
-    all in the one error shape (app.web.schemas.ErrorBody). Routes declare their own 403/404/413."""
-    from fastapi.openapi.utils import get_openapi
-
-    from app.web.schemas import ErrorBody, errors
-
-    def openapi() -> dict:
-        if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version,
-                                 description=app.description, routes=app.routes)  # fmt: skip
-            components = schema.setdefault("components", {}).setdefault("schemas", {})
-            components["ErrorBody"] = ErrorBody.model_json_schema()
-            ref = {"$ref": "#/components/schemas/ErrorBody"}
-            for path, operations in schema.get("paths", {}).items():
-                for operation in operations.values():
-                    responses = operation.setdefault("responses", {})
-                    codes = [] if path == "/healthz" else [401]
-                    if operation.get("requestBody"):
-                        codes.append(400)  # not JSON at all
-                    if operation.get("parameters") or operation.get("requestBody"):
-                        codes.append(422)
-                    for code in codes:
-                        responses[str(code)] = {
-                            "description": errors(code)[code]["description"],
-                            "content": {"application/json": {"schema": ref}},
-                        }
-            for name in ("HTTPValidationError", "ValidationError"):
-                components.pop(name, None)
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi

@@ -5,14 +5,18 @@ from __future__ import annotations
 import io
 from typing import Annotated, Literal
 
+import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.analysis.lab import LabParams, lab_data
+from app.analysis.lab import LabBusy, LabParams, lab_data
 from app.db import queries
+from app.db import recoverability as recoveries
+from app.errors import InputError
 from app.forgetting_map import MapQuery
+from app.jobs import job_detail
 from app.pair_report import quadrants
 from app.web import deps, pages
 from app.web.schemas import ID_ERRORS, Id, errors
@@ -26,8 +30,7 @@ TABLE = {200: {"description": "the table as a file",
 
 @router.get("/healthz")
 def healthz(request: Request) -> dict:
-    with deps.store(request).read() as conn:
-        conn.exec_driver_sql("SELECT 1")
+    deps.store(request).ping()
     return {"status": "ok"}
 
 
@@ -181,8 +184,6 @@ def api_jobs(request: Request) -> list[dict]:
 @router.get("/api/jobs/{job_id}", responses=ID_ERRORS)
 def api_job(request: Request, job_id: Id) -> dict:
     """A job with every shard's state, progress and error."""
-    from app.jobs import job_detail
-
     with deps.store(request).read() as conn:
         job = job_detail(conn, job_id)
     if job is None:
@@ -213,10 +214,6 @@ def api_recovery_documents(
 ) -> Response:
     """The per-document table (doc_id, split, n_tokens, one loss-sum column per model/correction,
     in nats): every share of the analysis can be recomputed from it."""
-    import pyarrow as pa
-
-    from app.db import recoverability as recoveries
-
     deps.get_recovery(request, recovery_id)
     with deps.store(request).read() as conn:
         table = recoveries.documents_table(conn, recovery_id)
@@ -265,9 +262,6 @@ def api_theory(params: Annotated[LabParams, Depends(pages.lab_params)]) -> dict:
     """The theory lab's four plots (two-mode mixture: forward vs reverse KL, replay). Cached per
     parameter set; 422 when the dynamics diverge or the computation runs past its time budget
     (FORGETMAP_THEORY_SECONDS), 503 while another computation holds the lab."""
-    from app.analysis.lab import LabBusy
-    from app.errors import InputError
-
     try:
         return lab_data(params)
     except InputError as exc:

@@ -8,8 +8,11 @@ from fastapi import HTTPException, Query, Request
 
 from app.auth import Principal, Role, needs_role_message, token_principal
 from app.db import Store, queries
+from app.db import recoverability as recoveries
 from app.forgetting_map import MapCache, MapQuery
 from app.metrics import TOTAL
+from app.pair_report import pair_benchmarks
+from app.recoverability import headline
 
 Transition = Literal["10", "01", "11", "00"]
 TRANSITION_LABELS = {"10": "1→0 forgotten", "01": "0→1 gained", "11": "1→1 kept", "00": "0→0 never"}
@@ -130,8 +133,6 @@ def benchmark_filter(
 
 def pair_rows(request: Request, pair_id: int) -> list[dict]:
     """The pair page's per-benchmark table (bootstrap CIs included), kept until the next write."""
-    from app.pair_report import pair_benchmarks
-
     return map_cache(request).cache.get(
         ("pair", pair_id), lambda: pair_benchmarks(store(request), pair_id)
     )
@@ -173,15 +174,11 @@ def pairing(request: Request, pair_id: int) -> list[dict]:
 
 
 def pair_recoveries(request: Request, pair_id: int) -> list[dict]:
-    from app.db import recoverability as recoveries
-
     with store(request).read() as conn:
         return recoveries.pair_recoveries(conn, pair_id)
 
 
 def get_recovery(request: Request, recovery_id: int) -> dict:
-    from app.db import recoverability as recoveries
-
     with store(request).read() as conn:
         found = recoveries.recovery(conn, recovery_id)
     if found is None:
@@ -191,8 +188,6 @@ def get_recovery(request: Request, recovery_id: int) -> dict:
 
 def recovery_column(request: Request, correction: str = "bias_temp") -> list[dict]:
     """Per pair with an analysis: the headline numbers of its newest one (cached per data version)."""
-    from app.db import recoverability as recoveries
-    from app.recoverability import headline
 
     def load() -> list[dict]:
         with store(request).read() as conn:

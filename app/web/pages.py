@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
@@ -12,23 +13,26 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.analysis.lab import LabParams, lab_data
+from app.analysis.lab import LabBusy, LabParams, lab_data
 from app.db import queries
+from app.errors import InputError
 from app.forgetting_map import MapQuery, category_sort_key
 from app.metrics import TOTAL
 from app.pair_report import quadrants
+from app.recoverability import base_temperatures, view_rows
 from app.series import series_groups
 from app.taxonomy import CATEGORIES
-from app.web import ROOT, deps, render
+from app.web import deps, render
+from app.web.openapi import validation_message
+from app.web.session import csrf_token
 
 router = APIRouter(include_in_schema=False)
+ROOT = Path(__file__).resolve().parents[2]
 templates = Jinja2Templates(directory=ROOT / "templates")
 templates.env.globals.update(render=render, transition_labels=deps.TRANSITION_LABELS)
 
 
 def _csrf(request: Request) -> str:
-    from app.web.session import csrf_token
-
     return csrf_token(request)
 
 
@@ -102,8 +106,6 @@ def map_page(
 @router.get("/pairs/{pair_id}", response_class=HTMLResponse)
 @cached_for_readers
 def pair_page(request: Request, pair_id: int) -> HTMLResponse:
-    from app.recoverability import base_temperatures, view_rows
-
     pair = deps.get_pair(request, pair_id)
     rows = deps.pair_rows(request, pair_id)
     recoveries = deps.pair_recoveries(request, pair_id)
@@ -201,8 +203,6 @@ def install_error_pages(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
         if not _wants_html(request):  # the API's one error shape: {"detail": "..."}
-            from app.web import validation_message
-
             return JSONResponse({"detail": validation_message(exc)}, status_code=422)
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors()
@@ -233,9 +233,6 @@ def lab_params(
 def theory_page(
     request: Request, params: Annotated[LabParams, Depends(lab_params)]
 ) -> HTMLResponse:
-    from app.analysis.lab import LabBusy
-    from app.errors import InputError
-
     try:
         data = lab_data(params)
     except InputError as exc:

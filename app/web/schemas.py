@@ -1,9 +1,6 @@
-"""Typed HTTP boundaries: request bodies of the write API, the one error shape, and the status
-codes each kind of route declares in the OpenAPI document.
-
-Bodies are strict (a string is not an integer, unknown fields are refused) so that what the
-OpenAPI document says is valid is exactly what the app accepts. Limits are the same as the
-services' own checks (app.jobs, app.recoverability), which still run behind them.
+"""The HTTP side of the typed boundary (app/boundary.py): the job body the write API takes (an
+evaluation, a run, or a recoverability analysis), the one error shape, and the status codes each
+kind of route declares in the OpenAPI document.
 """
 
 from __future__ import annotations
@@ -11,25 +8,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, Discriminator, Field, Tag
 
+from app.boundary import EvaluateJobIn, Int, ModelIn, Name, SeriesJobIn, Strict
 from app.recoverability import CONTROLS, MAX_TABLE_DOCS
 
-
-def _integral(value: Any) -> Any:
-    """JSON has one number type: 3.0 is the integer 3 (as JSON Schema says); 3.5 stays invalid."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-# an integer in a strict body: no strings, no booleans, integral floats allowed
-Int = Annotated[int, BeforeValidator(_integral)]
-Name = Annotated[str, Field(min_length=1, max_length=200)]
 MAX_ID = 2**31 - 1  # ids are INTEGER columns
 Id = Annotated[int, Path(ge=0, le=MAX_ID, description="an id (0 to 2^31 - 1)")]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
 
 
 class ErrorBody(BaseModel):
@@ -52,50 +37,13 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorBody, "description": text[code]} for code in codes}
 
 
-# 401 and 422 are added to every operation by app.web.install_openapi; routes declare the rest
+# 401 and 422 are added to every operation by app.web.openapi.install_openapi; routes declare the rest
 ID_ERRORS = errors(404)
 WRITE_ERRORS = errors(401, 403, 422)
 WRITE_ID_ERRORS = errors(401, 403, 404, 422)
 
 
 # -------------------------------------------------------------------------- job requests
-
-
-class ModelIn(Strict):
-    name: Name
-    path: Annotated[str, Field(min_length=1, max_length=1000)]
-    revision: Annotated[str, Field(max_length=200)] | None = None
-    prompting: Literal["chat", "base"] = "chat"
-
-
-class EvalConfigIn(Strict):
-    engine: Literal["vllm", "transformers"] = "vllm"
-    mode: Literal["generate", "loglik"] = "generate"
-    temperature: Annotated[float, Field(ge=0, le=5)] = 0.6
-    top_p: Annotated[float, Field(gt=0, le=1)] = 0.95
-    max_tokens: Annotated[Int, Field(ge=1, le=131072)] = 2048
-    shots: Annotated[Int, Field(ge=0, le=25)] = 3
-    limit: Annotated[Int, Field(ge=1, le=10_000_000)] | None = None
-
-
-class PairSpecIn(Strict):
-    base: Name
-    post: Name
-    label: Annotated[str, Field(max_length=500)] | None = None
-    stage: Annotated[str, Field(max_length=50)] | None = None
-
-
-class EvaluateJobIn(Strict):
-    """An evaluation: every model on every benchmark and seed (one shard each)."""
-
-    kind: Literal["evaluate"] = "evaluate"
-    models: Annotated[list[ModelIn], Field(min_length=1, max_length=50)]
-    benchmarks: Annotated[list[Name], Field(min_length=1, max_length=1000)]
-    seeds: Annotated[
-        list[Annotated[Int, Field(ge=0, le=2**31 - 1)]], Field(min_length=1, max_length=20)
-    ] = [0, 1, 2]
-    config: EvalConfigIn = EvalConfigIn()
-    pairs: Annotated[list[PairSpecIn], Field(max_length=100)] = []
 
 
 class CorpusIn(Strict):
@@ -127,27 +75,6 @@ class RecoverJobIn(Strict):
     options: RecoveryOptionsIn = RecoveryOptionsIn()
     label: Annotated[str, Field(max_length=500)] | None = None
     stage: Annotated[str, Field(max_length=50)] | None = None
-
-
-class SeriesJobIn(Strict):
-    """A training run (app/series.py): a base plus checkpoint folders or glob patterns, each
-    evaluated once and placed in the series by step; the base is evaluated once."""
-
-    kind: Literal["series"]
-    series: Name
-    base: Name
-    base_path: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
-    checkpoints: Annotated[
-        list[Annotated[str, Field(min_length=1, max_length=1000)]],
-        Field(min_length=1, max_length=200),
-    ]
-    benchmarks: Annotated[list[Name], Field(min_length=1, max_length=1000)]
-    seeds: Annotated[
-        list[Annotated[Int, Field(ge=0, le=2**31 - 1)]], Field(min_length=1, max_length=20)
-    ] = [0, 1, 2]
-    config: EvalConfigIn = EvalConfigIn()
-    prompting: Literal["chat", "base"] = "chat"
-    base_prompting: Literal["chat", "base"] = "base"
 
 
 def _job_kind(value: Any) -> str:

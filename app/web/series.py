@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
-from app import jobs
+from app.db import jobs as jobs_db
 from app.db import series as series_db
 from app.errors import InputError
 from app.queue import send_and_record
@@ -139,7 +139,7 @@ def api_submit_checkpoint(
                 conn, body, list(request.app.state.settings.model_roots)
             )
             if result["status"] == "submitted":  # a new job: its owner is the caller
-                jobs.set_owner(conn, result["job_id"], principal.name)
+                jobs_db.set_owner(conn, result["job_id"], principal.name)
     except InputError as exc:
         raise HTTPException(422, str(exc)) from exc
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)

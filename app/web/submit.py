@@ -11,9 +11,12 @@ from pathlib import Path
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
 
 from app import jobs
 from app.auth import Role
+from app.boundary import TERMINAL, EvaluateJobIn, JobStatus, Prompting, ShardStatus, Stage, problems
+from app.db import jobs as jobs_db
 from app.db import queries
 from app.errors import InputError
 from app.paths import check_model_path
@@ -27,6 +30,7 @@ from app.recoverability import (
 )
 from app.taxonomy import CATEGORIES, lookup, scored_benchmarks
 from app.web import deps
+from app.web.api import api_jobs
 from app.web.pages import _is_htmx, _page
 from app.web.session import (
     check_csrf,
@@ -38,7 +42,7 @@ from app.web.session import (
 )
 
 router = APIRouter(include_in_schema=False)
-STAGES = ("instruct", "sft", "rl", "domain-cpt", "merge", "other")
+STAGES = tuple(Stage)
 SUITES = ("paper", "categories", "benchmarks", "local")
 
 
@@ -115,30 +119,48 @@ def _number(values: dict, errors: dict, name: str, cast, low, high, what: str):
     return value
 
 
+# where the form shows a problem the boundary found at a location of the job's JSON form
+SIDES = ("base", "post")
+
+
+def _form_field(loc: tuple) -> str:
+    """The form field of a location in EvaluateJobIn, e.g. ("models", 0, "path") -> base_path."""
+    match loc:
+        case ("models", int(i), str(name), *_) if i < len(SIDES):
+            return f"{SIDES[i]}_{name}"
+        case ("config", str(name), *_):
+            return name
+        case ("pairs", _, str(name), *_):
+            return name
+        case ("benchmarks", *_):
+            return "suite"
+        case ("seeds", *_):
+            return "seeds"
+    return "form"
+
+
 def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequest | None, dict]:
-    """Validate the form; returns (request, {}) or (None, {field: message})."""
+    """Validate the form through the boundary (app.boundary.EvaluateJobIn, the API's body);
+    returns (request, {}) or (None, {field: message})."""
     settings = request.app.state.settings
     errors: dict[str, str] = {}
     models = []
-    for side in ("base", "post"):
+    for side in SIDES:
         path = (values.get(f"{side}_path") or "").strip()
         if not path:
             errors[f"{side}_path"] = (
                 "give a Hugging Face id (org/name) or a local path under the model roots"
             )
-            continue
-        try:
-            check_model_path(path, list(settings.model_roots))
-        except InputError as exc:
-            errors[f"{side}_path"] = str(exc)
-            continue
+        else:
+            try:
+                check_model_path(path, list(settings.model_roots))
+            except InputError as exc:
+                errors[f"{side}_path"] = str(exc)
         name = (values.get(f"{side}_name") or "").strip() or path.rstrip("/").split("/")[-1]
         revision = (values.get(f"{side}_revision") or "").strip() or None
-        prompting = values.get(f"{side}_prompting") or "chat"
-        if prompting not in jobs.PROMPTING:
-            errors[f"{side}_prompting"] = "choose chat or base prompting"
-        models.append(jobs.ModelSpec(name=name, path=path, revision=revision, prompting=prompting))
-    if len(models) == 2 and models[0].name == models[1].name:
+        prompting = values.get(f"{side}_prompting") or Prompting.chat
+        models.append({"name": name, "path": path, "revision": revision, "prompting": prompting})
+    if models[0]["name"] and models[0]["name"] == models[1]["name"]:
         errors["post_name"] = "the two models need different names"
     suite = values.get("suite", "paper")
     if suite == "paper":
@@ -171,24 +193,23 @@ def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequ
             )
     else:
         errors["suite"], benchmarks = "choose a suite", []
-    seeds = _number(values, errors, "seeds", int, 1, 10, "seeds")
-    temperature = _number(values, errors, "temperature", float, 0.0, 2.0, "temperature")
-    top_p = _number(values, errors, "top_p", float, 0.01, 1.0, "top_p")
-    max_tokens = _number(values, errors, "max_tokens", int, 1, 65536, "max tokens")
-    if values.get("engine") not in jobs.ENGINES:
-        errors["engine"] = "choose vllm or transformers"
-    if values.get("mode") not in jobs.MODES:
-        errors["mode"] = "choose generate or loglik"
-    stage = values.get("stage") or "other"
-    if stage not in STAGES:
-        errors["stage"] = f"choose one of {', '.join(STAGES)}"
+    seeds = _number(values, errors, "seeds", int, 1, 10, "seeds")  # how many: seeds 0 .. n-1
+    label = (values.get("label") or "").strip() or f"{models[0]['name']} → {models[1]['name']}"
+    data = {
+        "models": models, "benchmarks": benchmarks, "seeds": list(range(seeds or 1)),
+        "config": {k: values.get(k) for k in ("engine", "mode", "temperature", "top_p", "max_tokens")},
+        "pairs": [{"base": models[0]["name"], "post": models[1]["name"], "label": label,
+                   "stage": values.get("stage") or Stage.other}],
+    }  # fmt: skip
+    try:
+        body = EvaluateJobIn.model_validate(data, strict=False)  # form values are all text
+    except ValidationError as exc:
+        for loc, message in problems(exc):
+            errors.setdefault(_form_field(loc), message)
+        return None, errors
     if errors:
         return None, errors
-    label = (values.get("label") or "").strip() or f"{models[0].name} → {models[1].name}"
-    config = jobs.EvalConfig(engine=values["engine"], mode=values["mode"], temperature=temperature,
-                             top_p=top_p, max_tokens=max_tokens)  # fmt: skip
-    return jobs.JobRequest(models=models, benchmarks=benchmarks, seeds=list(range(seeds)), config=config,
-                           pairs=[(models[0].name, models[1].name, label, stage)]), {}  # fmt: skip
+    return jobs.JobRequest.from_dict(body.model_dump()), {}
 
 
 @router.post("/submit")
@@ -203,7 +224,7 @@ async def submit(request: Request) -> Response:
     try:
         with deps.store(request).transaction() as conn:
             job_id, to_send = jobs.create_job(conn, job_request)
-            jobs.set_owner(conn, job_id, principal.name)
+            jobs_db.set_owner(conn, job_id, principal.name)
     except InputError as exc:
         return _form_page(request, values, {"form": str(exc)})
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
@@ -311,7 +332,7 @@ async def recover_submit(request: Request, pair_id: int) -> Response:
     try:
         with deps.store(request).transaction() as conn:
             job_id, to_send = create_recovery_job(conn, recovery_request)
-            jobs.set_owner(conn, job_id, principal.name)
+            jobs_db.set_owner(conn, job_id, principal.name)
     except InputError as exc:
         return _recover_page(request, pair, values, {"form": str(exc)})
     _, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
@@ -334,13 +355,13 @@ def _progress(job: dict) -> dict:
     total = sum(g["total"] for g in groups.values())
     started = [s["started_at"] for s in job["shards"] if s["started_at"]]
     eta = None
-    if started and 0 < done < total and job["status"] in ("queued", "running"):
+    if started and 0 < done < total and job["status"] in (JobStatus.queued, JobStatus.running):
         elapsed = time.time() - min(datetime.fromisoformat(t).timestamp() for t in started)
         eta = elapsed / done * (total - done)
-    finished = sum(s["status"] in jobs.TERMINAL for s in job["shards"])
+    finished = sum(s["status"] in TERMINAL for s in job["shards"])
     return {"groups": list(groups.values()), "done": done, "total": total, "eta": eta,
             "finished": finished, "shards": len(job["shards"]),
-            "failures": [s for s in job["shards"] if s["status"] == "failed"]}  # fmt: skip
+            "failures": [s for s in job["shards"] if s["status"] == ShardStatus.failed]}  # fmt: skip
 
 
 def _job_or_404(request: Request, job_id: int) -> dict:
@@ -353,8 +374,6 @@ def _job_or_404(request: Request, job_id: int) -> dict:
 
 @router.get("/jobs", response_class=HTMLResponse)
 def jobs_page(request: Request) -> HTMLResponse:
-    from app.web.api import api_jobs
-
     return _page(request, "jobs.html", jobs=api_jobs(request))
 
 

@@ -13,23 +13,15 @@ from pydantic import Field
 from app import jobs
 from app import recoverability as recovery
 from app.auth import Principal, Role
+from app.boundary import EvaluateJobIn, Int, PairSpecIn, SeriesJobIn, ShardStatus, Strict
+from app.db import jobs as jobs_db
 from app.db.ingest import add_pair, ingest
 from app.importers.common import InputError, build_table, prepare
 from app.paths import check_model_path
 from app.queue import send_and_record
+from app.series import submit_run
 from app.web import deps
-from app.web.schemas import (
-    MAX_ID,
-    WRITE_ERRORS,
-    WRITE_ID_ERRORS,
-    EvaluateJobIn,
-    Id,
-    Int,
-    JobIn,
-    SeriesJobIn,
-    Strict,
-    errors,
-)
+from app.web.schemas import MAX_ID, WRITE_ERRORS, WRITE_ID_ERRORS, Id, JobIn, errors
 
 router = APIRouter(tags=["write"])
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
@@ -42,15 +34,8 @@ def _input_error(exc: InputError) -> HTTPException:
     return HTTPException(422, str(exc))
 
 
-class PairIn(Strict):
-    base: Annotated[str, Field(min_length=1, max_length=200)]
-    post: Annotated[str, Field(min_length=1, max_length=200)]
-    label: Annotated[str, Field(max_length=500)] | None = None
-    stage: Annotated[str, Field(max_length=50)] | None = None
-
-
 @router.post("/api/pairs", status_code=201, responses=WRITE_ERRORS)
-def create_pair(request: Request, body: PairIn, principal: Submitter) -> dict:
+def create_pair(request: Request, body: PairSpecIn, principal: Submitter) -> dict:
     """Pair two imported models (role submit)."""
     try:
         with deps.store(request).transaction() as conn:
@@ -101,7 +86,7 @@ def upload_results(request: Request, body: ResultsIn, principal: Worker) -> dict
     store = deps.store(request)
     try:
         with store.transaction() as conn:
-            if jobs.shard(conn, body.shard_id) is None:
+            if jobs_db.shard(conn, body.shard_id) is None:
                 raise HTTPException(404, f"shard {body.shard_id} does not exist")
             target = jobs.results_target(conn, body.shard_id)
             n = len(body.rows)
@@ -154,8 +139,6 @@ def submit_job(request: Request, body: JobIn, principal: Submitter) -> dict:
                 job_id, to_send = jobs.create_job(conn, jobs.JobRequest.from_dict(data))
                 owned = [job_id]
             elif isinstance(body, SeriesJobIn):  # a run: a base and checkpoint folders
-                from app.series import submit_run
-
                 extra, to_send = submit_run(
                     conn, data, list(request.app.state.settings.model_roots)
                 )
@@ -168,7 +151,7 @@ def submit_job(request: Request, body: JobIn, principal: Submitter) -> dict:
                 job_id, to_send = recovery.create_recovery_job(conn, recovery_request)
                 owned = [job_id]
             for owned_id in owned:
-                jobs.set_owner(conn, owned_id, principal.name)
+                jobs_db.set_owner(conn, owned_id, principal.name)
     except InputError as exc:
         raise _input_error(exc) from exc
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
@@ -178,8 +161,8 @@ def submit_job(request: Request, body: JobIn, principal: Submitter) -> dict:
 
 def _managed_job(conn, principal: Principal, job_id: Id) -> None:
     """404 for an unknown job; 403 unless the caller owns it (role submit) or is an admin."""
-    owner = jobs.job_owner(conn, job_id)
-    if owner is jobs.NO_SUCH_JOB:
+    owner = jobs_db.job_owner(conn, job_id)
+    if owner is jobs_db.NO_SUCH_JOB:
         raise HTTPException(404, f"job {job_id} does not exist; GET /api/jobs lists the jobs")
     if not principal.may_manage(owner):
         raise HTTPException(
@@ -209,7 +192,7 @@ def cancel(request: Request, job_id: Id, principal: Submitter) -> dict:
 
 
 def _shard_or_404(conn, shard_id: Id) -> dict:
-    s = jobs.shard(conn, shard_id)
+    s = jobs_db.shard(conn, shard_id)
     if s is None:
         raise HTTPException(404, f"shard {shard_id} does not exist")
     return s
@@ -268,7 +251,7 @@ def shard_finish(request: Request, shard_id: Id, body: FinishIn, principal: Work
             jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint, data=data)
     except InputError as exc:
         raise HTTPException(404, str(exc)) from exc
-    return {"status": "done"}
+    return {"status": ShardStatus.done}
 
 
 class FailIn(Strict):
@@ -282,7 +265,7 @@ def shard_fail(request: Request, shard_id: Id, body: FailIn, principal: Worker) 
             jobs.fail_shard(conn, shard_id, body.error)
     except InputError as exc:
         raise HTTPException(404, str(exc)) from exc
-    return {"status": "failed"}
+    return {"status": ShardStatus.failed}
 
 
 class RecoveryIn(Strict):
@@ -301,12 +284,12 @@ def shard_recovery(request: Request, shard_id: Id, body: RecoveryIn, principal: 
     refuse_oversize(request)
     try:
         with deps.store(request).transaction() as conn:
-            s = jobs.shard(conn, shard_id)
+            s = jobs_db.shard(conn, shard_id)
             if s is None:
                 raise HTTPException(404, f"shard {shard_id} does not exist")
             if s["kind"] != "recover":
                 raise InputError(f"shard {shard_id} is not a recoverability shard")
-            if s["status"] == "cancelled":
+            if s["status"] == ShardStatus.cancelled:
                 raise InputError(f"shard {shard_id} was cancelled; its results are not stored")
             recovery_id = recovery.store_upload(
                 conn, s, recovery.RecoveryUpload(**body.model_dump())

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from app.broker import BrokerSettings
 from app.config import WebSettings
-from app.queue import BrokerSettings
 from app.web import create_app
 
 

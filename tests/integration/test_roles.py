@@ -10,8 +10,8 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
+from app.broker import BrokerSettings
 from app.config import WebSettings
-from app.queue import BrokerSettings
 from app.web import create_app
 from tests.conftest import Cli
 
@@ -185,7 +185,7 @@ def test_a_revoked_token_ends_its_sessions(cli, tmp_path):
 def test_logins_expire(cli, tmp_path):
     cli("map")
     token = cli("token", "create", "alice").stdout.strip()
-    settings = WebSettings(secret_key="k" * 40, reconcile_seconds=3600, session_seconds=1.0)
+    settings = WebSettings(secret_key="k" * 40, reconcile_seconds=3600, session_days=1 / 86400)
     with TestClient(create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path),
                                settings=settings)) as client:  # fmt: skip
         _login(client, token)

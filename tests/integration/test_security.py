@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.broker import BrokerSettings
 from app.config import WebSettings
 from app.errors import InputError
 from app.paths import ModelPathError, check_model_path
-from app.queue import BrokerSettings
 from app.web import create_app
 
 
@@ -158,6 +159,39 @@ def test_form_refuses_a_path_trick_inline(setup):
         assert response.status_code == 200 and "outside the configured roots" in response.text
         assert "<html" not in response.text  # an HTMX fragment
         assert client.get("/api/jobs").json() == []
+
+
+def _field_errors(html: str) -> dict[str, str]:
+    return {
+        f: html_lib.unescape(m) for f, m in re.findall(r'data-field="([a-z_]+)">([^<]*)<', html)
+    }
+
+
+def test_form_and_api_share_the_boundarys_limits(setup):
+    """The form reports the boundary's problems beside their fields; the API refuses the same
+    values (one set of limits: temperature <= 2, stages from the list)."""
+    _, token, _, _, _ = setup
+    with _client(setup) as client:
+        _login(client, token)
+        csrf = _csrf(client.get("/submit").text)
+        body = {**FORM, "csrf": csrf, "temperature": "2.5", "stage": "dpo", "post_prompting": "x",
+                "max_tokens": "ten"}  # fmt: skip
+        response = client.post("/submit", data=body, headers={"HX-Request": "true"})
+        errors = _field_errors(response.text)
+        assert errors["temperature"] == "Input should be less than or equal to 2"
+        assert errors["stage"].startswith("Input should be 'instruct', 'sft'")
+        assert errors["post_prompting"] == "Input should be 'chat' or 'base'"
+        assert "valid integer" in errors["max_tokens"]
+        assert client.get("/api/jobs").json() == []
+        job = {"models": [{"name": "m", "path": "org/m"}], "benchmarks": ["piqa"]}
+        auth = {"Authorization": f"Bearer {token}"}
+        for bad in ({**job, "config": {"temperature": 2.5}},
+                    {**job, "pairs": [{"base": "m", "post": "m", "stage": "dpo"}]}):  # fmt: skip
+            assert client.post("/api/jobs", json=bad, headers=auth).status_code == 422
+        body.update(temperature="2", stage="rl", post_prompting="chat", max_tokens="64")
+        response = client.post("/submit", data=body, follow_redirects=False)
+        assert response.status_code == 303 and response.headers["location"].startswith("/jobs/")
+        assert client.get("/api/jobs").json()[0]["status"] == "queued"
 
 
 def test_private_mode_hides_pages_and_api_without_login(setup):

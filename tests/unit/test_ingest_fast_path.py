@@ -18,12 +18,12 @@ import pytest
 from app.columns import dictionary_codes, distinct_pairs, map_values
 from app.db import ingest as ingest_mod
 from app.db.ingest import add_pair
-from app.db.queries import table_contents
 from app.db.store import open_store
 from app.errors import InputError
 from app.importers import import_file
 from app.importers.common import prepare
 from app.importers.table import read_table
+from tests.store_contents import table_contents
 
 
 @pytest.fixture

@@ -6,8 +6,10 @@ import base64
 import json
 
 from app import jobs
+from app.broker import TASK_NAME, BrokerSettings
+from app.db import jobs as jobs_db
 from app.db import open_store
-from app.queue import TASK_NAME, BrokerSettings, Enqueuer, Reconciler, _shard_of
+from app.queue import Enqueuer, Reconciler, _shard_of
 
 JOB = {"models": [{"name": "m", "path": "org/m"}], "benchmarks": ["piqa"], "seeds": [0, 1]}
 
@@ -52,7 +54,7 @@ class FakeBroker(Enqueuer):
 def test_reconciler_resends_only_what_the_broker_lost(tmp_path):
     store, job_id, (a, b) = _store_with_job(tmp_path)
     with store.transaction() as conn:
-        jobs.mark_sent(conn, [a, b])
+        jobs_db.mark_sent(conn, [a, b])
         conn.exec_driver_sql("UPDATE shards SET sent_at = now() - INTERVAL 1 MINUTE")
     broker = FakeBroker(holds={a})
     reconciler = Reconciler(store, broker, interval=1, resend_after=3600)
@@ -67,7 +69,7 @@ def test_reconciler_resends_only_what_the_broker_lost(tmp_path):
 def test_without_a_broker_to_ask_the_time_bound_applies_with_backoff(tmp_path):
     store, _, (a, b) = _store_with_job(tmp_path)
     with store.transaction() as conn:
-        jobs.mark_sent(conn, [a, b])
+        jobs_db.mark_sent(conn, [a, b])
         conn.exec_driver_sql(
             f"UPDATE shards SET sent_at = now() - INTERVAL 100 SECOND WHERE id = {a}"
         )
@@ -105,7 +107,14 @@ def test_a_repeated_job_reuses_finished_shards_and_big_jobs_are_refused(tmp_path
         again, to_send = jobs.create_job(conn, jobs.JobRequest.from_dict(JOB))
         statuses = [s["status"] for s in jobs.job_detail(conn, again)["shards"]]
     assert statuses == ["reused", "queued"] and len(to_send) == 1
-    big = {**JOB, "benchmarks": [f"b{i}" for i in range(1001)]}
-    with pytest.raises(InputError, match="2002 shards .* over the limit of 2000; split it"):
+    # within every list's own limit (1,000 benchmarks, 20 seeds), over the limit on shards
+    big = {**JOB, "benchmarks": [f"b{i}" for i in range(101)], "seeds": list(range(20))}
+    with pytest.raises(InputError, match="2020 shards .* over the limit of 2000; split it"):
         jobs.JobRequest.from_dict(big)
+    with pytest.raises(
+        InputError, match="config.temperature: Input should be less than or equal to 2"
+    ):
+        jobs.JobRequest.from_dict({**JOB, "config": {"temperature": 2.5}})
+    with pytest.raises(InputError, match="pairs.0.stage: Input should be 'instruct'"):
+        jobs.JobRequest.from_dict({**JOB, "pairs": [{"base": "m", "post": "m", "stage": "dpo"}]})
     store.close()

@@ -117,26 +117,3 @@ def test_tokens_made_before_roles_survive_0004_as_admin_tokens(tmp_path):
             (0, None)
         ]
     store.close()
-
-
-def test_declared_models_match_the_migrated_tables(tmp_path):
-    """app/db/schema.py is the schema's readable reference; the migrations are its DDL."""
-    from app.db.schema import Base
-
-    store = open_store(tmp_path / "fm.duckdb")
-    try:
-        with store.read() as conn:
-            for table in Base.metadata.sorted_tables:
-                rows = conn.exec_driver_sql(
-                    "SELECT column_name, is_nullable FROM information_schema.columns "
-                    "WHERE table_name = ? ORDER BY ordinal_position",
-                    (table.name,),
-                ).fetchall()
-                migrated = {name: nullable == "YES" for name, nullable in rows}
-                declared = {c.name: c.nullable for c in table.columns}
-                assert set(migrated) == set(declared), table.name
-                for name, nullable in declared.items():
-                    if not table.columns[name].primary_key:
-                        assert migrated[name] == nullable, f"{table.name}.{name}"
-    finally:
-        store.close()

@@ -10,9 +10,9 @@ from fastapi.testclient import TestClient
 
 from app.analysis import lab, theory
 from app.analysis.lab import LabParams, lab_data
+from app.broker import BrokerSettings
 from app.config import WebSettings
 from app.errors import InputError
-from app.queue import BrokerSettings
 from app.web import create_app
 
 

@@ -1,0 +1,355 @@
+"""Jobs and shards: every read and write of ``jobs`` and ``shards`` (app/jobs.py holds the logic:
+what a request means, which shards to run, how a job's status follows from its shards')."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import Connection
+
+from app.db.ingest import ensure_models
+from app.db.store import duck_of
+
+SHARD_KEYS = ("id", "job_id", "status", "spec", "benchmark", "seed", "config_hash", "model",
+              "done", "total", "error", "attempts", "kind")  # fmt: skip
+JOB_SHARD_KEYS = ("id", "model", "benchmark", "seed", "status", "done", "total", "error",
+                  "attempts", "worker", "started_at", "finished_at", "resends")  # fmt: skip
+NO_SUCH_JOB = object()
+
+
+def _placeholders(values: list) -> str:
+    return ", ".join("?" for _ in values)
+
+
+# ------------------------------------------------------------------------------------ models
+
+
+def save_model_specs(conn: Connection, specs: dict[str, dict]) -> None:
+    """Make sure the models exist and remember the checkpoint each names (later forms prefill it)."""
+    ensure_models(conn, list(specs))
+    for name, spec in specs.items():
+        duck_of(conn).execute("UPDATE models SET spec = ? WHERE name = ?", [json.dumps(spec), name])
+
+
+def model_id(conn: Connection, name: str) -> int:
+    return duck_of(conn).execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()[0]
+
+
+def set_fingerprint(conn: Connection, model: str, fingerprint: str) -> None:
+    duck_of(conn).execute("UPDATE models SET fingerprint = ? WHERE name = ?", [fingerprint, model])
+
+
+# ------------------------------------------------------------------------------------ jobs
+
+
+def insert_job(conn: Connection, kind: str, payload: dict) -> int:
+    return (
+        duck_of(conn)
+        .execute(
+            "INSERT INTO jobs (kind, status, payload) VALUES (?, 'queued', ?) RETURNING id",
+            [kind, json.dumps(payload)],
+        )
+        .fetchall()[0][0]
+    )
+
+
+def set_owner(conn: Connection, job_id: int, owner: str) -> None:
+    """Record the token name that submitted a job (shown on job pages; cancel/retry rights)."""
+    duck_of(conn).execute("UPDATE jobs SET owner = ? WHERE id = ?", [owner, job_id])
+
+
+def job_owner(conn: Connection, job_id: int):
+    """The job's owner (None for jobs older than owners), or NO_SUCH_JOB."""
+    row = duck_of(conn).execute("SELECT owner FROM jobs WHERE id = ?", [job_id]).fetchone()
+    return NO_SUCH_JOB if row is None else row[0]
+
+
+def job_status(conn: Connection, job_id: int) -> str:
+    return duck_of(conn).execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone()[0]
+
+
+def set_job_status(conn: Connection, job_id: int, status: str) -> None:
+    duck_of(conn).execute(
+        "UPDATE jobs SET status = ?, updated_at = now() WHERE id = ?", [status, job_id]
+    )
+
+
+def shard_status_counts(conn: Connection, job_id: int) -> dict[str, int]:
+    return dict(
+        duck_of(conn)
+        .execute("SELECT status, count(*) FROM shards WHERE job_id = ? GROUP BY status", [job_id])
+        .fetchall()
+    )
+
+
+def job_row(conn: Connection, job_id: int) -> tuple | None:
+    """(id, kind, status, payload, created_at, updated_at, owner), or None."""
+    return (
+        duck_of(conn)
+        .execute(
+            "SELECT id, kind, status, payload, created_at, updated_at, owner FROM jobs WHERE id = ?",
+            [job_id],
+        )
+        .fetchone()
+    )
+
+
+def job_shards(conn: Connection, job_id: int) -> list[dict]:
+    """The job's shards in id order, keyed by JOB_SHARD_KEYS."""
+    rows = (
+        duck_of(conn)
+        .execute(
+            """
+            SELECT s.id, m.name, s.benchmark, s.seed, s.status, s.done, s.total, s.error,
+                   s.attempts, s.worker, s.started_at, s.finished_at, coalesce(s.resends, 0)
+            FROM shards s JOIN models m ON m.id = s.model_id WHERE s.job_id = ? ORDER BY s.id
+            """,
+            [job_id],
+        )
+        .fetchall()
+    )
+    return [dict(zip(JOB_SHARD_KEYS, r, strict=True)) for r in rows]
+
+
+def cancel_job(conn: Connection, job_id: int) -> int:
+    """Cancel a job and its queued and running shards; returns how many shards it stopped."""
+    duck = duck_of(conn)
+    stopped = duck.execute(
+        "UPDATE shards SET status = 'cancelled', finished_at = now() "
+        "WHERE job_id = ? AND status IN ('queued', 'running') RETURNING id",
+        [job_id],
+    ).fetchall()
+    duck.execute("UPDATE jobs SET status = 'cancelled', updated_at = now() WHERE id = ?", [job_id])
+    return len(stopped)
+
+
+def requeue_failed(conn: Connection, job_id: int) -> list[int]:
+    """Put a job's failed shards back in the queue (and the job, unless cancelled); their ids."""
+    duck = duck_of(conn)
+    rows = duck.execute(
+        "UPDATE shards SET status = 'queued', error = NULL, done = 0, sent_at = NULL, finished_at = NULL "
+        "WHERE job_id = ? AND status = 'failed' RETURNING id",
+        [job_id],
+    ).fetchall()
+    if rows:
+        duck.execute(
+            "UPDATE jobs SET status = 'queued' WHERE id = ? AND status <> 'cancelled'", [job_id]
+        )
+    return sorted(r[0] for r in rows)
+
+
+# ------------------------------------------------------------------------------------ shards
+
+
+def insert_shard(
+    conn: Connection,
+    *,
+    job_id: int,
+    model: str,
+    benchmark: str,
+    seed: int,
+    config_hash: str,
+    spec: dict,
+    status: str,
+    kind: str = "evaluate",
+) -> int:
+    """A shard of a job; a ``reused`` one is finished at once."""
+    return (
+        duck_of(conn)
+        .execute(
+            """
+            INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, kind,
+                                finished_at)
+            SELECT ?, id, ?, ?, ?, ?, ?, ?, CASE WHEN ? = 'reused' THEN now() END
+            FROM models WHERE name = ?
+            RETURNING id
+            """,
+            [job_id, benchmark, seed, config_hash, json.dumps(spec), status, kind, status, model],
+        )
+        .fetchall()[0][0]
+    )
+
+
+def insert_evaluation_shards(
+    conn: Connection,
+    *,
+    job_id: int,
+    model_id: int,
+    config_hash: str,
+    spec: dict,
+    rows: list[tuple[str, int, str]],
+) -> list[tuple[int, str]]:
+    """One model's (benchmark, seed, status) shards in one statement (a paper-suite job has
+    hundreds); a ``reused`` one is finished at once. Returns (id, status) of each."""
+    values = ", ".join("(?, ?, ?, ?, ?, ?, ?, 'evaluate', CASE WHEN ? = 'reused' THEN now() END)"
+                       for _ in rows)  # fmt: skip
+    spec_json = json.dumps(spec)
+    params = [p for b, sd, st in rows
+              for p in (job_id, model_id, b, sd, config_hash, spec_json, st, st)]  # fmt: skip
+    return (
+        duck_of(conn)
+        .execute(
+            "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, "
+            f"kind, finished_at) VALUES {values} RETURNING id, status",
+            params,
+        )
+        .fetchall()
+    )
+
+
+def evaluated(conn: Connection, model_id: int, config_hash: str) -> list[tuple[str, int]]:
+    """(benchmark as requested, seed) of the model's finished shards with this eval config."""
+    return (
+        duck_of(conn)
+        .execute(
+            "SELECT DISTINCT benchmark, seed FROM shards "
+            "WHERE model_id = ? AND config_hash = ? AND status = 'done'",
+            [model_id, config_hash],
+        )
+        .fetchall()
+    )
+
+
+def shard(conn: Connection, shard_id: int) -> dict | None:
+    """A shard keyed by SHARD_KEYS, its spec parsed; None if there is none."""
+    row = (
+        duck_of(conn)
+        .execute(
+            """
+            SELECT s.id, s.job_id, s.status, s.spec, s.benchmark, s.seed, s.config_hash, m.name,
+                   s.done, s.total, s.error, s.attempts, s.kind
+            FROM shards s JOIN models m ON m.id = s.model_id WHERE s.id = ?
+            """,
+            [shard_id],
+        )
+        .fetchone()
+    )
+    if row is None:
+        return None
+    out = dict(zip(SHARD_KEYS, row, strict=True))
+    out["spec"] = json.loads(out["spec"])
+    return out
+
+
+def shard_status(conn: Connection, shard_id: int) -> str | None:
+    row = duck_of(conn).execute("SELECT status FROM shards WHERE id = ?", [shard_id]).fetchone()
+    return row[0] if row else None
+
+
+def claim(conn: Connection, shard_id: int, stale_seconds: float) -> tuple[str | None, bool]:
+    """(the delivery that claimed the shard, whether its worker is silent for ``stale_seconds``)."""
+    return (
+        duck_of(conn)
+        .execute(
+            "SELECT delivery, coalesce(heartbeat_at <= now() - to_seconds(?::DOUBLE), true) "
+            "FROM shards WHERE id = ?",
+            [stale_seconds, shard_id],
+        )
+        .fetchone()
+    )
+
+
+def mark_running(conn: Connection, shard_id: int, worker: str, delivery: str | None) -> None:
+    duck_of(conn).execute(
+        """
+        UPDATE shards SET status = 'running', attempts = attempts + 1, worker = ?, delivery = ?,
+               started_at = now(), heartbeat_at = now(), error = NULL
+        WHERE id = ?
+        """,
+        [worker, delivery, shard_id],
+    )
+
+
+def record_progress(conn: Connection, shard_id: int, done: int, total: int | None) -> None:
+    duck_of(conn).execute(
+        "UPDATE shards SET done = ?, total = coalesce(?, total), heartbeat_at = now() "
+        "WHERE id = ? AND status = 'running'",
+        [done, total, shard_id],
+    )
+
+
+def set_spec(conn: Connection, shard_id: int, spec: dict) -> None:
+    duck_of(conn).execute("UPDATE shards SET spec = ? WHERE id = ?", [json.dumps(spec), shard_id])
+
+
+def mark_done(conn: Connection, shard_id: int) -> None:
+    duck_of(conn).execute(
+        "UPDATE shards SET status = 'done', done = coalesce(total, done), finished_at = now() "
+        "WHERE id = ? AND status <> 'cancelled'",
+        [shard_id],
+    )
+
+
+def mark_failed(conn: Connection, shard_id: int, error: str) -> None:
+    duck_of(conn).execute(
+        "UPDATE shards SET status = 'failed', error = ?, finished_at = now() "
+        "WHERE id = ? AND status <> 'cancelled'",
+        [error, shard_id],
+    )
+
+
+def mark_sent(conn: Connection, shard_ids: list[int], *, resend: bool = False) -> None:
+    """Record that shards were handed to the broker (``resend``: again, after a lost message)."""
+    if shard_ids:
+        bump = ", resends = resends + 1" if resend else ""
+        duck_of(conn).execute(
+            f"UPDATE shards SET sent_at = now(){bump} "
+            f"WHERE id IN ({_placeholders(shard_ids)}) AND status = 'queued'",
+            shard_ids,
+        )
+
+
+def unsent_shards(conn: Connection, limit: int = 1000) -> list[int]:
+    """Queued shards never handed to the broker (it was down when their job was saved)."""
+    rows = (
+        duck_of(conn)
+        .execute(
+            "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NULL ORDER BY id LIMIT ?",
+            [limit],
+        )
+        .fetchall()
+    )
+    return [r[0] for r in rows]
+
+
+def waiting_shards(conn: Connection, older_than: float, *, backoff: bool) -> list[int]:
+    """Queued shards sent more than ``older_than`` seconds ago that no worker has started.
+
+    ``backoff``: wait ``older_than * 2^resends`` (at most 32x) instead, for when the broker cannot
+    be asked whether it still holds the message, so a long queue is not flooded with copies.
+    """
+    factor = "power(2, least(resends, 5))" if backoff else "1"
+    rows = (
+        duck_of(conn)
+        .execute(
+            "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NOT NULL "
+            f"AND sent_at < now() - to_seconds(?::DOUBLE * {factor}) ORDER BY id",
+            [older_than],
+        )
+        .fetchall()
+    )
+    return [r[0] for r in rows]
+
+
+def stale_shards(conn: Connection, seconds: float) -> list[int]:
+    """Running shards whose worker has not reported for ``seconds`` (it probably died)."""
+    rows = (
+        duck_of(conn)
+        .execute(
+            "SELECT id FROM shards WHERE status = 'running' "
+            "AND heartbeat_at < now() - to_seconds(?::DOUBLE) ORDER BY id",
+            [seconds],
+        )
+        .fetchall()
+    )
+    return [r[0] for r in rows]
+
+
+def requeue_stale(conn: Connection, shard_ids: list[int]) -> None:
+    """Put silent running shards back in the queue (their worker died): the next delivery,
+    whatever message carries it, claims them."""
+    duck_of(conn).execute(
+        "UPDATE shards SET status = 'queued', heartbeat_at = now() "
+        f"WHERE status = 'running' AND id IN ({_placeholders(shard_ids)})",
+        shard_ids,
+    )

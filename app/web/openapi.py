@@ -1,0 +1,51 @@
+"""The OpenAPI document and the API's one error shape for invalid requests."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+
+from app.web.schemas import ErrorBody, errors
+
+
+def validation_message(exc: RequestValidationError) -> str:
+    """One line per problem, e.g. ``query lr: Input should be less than or equal to 2``."""
+    parts = []
+    for error in exc.errors()[:10]:
+        where = " ".join(str(p) for p in error.get("loc", ()))
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+def install_openapi(app: FastAPI) -> None:
+    """The OpenAPI document, honest about errors: every operation with parameters or a body
+    declares 422, every one but /healthz declares 401 (a revoked token, or FORGETMAP_PRIVATE=1),
+    all in the one error shape (app.web.schemas.ErrorBody). Routes declare their own 403/404/413."""
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version,
+                                 description=app.description, routes=app.routes)  # fmt: skip
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components["ErrorBody"] = ErrorBody.model_json_schema()
+            ref = {"$ref": "#/components/schemas/ErrorBody"}
+            for path, operations in schema.get("paths", {}).items():
+                for operation in operations.values():
+                    responses = operation.setdefault("responses", {})
+                    codes = [] if path == "/healthz" else [401]
+                    if operation.get("requestBody"):
+                        codes.append(400)  # not JSON at all
+                    if operation.get("parameters") or operation.get("requestBody"):
+                        codes.append(422)
+                    for code in codes:
+                        responses[str(code)] = {
+                            "description": errors(code)[code]["description"],
+                            "content": {"application/json": {"schema": ref}},
+                        }
+            for name in ("HTTPValidationError", "ValidationError"):
+                components.pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi

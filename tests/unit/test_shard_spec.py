@@ -1,0 +1,38 @@
+"""The worker checks the shard spec it receives against the boundary before loading anything."""
+
+import pytest
+
+from worker.evaluate import ShardFailed, run_shard
+from worker.settings import WorkerSettings
+
+SPEC = {
+    "model": {"name": "m", "path": "org/m", "revision": None, "prompting": "chat"},
+    "config": {"engine": "vllm", "mode": "generate", "temperature": 0.6, "top_p": 0.95,
+               "max_tokens": 64, "shots": 3, "limit": None, "prompting": "chat", "revision": None,
+               "data": {"source": "hub"}},  # a finished shard's spec carries its data record
+}  # fmt: skip
+
+
+def _run(spec: dict):
+    shard = {"id": 1, "job_id": 1, "seed": 0, "benchmark": "local:nothing.jsonl", "spec": spec}
+    # no client and no engines: a refused spec must fail before either is used
+    return run_shard(shard, client=None, engines=None, settings=WorkerSettings(name="w", benchmark_dirs=[]))
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"temperature": 9}, "config.temperature: Input should be less than or equal to 2"),
+        ({"engine": "tgi"}, "config.engine: Input should be 'vllm' or 'transformers'"),
+        ({"max_tokens": "64"}, "config.max_tokens: Input should be a valid integer"),
+    ],
+)
+def test_a_bad_spec_fails_the_shard_with_the_boundarys_message(change, problem):
+    with pytest.raises(ShardFailed, match=f"the shard's spec is not valid: {problem}"):
+        _run({**SPEC, "config": {**SPEC["config"], **change}})
+
+
+def test_a_valid_spec_passes_the_check():
+    # past the spec check, the next refusal is the local benchmark without benchmark folders
+    with pytest.raises(ShardFailed, match="no benchmark folders configured"):
+        _run(SPEC)
