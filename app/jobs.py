@@ -41,6 +41,7 @@ from app.boundary import (
     validated,
 )
 from app.db import jobs as jobs_db
+from app.db import queries
 from app.db.ingest import add_pair
 from app.errors import InputError
 from app.taxonomy import canonical_name
@@ -299,10 +300,24 @@ def cancel_job(conn: Connection, job_id: int) -> int:
     return jobs_db.cancel_job(conn, job_id)
 
 
+def job_subject(payload: dict, series: tuple[str, int] | None = None) -> str:
+    """What a job evaluates, in words: a series' checkpoint, else its pairs (label, or
+    ``base -> post``), else its models. Plain text: pages and charts escape it."""
+    if series is not None:
+        return f"series {series[0]}, step {series[1]}"
+    pairs = payload.get("pairs") or []
+    if pairs:
+        return "; ".join(p.get("label") or f"{p['base']} -> {p['post']}" for p in pairs)
+    return ", ".join(m["name"] for m in payload.get("models", []) if "name" in m)
+
+
 def job_detail(conn: Connection, job_id: int) -> dict | None:
     row = jobs_db.job_row(conn, job_id)
     if row is None:
         return None
+    request = json.loads(row[3])
+    found = queries.job_series(conn, job_id)
+    series = found[1:] if found else None
     shard_rows = jobs_db.job_shards(conn, job_id)
     for d in shard_rows:
         for k in ("started_at", "finished_at"):
@@ -311,7 +326,11 @@ def job_detail(conn: Connection, job_id: int) -> dict | None:
         "id": row[0],
         "kind": row[1],
         "status": row[2],
-        "request": json.loads(row[3]),
+        "request": request,
+        "subject": job_subject(request, series),
+        "series_id": found[0] if found else None,
+        "series": series[0] if series else None,
+        "step": series[1] if series else None,
         "created_at": row[4].isoformat(),
         "updated_at": row[5].isoformat(),
         "owner": row[6],

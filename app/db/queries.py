@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 from sqlalchemy import Connection
 
@@ -441,24 +443,47 @@ def pair_id_by_names(conn: Connection, base: str, post: str) -> int | None:
 
 
 def jobs_summary(conn: Connection) -> list[dict]:
+    """Every job, newest first: status, shard counts, owner, the request it was made from
+    (``payload``) and, for a checkpoint of a series, the series' name and the step."""
     rows = (
         duck_of(conn)
         .execute(
-            "SELECT j.id, j.status, j.created_at, j.kind, count(s.id), count(s.id) FILTER (WHERE s.status IN "
-            "('done', 'reused')), count(s.id) FILTER (WHERE s.status = 'failed'), j.owner, "
-            "coalesce(sum(s.resends), 0) "
-            "FROM jobs j LEFT JOIN shards s ON s.job_id = j.id GROUP BY ALL ORDER BY j.id DESC"
+            """
+            SELECT j.id, j.status, j.created_at, j.kind, count(s.id),
+                   count(s.id) FILTER (WHERE s.status IN ('done', 'reused')),
+                   count(s.id) FILTER (WHERE s.status = 'failed'), j.owner,
+                   coalesce(sum(s.resends), 0), j.payload, w.series, w.step
+            FROM jobs j LEFT JOIN shards s ON s.job_id = j.id
+            LEFT JOIN (SELECT ws.job_id, min(se.name) AS series, min(ws.step) AS step
+                       FROM watch_submissions ws JOIN series se ON se.id = ws.series_id
+                       GROUP BY ws.job_id) w ON w.job_id = j.id
+            GROUP BY ALL ORDER BY j.id DESC
+            """
         )
         .fetchall()
     )
     return [{"id": r[0], "status": r[1], "created_at": r[2].isoformat(), "kind": r[3], "shards": r[4],
-             "finished": r[5], "failed": r[6], "owner": r[7], "resends": int(r[8])} for r in rows]  # fmt: skip
+             "finished": r[5], "failed": r[6], "owner": r[7], "resends": int(r[8]),
+             "payload": json.loads(r[9]), "series": r[10], "step": r[11]} for r in rows]  # fmt: skip
+
+
+def job_series(conn: Connection, job_id: int) -> tuple[int, str, int] | None:
+    """(series id, name, step) when the job evaluates a checkpoint of a series, else None."""
+    row = (
+        duck_of(conn)
+        .execute(
+            "SELECT se.id, se.name, ws.step FROM watch_submissions ws "
+            "JOIN series se ON se.id = ws.series_id "
+            "WHERE ws.job_id = ? ORDER BY ws.step LIMIT 1",
+            [job_id],
+        )
+        .fetchone()
+    )
+    return (int(row[0]), row[1], int(row[2])) if row else None
 
 
 def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:
     """The checkpoint spec (path, revision, ...) a job stored for each named model, if any."""
-    import json
-
     if not names:
         return {}
     rows = (

@@ -16,7 +16,7 @@ from app.db import queries
 from app.db import recoverability as recoveries
 from app.errors import InputError
 from app.forgetting_map import MapQuery
-from app.jobs import job_detail
+from app.jobs import job_detail, job_subject
 from app.pair_report import quadrants
 from app.web import deps, pages
 from app.web.schemas import ID_ERRORS, Id, errors
@@ -178,7 +178,11 @@ def api_pair_sample(
 @router.get("/api/jobs")
 def api_jobs(request: Request) -> list[dict]:
     with deps.store(request).read() as conn:
-        return queries.jobs_summary(conn)
+        jobs = queries.jobs_summary(conn)
+    for job in jobs:
+        series = (job["series"], job["step"]) if job["series"] is not None else None
+        job["subject"] = job_subject(job.pop("payload"), series)
+    return jobs
 
 
 @router.get("/api/jobs/{job_id}", responses=ID_ERRORS)

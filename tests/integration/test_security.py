@@ -241,3 +241,24 @@ def test_reconciler_resends_unsent_and_stale_shards(setup):
 
         time.sleep(1.2)
         assert reconciler.run_once() == 1 and up.sent[-1] == 1  # silent for longer than stale_after
+
+
+def test_job_pages_name_what_they_evaluate_escaped(setup):
+    """The job list and a job's page say what it evaluates (the pair's label, else base -> post):
+    names typed by users are shown as text, never as markup."""
+    _, token, _, _, _ = setup
+    label = '<b id="x">bold</b> & co'
+    job = {"models": [{"name": "m<i>1</i>", "path": "org/m1"}, {"name": "m2", "path": "org/m2"}],
+           "benchmarks": ["piqa"], "seeds": [0],
+           "pairs": [{"base": "m<i>1</i>", "post": "m2", "label": label}]}  # fmt: skip
+    unlabelled = {**job, "pairs": [{"base": "m<i>1</i>", "post": "m2"}], "seeds": [1]}
+    auth = {"Authorization": f"Bearer {token}"}
+    with _client(setup) as client:
+        for body in (job, unlabelled):
+            assert client.post("/api/jobs", json=body, headers=auth).status_code == 201
+        listed = client.get("/api/jobs").json()
+        assert [j["subject"] for j in listed] == ["m<i>1</i> -> m2", label]
+        assert client.get(f"/api/jobs/{listed[1]['id']}").json()["subject"] == label
+        for html in (client.get("/jobs").text, client.get(f"/jobs/{listed[1]['id']}").text):
+            assert "&lt;b id=&#34;x&#34;&gt;bold&lt;/b&gt; &amp; co" in html
+            assert '<b id="x">' not in html and "<i>1</i>" not in html

@@ -50,6 +50,14 @@ def test_checkpoints_are_submitted_once_and_placed_by_step(app_client):
     ]
     jobs = app_client.get("/api/jobs").json()
     assert len(jobs) == 2
+    # the job list and each job name what they evaluate: the series and the step
+    assert [j["subject"] for j in jobs] == ["series run, step 10", "series run, step 20"]
+    detail = app_client.get(f"/api/jobs/{first.json()['job_id']}").json()
+    assert (detail["subject"], detail["series_id"], detail["step"]) == ("series run, step 20", 1, 20)
+    page = app_client.get("/jobs")
+    assert page.status_code == 200 and "series run, step 10" in page.text
+    job_page = app_client.get(f"/jobs/{first.json()['job_id']}").text
+    assert "Evaluates series run, step 20" in job_page and 'href="/series/1"' in job_page
     pairs = {p["post"]: p for p in app_client.get("/api/pairs").json()}
     assert pairs["run/checkpoint-10"]["label"] == "run @ 10"
 
