@@ -15,9 +15,19 @@ from pydantic import ValidationError
 
 from app import jobs
 from app.auth import Role
-from app.boundary import TERMINAL, EvaluateJobIn, JobStatus, Prompting, ShardStatus, Stage, problems
+from app.boundary import (
+    TERMINAL,
+    EvaluateJobIn,
+    JobStatus,
+    Prompting,
+    SeriesJobIn,
+    ShardStatus,
+    Stage,
+    problems,
+)
 from app.db import jobs as jobs_db
 from app.db import queries
+from app.db import series as series_db
 from app.errors import InputError
 from app.paths import check_model_path
 from app.queue import send_and_record
@@ -28,6 +38,7 @@ from app.recoverability import (
     RecoveryRequest,
     create_recovery_job,
 )
+from app.series import submit_run
 from app.taxonomy import CATEGORIES, lookup, scored_benchmarks
 from app.web import deps
 from app.web.api import api_jobs
@@ -88,7 +99,7 @@ def local_benchmarks(request: Request) -> list[str]:
 DEFAULTS = {
     "base_prompting": "base", "post_prompting": "chat", "suite": "paper", "seeds": "3",
     "engine": "vllm", "mode": "generate", "temperature": "0.6", "top_p": "0.95", "max_tokens": "2048",
-    "stage": "instruct",
+    "stage": "instruct", "target": "pair",
 }  # fmt: skip
 
 
@@ -139,38 +150,18 @@ def _form_field(loc: tuple) -> str:
     return "form"
 
 
-def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequest | None, dict]:
-    """Validate the form through the boundary (app.boundary.EvaluateJobIn, the API's body);
-    returns (request, {}) or (None, {field: message})."""
-    settings = request.app.state.settings
-    errors: dict[str, str] = {}
-    models = []
-    for side in SIDES:
-        path = (values.get(f"{side}_path") or "").strip()
-        if not path:
-            errors[f"{side}_path"] = (
-                "give a Hugging Face id (org/name) or a local path under the model roots"
-            )
-        else:
-            try:
-                check_model_path(path, list(settings.model_roots))
-            except InputError as exc:
-                errors[f"{side}_path"] = str(exc)
-        name = (values.get(f"{side}_name") or "").strip() or path.rstrip("/").split("/")[-1]
-        revision = (values.get(f"{side}_revision") or "").strip() or None
-        prompting = values.get(f"{side}_prompting") or Prompting.chat
-        models.append({"name": name, "path": path, "revision": revision, "prompting": prompting})
-    if models[0]["name"] and models[0]["name"] == models[1]["name"]:
-        errors["post_name"] = "the two models need different names"
+def _benchmarks(request: Request, values: dict, form, errors: dict) -> list[str]:
+    """The benchmarks of the form's suite choice (problems go to ``errors["suite"]``)."""
     suite = values.get("suite", "paper")
     if suite == "paper":
-        benchmarks = [b.name for b in scored_benchmarks()]
-    elif suite == "categories":
+        return [b.name for b in scored_benchmarks()]
+    if suite == "categories":
         chosen = form.getlist("categories")
         benchmarks = [b.name for b in scored_benchmarks() if b.category in chosen]
         if not benchmarks:
             errors["suite"] = "choose at least one category"
-    elif suite == "benchmarks":
+        return benchmarks
+    if suite == "benchmarks":
         benchmarks = [
             b.strip()
             for b in (values.get("benchmarks") or "").replace(",", "\n").splitlines()
@@ -183,7 +174,8 @@ def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequ
             errors["suite"] = (
                 f"unknown benchmark{'s' if len(unknown) > 1 else ''}: {', '.join(unknown[:5])}"
             )
-    elif suite == "local":
+        return benchmarks
+    if suite == "local":
         available = set(local_benchmarks(request))
         chosen = form.getlist("local")
         benchmarks = [f"local:{name}" for name in chosen if name in available]
@@ -191,8 +183,37 @@ def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequ
             errors["suite"] = (
                 "choose at least one local benchmark (files in FORGETMAP_BENCHMARK_DIRS)"
             )
+        return benchmarks
+    errors["suite"] = "choose a suite"
+    return []
+
+
+def _model(request: Request, values: dict, side: str, errors: dict) -> dict:
+    """One side's model as the boundary takes it; a path outside the roots is an error."""
+    path = (values.get(f"{side}_path") or "").strip()
+    if not path:
+        errors[f"{side}_path"] = (
+            "give a Hugging Face id (org/name) or a local path under the model roots"
+        )
     else:
-        errors["suite"], benchmarks = "choose a suite", []
+        try:
+            check_model_path(path, list(request.app.state.settings.model_roots))
+        except InputError as exc:
+            errors[f"{side}_path"] = str(exc)
+    name = (values.get(f"{side}_name") or "").strip() or path.rstrip("/").split("/")[-1]
+    revision = (values.get(f"{side}_revision") or "").strip() or None
+    prompting = values.get(f"{side}_prompting") or Prompting.chat
+    return {"name": name, "path": path, "revision": revision, "prompting": prompting}
+
+
+def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequest | None, dict]:
+    """Validate the form (a pair) through the boundary (app.boundary.EvaluateJobIn, the API's
+    body); returns (request, {}) or (None, {field: message})."""
+    errors: dict[str, str] = {}
+    models = [_model(request, values, side, errors) for side in SIDES]
+    if models[0]["name"] and models[0]["name"] == models[1]["name"]:
+        errors["post_name"] = "the two models need different names"
+    benchmarks = _benchmarks(request, values, form, errors)
     seeds = _number(values, errors, "seeds", int, 1, 10, "seeds")  # how many: seeds 0 .. n-1
     label = (values.get("label") or "").strip() or f"{models[0]['name']} → {models[1]['name']}"
     data = {
@@ -212,12 +233,48 @@ def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequ
     return jobs.JobRequest.from_dict(body.model_dump()), {}
 
 
+def parse_series_submission(request: Request, values: dict, form) -> tuple[dict | None, dict]:
+    """Validate the form (a training run: a base plus checkpoint folders or globs, one per line)
+    through the boundary (app.boundary.SeriesJobIn, the body of ``POST /api/jobs`` with
+    ``"kind": "series"``); returns (body, {}) or (None, {field: message})."""
+    errors: dict[str, str] = {}
+    base = _model(request, values, "base", errors)
+    checkpoints = [c.strip() for c in (values.get("checkpoints") or "").splitlines() if c.strip()]
+    if not checkpoints:
+        errors["checkpoints"] = (
+            "list the checkpoint folders, or a glob such as /runs/sft/checkpoint-*"
+        )
+    benchmarks = _benchmarks(request, values, form, errors)
+    seeds = _number(values, errors, "seeds", int, 1, 10, "seeds")
+    data = {
+        "kind": "series", "series": (values.get("series") or "").strip(), "base": base["name"],
+        "base_path": base["path"], "checkpoints": checkpoints, "benchmarks": benchmarks,
+        "seeds": list(range(seeds or 1)),
+        "config": {k: values.get(k) for k in ("engine", "mode", "temperature", "top_p", "max_tokens")},
+        "prompting": values.get("post_prompting") or Prompting.chat,
+        "base_prompting": base["prompting"],
+    }  # fmt: skip
+    try:
+        body = SeriesJobIn.model_validate(data, strict=False)
+    except ValidationError as exc:
+        for loc, message in problems(exc):
+            field = {"series": "series", "checkpoints": "checkpoints", "base_path": "base_path",
+                     "prompting": "post_prompting"}.get(loc[0]) if loc else None  # fmt: skip
+            errors.setdefault(field or _form_field(loc), message)
+        return None, errors
+    if errors:
+        return None, errors
+    return body.model_dump(mode="json"), {}
+
+
 @router.post("/submit")
 async def submit(request: Request) -> Response:
     principal = require_login(request, Role.submit)
     form = await request.form()
     check_csrf(request, form.get("csrf"))
     values = {k: str(v) for k, v in form.items() if k not in ("csrf", "categories", "local")}
+    if values.get("target") == "series":
+        return _submit_series(request, principal, values, form)
     job_request, errors = parse_submission(request, values, form)
     if job_request is None:
         return _form_page(request, values, errors)
@@ -229,6 +286,28 @@ async def submit(request: Request) -> Response:
         return _form_page(request, values, {"form": str(exc)})
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
     url = f"/jobs/{job_id}" + ("?queue=down" if problem else "")
+    if _is_htmx(request):
+        return Response(status_code=204, headers={"HX-Redirect": url})
+    return RedirectResponse(url, status_code=303)
+
+
+def _submit_series(request: Request, principal, values: dict, form) -> Response:
+    """A training run from the form: each checkpoint submitted as the watcher would, then the
+    series' page (its curves fill in as the jobs finish)."""
+    body, errors = parse_series_submission(request, values, form)
+    if body is None:
+        return _form_page(request, values, errors)
+    try:
+        with deps.store(request).transaction() as conn:
+            summary, to_send = submit_run(conn, body, list(request.app.state.settings.model_roots))
+            for job_id in summary["jobs"]:
+                jobs_db.set_owner(conn, job_id, principal.name)
+            series_id = series_db.get_series(conn, name=summary["series"])["id"]
+    except InputError as exc:
+        return _form_page(request, values, {"checkpoints": str(exc)})
+    sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
+    # the queue being down is said on a job's page (the reconciler sends the shards later)
+    url = f"/jobs/{summary['jobs'][0]}?queue=down" if problem else f"/series/{series_id}"
     if _is_htmx(request):
         return Response(status_code=204, headers={"HX-Redirect": url})
     return RedirectResponse(url, status_code=303)

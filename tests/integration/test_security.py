@@ -262,3 +262,37 @@ def test_job_pages_name_what_they_evaluate_escaped(setup):
         for html in (client.get("/jobs").text, client.get(f"/jobs/{listed[1]['id']}").text):
             assert "&lt;b id=&#34;x&#34;&gt;bold&lt;/b&gt; &amp; co" in html
             assert '<b id="x">' not in html and "<i>1</i>" not in html
+
+
+def test_the_form_takes_a_training_run_as_a_series(setup):
+    """Evaluate: a training run. The base and a glob of checkpoint folders go through the same
+    boundary as POST /api/jobs with "kind": "series"; problems show beside their fields."""
+    _, token, _, _, tmp_path = setup
+    for step in (10, 20):
+        (tmp_path / "models" / "run" / f"checkpoint-{step}").mkdir(parents=True)
+    run = {**FORM, "target": "series", "series": "sft-run", "base_path": str(tmp_path / "models" / "ok"),
+           "post_path": "", "checkpoints": str(tmp_path / "models" / "run" / "checkpoint-*")}  # fmt: skip
+    with _client(setup) as client:
+        _login(client, token)
+        csrf = _csrf(client.get("/submit").text)
+        for change, field, message in (
+            ({"checkpoints": ""}, "checkpoints", "list the checkpoint folders"),
+            ({"checkpoints": "/etc"}, "checkpoints", "outside the configured roots"),
+            ({"checkpoints": str(tmp_path / "models" / "nothing-*")}, "checkpoints", "no checkpoint folder matches"),
+            ({"series": ""}, "series", "at least 1 character"),
+        ):  # fmt: skip
+            response = client.post("/submit", data={**run, **change, "csrf": csrf},
+                                   headers={"HX-Request": "true"})  # fmt: skip
+            assert message in _field_errors(response.text).get(field, ""), (change, response.text)
+        assert client.get("/api/jobs").json() == []
+        response = client.post("/submit", data={**run, "csrf": csrf}, follow_redirects=False)
+        # the queue is down in this setup: the first job's page says so (else: /series/1)
+        jobs = client.get("/api/jobs").json()
+        assert response.status_code == 303
+        assert response.headers["location"] == f"/jobs/{jobs[-1]['id']}?queue=down"
+        assert [j["subject"] for j in jobs] == [
+            "series sft-run, step 20",
+            "series sft-run, step 10",
+        ]
+        assert {j["owner"] for j in jobs} == {"alice"}
+        assert client.get("/api/series").json()[0]["steps"] == [10, 20]
