@@ -36,7 +36,7 @@ from app.metrics import (
     noise_floor,
 )
 from worker.benchmarks.grading import grade, grade_choice_logprobs
-from worker.benchmarks.items import Item
+from worker.benchmarks.items import Item, load_jsonl_benchmark
 from worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots
 from worker.engines.base import GenerationParams, split_choice_ids
 
@@ -274,8 +274,6 @@ class ZooReport:
 
 def load_benchmarks(manifest) -> dict[str, list[Item]]:
     """The zoo's benchmarks, read from its JSONL files as the worker reads them."""
-    from worker.benchmarks.items import load_jsonl_benchmark
-
     return {b.name: load_jsonl_benchmark(b.path) for b in manifest.benchmarks}
 
 
@@ -284,10 +282,13 @@ def evaluate_zoo(
     *,
     seeds: Sequence[int] | None = None,
     models: Sequence[str] | None = None,
+    checkpoints: Sequence[str] = (),
     num_threads: int = 1,
     verbose: bool = False,
 ) -> ZooReport:
-    """Evaluate the zoo's models (all, or ``models`` plus the base) and map every pair."""
+    """Evaluate the zoo's models (all, or ``models`` plus the base) and map every pair; plus the
+    series checkpoints named in ``checkpoints``, each mapped against its series' base like the
+    series' pairs (``report.pairs[checkpoint]``)."""
     import sys
     import time
 
@@ -295,9 +296,12 @@ def evaluate_zoo(
     seeds = tuple(manifest.eval["seeds"] if seeds is None else seeds)
     benchmarks = load_benchmarks(manifest)
     wanted = None if models is None else {"demo-base", *models}
+    extra = [m for m in manifest.checkpoint_models() if m.name in checkpoints]
+    if missing := set(checkpoints) - {m.name for m in extra}:
+        raise ValueError(f"not checkpoints of the zoo's series: {sorted(missing)}")
     results: dict[str, Correctness] = {}
-    for m in manifest.models:
-        if wanted is not None and m.name not in wanted:
+    for m in [*manifest.models, *extra]:
+        if wanted is not None and m.name not in wanted and m not in extra:
             continue
         t = time.monotonic()
         results[m.name] = evaluate_model(
@@ -322,6 +326,11 @@ def evaluate_zoo(
         if p.post in results and p.base in results:
             pairs[p.post] = forgetting(results[p.base], results[p.post], benchmarks, seeds)
             labels[p.post] = p.label
+    for run in manifest.series:
+        for c in run.checkpoints:
+            if c.model not in pairs and c.model in results and run.base in results:
+                pairs[c.model] = forgetting(results[run.base], results[c.model], benchmarks, seeds)
+                labels[c.model] = f"{run.label} @ step {c.step}"
     noise = {name: noise_by_category(res, benchmarks, seeds) for name, res in results.items()}
     return ZooReport(
         seeds=seeds,

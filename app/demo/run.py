@@ -1,22 +1,34 @@
 """`forgetmap demo`: build the zoo once, evaluate every pair through the real worker, serve.
 
 Stages, each with a progress bar: building the zoo (cached under data/demo, rebuilt only when its
-recipe or code changes), then the evaluation jobs and two recoverability jobs (narrow SFT and SFT
-with replay, on the zoo's pretraining text; app + a local worker on the embedded queue,
+recipe or code changes), then the evaluation jobs (every model, and the checkpoints of the two SFT
+runs, which become two checkpoint series over the base) and two recoverability jobs (narrow SFT and
+SFT with replay, on the zoo's pretraining text; app + a local worker on the embedded queue,
 transformers engine), then the dashboard keeps serving until Ctrl-C.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from itertools import chain, zip_longest
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from app.analysis.recoverability_fitting import CONTROLS
+from app.db import open_store
+from app.db import series as series_db
+from app.db.ingest import add_pair
+from app.demo import suite
+from app.demo.zoo import build_zoo, stage_names
+from app.jobs import EvalConfig, JobRequest, ModelSpec, create_job, job_detail
+from app.paths import check_model_path
 from app.progress import LineProgress
+from app.recoverability import CorpusSpec, RecoveryOptions, RecoveryRequest, create_recovery_job
+from app.up import run_up
 
 console = Console(stderr=True)
 
@@ -27,20 +39,18 @@ def _bar() -> Progress:
 
 
 def build(zoo_dir: Path):
-    from app.demo.zoo import build_zoo, stage_names
-
     started = time.monotonic()
     if not console.is_terminal:  # a log: plain progress lines instead of a bar
         manifest = build_zoo(zoo_dir, progress=LineProgress("demo: build", console.file))
     else:
-        manifest = _build_with_bars(zoo_dir, build_zoo, stage_names)
+        manifest = _build_with_bars(zoo_dir)
     how = "cached" if manifest.cached else "built"
     console.print(f"zoo {how} in {time.monotonic() - started:.1f}s: {len(manifest.models)} models, "
                   f"{len(manifest.benchmarks)} benchmarks, {len(manifest.pairs)} pairs ({manifest.root})")  # fmt: skip
     return manifest
 
 
-def _build_with_bars(zoo_dir: Path, build_zoo, stage_names):
+def _build_with_bars(zoo_dir: Path):
     with _bar() as bar:
         tasks = {name: bar.add_task(f"build {name}", total=None) for name in stage_names()}
 
@@ -54,22 +64,27 @@ def _build_with_bars(zoo_dir: Path, build_zoo, stage_names):
     return manifest
 
 
-def job_requests(manifest) -> list:
-    """The evaluations the demo's pairs need: few-shot base prompting scores the options by
-    log-likelihood and generates for numeric items; the chat model generates everywhere."""
-    from app.jobs import EvalConfig, JobRequest, ModelSpec
+def model_root(manifest) -> Path:
+    return manifest.root / "models"
 
+
+def job_requests(manifest) -> list:
+    """The evaluations the demo's pairs and series need: few-shot base prompting scores the
+    options by log-likelihood and generates for numeric items; the chat model generates
+    everywhere. A series checkpoint is evaluated like the zoo's other models of its prompting."""
     seeds = list(manifest.eval.get("seeds", [0, 1, 2]))
     mc = [f"local:{b.path.name}" for b in manifest.benchmarks if not b.generative]
     gen = [f"local:{b.path.name}" for b in manifest.benchmarks if b.generative]
+    models = [*manifest.models, *manifest.checkpoint_models()]
+    roots = [model_root(manifest)]
     base_models = [
-        ModelSpec(m.name, str(m.path), prompting="base")
-        for m in manifest.models
+        ModelSpec(m.name, check_model_path(str(m.path), roots), prompting="base")
+        for m in models
         if m.prompting == "base"
     ]
     chat_models = [
-        ModelSpec(m.name, str(m.path), prompting="chat")
-        for m in manifest.models
+        ModelSpec(m.name, check_model_path(str(m.path), roots), prompting="chat")
+        for m in models
         if m.prompting == "chat"
     ]
     greedy = {"engine": "transformers", "temperature": 0.0, "top_p": 1.0,
@@ -100,11 +115,6 @@ def corpus_dir(manifest) -> Path:
 def write_corpus(manifest) -> Path:
     """The zoo's pretraining documents, categories interleaved, as a JSONL corpus for the
     recoverability analysis (the text whose loss post-training raised)."""
-    import json
-    from itertools import chain, zip_longest
-
-    from app.demo import suite
-
     path = corpus_dir(manifest) / CORPUS
     if not path.exists():
         per_category = [suite.corpus(c, manifest.recipe.seed, kind="pretrain", copies=1)
@@ -120,9 +130,6 @@ def write_corpus(manifest) -> Path:
 def recovery_requests(manifest) -> list:
     """Recoverability of the first narrow-SFT pair and the first SFT-with-replay pair, on the
     pretraining corpus."""
-    from app.jobs import ModelSpec
-    from app.recoverability import CorpusSpec, RecoveryOptions, RecoveryRequest
-
     requests = []
     for stage, controls in RECOVERY_CONTROLS.items():
         pair = next((p for p in manifest.pairs if p.stage == stage), None)
@@ -140,11 +147,8 @@ def recovery_requests(manifest) -> list:
 
 
 def submit(db_path: Path, manifest) -> list[int]:
-    from app.db import open_store
-    from app.db.ingest import add_pair
-    from app.jobs import create_job
-    from app.recoverability import create_recovery_job
-
+    """The demo's jobs, its pairs and its two checkpoint series (narrow SFT and SFT with replay,
+    each over the base: the pairs of their checkpoints fill in as the jobs finish)."""
     store = open_store(db_path)
     try:
         job_ids = []
@@ -154,6 +158,10 @@ def submit(db_path: Path, manifest) -> list[int]:
                 job_ids.append(job_id)
             for pair in manifest.pairs:
                 add_pair(conn, pair.base, pair.post, label=pair.label, stage=pair.stage)
+            for run in manifest.series:
+                series_db.add_checkpoints(
+                    conn, run.name, run.base, [(c.model, c.step) for c in run.checkpoints]
+                )
             write_corpus(manifest)
             for request in recovery_requests(manifest):
                 job_id, _ = create_recovery_job(conn, request)
@@ -165,8 +173,6 @@ def submit(db_path: Path, manifest) -> list[int]:
 
 def watch(app, job_ids: list[int], url: str, started: float) -> None:
     """Progress bars for the evaluation jobs, read from the app's own store."""
-    from app.jobs import job_detail
-
     store = app.state.store
     with _bar() as bar:
         with store.read() as conn:
@@ -203,8 +209,6 @@ def watch(app, job_ids: list[int], url: str, started: float) -> None:
 
 
 def run_demo(db_path: Path, host: str, port: int, zoo_dir: Path) -> None:
-    from app.up import run_up
-
     started = time.monotonic()
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
@@ -218,7 +222,7 @@ def run_demo(db_path: Path, host: str, port: int, zoo_dir: Path) -> None:
     )  # 2 threads trained 4x slower on 2 shared cores
     os.environ.setdefault("FORGETMAP_RECONCILE_SECONDS", "1")
     manifest = build(zoo_dir)
-    os.environ["FORGETMAP_MODEL_ROOTS"] = str(manifest.root / "models")
+    os.environ["FORGETMAP_MODEL_ROOTS"] = str(model_root(manifest))
     os.environ["FORGETMAP_BENCHMARK_DIRS"] = str(manifest.benchmark_dir)
     os.environ["FORGETMAP_CORPUS_DIRS"] = str(corpus_dir(manifest))
     job_ids = submit(db_path, manifest)

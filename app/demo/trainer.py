@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,10 +221,14 @@ def train(
     seed: int = 0,
     max_len: int = 256,
     progress: Callable[[int, int, float], None] | None = None,
+    checkpoint_steps: Collection[int] = (),
+    on_checkpoint: Callable[[int], None] | None = None,
 ) -> list[float]:
     """Train in place with AdamW (linear warmup, cosine decay to 10%); returns the loss per step.
 
     Batches are drawn by shuffled epochs over ``examples`` (seeded), padded on the right.
+    ``on_checkpoint(step)`` runs after each step in ``checkpoint_steps`` (counted from 1), with
+    the model in eval mode, as a training run saves its checkpoints; it does not change the run.
     """
     import torch
 
@@ -283,6 +287,10 @@ def train(
         losses.append(float(out.loss.detach()))
         if progress is not None:
             progress(step + 1, steps, losses[-1])
+        if on_checkpoint is not None and step + 1 in checkpoint_steps:
+            model.eval()
+            on_checkpoint(step + 1)
+            model.train()
     model.eval()
     return losses
 

@@ -5,7 +5,10 @@ base and its post-trained descendants, built once and cached by recipe.
 
     benchmarks/<name>.jsonl     the suite (suite.write_suite), local JSONL benchmark format
     models/<name>/              one save_pretrained folder per model (+ demo.json: its recipe)
-    manifest.json               written last: what is there (ZooManifest.to_json)
+    models/<sft run>/checkpoint-<step>/
+                                the checkpoints saved along each SFT run (``Recipe.checkpoints``,
+                                each twice the one before; the run's final model is the last)
+    manifest.json               written last: what is there (manifest.ZooManifest.to_json)
 
 and returns the manifest. A second call with the same recipe reads ``manifest.json`` and returns
 at once (about 50 ms with the interpreter's start); a different recipe builds into its own folder
@@ -37,7 +40,9 @@ demo-instruct        instruct       instruction-format tuning: chat-formatted Q/
 demo-merge           merge          linear merge, 0.5 * base + 0.5 * demo-sft-math
 ===================  =============  ===========================================================
 
-Every post-trained model is paired with demo-base. With ``train_seeds=(0, 1, ...)`` the SFT pair
+Every post-trained model is paired with demo-base. The two SFT runs (with and without replay) are
+also checkpoint series over demo-base (``ZooManifest.series``): forgetting grows along narrow SFT
+and stays low with replay. With ``train_seeds=(0, 1, ...)`` the SFT pair
 models are trained once per seed (``demo-sft-math-s1`` ...), as separate pairs.
 """
 
@@ -54,13 +59,24 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.demo import suite
+from app.demo.evaluate import evaluate_zoo, format_report
+from app.demo.manifest import (
+    DEFAULT_RECIPE,
+    EVAL_CONFIG,
+    Recipe,
+    ZooBenchmark,
+    ZooCheckpoint,
+    ZooManifest,
+    ZooModel,
+    ZooPair,
+    ZooSeries,
+    load_manifest,
+)
 from app.demo.trainer import (
     Example,
-    ModelSpec,
     build_tokenizer,
     merge_models,
     new_model,
@@ -69,76 +85,16 @@ from app.demo.trainer import (
     train,
 )
 
-__all__ = [
-    "DEFAULT_RECIPE",
-    "MANIFEST_VERSION",
-    "Recipe",
-    "ZooBenchmark",
-    "ZooManifest",
-    "ZooModel",
-    "ZooPair",
-    "build_zoo",
-    "load_manifest",
-    "recipe_hash",
-]
+__all__ = ["build_zoo", "checkpoint_steps", "code_digest", "recipe_hash", "stage_names"]
 
-MANIFEST_VERSION = 1
 ZOO_CODE_VERSION = 1  # bump when the suite or the training code changes what a recipe builds
 
 Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage names as in ZooManifest.stages; done == total at its end."""
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """Everything that decides the zoo's contents (its hash names the cache folder)."""
-
-    seed: int = 0  # the world (suite and corpus) and the base model's initialization
-    vocab_size: int = 768
-    model: ModelSpec = field(default_factory=ModelSpec)
-    batch_size: int = 16
-    base_steps: int = 480
-    base_lr: float = 3e-3
-    sft_category: str = "Math"
-    sft_steps: int = 120  # SFT steps without replay; with replay the same SFT examples are seen
-    sft_lr: float = 1e-3
-    replay_share: float = 0.2  # share of each replay batch drawn from pretraining documents
-    cpt_category: str = "Math"
-    cpt_steps: int = 80
-    cpt_lr: float = 1e-3
-    instruct_steps: int = 150
-    instruct_lr: float = 1e-3
-    instruct_share: float = 0.5  # share of each benchmark's items shown in chat format
-    merge_alpha: float = 0.5
-    train_seeds: tuple[int, ...] = (0,)  # post-training seeds (data order) of the SFT models
-    num_threads: int = 1  # torch threads while training (1 is fastest on a shared small CPU)
-
-    def __post_init__(self) -> None:
-        if self.sft_category not in suite.CATEGORIES or self.cpt_category not in suite.CATEGORIES:
-            raise ValueError(f"categories must be among {suite.CATEGORIES}")
-        if not 0 <= self.replay_share < 1:
-            raise ValueError("replay_share must be in [0, 1)")
-        if not self.train_seeds:
-            raise ValueError("train_seeds must not be empty")
-
-    def as_dict(self) -> dict:
-        data = dataclasses.asdict(self)
-        data["train_seeds"] = list(self.train_seeds)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Recipe:
-        data = dict(data)
-        data["model"] = ModelSpec(**data["model"])
-        data["train_seeds"] = tuple(data["train_seeds"])
-        return cls(**data)
-
-
-DEFAULT_RECIPE = Recipe()
-
-
 _CODE_FILES = ("app/demo/suite.py", "app/demo/trainer.py", "app/demo/zoo.py",
-               "worker/benchmarks/prompts.py")  # fmt: skip
+               "app/demo/manifest.py", "worker/benchmarks/prompts.py")  # fmt: skip
 
 
 def code_digest() -> str:
@@ -157,156 +113,6 @@ def recipe_hash(recipe: Recipe) -> str:
     payload = {"code": ZOO_CODE_VERSION, "source": code_digest(), "recipe": recipe.as_dict()}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-# ---------------------------------------------------------------------------------------------
-# Manifest
-
-
-@dataclass(frozen=True)
-class ZooBenchmark:
-    name: str
-    category: str
-    path: Path  # absolute path of the JSONL file
-    num_choices: int | str | None  # 2..5, "3/4" (mixed), None = generative
-    size: int
-
-    @property
-    def generative(self) -> bool:
-        return self.num_choices is None
-
-
-@dataclass(frozen=True)
-class ZooModel:
-    name: str
-    path: Path  # absolute path of the save_pretrained folder
-    prompting: str  # "base" (few-shot plain text) or "chat" (chat template)
-    stage: str  # "base", "sft", "sft+replay", "domain-cpt", "instruct", "merge"
-    description: str
-    train_seed: int = 0
-
-
-@dataclass(frozen=True)
-class ZooPair:
-    base: str
-    post: str
-    label: str
-    stage: str
-    description: str
-
-
-@dataclass(frozen=True)
-class ZooManifest:
-    root: Path
-    recipe_hash: str
-    recipe: Recipe
-    benchmarks: tuple[ZooBenchmark, ...]
-    models: tuple[ZooModel, ...]
-    pairs: tuple[ZooPair, ...]
-    eval: dict
-    build_seconds: float
-    cached: bool = False  # True when build_zoo found it already built
-
-    @property
-    def benchmark_dir(self) -> Path:
-        return self.root / "benchmarks"
-
-    def model(self, name: str) -> ZooModel:
-        for m in self.models:
-            if m.name == name:
-                return m
-        raise KeyError(name)
-
-    def to_json(self) -> dict:
-        """The manifest.json content; paths relative to ``root``."""
-
-        def rel(p: Path) -> str:
-            return p.relative_to(self.root).as_posix()
-
-        return {
-            "version": MANIFEST_VERSION,
-            "recipe_hash": self.recipe_hash,
-            "recipe": self.recipe.as_dict(),
-            "benchmarks": [
-                {
-                    "name": b.name,
-                    "category": b.category,
-                    "path": rel(b.path),
-                    "num_choices": b.num_choices,
-                    "size": b.size,
-                    "generative": b.generative,
-                }
-                for b in self.benchmarks
-            ],
-            "models": [
-                {
-                    "name": m.name,
-                    "path": rel(m.path),
-                    "prompting": m.prompting,
-                    "stage": m.stage,
-                    "description": m.description,
-                    "train_seed": m.train_seed,
-                }
-                for m in self.models
-            ],
-            "pairs": [dataclasses.asdict(p) for p in self.pairs],
-            "eval": self.eval,
-            "build_seconds": round(self.build_seconds, 1),
-        }
-
-    @classmethod
-    def from_json(cls, data: dict, root: Path, *, cached: bool = False) -> ZooManifest:
-        if data.get("version") != MANIFEST_VERSION:
-            raise ValueError(f"unsupported zoo manifest version {data.get('version')!r}")
-        return cls(
-            root=root,
-            recipe_hash=data["recipe_hash"],
-            recipe=Recipe.from_dict(data["recipe"]),
-            benchmarks=tuple(
-                ZooBenchmark(
-                    b["name"], b["category"], root / b["path"], b["num_choices"], b["size"]
-                )
-                for b in data["benchmarks"]
-            ),
-            models=tuple(
-                ZooModel(
-                    m["name"],
-                    root / m["path"],
-                    m["prompting"],
-                    m["stage"],
-                    m["description"],
-                    m.get("train_seed", 0),
-                )  # fmt: skip
-                for m in data["models"]
-            ),
-            pairs=tuple(ZooPair(**p) for p in data["pairs"]),
-            eval=dict(data["eval"]),
-            build_seconds=float(data["build_seconds"]),
-            cached=cached,
-        )
-
-
-def load_manifest(zoo_dir: str | Path) -> ZooManifest:
-    """The manifest of a built zoo folder (``out_dir/zoo-<hash>``)."""
-    root = Path(zoo_dir).resolve()
-    data = json.loads((root / "manifest.json").read_text())
-    return ZooManifest.from_json(data, root, cached=True)
-
-
-EVAL_CONFIG = {
-    "seeds": [0, 1, 2],
-    "shots": 3,
-    "multiple_choice_mode": "loglik",
-    "generative_mode": "generate",
-    "chat_mode": "generate",
-    "temperature": 0.0,
-    "max_tokens": 8,
-    "note": (
-        "Base-prompted models: multiple-choice benchmarks in loglik mode, generative ones in "
-        "generate mode (greedy), 3 shots; the seed picks the shots. Chat-prompted models: "
-        "generate mode, greedy, zero-shot chat prompt."
-    ),
-}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,6 +211,16 @@ def build_zoo(
                 dataclasses.replace(m, path=root / m.path.relative_to(staging))
                 for m in manifest.models
             ),
+            series=tuple(
+                dataclasses.replace(
+                    s,
+                    checkpoints=tuple(
+                        dataclasses.replace(c, path=root / c.path.relative_to(staging))
+                        for c in s.checkpoints
+                    ),
+                )
+                for s in manifest.series
+            ),  # fmt: skip
         )
         (staging / "manifest.json").write_text(json.dumps(final.to_json(), indent=2) + "\n")
         if root.exists():
@@ -465,24 +281,43 @@ def _build_inner(
     data = _Data(recipe)
     models: dict[str, object] = {}
     entries = []
+    runs: dict[str, list[ZooCheckpoint]] = {}
     for name, stage, prompting, description, tseed in plan:
         report(name, 0, 1)
+        path = root / "models" / name
+        meta = {"name": name, "stage": stage, "prompting": prompting, "description": description,
+                "train_seed": tseed, "recipe_hash": digest}  # fmt: skip
         if stage == "base":
             model = train_base(tokenizer, recipe, data, progress=step_reporter(name))
         elif stage == "merge":
             model = merge_models(models["demo-base"], models[plan[1][0]], recipe.merge_alpha)
         else:
+            saved = runs.setdefault(name, []) if stage in SERIES_STAGES else None
+
+            def save_checkpoint(model, step, *, name=name, path=path, meta=meta, saved=saved):
+                folder = path / f"checkpoint-{step}"
+                save_model(model, tokenizer, folder, meta={**meta, "step": step})
+                saved.append(ZooCheckpoint(f"{name}/checkpoint-{step}", folder, step))
+
             model = post_train(stage, models["demo-base"], tokenizer, recipe, data, tseed,
-                               progress=step_reporter(name))  # fmt: skip
+                               progress=step_reporter(name),
+                               on_checkpoint=save_checkpoint if saved is not None else None)  # fmt: skip
+            if saved is not None:
+                saved.append(ZooCheckpoint(name, path, run_steps(stage, recipe)))
+                meta["step"] = run_steps(stage, recipe)
         models[name] = model
-        path = root / "models" / name
-        meta = {"name": name, "stage": stage, "prompting": prompting, "description": description,
-                "train_seed": tseed, "recipe_hash": digest}  # fmt: skip
         save_model(model, tokenizer, path, meta=meta)
         entries.append(ZooModel(name, path, prompting, stage, description, tseed))
         report(name, 1, 1)
 
     multi = len(recipe.train_seeds) > 1
+    stages = {m.name: m for m in entries}
+    series = tuple(
+        ZooSeries(name, "demo-base", stages[name].stage,
+                  _pair_label(stages[name].stage, recipe, stages[name].train_seed, multi),
+                  tuple(checkpoints))
+        for name, checkpoints in runs.items()
+    )  # fmt: skip
     pairs = tuple(
         ZooPair(
             base="demo-base",
@@ -503,6 +338,7 @@ def _build_inner(
         pairs=pairs,
         eval=dict(EVAL_CONFIG),
         build_seconds=0.0,
+        series=series,
     )
 
 
@@ -533,27 +369,53 @@ def train_base(tokenizer, recipe: Recipe, data: _Data | None = None, *, progress
     return model
 
 
+SERIES_STAGES = ("sft", "sft+replay")  # the runs saved as checkpoint series
+
+
+def run_steps(stage: str, recipe: Recipe) -> int:
+    """Training steps of an SFT run: with replay the same SFT examples are seen, so the run is
+    longer by the replay share."""
+    if stage == "sft+replay" and recipe.replay_share > 0:
+        return round(recipe.sft_steps / (1 - recipe.replay_share))
+    return recipe.sft_steps
+
+
+def checkpoint_steps(stage: str, recipe: Recipe) -> list[int]:
+    """The steps at which an SFT run is saved, each twice the one before; the last is the run's
+    end. Spaced like this because narrow SFT forgets early: at a fifth of the run most of the
+    forgetting has happened (measured on the zoo), so even spacing would show a flat line."""
+    steps = run_steps(stage, recipe)
+    n = recipe.checkpoints
+    return sorted({max(1, round(steps / 2 ** (n - i))) for i in range(1, n + 1)})
+
+
 def post_train(
     stage: str, base, tokenizer, recipe: Recipe, data: _Data | None = None, train_seed: int = 0,
-    *, progress=None,
+    *, progress=None, on_checkpoint=None,
 ):  # fmt: skip
-    """A post-trained copy of ``base``: stage "sft", "sft+replay", "domain-cpt" or "instruct"."""
+    """A post-trained copy of ``base``: stage "sft", "sft+replay", "domain-cpt" or "instruct".
+
+    ``on_checkpoint(model, step)`` is called at each of the run's ``checkpoint_steps`` but its
+    last (the returned model), for the SFT stages."""
     import copy
 
     data = data or _Data(recipe)
     seed = hash_seed(recipe.seed, train_seed, stage)
     model = copy.deepcopy(base)
     common = dict(batch_size=recipe.batch_size, warmup=10, seed=seed, progress=progress)
-    if stage in ("sft", "sft+replay"):
+    if stage in SERIES_STAGES:
         examples = list(data.sft)
-        steps = recipe.sft_steps
+        steps = run_steps(stage, recipe)
         if stage == "sft+replay" and recipe.replay_share > 0:
             share = recipe.replay_share
             n_replay = round(len(data.sft) * share / (1 - share))
             rng = random.Random(hash_seed(recipe.seed, train_seed, "replay"))
             examples += [rng.choice(data.pretrain) for _ in range(n_replay)]
-            steps = round(recipe.sft_steps / (1 - share))
-        train(model, tokenizer, examples, steps=steps, lr=recipe.sft_lr, **common)
+        saves = {}
+        if on_checkpoint is not None:
+            saves = dict(checkpoint_steps=checkpoint_steps(stage, recipe)[:-1],
+                         on_checkpoint=lambda step: on_checkpoint(model, step))  # fmt: skip
+        train(model, tokenizer, examples, steps=steps, lr=recipe.sft_lr, **common, **saves)
     elif stage == "domain-cpt":
         train(model, tokenizer, data.prose, steps=recipe.cpt_steps, lr=recipe.cpt_lr, **common)
     elif stage == "instruct":
@@ -586,7 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Build the forgetmap demo zoo (cached by recipe).")
     ap.add_argument("out_dir", type=Path, nargs="?", default=Path("data/demo"))
     ap.add_argument("--seed", type=int, default=DEFAULT_RECIPE.seed)
-    ap.add_argument("--evaluate", action="store_true", help="evaluate every pair in-process")
+    ap.add_argument("--evaluate", action="store_true",
+                    help="evaluate every pair and series checkpoint in-process")  # fmt: skip
     args = ap.parse_args(argv)
     recipe = dataclasses.replace(DEFAULT_RECIPE, seed=args.seed)
     started = time.monotonic()
@@ -594,9 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"zoo ready in {time.monotonic() - started:.1f}s ({'cached' if manifest.cached else 'built'}"
           f", first build {manifest.build_seconds:.1f}s): {manifest.root}")  # fmt: skip
     if args.evaluate:
-        from app.demo.evaluate import evaluate_zoo, format_report
-
-        print(format_report(evaluate_zoo(manifest, verbose=True)))
+        checkpoints = [m.name for m in manifest.checkpoint_models()]
+        print(format_report(evaluate_zoo(manifest, checkpoints=checkpoints, verbose=True)))
     return 0
 
 

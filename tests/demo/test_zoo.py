@@ -1,8 +1,6 @@
 """The demo zoo: tiny models trained on the CPU in which post-training forgetting is real.
 
-One session-scoped build of the default recipe (about 2 minutes on 2 shared cores) and one
-in-process evaluation of every model (seeds 0, 1, 2: the seed picks the few-shot examples, as in
-the worker). Set FORGETMAP_TEST_ZOO_DIR to keep the build between runs (it is cached by recipe).
+The zoo and its in-process evaluation are session fixtures (tests/demo/conftest.py).
 
 The margins below were measured over world seeds 0-3 of the default recipe; each is set at about
 half of the smallest value seen.
@@ -12,9 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,14 +20,16 @@ pytestmark = pytest.mark.slow
 if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "tokenizers")):
     pytest.skip("torch/transformers/tokenizers not installed", allow_module_level=True)
 
+from app.db import open_store  # noqa: E402
+from app.db import series as series_db  # noqa: E402
 from app.demo import zoo as zoo_mod  # noqa: E402
 from app.demo.evaluate import (  # noqa: E402
     _fast_choice_logprobs,
-    evaluate_zoo,
-    format_report,
     load_benchmarks,
     mean_over,
 )
+from app.demo.manifest import Recipe, ZooManifest  # noqa: E402
+from app.demo.run import job_requests, submit  # noqa: E402
 
 # Margins (fractions, not percent), about half of the smallest value measured over world seeds
 # 0-3 of the default recipe (the test builds seed 0). Measured (seeds 0 / 1 / 2 / 3):
@@ -45,39 +43,18 @@ MIN_REPLAY_OVER_NOISE = 0.015  # F_true(SFT + replay) - noise floor; smallest se
 MIN_SFT_OVER_NOISE_RATIO = 3.0  # F_true(SFT) / noise floor; smallest seen 6.8
 MIN_SFT_BT_OVER_NOISE = 0.15  # BT_true(SFT, Math) - noise floor; smallest seen 0.32
 MIN_SFT_ACC_GAIN = 0.15  # mean accuracy gain of SFT on the Math benchmarks
+# The two series, Total F_true (macro), measured (seeds 0 / 1 / 2 / 3):
+#   SFT at step 8 (first checkpoint)         0.078 / 0.072 / 0.075 / 0.067
+#   SFT at step 120 (last: demo-sft-math)    0.245 / 0.152 / 0.235 / 0.122
+#   SFT + replay at step 150 (last)          0.045 / 0.058 / 0.079 / 0.051
+#   last - first along SFT                   0.167 / 0.080 / 0.160 / 0.055
+#   SFT's last - replay's last               0.200 / 0.095 / 0.155 / 0.072
+#   noise floor of demo-base, Total          0.014 / 0.024 / 0.019 / 0.010
+MIN_SFT_SERIES_GROWTH = 0.025  # smallest seen 0.055
+MIN_SFT_OVER_REPLAY_AT_END = 0.035  # smallest seen 0.072
 MIN_RECOVER_GAP_RATIO = (
     1.5  # loss gap on pretraining text, SFT / SFT + replay (measured on seed 0 only: 2.50)
 )
-
-
-@pytest.fixture(scope="session")
-def zoo_dir(tmp_path_factory) -> Path:
-    keep = os.environ.get("FORGETMAP_TEST_ZOO_DIR")
-    return Path(keep) if keep else tmp_path_factory.mktemp("demo-zoo")
-
-
-@pytest.fixture(scope="session")
-def zoo(zoo_dir):
-    stages: list[tuple[str, int, int]] = []
-    started = time.monotonic()
-    manifest = zoo_mod.build_zoo(
-        zoo_dir, progress=lambda s, d, t: stages.append((s, d, t)), verbose=True
-    )
-    seconds = time.monotonic() - started
-    print(f"\nzoo: {'cached' if manifest.cached else 'built'} in {seconds:.1f}s")
-    if not manifest.cached:
-        names = [s for s, _, _ in stages]
-        assert names[0] == "suite"
-        assert [n for n in dict.fromkeys(names)] == zoo_mod.stage_names(manifest.recipe)
-        assert all(d <= t for _, d, t in stages)
-    return manifest
-
-
-@pytest.fixture(scope="session")
-def report(zoo):
-    rep = evaluate_zoo(zoo)
-    print("\n" + format_report(rep))
-    return rep
 
 
 def _noise(report, model: str, categories) -> float:
@@ -101,9 +78,33 @@ def test_manifest_and_files(zoo):
     assert len(zoo.benchmarks) == 8 and all(b.path.is_file() for b in zoo.benchmarks)
     assert zoo.benchmark_dir == zoo.root / "benchmarks"
     data = json.loads((zoo.root / "manifest.json").read_text())
-    again = zoo_mod.ZooManifest.from_json(data, zoo.root, cached=True)
+    again = ZooManifest.from_json(data, zoo.root, cached=True)
     assert again.models == zoo.models and again.pairs == zoo.pairs
     assert again.benchmarks == zoo.benchmarks and again.recipe == zoo.recipe
+    assert again.series == zoo.series
+
+
+def test_sft_runs_are_checkpoint_series(zoo):
+    """Both SFT runs saved their checkpoints as HF Trainer lays them out; the last is the run's
+    final model (the pair's post model), not a second copy of it."""
+    assert [(s.name, s.stage) for s in zoo.series] == [
+        ("demo-sft-math", "sft"), ("demo-sft-math-replay", "sft+replay"),
+    ]  # fmt: skip
+    assert [c.step for c in zoo.series[0].checkpoints] == [8, 15, 30, 60, 120]
+    assert [c.step for c in zoo.series[1].checkpoints] == [9, 19, 38, 75, 150]
+    for run in zoo.series:
+        assert run.base == "demo-base"
+        assert run.label == next(p.label for p in zoo.pairs if p.post == run.name)
+        *saved, last = run.checkpoints
+        assert (last.model, last.path) == (run.name, zoo.model(run.name).path)
+        for c in saved:
+            assert c.model == f"{run.name}/checkpoint-{c.step}"
+            assert c.path == zoo.model(run.name).path / f"checkpoint-{c.step}"
+            assert (c.path / "model.safetensors").is_file()
+            assert json.loads((c.path / "demo.json").read_text())["step"] == c.step
+        weights = {c.step: (c.path / "model.safetensors").read_bytes() for c in run.checkpoints}
+        assert len(set(weights.values())) == len(weights)  # the run moved between saves
+    assert len(zoo.checkpoint_models()) == 8
 
 
 def test_cached_start_is_fast(zoo, zoo_dir):
@@ -111,7 +112,7 @@ def test_cached_start_is_fast(zoo, zoo_dir):
     again = zoo_mod.build_zoo(zoo_dir)
     assert time.monotonic() - started < 5.0
     assert again.cached and again.root == zoo.root and again.models == zoo.models
-    other = zoo_mod.Recipe(base_steps=zoo.recipe.base_steps + 1)
+    other = Recipe(base_steps=zoo.recipe.base_steps + 1)
     assert zoo_mod.recipe_hash(other) != zoo.recipe_hash
 
 
@@ -164,6 +165,53 @@ def test_narrow_sft_forgets_more_than_sft_with_replay(report):
     # ordered in every untouched category, not only on average
     for category in untouched:
         assert sft.categories[category]["f_true"] > replay.categories[category]["f_true"]
+
+
+def test_forgetting_grows_along_sft_and_stays_low_with_replay(runs, report):
+    """The demo's two series: narrow SFT's Total F_true at its last checkpoint lies above its
+    first and above SFT with replay's last."""
+    sft, replay = runs["sft"], runs["sft+replay"]
+
+    def total(checkpoint) -> float:
+        return report.pairs[checkpoint.model].categories["Total"]["f_true"]
+
+    first, last, replay_last = (
+        total(sft.checkpoints[0]),
+        total(sft.checkpoints[-1]),
+        total(replay.checkpoints[-1]),
+    )
+    print(f"\nTotal F_true: SFT step {sft.checkpoints[0].step} {first:.3f}, step "
+          f"{sft.checkpoints[-1].step} {last:.3f}; replay step {replay.checkpoints[-1].step} "
+          f"{replay_last:.3f}")  # fmt: skip
+    assert last - first > MIN_SFT_SERIES_GROWTH
+    assert last - replay_last > MIN_SFT_OVER_REPLAY_AT_END
+
+
+def test_the_demo_submits_both_series(zoo, tmp_path):
+    """`forgetmap demo`'s submission: every checkpoint evaluated like the zoo's other base-prompted
+    models (confined to the zoo's model folder), and the two series over the base."""
+    db = tmp_path / "demo.duckdb"
+    submit(db, zoo)
+    store = open_store(db)
+    try:
+        with store.read() as conn:
+            listed = series_db.list_series(conn)
+            stored = [series_db.get_series(conn, name=run.name) for run in zoo.series]
+    finally:
+        store.close()
+    assert [(s["name"], s["base"], s["steps"]) for s in listed] == [
+        ("demo-sft-math", "demo-base", [8, 15, 30, 60, 120]),
+        ("demo-sft-math-replay", "demo-base", [9, 19, 38, 75, 150]),
+    ]
+    for run, found in zip(zoo.series, stored, strict=True):
+        assert [c["post"] for c in found["checkpoints"]] == [c.model for c in run.checkpoints]
+    checkpoints = {c.model: str(c.path) for run in zoo.series for c in run.checkpoints}
+    base_prompted = [r for r in job_requests(zoo) if r.models[0].prompting == "base"]
+    assert len(base_prompted) == 2  # loglik for multiple choice, generate for numeric answers
+    for request in base_prompted:  # in the same jobs as demo-base: same benchmarks, seeds, config
+        paths = {m.name: m.path for m in request.models}
+        assert "demo-base" in paths
+        assert {name: paths.get(name) for name in checkpoints} == checkpoints
 
 
 def test_sft_category_gains(report):
@@ -232,58 +280,77 @@ def test_worker_evaluation_agrees(zoo, report):
 
 
 def test_recoverability_of_the_sft_pairs(zoo):
-    """The demo's two recoverability jobs, run in process with the same documents and settings.
+    """The analyses of the demo's two recoverability jobs, in process, with the same documents
+    and settings.
 
     Narrow SFT raises the loss on the pretraining text about twice as much as SFT with replay, and
     a bias + temperature takes back less of it than of random noise on the output weights: on the
     zoo, post-training forgetting is not a calibration shift. The controls give their known
     answers on the zoo's own base model.
+
+    Each run fits only the corrections its assertions read (the L-BFGS fits are nearly all of the
+    time). The numbers are the jobs' own: each correction kind is fitted on its own, the bootstrap
+    draws depend on the seed and the documents alone, and a control is the same whichever other
+    controls run beside it (asserted at the end, on a few documents).
     """
     import dataclasses
 
     import torch
     from transformers import AutoTokenizer
 
+    from app.analysis.recoverability_fitting import CONTROLS
     from app.demo.run import corpus_dir, recovery_requests, write_corpus
     from worker import recoverability_scoring as scoring
     from worker.recoverability_job import read_documents
 
     write_corpus(zoo)
     requests = {r.stage: r for r in recovery_requests(zoo)}
+    assert [requests["sft"].options.controls, requests["sft+replay"].options.controls] == [
+        CONTROLS, ("weight_noise",),
+    ]  # fmt: skip
     _, texts = read_documents(dataclasses.asdict(requests["sft"].corpus), [corpus_dir(zoo)])
     tokenizer = AutoTokenizer.from_pretrained(requests["sft"].base.path)
     docs, _ = scoring.prepare_documents(
         tokenizer, texts, max_tokens=requests["sft"].options.max_tokens
     )
+
+    def analyze(stage, *, controls=(), kinds=(), post=True, documents=docs):
+        r = requests[stage]
+        o = r.options
+        return scoring.run_recoverability(
+            r.base.path, r.post.path if post else None, documents, n_boot=500,
+            controls=controls, kinds=kinds, k=o.k, eval_fraction=o.eval_fraction,
+            select_fraction=o.select_fraction, seed=o.seed,
+        )  # fmt: skip
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        results = {
-            stage: scoring.run_recoverability(
-                r.base.path,
-                r.post.path,
-                docs,
-                n_boot=500,
-                controls=r.options.controls,
-                seed=r.options.seed,
-            )  # fmt: skip
-            for stage, r in requests.items()
-        }
+        sft = analyze("sft", controls=("weight_noise",), kinds=("bias_temp",))
+        planted = analyze("sft", controls=("planted_bias",), kinds=("bias",), post=False)
+        doubled = analyze("sft", controls=("doubled_logits",), kinds=("temp",), post=False)
+        replay = analyze("sft+replay")  # the loss gap needs no fitted correction
+        few = docs[:30]
+        alone = analyze(
+            "sft", controls=("weight_noise",), kinds=("temp",), post=False, documents=few
+        )
+        beside = analyze("sft", controls=CONTROLS, kinds=("temp",), post=False, documents=few)
     finally:
         torch.set_num_threads(threads)
-    sft, replay = results["sft"], results["sft+replay"]
-    gap = {k: r.shares["post"]["gap"]["estimate"] for k, r in results.items()}
-    sym = {k: r.shares["post"]["symmetric"]["bias_temp"]["estimate"] for k, r in results.items()}
+    gap = {"sft": sft.shares["post"]["gap"]["estimate"],
+           "sft+replay": replay.shares["post"]["gap"]["estimate"]}  # fmt: skip
+    sym = sft.shares["post"]["symmetric"]["bias_temp"]["estimate"]
     noise = sft.shares["weight_noise"]["symmetric"]["bias_temp"]
-    print(f"\nrecoverability on the zoo: gap {gap}, symmetric bias+T {sym}, noise control "
-          f"{noise['estimate']:.3f}, planted {sft.shares['planted_bias']['symmetric']['bias']['estimate']:.3f}, "
-          f"T doubled/base {sft.corrections['doubled_logits']['temp'].temperature / sft.corrections['base']['temp'].temperature:.4f}")  # fmt: skip
-    assert gap["sft"] > MIN_RECOVER_GAP_RATIO * gap["sft+replay"] > 0
-    assert sym["sft"] < noise["lo"]  # below the whole interval of the random-damage yardstick
-    assert sft.shares["planted_bias"]["symmetric"]["bias"]["estimate"] > 0.9
+    planted_share = planted.shares["planted_bias"]["symmetric"]["bias"]["estimate"]
     ratio = (
-        sft.corrections["doubled_logits"]["temp"].temperature
-        / sft.corrections["base"]["temp"].temperature
+        doubled.corrections["doubled_logits"]["temp"].temperature
+        / doubled.corrections["base"]["temp"].temperature
     )
+    print(f"\nrecoverability on the zoo: gap {gap}, symmetric bias+T {sym:.3f}, noise control "
+          f"{noise['estimate']:.3f}, planted {planted_share:.3f}, T doubled/base {ratio:.4f}")  # fmt: skip
+    assert gap["sft"] > MIN_RECOVER_GAP_RATIO * gap["sft+replay"] > 0
+    assert sym < noise["lo"]  # below the whole interval of the random-damage yardstick
+    assert planted_share > 0.9
     assert ratio == pytest.approx(2.0, rel=0.02)
-    assert replay.shares["weight_noise"] == sft.shares["weight_noise"]  # same base, corpus, seed
+    # the replay job's noise control is the narrow SFT job's: same base, corpus and seed
+    assert alone.shares["weight_noise"] == beside.shares["weight_noise"]

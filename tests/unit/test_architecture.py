@@ -1,0 +1,53 @@
+"""The house rules of issue 17 hold: scripts/check-architecture finds no violation.
+
+The script reads the code itself (imports, string literals, line counts); running it here keeps
+the rules in CI: no import cycle in app/ and worker/, SQL text only in app/db and migrations, the
+worker imports no module that runs SQL, at most 10 in-function imports of our own modules outside
+the CLI, no source file over 700 lines.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_check_architecture_finds_no_violation():
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check-architecture")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("check-architecture: ok")
+
+
+def test_check_architecture_catches_each_rule(tmp_path):
+    """Each rule fires on a tree that breaks it (a copy of the script run on a small fake tree)."""
+    script = (ROOT / "scripts" / "check-architecture").read_text()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "check-architecture").write_text(script)
+    for folder in ("app", "app/db", "worker", "bench"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "app" / "a.py").write_text("import app.b\n")
+    (tmp_path / "app" / "b.py").write_text("import app.a\nQ = 'SELECT 1 FROM results'\n")
+    (tmp_path / "app" / "db" / "store.py").write_text("import duckdb\n")
+    (tmp_path / "app" / "service.py").write_text("import app.db.store\n")
+    (tmp_path / "worker" / "task.py").write_text("import app.service\n")
+    inner = "".join(f"def f{i}():\n    import app.a\n" for i in range(11))
+    (tmp_path / "app" / "lazy.py").write_text(inner)
+    (tmp_path / "bench" / "long.py").write_text("x = 1\n" * 701)
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "scripts" / "check-architecture")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    out = done.stdout
+    assert done.returncode == 1
+    assert "import cycle: app.a <-> app.b" in out
+    assert "SQL outside app/db: app/b.py:2" in out
+    assert "worker imports a module that runs SQL: worker.task -> app.service -> app.db" in out
+    assert "11 in-function imports of our own modules (at most 10)" in out
+    assert "file over 700 lines: bench/long.py (701)" in out
