@@ -1,20 +1,14 @@
-"""A real `forgetmap serve` process and a real Chromium (Debian's /usr/bin/chromium via Playwright)."""
+"""A real `forgetmap serve` process (the session's Chromium is the ``browser`` fixture of
+tests/conftest.py, shared with the demo's browser test)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
-
-import pytest
-
-from tests.conftest import service_missing
-
-CHROMIUM = os.environ.get("FORGETMAP_CHROMIUM", "/usr/bin/chromium")
 
 
 def free_port() -> int:
@@ -49,20 +43,3 @@ class Server:
         self.proc.terminate()
         out, _ = self.proc.communicate(timeout=20)
         return out
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not Path(CHROMIUM).exists():
-        service_missing(f"{CHROMIUM} not installed (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        service_missing("playwright is not installed (pip install playwright)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield b
-        b.close()

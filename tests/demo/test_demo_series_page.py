@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from app.cli import main
 from app.demo.evaluate import load_benchmarks
-from tests.browser.conftest import Server, browser  # noqa: F401 - the session's Chromium
+from tests.browser.conftest import Server
 
 pytestmark = pytest.mark.slow
 
