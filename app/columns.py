@@ -97,8 +97,6 @@ def distinct_pairs(a: np.ndarray, na: int, b: np.ndarray, nb: int) -> tuple[np.n
     return keys // nb, keys % nb
 
 
-def rows_where(
-    col: pa.ChunkedArray, value_mask: Callable[[pa.Array], pa.Array]
-) -> pa.ChunkedArray:
+def rows_where(col: pa.ChunkedArray, value_mask: Callable[[pa.Array], pa.Array]) -> pa.ChunkedArray:
     """Per-row booleans of a per-value predicate (a dictionary column tests each value once)."""
     return map_values(col, value_mask, keep_dictionary=False)

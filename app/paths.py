@@ -26,7 +26,6 @@ def confined(path: str | Path, roots: Iterable[str | Path]) -> Path | None:
     return None
 
 
-
 class ModelPathError(InputError):
     """A model reference that may not be loaded (outside the roots, or not a valid id)."""
 

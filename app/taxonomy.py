@@ -81,7 +81,6 @@ _GPQA_SUFFIXES = ("", "_zeroshot", "_n_shot", "_cot_zeroshot", "_cot_n_shot", "_
 _LEADERBOARD_PREFIX = "leaderboard_"
 
 
-
 @dataclass(frozen=True)
 class BenchmarkMeta:
     """What the store keeps of a benchmark: its category and usual option count (None: varies
@@ -89,6 +88,7 @@ class BenchmarkMeta:
 
     category: str
     num_choices: int | None
+
 
 @dataclass(frozen=True)
 class BenchmarkInfo:

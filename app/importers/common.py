@@ -183,6 +183,7 @@ def prepare(table: pa.Table, *, source: str) -> tuple[pa.Table, dict]:
     gives (one per benchmark, else an error) or become "Uncategorized". Returns the validated table
     and {benchmark: BenchmarkMeta}.
     """
+
     def canonical(values: pa.Array) -> pa.Array:
         names = values.to_pylist()
         return pa.array([None if n is None else canonical_name(n) for n in names], pa.string())

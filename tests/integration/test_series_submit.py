@@ -53,7 +53,11 @@ def test_checkpoints_are_submitted_once_and_placed_by_step(app_client):
     # the job list and each job name what they evaluate: the series and the step
     assert [j["subject"] for j in jobs] == ["series run, step 10", "series run, step 20"]
     detail = app_client.get(f"/api/jobs/{first.json()['job_id']}").json()
-    assert (detail["subject"], detail["series_id"], detail["step"]) == ("series run, step 20", 1, 20)
+    assert (detail["subject"], detail["series_id"], detail["step"]) == (
+        "series run, step 20",
+        1,
+        20,
+    )
     page = app_client.get("/jobs")
     assert page.status_code == 200 and "series run, step 10" in page.text
     job_page = app_client.get(f"/jobs/{first.json()['job_id']}").text

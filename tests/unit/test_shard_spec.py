@@ -16,7 +16,9 @@ SPEC = {
 def _run(spec: dict):
     shard = {"id": 1, "job_id": 1, "seed": 0, "benchmark": "local:nothing.jsonl", "spec": spec}
     # no client and no engines: a refused spec must fail before either is used
-    return run_shard(shard, client=None, engines=None, settings=WorkerSettings(name="w", benchmark_dirs=[]))
+    return run_shard(
+        shard, client=None, engines=None, settings=WorkerSettings(name="w", benchmark_dirs=[])
+    )
 
 
 @pytest.mark.parametrize(
