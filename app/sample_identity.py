@@ -239,11 +239,15 @@ def _normalized_slice(texts: pa.Array) -> pa.Array:
     if not len(wide):
         return out
     rows = np.unique(np.searchsorted(offsets, wide, side="right") - 1)
-    exact = pa.array([normalize_text(t) for t in pc.take(texts, pa.array(rows)).to_pylist()],
-                     pa.string())  # fmt: skip
-    index = np.arange(n + len(rows))
-    index[rows] = n + np.arange(len(rows))
-    return pc.take(pa.concat_arrays([out, exact]), pa.array(index[:n]))
+    exact = [normalize_text(t) for t in pc.take(texts, pa.array(rows)).to_pylist()]
+    return _replaced(out, rows, pa.array(exact, pa.string()))
+
+
+def _replaced(base: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:
+    """``base`` with ``base[rows[i]]`` replaced by ``values[i]`` (one take, no Python loop)."""
+    index = np.arange(len(base))
+    index[rows] = len(base) + np.arange(len(rows))
+    return pc.take(pa.concat_arrays([base, values.cast(base.type)]), pa.array(index))
 
 
 def _per_value(col: pa.Array | pa.ChunkedArray, fn) -> pa.Array:
@@ -264,22 +268,22 @@ def identify(table: pa.Table) -> pa.Array:
     rows of one unit get ``~ambiguous<n>`` (n in row order within the unit).
     """
     n = table.num_rows
-    joined = pc.binary_join_element_wise(
-        normalized_texts(table["question"]),
-        _per_value(table["choices_key"], normalized_texts),
-        _per_value(table["gold_key"], normalized_texts),
-        "\x1f",
-    )
-    hashed = [
-        QUESTION_KEY_PREFIX + hashlib.md5(text.encode()).hexdigest()[:16]
-        for text in joined.to_pylist()
-    ]
     has_ids = pc.fill_null(table["has_ids"], False).to_numpy(zero_copy_only=False)
-    keys = pc.if_else(
-        pa.array(has_ids),
-        pc.utf8_trim_whitespace(pc.cast(_one_array(table["doc_id"]), pa.string())),
-        pa.array(hashed, pa.string()),
-    )
+    keys = pc.utf8_trim_whitespace(pc.cast(_one_array(table["doc_id"]), pa.string()))
+    keyed = np.flatnonzero(~has_ids)
+    if len(keyed):  # units without document ids: keys from content (only their rows hashed)
+        content = table.select(["question", "choices_key", "gold_key"]).take(pa.array(keyed))
+        joined = pc.binary_join_element_wise(
+            normalized_texts(content["question"]),
+            _per_value(content["choices_key"], normalized_texts),
+            _per_value(content["gold_key"], normalized_texts),
+            "\x1f",
+        )
+        hashed = [
+            QUESTION_KEY_PREFIX + hashlib.md5(text.encode()).hexdigest()[:16]
+            for text in joined.to_pylist()
+        ]
+        keys = _replaced(keys, keyed, pa.array(hashed, pa.string()))
     if not n:
         return keys
     key_codes, _ = dictionary_codes(pc.fill_null(keys, ""))
@@ -295,11 +299,8 @@ def identify(table: pa.Table) -> pa.Array:
     first = np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))
     number = np.arange(len(order)) - first + 1
     marked = pc.take(keys, pa.array(order)).to_pylist()
-    suffixed = pa.array([f"{k}{AMBIGUOUS_MARK}{m}" for k, m in zip(marked, number.tolist(), strict=True)],
-                        pa.string())  # fmt: skip
-    index = np.arange(n)
-    index[order] = n + np.arange(len(order))
-    return pc.take(pa.concat_arrays([keys, suffixed]), pa.array(index))
+    suffixed = [f"{k}{AMBIGUOUS_MARK}{m}" for k, m in zip(marked, number.tolist(), strict=True)]
+    return _replaced(keys, order, pa.array(suffixed, pa.string()))
 
 
 def _affixes(
