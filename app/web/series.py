@@ -17,6 +17,8 @@ from app.web import deps, pages, write_api
 from app.web.schemas import ID_ERRORS, WRITE_ERRORS, Id
 
 router = APIRouter(tags=["series"])
+# the question-history filter, as the API and the page take it
+Fate = Annotated[str | None, Query(description="forgotten, relearned, learned, kept, never")]
 FATE_LABELS = {
     "forgotten": "forgotten, never recovered",
     "relearned": "forgotten, then relearned",
@@ -78,9 +80,7 @@ def api_series(
 def api_series_questions(
     request: Request,
     series_id: Id,
-    fate: Annotated[
-        str | None, Query(description="forgotten, relearned, learned, kept, never")
-    ] = None,
+    fate: Fate = None,
     benchmark: str | None = None,
     category: str | None = None,
     page: Annotated[int, Query(ge=1)] = 1,
@@ -99,9 +99,7 @@ def api_series_questions(
 def series_page(
     request: Request,
     series_id: int,
-    fate: Annotated[
-        str | None, Query(description="forgotten, relearned, learned, kept, never")
-    ] = None,
+    fate: Fate = None,
     benchmark: str | None = None,
     category: str | None = None,
     page: Annotated[int, Query(ge=1)] = 1,

@@ -284,8 +284,14 @@ async def submit(request: Request) -> Response:
             jobs_db.set_owner(conn, job_id, principal.name)
     except InputError as exc:
         return _form_page(request, values, {"form": str(exc)})
-    sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
-    url = f"/jobs/{job_id}" + ("?queue=down" if problem else "")
+    return _send_and_go(request, to_send, job_id, f"/jobs/{job_id}")
+
+
+def _send_and_go(request: Request, to_send: list[int], job_id: int, then: str) -> Response:
+    """Send a new submission's shards, then go to ``then``; when the queue is down, to the job's
+    page, which says so (the reconciler sends the shards when it is back)."""
+    _, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
+    url = f"/jobs/{job_id}?queue=down" if problem else then
     if _is_htmx(request):
         return Response(status_code=204, headers={"HX-Redirect": url})
     return RedirectResponse(url, status_code=303)
@@ -305,12 +311,7 @@ def _submit_series(request: Request, principal, values: dict, form) -> Response:
             series_id = series_db.get_series(conn, name=summary["series"])["id"]
     except InputError as exc:
         return _form_page(request, values, {"checkpoints": str(exc)})
-    sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
-    # the queue being down is said on a job's page (the reconciler sends the shards later)
-    url = f"/jobs/{summary['jobs'][0]}?queue=down" if problem else f"/series/{series_id}"
-    if _is_htmx(request):
-        return Response(status_code=204, headers={"HX-Redirect": url})
-    return RedirectResponse(url, status_code=303)
+    return _send_and_go(request, to_send, summary["jobs"][0], f"/series/{series_id}")
 
 
 # ------------------------------------------------------------------------- recoverability
