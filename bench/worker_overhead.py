@@ -36,21 +36,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def raw_prompts(items, seed: int, cfg: dict, engine) -> tuple[list[list[int]], object]:
-    """The token prompts and vLLM sampling parameters the worker uses for these items."""
-    from vllm import SamplingParams
-
+def raw_requests(items, seed: int, cfg: dict, engine) -> tuple[list[dict], object]:
+    """The token prompts and vLLM sampling parameters the worker's engine makes for these items
+    (prompts built as the worker builds them for chat prompting)."""
     from worker.benchmarks.prompts import build_prompt
-    from worker.engines.base import encode_prompt
+    from worker.engines.base import GenerationParams
 
     built = [build_prompt(item, mode="chat", shots=[]) for item in items]
-    texts = [p.render(engine.apply_chat_template) for p in built]
-    sampling = SamplingParams(
+    params = GenerationParams(
         temperature=cfg["temperature"], top_p=cfg["top_p"], max_tokens=cfg["max_tokens"],
-        seed=seed, stop=list(built[0].stop) or None,
+        seed=seed, stop=tuple(built[0].stop),
     )  # fmt: skip
-    ids = [engine._fit(encode_prompt(engine.tokenizer, t), cfg["max_tokens"]) for t in texts]
-    return ids, sampling
+    return engine.requests([p.render(engine.apply_chat_template) for p in built], params)
 
 
 def run(args, workdir: Path) -> list[dict]:
@@ -109,10 +106,9 @@ def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_di
     for shard_id in to_run:
         seed = shard_seed[shard_id]
         items = load_benchmark("local:overhead.jsonl", local_dirs=[bench_dir], seed=seed).items
-        ids, sampling = raw_prompts(items, seed, cfg, engine)
+        token_prompts, sampling = raw_requests(items, seed, cfg, engine)
         t0 = time.perf_counter()
-        outputs = engine.llm.generate([{"prompt_token_ids": p} for p in ids], sampling,
-                                      use_tqdm=False)  # fmt: skip
+        outputs = engine.llm.generate(token_prompts, sampling, use_tqdm=False)
         raw_s = time.perf_counter() - t0
         raw_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
         worker_s = pipe.run([shard_id])

@@ -124,11 +124,11 @@ class VLLMEngine:
     def apply_chat_template(self, messages: Sequence[Message]) -> str:
         return render_chat(self.tokenizer, messages)
 
-    def generate(self, prompts: list[str], params: GenerationParams) -> list[Generation]:
+    def requests(self, prompts: list[str], params: GenerationParams) -> tuple[list[dict], Any]:
+        """What ``generate`` hands to ``vllm.LLM.generate``: the token prompts (cut to fit) and
+        the sampling parameters (bench/worker_overhead.py times the raw engine on the same)."""
         from vllm import SamplingParams
 
-        if not prompts:
-            return []
         sampling = SamplingParams(
             temperature=params.temperature,
             top_p=params.top_p if not params.greedy else 1.0,
@@ -140,6 +140,12 @@ class VLLMEngine:
             {"prompt_token_ids": self._fit(encode_prompt(self.tokenizer, p), params.max_tokens)}
             for p in prompts
         ]
+        return token_prompts, sampling
+
+    def generate(self, prompts: list[str], params: GenerationParams) -> list[Generation]:
+        if not prompts:
+            return []
+        token_prompts, sampling = self.requests(prompts, params)
         outputs = self.llm.generate(token_prompts, sampling, use_tqdm=False)
         return [
             Generation(
