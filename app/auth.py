@@ -19,9 +19,8 @@ import secrets
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sqlalchemy import Connection
-
 from app.db import tokens as tokens_db
+from app.db.store import Connection
 from app.errors import InputError
 
 PREFIX = "fm_"

@@ -15,17 +15,11 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-DEFAULT_DB = Path("data") / "forgetmap.duckdb"
 S = TypeVar("S", bound=BaseSettings)
 # every setting is FORGETMAP_<FIELD>; an empty variable counts as unset
 ENVIRONMENT = SettingsConfigDict(
     env_prefix="FORGETMAP_", env_ignore_empty=True, frozen=True, populate_by_name=True
 )
-
-
-def default_db_path() -> Path:
-    """$FORGETMAP_DB, else data/forgetmap.duckdb relative to the working directory."""
-    return Path(os.environ.get("FORGETMAP_DB") or DEFAULT_DB)
 
 
 class SettingsError(ValueError):

@@ -1,16 +1,27 @@
-"""Path containment: every check that a user-given path stays inside configured roots.
+"""Paths: the database's default location, and every check that a user-given path stays inside
+configured roots.
 
-One place for it (models, benchmark files, corpora), so symlinks and ``..`` are handled the same
-way everywhere: a path is resolved before it is compared with the resolved roots.
+One place for containment (models, benchmark files, corpora), so symlinks and ``..`` are handled
+the same way everywhere: a path is resolved before it is compared with the resolved roots.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from app.errors import InputError
+
+DEFAULT_DB = Path("data") / "forgetmap.duckdb"
+
+
+def default_db_path() -> Path:
+    """$FORGETMAP_DB, else data/forgetmap.duckdb relative to the working directory (here, not in
+    app/config.py, so that the CLI's root command does not load pydantic-settings)."""
+    return Path(os.environ.get("FORGETMAP_DB") or DEFAULT_DB)
+
 
 _HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 

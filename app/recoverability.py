@@ -19,8 +19,6 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection
-
 from app.analysis.recoverability_fitting import (
     ALL_CORRECTIONS,
     CONTROLS,
@@ -39,6 +37,7 @@ from app.db import recoverability as store
 from app.db.ingest import add_pair
 from app.db.jobs import insert_job, insert_shard
 from app.db.queries import pair_id_by_names
+from app.db.store import Connection
 from app.errors import InputError
 from app.jobs import ModelSpec, config_hash, register_models, update_job_status
 

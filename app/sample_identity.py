@@ -24,7 +24,6 @@ row order would be a guess (files are written in a shuffled order). They are sto
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import NamedTuple
 
@@ -33,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from app.columns import dictionary_codes
+from app.db.digests import md5_prefixes
 
 __all__ = [
     "AMBIGUOUS_MARK",
@@ -279,11 +279,8 @@ def identify(table: pa.Table) -> pa.Array:
             _per_value(content["gold_key"], normalized_texts),
             "\x1f",
         )
-        hashed = [
-            QUESTION_KEY_PREFIX + hashlib.md5(text.encode()).hexdigest()[:16]
-            for text in joined.to_pylist()
-        ]
-        keys = _replaced(keys, keyed, pa.array(hashed, pa.string()))
+        hashed = md5_prefixes(joined, prefix=QUESTION_KEY_PREFIX, digits=16)
+        keys = _replaced(keys, keyed, hashed)
     if not n:
         return keys
     key_codes, _ = dictionary_codes(pc.fill_null(keys, ""))

@@ -22,7 +22,7 @@ from app.cli import (
     suite,
     tokens,
 )
-from app.config import default_db_path
+from app.paths import default_db_path
 
 
 @click.group()

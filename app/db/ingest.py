@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-from sqlalchemy import Connection
 
 from app.columns import dictionary_codes
 from app.db.pairing import refresh_counts
-from app.db.store import duck_of
+from app.db.store import Connection, duck_of
 from app.errors import InputError
 from app.naming import infer_family_and_size
 from app.taxonomy import UNCATEGORIZED, BenchmarkMeta

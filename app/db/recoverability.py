@@ -11,10 +11,9 @@ import json
 from typing import Any
 
 import pyarrow as pa
-from sqlalchemy import Connection
 
 from app.analysis.recoverability_shares import loss_column
-from app.db.store import duck_of
+from app.db.store import Connection, duck_of
 
 
 def finished_recovery(conn: Connection, pair_id: int, config_hash: str) -> int | None:

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Connection
-
 from app.db.ingest import add_pair
-from app.db.store import duck_of
+from app.db.store import Connection, duck_of
 from app.errors import InputError
 
 # How a question fares along a run (see ``question_histories``).

@@ -2,7 +2,12 @@
 
 Only the app process (the CLI or the web app) opens the file for writing; workers upload results
 over HTTP. ``open_store`` upgrades the schema to the newest Alembic revision on start; when the
-file is already current it reads one row and skips loading Alembic.
+file is already current it reads one row and loads neither Alembic nor SQLAlchemy.
+
+The store speaks to DuckDB through its own Python connections: every repository module runs its
+SQL on them (DuckDB binds lists and answers Arrow tables). SQLAlchemy is loaded only to run
+Alembic's migrations; importing it and duckdb-engine cost every CLI process about 0.5 s
+(bench/harness_import.py's `cli start` line).
 """
 
 from __future__ import annotations
@@ -12,16 +17,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Connection, Engine, create_engine, text
-from sqlalchemy.exc import DBAPIError
+import duckdb
+
+Connection = duckdb.DuckDBPyConnection
+"""What ``Store.transaction()`` and ``Store.read()`` yield: a DuckDB connection (a cursor of the
+store's database)."""
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
-def duck_of(conn: Connection):
-    """The DuckDB connection under a SQLAlchemy one: repository modules run their SQL on it
-    (DuckDB binds lists and answers Arrow tables, which SQLAlchemy's ``text()`` does not)."""
-    return conn.connection.driver_connection
+def duck_of(conn: Connection) -> Connection:
+    """The DuckDB connection a repository function runs its SQL on (the store's connections are
+    DuckDB's own)."""
+    return conn
 
 
 class StoreError(RuntimeError):
@@ -56,16 +64,25 @@ class Store:
         self.version = 0
         # DuckDB allows one writer; serialize write transactions of this process (web threads)
         self._write_lock = threading.RLock()
-        # Connections of one process share one DuckDB instance (DuckDB caches it by path), so
-        # pooled connections see each other's commits; another process cannot open the file.
-        self.engine: Engine = create_engine(
-            f"duckdb:///{self.path}", connect_args={"read_only": read_only}
-        )
+        # One database instance per process; each unit of work gets a cursor of it (a connection
+        # of its own, safe to use on another thread), so they see each other's commits. Another
+        # process cannot open the file while this one holds it. ``close()`` lets it go; the next
+        # unit of work opens it again.
+        self._database: Connection | None = None
+        self._open_lock = threading.Lock()
+        self._cursor().close()
+
+    def _cursor(self) -> Connection:
+        with self._open_lock:
+            if self._database is None:
+                self._database = self._connect()
+            return self._database.cursor()
+
+    def _connect(self) -> Connection:
         try:
-            with self.engine.connect():
-                pass
-        except DBAPIError as exc:
-            message = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
+            return duckdb.connect(str(self.path), read_only=self.read_only)
+        except duckdb.Error as exc:
+            message = str(exc).splitlines()[0]
             if "lock" in message.lower():
                 raise StoreError(
                     f"database {self.path} is in use by another process (stop `forgetmap serve` "
@@ -77,48 +94,71 @@ class Store:
     def transaction(self) -> Iterator[Connection]:
         """One write transaction: committed on success, rolled back on any exception."""
         with self._write_lock:
-            with self.engine.begin() as conn:
-                yield conn
+            conn = self._cursor()
+            try:
+                conn.begin()
+                try:
+                    yield conn
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+            finally:
+                conn.close()
             self.version += 1
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn:
+        conn = self._cursor()
+        try:
             yield conn
+        finally:
+            conn.close()
 
     def ping(self) -> None:
         """Raises when the database cannot answer a query (the health check)."""
         with self.read() as conn:
-            conn.exec_driver_sql("SELECT 1")
+            conn.execute("SELECT 1").fetchall()
 
     def current_revision(self) -> str | None:
         with self.read() as conn:
             exists = conn.execute(
-                text(
-                    "SELECT count(*) FROM information_schema.tables WHERE table_name = 'alembic_version'"
-                )
-            ).scalar()
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'alembic_version'"
+            ).fetchall()[0][0]
             if not exists:
                 return None
-            return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+            rows = conn.execute("SELECT version_num FROM alembic_version").fetchall()
+            return rows[0][0] if rows else None
 
-    def upgrade(self) -> None:
-        """Bring the schema to the newest revision (no-op when current)."""
-        if self.current_revision() == HEAD_REVISION:
+    def upgrade(self, revision: str = "head") -> None:
+        """Bring the schema to ``revision`` (the newest by default; no-op when current): Alembic
+        runs on a SQLAlchemy engine of the file, opened only for that while this store's own
+        connection is closed. Tests build old files with an older revision."""
+        if revision == "head" and self.current_revision() == HEAD_REVISION:
             return
         if self.read_only:
             raise StoreError(
                 f"database {self.path} has an old schema; open it once read-write to upgrade"
             )
         from alembic import command
+        from sqlalchemy import create_engine
 
-        config = alembic_config()
-        with self.engine.begin() as conn:
-            config.attributes["connection"] = conn
-            command.upgrade(config, "head")
+        self.close()
+        engine = create_engine(f"duckdb:///{self.path}")
+        try:
+            config = alembic_config()
+            with engine.begin() as conn:
+                config.attributes["connection"] = conn
+                command.upgrade(config, revision)
+        finally:
+            engine.dispose()
 
     def close(self) -> None:
-        self.engine.dispose()
+        """Let the file go (another process may open it); a later unit of work reopens it."""
+        with self._open_lock:
+            if self._database is not None:
+                self._database.close()
+                self._database = None
 
 
 def open_store(path: Path | str, *, read_only: bool = False) -> Store:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Connection
-
-from app.db.store import duck_of
+from app.db.store import Connection, duck_of
 
 
 def token_exists(conn: Connection, name: str) -> bool:

@@ -100,7 +100,7 @@ def test_fetch_check_offline_then_a_worker_job_on_the_copies(tmp_path):
     store = open_store(dep.db, read_only=True)
     try:
         with store.read() as conn:
-            rows = conn.exec_driver_sql(
+            rows = conn.execute(
                 "SELECT benchmark, spec FROM shards WHERE status = 'done'"
             ).fetchall()
     finally:

@@ -179,7 +179,7 @@ class Deployment:
         store = open_store(self.db, read_only=True)
         try:
             with store.read() as conn:
-                return conn.exec_driver_sql(
+                return conn.execute(
                     "SELECT m.name, b.name, r.seed, r.sample_id FROM results r "
                     "JOIN models m ON m.id = r.model_id JOIN benchmarks b ON b.id = r.benchmark_id"
                 ).fetchall()

@@ -41,7 +41,7 @@ def contents(store) -> dict:
 def results(store) -> list[tuple]:
     with store.read() as conn:
         return sorted(
-            conn.exec_driver_sql(
+            conn.execute(
                 "SELECT m.name, b.name, r.seed, r.sample_id, r.correct, r.num_choices, "
                 "r.run_id IS NOT NULL FROM results r JOIN models m ON m.id = r.model_id "
                 "JOIN benchmarks b ON b.id = r.benchmark_id"
@@ -389,8 +389,8 @@ def test_a_new_seed_of_stored_units_adds_only_its_rows(store, tmp_path):
     assert (summary.rows_added, summary.rows_unchanged) == (20, 20)
     assert len(results(store)) == 40
     with store.read() as conn:
-        runs = conn.exec_driver_sql("SELECT count(*), count(DISTINCT id) FROM runs").fetchone()
-        orphans = conn.exec_driver_sql(
+        runs = conn.execute("SELECT count(*), count(DISTINCT id) FROM runs").fetchone()
+        orphans = conn.execute(
             "SELECT count(*) FROM results r LEFT JOIN runs u ON u.id = r.run_id WHERE u.id IS NULL "
             "OR u.model_id <> r.model_id OR u.benchmark_id <> r.benchmark_id OR u.seed <> r.seed"
         ).fetchone()[0]
@@ -404,11 +404,11 @@ def test_each_row_gets_the_run_of_its_own_unit(store, tmp_path):
         cols[key] = cols[key] + values
     import_file(store, "table", write_parquet(tmp_path / "ab.parquet", cols, row_group_size=11))
     with store.read() as conn:
-        bad = conn.exec_driver_sql(
+        bad = conn.execute(
             "SELECT count(*) FROM results r JOIN runs u ON u.id = r.run_id WHERE "
             "u.model_id <> r.model_id OR u.benchmark_id <> r.benchmark_id OR u.seed <> r.seed"
         ).fetchone()[0]
-        n = conn.exec_driver_sql("SELECT count(*) FROM results").fetchone()[0]
+        n = conn.execute("SELECT count(*) FROM results").fetchone()[0]
     assert (bad, n) == (0, 180)
 
 
@@ -417,7 +417,7 @@ def test_each_row_gets_the_run_of_its_own_unit(store, tmp_path):
 
 def transitions(store) -> list[tuple]:
     with store.read() as conn:
-        return sorted(conn.exec_driver_sql("SELECT * FROM transitions").fetchall())
+        return sorted(conn.execute("SELECT * FROM transitions").fetchall())
 
 
 def test_import_of_unpaired_models_leaves_counts_alone_and_paired_models_refresh(store, tmp_path):
@@ -445,7 +445,7 @@ def test_import_of_unpaired_models_leaves_counts_alone_and_paired_models_refresh
     assert summary.pairs_refreshed == (1,)
     assert {r[2] for r in transitions(store)} == {0, 1}
     with store.read() as conn:
-        seed_pairs = conn.exec_driver_sql(
+        seed_pairs = conn.execute(
             "SELECT count(*) FROM seed_transitions WHERE seed_a = 0 AND seed_b = 1"
         ).fetchone()[0]
     assert seed_pairs > 0  # the noise floor of the paired models

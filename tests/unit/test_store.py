@@ -18,7 +18,7 @@ def test_fresh_file_is_upgraded_to_head_with_every_table(tmp_path):
         with store.read() as conn:
             tables = {
                 r[0]
-                for r in conn.exec_driver_sql(
+                for r in conn.execute(
                     "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
                 ).fetchall()
             }
@@ -42,39 +42,35 @@ def test_reopening_a_current_file_keeps_its_data(tmp_path):
     path = tmp_path / "fm.duckdb"
     store = open_store(path)
     with store.transaction() as conn:
-        conn.exec_driver_sql("INSERT INTO models (name) VALUES ('a'), ('b')")
+        conn.execute("INSERT INTO models (name) VALUES ('a'), ('b')")
     store.close()
     store = open_store(path)
     with store.read() as conn:
-        ids = conn.exec_driver_sql("SELECT id, name FROM models ORDER BY id").fetchall()
+        ids = conn.execute("SELECT id, name FROM models ORDER BY id").fetchall()
     store.close()
     assert ids == [(1, "a"), (2, "b")]
 
 
 def test_upgrade_from_0002_keeps_shards_and_marks_them_evaluations(tmp_path):
-    from alembic import command
 
     from app.db.store import Store
 
     path = tmp_path / "old.duckdb"
     store = Store(path)
-    config = alembic_config()
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0002")
+    store.upgrade("0002")
     with store.transaction() as conn:
-        conn.exec_driver_sql("INSERT INTO models (name) VALUES ('m')")
-        conn.exec_driver_sql(
+        conn.execute("INSERT INTO models (name) VALUES ('m')")
+        conn.execute(
             "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status) "
             "VALUES (1, 1, 'piqa', 0, 'h', '{}', 'done')"
         )
     assert store.current_revision() == "0002"
     store.upgrade()
     with store.read() as conn:
-        assert conn.exec_driver_sql("SELECT benchmark, status, kind FROM shards").fetchall() == [
+        assert conn.execute("SELECT benchmark, status, kind FROM shards").fetchall() == [
             ("piqa", "done", "evaluate")
         ]
-        assert conn.exec_driver_sql("SELECT count(*) FROM recoveries").fetchall() == [(0,)]
+        assert conn.execute("SELECT count(*) FROM recoveries").fetchall() == [(0,)]
     assert store.current_revision() == HEAD_REVISION
     store.close()
 
@@ -82,26 +78,22 @@ def test_upgrade_from_0002_keeps_shards_and_marks_them_evaluations(tmp_path):
 def test_tokens_made_before_roles_survive_0004_as_admin_tokens(tmp_path):
     """README ("Tokens and roles"): existing tokens become admin tokens, `up`'s local worker a
     worker token; jobs from before have no owner, shards no re-sends."""
-    from alembic import command
 
     from app.auth import Role, hash_token, token_principal
     from app.db.store import Store
 
     store = Store(tmp_path / "old.duckdb")
-    config = alembic_config()
-    with store.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0003")
+    store.upgrade("0003")
     with store.transaction() as conn:
         for name in ("alice", "local-worker"):
-            conn.exec_driver_sql(
+            conn.execute(
                 "INSERT INTO api_tokens (name, token_hash) VALUES (?, ?)",
                 (name, hash_token(f"fm_secret-of-{name}")),
             )
-        conn.exec_driver_sql(
+        conn.execute(
             "INSERT INTO jobs (kind, status, payload) VALUES ('evaluate', 'done', '{}')"
         )
-        conn.exec_driver_sql(
+        conn.execute(
             "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status) "
             "VALUES (1, 1, 'piqa', 0, 'h', '{}', 'queued')"
         )
@@ -112,8 +104,8 @@ def test_tokens_made_before_roles_survive_0004_as_admin_tokens(tmp_path):
         worker = token_principal(conn, "fm_secret-of-local-worker")
         assert (alice.name, alice.role) == ("alice", Role.admin)
         assert (worker.name, worker.role) == ("local-worker", Role.worker)
-        assert conn.exec_driver_sql("SELECT owner FROM jobs").fetchall() == [(None,)]
-        assert conn.exec_driver_sql("SELECT resends, delivery FROM shards").fetchall() == [
+        assert conn.execute("SELECT owner FROM jobs").fetchall() == [(None,)]
+        assert conn.execute("SELECT resends, delivery FROM shards").fetchall() == [
             (0, None)
         ]
     store.close()
