@@ -21,9 +21,11 @@ import pyarrow as pa
 
 from app.columns import dictionary_codes
 from app.db.pairing import refresh_counts
+from app.db.prompts import store_templates
 from app.db.store import Connection, duck_of
 from app.errors import InputError
 from app.naming import infer_family_and_size
+from app.prompt_templates import unit_templates
 from app.taxonomy import UNCATEGORIZED, BenchmarkMeta
 
 Progress = Callable[[str, int, int], None]
@@ -275,7 +277,7 @@ def ingest(
             duck.register("incoming", _decoded(table))
             rows_added = _ingest_overlapping(duck, chash, config, on_conflict)
         else:
-            rows_added = _ingest_new(duck, table, keys, chash, config, progress)
+            rows_added = _ingest_new(conn, table, keys, chash, config, progress)
         pairs, unpaired = refresh_counts(conn, "touched")
         duck.execute("DROP TABLE touched")
     finally:
@@ -316,13 +318,19 @@ def _insert_runs(duck, units: str, chash: str, config: dict) -> None:
 
 
 def _ingest_new(
-    duck, table: pa.Table, keys: _Keys, chash: str, config: dict, progress: Progress | None
+    conn: Connection,
+    table: pa.Table,
+    keys: _Keys,
+    chash: str,
+    config: dict,
+    progress: Progress | None,
 ) -> int:
     """Every incoming unit is new: runs first, then the rows straight from Arrow with their run id.
 
     The run id of each row is looked up in numpy (one id per unit), so the insert reads the Arrow
     table as it is: no join. All-null optional columns are left to the column default (NULL).
     """
+    duck = duck_of(conn)
     duck.execute(
         "CREATE OR REPLACE TEMP TABLE touched AS SELECT model_id, benchmark_id, seed FROM incoming_units"
     )
@@ -354,12 +362,31 @@ def _ingest_new(
         for c in _RESULT_COLUMNS.split(", ")
         if c in _ALWAYS_WRITTEN or table[c].null_count < table.num_rows
     ]
-    column_list = ", ".join(columns)
+    selected = list(columns)
+    if "prompt" in columns:
+        # what every prompt of a unit shares is stored once (app/prompt_templates.py); DuckDB cuts
+        # each row's own part out while inserting (substr counts characters, as the cuts do)
+        unit_index = np.searchsorted(unit_code, keys.unit)
+        templates = unit_templates(table["prompt"], unit_index, len(unit_code))
+        template_id = store_templates(conn, templates)[unit_index]
+        table = (
+            table.append_column("prompt_template_id",
+                                pa.array(template_id, pa.int32(), mask=template_id < 0))
+            .append_column("cut_head", pa.array(templates.prefix_chars[unit_index]))
+            .append_column("cut_tail", pa.array(templates.suffix_chars[unit_index]))
+        )  # fmt: skip
+        columns.append("prompt_template_id")
+        selected[selected.index("prompt")] = (
+            "CASE WHEN prompt_template_id IS NULL THEN prompt "
+            "ELSE substr(prompt, cut_head + 1, length(prompt) - cut_head - cut_tail) END"
+        )
+        selected.append("prompt_template_id")
+    column_list, select_list = ", ".join(columns), ", ".join(selected)
     rows = table.num_rows
     for start in range(0, rows, WRITE_CHUNK_ROWS):
         duck.register("chunk", table.slice(start, WRITE_CHUNK_ROWS))
         try:
-            duck.execute(f"INSERT INTO results ({column_list}) SELECT {column_list} FROM chunk")
+            duck.execute(f"INSERT INTO results ({column_list}) SELECT {select_list} FROM chunk")
         finally:
             duck.unregister("chunk")
         if progress:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
+from app.db.prompts import full_prompt
 from app.db.store import duck_of
 from app.sample_identity import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX, link_candidates
 
@@ -152,7 +153,7 @@ def link_by_text(duck) -> int:
         """One side's samples that no sample of the other side shares an id with (any seed)."""
         return f"""
             SELECT pb.pair_id, r.benchmark_id, r.sample_id, '{side}' AS side,
-                   any_value(r.question) AS question, any_value(r.prompt) AS prompt
+                   any_value(r.question) AS question, any_value({full_prompt("r")}) AS prompt
             FROM pb JOIN results r ON r.model_id = pb.{side}_model_id
                                   AND r.benchmark_id = pb.benchmark_id
             WHERE r.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'

@@ -7,6 +7,7 @@ import json
 import pyarrow as pa
 from sqlalchemy import Connection
 
+from app.db.prompts import full_prompt
 from app.db.store import duck_of
 from app.sample_identity import AMBIGUOUS_MARK
 
@@ -245,7 +246,7 @@ def _flip_filter(pair: dict, benchmarks: list[int] | None, transition: str, q: s
         params += benchmarks
     if q:
         sql += (
-            " AND (b.prompt ILIKE ? ESCAPE '\\' OR b.response ILIKE ? ESCAPE '\\'"
+            f" AND (({full_prompt('b')}) ILIKE ? ESCAPE '\\' OR b.response ILIKE ? ESCAPE '\\'"
             " OR p.response ILIKE ? ESCAPE '\\')"
         )
         params += [_like(q)] * 3
@@ -274,7 +275,7 @@ def flipped_samples(
     rows = duck.execute(
         f"""
         SELECT bm.name, bm.category, b.sample_id, list(b.seed ORDER BY b.seed) AS seeds,
-               any_value(b.prompt) AS prompt, any_value(b.gold) AS gold,
+               any_value({full_prompt("b")}) AS prompt, any_value(b.gold) AS gold,
                any_value(b.prediction) AS base_prediction, any_value(p.prediction) AS post_prediction,
                coalesce(any_value(b.question), any_value(p.question)) AS question
         {where}
@@ -303,9 +304,9 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
     rows = (
         duck_of(conn)
         .execute(
-            """
+            f"""
         SELECT coalesce(b.seed, p.seed) AS seed,
-               coalesce(b.prompt, p.prompt), coalesce(b.choices, p.choices), coalesce(b.gold, p.gold),
+               coalesce({full_prompt("b")}, {full_prompt("p")}), coalesce(b.choices, p.choices), coalesce(b.gold, p.gold),
                coalesce(b.num_choices, p.num_choices),
                b.correct, b.response, b.prediction, p.correct, p.response, p.prediction
         FROM (SELECT * FROM results WHERE model_id = ? AND benchmark_id = ? AND sample_id = ?) b
@@ -341,12 +342,12 @@ def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
     return (
         duck_of(conn)
         .sql(
-            """
+            f"""
         SELECT bm.name AS benchmark, bm.category, b.seed, b.sample_id,
                b.correct::INT AS base_correct, p.correct::INT AS post_correct,
                coalesce(b.num_choices, p.num_choices) AS num_choices,
-               b.prompt, b.gold, b.prediction AS base_prediction, p.prediction AS post_prediction,
-               b.response AS base_response, p.response AS post_response
+               {full_prompt("b")} AS prompt, b.gold, b.prediction AS base_prediction,
+               p.prediction AS post_prediction, b.response AS base_response, p.response AS post_response
         FROM results b
         JOIN results p ON p.model_id = $post AND p.benchmark_id = b.benchmark_id
                       AND p.seed = b.seed AND p.sample_id = b.sample_id
@@ -379,7 +380,7 @@ def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
             GROUP BY ALL
         )
         SELECT bm.name, bm.category, f.sample_id, count(*) AS pairs, list(f.pair_id ORDER BY f.pair_id),
-               (SELECT coalesce(any_value(r.question), any_value(r.prompt)) FROM results r
+               (SELECT coalesce(any_value(r.question), any_value({full_prompt("r")})) FROM results r
                  WHERE r.benchmark_id = f.benchmark_id AND r.sample_id = f.sample_id) AS prompt
         FROM per_pair f JOIN benchmarks bm ON bm.id = f.benchmark_id
         WHERE f.forgot_share >= 0.5

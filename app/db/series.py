@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from app.db.ingest import add_pair
+from app.db.prompts import full_prompt
 from app.db.store import Connection, duck_of
 from app.errors import InputError
 
@@ -219,7 +220,9 @@ def question_histories(
             FROM (
                 SELECT b.name AS benchmark, b.category, f.sample_id, f.fate, f.first_forgotten,
                        f.base_correct, f.history,
-                       (SELECT any_value(r.prompt) FROM results r WHERE r.model_id = $base
+                       (SELECT any_value("""
+            + full_prompt("r")
+            + """) FROM results r WHERE r.model_id = $base
                           AND r.benchmark_id = f.benchmark_id AND r.sample_id = f.sample_id) AS prompt,
                        row_number() OVER (ORDER BY f.first_forgotten NULLS LAST, b.name, f.sample_id)
                            AS rank

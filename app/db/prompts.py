@@ -1,0 +1,63 @@
+"""Prompts stored as a shared template plus each row's own part (migration 0008).
+
+``store_templates`` writes the templates an import found (app/prompt_templates.py) and returns
+their ids; ``full_prompt`` is the SQL expression that gives a results row's whole prompt back,
+for every query that shows or searches prompts. Rows without a template (worker uploads, units
+whose prompts share little) keep their whole prompt and read as they are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from app.db.store import Connection, duck_of
+from app.prompt_templates import UnitTemplates
+
+
+def full_prompt(alias: str) -> str:
+    """SQL for the whole prompt of the results row ``alias`` (a fixed table alias, not user input)."""
+    if not alias.isidentifier():
+        raise ValueError(f"not a table alias: {alias!r}")
+    return (
+        f"CASE WHEN {alias}.prompt_template_id IS NULL THEN {alias}.prompt ELSE "
+        f"(SELECT pt.prefix || {alias}.prompt || pt.suffix FROM prompt_templates pt "
+        f"WHERE pt.id = {alias}.prompt_template_id) END"
+    )
+
+
+def store_templates(conn: Connection, templates: UnitTemplates) -> np.ndarray:
+    """Insert each distinct (prefix, suffix) of ``templates`` once; per unit code its template id
+    (-1: the unit keeps its prompts whole)."""
+    ids = np.full(len(templates.has_template), -1, np.int64)
+    codes = np.flatnonzero(templates.has_template)
+    if not len(codes):
+        return ids
+    distinct: dict[tuple[str, str], int] = {}
+    for code in codes.tolist():
+        ids[code] = distinct.setdefault(
+            (templates.prefix[code], templates.suffix[code]), len(distinct)
+        )
+    duck = duck_of(conn)
+    new_ids = np.asarray(
+        [r[0] for r in duck.execute(
+            "SELECT nextval('prompt_templates_id_seq') FROM range(?)", [len(distinct)]
+        ).fetchall()],
+        np.int64,
+    )  # fmt: skip
+    rows = pa.table(
+        {
+            "id": pa.array(new_ids, pa.int32()),
+            "prefix": [prefix for prefix, _ in distinct],
+            "suffix": [suffix for _, suffix in distinct],
+        }
+    )
+    duck.register("new_templates", rows)
+    try:
+        duck.execute(
+            "INSERT INTO prompt_templates (id, prefix, suffix) SELECT * FROM new_templates"
+        )
+    finally:
+        duck.unregister("new_templates")
+    ids[codes] = new_ids[ids[codes]]
+    return ids

@@ -1,0 +1,127 @@
+"""Prompts stored as a shared template plus each row's own part: found per unit with Arrow,
+cut by DuckDB while inserting, rebuilt exactly when read."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.db.prompts import full_prompt
+from app.db.store import open_store
+from app.importers import import_file
+from app.prompt_templates import MIN_TEMPLATE_BYTES, unit_templates
+
+SHOTS = "Les questions suivantes — avec réponses.\n\nQuestion: 2 + 2 ?\nAnswer: 4\n\nQuestion: "
+
+
+def test_a_units_shared_prefix_and_suffix_cut_at_whitespace():
+    prompts = pa.array([SHOTS + "Où est Zoë ?\nAnswer:", SHOTS + "Qui a 3 ans ?\nAnswer:"])
+    found = unit_templates(prompts, np.array([0, 0]), 1)
+    assert found.has_template.tolist() == [True]
+    assert found.prefix == [SHOTS] and found.suffix == [" ?\nAnswer:"]
+    # characters, not bytes: "—" is three bytes in UTF-8 and "é" two
+    assert found.prefix_chars.tolist() == [len(SHOTS)] < [len(SHOTS.encode())]
+    assert found.suffix_chars.tolist() == [10]
+
+
+def test_units_apart_in_the_table_and_units_kept_whole():
+    rows = [
+        (2, SHOTS + "one ?\nAnswer:"),
+        (0, "short a"),  # less than MIN_TEMPLATE_BYTES shared
+        (2, SHOTS + "two ?\nAnswer:"),
+        (0, "short b"),
+        (1, SHOTS + "alone"),  # one row: all of it is its own
+        (3, SHOTS + "x"),
+        (3, None),  # a null prompt: the unit keeps its prompts whole
+        (4, SHOTS + "same"),
+        (4, SHOTS + "same"),  # one distinct prompt
+    ]
+    unit = np.array([u for u, _ in rows])
+    found = unit_templates(pa.array([p for _, p in rows], pa.string()), unit, 5)
+    assert found.has_template.tolist() == [False, False, True, False, False]
+    assert found.prefix[2] == SHOTS and found.suffix[2] == " ?\nAnswer:"
+    assert len("short ") < MIN_TEMPLATE_BYTES
+
+
+def test_the_shared_suffix_shrinks_until_every_prompt_ends_with_it():
+    # the smallest and largest prompts share "Answer: yes" at the end; the middle one does not
+    prompts = pa.array([SHOTS + "a Answer: yes", SHOTS + "b Answer: no", SHOTS + "z Answer: yes"])
+    found = unit_templates(prompts, np.zeros(3, np.int64), 1)
+    assert found.suffix == [""] and found.prefix == [SHOTS]
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = open_store(tmp_path / "fm.duckdb")
+    yield s
+    s.close()
+
+
+def _import(store, tmp_path, prompts: list[str]) -> None:
+    import csv
+
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["model", "benchmark", "sample_id", "seed", "correct", "prompt"])
+        for i, prompt in enumerate(prompts):
+            writer.writerow(["m", "piqa", f"s{i}", 0, i % 2, prompt])
+    import_file(store, "table", path)
+
+
+def _stored(store) -> tuple[list[tuple], list[str], int]:
+    with store.read() as conn:
+        rows = conn.execute(
+            f"SELECT sample_id, prompt, {full_prompt('r')} FROM results r ORDER BY sample_id"
+        ).fetchall()
+        templates = conn.execute("SELECT count(*) FROM prompt_templates").fetchall()[0][0]
+    return [(s, own) for s, own, _ in rows], [whole for _, _, whole in rows], templates
+
+
+def test_an_import_stores_the_template_once_and_reads_prompts_back_whole(store, tmp_path):
+    prompts = [SHOTS + q + "\nAnswer:" for q in ("Où est Zoë ?", "Qui a 3 ans ?", "🙂 ou 🙃 ?")]
+    _import(store, tmp_path, prompts)
+    own, whole, templates = _stored(store)
+    assert whole == prompts
+    assert own == [("s0", "Où est Zoë"), ("s1", "Qui a 3 ans"), ("s2", "🙂 ou 🙃")]
+    assert templates == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shared=st.text(max_size=60),
+    ends=st.text(max_size=20),
+    own=st.lists(st.text(max_size=30), min_size=1, max_size=6),
+)
+def test_any_prompts_split_into_template_and_own_parts_exactly(shared, ends, own):
+    prompts = [shared + " " + text + " " + ends for text in own]
+    found = unit_templates(pa.array(prompts), np.zeros(len(prompts), np.int64), 1)
+    if not found.has_template[0]:
+        return
+    head, tail = int(found.prefix_chars[0]), int(found.suffix_chars[0])
+    for prompt in prompts:
+        own_part = prompt[head : len(prompt) - tail]
+        assert found.prefix[0] + own_part + found.suffix[0] == prompt
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40), st.integers(0, 45), st.integers(0, 45))
+def test_duckdb_substr_cuts_characters_as_python_slices_do(text, head, tail):
+    """The insert's cut (substr over characters) is the split the test above checks in Python."""
+    import duckdb
+
+    tail = min(tail, max(len(text) - head, 0))
+    with duckdb.connect() as con:
+        got = con.execute(
+            "SELECT substr(?, ?::BIGINT + 1, length(?) - ?::BIGINT - ?::BIGINT)",
+            [text, head, text, head, tail],
+        ).fetchall()[0][0]
+    assert got == text[head : len(text) - tail]
+
+
+def test_full_prompt_takes_only_an_alias():
+    with pytest.raises(ValueError, match="not a table alias"):
+        full_prompt("r; DROP TABLE results")
