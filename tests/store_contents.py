@@ -14,6 +14,5 @@ def table_contents(conn: Connection) -> dict[str, list[tuple]]:
         ).fetchall()
     ]
     return {
-        name: sorted(conn.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr)
-        for name in names
+        name: sorted(conn.execute(f'SELECT * FROM "{name}"').fetchall(), key=repr) for name in names
     }

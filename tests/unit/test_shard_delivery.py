@@ -70,16 +70,12 @@ def test_without_a_broker_to_ask_the_time_bound_applies_with_backoff(tmp_path):
     store, _, (a, b) = _store_with_job(tmp_path)
     with store.transaction() as conn:
         jobs_db.mark_sent(conn, [a, b])
-        conn.execute(
-            f"UPDATE shards SET sent_at = now() - INTERVAL 100 SECOND WHERE id = {a}"
-        )
+        conn.execute(f"UPDATE shards SET sent_at = now() - INTERVAL 100 SECOND WHERE id = {a}")
     broker = FakeBroker(holds=None)
     reconciler = Reconciler(store, broker, interval=1, resend_after=60)
     assert reconciler.run_once() == 1 and broker.sent == [[a]]
     with store.transaction() as conn:  # after one re-send the bound doubles: 100 s < 120 s
-        conn.execute(
-            f"UPDATE shards SET sent_at = now() - INTERVAL 100 SECOND WHERE id = {a}"
-        )
+        conn.execute(f"UPDATE shards SET sent_at = now() - INTERVAL 100 SECOND WHERE id = {a}")
     assert reconciler.run_once() == 0
     store.close()
 

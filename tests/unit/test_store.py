@@ -90,9 +90,7 @@ def test_tokens_made_before_roles_survive_0004_as_admin_tokens(tmp_path):
                 "INSERT INTO api_tokens (name, token_hash) VALUES (?, ?)",
                 (name, hash_token(f"fm_secret-of-{name}")),
             )
-        conn.execute(
-            "INSERT INTO jobs (kind, status, payload) VALUES ('evaluate', 'done', '{}')"
-        )
+        conn.execute("INSERT INTO jobs (kind, status, payload) VALUES ('evaluate', 'done', '{}')")
         conn.execute(
             "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status) "
             "VALUES (1, 1, 'piqa', 0, 'h', '{}', 'queued')"
@@ -105,7 +103,5 @@ def test_tokens_made_before_roles_survive_0004_as_admin_tokens(tmp_path):
         assert (alice.name, alice.role) == ("alice", Role.admin)
         assert (worker.name, worker.role) == ("local-worker", Role.worker)
         assert conn.execute("SELECT owner FROM jobs").fetchall() == [(None,)]
-        assert conn.execute("SELECT resends, delivery FROM shards").fetchall() == [
-            (0, None)
-        ]
+        assert conn.execute("SELECT resends, delivery FROM shards").fetchall() == [(0, None)]
     store.close()
