@@ -5,6 +5,8 @@ tests/integration/test_adaptive_jobs_worker.py runs the same with a real worker 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -175,3 +177,48 @@ def test_bad_adaptive_settings_are_refused_with_the_field_named(client, adaptive
 def test_an_adaptive_job_needs_every_model_in_a_pair(client):
     r = client.post("/api/jobs", json=_job({}, models=("a", "b", "c")))
     assert r.status_code == 422 and "c has none" in r.text
+
+
+FORM = {"base_path": "org/base-model", "post_path": "org/post-model", "suite": "benchmarks",
+        "benchmarks": "piqa", "seeds": "1", "engine": "vllm", "mode": "generate", "temperature": "0.6",
+        "top_p": "0.95", "max_tokens": "64", "stage": "sft", "base_prompting": "base",
+        "post_prompting": "chat", "adaptive": "on"}  # fmt: skip
+
+
+def _csrf(html: str) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+
+
+def test_the_form_submits_an_adaptive_job_and_shows_a_bad_target_beside_its_field(client):
+    token = client.headers.pop("Authorization").removeprefix("Bearer ")
+    r = client.post("/login", data={"token": token, "csrf": _csrf(client.get("/login").text),
+                                    "next": "/submit"}, follow_redirects=False)  # fmt: skip
+    assert r.status_code == 303
+    form = client.get("/submit").text
+    assert 'name="adaptive"' in form and 'name="adaptive_target" value="1.5"' in form
+    csrf = _csrf(form)
+    for bad, message in (("0.01", "greater than or equal to 0.1"), ("many", "valid number")):
+        page = client.post("/submit", data={**FORM, "adaptive_target": bad, "csrf": csrf}).text
+        assert re.search(rf'data-field="adaptive_target">[^<]*{message}', page), page[-3000:]
+    r = client.post("/submit", data={**FORM, "adaptive_target": "2", "csrf": csrf},
+                    follow_redirects=False)  # fmt: skip
+    assert r.status_code == 303, r.text
+    job = client.get(r.headers["location"].split("?")[0].replace("/jobs/", "/api/jobs/")).json()
+    assert job["request"]["adaptive"] == {"target_points": 2.0, "min_samples": 100,
+                                          "max_samples": None, "chunk_size": 50}  # fmt: skip
+    assert [s["benchmark"] for s in job["shards"]] == ["piqa", "piqa"]
+    assert job["shards"][0]["total"] is None  # the first round: samples 0..100 of the order
+    # without the checkbox: an ordinary job
+    r = client.post("/submit", data={**{k: v for k, v in FORM.items() if k != "adaptive"},
+                                     "adaptive_target": "2", "csrf": csrf}, follow_redirects=False)  # fmt: skip
+    job = client.get(r.headers["location"].split("?")[0].replace("/jobs/", "/api/jobs/")).json()
+    assert "adaptive" not in job["request"] and job["adaptive"] is None
+
+
+def test_names_on_the_adaptive_section_are_escaped(client):
+    body = _job({"target_points": 4.0, "min_samples": 20, "chunk_size": 20},
+                models=("<b>a</b>", "b"), pairs=(("<b>a</b>", "b"),))  # fmt: skip
+    job_id = client.post("/api/jobs", json=body).json()["id"]
+    _run_queued(client, job_id)
+    page = client.get(f"/jobs/{job_id}").text
+    assert "&lt;b&gt;a&lt;/b&gt; → b" in page and "<b>a</b>" not in page

@@ -7,10 +7,18 @@ tighter target continues from where the first stopped."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+
 import pytest
 
 from app.adaptive import evaluation_order
-from tests.integration.worker_env import Deployment, require_redis, write_toy_benchmark
+from tests.integration.worker_env import (
+    FORGETMAP,
+    Deployment,
+    require_redis,
+    write_toy_benchmark,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -62,7 +70,22 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
         page = dep.http.get(f"/jobs/{first['id']}").text
         assert "80 of 200" in page and "estimated" in page
 
-        second = dep.wait(dep.submit(_job(model, 2.5)), timeout=300)
+        # the tighter job through the command line (the same body as _job(model, 2.5))
+        path = str(model["path"])
+        submitted = subprocess.run(
+            [FORGETMAP, "job", "submit", "--base", f"tiny-a={path}", "--post", f"tiny-b={path}",
+             "--post-prompting", "base", "--benchmarks", "local:toy.jsonl", "--seeds", "0",
+             "--engine", "transformers", "--temperature", "0", "--max-tokens", "2", "--shots", "1",
+             "--label", "twins", "--adaptive", "--target", "2.5", "--min-samples", "20",
+             "--chunk", "20", "--max-samples", "180", "--app", dep.url,
+             "--token", dep.submit_token],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        second_id = json.loads(submitted.stdout)["id"]
+        by_cli = {k: v for k, v in dep.job(second_id)["request"].items() if k != "rounds"}
+        by_api = {k: v for k, v in first["request"].items() if k != "rounds"}
+        assert by_cli == {**by_api, "adaptive": {**by_api["adaptive"], "target_points": 2.5}}
+        second = dep.wait(second_id, timeout=300)
         pair = second["adaptive"]["benchmarks"][0]["pairs"][0]
         assert (second["status"], pair["n"], pair["stopped"]) == ("done", 120, "target met")
         # it continued after the 80 stored samples: two rounds of 20 per model, nothing again
