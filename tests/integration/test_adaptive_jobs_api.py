@@ -105,6 +105,10 @@ def test_rounds_stop_on_target_and_continue_without_reevaluating(client):
     assert client.get(f"/api/jobs/{third['id']}").json()["status"] == "done"
     page = client.get(f"/jobs/{again['id']}").text
     assert "estimated" in page and "target met" in page
+    # an ordinary job wants every sample: 120 of 200 is not "evaluated before"
+    plain = client.post("/api/jobs", json={**_job(None), "adaptive": None}).json()
+    shards = client.get(f"/api/jobs/{plain['id']}").json()["shards"]
+    assert plain["shards_to_run"] == 2 and {s["status"] for s in shards} == {"queued"}
 
 
 def test_max_samples_and_the_end_of_the_benchmark_stop_a_pair(client):
@@ -122,6 +126,10 @@ def test_max_samples_and_the_end_of_the_benchmark_stop_a_pair(client):
     ran = _run_queued(client, job_id, flips)
     pair = client.get(f"/api/jobs/{job_id}").json()["adaptive"]["benchmarks"][0]["pairs"][0]
     assert (pair["n"], pair["stopped"]) == (N, "end of benchmark")
+    # rounds that reached the end leave nothing out: an ordinary job reuses them
+    plain = {**_job(None, models=("a", "c"), pairs=(("a", "c"),)), "adaptive": None}
+    shards = client.get(f"/api/jobs/{client.post('/api/jobs', json=plain).json()['id']}").json()
+    assert {s["status"] for s in shards["shards"]} == {"reused"}
     # the base "a" had 80 samples stored: only "c" starts at 0
     assert {(m, start) for m, _, start, _ in ran if start == 0} == {("c", 0)}
 
