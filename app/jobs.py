@@ -312,6 +312,10 @@ def finish_shard(
     Returns the shards to send: an adaptive round's next one, when this shard ended a round."""
     s = _existing_shard(conn, shard_id)
     spec = s["spec"]
+    if spec.get("slice") and full_size is None:
+        # without the benchmark's size the rounds could not tell its end
+        raise InputError(f"shard {shard_id} is an adaptive round's: its finish needs full_size "
+                         "(the samples the benchmark has); update the worker")  # fmt: skip
     if data:
         spec = {**spec, "config": {**spec["config"], "data": data}}
     if full_size is not None:

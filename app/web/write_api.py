@@ -249,11 +249,12 @@ class FinishIn(Strict):
 def shard_finish(request: Request, shard_id: Id, body: FinishIn, principal: Worker) -> dict:
     try:
         with deps.store(request).transaction() as conn:
+            _shard_or_404(conn, shard_id)
             data = body.data.model_dump(exclude_none=True) if body.data else None
             to_send = jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint, data=data,
                                         full_size=body.full_size)  # fmt: skip
     except InputError as exc:
-        raise HTTPException(404, str(exc)) from exc
+        raise _input_error(exc) from exc
     # an adaptive job's next round (the reconciler sends it if the queue is down now)
     if to_send:
         send_and_record(deps.store(request), request.app.state.enqueuer, to_send)

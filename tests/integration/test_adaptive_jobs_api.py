@@ -95,6 +95,9 @@ def test_rounds_stop_on_target_and_continue_without_reevaluating(client):
     detail = client.get(f"/api/jobs/{again['id']}").json()
     assert detail["adaptive"]["benchmarks"][0]["pairs"][0]["n"] == 120
     assert detail["adaptive"]["benchmarks"][0]["pairs"][0]["stopped"] == "target met"
+    # an adaptive shard's finish must say how many samples the benchmark has
+    refused = _as_worker(client, f"/api/shards/{detail['shards'][0]['id']}/finish", {})
+    assert refused.status_code == 422 and "full_size" in refused.text
     # a repeated finish of a finished round's shard schedules nothing more
     first = detail["shards"][0]["id"]
     assert _as_worker(client, f"/api/shards/{first}/finish", {"full_size": N}).status_code == 200
