@@ -15,7 +15,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from app.errors import InputError
 
@@ -146,8 +146,35 @@ class PairSpecIn(Strict):
     stage: choice(Stage) | None = None
 
 
+# adaptive evaluation (app/adaptive.py): a target below 0.1 points needs more samples than any
+# benchmark has; 50 points is a coin's whole range; a chunk over 100,000 is a full run
+MIN_TARGET_POINTS, MAX_TARGET_POINTS = 0.1, 50.0
+MAX_ADAPTIVE_SAMPLES = 10_000_000
+MAX_CHUNK = 100_000
+
+
+class AdaptiveIn(Strict):
+    """Adaptive evaluation of a job's pairs: per benchmark, samples in the shared evaluation order,
+    chunk by chunk, until both F_true and BT_true are known to +-``target_points`` (95%
+    confidence sequence), never before ``min_samples``, never past ``max_samples`` (None: all)."""
+
+    target_points: Annotated[float, Field(ge=MIN_TARGET_POINTS, le=MAX_TARGET_POINTS)] = 1.5
+    min_samples: Annotated[Int, Field(ge=1, le=MAX_ADAPTIVE_SAMPLES)] = 100
+    max_samples: Annotated[Int, Field(ge=1, le=MAX_ADAPTIVE_SAMPLES)] | None = None
+    chunk_size: Annotated[Int, Field(ge=1, le=MAX_CHUNK)] = 50
+
+    @model_validator(mode="after")
+    def _max_at_least_min(self) -> AdaptiveIn:
+        if self.max_samples is not None and self.max_samples < self.min_samples:
+            raise ValueError(
+                f"max_samples ({self.max_samples}) must be >= min_samples ({self.min_samples})"
+            )
+        return self
+
+
 class EvaluateJobIn(Strict):
-    """An evaluation: every model on every benchmark and seed (one shard each)."""
+    """An evaluation: every model on every benchmark and seed (one shard each); with
+    ``adaptive``, the pairs' benchmarks in rounds of slices until their intervals are narrow."""
 
     kind: Literal["evaluate"] = "evaluate"
     models: Annotated[list[ModelIn], Field(min_length=1, max_length=50)]
@@ -155,6 +182,7 @@ class EvaluateJobIn(Strict):
     seeds: Seeds = [0, 1, 2]
     config: EvalConfigIn = EvalConfigIn()
     pairs: Annotated[list[PairSpecIn], Field(max_length=100)] = []
+    adaptive: AdaptiveIn | None = None
 
 
 class SeriesJobIn(Strict):
@@ -192,6 +220,18 @@ class ShardModel(ModelIn):
     model_config = ConfigDict(strict=True, extra="ignore")
 
 
+class ShardSlice(BaseModel):
+    """An adaptive round's part of a benchmark: samples ``start`` to ``end`` (excluded) of its
+    evaluation order (app.adaptive.evaluation_order keyed by ``order``, the stored benchmark
+    name); the end may pass the benchmark's size (the worker stops at it)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    start: Annotated[int, Field(ge=0)]
+    end: Annotated[int, Field(ge=1)]
+    order: Name
+    round: Annotated[int, Field(ge=0)] = 0
+
+
 class EvaluationShardSpec(BaseModel):
     """What an evaluation shard tells its worker (``shards.spec``); the worker checks it before
     loading anything. Unknown keys are ignored: an older worker still reads a newer spec."""
@@ -199,6 +239,7 @@ class EvaluationShardSpec(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore")
     model: ShardModel
     config: ShardConfig
+    slice: ShardSlice | None = None  # None: the whole benchmark
 
 
 # ----------------------------------------------------------------------------------- checking

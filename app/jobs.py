@@ -6,6 +6,13 @@ fail) and never open the database. A shard whose (model, benchmark, seed, eval c
 evaluated is marked ``reused`` and not run again: a base model shared by many pairs is evaluated
 once.
 
+Adaptive jobs (``adaptive`` set, app/adaptive.py, app/adaptive_rounds.py) run per benchmark in
+rounds: a round is one shard per (model, seed) for the next slice of the benchmark's shared
+evaluation order, starting after what the model already has stored under the same eval config
+(so a later job with a tighter target continues, and a base shared by pairs is evaluated once).
+When a round's last shard finishes, the app looks at the paired confidence sequence and stops the
+benchmark or writes the next round; the round state lives in the job's payload (``rounds``).
+
 Shard and job states: app.boundary.ShardStatus and JobStatus.
 
 Lost messages: a queued shard's broker message can vanish (a Redis restart without persistence,
@@ -22,9 +29,12 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel
 from sqlalchemy import Connection
 
+from app.adaptive import evaluation_order
+from app.adaptive_rounds import PairLook, Stop, look, model_ends, rule_of
 from app.boundary import (
     MAX_SHARDS_PER_JOB,
     TERMINAL,
@@ -40,6 +50,7 @@ from app.boundary import (
     Stage,
     validated,
 )
+from app.db import adaptive as adaptive_db
 from app.db import jobs as jobs_db
 from app.db import queries
 from app.db.ingest import add_pair
@@ -96,11 +107,14 @@ class JobRequest:
     config: EvalConfig = field(default_factory=EvalConfig)
     # (base name, post name, label, stage): pairs to create over the job's models
     pairs: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
+    # app.boundary.AdaptiveIn as a dict; None: every sample of every benchmark
+    adaptive: dict | None = None
 
     @classmethod
     def from_dict(cls, data: dict) -> JobRequest:
         """A job from its JSON form (``POST /api/jobs``, a stored payload), checked by the
         boundary (app.boundary.EvaluateJobIn) and then by :meth:`validate`."""
+        data = {k: v for k, v in data.items() if k != "rounds"}  # a stored payload's round state
         body = validated(EvaluateJobIn, {"kind": "evaluate", **data}, strict=False)
         request = cls(
             models=[ModelSpec(**m.model_dump()) for m in body.models],
@@ -108,6 +122,7 @@ class JobRequest:
             seeds=list(body.seeds),
             config=EvalConfig(**body.config.model_dump()),
             pairs=[(p.base, p.post, p.label, p.stage) for p in body.pairs],
+            adaptive=body.adaptive.model_dump() if body.adaptive else None,
         )
         request.validate()
         return request
@@ -135,9 +150,17 @@ class JobRequest:
                     raise InputError(f"pair names {name!r}, which is not one of the job's models")
             if stage is not None and stage not in set(Stage):
                 raise InputError(f"stage must be one of {', '.join(Stage)}, got {stage!r}")
+        if self.adaptive is not None:
+            paired = {name for base, post, _, _ in self.pairs for name in (base, post)}
+            alone = [n for n in names if n not in paired]
+            if not self.pairs or alone:
+                raise InputError(
+                    "adaptive evaluation stops on a pair's interval: every model needs a pair"
+                    + (f" ({', '.join(alone)} has none)" if alone and self.pairs else "")
+                )
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "models": [asdict(m) for m in self.models],
             "benchmarks": self.benchmarks,
             "seeds": self.seeds,
@@ -146,6 +169,9 @@ class JobRequest:
                 {"base": b, "post": p, "label": lab, "stage": st} for b, p, lab, st in self.pairs
             ],
         }
+        if self.adaptive is not None:
+            out["adaptive"] = self.adaptive
+        return out
 
 
 def shard_config(model: ModelSpec, config: EvalConfig) -> dict:
@@ -179,6 +205,13 @@ def create_job(conn: Connection, request: JobRequest) -> tuple[int, list[int]]:
     register_models(conn, request.models)
     job_id = jobs_db.insert_job(conn, ShardKind.evaluate, request.to_dict())
     to_enqueue = []
+    if request.adaptive is not None:
+        for base, post, label, stage in request.pairs:
+            add_pair(conn, base, post, label=label, stage=stage)
+        for bench in dict.fromkeys(request.benchmarks):
+            to_enqueue += _advance(conn, job_id, bench)
+        update_job_status(conn, job_id)
+        return job_id, to_enqueue
     for m in request.models:
         model_id = jobs_db.model_id(conn, m.name)
         cfg = shard_config(m, request.config)
@@ -266,19 +299,36 @@ def _existing_shard(conn: Connection, shard_id: int) -> dict:
 
 
 def finish_shard(
-    conn: Connection, shard_id: int, *, fingerprint: str | None = None, data: dict | None = None
-) -> None:
+    conn: Connection,
+    shard_id: int,
+    *,
+    fingerprint: str | None = None,
+    data: dict | None = None,
+    full_size: int | None = None,
+) -> list[int]:
     """Mark a shard done. ``data`` (the worker's ``{source, file, sha256}``) goes into the shard's
-    eval config, so the results name the exact benchmark copy they were computed on."""
+    eval config, so the results name the exact benchmark copy they were computed on;
+    ``full_size`` (the samples the worker's loader saw) into its spec and the benchmark's row.
+    Returns the shards to send: an adaptive round's next one, when this shard ended a round."""
     s = _existing_shard(conn, shard_id)
+    spec = s["spec"]
+    if spec.get("slice") and full_size is None:
+        # without the benchmark's size the rounds could not tell its end
+        raise InputError(f"shard {shard_id} is an adaptive round's: its finish needs full_size "
+                         "(the samples the benchmark has); update the worker")  # fmt: skip
     if data:
-        jobs_db.set_spec(
-            conn, shard_id, {**s["spec"], "config": {**s["spec"]["config"], "data": data}}
-        )
+        spec = {**spec, "config": {**spec["config"], "data": data}}
+    if full_size is not None:
+        spec = {**spec, "full_size": full_size}
+        adaptive_db.set_full_size(conn, stored_benchmark_name(s["benchmark"]), full_size)
+    if spec is not s["spec"]:
+        jobs_db.set_spec(conn, shard_id, spec)
     jobs_db.mark_done(conn, shard_id)
     if fingerprint:
         jobs_db.set_fingerprint(conn, s["model"], fingerprint)
+    to_send = _after_round(conn, s) if spec.get("slice") else []
     update_job_status(conn, s["job_id"])
+    return to_send
 
 
 def fail_shard(conn: Connection, shard_id: int, error: str) -> None:
@@ -336,6 +386,7 @@ def job_detail(conn: Connection, job_id: int) -> dict | None:
         "owner": row[6],
         "resends": sum(r["resends"] for r in shard_rows),
         "shards": shard_rows,
+        "adaptive": adaptive_summary(conn, request),
     }
 
 
@@ -350,3 +401,132 @@ def results_target(conn: Connection, shard_id: int) -> dict:
             f"shards (recoverability results go to /api/shards/{shard_id}/recovery)"
         )
     return {**s, "benchmark": stored_benchmark_name(s["benchmark"])}
+
+
+# ------------------------------------------------------------------------- adaptive rounds
+
+
+def _payload(conn: Connection, job_id: int) -> dict:
+    return json.loads(jobs_db.job_row(conn, job_id)[3])
+
+
+def _pair_look(conn: Connection, rule, pair: dict, stored: str, seeds: list[int],
+               full_size: int | None) -> PairLook:  # fmt: skip
+    """One pair's look at its paired samples (all seeds), put in evaluation order."""
+    rows = adaptive_db.paired_correctness(conn, pair["base"], pair["post"], stored, seeds)
+    by_id: dict[str, dict[int, tuple]] = {}
+    for sample_id, seed, base_ok, post_ok, k in rows:
+        by_id.setdefault(sample_id, {})[seed] = (base_ok, post_ok, k or 0)
+    order = evaluation_order(
+        stored, [s for s, by_seed in by_id.items() if len(by_seed) == len(seeds)]
+    )
+    pre = np.array([[by_id[s][seed][0] for s in order] for seed in seeds], dtype=np.int8)
+    post = np.array([[by_id[s][seed][1] for s in order] for seed in seeds], dtype=np.int8)
+    k = np.array([by_id[s][seeds[0]][2] for s in order], dtype=np.int64)
+    return look(rule, pair["base"], pair["post"], pre.reshape(len(seeds), -1),
+                post.reshape(len(seeds), -1), k, full_size)  # fmt: skip
+
+
+def _advance(
+    conn: Connection, job_id: int, benchmark: str, payload: dict | None = None
+) -> list[int]:
+    """Look at every pair of an adaptive job on one benchmark and write its next round: one shard
+    per (model, seed) whose stored prefix ends before what its pairs need. Returns their ids
+    (none: every pair stopped). Samples a model already has are not evaluated again: when they
+    already cover a round, the next look is taken at once."""
+    payload = payload or _payload(conn, job_id)
+    rule = rule_of(payload["adaptive"])
+    stored = stored_benchmark_name(benchmark)
+    seeds = list(payload["seeds"])
+    config = EvalConfig(**payload["config"])
+    models = {m["name"]: ModelSpec(**m) for m in payload["models"]}
+    state = payload.setdefault("rounds", {}).get(benchmark) or {"round": -1, "full_size": None}
+    sizes = [sp["full_size"] for _, sp in adaptive_db.round_shards(conn, job_id, benchmark)
+             if sp.get("full_size") is not None]  # fmt: skip
+    full = min(sizes) if sizes else state["full_size"] or adaptive_db.full_size(conn, stored)
+    last_n: list[int] | None = None
+    while True:
+        looks = [_pair_look(conn, rule, p, stored, seeds, full) for p in payload["pairs"]]
+        planned = []  # (model, seed, start, end)
+        for name, end in model_ends(looks).items():
+            cfg = shard_config(models[name], config)
+            chash, mid = config_hash(cfg), jobs_db.model_id(conn, name)
+            for seed in seeds:
+                start, whole = adaptive_db.stored_prefix(conn, mid, benchmark, seed, chash)
+                end_here = end if full is None else min(end, full)
+                if not whole and start < end_here:
+                    planned.append((name, seed, start, end_here))
+        if planned or all(p.stopped for p in looks):
+            break
+        n_now = [p.n for p in looks]
+        if n_now == last_n:  # stored prefixes cover the round, yet no paired sample came: the end
+            looks = [p if p.stopped else PairLook(p.base, p.post, p.n, Stop.end, None,
+                                                  p.f_half_points, p.bt_half_points)
+                     for p in looks]  # fmt: skip
+            break
+        last_n = n_now
+    number = state["round"] + 1 if planned else state["round"]
+    ids = []
+    for name, seed, start, end in planned:
+        cfg = shard_config(models[name], config)
+        spec = {"model": asdict(models[name]), "config": cfg,
+                "slice": {"start": start, "end": end, "order": stored, "round": number}}  # fmt: skip
+        ids += [i for i, _ in jobs_db.insert_evaluation_shards(
+            conn, job_id=job_id, model_id=jobs_db.model_id(conn, name), config_hash=config_hash(cfg),
+            spec=spec, rows=[(benchmark, seed, ShardStatus.queued)])]  # fmt: skip
+    payload["rounds"][benchmark] = {"round": number, "full_size": full,
+                                    "pairs": [p.to_dict() for p in looks]}  # fmt: skip
+    adaptive_db.set_payload(conn, job_id, payload)
+    return sorted(ids)
+
+
+def _after_round(conn: Connection, shard: dict) -> list[int]:
+    """After an adaptive shard finished: when it was the last of its round (and the job goes
+    on), the next look and round. A repeated finish of an earlier round's shard does nothing."""
+    if jobs_db.job_status(conn, shard["job_id"]) == JobStatus.cancelled:
+        return []
+    payload = _payload(conn, shard["job_id"])
+    state = payload.get("rounds", {}).get(shard["benchmark"])
+    number = shard["spec"]["slice"].get("round", 0)
+    if not payload.get("adaptive") or state is None or state["round"] != number:
+        return []
+    statuses = [st for st, sp in adaptive_db.round_shards(conn, shard["job_id"], shard["benchmark"])
+                if (sp.get("slice") or {}).get("round") == number]  # fmt: skip
+    if any(st != ShardStatus.done for st in statuses):
+        return []
+    return _advance(conn, shard["job_id"], shard["benchmark"], payload)
+
+
+def adaptive_summary(conn: Connection, payload: dict) -> dict | None:
+    """An adaptive job's savings: per benchmark, each pair's n (of the full size) and why it
+    stopped; in total, samples and generated tokens used against a full run's (tokens of the
+    full run estimated per model and benchmark as tokens used / samples used * full size)."""
+    if not payload.get("adaptive"):
+        return None
+    seeds = list(payload["seeds"])
+    names = [m["name"] for m in payload["models"]]
+    benchmarks, used, full, tokens, tokens_full = [], 0, 0, 0, 0.0
+    for bench, state in (payload.get("rounds") or {}).items():
+        stored = stored_benchmark_name(bench)
+        size = state.get("full_size")
+        per_model = adaptive_db.usage(conn, names, stored, seeds)
+        for n_rows, n_tokens in per_model.values():
+            used += n_rows
+            tokens += n_tokens
+            if size is not None and n_rows:
+                full += size * len(seeds)
+                tokens_full += n_tokens / n_rows * size * len(seeds)
+        benchmarks.append({
+            "benchmark": stored, "requested": bench, "full_size": size, "round": state["round"],
+            "done": all(p["stopped"] for p in state["pairs"]),
+            "pairs": [{k: p[k] for k in ("base", "post", "n", "stopped", "f_half_points",
+                                         "bt_half_points")} for p in state["pairs"]],
+        })  # fmt: skip
+    return {
+        "settings": payload["adaptive"],
+        "benchmarks": benchmarks,
+        "samples_used": used,
+        "samples_full": full,
+        "tokens_used": tokens,
+        "tokens_full_estimated": round(tokens_full),
+    }

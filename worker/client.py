@@ -82,8 +82,16 @@ class AppClient:
     def recovery(self, shard_id: int, body: dict) -> dict:
         return self.post(f"/api/shards/{shard_id}/recovery", body)
 
-    def finish(self, shard_id: int, fingerprint: str | None, data: dict | None = None) -> None:
-        self.post(f"/api/shards/{shard_id}/finish", {"fingerprint": fingerprint, "data": data})
+    def finish(
+        self,
+        shard_id: int,
+        fingerprint: str | None,
+        data: dict | None = None,
+        full_size: int | None = None,
+    ) -> None:
+        """Mark the shard done; ``full_size``: the samples the benchmark has (as loaded)."""
+        body = {"fingerprint": fingerprint, "data": data, "full_size": full_size}
+        self.post(f"/api/shards/{shard_id}/finish", body)
 
     def fail(self, shard_id: int, error: str) -> None:
         self.post(f"/api/shards/{shard_id}/fail", {"error": error})

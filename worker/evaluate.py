@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from app.boundary import EvaluationShardSpec, ShardStatus, problem_text
 from app.paths import ModelPathError, check_model_path
+from worker.adaptive_slice import slice_items
 from worker.benchmarks.grading import grade, grade_choice_logprobs
 from worker.benchmarks.items import BenchmarkError, Item
 from worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots
@@ -87,7 +88,8 @@ def run_shard(
         )
     except BenchmarkError as exc:
         raise ShardFailed(str(exc)) from exc
-    items = loaded.items
+    items = loaded.items  # the few-shot pool: the whole benchmark, also for a slice
+    todo = slice_items(items, checked.slice)
     options = {"trust_remote_code": settings.trust_remote_code, "revision": spec.get("revision")}
     if cfg["engine"] == "transformers" and settings.torch_threads:
         # on a shared CPU node torch's default (every core) slowed generation 6-20x (bench/engine)
@@ -103,7 +105,7 @@ def run_shard(
             f"cannot load model {spec['path']!r} with {cfg['engine']}: {type(exc).__name__}: {exc}"
         ) from exc
 
-    total = len(items)
+    total = len(todo)
     log.info("shard %d: %s on %s seed %d, %d items (%s, %s prompting)", shard_id, spec["name"],
              shard["benchmark"], seed, total, cfg["mode"], cfg["prompting"])  # fmt: skip
     if client.progress(shard_id, 0, total) == ShardStatus.cancelled:
@@ -111,7 +113,7 @@ def run_shard(
     started = time.monotonic()
     done = 0
     for start in range(0, total, settings.upload_batch):
-        batch = items[start : start + settings.upload_batch]
+        batch = todo[start : start + settings.upload_batch]
         try:
             rows = _evaluate(engine, batch, items, cfg, seed)
         except Exception as exc:
@@ -123,7 +125,8 @@ def run_shard(
         if client.progress(shard_id, done, total) == ShardStatus.cancelled:
             log.info("shard %d cancelled; stopping", shard_id)
             return ShardStatus.cancelled
-    client.finish(shard_id, model_fingerprint(path, spec.get("revision")), loaded.data_record())
+    client.finish(shard_id, model_fingerprint(path, spec.get("revision")), loaded.data_record(),
+                  full_size=len(items))  # fmt: skip
     log.info("shard %d done in %.1fs", shard_id, time.monotonic() - started)
     return ShardStatus.done
 

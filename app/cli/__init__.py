@@ -13,6 +13,7 @@ import click
 
 from app.cli import (
     imports,
+    jobs,
     maps,
     models,
     pairs,
@@ -41,6 +42,7 @@ def main(ctx: click.Context, db: Path | None) -> None:
 
 
 main.add_command(imports.import_group)
+main.add_command(jobs.job)
 main.add_command(maps.map_command)
 main.add_command(models.model)
 main.add_command(pairs.pair)

@@ -198,12 +198,17 @@ def insert_evaluation_shards(
 
 
 def evaluated(conn: Connection, model_id: int, config_hash: str) -> list[tuple[str, int]]:
-    """(benchmark as requested, seed) of the model's finished shards with this eval config."""
+    """(benchmark as requested, seed) of the model's finished shards with this eval config that
+    leave no sample out: an adaptive round's slice counts only when it reached the benchmark's
+    end (its rounds start where the stored prefix ends, so the earlier ones are done too)."""
     return (
         duck_of(conn)
         .execute(
             "SELECT DISTINCT benchmark, seed FROM shards "
-            "WHERE model_id = ? AND config_hash = ? AND status = 'done'",
+            "WHERE model_id = ? AND config_hash = ? AND status = 'done' "
+            "AND (json_extract(spec, '$.slice') IS NULL "
+            "     OR json_extract(spec, '$.slice.end')::BIGINT "
+            "        >= json_extract(spec, '$.full_size')::BIGINT)",
             [model_id, config_hash],
         )
         .fetchall()

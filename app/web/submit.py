@@ -99,7 +99,7 @@ def local_benchmarks(request: Request) -> list[str]:
 DEFAULTS = {
     "base_prompting": "base", "post_prompting": "chat", "suite": "paper", "seeds": "3",
     "engine": "vllm", "mode": "generate", "temperature": "0.6", "top_p": "0.95", "max_tokens": "2048",
-    "stage": "instruct", "target": "pair",
+    "stage": "instruct", "target": "pair", "adaptive_target": "1.5",
 }  # fmt: skip
 
 
@@ -147,6 +147,8 @@ def _form_field(loc: tuple) -> str:
             return "suite"
         case ("seeds", *_):
             return "seeds"
+        case ("adaptive", *_):
+            return "adaptive_target"
     return "form"
 
 
@@ -222,6 +224,8 @@ def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequ
         "pairs": [{"base": models[0]["name"], "post": models[1]["name"], "label": label,
                    "stage": values.get("stage") or Stage.other}],
     }  # fmt: skip
+    if values.get("adaptive"):  # the checkbox; the other settings keep their defaults
+        data["adaptive"] = {"target_points": values.get("adaptive_target")}
     try:
         body = EvaluateJobIn.model_validate(data, strict=False)  # form values are all text
     except ValidationError as exc:

@@ -241,16 +241,23 @@ class ShardData(Strict):
 class FinishIn(Strict):
     fingerprint: Annotated[str, Field(max_length=200)] | None = None
     data: ShardData | None = None
+    # the samples the worker's loader saw (benchmarks.full_size; adaptive rounds stop at it)
+    full_size: Annotated[Int, Field(ge=0, le=MAX_ID)] | None = None
 
 
 @router.post("/api/shards/{shard_id}/finish", responses=WRITE_ID_ERRORS)
 def shard_finish(request: Request, shard_id: Id, body: FinishIn, principal: Worker) -> dict:
     try:
         with deps.store(request).transaction() as conn:
+            _shard_or_404(conn, shard_id)
             data = body.data.model_dump(exclude_none=True) if body.data else None
-            jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint, data=data)
+            to_send = jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint, data=data,
+                                        full_size=body.full_size)  # fmt: skip
     except InputError as exc:
-        raise HTTPException(404, str(exc)) from exc
+        raise _input_error(exc) from exc
+    # an adaptive job's next round (the reconciler sends it if the queue is down now)
+    if to_send:
+        send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
     return {"status": ShardStatus.done}
 
 

@@ -1,0 +1,133 @@
+"""``forgetmap job``: submit an evaluation of a pair to a running app (``POST /api/jobs`` with a
+submit token, as ``forgetmap watch`` does), optionally adaptive, and show a job."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from app.cli.common import CliError
+
+ENGINES = ["vllm", "transformers"]  # app.boundary.Engine (tests/unit/test_adaptive_jobs.py)
+MODES = ["generate", "loglik"]  # app.boundary.Mode
+PROMPTINGS = ["chat", "base"]  # app.boundary.Prompting
+STAGES = ["instruct", "sft", "rl", "domain-cpt", "merge", "other"]  # app.boundary.Stage
+
+
+def _model(value: str, prompting: str) -> dict:
+    name, sep, path = value.partition("=")
+    if not sep or not name or not path:
+        raise CliError(f"a model is NAME=PATH (a Hub id or a folder), got {value!r}")
+    return {"name": name, "path": path, "prompting": prompting}
+
+
+def job_body(*, base: str, post: str, benchmarks: str, seeds: str, base_prompting: str,
+             post_prompting: str, engine: str, mode: str, temperature: float, top_p: float,
+             max_tokens: int, shots: int, limit: int | None, label: str | None, stage: str | None,
+             adaptive: bool, target: float | None, min_samples: int | None,
+             max_samples: int | None, chunk: int | None) -> dict:  # fmt: skip
+    """The ``POST /api/jobs`` body of the command's options (the app validates it)."""
+    try:
+        seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+    except ValueError:
+        raise CliError(f"--seeds must be integers separated by commas, got {seeds!r}") from None
+    models = [_model(base, base_prompting), _model(post, post_prompting)]
+    body = {
+        "models": models,
+        "benchmarks": [b.strip() for b in benchmarks.split(",") if b.strip()],
+        "seeds": seed_list,
+        "config": {"engine": engine, "mode": mode, "temperature": temperature, "top_p": top_p,
+                   "max_tokens": max_tokens, "shots": shots, "limit": limit},
+        "pairs": [{"base": models[0]["name"], "post": models[1]["name"], "label": label,
+                   "stage": stage}],
+    }  # fmt: skip
+    settings = {"target_points": target, "min_samples": min_samples, "max_samples": max_samples,
+                "chunk_size": chunk}  # fmt: skip
+    given = {k: v for k, v in settings.items() if v is not None}
+    if given and not adaptive:
+        raise CliError("--target, --min-samples, --max-samples and --chunk need --adaptive")
+    if adaptive:
+        body["adaptive"] = given
+    return body
+
+
+def _post(app_url: str, token: str | None, path: str, body: dict | None = None) -> dict:
+    import httpx
+
+    if not token:
+        raise CliError("this needs a token: --token or $FORGETMAP_API_TOKEN "
+                       "(`forgetmap token create NAME --role submit`)")  # fmt: skip
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        with httpx.Client(base_url=app_url, headers=headers, timeout=60) as http:
+            r = http.post(path, json=body) if body is not None else http.get(path)
+    except httpx.TransportError as exc:
+        raise CliError(f"cannot reach the app at {app_url}: {exc}") from None
+    if r.status_code >= 400:
+        try:
+            detail = r.json().get("detail", r.text)
+        except ValueError:
+            detail = r.text
+        if isinstance(detail, list):  # the boundary's problems: field and message each
+            detail = "; ".join(f"{'.'.join(str(p) for p in d.get('loc', [])[1:])}: {d.get('msg')}"
+                               for d in detail)  # fmt: skip
+        raise CliError(f"the app refused the job ({r.status_code}): {detail}")
+    return r.json()
+
+
+_APP = click.option("--app", "app_url", envvar="FORGETMAP_APP_URL",
+                    default="http://127.0.0.1:8000", show_default=True,
+                    help="The forgetmap app ($FORGETMAP_APP_URL).")  # fmt: skip
+_TOKEN = click.option("--token", envvar="FORGETMAP_API_TOKEN",
+                      help="A submit token ($FORGETMAP_API_TOKEN).")  # fmt: skip
+
+
+@click.group()
+def job() -> None:
+    """Evaluation jobs, through a running app's API."""
+
+
+@job.command("submit")
+@click.option("--base", required=True, metavar="NAME=PATH", help="The base model.")
+@click.option("--post", required=True, metavar="NAME=PATH", help="The post-trained model.")
+@click.option("--benchmarks", required=True, help="Comma-separated benchmarks.")
+@click.option("--seeds", default="0,1,2", show_default=True)
+@click.option("--base-prompting", type=click.Choice(PROMPTINGS), default="base", show_default=True)
+@click.option("--post-prompting", type=click.Choice(PROMPTINGS), default="chat", show_default=True)
+@click.option("--engine", type=click.Choice(ENGINES), default="vllm", show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default="generate", show_default=True)
+@click.option("--temperature", type=float, default=0.6, show_default=True)
+@click.option("--top-p", type=float, default=0.95, show_default=True)
+@click.option("--max-tokens", type=int, default=2048, show_default=True)
+@click.option("--shots", type=int, default=3, show_default=True, help="Few-shot examples (base).")
+@click.option("--limit", type=int, help="Items per benchmark (default: all).")
+@click.option("--label", help="The pair's label.")
+@click.option(
+    "--stage", type=click.Choice(STAGES), help="What post-training step the pair measures."
+)
+@click.option("--adaptive", is_flag=True,
+              help="Stop each benchmark once F_true and BT_true are known to +-TARGET points.")  # fmt: skip
+@click.option("--target", type=float, help="Adaptive: half-width in points (1.5).")
+@click.option("--min-samples", type=int, help="Adaptive: samples before the first look (100).")
+@click.option("--max-samples", type=int, help="Adaptive: at most this many samples (all).")
+@click.option("--chunk", type=int, help="Adaptive: samples per round after the first (50).")
+@click.option("--dry-run", is_flag=True, help="Print the request's body, send nothing.")
+@_APP
+@_TOKEN
+def job_submit(app_url: str, token: str | None, dry_run: bool, **options) -> None:
+    """Evaluate a pair (POST /api/jobs); prints the job's id and shards as JSON."""
+    body = job_body(**options)
+    if dry_run:
+        click.echo(json.dumps(body, indent=2))
+        return
+    click.echo(json.dumps(_post(app_url, token, "/api/jobs", body)))
+
+
+@job.command("show")
+@click.argument("job_id", type=int)
+@_APP
+@_TOKEN
+def job_show(job_id: int, app_url: str, token: str | None) -> None:
+    """A job as JSON (GET /api/jobs/ID): status, shards, and an adaptive job's savings."""
+    click.echo(json.dumps(_post(app_url, token, f"/api/jobs/{job_id}"), indent=2))

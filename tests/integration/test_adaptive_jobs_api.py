@@ -1,0 +1,235 @@
+"""Adaptive jobs through the real app (DuckDB file, the API's routes), with this test acting as
+the worker over HTTP: rounds follow the shared evaluation order, stop on the interval, continue
+without re-evaluating, share a base between pairs, stop when cancelled, and refuse bad settings.
+tests/integration/test_adaptive_jobs_worker.py runs the same with a real worker process."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.adaptive import evaluation_order
+from app.config import WebSettings
+from app.web import create_app
+
+N = 200
+IDS = [f"g{i:03d}" for i in range(N)]
+ORDER = evaluation_order("toy", IDS)
+
+
+@pytest.fixture
+def client(cli, tmp_path):
+    token = cli("token", "create", "admin").stdout.strip()
+    worker = cli("token", "create", "worker", "--role", "worker").stdout.strip()
+    settings = WebSettings(secret_key="k", reconcile_seconds=3600)
+    with TestClient(create_app(cli.db, settings=settings)) as c:
+        c.headers["Authorization"] = f"Bearer {token}"
+        c.worker = {"Authorization": f"Bearer {worker}"}
+        yield c
+
+
+def _as_worker(client, path, body):
+    return client.post(path, json=body, headers=client.worker)
+
+
+def _job(adaptive, models=("a", "b"), pairs=(("a", "b"),), seeds=(0,)):
+    return {"models": [{"name": m, "path": f"org/{m}"} for m in models],
+            "benchmarks": ["local:toy.jsonl"], "seeds": list(seeds),
+            "config": {"engine": "transformers", "max_tokens": 4},
+            "pairs": [{"base": b, "post": p} for b, p in pairs], "adaptive": adaptive}  # fmt: skip
+
+
+def _queued(client, job_id):
+    job = client.get(f"/api/jobs/{job_id}").json()
+    return [s for s in job["shards"] if s["status"] == "queued"]
+
+
+def _run_queued(client, job_id, correct=lambda model, sample_id: False) -> list[tuple]:
+    """Play the worker for every queued shard of the job until none is left; returns (model,
+    seed, slice start, slice end) of each shard run."""
+    ran = []
+    while queued := _queued(client, job_id):
+        for s in queued:
+            shard = _as_worker(client, f"/api/shards/{s['id']}/start", {"worker": "t"}).json()
+            assert shard["run"], shard
+            part = shard["shard"]["spec"]["slice"]
+            assert part["order"] == "toy"
+            todo = ORDER[part["start"] : part["end"]]
+            rows = [{"sample_id": i, "correct": correct(s["model"], i), "prompt_tokens": 5,
+                     "completion_tokens": 3} for i in todo]  # fmt: skip
+            r = _as_worker(client, "/api/results", {"shard_id": s["id"], "rows": rows})
+            assert r.status_code == 200, r.text
+            r = _as_worker(client, f"/api/shards/{s['id']}/finish", {"full_size": N})
+            assert r.status_code == 200, r.text
+            ran.append((s["model"], s["seed"], part["start"], part["end"]))
+    return ran
+
+
+def test_rounds_stop_on_target_and_continue_without_reevaluating(client):
+    loose = {"target_points": 4.0, "min_samples": 20, "chunk_size": 20, "max_samples": 180}
+    created = client.post("/api/jobs", json=_job(loose))
+    assert created.status_code == 201, created.text
+    job_id = created.json()["id"]
+    assert created.json()["shards_to_run"] == 2  # round 0: both models, one seed
+    ran = _run_queued(client, job_id)
+    # identical answers: no flips; the 4-point half-width is first reached at 80 samples
+    assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 60),
+                                                                 (60, 80)]  # fmt: skip
+    job = client.get(f"/api/jobs/{job_id}").json()
+    assert job["status"] == "done"
+    bench = job["adaptive"]["benchmarks"][0]
+    assert (bench["benchmark"], bench["full_size"], bench["done"]) == ("toy", N, True)
+    assert bench["pairs"][0]["n"] == 80 and bench["pairs"][0]["stopped"] == "target met"
+    assert bench["pairs"][0]["f_half_points"] <= 4.0
+    totals = job["adaptive"]
+    assert (totals["samples_used"], totals["samples_full"]) == (2 * 80, 2 * N)
+    assert (totals["tokens_used"], totals["tokens_full_estimated"]) == (2 * 80 * 3, 2 * N * 3)
+
+    tight = {**loose, "target_points": 2.5}
+    again = client.post("/api/jobs", json=_job(tight)).json()
+    ran = _run_queued(client, again["id"])
+    # continues after the stored 80: nothing before it is evaluated again
+    assert min(start for _, _, start, _ in ran) == 80
+    detail = client.get(f"/api/jobs/{again['id']}").json()
+    assert detail["adaptive"]["benchmarks"][0]["pairs"][0]["n"] == 120
+    assert detail["adaptive"]["benchmarks"][0]["pairs"][0]["stopped"] == "target met"
+    # an adaptive shard's finish must say how many samples the benchmark has
+    refused = _as_worker(client, f"/api/shards/{detail['shards'][0]['id']}/finish", {})
+    assert refused.status_code == 422 and "full_size" in refused.text
+    # a repeated finish of a finished round's shard schedules nothing more
+    first = detail["shards"][0]["id"]
+    assert _as_worker(client, f"/api/shards/{first}/finish", {"full_size": N}).status_code == 200
+    assert _queued(client, again["id"]) == []
+    # the same job once more: every sample is there, the look stops at once, no shard
+    third = client.post("/api/jobs", json=_job(tight)).json()
+    assert third["shards_to_run"] == 0
+    assert client.get(f"/api/jobs/{third['id']}").json()["status"] == "done"
+    page = client.get(f"/jobs/{again['id']}").text
+    assert "estimated" in page and "target met" in page
+    # an ordinary job wants every sample: 120 of 200 is not "evaluated before"
+    plain = client.post("/api/jobs", json={**_job(None), "adaptive": None}).json()
+    shards = client.get(f"/api/jobs/{plain['id']}").json()["shards"]
+    assert plain["shards_to_run"] == 2 and {s["status"] for s in shards} == {"queued"}
+
+
+def test_max_samples_and_the_end_of_the_benchmark_stop_a_pair(client):
+    # flips on every third sample: the interval stays wide, max_samples stops it
+    flips = lambda model, sample_id: model == "a" and int(sample_id[1:]) % 3 == 0  # noqa: E731
+    capped = {"target_points": 0.5, "min_samples": 40, "chunk_size": 40, "max_samples": 80}
+    job_id = client.post("/api/jobs", json=_job(capped)).json()["id"]
+    ran = _run_queued(client, job_id, flips)
+    assert max(end for *_, end in ran) == 80
+    pair = client.get(f"/api/jobs/{job_id}").json()["adaptive"]["benchmarks"][0]["pairs"][0]
+    assert (pair["n"], pair["stopped"]) == (80, "max samples")
+    whole = {"target_points": 0.5, "min_samples": 40, "chunk_size": 100}
+    job_id = client.post("/api/jobs", json=_job(whole, models=("a", "c"),
+                                                pairs=(("a", "c"),))).json()["id"]  # fmt: skip
+    ran = _run_queued(client, job_id, flips)
+    pair = client.get(f"/api/jobs/{job_id}").json()["adaptive"]["benchmarks"][0]["pairs"][0]
+    assert (pair["n"], pair["stopped"]) == (N, "end of benchmark")
+    # rounds that reached the end leave nothing out: an ordinary job reuses them
+    plain = {**_job(None, models=("a", "c"), pairs=(("a", "c"),)), "adaptive": None}
+    shards = client.get(f"/api/jobs/{client.post('/api/jobs', json=plain).json()['id']}").json()
+    assert {s["status"] for s in shards["shards"]} == {"reused"}
+    # the base "a" had 80 samples stored: only "c" starts at 0
+    assert {(m, start) for m, _, start, _ in ran if start == 0} == {("c", 0)}
+
+
+def test_a_shared_base_goes_as_far_as_its_furthest_pair_and_cancel_stops_rounds(client):
+    # pair (a, b) has no flips and stops early; (a, c) flips often and goes on: "a" follows (a, c)
+    flips = lambda model, sample_id: model == "c" and int(sample_id[1:]) % 2 == 0  # noqa: E731
+    body = _job({"target_points": 4.0, "min_samples": 20, "chunk_size": 20}, models=("a", "b", "c"),
+                pairs=(("a", "b"), ("a", "c")))  # fmt: skip
+    job_id = client.post("/api/jobs", json=body).json()["id"]
+    for _ in range(6):  # six rounds by hand, then cancel
+        queued = _queued(client, job_id)
+        for s in queued:
+            start = _as_worker(client, f"/api/shards/{s['id']}/start", {"worker": "t"}).json()
+            part = start["shard"]["spec"]["slice"]
+            rows = [{"sample_id": i, "correct": flips(s["model"], i)}
+                    for i in ORDER[part["start"] : part["end"]]]  # fmt: skip
+            _as_worker(client, "/api/results", {"shard_id": s["id"], "rows": rows})
+            _as_worker(client, f"/api/shards/{s['id']}/finish", {"full_size": N})
+    job = client.get(f"/api/jobs/{job_id}").json()
+    looks = {p["post"]: p for p in job["adaptive"]["benchmarks"][0]["pairs"]}
+    assert looks["b"]["stopped"] == "target met" and looks["c"]["stopped"] is None
+    runs = {}
+    for s in job["shards"]:
+        runs.setdefault(s["model"], 0)
+        runs[s["model"]] += 1
+    assert runs["a"] == runs["c"] > runs["b"]
+    assert client.post(f"/api/jobs/{job_id}/cancel").status_code == 200
+    for s in job["shards"]:
+        _as_worker(client, f"/api/shards/{s['id']}/finish", {"full_size": N})
+    after = client.get(f"/api/jobs/{job_id}").json()
+    assert after["status"] == "cancelled" and len(after["shards"]) == len(job["shards"])
+
+
+@pytest.mark.parametrize(
+    "adaptive, where",
+    [
+        ({"target_points": 0}, "target_points"),
+        ({"target_points": "x"}, "target_points"),
+        ({"target_points": 80}, "target_points"),
+        ({"min_samples": 0}, "min_samples"),
+        ({"min_samples": 50, "max_samples": 10}, "max_samples"),
+        ({"chunk_size": 10**6}, "chunk_size"),
+        ({"target": 1.5}, "target"),
+    ],
+)
+def test_bad_adaptive_settings_are_refused_with_the_field_named(client, adaptive, where):
+    r = client.post("/api/jobs", json=_job(adaptive))
+    assert 400 <= r.status_code < 500, r.text
+    assert where in r.text and "adaptive" in r.text
+
+
+def test_an_adaptive_job_needs_every_model_in_a_pair(client):
+    r = client.post("/api/jobs", json=_job({}, models=("a", "b", "c")))
+    assert r.status_code == 422 and "c has none" in r.text
+
+
+FORM = {"base_path": "org/base-model", "post_path": "org/post-model", "suite": "benchmarks",
+        "benchmarks": "piqa", "seeds": "1", "engine": "vllm", "mode": "generate", "temperature": "0.6",
+        "top_p": "0.95", "max_tokens": "64", "stage": "sft", "base_prompting": "base",
+        "post_prompting": "chat", "adaptive": "on"}  # fmt: skip
+
+
+def _csrf(html: str) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+
+
+def test_the_form_submits_an_adaptive_job_and_shows_a_bad_target_beside_its_field(client):
+    token = client.headers.pop("Authorization").removeprefix("Bearer ")
+    r = client.post("/login", data={"token": token, "csrf": _csrf(client.get("/login").text),
+                                    "next": "/submit"}, follow_redirects=False)  # fmt: skip
+    assert r.status_code == 303
+    form = client.get("/submit").text
+    assert 'name="adaptive"' in form and 'name="adaptive_target" value="1.5"' in form
+    csrf = _csrf(form)
+    for bad, message in (("0.01", "greater than or equal to 0.1"), ("many", "valid number")):
+        page = client.post("/submit", data={**FORM, "adaptive_target": bad, "csrf": csrf}).text
+        assert re.search(rf'data-field="adaptive_target">[^<]*{message}', page), page[-3000:]
+    r = client.post("/submit", data={**FORM, "adaptive_target": "2", "csrf": csrf},
+                    follow_redirects=False)  # fmt: skip
+    assert r.status_code == 303, r.text
+    job = client.get(r.headers["location"].split("?")[0].replace("/jobs/", "/api/jobs/")).json()
+    assert job["request"]["adaptive"] == {"target_points": 2.0, "min_samples": 100,
+                                          "max_samples": None, "chunk_size": 50}  # fmt: skip
+    assert [s["benchmark"] for s in job["shards"]] == ["piqa", "piqa"]
+    assert job["shards"][0]["total"] is None  # the first round: samples 0..100 of the order
+    # without the checkbox: an ordinary job
+    r = client.post("/submit", data={**{k: v for k, v in FORM.items() if k != "adaptive"},
+                                     "adaptive_target": "2", "csrf": csrf}, follow_redirects=False)  # fmt: skip
+    job = client.get(r.headers["location"].split("?")[0].replace("/jobs/", "/api/jobs/")).json()
+    assert "adaptive" not in job["request"] and job["adaptive"] is None
+
+
+def test_names_on_the_adaptive_section_are_escaped(client):
+    body = _job({"target_points": 4.0, "min_samples": 20, "chunk_size": 20},
+                models=("<b>a</b>", "b"), pairs=(("<b>a</b>", "b"),))  # fmt: skip
+    job_id = client.post("/api/jobs", json=body).json()["id"]
+    _run_queued(client, job_id)
+    page = client.get(f"/jobs/{job_id}").text
+    assert "&lt;b&gt;a&lt;/b&gt; → b" in page and "<b>a</b>" not in page

@@ -1,0 +1,102 @@
+"""End to end, adaptive: job -> rounds of slices -> Redis -> `forgetmap worker` (Celery) ->
+transformers on a tiny model -> app -> DuckDB -> the app's look at the paired interval.
+
+Two names for one checkpoint (greedy decoding: the same answers, no flips) make the interval
+shrink as fast as it can: the benchmark stops well before its end, and a second job with a
+tighter target continues from where the first stopped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from app.adaptive import evaluation_order
+from tests.integration.worker_env import (
+    FORGETMAP,
+    Deployment,
+    require_redis,
+    write_toy_benchmark,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+N = 200
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    from tests.conftest import service_missing
+
+    try:
+        from tests.tiny_model import build_tiny_model
+    except ImportError as exc:
+        service_missing(f"torch/transformers not installed: {exc}")
+    root = tmp_path_factory.mktemp("zoo")
+    return {"path": build_tiny_model(root / "models" / "tiny", seed=1), "root": root}
+
+
+def _job(model, target: float) -> dict:
+    path = str(model["path"])
+    return {"models": [{"name": "tiny-a", "path": path, "prompting": "base"},
+                       {"name": "tiny-b", "path": path, "prompting": "base"}],
+            "benchmarks": ["local:toy.jsonl"], "seeds": [0],
+            "config": {"engine": "transformers", "mode": "generate", "temperature": 0.0,
+                       "max_tokens": 2, "shots": 1},
+            "pairs": [{"base": "tiny-a", "post": "tiny-b", "label": "twins"}],
+            "adaptive": {"target_points": target, "min_samples": 20, "chunk_size": 20,
+                         "max_samples": 180}}  # fmt: skip
+
+
+def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
+    require_redis()
+    dep = Deployment(tmp_path, upload_batch=20)
+    dep.models.symlink_to(model["root"] / "models", target_is_directory=True)
+    try:
+        write_toy_benchmark(dep.benchmarks / "toy.jsonl", 0, generative=N)
+        dep.start_worker()
+        first = dep.wait(dep.submit(_job(model, 4.0)), timeout=300)
+        assert first["status"] == "done", first
+        bench = first["adaptive"]["benchmarks"][0]
+        pair = bench["pairs"][0]
+        # no flips: the 4-point half-width is first reached at 80 samples, far from max 180
+        assert (pair["n"], pair["stopped"], bench["full_size"]) == (80, "target met", N)
+        assert {s["status"] for s in first["shards"]} == {"done"}
+        assert all(s["done"] == s["total"] == 20 for s in first["shards"])  # four rounds of 20
+        used = first["adaptive"]
+        assert (used["samples_used"], used["samples_full"]) == (2 * 80, 2 * N)
+        assert 0 < used["tokens_used"] < used["tokens_full_estimated"]
+        page = dep.http.get(f"/jobs/{first['id']}").text
+        assert "80 of 200" in page and "estimated" in page
+
+        # the tighter job through the command line (the same body as _job(model, 2.5))
+        path = str(model["path"])
+        submitted = subprocess.run(
+            [FORGETMAP, "job", "submit", "--base", f"tiny-a={path}", "--post", f"tiny-b={path}",
+             "--post-prompting", "base", "--benchmarks", "local:toy.jsonl", "--seeds", "0",
+             "--engine", "transformers", "--temperature", "0", "--max-tokens", "2", "--shots", "1",
+             "--label", "twins", "--adaptive", "--target", "2.5", "--min-samples", "20",
+             "--chunk", "20", "--max-samples", "180", "--app", dep.url,
+             "--token", dep.submit_token],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        second_id = json.loads(submitted.stdout)["id"]
+        by_cli = {k: v for k, v in dep.job(second_id)["request"].items() if k != "rounds"}
+        by_api = {k: v for k, v in first["request"].items() if k != "rounds"}
+        assert by_cli == {**by_api, "adaptive": {**by_api["adaptive"], "target_points": 2.5}}
+        second = dep.wait(second_id, timeout=300)
+        pair = second["adaptive"]["benchmarks"][0]["pairs"][0]
+        assert (second["status"], pair["n"], pair["stopped"]) == ("done", 120, "target met")
+        # it continued after the 80 stored samples: two rounds of 20 per model, nothing again
+        assert len(second["shards"]) == 4 and all(s["total"] == 20 for s in second["shards"])
+        full = dep.http.get("/api/map", params={"level": "benchmark"}).json()
+        assert [(r["benchmark"], r["n"]) for r in full] == [("toy", 120)]
+    finally:
+        dep.close()
+    rows = dep.results()
+    assert len(rows) == 2 * 120 and len(set(rows)) == len(rows)
+    order = evaluation_order("toy", [f"g{i:03d}" for i in range(N)])
+    for name in ("tiny-a", "tiny-b"):
+        # the samples evaluated are exactly the first 120 of the shared evaluation order
+        assert {sid for m, _, _, sid in rows if m == name} == set(order[:120])

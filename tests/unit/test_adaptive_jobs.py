@@ -1,0 +1,147 @@
+"""Adaptive jobs, the parts without a database: the rounds' decisions (app/adaptive_rounds.py),
+the boundary's limits, the worker's slice of the evaluation order, and the CLI's choices."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from app.adaptive import StoppingRule, evaluation_order
+from app.adaptive_rounds import PairLook, Stop, look, model_ends, round_end, rule_of
+from app.boundary import (
+    AdaptiveIn,
+    Engine,
+    EvaluateJobIn,
+    EvaluationShardSpec,
+    Mode,
+    Prompting,
+    Stage,
+    validated,
+)
+from app.cli import jobs as cli_jobs
+from app.cli import main
+from app.errors import InputError
+from worker.adaptive_slice import slice_items
+from worker.benchmarks.items import Item
+
+RULE = StoppingRule(target_half_width=0.04, min_samples=30, chunk_size=20, max_samples=None)
+
+
+def test_round_ends_are_the_rules_looks():
+    # first look: min_samples rounded up to a chunk end; then one chunk at a time
+    assert round_end(RULE, 0, None) == 40
+    assert round_end(RULE, 40, 200) == 60 and round_end(RULE, 45, 200) == 60
+    assert round_end(RULE, 190, 200) == 200  # the last look is the benchmark's end
+    capped = StoppingRule(0.04, min_samples=30, chunk_size=20, max_samples=70)
+    assert round_end(capped, 60, None) == 70 and round_end(capped, 60, 500) == 70
+
+
+def _zeros(n, seeds=1):
+    return np.zeros((seeds, n), np.int8), np.zeros((seeds, n), np.int8), np.zeros(n, np.int64)
+
+
+def test_a_look_stops_on_target_max_or_end_and_otherwise_says_how_far_to_go():
+    pre, post, k = _zeros(80)
+    stopped = look(RULE, "a", "b", pre, post, k, 200)
+    assert (stopped.stopped, stopped.next_end) == (Stop.target, None)
+    assert stopped.f_half_points <= 4.0 and stopped.bt_half_points <= 4.0
+    pre, post, k = _zeros(40)
+    going = look(RULE, "a", "b", pre, post, k, 200)
+    assert (going.stopped, going.next_end, going.n) == (None, 60, 40)
+    assert going.f_half_points > 4.0
+    # flips everywhere: the interval stays wide; the cap or the end stops it
+    rng = np.random.default_rng(0)
+    pre = rng.integers(0, 2, (2, 100)).astype(np.int8)
+    post = 1 - pre
+    k = np.full(100, 4)
+    tight = StoppingRule(0.005, min_samples=20, chunk_size=20, max_samples=100)
+    assert look(tight, "a", "b", pre, post, k, 300).stopped == Stop.max
+    assert look(tight, "a", "b", pre, post, k, 100).stopped == Stop.end
+    # nothing evaluated yet, size unknown: the first round
+    empty = look(RULE, "a", "b", *_zeros(0), None)
+    assert (empty.stopped, empty.next_end, empty.f_half_points) == (None, 40, None)
+
+
+def test_a_shared_base_goes_as_far_as_its_furthest_running_pair():
+    looks = [PairLook("a", "b", 40, None, 60), PairLook("a", "c", 40, None, 100),
+             PairLook("d", "e", 80, Stop.target, None)]  # fmt: skip
+    assert model_ends(looks) == {"a": 100, "b": 60, "c": 100}
+
+
+def test_the_job_setting_is_the_rule():
+    rule = rule_of({"target_points": 1.5, "min_samples": 100, "max_samples": None,
+                    "chunk_size": 50})  # fmt: skip
+    assert rule == StoppingRule(0.015, 100, None, 50)
+
+
+@pytest.mark.parametrize(
+    "setting, problem",
+    [
+        ({"target_points": 0.05}, "adaptive.target_points: Input should be greater than or equal to 0.1"),
+        ({"target_points": 51}, "adaptive.target_points: Input should be less than or equal to 50"),
+        ({"min_samples": 0}, "adaptive.min_samples"),
+        ({"chunk_size": 100_001}, "adaptive.chunk_size"),
+        ({"min_samples": 100, "max_samples": 99}, "max_samples (99) must be >= min_samples (100)"),
+        ({"steps": 3}, "adaptive.steps: Extra inputs are not permitted"),
+    ],
+)  # fmt: skip
+def test_the_boundary_refuses_bad_settings(setting, problem):
+    body = {"models": [{"name": "a", "path": "org/a"}], "benchmarks": ["piqa"],
+            "adaptive": setting}  # fmt: skip
+    with pytest.raises(InputError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+        validated(EvaluateJobIn, body)
+    assert AdaptiveIn().model_dump() == {"target_points": 1.5, "min_samples": 100,
+                                         "max_samples": None, "chunk_size": 50}  # fmt: skip
+
+
+def _item(i: int) -> Item:
+    return Item(benchmark="toy", sample_id=f"s{i}", question=f"q{i}", choices=None,
+                gold=str(i), gold_index=None, category=None)  # fmt: skip
+
+
+def test_the_worker_evaluates_its_slice_of_the_shared_order():
+    items = [_item(i) for i in range(50)]
+    order = evaluation_order("toy", [it.sample_id for it in items])
+    spec = EvaluationShardSpec.model_validate(
+        {
+            "model": {"name": "m", "path": "org/m"},
+            "config": {},
+            "slice": {"start": 10, "end": 25, "order": "toy", "round": 1},
+        }  # fmt: skip
+    )
+    assert [it.sample_id for it in slice_items(items, spec.slice)] == order[10:25]
+    # the end may pass the benchmark's size; no slice: everything in the loader's order
+    past = spec.slice.model_copy(update={"start": 40, "end": 100})
+    assert [it.sample_id for it in slice_items(items, past)] == order[40:]
+    assert slice_items(items, None) == items
+    # the order does not depend on the loader's order
+    assert slice_items(items[::-1], spec.slice) == slice_items(items, spec.slice)
+
+
+def test_the_clis_choices_are_the_boundarys():
+    assert cli_jobs.ENGINES == [e.value for e in Engine]
+    assert cli_jobs.MODES == [m.value for m in Mode]
+    assert cli_jobs.PROMPTINGS == [p.value for p in Prompting]
+    assert cli_jobs.STAGES == [s.value for s in Stage]
+
+
+def test_the_cli_builds_the_apis_body_and_refuses_adaptive_flags_alone():
+    runner = CliRunner()
+    args = ["job", "submit", "--base", "a=org/a", "--post", "b=org/b", "--benchmarks", "piqa,arc",
+            "--seeds", "0,1", "--dry-run"]  # fmt: skip
+    plain = runner.invoke(main, args)
+    assert plain.exit_code == 0, plain.output
+    body = json.loads(plain.output)
+    assert "adaptive" not in body and body["seeds"] == [0, 1]
+    adaptive = json.loads(runner.invoke(main, [*args, "--adaptive", "--target", "2",
+                                               "--max-samples", "500"]).output)  # fmt: skip
+    assert adaptive["adaptive"] == {"target_points": 2.0, "max_samples": 500}
+    checked = validated(EvaluateJobIn, adaptive)
+    assert checked.adaptive.min_samples == 100 and checked.adaptive.target_points == 2.0
+    alone = runner.invoke(main, [*args, "--target", "2"])
+    assert alone.exit_code == 2 and "need --adaptive" in alone.output
+    bad = runner.invoke(main, [*args[:5], "b", *args[6:]])
+    assert bad.exit_code == 2 and "NAME=PATH" in bad.output
