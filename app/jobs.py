@@ -31,7 +31,6 @@ from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel
-from sqlalchemy import Connection
 
 from app.adaptive import evaluation_order
 from app.adaptive_rounds import PairLook, Stop, look, model_ends, rule_of
@@ -54,6 +53,7 @@ from app.db import adaptive as adaptive_db
 from app.db import jobs as jobs_db
 from app.db import queries
 from app.db.ingest import add_pair
+from app.db.store import Connection
 from app.errors import InputError
 from app.taxonomy import canonical_name
 

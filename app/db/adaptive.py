@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import Connection
-
-from app.db.store import duck_of
+from app.db.store import Connection, duck_of
 
 
 def stored_prefix(

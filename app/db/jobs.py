@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import Connection
-
 from app.db.ingest import ensure_models
-from app.db.store import duck_of
+from app.db.store import Connection, duck_of
 
 SHARD_KEYS = ("id", "job_id", "status", "spec", "benchmark", "seed", "config_hash", "model",
               "done", "total", "error", "attempts", "kind")  # fmt: skip
