@@ -378,6 +378,11 @@ def test_counts_path_equals_arrays_path(seed, n, seeds, ks, p_flip):
         for suffix in ("", "_low", "_high", "_half_width"):
             field = f"{name}_true{suffix}"
             assert from_counts[field][0] == pytest.approx(from_arrays[field][0], rel=1e-9, abs=1e-12)
+        # and both are the explicit contributions' interval (module doc), written out per sample
+        psi = _explicit_psi(pre, post, k, name)
+        regularized = (n * psi.var() + 2 * 0.25) / (n + 2)
+        expected = adaptive._half_width(np.array([float(n)]), np.array([regularized]), 0.95)[0]
+        assert from_counts[f"{name}_true_half_width"][0] == pytest.approx(expected, rel=1e-9)
 
 
 def test_counts_path_with_unequal_seeds_and_many_units():
