@@ -26,7 +26,9 @@ def write_rows(path: Path, model: str, data: dict, k: dict) -> Path:
     """data[(benchmark, seed)] = 0/1 list (sample i has id s<i>); k[benchmark] = per-sample k."""
     with path.open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["model", "benchmark", "sample_id", "correct", "num_choices", "category", "seed"])
+        writer.writerow(
+            ["model", "benchmark", "sample_id", "correct", "num_choices", "category", "seed"]
+        )
         for (bench, seed), values in data.items():
             for i, correct in enumerate(values):
                 kk = int(k[bench][i])

@@ -377,7 +377,9 @@ def test_counts_path_equals_arrays_path(seed, n, seeds, ks, p_flip):
     for name in ("f", "bt"):
         for suffix in ("", "_low", "_high", "_half_width"):
             field = f"{name}_true{suffix}"
-            assert from_counts[field][0] == pytest.approx(from_arrays[field][0], rel=1e-9, abs=1e-12)
+            assert from_counts[field][0] == pytest.approx(
+                from_arrays[field][0], rel=1e-9, abs=1e-12
+            )
         # and both are the explicit contributions' interval (module doc), written out per sample
         psi = _explicit_psi(pre, post, k, name)
         regularized = (n * psi.var() + 2 * 0.25) / (n + 2)
