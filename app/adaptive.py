@@ -33,6 +33,13 @@ random sample of it), reported for max(theta_F, 0):
   nonasymptotic confidence sequences" (Annals of Statistics, 2021) for the normal mixture.
   Its coverage holds uniformly over all prefix lengths, so stopping when the interval looks
   narrow, or continuing later with a tighter target, does not bias it.
+- psi_i depends on sample i only through its k-group and its cell (00, 01, 10, 11) under each
+  seed, so the mean and variance of psi follow exactly from counts: per (seed, k-group, cell),
+  and per (seed_a, seed_b, k-group, cell_a, cell_b) for the cross-seed terms.
+  ``interval_from_counts`` is the one implementation; ``confidence_sequence`` counts each prefix
+  of its arrays and calls it, and the forgetting map calls it on the counts that pairing stores
+  (table ``cross_seed_cells`` beside ``transitions``), so the map's interval and the stopping
+  rule's are the same numbers.
 - That guarantee is asymptotic. Flips are rare events, and a short prefix with no flip yet
   would estimate a variance of almost 0; the variance is therefore regularized with
   ``PRIOR_ITEMS`` pseudo-samples of the largest variance a 0/1 contribution can have (1/4), and
@@ -202,26 +209,33 @@ def interval_from_counts(
     )  # fmt: skip
     flip = {"f": np.array([0.0, 0.0, 1.0, 0.0]), "bt": np.array([0.0, 1.0, 0.0, 0.0])}
 
-    # the per-seed rows of both sides of every cross row
-    row_key = us_of * (int(k.max(initial=0)) + 1) + k
-    order = np.argsort(row_key, kind="stable")
+    # each side of a cross row is the per-seed row of its (unit, seed, k)
+    seed_of_row = np.asarray(seed_rows["seed"]).reshape(-1)
+    k_width = int(k.max(initial=0)) + 1
+    order = np.argsort(us_of * k_width + k, kind="stable")
+    sorted_keys = (us_of * k_width + k)[order]
     x_unit = np.asarray(cross_rows["unit"], dtype=np.int64)
     x_k = np.asarray(cross_rows["k"], dtype=np.int64)
     x_n = np.asarray(cross_rows["n"], dtype=np.float64)
     x_cells = [np.asarray(cross_rows[f"cell_{side}"], dtype=np.int64) for side in "ab"]
-    x_rows, x_us = [], []
-    for side in "ab":
-        code = np.searchsorted(seed_codes, np.asarray(cross_rows[f"seed_{side}"]))
-        us = np.searchsorted(us_keys, x_unit * width + np.minimum(code, width - 1))
-        us = np.minimum(us, max(us_keys.size - 1, 0))
-        key = us * (int(k.max(initial=0)) + 1) + x_k
-        at = order[np.minimum(np.searchsorted(row_key[order], key), max(order.size - 1, 0))]
-        if x_n.size and not (
-            np.all(us_keys[us] == x_unit * width + code) and np.all(row_key[at] == key)
+
+    def rows_of(side: str) -> np.ndarray:
+        seed = np.asarray(cross_rows[f"seed_{side}"])
+        if seed.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        code = np.minimum(np.searchsorted(seed_codes, seed), width - 1)
+        us = np.minimum(np.searchsorted(us_keys, x_unit * width + code), us_keys.size - 1)
+        at = order[np.minimum(np.searchsorted(sorted_keys, us * k_width + x_k), order.size - 1)]
+        if not (
+            np.array_equal(unit[at], x_unit)
+            and np.array_equal(seed_of_row[at], seed)
+            and np.array_equal(k[at], x_k)
         ):
             raise ValueError("every cross row needs the per-seed row of its unit, seed and k")
-        x_rows.append(at)
-        x_us.append(us)
+        return at
+
+    x_rows = [rows_of("a"), rows_of("b")]
+    x_us = [us_of[rows] for rows in x_rows]
     seed_pair, pair_of = np.unique(x_us[0] * us_keys.size + x_us[1], return_inverse=True)
     pair_a, pair_b = seed_pair // max(us_keys.size, 1), seed_pair % max(us_keys.size, 1)
     n_ab = np.bincount(pair_of, weights=x_n, minlength=seed_pair.size)

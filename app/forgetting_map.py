@@ -400,7 +400,7 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
     pb_bench = cols["benchmark_id"][first].astype(np.int64)
     pb_key = np.searchsorted(uniq, cols["pair_id"][first]) * n_c + code_of[pb_bench]
     pb_total = pb_key - code_of[pb_bench] + n_c - 1
-    pb_in_total = ~np.isin(code_of[pb_bench], np.flatnonzero(~in_total_cat))
+    pb_in_total = in_total_cat[code_of[pb_bench]]
     halves = combined_half_widths(
         pb_key, pb_total, pb_in_total, interval["n"],
         {name: interval[f"{name}_true_half_width"] for name in ("f", "bt")}, aggregate, size, n_c,
