@@ -35,7 +35,7 @@ random sample of it), reported for max(theta_F, 0):
   narrow, or continuing later with a tighter target, does not bias it.
 - psi_i depends on sample i only through its k-group and its cell (00, 01, 10, 11) under each
   seed, so the mean and variance of psi follow exactly from counts: per (seed, k-group, cell),
-  and per (seed_a, seed_b, k-group, cell_a, cell_b) for the cross-seed terms.
+  and per (seed_a, seed_b, k-group) the 4 x 4 joint cells for the cross-seed terms.
   ``interval_from_counts`` is the one implementation; ``confidence_sequence`` counts each prefix
   of its arrays and calls it, and the forgetting map calls it on the counts that pairing stores
   (table ``cross_seed_cells`` beside ``transitions``), so the map's interval and the stopping
@@ -144,10 +144,12 @@ def _half_width(t: np.ndarray, variance: np.ndarray, level: float) -> np.ndarray
     return np.sqrt(variance * 2.0 * x / (t * t * rho2) * np.log(np.sqrt(x) / alpha))
 
 
+CELLS = ("00", "01", "10", "11")
+"""A sample's cell under one seed, 2 * pre + post: the order of the count columns n_00 ... n_11."""
 CELL_PRE = np.array([0, 0, 1, 1])
 CELL_POST = np.array([0, 1, 0, 1])
-"""A sample's cell under one seed is 2 * pre + post: 0 = 00, 1 = 01, 2 = 10, 3 = 11, the order of
-the count columns n_00, n_01, n_10, n_11."""
+JOINT_CELLS = tuple(f"n_{a}_{b}" for a in CELLS for b in CELLS)
+"""Joint count columns of two seeds, row-major: n_<cell under seed_a>_<cell under seed_b>."""
 
 
 def interval_from_counts(
@@ -163,9 +165,9 @@ def interval_from_counts(
 
     ``seed_rows``: one row per (unit, seed, k-group) with keys ``unit``, ``seed``, ``k`` (0:
     generative) and the cell counts ``n_00``, ``n_01``, ``n_10``, ``n_11``. ``cross_rows``: the
-    joint cells of a sample under two seeds of its unit, one row per (unit, seed_a < seed_b,
-    k-group, cell_a, cell_b) with keys ``unit``, ``seed_a``, ``seed_b``, ``k``, ``cell_a``,
-    ``cell_b`` (``CELL_PRE``/``CELL_POST``) and ``n`` (samples). Cells absent from either are 0.
+    samples of a unit paired under two of its seeds, one row per (unit, seed_a < seed_b, k-group)
+    with keys ``unit``, ``seed_a``, ``seed_b``, ``k`` and ``joint``, shape (rows, 4, 4): how many
+    samples fall in cell c under seed_a and cell c' under seed_b (``JOINT_CELLS``).
 
     Why these suffice: a sample's contribution psi_i (module doc) is, per seed s, a value
     v_s[g, cell_is] that depends only on its k-group g and its cell; so the mean of psi is
@@ -216,8 +218,8 @@ def interval_from_counts(
     sorted_keys = (us_of * k_width + k)[order]
     x_unit = np.asarray(cross_rows["unit"], dtype=np.int64)
     x_k = np.asarray(cross_rows["k"], dtype=np.int64)
-    x_n = np.asarray(cross_rows["n"], dtype=np.float64)
-    x_cells = [np.asarray(cross_rows[f"cell_{side}"], dtype=np.int64) for side in "ab"]
+    x_joint = np.asarray(cross_rows["joint"], dtype=np.float64).reshape(-1, 4, 4)
+    x_n = x_joint.sum(axis=(1, 2))
 
     def rows_of(side: str) -> np.ndarray:
         seed = np.asarray(cross_rows[f"seed_{side}"])
@@ -251,7 +253,7 @@ def interval_from_counts(
             sd = np.sqrt(var)
             # worst case first (all seeds perfectly correlated), then each shared pair's covariance
             worst = np.bincount(us_unit, weights=sd, minlength=units) ** 2
-            product = x_n * v[x_rows[0], x_cells[0]] * v[x_rows[1], x_cells[1]]
+            product = np.einsum("rc,rcd,rd->r", v[x_rows[0]], x_joint, v[x_rows[1]])
             cov = np.bincount(pair_of, weights=product, minlength=seed_pair.size) / n_ab
             bound = sd[pair_a] * sd[pair_b]
             cov = np.clip(cov - m[pair_a] * m[pair_b], -bound, bound)
@@ -312,7 +314,7 @@ def prefix_counts(
     pre: np.ndarray, post: np.ndarray, k: np.ndarray, t: np.ndarray
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """The rows ``interval_from_counts`` reads, one unit per prefix length in ``t``: the counts
-    of each (seed, k-group, cell) and of each (seed_a < seed_b, k-group, cell_a, cell_b)."""
+    of each (seed, k-group, cell) and the joint cells of each (seed_a < seed_b, k-group)."""
     seeds = pre.shape[0]
     group_ks, group_of = np.unique(k, return_inverse=True)
     n_groups = group_ks.size
@@ -335,15 +337,15 @@ def prefix_counts(
     for a in range(seeds):
         for b in range(a + 1, seeds):
             joint = cumulative((group_of * 4 + cell[a]) * 4 + cell[b], n_groups * 16)
-            u, index = np.nonzero(joint)
-            parts.append((u, np.full(u.size, a), np.full(u.size, b), index, joint[u, index]))
-    u, sa, sb, index, n = (
-        (np.concatenate(x) for x in zip(*parts, strict=True))
-        if parts
-        else (np.zeros(0, dtype=np.int64) for _ in range(5))
-    )
-    cross_rows = {"unit": u, "seed_a": sa, "seed_b": sb, "k": group_ks[index // 16],
-                  "cell_a": index // 4 % 4, "cell_b": index % 4, "n": n}  # fmt: skip
+            joint = joint.reshape(t.size, n_groups, 16)
+            u, g = np.nonzero(joint.sum(axis=2))
+            parts.append((u, np.full(u.size, a), np.full(u.size, b), g, joint[u, g]))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        parts = [(empty, empty, empty, empty, np.zeros((0, 16), dtype=np.int64))]
+    u, sa, sb, g, joint = (np.concatenate(x) for x in zip(*parts, strict=True))
+    cross_rows = {"unit": u, "seed_a": sa, "seed_b": sb, "k": group_ks[g],
+                  "joint": joint.reshape(-1, 4, 4)}  # fmt: skip
     return seed_rows, cross_rows
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from app import metrics
-from app.adaptive import interval_from_counts
+from app.adaptive import JOINT_CELLS, interval_from_counts
 from app.cache import VersionCache
 from app.db import queries
 from app.db.store import Store
@@ -122,10 +122,9 @@ def _intervals(cols: dict, cross: pa.Table) -> tuple[np.ndarray, dict[str, np.nd
     mine = keys[x_unit] == x_key  # cross rows of pairs and benchmarks being mapped
     seed_rows = {"unit": of, "seed": cols["seed"], "k": cols["k"],
                  **{c: cols[c] for c in ("n_00", "n_01", "n_10", "n_11")}}  # fmt: skip
-    cross_rows = {
-        name: x[name][mine] for name in ("seed_a", "seed_b", "k", "cell_a", "cell_b", "n")
-    }
+    cross_rows = {name: x[name][mine] for name in ("seed_a", "seed_b", "k")}
     cross_rows["unit"] = x_unit[mine]
+    cross_rows["joint"] = np.stack([x[name][mine] for name in JOINT_CELLS], axis=1)
     return of, interval_from_counts(seed_rows, cross_rows, keys.size)
 
 

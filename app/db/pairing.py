@@ -15,6 +15,10 @@ from sqlalchemy import Connection
 from app.db.store import duck_of
 from app.sample_identity import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX, link_candidates
 
+CELLS = ("00", "01", "10", "11")  # a sample's cell under one seed: 2 * pre + post
+JOINT_COLUMNS = ", ".join(f"n_{a}_{b}" for a in CELLS for b in CELLS)
+"""cross_seed_cells' count columns: n_<cell under seed_a>_<cell under seed_b> (migration 0008)."""
+
 
 def refresh_counts(
     conn: Connection, touched: str, pair_ids: list[int] | None = None
@@ -166,6 +170,11 @@ def _refresh_cross_seed_cells(duck) -> None:
     )
     paired = "pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched"
     cells = f"SELECT pair_id, benchmark_id, seed, sample_id, k, 2 * pre::INT + post::INT AS cell FROM joined WHERE {paired}"
+    joint = ", ".join(
+        f"count(*) FILTER (WHERE a.cell = {i} AND b.cell = {j})"
+        for i in range(len(CELLS))
+        for j in range(len(CELLS))
+    )
     if duck.execute("SELECT count(*) FROM others").fetchall()[0][0]:
         duck.execute(f"CREATE OR REPLACE TEMP TABLE joined_others AS {_joined_sql('others')}")
         cells += f" UNION ALL {cells.replace('FROM joined ', 'FROM joined_others ')}"
@@ -177,11 +186,11 @@ def _refresh_cross_seed_cells(duck) -> None:
         f"""
         INSERT INTO cross_seed_cells
         WITH cells AS ({cells})
-        SELECT a.pair_id, a.benchmark_id, a.seed, b.seed, a.k, a.cell, b.cell, count(*)
+        SELECT a.pair_id, a.benchmark_id, a.seed, b.seed, a.k, {joint}
         FROM cells a JOIN cells b
           ON b.pair_id = a.pair_id AND b.benchmark_id = a.benchmark_id
          AND b.sample_id = a.sample_id AND b.k = a.k AND b.seed > a.seed
-        GROUP BY ALL
+        GROUP BY a.pair_id, a.benchmark_id, a.seed, b.seed, a.k
         """
     )
     duck.execute("DROP TABLE IF EXISTS joined_others")

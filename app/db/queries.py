@@ -7,6 +7,7 @@ import json
 import pyarrow as pa
 from sqlalchemy import Connection
 
+from app.db.pairing import JOINT_COLUMNS
 from app.db.store import duck_of
 from app.sample_identity import AMBIGUOUS_MARK
 
@@ -80,8 +81,8 @@ def cross_seed_cells(
 ) -> pa.Table:
     """The joint cells of the paired samples under two seeds (app.db.pairing), for every pair,
     just ``pair_id``, or ``pair_ids``: the map's interval needs them beside the transitions."""
-    sql = """
-        SELECT pair_id, benchmark_id, seed_a, seed_b, num_choices AS k, cell_a, cell_b, n
+    sql = f"""
+        SELECT pair_id, benchmark_id, seed_a, seed_b, num_choices AS k, {JOINT_COLUMNS}
         FROM cross_seed_cells
         WHERE ($pair_id IS NULL OR pair_id = $pair_id)
           AND ($all OR pair_id IN (SELECT unnest($ids)))
@@ -538,7 +539,7 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
     rows = (
         duck_of(conn)
         .execute(
-            """
+            f"""
         WITH t AS (
             SELECT pair_id, count(*) AS n,
                    bit_xor(hash(benchmark_id, seed, num_choices, n_00, n_01, n_10, n_11)) AS h
@@ -549,7 +550,7 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
             FROM seed_transitions GROUP BY model_id
         ), x AS (
             SELECT pair_id, count(*) AS n,
-                   bit_xor(hash(benchmark_id, seed_a, seed_b, num_choices, cell_a, cell_b, n)) AS h
+                   bit_xor(hash(benchmark_id, seed_a, seed_b, num_choices, {JOINT_COLUMNS})) AS h
             FROM cross_seed_cells GROUP BY pair_id
         ), b AS (
             SELECT count(*) AS n, coalesce(bit_xor(hash(id, name, category, full_size)), 0) AS h

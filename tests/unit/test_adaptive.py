@@ -332,26 +332,27 @@ def _counts_by_hand(pre, post, k, seed_labels):
     """Per-seed and cross-seed cell counts of whole arrays, one unit, counted sample by sample
     (seed labels arbitrary, rows in a shuffled order): what pairing stores."""
     seeds, n = pre.shape
-    per_seed, cross = Counter(), Counter()
+    per_seed, cross = Counter(), {}
     for i in range(n):
         cells = [2 * int(pre[s, i]) + int(post[s, i]) for s in range(seeds)]
         for s in range(seeds):
             per_seed[(seed_labels[s], int(k[i]), cells[s])] += 1
             for b in range(s + 1, seeds):
-                cross[(seed_labels[s], seed_labels[b], int(k[i]), cells[s], cells[b])] += 1
+                joint = cross.setdefault(
+                    (seed_labels[s], seed_labels[b], int(k[i])), np.zeros((4, 4))
+                )
+                joint[cells[s], cells[b]] += 1
     groups = sorted({(s, kk) for s, kk, _ in per_seed}, reverse=True)
     seed_rows = {"unit": [0] * len(groups), "seed": [s for s, _ in groups],
                  "k": [kk for _, kk in groups]}  # fmt: skip
     for c, name in enumerate(("n_00", "n_01", "n_10", "n_11")):
         seed_rows[name] = [per_seed[(s, kk, c)] for s, kk in groups]
     keys = sorted(cross, reverse=True)
-    cross_rows = {field: [key[j] for key in keys]
-                  for j, field in enumerate(("seed_a", "seed_b", "k", "cell_a", "cell_b"))}  # fmt: skip
-    cross_rows["unit"] = [0] * len(keys)
-    cross_rows["n"] = [cross[key] for key in keys]
-    return {f: np.asarray(v) for f, v in seed_rows.items()}, {
-        f: np.asarray(v, dtype=np.int64) for f, v in cross_rows.items()
-    }
+    cross_rows = {field: np.asarray([key[j] for key in keys], dtype=np.int64)
+                  for j, field in enumerate(("seed_a", "seed_b", "k"))}  # fmt: skip
+    cross_rows["unit"] = np.zeros(len(keys), dtype=np.int64)
+    cross_rows["joint"] = np.asarray([cross[key] for key in keys]).reshape(-1, 4, 4)
+    return {f: np.asarray(v) for f, v in seed_rows.items()}, cross_rows
 
 
 @settings(max_examples=40, deadline=None)
