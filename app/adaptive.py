@@ -33,6 +33,13 @@ random sample of it), reported for max(theta_F, 0):
   nonasymptotic confidence sequences" (Annals of Statistics, 2021) for the normal mixture.
   Its coverage holds uniformly over all prefix lengths, so stopping when the interval looks
   narrow, or continuing later with a tighter target, does not bias it.
+- psi_i depends on sample i only through its k-group and its cell (00, 01, 10, 11) under each
+  seed, so the mean and variance of psi follow exactly from counts: per (seed, k-group, cell),
+  and per (seed_a, seed_b, k-group) the 4 x 4 joint cells for the cross-seed terms.
+  ``interval_from_counts`` is the one implementation; ``confidence_sequence`` counts each prefix
+  of its arrays and calls it, and the forgetting map calls it on the counts that pairing stores
+  (table ``cross_seed_cells`` beside ``transitions``), so the map's interval and the stopping
+  rule's are the same numbers.
 - That guarantee is asymptotic. Flips are rare events, and a short prefix with no flip yet
   would estimate a variance of almost 0; the variance is therefore regularized with
   ``PRIOR_ITEMS`` pseudo-samples of the largest variance a 0/1 contribution can have (1/4), and
@@ -137,6 +144,134 @@ def _half_width(t: np.ndarray, variance: np.ndarray, level: float) -> np.ndarray
     return np.sqrt(variance * 2.0 * x / (t * t * rho2) * np.log(np.sqrt(x) / alpha))
 
 
+CELLS = ("00", "01", "10", "11")
+"""A sample's cell under one seed, 2 * pre + post: the order of the count columns n_00 ... n_11."""
+CELL_PRE = np.array([0, 0, 1, 1])
+CELL_POST = np.array([0, 1, 0, 1])
+JOINT_CELLS = tuple(f"n_{a}_{b}" for a in CELLS for b in CELLS)
+"""Joint count columns of two seeds, row-major: n_<cell under seed_a>_<cell under seed_b>."""
+
+
+def interval_from_counts(
+    seed_rows: dict[str, np.ndarray],
+    cross_rows: dict[str, np.ndarray],
+    units: int,
+    level: float = 0.95,
+) -> dict[str, np.ndarray]:
+    """F_true and BT_true with their paired intervals for many units at once, from counts only.
+
+    The one implementation of the interval: ``confidence_sequence`` (a unit per checkpoint) and
+    the map (a unit per pair and benchmark, counts stored at pairing time) both call it.
+
+    ``seed_rows``: one row per (unit, seed, k-group) with keys ``unit``, ``seed``, ``k`` (0:
+    generative) and the cell counts ``n_00``, ``n_01``, ``n_10``, ``n_11``. ``cross_rows``: the
+    samples of a unit paired under two of its seeds, one row per (unit, seed_a < seed_b, k-group)
+    with keys ``unit``, ``seed_a``, ``seed_b``, ``k`` and ``joint``, shape (rows, 4, 4): how many
+    samples fall in cell c under seed_a and cell c' under seed_b (``JOINT_CELLS``).
+
+    Why these suffice: a sample's contribution psi_i (module doc) is, per seed s, a value
+    v_s[g, cell_is] that depends only on its k-group g and its cell; so the mean of psi is
+    mean_s sum_(g,c) N_s[g, c] v_s[g, c] / n and its second moment sums J_ab[g, c, c']
+    v_a[g, c] v_b[g, c'] over seed pairs (J: the joint counts; the diagonal a = b is the per-seed
+    counts). Each seed's covariance with another is taken over their common samples; where two
+    seeds share none it is bounded by sqrt(var_a var_b) (Cauchy-Schwarz). When every seed has the
+    same samples (the adaptive runs, and any complete evaluation) this is exactly the variance of
+    psi; prefix length t is the smallest per-seed sample count.
+
+    Returns arrays of length ``units``: ``n`` (t), ``seeds``, and per name in (f, bt):
+    ``{name}_true`` (mean over seeds of the clipped per-seed values: the map's value),
+    ``_low``/``_high`` and ``_half_width`` (module doc). Units without rows get NaN.
+    """
+    unit = np.asarray(seed_rows["unit"], dtype=np.int64)
+    k = np.asarray(seed_rows["k"], dtype=np.int64)
+    cells = np.stack(
+        [np.asarray(seed_rows[f"n_{c}"], dtype=np.float64) for c in ("00", "01", "10", "11")],
+        axis=1,
+    ).reshape(-1, 4)
+    seed_codes, seed_code = np.unique(np.asarray(seed_rows["seed"]), return_inverse=True)
+    width = max(seed_codes.size, 1)
+    # (unit, seed) pairs: the per-seed values
+    us_keys, us_of = np.unique(unit * width + seed_code.reshape(-1), return_inverse=True)
+    us_unit = us_keys // width
+    us_of = us_of.reshape(-1)
+    scores = scores_from_arrays(*cells.T, k, us_of)
+    n_s = scores["n"].astype(np.float64)
+    seeds = np.bincount(us_unit, minlength=units)
+    t = np.full(units, np.inf)
+    np.minimum.at(t, us_unit, n_s)
+
+    # each row's value per cell: v = [cell is the flip] - chance linearization (module doc)
+    n_g = cells.sum(axis=1)
+    miss_pre = (cells[:, 0] + cells[:, 1]) / n_g
+    miss_post = (cells[:, 0] + cells[:, 2]) / n_g
+    inv_km1 = np.where(k == 0, 0.0, 1.0 / np.maximum(k - 1, 1))
+    chance = inv_km1[:, None] * (
+        miss_post[:, None] * (1 - CELL_PRE) + miss_pre[:, None] * (1 - CELL_POST)
+        - (miss_pre * miss_post)[:, None]
+    )  # fmt: skip
+    flip = {"f": np.array([0.0, 0.0, 1.0, 0.0]), "bt": np.array([0.0, 1.0, 0.0, 0.0])}
+
+    # each side of a cross row is the per-seed row of its (unit, seed, k)
+    seed_of_row = np.asarray(seed_rows["seed"]).reshape(-1)
+    k_width = int(k.max(initial=0)) + 1
+    order = np.argsort(us_of * k_width + k, kind="stable")
+    sorted_keys = (us_of * k_width + k)[order]
+    x_unit = np.asarray(cross_rows["unit"], dtype=np.int64)
+    x_k = np.asarray(cross_rows["k"], dtype=np.int64)
+    x_joint = np.asarray(cross_rows["joint"], dtype=np.float64).reshape(-1, 4, 4)
+    x_n = x_joint.sum(axis=(1, 2))
+
+    def rows_of(side: str) -> np.ndarray:
+        seed = np.asarray(cross_rows[f"seed_{side}"])
+        if seed.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        code = np.minimum(np.searchsorted(seed_codes, seed), width - 1)
+        us = np.minimum(np.searchsorted(us_keys, x_unit * width + code), us_keys.size - 1)
+        at = order[np.minimum(np.searchsorted(sorted_keys, us * k_width + x_k), order.size - 1)]
+        if not (
+            np.array_equal(unit[at], x_unit)
+            and np.array_equal(seed_of_row[at], seed)
+            and np.array_equal(k[at], x_k)
+        ):
+            raise ValueError("every cross row needs the per-seed row of its unit, seed and k")
+        return at
+
+    x_rows = [rows_of("a"), rows_of("b")]
+    x_us = [us_of[rows] for rows in x_rows]
+    seed_pair, pair_of = np.unique(x_us[0] * us_keys.size + x_us[1], return_inverse=True)
+    pair_a, pair_b = seed_pair // max(us_keys.size, 1), seed_pair % max(us_keys.size, 1)
+    n_ab = np.bincount(pair_of, weights=x_n, minlength=seed_pair.size)
+
+    out: dict[str, np.ndarray] = {"n": np.where(np.isinf(t), 0, t).astype(np.int64), "seeds": seeds}
+    s_count = np.maximum(seeds, 1).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for name in ("f", "bt"):
+            v = flip[name][None, :] - chance
+            m = np.bincount(us_of, weights=(cells * v).sum(axis=1), minlength=us_keys.size) / n_s
+            second = np.bincount(us_of, weights=(cells * v * v).sum(axis=1), minlength=us_keys.size)
+            var = np.maximum(second / n_s - m * m, 0.0)
+            sd = np.sqrt(var)
+            # worst case first (all seeds perfectly correlated), then each shared pair's covariance
+            worst = np.bincount(us_unit, weights=sd, minlength=units) ** 2
+            product = np.einsum("rc,rcd,rd->r", v[x_rows[0]], x_joint, v[x_rows[1]])
+            cov = np.bincount(pair_of, weights=product, minlength=seed_pair.size) / n_ab
+            bound = sd[pair_a] * sd[pair_b]
+            cov = np.clip(cov - m[pair_a] * m[pair_b], -bound, bound)
+            slack = np.bincount(us_unit[pair_a], weights=2.0 * (bound - cov), minlength=units)
+            variance = np.maximum(worst - slack, 0.0) / s_count**2
+            regularized = (t * variance + PRIOR_ITEMS * 0.25) / (t + PRIOR_ITEMS)
+            half = _half_width(t, regularized, level)
+            centre = np.bincount(us_unit, weights=m, minlength=units) / s_count
+            value = np.bincount(us_unit, weights=scores[f"{name}_true"], minlength=units) / s_count
+            empty = seeds == 0
+            value[empty] = centre[empty] = half[empty] = np.nan
+            out[f"{name}_true"] = value
+            out[f"{name}_true_low"] = np.minimum(np.maximum(centre - half, 0.0), value)
+            out[f"{name}_true_high"] = np.maximum(np.clip(centre + half, 0.0, 1.0), value)
+            out[f"{name}_true_half_width"] = half
+    return out
+
+
 def confidence_sequence(
     pre: np.ndarray,
     post: np.ndarray,
@@ -151,6 +286,7 @@ def confidence_sequence(
     (0 = generative), shape (samples,). Returns arrays over checkpoints: ``n``, ``f_true`` and
     ``bt_true`` (the map's values: mean over seeds of the per-seed clipped values), their
     ``_low`` / ``_high`` bounds and ``_half_width`` (of the confidence sequence, before clipping).
+    The counts of each prefix go to ``interval_from_counts`` (one unit per checkpoint).
     """
     pre = np.asarray(pre, dtype=np.int8)
     post = np.asarray(post, dtype=np.int8)
@@ -168,81 +304,49 @@ def confidence_sequence(
     t = np.asarray(checkpoints, dtype=np.int64)
     if t.size == 0 or t.min() < 1 or t.max() > k.size or np.any(np.diff(t) <= 0):
         raise ValueError("checkpoints must be increasing prefix lengths in 1..samples")
-    pre, post, k = pre[:, : t[-1]], post[:, : t[-1]], k[: t[-1]]
+    seed_rows, cross_rows = prefix_counts(pre[:, : t[-1]], post[:, : t[-1]], k[: t[-1]], t)
+    out = interval_from_counts(seed_rows, cross_rows, t.size, level)
+    del out["seeds"]
+    return out
+
+
+def prefix_counts(
+    pre: np.ndarray, post: np.ndarray, k: np.ndarray, t: np.ndarray
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The rows ``interval_from_counts`` reads, one unit per prefix length in ``t``: the counts
+    of each (seed, k-group, cell) and the joint cells of each (seed_a < seed_b, k-group)."""
     seeds = pre.shape[0]
     group_ks, group_of = np.unique(k, return_inverse=True)
     n_groups = group_ks.size
+    cell = (2 * pre + post).astype(np.int64)  # (seeds, samples)
+    segment = np.searchsorted(t, np.arange(k.size), side="right")  # first prefix holding i
 
-    # Per sample, seed and k-group: the cells 00, 01, 10, 11 (counts for the metric), and the
-    # features the contributions are linear in: x10, x01, (1 - pre) and (1 - post) in the group,
-    # and the group itself.
-    cell = (2 * pre + post).astype(np.int64)  # 0: 00, 1: 01, 2: 10, 3: 11
-    onehot = np.zeros((k.size, seeds, n_groups, 4))
-    onehot[np.arange(k.size)[:, None], np.arange(seeds)[None, :], group_of[:, None], cell.T] = 1.0
-    counts = np.cumsum(onehot, axis=0)[t - 1]  # (checkpoints, seeds, groups, 4)
+    def cumulative(index: np.ndarray, size: int) -> np.ndarray:
+        """Counts of ``index`` (per sample) in every prefix: shape (checkpoints, size)."""
+        flat = np.bincount(segment * size + index, minlength=t.size * size)
+        return np.cumsum(flat.reshape(t.size, size), axis=0)
 
-    rows = counts.reshape(-1, 4)
-    present = rows.sum(axis=1) > 0
-    unit = np.repeat(np.arange(t.size * seeds), n_groups)
-    row_k = np.tile(group_ks, t.size * seeds)
-    scores = scores_from_arrays(
-        rows[present, 0], rows[present, 1], rows[present, 2], rows[present, 3],
-        row_k[present], unit[present],
-    )  # fmt: skip
-    per_seed = {name: scores[name].reshape(t.size, seeds) for name in scores}
-
-    # linearization coefficients of the chance term per (checkpoint, seed, group)
-    n_g = counts.sum(axis=3)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        miss_pre = np.where(n_g > 0, (counts[..., 0] + counts[..., 1]) / n_g, 0.0)
-        miss_post = np.where(n_g > 0, (counts[..., 0] + counts[..., 2]) / n_g, 0.0)
-    inv_km1 = np.where(group_ks == 0, 0.0, 1.0 / np.maximum(group_ks - 1, 1))
-    coef_pre = -miss_post * inv_km1  # on (1 - pre_is) in group g
-    coef_post = -miss_pre * inv_km1  # on (1 - post_is) in group g
-
-    in_group = np.zeros((k.size, 1, n_groups))
-    in_group[np.arange(k.size), 0, group_of] = 1.0
-    features = np.concatenate(
-        [
-            ((pre == 1) & (post == 0)).T,
-            ((pre == 0) & (post == 1)).T,
-            ((1 - pre).T[:, :, None] * in_group).reshape(k.size, -1),
-            ((1 - post).T[:, :, None] * in_group).reshape(k.size, -1),
-            in_group[:, 0, :],
-        ],
-        axis=1,
-    ).astype(np.float64)  # (samples, 2 S + 2 S G + G)
-    # sums of features and of their products over each prefix (segments between checkpoints)
-    starts = np.concatenate([[0], t[:-1]])
-    first = np.cumsum(np.add.reduceat(features, starts, axis=0), axis=0) / t[:, None]
-    products = features[:, :, None] * features[:, None, :]
-    second = np.cumsum(np.add.reduceat(products, starts, axis=0), axis=0) / t[:, None, None]
-    ones = np.ones((t.size, seeds))
-    zeros = np.zeros((t.size, seeds))
-    # the constant (1 - a_sg)(1 - b_sg) / (k_g - 1) differs between k-groups: it varies per sample
-    constant = (miss_pre * miss_post * inv_km1).sum(axis=1)  # summed over seeds, (checkpoints, G)
-    chance = np.concatenate(
-        [coef_pre.reshape(t.size, -1), coef_post.reshape(t.size, -1), constant], axis=1
-    )
-    weights = {
-        "f": np.concatenate([ones, zeros, chance], axis=1) / seeds,
-        "bt": np.concatenate([zeros, ones, chance], axis=1) / seeds,
-    }
-
-    out: dict[str, np.ndarray] = {"n": t}
-    for name in ("f", "bt"):
-        w = weights[name]
-        mean_psi = np.einsum("cd,cd->c", w, first)
-        variance = np.maximum(np.einsum("cd,cde,ce->c", w, second, w) - mean_psi**2, 0.0)
-        regularized = (t * variance + PRIOR_ITEMS * 0.25) / (t + PRIOR_ITEMS)
-        half = _half_width(t.astype(np.float64), regularized, level)
-        centre = (per_seed[name] - per_seed[f"{name}_chance"]).mean(axis=1)
-        value = per_seed[f"{name}_true"].mean(axis=1)
-        out[f"{name}_true"] = value
-        out[f"{name}_true_low"] = np.minimum(np.maximum(centre - half, 0.0), value)
-        out[f"{name}_true_high"] = np.maximum(np.clip(centre + half, 0.0, 1.0), value)
-        out[f"{name}_true_half_width"] = half
-    return out
+    per_seed = np.stack(
+        [cumulative(group_of * 4 + cell[s], n_groups * 4) for s in range(seeds)], axis=1
+    ).reshape(t.size, seeds, n_groups, 4)
+    unit, seed, group = np.nonzero(per_seed.sum(axis=3))
+    seed_rows = {"unit": unit, "seed": seed, "k": group_ks[group]}
+    for c, name in enumerate(("n_00", "n_01", "n_10", "n_11")):
+        seed_rows[name] = per_seed[unit, seed, group, c]
+    parts: list[tuple] = []
+    for a in range(seeds):
+        for b in range(a + 1, seeds):
+            joint = cumulative((group_of * 4 + cell[a]) * 4 + cell[b], n_groups * 16)
+            joint = joint.reshape(t.size, n_groups, 16)
+            u, g = np.nonzero(joint.sum(axis=2))
+            parts.append((u, np.full(u.size, a), np.full(u.size, b), g, joint[u, g]))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        parts = [(empty, empty, empty, empty, np.zeros((0, 16), dtype=np.int64))]
+    u, sa, sb, g, joint = (np.concatenate(x) for x in zip(*parts, strict=True))
+    cross_rows = {"unit": u, "seed_a": sa, "seed_b": sb, "k": group_ks[g],
+                  "joint": joint.reshape(-1, 4, 4)}  # fmt: skip
+    return seed_rows, cross_rows
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from app import metrics
+from app.adaptive import JOINT_CELLS, interval_from_counts
 from app.cache import VersionCache
 from app.db import queries
 from app.db.store import Store
@@ -30,15 +31,20 @@ BENCHMARK_FIELDS = (
     "n_00", "n_01", "n_10", "n_11", "f", "bt", "f_chance", "bt_chance", "f_true", "bt_true",
     "f_max", "bt_max",
 )  # fmt: skip
+INTERVAL_FIELDS = ("f_true_low", "f_true_high", "bt_true_low", "bt_true_high")
+"""The paired 95% interval of the values over all seeds (app.adaptive: a confidence sequence)."""
 BENCHMARK_EXTRA = (
     "pair_id", "label", "stage", "k_mix", "mcnemar_p", "noise_floor", "only_base", "only_post",
-    "mismatched", "net", "f_rel",
+    "mismatched", "net", "f_rel", *INTERVAL_FIELDS, "full_size", "partial",
 )  # fmt: skip
 CATEGORY_FIELDS = (
     "base", "post", "category", "n_benchmarks", "seeds", "f_true", "f_true_std", "bt_true",
     "bt_true_std", "f", "bt", "f_max", "bt_max",
 )  # fmt: skip
-CATEGORY_EXTRA = ("pair_id", "label", "stage", "noise_floor", "net", "f_rel")
+CATEGORY_EXTRA = (
+    "pair_id", "label", "stage", "noise_floor", "net", "f_rel", "n", *INTERVAL_FIELDS, "full_size",
+    "partial",
+)  # fmt: skip
 DERIVED = ("net", "f_rel")
 """Derived values the map can colour by (app.metrics: net_transfer, relative_forgetting); NaN and
 missing values travel as None."""
@@ -101,6 +107,67 @@ def _units(counts: pa.Table) -> tuple[dict[str, np.ndarray], np.ndarray, dict[st
     return cols, np.flatnonzero(changed), scores
 
 
+def _intervals(cols: dict, cross: pa.Table) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Per (pair, benchmark): F_true and BT_true over all seeds with their paired interval
+    (app.adaptive.interval_from_counts on the transition rows and the cross-seed cells stored at
+    pairing time). Returns each count row's (pair, benchmark) index and the per-index arrays."""
+    width = int(cols["benchmark_id"].max()) + 1
+    keys, of = np.unique(
+        cols["pair_id"].astype(np.int64) * width + cols["benchmark_id"], return_inverse=True
+    )
+    of = of.reshape(-1)
+    x = {name: cross[name].to_numpy(zero_copy_only=False) for name in cross.column_names}
+    x_key = x["pair_id"].astype(np.int64) * width + x["benchmark_id"]
+    x_unit = np.minimum(np.searchsorted(keys, x_key), keys.size - 1)
+    mine = keys[x_unit] == x_key  # cross rows of pairs and benchmarks being mapped
+    seed_rows = {"unit": of, "seed": cols["seed"], "k": cols["k"],
+                 **{c: cols[c] for c in ("n_00", "n_01", "n_10", "n_11")}}  # fmt: skip
+    cross_rows = {name: x[name][mine] for name in ("seed_a", "seed_b", "k")}
+    cross_rows["unit"] = x_unit[mine]
+    cross_rows["joint"] = np.stack([x[name][mine] for name in JOINT_CELLS], axis=1)
+    return of, interval_from_counts(seed_rows, cross_rows, keys.size)
+
+
+def combined_half_widths(
+    key: np.ndarray,
+    total_key: np.ndarray,
+    in_total: np.ndarray,
+    n: np.ndarray,
+    halves: dict[str, np.ndarray],
+    aggregate: str,
+    size: int,
+    per_pair: int,
+) -> dict[str, np.ndarray]:
+    """Half-widths of the category and "Total" means of benchmark values, per output slot.
+
+    One input per (pair, benchmark): its slot ``key`` (pair x category), its pair's "Total" slot
+    ``total_key`` (used where ``in_total``), its n and its half-widths. A mean with weights w_b
+    has half-width sqrt(sum_b (w_b h_b)^2), which assumes independent benchmarks (their samples
+    are disjoint, but the models are the same: a conservative reader widens it). Weights as in
+    ``metrics.aggregate_columns``: macro 1/B per category and 1/(C B_c) for Total (C categories
+    in Total), micro n_b over the slot's n. ``per_pair``: slots per pair (the Total slot last).
+    """
+    n = np.asarray(n, dtype=np.float64)
+    count = np.bincount(key, minlength=size).astype(np.float64)
+    if aggregate == "micro":
+        weight = n / np.bincount(key, weights=n, minlength=size)[key]
+        total_n = np.bincount(total_key[in_total], weights=n[in_total], minlength=size)
+        total_weight = n / np.where(total_n > 0, total_n, 1.0)[total_key]
+    else:
+        weight = 1.0 / count[key]
+        present = np.bincount(key[in_total], minlength=size).reshape(-1, per_pair) > 0
+        categories = np.repeat(present.sum(axis=1), per_pair)  # C of each slot's pair
+        total_weight = weight / np.maximum(categories[key], 1)
+    out = {}
+    for name, h in halves.items():
+        sq = np.bincount(key, weights=(weight * h) ** 2, minlength=size)
+        sq += np.bincount(
+            total_key[in_total], weights=((total_weight * h) ** 2)[in_total], minlength=size
+        )
+        out[name] = np.sqrt(sq)
+    return out
+
+
 def _noise_grid(store_conn) -> np.ndarray:
     """grid[model_id, benchmark_id]: mean over seed pairs of a model's seed-vs-seed flip rate
     (F + BT) / 2 on that benchmark; NaN where the model has fewer than two seeds."""
@@ -155,12 +222,14 @@ def _benchmark_columns(
     by pair, category (the paper's order), benchmark name, seed."""
     with store.read() as conn:
         counts = queries.transition_counts(conn, pair_id, pair_ids)
+        cross = queries.cross_seed_cells(conn, pair_id, pair_ids)
         pairs = queries.pair_names(conn)
         benches = queries.benchmark_names(conn)
         noise = _noise_grid(conn)
     if len(counts) == 0:
         return {}
     cols, starts, s = _units(counts)
+    pb_of, interval = _intervals(cols, cross)
     ends = np.r_[starts[1:], len(counts)]
     groups = ends - starts
     k = cols["k"].astype(np.int64)
@@ -181,6 +250,7 @@ def _benchmark_columns(
     b_row = np.searchsorted(bench_ids, cols["benchmark_id"][starts])
     bench_name = np.asarray(benches["name"].to_pylist(), dtype=object)
     bench_cat = np.asarray(benches["category"].to_pylist(), dtype=object)
+    full_size = _full_sizes(benches)[b_row]
     at = {name: cols[name][starts] for name in ("seed", "pair_id", "only_base", "only_post",
                                                 "mismatched", "benchmark_id")}  # fmt: skip
     at.update(
@@ -203,6 +273,8 @@ def _benchmark_columns(
         "only_base": at["only_base"].astype(np.int64), "only_post": at["only_post"].astype(np.int64),
         "mismatched": at["mismatched"].astype(np.int64),
         **derived_metrics(s["f_true"], s["bt_true"], s["f_max"]),
+        **{name: interval[name][pb_of[starts]] for name in INTERVAL_FIELDS},
+        "full_size": full_size, "partial": full_size > s["n"],
     }  # fmt: skip
     categories = sorted(set(bench_cat.tolist()), key=category_sort_key)
     cat_rank = np.array([categories.index(c) for c in bench_cat.tolist()], dtype=np.int64)
@@ -242,6 +314,8 @@ def benchmark_records(
             return [None if v < 0 else v for v in values]
         if name in ("noise_floor", *DERIVED):  # NaN: no seed-vs-seed counts, or F_max = 0
             return [None if v != v else v for v in values]
+        if name == "full_size":  # NaN: not known
+            return [None if v != v else int(v) for v in values]
         return values
 
     return _records_from_columns(
@@ -261,6 +335,13 @@ def _records_from_columns(names: tuple[str, ...], lists: list[list]) -> list[dic
             gc.enable()
 
 
+def _full_sizes(benches: pa.Table) -> np.ndarray:
+    """Each benchmark's full size as floats, NaN where not known (imported results)."""
+    return np.array(
+        [np.nan if v is None else v for v in benches["full_size"].to_pylist()], dtype=np.float64
+    )
+
+
 def _nan_to_none(values: np.ndarray) -> list:
     return [None if v != v else v for v in values.tolist()]
 
@@ -275,6 +356,7 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
     benches = queries.benchmark_names(conn)
     noise = _noise_grid(conn)
     cols, starts, s = _units(counts)
+    pb_of, interval = _intervals(cols, queries.cross_seed_cells(conn, pair_ids=pair_ids))
     pair = cols["pair_id"][starts].astype(np.int64)
     bench = cols["benchmark_id"][starts].astype(np.int64)
     # category codes in the map's column order, so that aggregated rows come out in that order
@@ -303,7 +385,8 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
     total = np.zeros(size)
     count = np.zeros(size)
     # "Total" leaves out the categories that stay out of it (metrics.OUTSIDE_TOTAL)
-    in_total = np.array([c not in metrics.OUTSIDE_TOTAL for c in categories], dtype=bool)[cat]
+    in_total_cat = np.array([c not in metrics.OUTSIDE_TOTAL for c in categories], dtype=bool)
+    in_total = in_total_cat[cat]
     for key, counted in ((p_idx * n_c + cat, has), (p_idx * n_c + n_c - 1, has & in_total)):
         total += np.bincount(key[counted], weights=unit_noise[counted], minlength=size)
         count += np.bincount(key[counted], minlength=size)
@@ -311,6 +394,34 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
     row_key = np.searchsorted(uniq, agg["pair"]) * n_c + row_code
     with np.errstate(invalid="ignore", divide="ignore"):
         row_noise = np.where(count[row_key] > 0, total[row_key] / count[row_key], np.nan)
+    # per (pair, benchmark): n, half-widths, full size; summed and combined per output row
+    first = np.unique(pb_of, return_index=True)[1]
+    pb_bench = cols["benchmark_id"][first].astype(np.int64)
+    pb_key = np.searchsorted(uniq, cols["pair_id"][first]) * n_c + code_of[pb_bench]
+    pb_total = pb_key - code_of[pb_bench] + n_c - 1
+    pb_in_total = in_total_cat[code_of[pb_bench]]
+    halves = combined_half_widths(
+        pb_key, pb_total, pb_in_total, interval["n"],
+        {name: interval[f"{name}_true_half_width"] for name in ("f", "bt")}, aggregate, size, n_c,
+    )  # fmt: skip
+    full_of = np.full(int(bench_ids.max()) + 1, np.nan)
+    full_of[bench_ids] = _full_sizes(benches)
+    pb_full = np.fmax(full_of[pb_bench], interval["n"])  # unknown: the paired samples
+
+    def summed(x: np.ndarray) -> np.ndarray:
+        at = np.bincount(pb_key, weights=x, minlength=size)
+        return (at + np.bincount(pb_total[pb_in_total], weights=x[pb_in_total], minlength=size))[
+            row_key
+        ]
+
+    row_n = summed(interval["n"].astype(np.float64))
+    row_full = summed(pb_full)
+    row_known = summed((~np.isnan(full_of[pb_bench])).astype(np.float64)) > 0
+    bounds = {}
+    for name in ("f", "bt"):
+        value, half = agg[f"{name}_true"], halves[name][row_key]
+        bounds[f"{name}_true_low"] = np.maximum(value - half, 0.0).tolist()
+        bounds[f"{name}_true_high"] = np.minimum(value + half, 1.0).tolist()
     out_row = np.searchsorted(all_pairs, agg["pair"])
     names_of = {name: np.asarray(pairs[name].to_pylist(), dtype=object)[out_row]
                 for name in ("base", "post", "label", "stage")}  # fmt: skip
@@ -329,6 +440,9 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
         "noise_floor": _nan_to_none(row_noise),
         **{name: _nan_to_none(v)
            for name, v in derived_metrics(agg["f_true"], agg["bt_true"], agg["f_max"]).items()},
+        "n": row_n.astype(np.int64).tolist(), **bounds,
+        "full_size": [int(f) if k else None for f, k in zip(row_full.tolist(), row_known.tolist(), strict=True)],
+        "partial": (row_known & (row_full > row_n)).tolist(),
     }  # fmt: skip
     return _records_from_columns(tuple(columns), list(columns.values()))
 
@@ -481,7 +595,7 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
         return [
             {**{k: r[k] for k in ("pair_id", "f_true", "f_true_std", "bt_true", "bt_true_std", "f",
                                   "bt", "f_max", "bt_max", "noise_floor", "n_benchmarks", "seeds",
-                                  *DERIVED)},
+                                  *DERIVED, "n", *INTERVAL_FIELDS, "full_size", "partial")},
              "column": r["category"]}
             for r in records
         ]  # fmt: skip
@@ -507,6 +621,15 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
     has = ~np.isnan(noise)
     noise_n = np.bincount(group[has], minlength=len(uniq))
     noise_sum = np.bincount(group[has], weights=noise[has], minlength=len(uniq))
+    # the interval and full size are per (pair, benchmark) already (the same on every seed's
+    # record); n: the fewest paired samples of a seed, as the interval counts them
+    first = {}
+    n_min = np.full(len(uniq), np.iinfo(np.int64).max)
+    np.minimum.at(n_min, group, np.fromiter((r["n"] for r in records), np.int64, len(records)))
+    partial = np.zeros(len(uniq), dtype=bool)
+    for g, r in zip(group.tolist(), records, strict=True):
+        first.setdefault(g, r)
+        partial[g] |= r["partial"]
     out = []
     for i, (pair_id, bench) in enumerate(uniq):
         cell = {"pair_id": pair_id, "column": bench, "n_benchmarks": 1, "seeds": int(count[i])}
@@ -514,5 +637,8 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
             v = float(values[i])
             cell[name] = None if np.isnan(v) else v
         cell["noise_floor"] = float(noise_sum[i] / noise_n[i]) if noise_n[i] else None
+        cell["n"] = int(n_min[i])
+        cell.update({name: first[i][name] for name in (*INTERVAL_FIELDS, "full_size")})
+        cell["partial"] = bool(partial[i])
         out.append(cell)
     return out

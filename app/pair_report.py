@@ -9,7 +9,7 @@ import numpy as np
 from app import metrics
 from app.db import queries
 from app.db.store import Store
-from app.forgetting_map import benchmark_records, category_sort_key
+from app.forgetting_map import INTERVAL_FIELDS, benchmark_records, category_sort_key
 
 MEAN_FIELDS = ("acc_pre", "acc_post", "f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max")
 SUM_FIELDS = ("n_00", "n_01", "n_10", "n_11")
@@ -17,8 +17,9 @@ SUM_FIELDS = ("n_00", "n_01", "n_10", "n_11")
 
 def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[dict]:
     """Per benchmark: means across seeds (as the map reports them), counts summed over seeds, a
-    95% bootstrap CI of F_true and BT_true (samples resampled within each seed), and McNemar's
-    exact p on the counts pooled over seeds."""
+    95% bootstrap CI of F_true and BT_true (samples resampled within each seed), the map's paired
+    95% interval (``f_true_low`` ... ``bt_true_high``), ``full_size`` and ``partial``, and
+    McNemar's exact p on the counts pooled over seeds."""
     records = benchmark_records(store, pair_id)
     with store.read() as conn:
         counts = queries.pair_transitions(conn, pair_id).to_pylist()
@@ -55,6 +56,11 @@ def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[d
         row["mcnemar_p"] = metrics.mcnemar_exact(row["n_01"], row["n_10"])
         noise = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
         row["noise_floor"] = float(np.mean(noise)) if noise else None
+        # the paired interval over all seeds (a confidence sequence, valid under optional
+        # stopping) and the benchmark's full size are the same on every seed's record
+        for field in (*INTERVAL_FIELDS, "full_size"):
+            row[field] = first[field]
+        row["partial"] = any(r["partial"] for r in rows)
         row["only_base"] = sum(r["only_base"] for r in rows)
         row["only_post"] = sum(r["only_post"] for r in rows)
         row["mismatched"] = sum(r["mismatched"] for r in rows)

@@ -15,6 +15,10 @@
   };
   const esc = window.plotlyText;  // static/text.js: user text stays text in Plotly
   const pct = (x) => (x === null || x === undefined || Number.isNaN(x) ? "–" : (100 * x).toFixed(1) + "%");
+  const interval = (lo, hi) => (lo === null || lo === undefined ? "–" : "[" + pct(lo) + ", " + pct(hi) + "]");
+  const count = (x) => (x === null || x === undefined ? "–" : Number(x).toLocaleString("en-US"));
+  // n used per seed (summed over a category's benchmarks); a partial one says how many of how many
+  const used = (c) => "n " + count(c.n) + (c.partial ? " · partial: " + count(c.n) + " of " + count(c.full_size) : "");
 
   function render() {
     const el = document.getElementById("heatmap");
@@ -42,16 +46,19 @@
     const rowIndex = new Map(rows.map((r, i) => [r.id, i]));
     const colIndex = new Map(data.columns.map((c, i) => [c, i]));
     const z = rows.map(() => data.columns.map(() => null));
+    const partial = rows.map(() => data.columns.map(() => false));
     const custom = rows.map(() => data.columns.map(() => null));
     for (const c of data.cells) {
       const i = rowIndex.get(c.pair_id), j = colIndex.get(c.column);
       if (i === undefined || j === undefined) continue;
       z[i][j] = metric.value(c);
+      partial[i][j] = Boolean(c.partial);
       const std = metric.std ? metric.std(c) : null;
       custom[i][j] = [
         pct(z[i][j]) + (std !== null && std !== undefined ? " ± " + pct(std) : ""),
         pct(c.noise_floor), c.seeds, c.n_benchmarks, pct(c.f_true), pct(c.bt_true), pct(c.f_max),
-        c.pair_id, c.column,
+        c.pair_id, c.column, used(c),
+        interval(c.f_true_low, c.f_true_high), interval(c.bt_true_low, c.bt_true_high),
       ];
     }
     const values = z.flat().filter((v) => v !== null);
@@ -62,10 +69,12 @@
       zmin: metric.diverging ? -maxAbs : 0, zmax: maxAbs, xgap: 2, ygap: 2,
       hovertemplate: "%{y}<br>%{x}<br>" + metric.label + ": %{customdata[0]}" +
         "<br>noise floor: %{customdata[1]}<br>F_true %{customdata[4]} · BT_true %{customdata[5]} · F_max %{customdata[6]}" +
+        "<br>95% CI: F_true %{customdata[10]} · BT_true %{customdata[11]}<br>%{customdata[9]}" +
         "<br>seeds: %{customdata[2]}, benchmarks: %{customdata[3]}<extra>click for the flipped questions</extra>",
       colorbar: { title: { text: metric.label, side: "right" }, tickformat: ".0%", thickness: 14, len: 0.9 },
     };
-    const text = z.map((row) => row.map((v) => (v === null ? "" : (100 * v).toFixed(1))));
+    // a partial cell (fewer paired samples than the benchmark has) carries a star
+    const text = z.map((row, i) => row.map((v, j) => (v === null ? "" : (100 * v).toFixed(1) + (partial[i][j] ? "*" : ""))));
     if (data.columns.length <= 16 && rows.length <= 30) {
       trace.text = text; trace.texttemplate = "%{text}"; trace.textfont = { size: 11 };
     }

@@ -10,11 +10,13 @@ All SQL here takes values as parameters; table and column names are fixed string
 
 from __future__ import annotations
 
-from sqlalchemy import Connection
-
 from app.db.prompts import full_prompt
-from app.db.store import duck_of
+from app.db.store import Connection, duck_of
 from app.sample_identity import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX, link_candidates
+
+CELLS = ("00", "01", "10", "11")  # a sample's cell under one seed: 2 * pre + post
+JOINT_COLUMNS = ", ".join(f"n_{a}_{b}" for a in CELLS for b in CELLS)
+"""cross_seed_cells' count columns: n_<cell under seed_a>_<cell under seed_b> (migration 0008)."""
 
 
 def refresh_counts(
@@ -53,43 +55,7 @@ def refresh_counts(
         params,
     )
     link_by_text(duck)
-    duck.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE joined AS
-        WITH base AS (
-            SELECT a.pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash,
-                   r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
-            FROM affected a JOIN results r
-              ON r.model_id = a.base_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
-        ), post AS (
-            SELECT a.pair_id, r.benchmark_id, r.seed,
-                   coalesce(l.base_sample_id, r.sample_id) AS sample_id,
-                   l.base_sample_id IS NOT NULL AS by_text,
-                   r.correct, r.num_choices, r.doc_hash,
-                   r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
-            FROM affected a JOIN results r
-              ON r.model_id = a.post_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
-            LEFT JOIN sample_links l
-              ON l.pair_id = a.pair_id AND l.benchmark_id = r.benchmark_id
-             AND l.post_sample_id = r.sample_id
-        )
-        SELECT coalesce(b.pair_id, p.pair_id) AS pair_id,
-               coalesce(b.benchmark_id, p.benchmark_id) AS benchmark_id,
-               coalesce(b.seed, p.seed) AS seed,
-               b.correct AS pre, p.correct AS post,
-               coalesce(b.num_choices, p.num_choices, 0) AS k,
-               coalesce(b.ambiguous, p.ambiguous) AS ambiguous,
-               p.sample_id IS NULL AND NOT b.ambiguous AS only_base,
-               b.sample_id IS NULL AND NOT p.ambiguous AS only_post,
-               coalesce(b.doc_hash <> p.doc_hash, false) AS mismatched,
-               coalesce(p.by_text, false) AS by_text,
-               coalesce(b.sample_id LIKE '{QUESTION_KEY_PREFIX}%', false) AS by_question
-        FROM base b FULL OUTER JOIN post p
-          ON b.pair_id = p.pair_id AND b.benchmark_id = p.benchmark_id
-         AND b.seed = p.seed AND b.sample_id = p.sample_id
-         AND NOT b.ambiguous AND NOT p.ambiguous
-        """
-    )
+    duck.execute(f"CREATE OR REPLACE TEMP TABLE joined AS {_joined_sql('affected')}")
     for table in ("transitions", "coverage"):
         duck.execute(
             f"DELETE FROM {table} USING affected a WHERE {table}.pair_id = a.pair_id "
@@ -131,6 +97,7 @@ def refresh_counts(
         FROM joined GROUP BY pair_id ORDER BY pair_id
         """
     ).fetchall()
+    _refresh_cross_seed_cells(duck)
     _refresh_seed_transitions(duck, touched, only_paired=pair_ids is None)
     duck.execute("DROP TABLE joined")
     duck.execute("DROP TABLE affected")
@@ -139,6 +106,94 @@ def refresh_counts(
         for pid, a, b, c, d in rows
     }
     return [r[0] for r in rows], unpaired
+
+
+def _joined_sql(units: str) -> str:
+    """Every sample of the (pair, benchmark, seed) units in temp table ``units`` (columns pair_id,
+    base_model_id, post_model_id, benchmark_id, seed), base and post side by side: paired rows
+    have both ``pre`` and ``post``; the flags say why the others did not pair."""
+    return f"""
+        WITH base AS (
+            SELECT a.pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash,
+                   r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
+            FROM {units} a JOIN results r
+              ON r.model_id = a.base_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
+        ), post AS (
+            SELECT a.pair_id, r.benchmark_id, r.seed,
+                   coalesce(l.base_sample_id, r.sample_id) AS sample_id,
+                   l.base_sample_id IS NOT NULL AS by_text,
+                   r.correct, r.num_choices, r.doc_hash,
+                   r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
+            FROM {units} a JOIN results r
+              ON r.model_id = a.post_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
+            LEFT JOIN sample_links l
+              ON l.pair_id = a.pair_id AND l.benchmark_id = r.benchmark_id
+             AND l.post_sample_id = r.sample_id
+        )
+        SELECT coalesce(b.pair_id, p.pair_id) AS pair_id,
+               coalesce(b.benchmark_id, p.benchmark_id) AS benchmark_id,
+               coalesce(b.seed, p.seed) AS seed,
+               coalesce(b.sample_id, p.sample_id) AS sample_id,
+               b.correct AS pre, p.correct AS post,
+               coalesce(b.num_choices, p.num_choices, 0) AS k,
+               coalesce(b.ambiguous, p.ambiguous) AS ambiguous,
+               p.sample_id IS NULL AND NOT b.ambiguous AS only_base,
+               b.sample_id IS NULL AND NOT p.ambiguous AS only_post,
+               coalesce(b.doc_hash <> p.doc_hash, false) AS mismatched,
+               coalesce(p.by_text, false) AS by_text,
+               coalesce(b.sample_id LIKE '{QUESTION_KEY_PREFIX}%', false) AS by_question
+        FROM base b FULL OUTER JOIN post p
+          ON b.pair_id = p.pair_id AND b.benchmark_id = p.benchmark_id
+         AND b.seed = p.seed AND b.sample_id = p.sample_id
+         AND NOT b.ambiguous AND NOT p.ambiguous
+        """
+
+
+def _refresh_cross_seed_cells(duck) -> None:
+    """Recompute ``cross_seed_cells`` of every (pair, benchmark) in temp table ``affected``: one
+    self-join of the paired samples across seeds and one GROUP BY (the map's interval reads them
+    with the transition counts, app.adaptive.interval_from_counts).
+
+    A pair of seeds involves a seed the import did not touch when only some seeds were (a worker
+    uploads one seed at a time): those seeds' paired rows are joined again, only then."""
+    duck.execute(
+        """
+        CREATE OR REPLACE TEMP TABLE others AS
+        SELECT DISTINCT t.pair_id, p.base_model_id, p.post_model_id, t.benchmark_id, t.seed
+        FROM transitions t
+        JOIN pairs p ON p.id = t.pair_id
+        SEMI JOIN affected a ON a.pair_id = t.pair_id AND a.benchmark_id = t.benchmark_id
+        ANTI JOIN affected x
+          ON x.pair_id = t.pair_id AND x.benchmark_id = t.benchmark_id AND x.seed = t.seed
+        """
+    )
+    paired = "pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched"
+    cells = f"SELECT pair_id, benchmark_id, seed, sample_id, k, 2 * pre::INT + post::INT AS cell FROM joined WHERE {paired}"
+    joint = ", ".join(
+        f"count(*) FILTER (WHERE a.cell = {i} AND b.cell = {j})"
+        for i in range(len(CELLS))
+        for j in range(len(CELLS))
+    )
+    if duck.execute("SELECT count(*) FROM others").fetchall()[0][0]:
+        duck.execute(f"CREATE OR REPLACE TEMP TABLE joined_others AS {_joined_sql('others')}")
+        cells += f" UNION ALL {cells.replace('FROM joined ', 'FROM joined_others ')}"
+    duck.execute(
+        "DELETE FROM cross_seed_cells USING (SELECT DISTINCT pair_id, benchmark_id FROM affected) a "
+        "WHERE cross_seed_cells.pair_id = a.pair_id AND cross_seed_cells.benchmark_id = a.benchmark_id"
+    )
+    duck.execute(
+        f"""
+        INSERT INTO cross_seed_cells
+        WITH cells AS ({cells})
+        SELECT a.pair_id, a.benchmark_id, a.seed, b.seed, a.k, {joint}
+        FROM cells a JOIN cells b
+          ON b.pair_id = a.pair_id AND b.benchmark_id = a.benchmark_id
+         AND b.sample_id = a.sample_id AND b.k = a.k AND b.seed > a.seed
+        GROUP BY a.pair_id, a.benchmark_id, a.seed, b.seed, a.k
+        """
+    )
+    duck.execute("DROP TABLE IF EXISTS joined_others")
+    duck.execute("DROP TABLE others")
 
 
 def link_by_text(duck) -> int:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
-from sqlalchemy import Connection
 
+from app.db.pairing import JOINT_COLUMNS
 from app.db.prompts import full_prompt
-from app.db.store import duck_of
+from app.db.store import Connection, duck_of
 from app.sample_identity import AMBIGUOUS_MARK
 
 
@@ -68,9 +68,27 @@ def pair_names(conn: Connection) -> pa.Table:
 
 
 def benchmark_names(conn: Connection) -> pa.Table:
+    """Every benchmark's id, name, category and full size (NULL: not known), ordered by id."""
     return (
-        duck_of(conn).sql("SELECT id, name, category FROM benchmarks ORDER BY id").to_arrow_table()
+        duck_of(conn)
+        .sql("SELECT id, name, category, full_size FROM benchmarks ORDER BY id")
+        .to_arrow_table()
     )
+
+
+def cross_seed_cells(
+    conn: Connection, pair_id: int | None = None, pair_ids: list[int] | None = None
+) -> pa.Table:
+    """The joint cells of the paired samples under two seeds (app.db.pairing), for every pair,
+    just ``pair_id``, or ``pair_ids``: the map's interval needs them beside the transitions."""
+    sql = f"""
+        SELECT pair_id, benchmark_id, seed_a, seed_b, num_choices AS k, {JOINT_COLUMNS}
+        FROM cross_seed_cells
+        WHERE ($pair_id IS NULL OR pair_id = $pair_id)
+          AND ($all OR pair_id IN (SELECT unnest($ids)))
+    """
+    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
+    return duck_of(conn).sql(sql, params=params).to_arrow_table()
 
 
 def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
@@ -513,14 +531,15 @@ def unit_counts(conn: Connection, pair_ids: list[int] | None = None) -> pa.Table
 
 
 def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[int, int]:
-    """Per pair, a hash of everything its map records depend on: its transition counts, the
-    seed-vs-seed counts of both its models (the noise floor), its names, label and stage, the
-    benchmarks' names and categories, and (benchmark level) its coverage counts. A pair whose hash
+    """Per pair, a hash of everything its map records depend on: its transition and cross-seed
+    cell counts, the seed-vs-seed counts of both its models (the noise floor), its names, label
+    and stage, the benchmarks' names, categories and full sizes, and (benchmark level) its
+    coverage counts. A pair whose hash
     is unchanged has unchanged records."""
     rows = (
         duck_of(conn)
         .execute(
-            """
+            f"""
         WITH t AS (
             SELECT pair_id, count(*) AS n,
                    bit_xor(hash(benchmark_id, seed, num_choices, n_00, n_01, n_10, n_11)) AS h
@@ -529,14 +548,19 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
             SELECT model_id, count(*) AS n,
                    bit_xor(hash(benchmark_id, seed_a, seed_b, num_choices, n_00, n_01, n_10, n_11)) AS h
             FROM seed_transitions GROUP BY model_id
+        ), x AS (
+            SELECT pair_id, count(*) AS n,
+                   bit_xor(hash(benchmark_id, seed_a, seed_b, num_choices, {JOINT_COLUMNS})) AS h
+            FROM cross_seed_cells GROUP BY pair_id
         ), b AS (
-            SELECT count(*) AS n, coalesce(bit_xor(hash(id, name, category)), 0) AS h FROM benchmarks
+            SELECT count(*) AS n, coalesce(bit_xor(hash(id, name, category, full_size)), 0) AS h
+            FROM benchmarks
         ), c AS (
             SELECT pair_id, bit_xor(hash(benchmark_id, seed, only_base, only_post, mismatched)) AS h
             FROM coverage WHERE $with_coverage GROUP BY pair_id
         )
-        SELECT p.id, hash(t.n, t.h, sb.n, sb.h, sp.n, sp.h, b.n, b.h, c.h, p.label, p.stage,
-                          mb.name, mp.name)
+        SELECT p.id, hash(t.n, t.h, x.n, x.h, sb.n, sb.h, sp.n, sp.h, b.n, b.h, c.h, p.label,
+                          p.stage, mb.name, mp.name)
         FROM pairs p
         JOIN models mb ON mb.id = p.base_model_id
         JOIN models mp ON mp.id = p.post_model_id
@@ -544,6 +568,7 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
         LEFT JOIN s sb ON sb.model_id = p.base_model_id
         LEFT JOIN s sp ON sp.model_id = p.post_model_id
         LEFT JOIN c ON c.pair_id = p.id
+        LEFT JOIN x ON x.pair_id = p.id
         CROSS JOIN b
         """,
             {"with_coverage": with_coverage},

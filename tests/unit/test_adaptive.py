@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -321,3 +322,88 @@ def test_time_uniform_coverage_over_every_look():
             ever_out[name] += bool(outside.any())
     assert ever_out["f"] / benchmarks <= 0.07
     assert ever_out["bt"] / benchmarks <= 0.07
+
+
+# ---------------------------------------------------------------------------------------------
+# The interval from counts (what the map reads) against the arrays
+
+
+def _counts_by_hand(pre, post, k, seed_labels):
+    """Per-seed and cross-seed cell counts of whole arrays, one unit, counted sample by sample
+    (seed labels arbitrary, rows in a shuffled order): what pairing stores."""
+    seeds, n = pre.shape
+    per_seed, cross = Counter(), {}
+    for i in range(n):
+        cells = [2 * int(pre[s, i]) + int(post[s, i]) for s in range(seeds)]
+        for s in range(seeds):
+            per_seed[(seed_labels[s], int(k[i]), cells[s])] += 1
+            for b in range(s + 1, seeds):
+                joint = cross.setdefault(
+                    (seed_labels[s], seed_labels[b], int(k[i])), np.zeros((4, 4))
+                )
+                joint[cells[s], cells[b]] += 1
+    groups = sorted({(s, kk) for s, kk, _ in per_seed}, reverse=True)
+    seed_rows = {"unit": [0] * len(groups), "seed": [s for s, _ in groups],
+                 "k": [kk for _, kk in groups]}  # fmt: skip
+    for c, name in enumerate(("n_00", "n_01", "n_10", "n_11")):
+        seed_rows[name] = [per_seed[(s, kk, c)] for s, kk in groups]
+    keys = sorted(cross, reverse=True)
+    cross_rows = {field: np.asarray([key[j] for key in keys], dtype=np.int64)
+                  for j, field in enumerate(("seed_a", "seed_b", "k"))}  # fmt: skip
+    cross_rows["unit"] = np.zeros(len(keys), dtype=np.int64)
+    cross_rows["joint"] = np.asarray([cross[key] for key in keys]).reshape(-1, 4, 4)
+    return {f: np.asarray(v) for f, v in seed_rows.items()}, cross_rows
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    n=st.integers(min_value=1, max_value=120),
+    seeds=st.integers(min_value=1, max_value=4),
+    ks=st.sampled_from([(0,), (4,), (2, 3), (0, 2, 5)]),
+    p_flip=st.floats(min_value=0.0, max_value=0.5),
+)
+def test_counts_path_equals_arrays_path(seed, n, seeds, ks, p_flip):
+    """interval_from_counts on counts made sample by sample (any seed labels, any row order)
+    gives confidence_sequence's interval on the arrays, value and bounds."""
+    rng = np.random.default_rng(seed)
+    k = rng.choice(ks, size=n)
+    pre = (rng.random((seeds, n)) < rng.random()).astype(int)
+    post = np.where(rng.random((seeds, n)) < p_flip, 1 - pre, pre)
+    labels = sorted(rng.choice(1000, size=seeds, replace=False).tolist())
+    seed_rows, cross_rows = _counts_by_hand(pre, post, k, labels)
+    from_counts = adaptive.interval_from_counts(seed_rows, cross_rows, 1)
+    from_arrays = confidence_sequence(pre, post, k, [n])
+    assert from_counts["n"][0] == n and from_counts["seeds"][0] == seeds
+    for name in ("f", "bt"):
+        for suffix in ("", "_low", "_high", "_half_width"):
+            field = f"{name}_true{suffix}"
+            assert from_counts[field][0] == pytest.approx(
+                from_arrays[field][0], rel=1e-9, abs=1e-12
+            )
+        # and both are the explicit contributions' interval (module doc), written out per sample
+        psi = _explicit_psi(pre, post, k, name)
+        regularized = (n * psi.var() + 2 * 0.25) / (n + 2)
+        expected = adaptive._half_width(np.array([float(n)]), np.array([regularized]), 0.95)[0]
+        assert from_counts[f"{name}_true_half_width"][0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_counts_path_with_unequal_seeds_and_many_units():
+    """Units side by side give each unit's own interval; a seed missing samples (no common ones
+    with another seed) falls back to the Cauchy-Schwarz bound and so widens the interval."""
+    rng = np.random.default_rng(3)
+    pre = (rng.random((2, 300)) < 0.7).astype(int)
+    post = np.where(rng.random((2, 300)) < 0.1, 1 - pre, pre)
+    k = np.full(300, 4)
+    s1, c1 = _counts_by_hand(pre, post, k, [0, 1])
+    s2, c2 = _counts_by_hand(pre[:1], post[:1], k, [0])
+    both_seeds = {f: np.concatenate([s1[f], s2[f]]) for f in s1}
+    both_seeds["unit"] = np.r_[np.zeros(len(s1["unit"]), int), np.ones(len(s2["unit"]), int)]
+    out = adaptive.interval_from_counts(both_seeds, c1, 3)
+    alone = confidence_sequence(pre, post, k, [300])
+    one = confidence_sequence(pre[0], post[0], k, [300])
+    assert out["f_true_half_width"][0] == pytest.approx(alone["f_true_half_width"][0], rel=1e-9)
+    assert out["f_true_half_width"][1] == pytest.approx(one["f_true_half_width"][0], rel=1e-9)
+    assert np.isnan(out["f_true"][2]) and out["seeds"][2] == 0  # a unit without rows
+    no_cross = adaptive.interval_from_counts(s1, {f: v[:0] for f, v in c1.items()}, 1)
+    assert no_cross["f_true_half_width"][0] >= out["f_true_half_width"][0]
