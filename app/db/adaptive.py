@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from app.db.store import Connection, duck_of
+from app.db.store import Connection
 
 
 def stored_prefix(
@@ -16,15 +16,11 @@ def stored_prefix(
     for under this eval config: the furthest slice end of its finished adaptive shards, or
     ``whole`` when a finished shard covered the whole benchmark. Rounds start where their
     model's prefix ends, so these prefixes have no holes."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            "SELECT spec FROM shards WHERE model_id = ? AND benchmark = ? AND seed = ? "
-            "AND config_hash = ? AND status = 'done' AND kind = 'evaluate'",
-            [model_id, benchmark, seed, config_hash],
-        )
-        .fetchall()
-    )
+    rows = conn.execute(
+        "SELECT spec FROM shards WHERE model_id = ? AND benchmark = ? AND seed = ? "
+        "AND config_hash = ? AND status = 'done' AND kind = 'evaluate'",
+        [model_id, benchmark, seed, config_hash],
+    ).fetchall()
     prefix = 0
     for (spec_json,) in rows:
         spec = json.loads(spec_json)
@@ -43,10 +39,8 @@ def paired_correctness(
 ) -> list[tuple[str, int, bool, bool, int | None]]:
     """(sample_id, seed, base correct, post correct, option count) of every sample both models
     have stored for the (stored) benchmark under one of ``seeds``."""
-    return (
-        duck_of(conn)
-        .execute(
-            f"""
+    return conn.execute(
+        f"""
             SELECT b.sample_id, b.seed, b.correct, p.correct, coalesce(b.num_choices, p.num_choices)
             FROM results b
             JOIN results p ON p.benchmark_id = b.benchmark_id AND p.seed = b.seed
@@ -56,25 +50,17 @@ def paired_correctness(
               AND b.benchmark_id = (SELECT id FROM benchmarks WHERE name = ?)
               AND b.seed IN ({", ".join("?" for _ in seeds)})
             """,
-            [base, post, benchmark, *seeds],
-        )
-        .fetchall()
-    )
+        [base, post, benchmark, *seeds],
+    ).fetchall()
 
 
 def set_full_size(conn: Connection, benchmark: str, full_size: int) -> None:
     """Record how many samples the (stored) benchmark has, as a worker's loader saw it."""
-    duck_of(conn).execute(
-        "UPDATE benchmarks SET full_size = ? WHERE name = ?", [full_size, benchmark]
-    )
+    conn.execute("UPDATE benchmarks SET full_size = ? WHERE name = ?", [full_size, benchmark])
 
 
 def full_size(conn: Connection, benchmark: str) -> int | None:
-    row = (
-        duck_of(conn)
-        .execute("SELECT full_size FROM benchmarks WHERE name = ?", [benchmark])
-        .fetchone()
-    )
+    row = conn.execute("SELECT full_size FROM benchmarks WHERE name = ?", [benchmark]).fetchone()
     return row[0] if row else None
 
 
@@ -84,10 +70,8 @@ def usage(
     """Per model: (samples stored, generated tokens) on the (stored) benchmark over ``seeds``."""
     if not models:
         return {}
-    rows = (
-        duck_of(conn)
-        .execute(
-            f"""
+    rows = conn.execute(
+        f"""
             SELECT m.name, count(*), coalesce(sum(r.completion_tokens), 0)
             FROM results r JOIN models m ON m.id = r.model_id
             WHERE m.name IN ({", ".join("?" for _ in models)})
@@ -95,29 +79,23 @@ def usage(
               AND r.seed IN ({", ".join("?" for _ in seeds)})
             GROUP BY m.name
             """,
-            [*models, benchmark, *seeds],
-        )
-        .fetchall()
-    )
+        [*models, benchmark, *seeds],
+    ).fetchall()
     return {name: (int(n), int(tokens)) for name, n, tokens in rows}
 
 
 def round_shards(conn: Connection, job_id: int, benchmark: str) -> list[tuple[str, dict]]:
     """(status, spec) of the job's shards on the (requested) benchmark."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            "SELECT status, spec FROM shards WHERE job_id = ? AND benchmark = ? ORDER BY id",
-            [job_id, benchmark],
-        )
-        .fetchall()
-    )
+    rows = conn.execute(
+        "SELECT status, spec FROM shards WHERE job_id = ? AND benchmark = ? ORDER BY id",
+        [job_id, benchmark],
+    ).fetchall()
     return [(status, json.loads(spec)) for status, spec in rows]
 
 
 def set_payload(conn: Connection, job_id: int, payload: dict) -> None:
     """Rewrite a job's payload (an adaptive job keeps its rounds' state there)."""
-    duck_of(conn).execute(
+    conn.execute(
         "UPDATE jobs SET payload = ?, updated_at = now() WHERE id = ?",
         [json.dumps(payload), job_id],
     )

@@ -22,7 +22,7 @@ import pyarrow as pa
 from app.columns import dictionary_codes
 from app.db.pairing import refresh_counts
 from app.db.prompts import store_templates
-from app.db.store import Connection, duck_of
+from app.db.store import Connection
 from app.errors import InputError
 from app.naming import infer_family_and_size
 from app.prompt_templates import unit_templates
@@ -50,7 +50,7 @@ def config_hash(config: dict) -> str:
 
 def ensure_models(conn: Connection, names: list[str]) -> None:
     """Register models; family and size are guessed from the name (``forgetmap model set`` fixes)."""
-    duck = duck_of(conn)
+    duck = conn
     for name in names:
         family, size = infer_family_and_size(name)
         duck.execute(
@@ -62,7 +62,7 @@ def ensure_models(conn: Connection, names: list[str]) -> None:
 def set_model_meta(
     conn: Connection, name: str, *, family: str | None, size_params: int | None
 ) -> None:
-    duck = duck_of(conn)
+    duck = conn
     if duck.execute("SELECT count(*) FROM models WHERE name = ?", [name]).fetchone()[0] == 0:
         raise InputError(f"unknown model {name!r}; import its results first")
     duck.execute(
@@ -76,7 +76,7 @@ def ensure_benchmarks(conn: Connection, benchmarks: dict[str, BenchmarkMeta]) ->
     """Register benchmarks (one statement); an existing "Uncategorized" one takes a category given now."""
     if not benchmarks:
         return
-    duck = duck_of(conn)
+    duck = conn
     meta = pa.table(
         {
             "name": list(benchmarks),
@@ -162,7 +162,7 @@ def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.A
     Name columns are coded per distinct value (dictionary-encoded columns hash their dictionary,
     not their rows); the ids of the few hundred names come from one lookup each.
     """
-    duck = duck_of(conn)
+    duck = conn
     ids = {}
     codes = {}
     names = {}
@@ -251,7 +251,7 @@ def ingest(
     """
     if on_conflict not in ("error", "keep"):
         raise ValueError(f"on_conflict must be 'error' or 'keep', got {on_conflict!r}")
-    duck = duck_of(conn)
+    duck = conn
     model_codes = dictionary_codes(table["model"])
     models = sorted(model_codes[1].to_pylist())
     ensure_models(conn, models)
@@ -330,7 +330,7 @@ def _ingest_new(
     The run id of each row is looked up in numpy (one id per unit), so the insert reads the Arrow
     table as it is: no join. All-null optional columns are left to the column default (NULL).
     """
-    duck = duck_of(conn)
+    duck = conn
     duck.execute(
         "CREATE OR REPLACE TEMP TABLE touched AS SELECT model_id, benchmark_id, seed FROM incoming_units"
     )
@@ -465,7 +465,7 @@ def add_pair(
 
     Returns (pair id, created, unpaired counts). Unknown model names raise InputError.
     """
-    duck = duck_of(conn)
+    duck = conn
     if base == post:
         raise InputError(f"a pair needs two different models, got {base!r} twice")
     ids = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from app.db.ingest import ensure_models
-from app.db.store import Connection, duck_of
+from app.db.store import Connection
 
 SHARD_KEYS = ("id", "job_id", "status", "spec", "benchmark", "seed", "config_hash", "model",
               "done", "total", "error", "attempts", "kind")  # fmt: skip
@@ -26,92 +26,78 @@ def save_model_specs(conn: Connection, specs: dict[str, dict]) -> None:
     """Make sure the models exist and remember the checkpoint each names (later forms prefill it)."""
     ensure_models(conn, list(specs))
     for name, spec in specs.items():
-        duck_of(conn).execute("UPDATE models SET spec = ? WHERE name = ?", [json.dumps(spec), name])
+        conn.execute("UPDATE models SET spec = ? WHERE name = ?", [json.dumps(spec), name])
 
 
 def model_id(conn: Connection, name: str) -> int:
-    return duck_of(conn).execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()[0]
+    return conn.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()[0]
 
 
 def set_fingerprint(conn: Connection, model: str, fingerprint: str) -> None:
-    duck_of(conn).execute("UPDATE models SET fingerprint = ? WHERE name = ?", [fingerprint, model])
+    conn.execute("UPDATE models SET fingerprint = ? WHERE name = ?", [fingerprint, model])
 
 
 # ------------------------------------------------------------------------------------ jobs
 
 
 def insert_job(conn: Connection, kind: str, payload: dict) -> int:
-    return (
-        duck_of(conn)
-        .execute(
-            "INSERT INTO jobs (kind, status, payload) VALUES (?, 'queued', ?) RETURNING id",
-            [kind, json.dumps(payload)],
-        )
-        .fetchall()[0][0]
-    )
+    return conn.execute(
+        "INSERT INTO jobs (kind, status, payload) VALUES (?, 'queued', ?) RETURNING id",
+        [kind, json.dumps(payload)],
+    ).fetchall()[0][0]
 
 
 def set_owner(conn: Connection, job_id: int, owner: str) -> None:
     """Record the token name that submitted a job (shown on job pages; cancel/retry rights)."""
-    duck_of(conn).execute("UPDATE jobs SET owner = ? WHERE id = ?", [owner, job_id])
+    conn.execute("UPDATE jobs SET owner = ? WHERE id = ?", [owner, job_id])
 
 
 def job_owner(conn: Connection, job_id: int):
     """The job's owner (None for jobs older than owners), or NO_SUCH_JOB."""
-    row = duck_of(conn).execute("SELECT owner FROM jobs WHERE id = ?", [job_id]).fetchone()
+    row = conn.execute("SELECT owner FROM jobs WHERE id = ?", [job_id]).fetchone()
     return NO_SUCH_JOB if row is None else row[0]
 
 
 def job_status(conn: Connection, job_id: int) -> str:
-    return duck_of(conn).execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone()[0]
+    return conn.execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone()[0]
 
 
 def set_job_status(conn: Connection, job_id: int, status: str) -> None:
-    duck_of(conn).execute(
-        "UPDATE jobs SET status = ?, updated_at = now() WHERE id = ?", [status, job_id]
-    )
+    conn.execute("UPDATE jobs SET status = ?, updated_at = now() WHERE id = ?", [status, job_id])
 
 
 def shard_status_counts(conn: Connection, job_id: int) -> dict[str, int]:
     return dict(
-        duck_of(conn)
-        .execute("SELECT status, count(*) FROM shards WHERE job_id = ? GROUP BY status", [job_id])
-        .fetchall()
+        conn.execute(
+            "SELECT status, count(*) FROM shards WHERE job_id = ? GROUP BY status", [job_id]
+        ).fetchall()
     )
 
 
 def job_row(conn: Connection, job_id: int) -> tuple | None:
     """(id, kind, status, payload, created_at, updated_at, owner), or None."""
-    return (
-        duck_of(conn)
-        .execute(
-            "SELECT id, kind, status, payload, created_at, updated_at, owner FROM jobs WHERE id = ?",
-            [job_id],
-        )
-        .fetchone()
-    )
+    return conn.execute(
+        "SELECT id, kind, status, payload, created_at, updated_at, owner FROM jobs WHERE id = ?",
+        [job_id],
+    ).fetchone()
 
 
 def job_shards(conn: Connection, job_id: int) -> list[dict]:
     """The job's shards in id order, keyed by JOB_SHARD_KEYS."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            """
+    rows = conn.execute(
+        """
             SELECT s.id, m.name, s.benchmark, s.seed, s.status, s.done, s.total, s.error,
                    s.attempts, s.worker, s.started_at, s.finished_at, coalesce(s.resends, 0)
             FROM shards s JOIN models m ON m.id = s.model_id WHERE s.job_id = ? ORDER BY s.id
             """,
-            [job_id],
-        )
-        .fetchall()
-    )
+        [job_id],
+    ).fetchall()
     return [dict(zip(JOB_SHARD_KEYS, r, strict=True)) for r in rows]
 
 
 def cancel_job(conn: Connection, job_id: int) -> int:
     """Cancel a job and its queued and running shards; returns how many shards it stopped."""
-    duck = duck_of(conn)
+    duck = conn
     stopped = duck.execute(
         "UPDATE shards SET status = 'cancelled', finished_at = now() "
         "WHERE job_id = ? AND status IN ('queued', 'running') RETURNING id",
@@ -123,7 +109,7 @@ def cancel_job(conn: Connection, job_id: int) -> int:
 
 def requeue_failed(conn: Connection, job_id: int) -> list[int]:
     """Put a job's failed shards back in the queue (and the job, unless cancelled); their ids."""
-    duck = duck_of(conn)
+    duck = conn
     rows = duck.execute(
         "UPDATE shards SET status = 'queued', error = NULL, done = 0, sent_at = NULL, finished_at = NULL "
         "WHERE job_id = ? AND status = 'failed' RETURNING id",
@@ -152,20 +138,16 @@ def insert_shard(
     kind: str = "evaluate",
 ) -> int:
     """A shard of a job; a ``reused`` one is finished at once."""
-    return (
-        duck_of(conn)
-        .execute(
-            """
+    return conn.execute(
+        """
             INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, kind,
                                 finished_at)
             SELECT ?, id, ?, ?, ?, ?, ?, ?, CASE WHEN ? = 'reused' THEN now() END
             FROM models WHERE name = ?
             RETURNING id
             """,
-            [job_id, benchmark, seed, config_hash, json.dumps(spec), status, kind, status, model],
-        )
-        .fetchall()[0][0]
-    )
+        [job_id, benchmark, seed, config_hash, json.dumps(spec), status, kind, status, model],
+    ).fetchall()[0][0]
 
 
 def insert_evaluation_shards(
@@ -184,49 +166,37 @@ def insert_evaluation_shards(
     spec_json = json.dumps(spec)
     params = [p for b, sd, st in rows
               for p in (job_id, model_id, b, sd, config_hash, spec_json, st, st)]  # fmt: skip
-    return (
-        duck_of(conn)
-        .execute(
-            "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, "
-            f"kind, finished_at) VALUES {values} RETURNING id, status",
-            params,
-        )
-        .fetchall()
-    )
+    return conn.execute(
+        "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, "
+        f"kind, finished_at) VALUES {values} RETURNING id, status",
+        params,
+    ).fetchall()
 
 
 def evaluated(conn: Connection, model_id: int, config_hash: str) -> list[tuple[str, int]]:
     """(benchmark as requested, seed) of the model's finished shards with this eval config that
     leave no sample out: an adaptive round's slice counts only when it reached the benchmark's
     end (its rounds start where the stored prefix ends, so the earlier ones are done too)."""
-    return (
-        duck_of(conn)
-        .execute(
-            "SELECT DISTINCT benchmark, seed FROM shards "
-            "WHERE model_id = ? AND config_hash = ? AND status = 'done' "
-            "AND (json_extract(spec, '$.slice') IS NULL "
-            "     OR json_extract(spec, '$.slice.end')::BIGINT "
-            "        >= json_extract(spec, '$.full_size')::BIGINT)",
-            [model_id, config_hash],
-        )
-        .fetchall()
-    )
+    return conn.execute(
+        "SELECT DISTINCT benchmark, seed FROM shards "
+        "WHERE model_id = ? AND config_hash = ? AND status = 'done' "
+        "AND (json_extract(spec, '$.slice') IS NULL "
+        "     OR json_extract(spec, '$.slice.end')::BIGINT "
+        "        >= json_extract(spec, '$.full_size')::BIGINT)",
+        [model_id, config_hash],
+    ).fetchall()
 
 
 def shard(conn: Connection, shard_id: int) -> dict | None:
     """A shard keyed by SHARD_KEYS, its spec parsed; None if there is none."""
-    row = (
-        duck_of(conn)
-        .execute(
-            """
+    row = conn.execute(
+        """
             SELECT s.id, s.job_id, s.status, s.spec, s.benchmark, s.seed, s.config_hash, m.name,
                    s.done, s.total, s.error, s.attempts, s.kind
             FROM shards s JOIN models m ON m.id = s.model_id WHERE s.id = ?
             """,
-            [shard_id],
-        )
-        .fetchone()
-    )
+        [shard_id],
+    ).fetchone()
     if row is None:
         return None
     out = dict(zip(SHARD_KEYS, row, strict=True))
@@ -235,25 +205,21 @@ def shard(conn: Connection, shard_id: int) -> dict | None:
 
 
 def shard_status(conn: Connection, shard_id: int) -> str | None:
-    row = duck_of(conn).execute("SELECT status FROM shards WHERE id = ?", [shard_id]).fetchone()
+    row = conn.execute("SELECT status FROM shards WHERE id = ?", [shard_id]).fetchone()
     return row[0] if row else None
 
 
 def claim(conn: Connection, shard_id: int, stale_seconds: float) -> tuple[str | None, bool]:
     """(the delivery that claimed the shard, whether its worker is silent for ``stale_seconds``)."""
-    return (
-        duck_of(conn)
-        .execute(
-            "SELECT delivery, coalesce(heartbeat_at <= now() - to_seconds(?::DOUBLE), true) "
-            "FROM shards WHERE id = ?",
-            [stale_seconds, shard_id],
-        )
-        .fetchone()
-    )
+    return conn.execute(
+        "SELECT delivery, coalesce(heartbeat_at <= now() - to_seconds(?::DOUBLE), true) "
+        "FROM shards WHERE id = ?",
+        [stale_seconds, shard_id],
+    ).fetchone()
 
 
 def mark_running(conn: Connection, shard_id: int, worker: str, delivery: str | None) -> None:
-    duck_of(conn).execute(
+    conn.execute(
         """
         UPDATE shards SET status = 'running', attempts = attempts + 1, worker = ?, delivery = ?,
                started_at = now(), heartbeat_at = now(), error = NULL
@@ -264,7 +230,7 @@ def mark_running(conn: Connection, shard_id: int, worker: str, delivery: str | N
 
 
 def record_progress(conn: Connection, shard_id: int, done: int, total: int | None) -> None:
-    duck_of(conn).execute(
+    conn.execute(
         "UPDATE shards SET done = ?, total = coalesce(?, total), heartbeat_at = now() "
         "WHERE id = ? AND status = 'running'",
         [done, total, shard_id],
@@ -272,11 +238,11 @@ def record_progress(conn: Connection, shard_id: int, done: int, total: int | Non
 
 
 def set_spec(conn: Connection, shard_id: int, spec: dict) -> None:
-    duck_of(conn).execute("UPDATE shards SET spec = ? WHERE id = ?", [json.dumps(spec), shard_id])
+    conn.execute("UPDATE shards SET spec = ? WHERE id = ?", [json.dumps(spec), shard_id])
 
 
 def mark_done(conn: Connection, shard_id: int) -> None:
-    duck_of(conn).execute(
+    conn.execute(
         "UPDATE shards SET status = 'done', done = coalesce(total, done), finished_at = now() "
         "WHERE id = ? AND status <> 'cancelled'",
         [shard_id],
@@ -284,7 +250,7 @@ def mark_done(conn: Connection, shard_id: int) -> None:
 
 
 def mark_failed(conn: Connection, shard_id: int, error: str) -> None:
-    duck_of(conn).execute(
+    conn.execute(
         "UPDATE shards SET status = 'failed', error = ?, finished_at = now() "
         "WHERE id = ? AND status <> 'cancelled'",
         [error, shard_id],
@@ -295,7 +261,7 @@ def mark_sent(conn: Connection, shard_ids: list[int], *, resend: bool = False) -
     """Record that shards were handed to the broker (``resend``: again, after a lost message)."""
     if shard_ids:
         bump = ", resends = resends + 1" if resend else ""
-        duck_of(conn).execute(
+        conn.execute(
             f"UPDATE shards SET sent_at = now(){bump} "
             f"WHERE id IN ({_placeholders(shard_ids)}) AND status = 'queued'",
             shard_ids,
@@ -304,14 +270,10 @@ def mark_sent(conn: Connection, shard_ids: list[int], *, resend: bool = False) -
 
 def unsent_shards(conn: Connection, limit: int = 1000) -> list[int]:
     """Queued shards never handed to the broker (it was down when their job was saved)."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NULL ORDER BY id LIMIT ?",
-            [limit],
-        )
-        .fetchall()
-    )
+    rows = conn.execute(
+        "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NULL ORDER BY id LIMIT ?",
+        [limit],
+    ).fetchall()
     return [r[0] for r in rows]
 
 
@@ -322,36 +284,28 @@ def waiting_shards(conn: Connection, older_than: float, *, backoff: bool) -> lis
     be asked whether it still holds the message, so a long queue is not flooded with copies.
     """
     factor = "power(2, least(resends, 5))" if backoff else "1"
-    rows = (
-        duck_of(conn)
-        .execute(
-            "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NOT NULL "
-            f"AND sent_at < now() - to_seconds(?::DOUBLE * {factor}) ORDER BY id",
-            [older_than],
-        )
-        .fetchall()
-    )
+    rows = conn.execute(
+        "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NOT NULL "
+        f"AND sent_at < now() - to_seconds(?::DOUBLE * {factor}) ORDER BY id",
+        [older_than],
+    ).fetchall()
     return [r[0] for r in rows]
 
 
 def stale_shards(conn: Connection, seconds: float) -> list[int]:
     """Running shards whose worker has not reported for ``seconds`` (it probably died)."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            "SELECT id FROM shards WHERE status = 'running' "
-            "AND heartbeat_at < now() - to_seconds(?::DOUBLE) ORDER BY id",
-            [seconds],
-        )
-        .fetchall()
-    )
+    rows = conn.execute(
+        "SELECT id FROM shards WHERE status = 'running' "
+        "AND heartbeat_at < now() - to_seconds(?::DOUBLE) ORDER BY id",
+        [seconds],
+    ).fetchall()
     return [r[0] for r in rows]
 
 
 def requeue_stale(conn: Connection, shard_ids: list[int]) -> None:
     """Put silent running shards back in the queue (their worker died): the next delivery,
     whatever message carries it, claims them."""
-    duck_of(conn).execute(
+    conn.execute(
         "UPDATE shards SET status = 'queued', heartbeat_at = now() "
         f"WHERE status = 'running' AND id IN ({_placeholders(shard_ids)})",
         shard_ids,

@@ -11,7 +11,7 @@ All SQL here takes values as parameters; table and column names are fixed string
 from __future__ import annotations
 
 from app.db.prompts import full_prompt
-from app.db.store import Connection, duck_of
+from app.db.store import Connection
 from app.sample_identity import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX, link_candidates
 
 CELLS = ("00", "01", "10", "11")  # a sample's cell under one seed: 2 * pre + post
@@ -28,7 +28,7 @@ def refresh_counts(
     every pair with a touched model on either side (or only ``pair_ids`` when given). Returns the
     refreshed pair ids and, per pair, the unpaired sample counts summed over its units.
     """
-    duck = duck_of(conn)
+    duck = conn
     if (
         pair_ids is None
         and not duck.execute(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from app.db.store import Connection, duck_of
+from app.db.store import Connection
 from app.prompt_templates import UnitTemplates
 
 
@@ -38,7 +38,7 @@ def store_templates(conn: Connection, templates: UnitTemplates) -> np.ndarray:
         ids[code] = distinct.setdefault(
             (templates.prefix[code], templates.suffix[code]), len(distinct)
         )
-    duck = duck_of(conn)
+    duck = conn
     new_ids = np.asarray(
         [r[0] for r in duck.execute(
             "SELECT nextval('prompt_templates_id_seq') FROM range(?)", [len(distinct)]

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from app.db.pairing import JOINT_COLUMNS
 from app.db.prompts import full_prompt
-from app.db.store import Connection, duck_of
+from app.db.store import Connection
 from app.sample_identity import AMBIGUOUS_MARK
 
 
@@ -31,7 +31,7 @@ def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
         WHERE $pair_id IS NULL OR t.pair_id = $pair_id
         ORDER BY t.pair_id, b.name, t.seed, t.num_choices
     """
-    return duck_of(conn).sql(sql, params={"pair_id": pair_id}).to_arrow_table()
+    return conn.sql(sql, params={"pair_id": pair_id}).to_arrow_table()
 
 
 def transition_counts(
@@ -53,7 +53,7 @@ def transition_counts(
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
     params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
-    return duck_of(conn).sql(sql, params=params).to_arrow_table()
+    return conn.sql(sql, params=params).to_arrow_table()
 
 
 def pair_names(conn: Connection) -> pa.Table:
@@ -64,16 +64,14 @@ def pair_names(conn: Connection) -> pa.Table:
         FROM pairs p JOIN models mb ON mb.id = p.base_model_id JOIN models mp ON mp.id = p.post_model_id
         ORDER BY p.id
     """
-    return duck_of(conn).sql(sql).to_arrow_table()
+    return conn.sql(sql).to_arrow_table()
 
 
 def benchmark_names(conn: Connection) -> pa.Table:
     """Every benchmark's id, name, category and full size (NULL: not known), ordered by id."""
-    return (
-        duck_of(conn)
-        .sql("SELECT id, name, category, full_size FROM benchmarks ORDER BY id")
-        .to_arrow_table()
-    )
+    return conn.sql(
+        "SELECT id, name, category, full_size FROM benchmarks ORDER BY id"
+    ).to_arrow_table()
 
 
 def cross_seed_cells(
@@ -88,7 +86,7 @@ def cross_seed_cells(
           AND ($all OR pair_id IN (SELECT unnest($ids)))
     """
     params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
-    return duck_of(conn).sql(sql, params=params).to_arrow_table()
+    return conn.sql(sql, params=params).to_arrow_table()
 
 
 def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
@@ -100,7 +98,7 @@ def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
         WHERE s.model_id IN (SELECT base_model_id FROM pairs UNION SELECT post_model_id FROM pairs)
         ORDER BY s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices
     """
-    return duck_of(conn).sql(sql).to_arrow_table()
+    return conn.sql(sql).to_arrow_table()
 
 
 PAIRING_FIELDS = (
@@ -122,10 +120,8 @@ def pairing_report(conn: Connection, pair_id: int) -> list[dict]:
     """How the samples of a pair paired, per benchmark (summed over seeds): paired, only in base,
     only in post, ambiguous (a key shared by several samples of one file), mismatched documents,
     and the rule that paired them (the file's id, the question key, the question text)."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            """
+    rows = conn.execute(
+        """
         SELECT b.name, b.category, count(*) AS seeds,
                sum(c.paired), sum(c.only_base), sum(c.only_post), sum(coalesce(c.ambiguous, 0)),
                sum(c.mismatched),
@@ -136,10 +132,8 @@ def pairing_report(conn: Connection, pair_id: int) -> list[dict]:
         GROUP BY b.name, b.category
         ORDER BY b.category, b.name
         """,
-            [pair_id],
-        )
-        .fetchall()
-    )
+        [pair_id],
+    ).fetchall()
     return [
         {
             k: (v if i < 2 else int(v))
@@ -164,10 +158,8 @@ def pairing_rule(row: dict) -> str:
 
 
 def list_pairs(conn: Connection) -> list[dict]:
-    rows = (
-        duck_of(conn)
-        .execute(
-            """
+    rows = conn.execute(
+        """
         SELECT p.id, mb.name, mp.name, p.label, p.stage, p.created_at, mb.family, mb.size_params,
                (SELECT count(DISTINCT benchmark_id) FROM transitions t WHERE t.pair_id = p.id),
                (SELECT count(DISTINCT seed) FROM transitions t WHERE t.pair_id = p.id),
@@ -177,9 +169,7 @@ def list_pairs(conn: Connection) -> list[dict]:
         JOIN models mp ON mp.id = p.post_model_id
         ORDER BY p.id
         """
-        )
-        .fetchall()
-    )
+    ).fetchall()
     return [
         {
             "id": r[0],
@@ -204,18 +194,14 @@ TRANSITIONS = {"10": (True, False), "01": (False, True), "11": (True, True), "00
 
 
 def pair_info(conn: Connection, pair_id: int) -> dict | None:
-    row = (
-        duck_of(conn)
-        .execute(
-            """
+    row = conn.execute(
+        """
         SELECT p.id, p.base_model_id, p.post_model_id, mb.name, mp.name, p.label, p.stage
         FROM pairs p JOIN models mb ON mb.id = p.base_model_id JOIN models mp ON mp.id = p.post_model_id
         WHERE p.id = ?
         """,
-            [pair_id],
-        )
-        .fetchone()
-    )
+        [pair_id],
+    ).fetchone()
     if row is None:
         return None
     keys = ("id", "base_model_id", "post_model_id", "base", "post", "label", "stage")
@@ -227,13 +213,9 @@ def benchmark_ids(
 ) -> list[int]:
     """Ids of one benchmark by name, or of every benchmark in a category."""
     if name is not None:
-        rows = duck_of(conn).execute("SELECT id FROM benchmarks WHERE name = ?", [name]).fetchall()
+        rows = conn.execute("SELECT id FROM benchmarks WHERE name = ?", [name]).fetchall()
     else:
-        rows = (
-            duck_of(conn)
-            .execute("SELECT id FROM benchmarks WHERE category = ?", [category])
-            .fetchall()
-        )
+        rows = conn.execute("SELECT id FROM benchmarks WHERE category = ?", [category]).fetchall()
     return [r[0] for r in rows]
 
 
@@ -286,7 +268,7 @@ def flipped_samples(
     Returns (total number of samples, rows of this page). A row is one (benchmark, sample).
     """
     where, params = _flip_filter(pair, benchmarks, transition, q)
-    duck = duck_of(conn)
+    duck = conn
     total = duck.execute(
         f"SELECT count(*) FROM (SELECT DISTINCT b.benchmark_id, b.sample_id {where})", params
     ).fetchone()[0]
@@ -319,10 +301,8 @@ def flipped_samples(
 
 def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: str) -> list[dict]:
     """Both models' rows of one sample, per seed (a seed present on one side only shows one)."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            f"""
+    rows = conn.execute(
+        f"""
         SELECT coalesce(b.seed, p.seed) AS seed,
                coalesce({full_prompt("b")}, {full_prompt("p")}), coalesce(b.choices, p.choices), coalesce(b.gold, p.gold),
                coalesce(b.num_choices, p.num_choices),
@@ -336,20 +316,18 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
           ON b.seed = p.seed
         ORDER BY 1
         """,
-            [
-                pair["base_model_id"],
-                benchmark_id,
-                sample_id,
-                pair["post_model_id"],
-                benchmark_id,
-                pair["id"],
-                benchmark_id,
-                sample_id,
-                sample_id,
-            ],
-        )
-        .fetchall()
-    )
+        [
+            pair["base_model_id"],
+            benchmark_id,
+            sample_id,
+            pair["post_model_id"],
+            benchmark_id,
+            pair["id"],
+            benchmark_id,
+            sample_id,
+            sample_id,
+        ],
+    ).fetchall()
     keys = ("seed", "prompt", "choices", "gold", "num_choices", "base_correct", "base_response",
             "base_prediction", "post_correct", "post_response", "post_prediction")  # fmt: skip
     return [dict(zip(keys, r, strict=True)) for r in rows]
@@ -357,10 +335,8 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
 
 def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
     """Every paired per-sample row of a pair (for export): both models side by side."""
-    return (
-        duck_of(conn)
-        .sql(
-            f"""
+    return conn.sql(
+        f"""
         SELECT bm.name AS benchmark, bm.category, b.seed, b.sample_id,
                b.correct::INT AS base_correct, p.correct::INT AS post_correct,
                coalesce(b.num_choices, p.num_choices) AS num_choices,
@@ -373,18 +349,14 @@ def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
         WHERE b.model_id = $base
         ORDER BY bm.name, b.seed, b.sample_id
         """,
-            params={"post": pair["post_model_id"], "base": pair["base_model_id"]},
-        )
-        .to_arrow_table()
-    )
+        params={"post": pair["post_model_id"], "base": pair["base_model_id"]},
+    ).to_arrow_table()
 
 
 def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
     """Samples forgotten (1->0 in a majority of paired seeds) by the most pairs."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            f"""
+    rows = conn.execute(
+        f"""
         WITH per_pair AS (
             SELECT pr.id AS pair_id, b.benchmark_id, b.sample_id,
                    avg((b.correct AND NOT p.correct)::INT) AS forgot_share
@@ -406,20 +378,16 @@ def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
         ORDER BY pairs DESC, bm.name, f.sample_id
         LIMIT ?
         """,
-            [limit],
-        )
-        .fetchall()
-    )
+        [limit],
+    ).fetchall()
     keys = ("benchmark", "category", "sample_id", "pairs", "pair_ids", "prompt")
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
 def models(conn: Connection) -> list[dict]:
-    rows = (
-        duck_of(conn)
-        .execute("SELECT id, name, family, size_params, fingerprint FROM models ORDER BY name")
-        .fetchall()
-    )
+    rows = conn.execute(
+        "SELECT id, name, family, size_params, fingerprint FROM models ORDER BY name"
+    ).fetchall()
     return [
         dict(zip(("id", "name", "family", "size_params", "fingerprint"), r, strict=True))
         for r in rows
@@ -427,47 +395,35 @@ def models(conn: Connection) -> list[dict]:
 
 
 def benchmarks(conn: Connection) -> list[dict]:
-    rows = (
-        duck_of(conn)
-        .execute("SELECT name, category, num_choices FROM benchmarks ORDER BY name")
-        .fetchall()
-    )
+    rows = conn.execute(
+        "SELECT name, category, num_choices FROM benchmarks ORDER BY name"
+    ).fetchall()
     return [{"name": n, "category": c, "num_choices": k} for n, c, k in rows]
 
 
 def pair_benchmarks(conn: Connection, pair_id: int) -> list[tuple[str, str]]:
     """(name, category) of the benchmarks a pair has paired samples on."""
-    return (
-        duck_of(conn)
-        .execute(
-            "SELECT DISTINCT b.name, b.category FROM transitions t JOIN benchmarks b ON b.id = t.benchmark_id "
-            "WHERE t.pair_id = ? ORDER BY b.name",
-            [pair_id],
-        )
-        .fetchall()
-    )
+    return conn.execute(
+        "SELECT DISTINCT b.name, b.category FROM transitions t JOIN benchmarks b ON b.id = t.benchmark_id "
+        "WHERE t.pair_id = ? ORDER BY b.name",
+        [pair_id],
+    ).fetchall()
 
 
 def pair_id_by_names(conn: Connection, base: str, post: str) -> int | None:
-    row = (
-        duck_of(conn)
-        .execute(
-            "SELECT p.id FROM pairs p JOIN models b ON b.id = p.base_model_id "
-            "JOIN models q ON q.id = p.post_model_id WHERE b.name = ? AND q.name = ?",
-            [base, post],
-        )
-        .fetchall()
-    )
+    row = conn.execute(
+        "SELECT p.id FROM pairs p JOIN models b ON b.id = p.base_model_id "
+        "JOIN models q ON q.id = p.post_model_id WHERE b.name = ? AND q.name = ?",
+        [base, post],
+    ).fetchall()
     return row[0][0] if row else None
 
 
 def jobs_summary(conn: Connection) -> list[dict]:
     """Every job, newest first: status, shard counts, owner, the request it was made from
     (``payload``) and, for a checkpoint of a series, the series' name and the step."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            """
+    rows = conn.execute(
+        """
             SELECT j.id, j.status, j.created_at, j.kind, count(s.id),
                    count(s.id) FILTER (WHERE s.status IN ('done', 'reused')),
                    count(s.id) FILTER (WHERE s.status = 'failed'), j.owner,
@@ -478,9 +434,7 @@ def jobs_summary(conn: Connection) -> list[dict]:
                        GROUP BY ws.job_id) w ON w.job_id = j.id
             GROUP BY ALL ORDER BY j.id DESC
             """
-        )
-        .fetchall()
-    )
+    ).fetchall()
     return [{"id": r[0], "status": r[1], "created_at": r[2].isoformat(), "kind": r[3], "shards": r[4],
              "finished": r[5], "failed": r[6], "owner": r[7], "resends": int(r[8]),
              "payload": json.loads(r[9]), "series": r[10], "step": r[11]} for r in rows]  # fmt: skip
@@ -488,16 +442,12 @@ def jobs_summary(conn: Connection) -> list[dict]:
 
 def job_series(conn: Connection, job_id: int) -> tuple[int, str, int] | None:
     """(series id, name, step) when the job evaluates a checkpoint of a series, else None."""
-    row = (
-        duck_of(conn)
-        .execute(
-            "SELECT se.id, se.name, ws.step FROM watch_submissions ws "
-            "JOIN series se ON se.id = ws.series_id "
-            "WHERE ws.job_id = ? ORDER BY ws.step LIMIT 1",
-            [job_id],
-        )
-        .fetchone()
-    )
+    row = conn.execute(
+        "SELECT se.id, se.name, ws.step FROM watch_submissions ws "
+        "JOIN series se ON se.id = ws.series_id "
+        "WHERE ws.job_id = ? ORDER BY ws.step LIMIT 1",
+        [job_id],
+    ).fetchone()
     return (int(row[0]), row[1], int(row[2])) if row else None
 
 
@@ -505,15 +455,11 @@ def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:
     """The checkpoint spec (path, revision, ...) a job stored for each named model, if any."""
     if not names:
         return {}
-    rows = (
-        duck_of(conn)
-        .execute(
-            f"SELECT name, spec FROM models WHERE spec IS NOT NULL AND name IN "
-            f"({', '.join('?' for _ in names)})",
-            names,
-        )
-        .fetchall()
-    )
+    rows = conn.execute(
+        f"SELECT name, spec FROM models WHERE spec IS NOT NULL AND name IN "
+        f"({', '.join('?' for _ in names)})",
+        names,
+    ).fetchall()
     return {name: json.loads(spec) for name, spec in rows}
 
 
@@ -527,7 +473,7 @@ def unit_counts(conn: Connection, pair_ids: list[int] | None = None) -> pa.Table
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
     params = {"all": pair_ids is None, "ids": list(pair_ids or [])}
-    return duck_of(conn).sql(sql, params=params).to_arrow_table()
+    return conn.sql(sql, params=params).to_arrow_table()
 
 
 def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[int, int]:
@@ -536,10 +482,8 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
     and stage, the benchmarks' names, categories and full sizes, and (benchmark level) its
     coverage counts. A pair whose hash
     is unchanged has unchanged records."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            f"""
+    rows = conn.execute(
+        f"""
         WITH t AS (
             SELECT pair_id, count(*) AS n,
                    bit_xor(hash(benchmark_id, seed, num_choices, n_00, n_01, n_10, n_11)) AS h
@@ -571,8 +515,6 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
         LEFT JOIN x ON x.pair_id = p.id
         CROSS JOIN b
         """,
-            {"with_coverage": with_coverage},
-        )
-        .fetchall()
-    )
+        {"with_coverage": with_coverage},
+    ).fetchall()
     return dict(rows)

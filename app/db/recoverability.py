@@ -13,23 +13,19 @@ from typing import Any
 import pyarrow as pa
 
 from app.analysis.recoverability_shares import loss_column
-from app.db.store import Connection, duck_of
+from app.db.store import Connection
 
 
 def finished_recovery(conn: Connection, pair_id: int, config_hash: str) -> int | None:
     """A stored recovery of this pair from a shard with the same settings."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            """
+    rows = conn.execute(
+        """
         SELECT r.id FROM recoveries r JOIN shards s ON s.id = r.shard_id
         WHERE r.pair_id = ? AND s.config_hash = ? AND s.status = 'done'
         ORDER BY r.id DESC LIMIT 1
         """,
-            [pair_id, config_hash],
-        )
-        .fetchall()
-    )
+        [pair_id, config_hash],
+    ).fetchall()
     return rows[0][0] if rows else None
 
 
@@ -43,7 +39,7 @@ def save_recovery(
     summary: dict,
     table: dict[str, list],
 ) -> int:
-    duck = duck_of(conn)
+    duck = conn
     if shard_id is not None:
         old = duck.execute("SELECT id FROM recoveries WHERE shard_id = ?", [shard_id]).fetchall()
         for (old_id,) in old:
@@ -90,56 +86,42 @@ def _recovery(row) -> dict[str, Any]:
 
 
 def recovery(conn: Connection, recovery_id: int) -> dict[str, Any] | None:
-    rows = (
-        duck_of(conn)
-        .execute(f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE id = ?", [recovery_id])
-        .fetchall()
-    )
+    rows = conn.execute(
+        f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE id = ?", [recovery_id]
+    ).fetchall()
     return _recovery(rows[0]) if rows else None
 
 
 def pair_recoveries(conn: Connection, pair_id: int) -> list[dict[str, Any]]:
     """A pair's analyses, newest first."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE pair_id = ? ORDER BY id DESC",
-            [pair_id],
-        )
-        .fetchall()
-    )
+    rows = conn.execute(
+        f"SELECT {', '.join(_COLUMNS)} FROM recoveries WHERE pair_id = ? ORDER BY id DESC",
+        [pair_id],
+    ).fetchall()
     return [_recovery(r) for r in rows]
 
 
 def latest_recoveries(conn: Connection) -> list[dict[str, Any]]:
     """The newest analysis of every pair that has one."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            f"""
+    rows = conn.execute(
+        f"""
         SELECT {", ".join(_COLUMNS)} FROM recoveries
         WHERE id IN (SELECT max(id) FROM recoveries GROUP BY pair_id) ORDER BY pair_id
         """
-        )
-        .fetchall()
-    )
+    ).fetchall()
     return [_recovery(r) for r in rows]
 
 
 def documents_table(conn: Connection, recovery_id: int) -> dict[str, list]:
     """The wide per-document table (``doc_id, split, n_tokens, model/correction...``) of
     app.analysis.recoverability_shares, from which every share of the analysis can be recomputed."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            """
+    rows = conn.execute(
+        """
         SELECT doc_index, doc_id, split, n_tokens, model, correction, loss_sum
         FROM recovery_documents WHERE recovery_id = ? ORDER BY model, correction, doc_index
         """,
-            [recovery_id],
-        )
-        .fetchall()
-    )
+        [recovery_id],
+    ).fetchall()
     if not rows:
         return {}
     n = max(r[0] for r in rows) + 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app.db.ingest import add_pair
 from app.db.prompts import full_prompt
-from app.db.store import Connection, duck_of
+from app.db.store import Connection
 from app.errors import InputError
 
 # How a question fares along a run (see ``question_histories``).
@@ -28,7 +28,7 @@ def add_checkpoints(
     name = name.strip()
     if not name:
         raise InputError("a series needs a name, e.g. `forgetmap series add sft-run --base ...`")
-    duck = duck_of(conn)
+    duck = conn
     base_id = _model_id(duck, base, "base")
     row = duck.execute(
         "SELECT s.id, m.name FROM series s JOIN models m ON m.id = s.base_model_id WHERE s.name = ?",
@@ -86,10 +86,8 @@ def add_checkpoints(
 
 def list_series(conn: Connection) -> list[dict]:
     """Every series with its base and its steps in order."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            """
+    rows = conn.execute(
+        """
         SELECT s.id, s.name, m.name, list(c.step ORDER BY c.step) FILTER (WHERE c.step IS NOT NULL)
         FROM series s
         JOIN models m ON m.id = s.base_model_id
@@ -97,15 +95,13 @@ def list_series(conn: Connection) -> list[dict]:
         GROUP BY s.id, s.name, m.name
         ORDER BY s.id
         """
-        )
-        .fetchall()
-    )
+    ).fetchall()
     return [{"id": i, "name": n, "base": b, "steps": steps or []} for i, n, b, steps in rows]
 
 
 def get_series(conn: Connection, *, series_id: int | None = None, name: str | None = None):
     """A series with its checkpoints in step order, by id or name (None if there is none)."""
-    duck = duck_of(conn)
+    duck = conn
     row = duck.execute(
         "SELECT s.id, s.name, s.base_model_id, m.name FROM series s "
         "JOIN models m ON m.id = s.base_model_id WHERE s.id = ? OR s.name = ?",
@@ -132,14 +128,10 @@ def get_series(conn: Connection, *, series_id: int | None = None, name: str | No
 
 def pair_steps(conn: Connection) -> dict[int, tuple[int, str, int]]:
     """pair id -> (series id, series name, step) for every pair that belongs to a series."""
-    rows = (
-        duck_of(conn)
-        .execute(
-            "SELECT c.pair_id, s.id, s.name, c.step FROM series_checkpoints c "
-            "JOIN series s ON s.id = c.series_id ORDER BY s.id, c.step"
-        )
-        .fetchall()
-    )
+    rows = conn.execute(
+        "SELECT c.pair_id, s.id, s.name, c.step FROM series_checkpoints c "
+        "JOIN series s ON s.id = c.series_id ORDER BY s.id, c.step"
+    ).fetchall()
     return {pair_id: (sid, name, step) for pair_id, sid, name, step in rows}
 
 
@@ -205,7 +197,7 @@ def question_histories(
         raise InputError(f"fate must be one of {', '.join(FATES)}, got {fate!r}")
     # one statement: the histories are aggregated once for both the counts and the page
     counts_rows = (
-        duck_of(conn)
+        conn
         .execute(
             _HISTORY_SQL
             + """
@@ -250,15 +242,11 @@ def question_histories(
 
 def submission(conn: Connection, series_id: int, path: str) -> dict | None:
     """What the watcher submitted for a checkpoint folder, with its job's status."""
-    row = (
-        duck_of(conn)
-        .execute(
-            "SELECT w.step, w.job_id, w.attempts, j.status FROM watch_submissions w "
-            "LEFT JOIN jobs j ON j.id = w.job_id WHERE w.series_id = ? AND w.path = ?",
-            [series_id, path],
-        )
-        .fetchone()
-    )
+    row = conn.execute(
+        "SELECT w.step, w.job_id, w.attempts, j.status FROM watch_submissions w "
+        "LEFT JOIN jobs j ON j.id = w.job_id WHERE w.series_id = ? AND w.path = ?",
+        [series_id, path],
+    ).fetchone()
     if row is None:
         return None
     return dict(zip(("step", "job_id", "attempts", "job_status"), row, strict=True))
@@ -268,7 +256,7 @@ def record_submission(
     conn: Connection, series_id: int, path: str, step: int, model: str, job_id: int
 ) -> None:
     """Remember (or count one more attempt of) the job that evaluates a checkpoint folder."""
-    duck_of(conn).execute(
+    conn.execute(
         """
         INSERT INTO watch_submissions (series_id, path, step, model_id, job_id, attempts)
         SELECT ?, ?, ?, id, ?, 1 FROM models WHERE name = ?
@@ -286,7 +274,7 @@ def covered_by_shards(
     """Whether every (benchmark, seed) of ``model`` under eval config ``chash`` is evaluated or on
     its way (a shard queued, running, done or reused). ``benchmarks``: per benchmark, the names its
     shards may carry (as requested and as stored)."""
-    duck = duck_of(conn)
+    duck = conn
     for names in benchmarks:
         for seed in seeds:
             found = duck.execute(

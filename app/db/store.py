@@ -26,12 +26,6 @@ store's database)."""
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
-def duck_of(conn: Connection) -> Connection:
-    """The DuckDB connection a repository function runs its SQL on (the store's connections are
-    DuckDB's own)."""
-    return conn
-
-
 class StoreError(RuntimeError):
     """The database cannot be used (locked by another process, unreadable, ...)."""
 

@@ -2,49 +2,37 @@
 
 from __future__ import annotations
 
-from app.db.store import Connection, duck_of
+from app.db.store import Connection
 
 
 def token_exists(conn: Connection, name: str) -> bool:
     return bool(
-        duck_of(conn)
-        .execute("SELECT count(*) FROM api_tokens WHERE name = ?", [name])
-        .fetchone()[0]
+        conn.execute("SELECT count(*) FROM api_tokens WHERE name = ?", [name]).fetchone()[0]
     )
 
 
 def insert_token(conn: Connection, name: str, token_hash: str, role: str) -> None:
-    duck_of(conn).execute(
+    conn.execute(
         "INSERT INTO api_tokens (name, token_hash, role) VALUES (?, ?, ?)", [name, token_hash, role]
     )
 
 
 def delete_token(conn: Connection, name: str) -> None:
-    duck_of(conn).execute("DELETE FROM api_tokens WHERE name = ?", [name])
+    conn.execute("DELETE FROM api_tokens WHERE name = ?", [name])
 
 
 def token_by_hash(conn: Connection, token_hash: str) -> tuple[int, str, str] | None:
     """(id, name, role) of the token with this hash, or None."""
-    return (
-        duck_of(conn)
-        .execute("SELECT id, name, role FROM api_tokens WHERE token_hash = ?", [token_hash])
-        .fetchone()
-    )
+    return conn.execute(
+        "SELECT id, name, role FROM api_tokens WHERE token_hash = ?", [token_hash]
+    ).fetchone()
 
 
 def token_by_id(conn: Connection, token_id: int) -> tuple[int, str, str] | None:
     """(id, name, role) of the token, or None (revoked)."""
-    return (
-        duck_of(conn)
-        .execute("SELECT id, name, role FROM api_tokens WHERE id = ?", [token_id])
-        .fetchone()
-    )
+    return conn.execute("SELECT id, name, role FROM api_tokens WHERE id = ?", [token_id]).fetchone()
 
 
 def tokens(conn: Connection) -> list[tuple]:
     """(name, role, created_at) of every token, by name."""
-    return (
-        duck_of(conn)
-        .execute("SELECT name, role, created_at FROM api_tokens ORDER BY name")
-        .fetchall()
-    )
+    return conn.execute("SELECT name, role, created_at FROM api_tokens ORDER BY name").fetchall()
