@@ -6,12 +6,13 @@ import hashlib
 
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.db.digests import md5_prefixes
 
 
+@settings(deadline=None, max_examples=50)  # one DuckDB connection per example
 @given(st.lists(st.text(max_size=300), max_size=40))
 def test_md5_prefixes_equal_hashlib_on_any_text(texts):
     got = md5_prefixes(pa.array(texts, pa.string()), prefix="q:", digits=16).to_pylist()
