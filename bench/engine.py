@@ -263,7 +263,7 @@ class Pipeline:
 
     def rows_per_model(self) -> dict[str, int]:
         with self.store.read() as conn:
-            rows = conn.exec_driver_sql(
+            rows = conn.execute(
                 "SELECT m.name, count(*) FROM results r JOIN models m ON m.id = r.model_id "
                 "GROUP BY m.name ORDER BY m.name"
             ).fetchall()

@@ -53,7 +53,6 @@ from app.importers import import_file  # noqa: E402
 
 # isort: on
 from app.db import ingest as ingest_mod  # noqa: E402
-from app.db import pairing as pairing_mod  # noqa: E402
 from app.db.ingest import add_pair  # noqa: E402
 from app.db.store import open_store  # noqa: E402
 from bench._data import (  # noqa: E402
@@ -129,7 +128,7 @@ def raw_table(
 
 def raw_insert(store, table: pa.Table) -> None:
     with store.transaction() as conn:
-        duck = conn.connection.driver_connection
+        duck = conn
         duck.register("arrow_table", table)
         try:
             duck.execute(
@@ -141,9 +140,7 @@ def raw_insert(store, table: pa.Table) -> None:
 
 def count_results(store) -> int:
     with store.read() as conn:
-        return conn.connection.driver_connection.execute("SELECT count(*) FROM results").fetchone()[
-            0
-        ]
+        return conn.execute("SELECT count(*) FROM results").fetchone()[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,10 +175,7 @@ def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> 
     store = open_store(workdir / "breakdown.duckdb")
     stages: dict[str, list[float]] = defaultdict(list)
     sql: dict[str, list[float]] = defaultdict(list)
-    # the SQL of an import runs in app.db.ingest and app.db.pairing: time it in both
-    real_duck = ingest_mod.duck_of
-    timed = lambda conn: TimingDuck(real_duck(conn), sql)  # noqa: E731
-    ingest_mod.duck_of = pairing_mod.duck_of = timed
+    # the SQL of an import (app.db.ingest, app.db.pairing) runs on the connection it is given
     profile_text = ""
     try:
         for i, path in enumerate(paths):
@@ -202,11 +196,12 @@ def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> 
                 profile_text = out.getvalue()
             t0 = now()
             with store.transaction() as conn:
-                ingest_mod.ingest(conn, table, benchmarks, config={"source": "import:table"})
+                ingest_mod.ingest(
+                    TimingDuck(conn, sql), table, benchmarks, config={"source": "import:table"}
+                )
             stages["ingest + commit (SQL)"].append(now() - t0)
             stages["total"].append(now() - t_total)
     finally:
-        ingest_mod.duck_of = pairing_mod.duck_of = real_duck
         store.close()
     print(f"{'stage':58s} {'median/file':>12s} {'sum':>10s}")
     for name, values in stages.items():
@@ -380,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
             pair_t.append(t)
         per_pair_rows = 2 * total_rows / spec.models
         with ours.read() as conn:
-            duck = conn.connection.driver_connection
+            duck = conn
             n_trans = duck.execute("SELECT count(*) FROM transitions").fetchone()[0]
             n_paired = duck.execute("SELECT sum(paired) FROM coverage").fetchone()[0]
         print(

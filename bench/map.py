@@ -139,7 +139,7 @@ def recompute_transitions(
     rows."""
     t0 = now()
     params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
-    out = conn.connection.driver_connection.sql(RECOMPUTE_SQL, params=params).to_arrow_table()
+    out = conn.sql(RECOMPUTE_SQL, params=params).to_arrow_table()
     SQL_TIMES.append(now() - t0)
     return out
 
@@ -173,9 +173,8 @@ def same_records(a: list[dict], b: list[dict]) -> bool:
 
 def table_counts(store) -> dict[str, int]:
     with store.read() as conn:
-        duck = conn.connection.driver_connection
         return {
-            name: duck.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+            name: conn.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
             for name in ("results", "pairs", "transitions", "coverage", "seed_transitions")
         }
 
@@ -237,7 +236,7 @@ def _write_one_model(store, i: int, workdir: Path) -> None:
     from app.importers import import_file
 
     with store.read() as conn:
-        duck = conn.connection.driver_connection
+        duck = conn
         models = [r[0] for r in duck.execute("SELECT name FROM models ORDER BY id").fetchall()]
         table = duck.sql(
             """
@@ -322,7 +321,7 @@ def scale_section(store, runs: int, baseline: dict[str, float], workdir: Path) -
         "benchmark JSON, 50-pair page": baseline["benchmark"],
     }
     with store.read() as conn:
-        n_pairs = conn.exec_driver_sql("SELECT count(*) FROM pairs").fetchone()[0]
+        n_pairs = conn.execute("SELECT count(*) FROM pairs").fetchone()[0]
     lines = [
         "", f"-- scale: {n_pairs} pairs, series {found['name']!r} with {len(found['checkpoints'])} checkpoints --",
         "cold: fresh cache (a process that just started); after write: first call on a long-lived",

@@ -99,9 +99,7 @@ def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_di
     rows = []
     with pipe.store.read() as conn:
         shard_seed = dict(
-            conn.exec_driver_sql(
-                "SELECT id, seed FROM shards WHERE job_id = ?", (job_id,)
-            ).fetchall()
+            conn.execute("SELECT id, seed FROM shards WHERE job_id = ?", (job_id,)).fetchall()
         )
     for shard_id in to_run:
         seed = shard_seed[shard_id]
@@ -113,7 +111,7 @@ def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_di
         raw_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
         worker_s = pipe.run([shard_id])
         with pipe.store.read() as conn:
-            worker_tokens = conn.exec_driver_sql(
+            worker_tokens = conn.execute(
                 "SELECT sum(completion_tokens) FROM results WHERE seed = ?",
                 (seed,),
             ).fetchall()[0][0]
