@@ -61,7 +61,7 @@ def test_map_hover_shows_n_interval_and_partial(server, page, level):
     _hover(page, "#heatmap")
     state = page.evaluate(CHART_STATE)
     _assert_inert(state, f"{BASE} → {POST}", f"partial: {N} of {FULL}", "95% CI: F_true [")
-    hover = page.inner_text("#heatmap .hoverlayer")
+    hover = page.text_content("#heatmap .hoverlayer")  # SVG: no innerText
     assert f"n {N}" in hover and "BT_true [" in hover, hover
     assert "*" in state["text"]  # the partial cell's value is starred
 
