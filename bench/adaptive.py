@@ -180,7 +180,7 @@ def simulate_zoo(seed: int) -> list[BenchmarkRun]:
 # The demo zoo (module doc, 2.)
 
 QUICK_SCALE = 10  # --quick: benchmarks of 400-600 samples
-FULL_SCALE = 40  # full: benchmarks of 1,600-2,400 samples
+FULL_SCALE = 20  # full: benchmarks of 800-1,200 samples
 
 
 def _save_runs(path: Path, runs: list[BenchmarkRun]) -> None:
@@ -228,6 +228,20 @@ def demo_runs(scale: int, zoo_dir: Path, threads: int) -> tuple[object, list[Ben
     return manifest, runs, seconds
 
 
+def resampled(runs: list[BenchmarkRun], factor: int, seed: int = 0) -> list[BenchmarkRun]:
+    """Each benchmark drawn with replacement to ``factor`` times its size (the same draws for
+    every model, so pairs stay paired): a projection of the savings on larger benchmarks of the
+    same population, the measured samples standing in for it."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for run in runs:
+        idx = rng.integers(0, run.size, factor * run.size)
+        out.append(BenchmarkRun(run.name, run.category, run.k[idx],
+                                {m: c[:, idx] for m, c in run.correct.items()},
+                                {m: t[:, idx] for m, t in run.tokens.items()}))  # fmt: skip
+    return out
+
+
 def category_table(result: Replay, runs: list[BenchmarkRun], pairs: list[tuple[str, str]]) -> str:
     """Per pair and category: full and adaptive F_true / BT_true (points), the deviation, and the
     share of the category's samples the pair used."""
@@ -264,6 +278,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads for evaluation")
     parser.add_argument("--simulated", action="store_true",
                         help="also replay a SIMULATED paper-shaped suite (not in the final line)")  # fmt: skip
+    parser.add_argument("--project", type=int, nargs="*", default=[8, 32], metavar="FACTOR",
+                        help="also replay the demo results resampled to FACTOR x each benchmark's "
+                        "size (a projection; not in the final line)")  # fmt: skip
     parser.add_argument("--target", type=float, default=1.5, help="target half-width, points")
     parser.add_argument("--min-samples", type=int, default=StoppingRule.min_samples)
     parser.add_argument("--chunk", type=int, default=StoppingRule.chunk_size)
@@ -314,6 +331,15 @@ def main(argv: list[str] | None = None) -> None:
     print(category_table(result, runs, pairs))
     top = result.deviations()[0]
     print(f"largest deviation: {top[0]:.2f} points ({top[2]}, {top[1][0]}, {top[1][1]})")
+    for factor in args.project:
+        start = time.perf_counter()
+        projected = replay(resampled(runs, factor), pairs, rule)
+        print(
+            f"projection (PROJECTED, not measured: every benchmark resampled with replacement to "
+            f"{factor}x its size, as at suite scale {scale * factor}): max deviation "
+            f"{projected.max_deviation:.2f} points, samples {projected.samples:.1%}, tokens "
+            f"{projected.tokens:.1%} ({time.perf_counter() - start:.1f} s)"
+        )
     print(
         f"adaptive: coverage {coverage.worst:.3f}, max deviation {result.max_deviation:.2f} "
         f"points (target {args.target:.2f}), samples {result.samples * 100:.1f}% of full, "
