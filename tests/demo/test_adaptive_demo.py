@@ -13,7 +13,7 @@ import pytest
 from app.adaptive import StoppingRule, evaluation_order
 from app.demo import suite
 from app.demo.adaptive import BenchmarkRun, benchmark_runs, replay
-from app.demo.evaluate import shots_by_item
+from app.demo.evaluate import load_benchmarks, shots_by_item
 from app.demo.manifest import Recipe
 from app.metrics import TOTAL
 from worker.benchmarks.prompts import select_shots
@@ -94,8 +94,6 @@ def test_adaptive_map_agrees_with_full_map_on_the_demo_zoo(zoo, report):
     """The session zoo's real per-sample results (40-60 samples per benchmark, so the rule looks
     every 10 samples from 20 on and the target is wide): every (pair, category) of the adaptive
     map lies within the target of the full map, while pairs do stop early and save samples."""
-    from app.demo.evaluate import load_benchmarks
-
     runs = benchmark_runs(load_benchmarks(zoo), report.results, report.tokens, report.seeds)
     pairs = [(p.base, p.post) for p in zoo.pairs]
     rule = StoppingRule(target_half_width=0.25, min_samples=20, chunk_size=10)
