@@ -1,33 +1,31 @@
-"""Adaptive evaluation: coverage of the stopping-point interval, and a replay of the stopping rule
-on per-sample results against the full map.
+"""Adaptive evaluation: coverage of the stopping-point interval, and the stopping rule replayed
+on the demo zoo's per-sample results against its full map.
 
 1. **Coverage C** (tests/adaptive_sim.py): simulated benchmarks with a known F_true / BT_true
    (k = 2..10, mixed, generative, greedy and sampled seeds, accuracies from chance to ~1, flip
    rates from 0 to tens of points, n = 100..6000, 3 seeds); app.adaptive's rule stops each one and
    C is the share whose 95% interval at the stopping point holds the truth (the lower of the
    F_true and BT_true shares).
-2. **Replay** (D, S, X): the full per-sample correctness of several pairs on the paper's 94 scored
-   benchmarks and 3 seeds, each benchmark visited in the shared order (``evaluation_order``) and
-   stopped by the rule, pair by pair. The adaptive map (F_true / BT_true at the stopping point)
-   is compared with the full map per (pair, category) and "Total", macro aggregation as the map
-   does it (``app.metrics.aggregate_arrays``): D is the largest deviation in points. A base is
-   evaluated as far as the furthest of its pairs needs (its first samples serve every pair), so
-   S counts per (model, benchmark) the samples the furthest pair used, against every model on
-   every sample. X does the same with token counts.
-
-The replay data is **simulated**, not the demo zoo: the demo zoo's benchmarks have 40-60 samples
-each (app/demo/suite.py), too few for any benchmark to stop before its end at a 1.5-point target,
-and building and evaluating it through a worker takes longer than this bench. The simulated zoo:
-the taxonomy's 94 scored benchmarks with approximately their public split sizes (MMLU test
-subjects, BBH 250 (some 146-187), ARC, HellaSwag validation 10,042, ...), the usual k or a per-item
-k where the real items vary, a difficulty per sample shared by every model, two bases and four
-post-trained models (narrow SFT that forgets outside Math, SFT with replay, instruction tuning on
-each base) with per-category skill shifts and per-item changes; an answer is right when a uniform
-draw falls under the model's p for the item, the draw is kept per item across seeds except in
-35% of (item, seed) cases (sampling at temperature 0.6 changes some answers, not all) and shared
-with the base on 70% of items for a post model; and a generated-token count per (model, sample, seed) drawn
-from a length model (chain of thought for the post models, short few-shot answers for the bases,
-longer on harder items and in Math/Logic). The token counts are simulated too; the output says so.
+2. **Demo zoo** (D, S, X; app/demo/adaptive.py): the demo zoo built with a scaled suite
+   (``Recipe(suite_scale=...)``: every benchmark ``scale`` times its 40-60 items, the world grown
+   with it; at scale 1 no benchmark could stop before its end at a 1.5-point target) and
+   evaluated in-process on every sample (app/demo/evaluate.py: the worker's prompts and scoring,
+   eval seeds 0, 1, 2). Each benchmark is visited in the shared order (``evaluation_order``) and
+   every pair (demo-base against each post-trained model) is stopped by the rule; both models of
+   a pair stop at the same n, and a model is evaluated as far as the furthest of its pairs needs.
+   The adaptive map (F_true / BT_true of each pair on its first n samples) is compared with the
+   full map per (pair, category) and "Total", macro aggregation as the map does it
+   (``app.metrics.aggregate_arrays``): D is the largest deviation in points. S: samples evaluated
+   (per model, benchmark and seed: the furthest pair's n) over the full run's (every model on
+   every sample). X: the same with tokens (``app.demo.evaluate.Tokens``: per sample, by the
+   model's own tokenizer, prompt + option tokens of a loglik-scored item, prompt + generated
+   tokens of a generated answer). The zoo is cached by recipe (``--zoo-dir``) and its evaluation
+   next to it, so a second run only replays.
+3. **Simulated paper-shaped suite** (``--simulated``, off by default): the same replay on
+   SIMULATED per-sample results of the taxonomy's 94 scored benchmarks at about their public
+   split sizes (difficulty per sample shared by all models, two bases and four post-trained
+   models, 35% of (item, seed) answers redrawn per seed, simulated chain-of-thought token counts).
+   It shows where savings come from on real sizes; the final line never uses it.
 """
 
 from __future__ import annotations
@@ -42,8 +40,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.adaptive import StoppingRule, evaluation_order, run_stopping_rule  # noqa: E402
-from app.metrics import TOTAL, aggregate_arrays, scores_from_arrays  # noqa: E402
+from app.adaptive import StoppingRule, evaluation_order  # noqa: E402
+from app.demo.adaptive import BenchmarkRun, Replay, benchmark_runs, replay  # noqa: E402
+from app.demo.evaluate import evaluate_zoo, load_benchmarks  # noqa: E402
+from app.demo.manifest import Recipe  # noqa: E402
+from app.demo.zoo import build_zoo  # noqa: E402
+from app.metrics import TOTAL  # noqa: E402
 from app.taxonomy import scored_benchmarks  # noqa: E402
 from tests.adaptive_sim import simulate_coverage  # noqa: E402
 
@@ -115,16 +117,8 @@ RESAMPLE = 0.35  # share of (item, seed) answers drawn afresh rather than the mo
 KEEP_BASE = 0.7  # share of items on which a post model keeps its base's per-item draw
 
 
-@dataclass
-class ZooBenchmark:
-    name: str
-    category: str
-    k: np.ndarray  # (n,), 0 = generative
-    correct: dict  # model -> (seeds, n) 0/1, samples in evaluation order
-    tokens: dict  # model -> (seeds, n) generated tokens
-
-
-def simulate_zoo(seed: int) -> list[ZooBenchmark]:
+def simulate_zoo(seed: int) -> list[BenchmarkRun]:
+    """A SIMULATED paper-shaped suite (module doc, 3.): per-sample results in evaluation order."""
     rng = np.random.default_rng(seed)
     infos = scored_benchmarks()
     categories = sorted({b.category for b in infos})
@@ -171,7 +165,7 @@ def simulate_zoo(seed: int) -> list[ZooBenchmark]:
         position = {sid: i for i, sid in enumerate(ids)}
         order = np.array([position[sid] for sid in evaluation_order(info.name, ids)])
         out.append(
-            ZooBenchmark(
+            BenchmarkRun(
                 info.name,
                 info.category,
                 k[order],
@@ -182,98 +176,111 @@ def simulate_zoo(seed: int) -> list[ZooBenchmark]:
     return out
 
 
-def _unit_scores(pre: np.ndarray, post: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-seed F_true / BT_true of one benchmark (the metric, through app.metrics)."""
-    keys, group = np.unique(k, return_inverse=True)
-    cells = 2 * pre.astype(np.int64) + post  # (seeds, n)
-    counts = np.zeros((pre.shape[0], keys.size, 4))
-    for s in range(pre.shape[0]):
-        np.add.at(counts[s], (group, cells[s]), 1.0)
-    rows = counts.reshape(-1, 4)
-    keep = rows.sum(axis=1) > 0
-    unit = np.repeat(np.arange(pre.shape[0]), keys.size)
-    return scores_from_arrays(
-        rows[keep, 0], rows[keep, 1], rows[keep, 2], rows[keep, 3],
-        np.tile(keys, pre.shape[0])[keep], unit[keep],
-    )  # fmt: skip
+# ---------------------------------------------------------------------------------------------
+# The demo zoo (module doc, 2.)
+
+QUICK_SCALE = 10  # --quick: benchmarks of 400-600 samples
+FULL_SCALE = 20  # full: benchmarks of 800-1,200 samples
 
 
-def replay(zoo: list[ZooBenchmark], rule: StoppingRule) -> dict:
-    columns: dict[str, list] = {c: [] for c in ("pair", "category", "benchmark", "seed", "n")}
-    full_values = {"f_true": [], "bt_true": []}
-    adaptive_values = {"f_true": [], "bt_true": []}
-    evaluated: dict[
-        tuple[str, str], int
-    ] = {}  # (model, benchmark) -> samples the furthest pair used
-    early = 0
-    by_size: dict[str, list[int]] = {}  # size bucket -> [samples used, samples] over pairs
-    for bench in zoo:
-        n_total = bench.k.size
-        for post in POSTS:
-            pre, post_c = bench.correct[post.base], bench.correct[post.name]
-            result = run_stopping_rule(pre, post_c, bench.k, rule)
-            early += result.n < n_total
-            bucket = by_size.setdefault(_bucket(n_total), [0, 0])
-            bucket[0] += result.n
-            bucket[1] += n_total
-            for model in (post.base, post.name):
-                key = (model, bench.name)
-                evaluated[key] = max(evaluated.get(key, 0), result.n)
-            full = _unit_scores(pre, post_c, bench.k)
-            part = _unit_scores(pre[:, : result.n], post_c[:, : result.n], bench.k[: result.n])
-            for s in range(SEEDS):
-                columns["pair"].append(post.name)
-                columns["category"].append(bench.category)
-                columns["benchmark"].append(bench.name)
-                columns["seed"].append(s)
-                columns["n"].append(n_total)
-                for name in full_values:
-                    full_values[name].append(full[name][s])
-                    adaptive_values[name].append(part[name][s])
+def _save_runs(path: Path, runs: list[BenchmarkRun]) -> None:
+    arrays = {}
+    for run in runs:
+        arrays[f"{run.name}/k"] = run.k
+        for model in run.correct:
+            arrays[f"{run.name}/{model}/correct"] = run.correct[model]
+            arrays[f"{run.name}/{model}/tokens"] = run.tokens[model]
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez_compressed(tmp, **arrays)
+    tmp.replace(path)
 
-    def category_map(values: dict) -> dict[tuple, dict]:
-        records = aggregate_arrays(
-            np.array(columns["pair"], dtype=object), np.array(columns["category"], dtype=object),
-            np.array(columns["benchmark"], dtype=object), np.array(columns["seed"]),
-            np.array(columns["n"]), {k: np.array(v) for k, v in values.items()}, how="macro",
+
+def _load_runs(path: Path, manifest) -> list[BenchmarkRun]:
+    data = np.load(path)
+    runs = []
+    for bench in manifest.benchmarks:
+        models = sorted({key.split("/")[1] for key in data.files
+                         if key.startswith(f"{bench.name}/") and key.count("/") == 2})  # fmt: skip
+        runs.append(
+            BenchmarkRun(bench.name, bench.category, data[f"{bench.name}/k"],
+                         {m: data[f"{bench.name}/{m}/correct"] for m in models},
+                         {m: data[f"{bench.name}/{m}/tokens"] for m in models})
         )  # fmt: skip
-        return {(r["pair"], r["category"]): r for r in records}
-
-    full_map, adaptive_map = category_map(full_values), category_map(adaptive_values)
-    deviations = sorted(
-        (
-            (abs(adaptive_map[key][name] - full_map[key][name]) * 100, key, name)
-            for key in full_map
-            for name in ("f_true", "bt_true")
-        ),
-        reverse=True,
-    )
-    samples_used = samples_full = tokens_used = tokens_full = 0.0
-    for bench in zoo:
-        for model, counts in bench.tokens.items():
-            n = evaluated[(model, bench.name)]
-            samples_used += n * SEEDS
-            samples_full += bench.k.size * SEEDS
-            tokens_used += counts[:, :n].sum()
-            tokens_full += counts.sum()
-    return {
-        "deviations": deviations,
-        "full_map": full_map,
-        "samples": samples_used / samples_full,
-        "tokens": tokens_used / tokens_full,
-        "early": early,
-        "units": len(zoo) * len(POSTS),
-        "by_size": by_size,
-    }
+    return runs
 
 
-def _bucket(n: int) -> str:
-    return "n<500" if n < 500 else "500<=n<2000" if n < 2000 else "n>=2000"
+def demo_runs(scale: int, zoo_dir: Path, threads: int) -> tuple[object, list[BenchmarkRun], dict]:
+    """The scaled demo zoo (built or cached), its full evaluation as runs in evaluation order
+    (evaluated or cached next to the zoo), and the seconds each took (0 when cached)."""
+    seconds = {"build": 0.0, "evaluate": 0.0}
+    started = time.perf_counter()
+    manifest = build_zoo(zoo_dir, recipe=Recipe(suite_scale=scale), verbose=True)
+    if not manifest.cached:
+        seconds["build"] = time.perf_counter() - started
+    cache = manifest.root / f"adaptive-eval-seeds{'-'.join(map(str, manifest.eval['seeds']))}.npz"
+    if cache.is_file():
+        return manifest, _load_runs(cache, manifest), seconds
+    started = time.perf_counter()
+    report = evaluate_zoo(manifest, num_threads=threads, verbose=True)
+    seconds["evaluate"] = time.perf_counter() - started
+    runs = benchmark_runs(load_benchmarks(manifest), report.results, report.tokens, report.seeds)
+    _save_runs(cache, runs)
+    return manifest, runs, seconds
+
+
+def resampled(runs: list[BenchmarkRun], factor: int, seed: int = 0) -> list[BenchmarkRun]:
+    """Each benchmark drawn with replacement to ``factor`` times its size (the same draws for
+    every model, so pairs stay paired): a projection of the savings on larger benchmarks of the
+    same population, the measured samples standing in for it."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for run in runs:
+        idx = rng.integers(0, run.size, factor * run.size)
+        out.append(BenchmarkRun(run.name, run.category, run.k[idx],
+                                {m: c[:, idx] for m, c in run.correct.items()},
+                                {m: t[:, idx] for m, t in run.tokens.items()}))  # fmt: skip
+    return out
+
+
+def category_table(result: Replay, runs: list[BenchmarkRun], pairs: list[tuple[str, str]]) -> str:
+    """Per pair and category: full and adaptive F_true / BT_true (points), the deviation, and the
+    share of the category's samples the pair used."""
+    size = {run.name: run.size for run in runs}
+    category = {run.name: run.category for run in runs}
+    lines = [
+        f"{'pair':24s} {'category':13s} {'F_true full':>11s} {'adaptive':>8s} {'dev':>5s} "
+        f"{'BT_true full':>12s} {'adaptive':>8s} {'dev':>5s} {'samples':>8s}"
+    ]
+    for _, post in pairs:
+        cats = sorted({c for p, c in result.full if p == post} - {TOTAL}) + [TOTAL]
+        for cat in cats:
+            full, part = result.full[(post, cat)], result.adaptive[(post, cat)]
+            names = [b for b in size if cat in (TOTAL, category[b])]
+            used = sum(result.stopped[(post, b)] for b in names) / sum(size[b] for b in names)
+            lines.append(
+                f"{post:24s} {cat:13s} {full['f_true'] * 100:11.2f} {part['f_true'] * 100:8.2f} "
+                f"{abs(part['f_true'] - full['f_true']) * 100:5.2f} "
+                f"{full['bt_true'] * 100:12.2f} {part['bt_true'] * 100:8.2f} "
+                f"{abs(part['bt_true'] - full['bt_true']) * 100:5.2f} {used:8.1%}"
+            )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1,000 simulated benchmarks, 1 zoo")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help=f"1,000 simulated benchmarks; demo suite scale {QUICK_SCALE} (else {FULL_SCALE})",
+    )  # fmt: skip
+    parser.add_argument("--scale", type=int, help="demo suite scale (overrides the default)")
+    parser.add_argument("--zoo-dir", type=Path, default=Path("data/bench-adaptive"),
+                        help="where the scaled zoo and its evaluation are cached")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for evaluation")
+    parser.add_argument("--simulated", action="store_true",
+                        help="also replay a SIMULATED paper-shaped suite (not in the final line)")  # fmt: skip
+    parser.add_argument("--project", type=int, nargs="*", default=[8, 32], metavar="FACTOR",
+                        help="also replay the demo results resampled to FACTOR x each benchmark's "
+                        "size (a projection; not in the final line)")  # fmt: skip
     parser.add_argument("--target", type=float, default=1.5, help="target half-width, points")
     parser.add_argument("--min-samples", type=int, default=StoppingRule.min_samples)
     parser.add_argument("--chunk", type=int, default=StoppingRule.chunk_size)
@@ -281,7 +288,8 @@ def main(argv: list[str] | None = None) -> None:
     rule = StoppingRule(
         target_half_width=args.target / 100, min_samples=args.min_samples, chunk_size=args.chunk
     )
-    simulations, zoos = (1000, (0,)) if args.quick else (5000, (0, 1, 2))
+    simulations = 1000 if args.quick else 5000
+    scale = args.scale or (QUICK_SCALE if args.quick else FULL_SCALE)
 
     start = time.perf_counter()
     coverage = simulate_coverage(simulations, rule, seed=0)
@@ -290,50 +298,52 @@ def main(argv: list[str] | None = None) -> None:
         f"generative; n 100-6000; 3 seeds; 1 in 5 greedy): 95% interval at the stopping point "
         f"covers F_true {coverage.f_true:.3f}, BT_true {coverage.bt_true:.3f}, both "
         f"{coverage.both:.3f}; stopped early {coverage.stopped_early:.0%}, samples used "
-        f"{coverage.samples_used:.1%} ({time.perf_counter() - start:.1f} s)"
+        f"{coverage.samples_used:.1%} ({time.perf_counter() - start:.1f} s)",
+        flush=True,
     )
-    print(
-        "replay data: SIMULATED zoo-like per-sample results, not the demo zoo (its benchmarks have "
-        "40-60 samples); the paper's 94 scored benchmarks at approximately their public sizes, "
-        f"{len(POSTS)} pairs on {len(BASES)} bases, {SEEDS} seeds, difficulty per sample shared by "
-        "all models; token counts SIMULATED per (model, sample, seed)"
-    )
-    worst, samples, tokens = 0.0, [], []
-    for zoo_seed in zoos:
+    if args.simulated:
         start = time.perf_counter()
-        zoo = simulate_zoo(zoo_seed)
-        result = replay(zoo, rule)
-        seed_flips = np.mean(
-            [np.mean(b.correct[m][0] != b.correct[m][1]) for b in zoo for m in BASES]
-        )
-        top = result["deviations"][0]
+        sim_pairs = [(post.base, post.name) for post in POSTS]
+        result = replay(simulate_zoo(0), sim_pairs, rule)
+        top = result.deviations()[0]
         print(
-            f"zoo {zoo_seed}: {result['early']}/{result['units']} (pair, benchmark) stopped early; "
-            f"max deviation {top[0]:.2f} points ({top[2]}, {top[1][0]}, {top[1][1]}; full value "
-            f"{result['full_map'][top[1]][top[2]] * 100:.1f}); Total deviations "
-            + ", ".join(
-                f"{key[0]} {d:.2f}"
-                for d, key, name in result["deviations"]
-                if key[1] == TOTAL and name == "f_true"
-            )  # fmt: skip
-            + f" (F_true); samples {result['samples']:.1%}, tokens {result['tokens']:.1%} "
+            "SIMULATED paper-shaped suite (not the demo zoo; not in the final line): 94 benchmarks "
+            f"at about their public sizes, {len(POSTS)} pairs, {SEEDS} seeds: max deviation "
+            f"{top[0]:.2f} points ({top[2]}, {top[1][0]}, {top[1][1]}), samples "
+            f"{result.samples:.1%}, tokens {result.tokens:.1%} (SIMULATED counts) "
             f"({time.perf_counter() - start:.1f} s)"
         )
-        print(
-            f"zoo {zoo_seed}: bases' seed-vs-seed flip rate {seed_flips:.1%}; samples used per "
-            "pair by benchmark size: "
-            + ", ".join(
-                f"{name} {used / total:.0%} of {total // len(POSTS):,}"
-                for name, (used, total) in sorted(result["by_size"].items())
-            )
-        )
-        worst = max(worst, top[0])
-        samples.append(result["samples"])
-        tokens.append(result["tokens"])
+
+    manifest, runs, seconds = demo_runs(scale, args.zoo_dir, args.threads)
+    pairs = [(p.base, p.post) for p in manifest.pairs]
+    start = time.perf_counter()
+    result = replay(runs, pairs, rule)
+    sizes = sorted({run.size for run in runs})
     print(
-        f"adaptive: coverage {coverage.worst:.3f}, max deviation {worst:.2f} points "
-        f"(target {args.target:.2f}), samples {np.mean(samples) * 100:.1f}% of full, "
-        f"tokens {np.mean(tokens) * 100:.1f}% of full"
+        f"demo zoo {manifest.recipe_hash} (suite scale {scale}: {len(runs)} benchmarks of "
+        f"{sizes[0]:,}-{sizes[-1]:,} samples, {len(pairs)} pairs on demo-base, "
+        f"{len(manifest.eval['seeds'])} seeds): build {seconds['build']:.0f} s, evaluation "
+        f"{seconds['evaluate']:.0f} s (0: cached), replay {time.perf_counter() - start:.1f} s"
+    )
+    size = {run.name: run.size for run in runs}
+    early = sum(n < size[bench] for (_, bench), n in result.stopped.items())
+    print(f"(pair, benchmark) stopped early: {early}/{len(result.stopped)}")
+    print(category_table(result, runs, pairs))
+    top = result.deviations()[0]
+    print(f"largest deviation: {top[0]:.2f} points ({top[2]}, {top[1][0]}, {top[1][1]})")
+    for factor in args.project:
+        start = time.perf_counter()
+        projected = replay(resampled(runs, factor), pairs, rule)
+        print(
+            f"projection (PROJECTED, not measured: every benchmark resampled with replacement to "
+            f"{factor}x its size, as at suite scale {scale * factor}): max deviation "
+            f"{projected.max_deviation:.2f} points, samples {projected.samples:.1%}, tokens "
+            f"{projected.tokens:.1%} ({time.perf_counter() - start:.1f} s)"
+        )
+    print(
+        f"adaptive: coverage {coverage.worst:.3f}, max deviation {result.max_deviation:.2f} "
+        f"points (target {args.target:.2f}), samples {result.samples * 100:.1f}% of full, "
+        f"tokens {result.tokens * 100:.1f}% of full"
     )
 
 

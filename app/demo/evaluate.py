@@ -45,27 +45,49 @@ __all__ = [
     "PairScores",
     "ZooReport",
     "evaluate_model",
+    "evaluate_model_tokens",
     "evaluate_zoo",
     "forgetting",
     "format_report",
     "load_benchmarks",
     "mean_over",
     "noise_by_category",
+    "shots_by_item",
 ]
 
 Correctness = dict[tuple[str, str, int], bool]
 """(benchmark, sample_id, seed) -> correct."""
 
+Tokens = dict[tuple[str, str, int], int]
+"""(benchmark, sample_id, seed) -> tokens the evaluation of that sample processed: for a
+loglik-scored item its context (prompt) tokens plus every option's continuation tokens (what the
+worker's engines score: ``split_choice_ids``), for a generated answer its prompt tokens plus the
+generated tokens (``Generation.prompt_tokens + completion_tokens``, EOS included), all by the
+model's own tokenizer. Prompt tokens are counted once per sample, as if each were a fresh request
+(no prefix caching credited)."""
 
-def _fast_choice_logprobs(engine, contexts: list[str], choices: list[list[str]]):
+
+def _choice_splits(tokenizer, contexts: list[str], choices: list[list[str]]) -> list[list]:
+    """Per context, ``split_choice_ids`` of each of its options."""
+    return [
+        [split_choice_ids(tokenizer, ctx, o) for o in opts]
+        for ctx, opts in zip(contexts, choices, strict=True)
+    ]
+
+
+def _fast_choice_logprobs(
+    engine, contexts: list[str], choices: list[list[str]], splits: list[list] | None = None
+):
     """One forward per context when every continuation is one token right after the context's
-    own ids (true for ``" A"``.. ``" Z"`` here); otherwise the engine's own method."""
+    own ids (true for ``" A"``.. ``" Z"`` here); otherwise the engine's own method. ``splits``:
+    ``_choice_splits`` of the same arguments, when the caller has them already."""
     import torch
 
     tok = engine.tokenizer
     plans = []
-    for ctx, opts in zip(contexts, choices, strict=True):
-        split = [split_choice_ids(tok, ctx, o) for o in opts]
+    if splits is None:
+        splits = _choice_splits(tok, contexts, choices)
+    for split in splits:
         ctx_ids = split[0][0]
         if any(len(c) != 1 or x != ctx_ids for x, c in split):
             return engine.choice_logprobs(contexts, choices)
@@ -90,6 +112,20 @@ def _fast_choice_logprobs(engine, contexts: list[str], choices: list[list[str]])
     return scores
 
 
+def shots_by_item(items: Sequence[Item], n: int, seed: int) -> dict[str, list[Item]]:
+    """``select_shots(item, items, n, seed=seed)`` for every item of one benchmark, keyed by
+    sample id, from one ranking of the pool: select_shots ranks the whole pool per item, which is
+    quadratic in the benchmark's size (minutes at the scaled suite's thousands of items). Every
+    item gets the pool's first n items other than itself, so the first n + 1 (select_shots for an
+    item outside the pool) decide them all."""
+    ids = [it.sample_id for it in items]
+    if len({it.benchmark for it in items}) != 1 or len(set(ids)) != len(ids):
+        return {it.sample_id: select_shots(it, items, n, seed=seed) for it in items}
+    outside = Item("\0outside", "\0outside", "?", None, "?", None, None)
+    head = select_shots(outside, items, n + 1, seed=seed)
+    return {sid: [c for c in head if c.sample_id != sid][:n] for sid in ids}
+
+
 def evaluate_model(
     path: str | Path,
     benchmarks: Mapping[str, Sequence[Item]],
@@ -103,30 +139,51 @@ def evaluate_model(
     fast: bool = True,
 ) -> Correctness:
     """Per-sample correctness of one model on the given benchmarks, for each evaluation seed."""
+    return evaluate_model_tokens(
+        path, benchmarks, prompting=prompting, seeds=seeds, shots=shots,
+        temperature=temperature, max_tokens=max_tokens, num_threads=num_threads, fast=fast,
+    )[0]  # fmt: skip
+
+
+def evaluate_model_tokens(
+    path: str | Path,
+    benchmarks: Mapping[str, Sequence[Item]],
+    *,
+    prompting: str = "base",
+    seeds: Iterable[int] = (0, 1, 2),
+    shots: int = 3,
+    temperature: float = 0.0,
+    max_tokens: int = 8,
+    num_threads: int = 2,
+    fast: bool = True,
+) -> tuple[Correctness, Tokens]:
+    """``evaluate_model`` and the tokens each sample's evaluation processed (``Tokens``)."""
     from worker.engines.transformers_engine import TransformersEngine
 
     engine = TransformersEngine(path, device="cpu", num_threads=num_threads, batch_size=32)
     out: Correctness = {}
+    tokens: Tokens = {}
     try:
         for seed in seeds:
             for items in benchmarks.values():
                 mc = [it for it in items if it.choices is not None]
                 gen = [it for it in items if it.choices is None]
                 if prompting == "base":
-                    shot = {it.sample_id: select_shots(it, items, shots, seed=seed) for it in items}
+                    shot = shots_by_item(items, shots, seed)
                     if mc:
                         pairs = [choice_continuations(it, shots=shot[it.sample_id]) for it in mc]
                         contexts = [c for c, _ in pairs]
                         conts = [list(o) for _, o in pairs]
+                        splits = _choice_splits(engine.tokenizer, contexts, conts)
                         scores = (
-                            _fast_choice_logprobs(engine, contexts, conts)
+                            _fast_choice_logprobs(engine, contexts, conts, splits)
                             if fast
                             else engine.choice_logprobs(contexts, conts)
                         )
-                        for it, s in zip(mc, scores, strict=True):
-                            out[(it.benchmark, it.sample_id, seed)] = grade_choice_logprobs(
-                                it, s
-                            ).correct
+                        for it, s, split in zip(mc, scores, splits, strict=True):
+                            key = (it.benchmark, it.sample_id, seed)
+                            out[key] = grade_choice_logprobs(it, s).correct
+                            tokens[key] = len(split[0][0]) + sum(len(c) for _, c in split)
                     todo = gen
                     prompts = [
                         build_prompt(it, mode="base", shots=shot[it.sample_id]) for it in gen
@@ -146,9 +203,12 @@ def evaluate_model(
                     )
                     for it, g in zip(todo, engine.generate(texts, params), strict=True):
                         out[(it.benchmark, it.sample_id, seed)] = grade(it, g.text).correct
+                        tokens[(it.benchmark, it.sample_id, seed)] = (
+                            g.prompt_tokens + g.completion_tokens
+                        )
     finally:
         engine.close()
-    return out
+    return out, tokens
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,6 +324,7 @@ class ZooReport:
     noise: dict[str, dict[str, float]]
     results: dict[str, Correctness]
     seconds: float
+    tokens: dict[str, Tokens] = field(default_factory=dict)  # per model, as ``Tokens`` says
 
     @property
     def untouched(self) -> list[str]:
@@ -300,11 +361,12 @@ def evaluate_zoo(
     if missing := set(checkpoints) - {m.name for m in extra}:
         raise ValueError(f"not checkpoints of the zoo's series: {sorted(missing)}")
     results: dict[str, Correctness] = {}
+    tokens: dict[str, Tokens] = {}
     for m in [*manifest.models, *extra]:
         if wanted is not None and m.name not in wanted and m not in extra:
             continue
         t = time.monotonic()
-        results[m.name] = evaluate_model(
+        results[m.name], tokens[m.name] = evaluate_model_tokens(
             m.path,
             benchmarks,
             prompting=m.prompting,
@@ -341,6 +403,7 @@ def evaluate_zoo(
         noise=noise,
         results=results,
         seconds=time.monotonic() - started,
+        tokens=tokens,
     )
 
 

@@ -52,6 +52,7 @@ class Recipe:
     checkpoints: int = 5  # saved along each SFT run (zoo.checkpoint_steps); the last is its end
     train_seeds: tuple[int, ...] = (0,)  # post-training seeds (data order) of the SFT models
     num_threads: int = 1  # torch threads while training (1 is fastest on a shared small CPU)
+    suite_scale: int = 1  # each benchmark's size times this, the world grown with it (suite.py)
 
     def __post_init__(self) -> None:
         if self.sft_category not in suite.CATEGORIES or self.cpt_category not in suite.CATEGORIES:
@@ -62,6 +63,7 @@ class Recipe:
             raise ValueError("train_seeds must not be empty")
         if self.checkpoints < 1:
             raise ValueError("checkpoints must be >= 1 (the last is the final model)")
+        suite.benchmarks(self.suite_scale)  # raises on a scale the suite cannot draw
 
     def as_dict(self) -> dict:
         data = dataclasses.asdict(self)

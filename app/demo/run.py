@@ -117,7 +117,8 @@ def write_corpus(manifest) -> Path:
     recoverability analysis (the text whose loss post-training raised)."""
     path = corpus_dir(manifest) / CORPUS
     if not path.exists():
-        per_category = [suite.corpus(c, manifest.recipe.seed, kind="pretrain", copies=1)
+        per_category = [suite.corpus(c, manifest.recipe.seed, kind="pretrain", copies=1,
+                                     scale=manifest.recipe.suite_scale)
                         for c in suite.CATEGORIES]  # fmt: skip
         docs = [d for d in chain.from_iterable(zip_longest(*per_category)) if d]
         path.parent.mkdir(parents=True, exist_ok=True)

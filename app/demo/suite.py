@@ -18,6 +18,12 @@ Language            demo_word_pattern       3 / 4  50      Which word comes next
 Language            demo_word_length        gen    40      How many letters are in the word "cat"?
 ==================  ======================  =====  ======  =======================================
 
+``scale`` (``Recipe.suite_scale``; 1 by default) multiplies every benchmark's size and grows the
+world with it (``scale`` times the people, arithmetic problems, puzzles and words), so the same
+suite can be made realistic in size: ``benchmarks(scale)`` gives the sizes. The default suite
+(scale 1) is exactly the one in the table; larger scales draw more of the same kinds of items
+(wider arithmetic operands, made-up words for the length questions, patterns over more words).
+
 ``demo_word_pattern`` mixes 3- and 4-option questions on purpose: the metric adjusts for chance per
 option count. Two benchmarks are generative (numeric answers, graded by ``grading.grade``).
 
@@ -53,6 +59,7 @@ __all__ = [
     "PRETRAIN_COVERAGE",
     "BenchmarkInfo",
     "benchmark_items",
+    "benchmarks",
     "chat_examples",
     "corpus",
     "pretrain_items",
@@ -82,6 +89,20 @@ BENCHMARKS: tuple[BenchmarkInfo, ...] = (
     BenchmarkInfo("demo_word_pattern", "Language", "3/4", 50),
     BenchmarkInfo("demo_word_length", "Language", None, 40),
 )
+
+
+def benchmarks(scale: int = 1) -> tuple[BenchmarkInfo, ...]:
+    """The suite's benchmarks at ``scale`` (each ``scale`` times its size in ``BENCHMARKS``)."""
+    _check_scale(scale)
+    return tuple(
+        BenchmarkInfo(b.name, b.category, b.k, b.size * scale) for b in BENCHMARKS
+    )  # fmt: skip
+
+
+def _check_scale(scale: int) -> None:
+    if not isinstance(scale, int) or isinstance(scale, bool) or not 1 <= scale <= 60:
+        raise ValueError(f"suite scale must be an integer in 1..60, got {scale!r}")
+
 
 PRETRAIN_COVERAGE: dict[str, float] = {
     "Knowledge/QA": 1.0,
@@ -178,32 +199,55 @@ class _World:
     job: dict[str, str]
     arith: tuple[tuple[int, str, int], ...]  # eval problems (choice then answer), then extras
     chains: tuple[tuple[str, str, str, int], ...]  # (a, b, c, relation index), a > b > c
+    words: tuple[str, ...]  # for the length questions: WORDS, then made-up words at scale > 1
+    pattern_words: tuple[str, ...]  # for the pattern questions
 
 
-_WORLDS: dict[int, _World] = {}
+_WORLDS: dict[tuple[int, int], _World] = {}
 
 
-def _world(seed: int) -> _World:
-    if seed in _WORLDS:
-        return _WORLDS[seed]
+def _operand_limit(problems: int) -> int:
+    """The smallest operand bound (at least 21, the default world's) giving ``problems`` distinct
+    additions and non-negative subtractions."""
+    limit = 21
+    while limit * limit + limit * (limit + 1) // 2 < problems:
+        limit += 1
+    return limit
+
+
+def _world(seed: int, scale: int = 1) -> _World:
+    """The world of a seed; at ``scale`` it has ``scale`` times the people, problems and puzzles
+    (scale 1 draws exactly the default world: every extra draw happens after its draws)."""
+    _check_scale(scale)
+    if (seed, scale) in _WORLDS:
+        return _WORLDS[(seed, scale)]
     rng = _rng(seed, "world")
     taken: set[str] = set()
-    people = _names(rng, 60, 2, taken)
+    people = _names(rng, 60 * scale, 2, taken)
     cities = _names(rng, 12, 3, taken)
     home = {p: rng.choice(cities) for p in people}
     job = {p: rng.choice(JOBS) for p in people}
+    limit = _operand_limit(200 * scale)
     problems = [
-        (a, op, b) for a in range(21) for b in range(21) for op in "+-" if op == "+" or a >= b
+        (a, op, b) for a in range(limit) for b in range(limit) for op in "+-" if op == "+" or a >= b
     ]
     rng.shuffle(problems)
-    arith = tuple((a, op, b) for a, op, b in problems[:200])
-    chain_names = _names(rng, 40, 2, taken)
+    arith = tuple((a, op, b) for a, op, b in problems[: 200 * scale])
+    chain_names = _names(rng, 40 * scale, 2, taken)
     chains = []
-    for _ in range(200):
+    for _ in range(200 * scale):
         a, b, c = rng.sample(chain_names, 3)
         chains.append((a, b, c, rng.randrange(len(RELATIONS))))
-    world = _World(tuple(people), tuple(cities), home, job, tuple(arith), tuple(chains))
-    _WORLDS[seed] = world
+    words, pattern_words = WORDS, PATTERN_WORDS
+    if scale > 1:
+        extra = _rng(seed, "world-words")
+        known = {w.capitalize() for w in WORDS}
+        made_up = _names(extra, 20 * scale, 2, known) + _names(extra, 20 * scale, 3, known)
+        words = WORDS + tuple(w.lower() for w in made_up)
+        pattern_words = PATTERN_WORDS + tuple(w for w in WORDS if w not in PATTERN_WORDS)
+    world = _World(tuple(people), tuple(cities), home, job, tuple(arith), tuple(chains),
+                   words, pattern_words)  # fmt: skip
+    _WORLDS[(seed, scale)] = world
     return world
 
 
@@ -235,8 +279,9 @@ def _oldest_item(chain: tuple[str, str, str, int]) -> tuple[str, str, list[str]]
 # Benchmarks
 
 
-def _records(seed: int) -> dict[str, list[dict]]:
-    w = _world(seed)
+def _records(seed: int, scale: int = 1) -> dict[str, list[dict]]:
+    w = _world(seed, scale)
+    n = {b.name: b.size for b in benchmarks(scale)}
     out: dict[str, list[dict]] = {}
 
     rng = _rng(seed, "cities")
@@ -262,7 +307,7 @@ def _records(seed: int) -> dict[str, list[dict]]:
     rng = _rng(seed, "arith_choice")
     bench = "demo_arith_choice"
     out[bench] = []
-    for i, (a, op, b) in enumerate(w.arith[:60]):
+    for i, (a, op, b) in enumerate(w.arith[: n[bench]]):
         value = _arith_value(a, op, b)
         wrong = rng.sample([v for v in range(value - 5, value + 6) if v >= 0 and v != value], 3)
         options = _shuffled(rng, [str(value), *map(str, wrong)])
@@ -271,51 +316,51 @@ def _records(seed: int) -> dict[str, list[dict]]:
     bench = "demo_arith_answer"
     out[bench] = [
         _gen(bench, i, "Math", _arith_question(a, op, b), str(_arith_value(a, op, b)))
-        for i, (a, op, b) in enumerate(w.arith[60:100])
+        for i, (a, op, b) in enumerate(w.arith[60 * scale : 100 * scale])
     ]
 
     rng = _rng(seed, "compare")
     bench = "demo_logic_compare"
     out[bench] = []
-    for i, chain in enumerate(w.chains[:60]):
+    for i, chain in enumerate(w.chains[: n[bench]]):
         question, gold = _compare_item(chain, rng.randrange(4))
         out[bench].append(_mc(bench, i, "Logic", question, ["yes", "no"], gold))
 
     rng = _rng(seed, "oldest")
     bench = "demo_logic_oldest"
     out[bench] = []
-    for i, chain in enumerate(w.chains[60:110]):
+    for i, chain in enumerate(w.chains[60 * scale : 110 * scale]):
         question, gold, names = _oldest_item(chain)
         out[bench].append(_mc(bench, i, "Logic", question, _shuffled(rng, names), gold))
 
     rng = _rng(seed, "pattern")
     bench = "demo_word_pattern"
     out[bench] = []
-    pairs = [(x, y) for x in PATTERN_WORDS for y in PATTERN_WORDS if x != y]
-    for i, (x, y) in enumerate(rng.sample(pairs, 50)):
+    pairs = [(x, y) for x in w.pattern_words for y in w.pattern_words if x != y]
+    for i, (x, y) in enumerate(rng.sample(pairs, n[bench])):
         k = 3 if i % 2 == 0 else 4
-        others = [v for v in PATTERN_WORDS if v not in (x, y)]
+        others = [v for v in w.pattern_words if v not in (x, y)]
         options = _shuffled(rng, [y, x, *rng.sample(others, k - 2)])
         question = f"Which word comes next: {x} {y} {x} {y} {x} ...?"
         out[bench].append(_mc(bench, i, "Language", question, options, y))
 
     rng = _rng(seed, "length")
     bench = "demo_word_length"
-    words = _shuffled(rng, WORDS)[:40]
+    words = _shuffled(rng, w.words)[: n[bench]]
     out[bench] = [
         _gen(bench, i, "Language", f'How many letters are in the word "{word}"?', str(len(word)))
         for i, word in enumerate(words)
     ]
 
-    for info in BENCHMARKS:
+    for info in benchmarks(scale):
         assert len(out[info.name]) == info.size, info.name
     return out
 
 
-def suite_records(seed: int = 0) -> dict[str, list[dict]]:
+def suite_records(seed: int = 0, scale: int = 1) -> dict[str, list[dict]]:
     """Benchmark name -> its JSONL records (``id, benchmark, category, question, [choices,]
     answer``), in the order of ``BENCHMARKS``."""
-    return {name: [dict(r) for r in records] for name, records in _records(seed).items()}
+    return {name: [dict(r) for r in records] for name, records in _records(seed, scale).items()}
 
 
 def _item(record: dict) -> Item:
@@ -342,17 +387,17 @@ def _item(record: dict) -> Item:
     )
 
 
-def benchmark_items(seed: int = 0) -> dict[str, list[Item]]:
+def benchmark_items(seed: int = 0, scale: int = 1) -> dict[str, list[Item]]:
     """Benchmark name -> its items, as ``load_jsonl_benchmark`` reads them from ``write_suite``."""
-    return {name: [_item(r) for r in records] for name, records in _records(seed).items()}
+    return {name: [_item(r) for r in records] for name, records in _records(seed, scale).items()}
 
 
-def write_suite(out_dir: str | Path, seed: int = 0) -> list[Path]:
+def write_suite(out_dir: str | Path, seed: int = 0, scale: int = 1) -> list[Path]:
     """Write one ``<benchmark>.jsonl`` per benchmark into out_dir; returns the paths in order."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, records in _records(seed).items():
+    for name, records in _records(seed, scale).items():
         path = out / f"{name}.jsonl"
         text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in records)
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
@@ -375,26 +420,28 @@ def _in_pretraining(seed: int, item: Item) -> bool:
     return int.from_bytes(digest[:4], "big") / 2**32 < share
 
 
-def _extra_math(seed: int) -> dict[str, list[Item]]:
-    """Arithmetic problems outside the benchmarks (more training data of the same kinds)."""
-    w = _world(seed)
+def _extra_math(seed: int, scale: int = 1) -> dict[str, list[Item]]:
+    """Arithmetic problems outside the benchmarks (more training data of the same kinds; their
+    ids start at 500 * scale, past every benchmark item's)."""
+    w = _world(seed, scale)
     rng = _rng(seed, "extra_math")
     choice, answer = [], []
-    for i, (a, op, b) in enumerate(w.arith[100:200]):
+    for i, (a, op, b) in enumerate(w.arith[100 * scale : 200 * scale]):
         value = _arith_value(a, op, b)
         q = _arith_question(a, op, b)
         if i % 2 == 0:
             wrong = rng.sample([v for v in range(value - 5, value + 6) if v >= 0 and v != value], 3)
             options = _shuffled(rng, [str(value), *map(str, wrong)])
-            choice.append(_item(_mc("demo_arith_choice", 500 + i, "Math", q, options, str(value))))
+            choice.append(_item(_mc("demo_arith_choice", 500 * scale + i, "Math", q, options,
+                                    str(value))))  # fmt: skip
         else:
-            answer.append(_item(_gen("demo_arith_answer", 500 + i, "Math", q, str(value))))
+            answer.append(_item(_gen("demo_arith_answer", 500 * scale + i, "Math", q, str(value))))
     return {"demo_arith_choice": choice, "demo_arith_answer": answer}
 
 
-def pretrain_items(seed: int, category: str) -> dict[str, list[Item]]:
+def pretrain_items(seed: int, category: str, scale: int = 1) -> dict[str, list[Item]]:
     """The benchmark items of ``category`` that pretraining shows (``PRETRAIN_COVERAGE``)."""
-    items = benchmark_items(seed)
+    items = benchmark_items(seed, scale)
     return {
         name: [it for it in items[name] if _in_pretraining(seed, it)]
         for name in items
@@ -402,26 +449,32 @@ def pretrain_items(seed: int, category: str) -> dict[str, list[Item]]:
     }
 
 
-def _items_for(seed: int, category: str, kind: str) -> dict[str, list[Item]]:
+def _items_for(seed: int, category: str, kind: str, scale: int) -> dict[str, list[Item]]:
     if kind == "pretrain":
-        return pretrain_items(seed, category)
-    items = {n: list(v) for n, v in benchmark_items(seed).items() if v[0].category == category}
+        return pretrain_items(seed, category, scale)
+    items = {
+        n: list(v) for n, v in benchmark_items(seed, scale).items() if v[0].category == category
+    }
     if category == "Math":
-        for name, extra in _extra_math(seed).items():
+        for name, extra in _extra_math(seed, scale).items():
             items[name].extend(extra)
     return items
 
 
-def _documents(seed: int, category: str, kind: str, copies: int, shots: int = 3) -> list[str]:
+def _documents(
+    seed: int, category: str, kind: str, copies: int, shots: int = 3, scale: int = 1
+) -> list[str]:
     """Few-shot documents: each item once per copy, as the last block of a base prompt whose
     shots are other items of its benchmark, followed by its answer."""
     docs = []
-    for name, items in _items_for(seed, category, kind).items():
+    for name, items in _items_for(seed, category, kind, scale).items():
         rng = _rng(seed, "docs", kind, name)
         for _ in range(copies):
-            for item in items:
-                pool = [it for it in items if it.sample_id != item.sample_id]
-                chosen = rng.sample(pool, min(shots, len(pool)))
+            for i, item in enumerate(items):
+                # the other items, by index (random.sample draws the same positions from a range
+                # as from the list of the others, without building that list per item)
+                others = rng.sample(range(len(items) - 1), min(shots, len(items) - 1))
+                chosen = [items[j + (j >= i)] for j in others]
                 prompt = build_prompt(item, mode="base", shots=chosen)
                 assert prompt.text is not None
                 docs.append(f"{prompt.text} {item.gold}")
@@ -430,9 +483,9 @@ def _documents(seed: int, category: str, kind: str, copies: int, shots: int = 3)
     return docs
 
 
-def _prose(seed: int, category: str) -> list[str]:
+def _prose(seed: int, category: str, scale: int = 1) -> list[str]:
     """Sentences stating the facts behind a category (for continued pretraining)."""
-    w = _world(seed)
+    w = _world(seed, scale)
     rng = _rng(seed, "prose", category)
     lines: list[str] = []
     if category == "Knowledge/QA":
@@ -450,13 +503,13 @@ def _prose(seed: int, category: str) -> list[str]:
         for a, op, b in w.arith:
             lines.append(f"{a} {op} {b} = {_arith_value(a, op, b)}.")
     elif category == "Logic":
-        for a, b, c, rel in w.chains[:110]:
+        for a, b, c, rel in w.chains[: 110 * scale]:
             word, most = RELATIONS[rel]
             lines.append(
                 f"{a} is {word} than {b}, and {b} is {word} than {c}, so {a} is the {most}."
             )
     elif category == "Language":
-        for word in WORDS:
+        for word in w.words:
             lines.append(f'The word "{word}" has {len(word)} letters.')
         for x, y in zip(PATTERN_WORDS[::2], PATTERN_WORDS[1::2], strict=True):
             lines.append(f"{x} {y} {x} {y} {x} {y} {x} {y}")
@@ -467,7 +520,9 @@ def _prose(seed: int, category: str) -> list[str]:
     return [" ".join(lines[i : i + 6]) for i in range(0, len(lines), 6)]
 
 
-def corpus(category: str, seed: int = 0, *, kind: str = "pretrain", copies: int = 2) -> list[str]:
+def corpus(
+    category: str, seed: int = 0, *, kind: str = "pretrain", copies: int = 2, scale: int = 1
+) -> list[str]:
     """Training documents for one category.
 
     ``kind``:
@@ -478,26 +533,32 @@ def corpus(category: str, seed: int = 0, *, kind: str = "pretrain", copies: int 
     * ``"sft"``: few-shot Q/A documents over all the category's items (for Math also 100 extra
       problems outside the benchmarks);
     * ``"prose"``: plain sentences stating the category's facts (continued pretraining).
+
+    ``scale``: the suite's scale (its items, and 100 * scale extra Math problems for SFT).
     """
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category!r}; known: {', '.join(CATEGORIES)}")
     if kind == "pretrain":
-        return _documents(seed, category, kind, copies) + _prose(seed, category)
+        return _documents(seed, category, kind, copies, scale=scale) + _prose(seed, category, scale)
     if kind == "sft":
-        return _documents(seed, category, kind, copies)
+        return _documents(seed, category, kind, copies, scale=scale)
     if kind == "prose":
-        return _prose(seed, category)
+        return _prose(seed, category, scale)
     raise ValueError(f"kind must be 'pretrain', 'sft' or 'prose', got {kind!r}")
 
 
 def chat_examples(
-    seed: int = 0, categories: Sequence[str] = CATEGORIES, *, share: float = 0.5
+    seed: int = 0,
+    categories: Sequence[str] = CATEGORIES,
+    *,
+    share: float = 0.5,
+    scale: int = 1,
 ) -> list[tuple[str, str]]:
     """(user message, assistant reply) pairs for instruction-format tuning: the chat prompt of
     a seeded ``share`` of each benchmark's items (as ``build_prompt(mode="chat")`` writes it) and
     the reply ``Answer: X``. The other items stay unseen in chat format."""
     out = []
-    for items in benchmark_items(seed).values():
+    for items in benchmark_items(seed, scale).values():
         if items[0].category not in categories:
             continue
         for item in items:
@@ -511,14 +572,14 @@ def chat_examples(
     return out
 
 
-def tokenizer_text(seed: int = 0) -> list[str]:
+def tokenizer_text(seed: int = 0, scale: int = 1) -> list[str]:
     """Text to train the demo tokenizer on: every kind of training document, the chat prompts,
     and the printable ASCII alphabet."""
     lines: list[str] = []
     for category in CATEGORIES:
-        lines.extend(corpus(category, seed, kind="sft", copies=1))
-        lines.extend(_prose(seed, category))
-    for user, reply in chat_examples(seed, share=1.0):
+        lines.extend(corpus(category, seed, kind="sft", copies=1, scale=scale))
+        lines.extend(_prose(seed, category, scale))
+    for user, reply in chat_examples(seed, share=1.0, scale=scale):
         lines.append(user)
         lines.append(reply)
     lines.append(string.printable)

@@ -270,10 +270,10 @@ def _build_inner(
 
     report("suite", 0, 1)
     seed = recipe.seed
-    paths = suite.write_suite(root / "benchmarks", seed)
+    paths = suite.write_suite(root / "benchmarks", seed, recipe.suite_scale)
     benchmarks = tuple(
         ZooBenchmark(info.name, info.category, path, info.k, info.size)
-        for info, path in zip(suite.BENCHMARKS, paths, strict=True)
+        for info, path in zip(suite.benchmarks(recipe.suite_scale), paths, strict=True)
     )
     tokenizer = tokenizer_for(recipe)
     report("suite", 1, 1)
@@ -346,18 +346,24 @@ class _Data:
     """The training examples of a recipe (built once per zoo)."""
 
     def __init__(self, recipe: Recipe) -> None:
-        seed = recipe.seed
+        seed, scale = recipe.seed, recipe.suite_scale
         self.pretrain = [
-            Example(d) for c in suite.CATEGORIES for d in suite.corpus(c, seed, kind="pretrain")
+            Example(d)
+            for c in suite.CATEGORIES
+            for d in suite.corpus(c, seed, kind="pretrain", scale=scale)
         ]
-        self.sft = [qa_example(d) for d in suite.corpus(recipe.sft_category, seed, kind="sft")]
-        self.prose = [Example(d) for d in suite.corpus(recipe.cpt_category, seed, kind="prose")]
-        self.chat = suite.chat_examples(seed, share=recipe.instruct_share)
+        self.sft = [
+            qa_example(d) for d in suite.corpus(recipe.sft_category, seed, kind="sft", scale=scale)
+        ]
+        self.prose = [
+            Example(d) for d in suite.corpus(recipe.cpt_category, seed, kind="prose", scale=scale)
+        ]
+        self.chat = suite.chat_examples(seed, share=recipe.instruct_share, scale=scale)
 
 
 def tokenizer_for(recipe: Recipe):
     """The demo tokenizer of a recipe (trained on the suite's texts)."""
-    return build_tokenizer(suite.tokenizer_text(recipe.seed), recipe.vocab_size)
+    return build_tokenizer(suite.tokenizer_text(recipe.seed, recipe.suite_scale), recipe.vocab_size)
 
 
 def train_base(tokenizer, recipe: Recipe, data: _Data | None = None, *, progress=None):
