@@ -19,6 +19,7 @@ import pyarrow as pa
 from app import metrics
 from app.adaptive import JOINT_CELLS, interval_from_counts
 from app.cache import VersionCache
+from app.columns import numpy_of
 from app.db import queries
 from app.db.store import Store
 from app.taxonomy import CATEGORIES, NOT_SCORED, UNCATEGORIZED
@@ -94,7 +95,7 @@ def category_sort_key(category: str) -> tuple[int, str]:
 
 def _units(counts: pa.Table) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]]:
     """Collapse k-group rows into (pair, benchmark, seed) units and score them all at once."""
-    cols = {name: counts[name].to_numpy(zero_copy_only=False) for name in counts.column_names}
+    cols = {name: numpy_of(counts[name]) for name in counts.column_names}
     key = np.stack([cols["pair_id"], cols["benchmark_id"], cols["seed"]], axis=1)
     # rows arrive ordered by (pair, benchmark, seed, k): a new unit starts where the key changes
     changed = np.ones(len(counts), dtype=bool)
@@ -116,7 +117,7 @@ def _intervals(cols: dict, cross: pa.Table) -> tuple[np.ndarray, dict[str, np.nd
         cols["pair_id"].astype(np.int64) * width + cols["benchmark_id"], return_inverse=True
     )
     of = of.reshape(-1)
-    x = {name: cross[name].to_numpy(zero_copy_only=False) for name in cross.column_names}
+    x = {name: numpy_of(cross[name]) for name in cross.column_names}
     x_key = x["pair_id"].astype(np.int64) * width + x["benchmark_id"]
     x_unit = np.minimum(np.searchsorted(keys, x_key), keys.size - 1)
     mine = keys[x_unit] == x_key  # cross rows of pairs and benchmarks being mapped
@@ -174,7 +175,7 @@ def _noise_grid(store_conn) -> np.ndarray:
     seeds = queries.seed_transitions_for_pairs(store_conn)
     if len(seeds) == 0:
         return np.full((1, 1), np.nan)
-    cols = {name: seeds[name].to_numpy(zero_copy_only=False) for name in seeds.column_names}
+    cols = {name: numpy_of(seeds[name]) for name in seeds.column_names}
     unit_key = np.stack(
         [cols["model_id"], cols["benchmark_id"], cols["seed_a"], cols["seed_b"]], axis=1
     )
@@ -242,11 +243,11 @@ def _benchmark_columns(
             f"{kk or 'gen'}:{int(g)}" for kk, g in zip(k[a:b], sizes[a:b], strict=True)
         )
     # names: per pair and per benchmark (small tables), then taken for every unit
-    pair_ids = pairs["pair_id"].to_numpy()
+    pair_ids = numpy_of(pairs["pair_id"])
     p_row = np.searchsorted(pair_ids, cols["pair_id"][starts])
     per_pair = {name: np.asarray(pairs[name].to_pylist(), dtype=object)
                 for name in ("base", "post", "label", "stage")}  # fmt: skip
-    bench_ids = benches["id"].to_numpy()
+    bench_ids = numpy_of(benches["id"])
     b_row = np.searchsorted(bench_ids, cols["benchmark_id"][starts])
     bench_name = np.asarray(benches["name"].to_pylist(), dtype=object)
     bench_cat = np.asarray(benches["category"].to_pylist(), dtype=object)
@@ -256,8 +257,8 @@ def _benchmark_columns(
     at.update(
         base=per_pair["base"][p_row], post=per_pair["post"][p_row], label=per_pair["label"][p_row],
         stage=per_pair["stage"][p_row], benchmark=bench_name[b_row], category=bench_cat[b_row],
-        base_model_id=pairs["base_model_id"].to_numpy()[p_row],
-        post_model_id=pairs["post_model_id"].to_numpy()[p_row],
+        base_model_id=numpy_of(pairs["base_model_id"])[p_row],
+        post_model_id=numpy_of(pairs["post_model_id"])[p_row],
     )  # fmt: skip
     out = {
         "base": at["base"], "post": at["post"], "benchmark": at["benchmark"], "category": at["category"],
@@ -360,16 +361,16 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
     pair = cols["pair_id"][starts].astype(np.int64)
     bench = cols["benchmark_id"][starts].astype(np.int64)
     # category codes in the map's column order, so that aggregated rows come out in that order
-    bench_ids = benches["id"].to_numpy()
+    bench_ids = numpy_of(benches["id"])
     bench_cat = benches["category"].to_pylist()
     categories = sorted(set(bench_cat), key=category_sort_key)
     code_of = np.full(int(bench_ids.max()) + 1, -1, dtype=np.int64)
     code_of[bench_ids] = [categories.index(c) for c in bench_cat]
     cat = code_of[bench]
-    all_pairs = pairs["pair_id"].to_numpy()
+    all_pairs = numpy_of(pairs["pair_id"])
     p_row = np.searchsorted(all_pairs, pair)
-    base_ids = pairs["base_model_id"].to_numpy().astype(np.int64)
-    post_ids = pairs["post_model_id"].to_numpy().astype(np.int64)
+    base_ids = numpy_of(pairs["base_model_id"]).astype(np.int64)
+    post_ids = numpy_of(pairs["post_model_id"]).astype(np.int64)
     unit_noise = _pair_noise(noise, base_ids[p_row], post_ids[p_row], bench)
     agg = metrics.aggregate_columns(
         pair, cat, bench, cols["seed"][starts], s["n"],
