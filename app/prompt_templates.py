@@ -21,10 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from app.sample_identity import SPACE_BYTES, cut_at_separator
+
 MIN_TEMPLATE_BYTES = 16
 """A unit whose prompts share fewer bytes than this keeps its prompts whole."""
-
-_SPACE = b" \t\n\r\x0b\x0c"
 
 
 @dataclass(frozen=True)
@@ -81,29 +81,19 @@ def _shared(texts: pa.Array | pa.ChunkedArray) -> tuple[str, str] | None:
     if lo == hi:
         return None
     shortest = pc.min(pc.binary_length(texts)).as_py()
-    head = _cut_back(os.path.commonprefix([lo, hi]), at_end=True)
+    head = cut_at_separator(os.path.commonprefix([lo, hi]), from_end=True, separators=SPACE_BYTES)
     shared = os.path.commonprefix([lo[::-1], hi[::-1]])[::-1]
     while shared:
-        tail = _cut_back(shared, at_end=False)
+        tail = cut_at_separator(shared, from_end=False, separators=SPACE_BYTES)
         suffix = shared[len(shared) - tail :].decode() if tail else ""
         matches = pc.ends_with(texts, suffix)
         if pc.all(matches).as_py():
             break
         other = pc.filter(texts, pc.invert(matches))[0].as_py().encode()
         shared = os.path.commonprefix([shared[::-1], other[::-1]])[::-1][: len(shared) - 1]
-    tail = _cut_back(shared, at_end=False) if shared else 0
+    tail = cut_at_separator(shared, from_end=False, separators=SPACE_BYTES)
     if head + tail > shortest:
         tail = 0
     if head + tail < MIN_TEMPLATE_BYTES:
         return None
     return lo[:head].decode(), lo[len(lo) - tail :].decode() if tail else ""
-
-
-def _cut_back(shared: bytes, *, at_end: bool) -> int:
-    """Bytes of a shared prefix (``at_end``: ending at whitespace) or suffix (starting at one)."""
-    if not shared:
-        return 0
-    if at_end:
-        return max(shared.rfind(bytes([c])) for c in _SPACE) + 1
-    cuts = [i for i in (shared.find(bytes([c])) for c in _SPACE) if i >= 0]
-    return len(shared) - min(cuts) if cuts else 0

@@ -62,11 +62,12 @@ _DROPPED = (
 _DROP_TABLE = str.maketrans("", "", _DROPPED)
 
 
-_SPACE_BYTES = b" \t\n\r\x0b\x0c"
+SPACE_BYTES = b" \t\n\r\x0b\x0c"
 
 
-def _back_to_space(shared: bytes, *, from_end: bool, separators: bytes) -> int:
-    """Length of ``shared`` cut so that it ends (prefix) or starts (suffix) at a separator."""
+def cut_at_separator(shared: bytes, *, from_end: bool, separators: bytes) -> int:
+    """Length of ``shared`` cut so that it ends (prefix, ``from_end``) or starts (suffix) at a
+    separator: a cut there never splits a character or a word shared by chance."""
     if not shared:
         return 0
     if from_end:
@@ -119,7 +120,7 @@ def unit_affixes(queries: pa.Array | pa.ChunkedArray) -> Cuts:
             break
         window *= 2
     return Cuts(
-        _affixes(lo, hi, rlo, rhi, shortest, _SPACE_BYTES),
+        _affixes(lo, hi, rlo, rhi, shortest, SPACE_BYTES),
         _affixes(lo, hi, rlo, rhi, shortest, b"\n"),
     )
 
@@ -310,8 +311,8 @@ def _affixes(
         return 0, 0
     prefix = os.path.commonprefix([lo, hi])
     suffix = os.path.commonprefix([rlo, rhi])[::-1]
-    p = _back_to_space(prefix, from_end=True, separators=separators)
-    s = _back_to_space(suffix, from_end=False, separators=separators)
+    p = cut_at_separator(prefix, from_end=True, separators=separators)
+    s = cut_at_separator(suffix, from_end=False, separators=separators)
     return (p, s) if p + s <= shortest else (p, 0)
 
 
