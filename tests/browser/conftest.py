@@ -1,5 +1,5 @@
-"""A real `forgetmap serve` process (the session's Chromium is the ``browser`` fixture of
-tests/conftest.py, shared with the demo's browser test)."""
+"""A real `forgetmap serve` process and a fresh page (the session's Chromium is the ``browser``
+fixture of tests/conftest.py, shared with the demo's browser test)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 
 def free_port() -> int:
@@ -43,3 +45,12 @@ class Server:
         self.proc.terminate()
         out, _ = self.proc.communicate(timeout=20)
         return out
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context and page (tests that need a viewport or listeners define their own)."""
+    context = browser.new_context()
+    page = context.new_page()
+    yield page
+    context.close()

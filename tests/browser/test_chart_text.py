@@ -63,14 +63,6 @@ def server(tmp_path_factory):
     srv.stop()
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context()
-    page = context.new_page()
-    yield page
-    context.close()
-
-
 def _charts(page, url: str, expected: int) -> dict:
     page.goto(url)
     page.wait_for_function(

@@ -46,14 +46,6 @@ def server(tmp_path_factory):
     srv.stop()
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context()
-    page = context.new_page()
-    yield page
-    context.close()
-
-
 @pytest.mark.parametrize("level", ["category", "benchmark"])
 def test_map_hover_shows_n_interval_and_partial(server, page, level):
     page.goto(f"{server.url}/?level={level}")
