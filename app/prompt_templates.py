@@ -14,14 +14,13 @@ that a cut never splits a character or a word shared by chance. The store then k
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.sample_identity import SPACE_BYTES, cut_at_separator
+from app.sample_identity import unit_affixes
 
 MIN_TEMPLATE_BYTES = 16
 """A unit whose prompts share fewer bytes than this keeps its prompts whole."""
@@ -44,10 +43,9 @@ def unit_templates(
 ) -> UnitTemplates:
     """The template of every unit present in ``unit`` (codes in [0, space)); see module doc.
 
-    Per unit: the common prefix of its smallest and largest prompt (bytewise, so every prompt
-    shares it), and the common suffix of those two shrunk until every prompt ends with it (Arrow's
-    ``ends_with``; one round in practice). A unit with a null prompt, a single distinct prompt or
-    less than ``MIN_TEMPLATE_BYTES`` shared keeps its prompts whole."""
+    Per unit, the prefix and suffix its prompts share are ``sample_identity.unit_affixes``' cuts
+    at whitespace (the same as a question key's). A unit with a null prompt, a single distinct
+    prompt or less than ``MIN_TEMPLATE_BYTES`` shared keeps its prompts whole."""
     templates = UnitTemplates(np.zeros(space, np.bool_), [None] * space, [None] * space,
                               np.zeros(space, np.int32), np.zeros(space, np.int32))  # fmt: skip
     # per-unit slices of the (chunked) column are views: nothing is copied
@@ -73,27 +71,10 @@ def unit_templates(
 
 
 def _shared(texts: pa.Array | pa.ChunkedArray) -> tuple[str, str] | None:
-    """(prefix, suffix) every text of one unit shares, or None (see ``unit_templates``)."""
-    if len(texts) < 2 or texts.null_count:
-        return None
-    ends = pc.min_max(texts)
-    lo, hi = ends["min"].as_py().encode(), ends["max"].as_py().encode()
-    if lo == hi:
-        return None
-    shortest = pc.min(pc.binary_length(texts)).as_py()
-    head = cut_at_separator(os.path.commonprefix([lo, hi]), from_end=True, separators=SPACE_BYTES)
-    shared = os.path.commonprefix([lo[::-1], hi[::-1]])[::-1]
-    while shared:
-        tail = cut_at_separator(shared, from_end=False, separators=SPACE_BYTES)
-        suffix = shared[len(shared) - tail :].decode() if tail else ""
-        matches = pc.ends_with(texts, suffix)
-        if pc.all(matches).as_py():
-            break
-        other = pc.filter(texts, pc.invert(matches))[0].as_py().encode()
-        shared = os.path.commonprefix([shared[::-1], other[::-1]])[::-1][: len(shared) - 1]
-    tail = cut_at_separator(shared, from_end=False, separators=SPACE_BYTES)
-    if head + tail > shortest:
-        tail = 0
+    """(prefix, suffix) every text of one unit shares, or None (see ``unit_templates``): the
+    cuts at whitespace of ``sample_identity.unit_affixes``, taken out of any one text."""
+    head, tail = unit_affixes(texts).words
     if head + tail < MIN_TEMPLATE_BYTES:
         return None
-    return lo[:head].decode(), lo[len(lo) - tail :].decode() if tail else ""
+    first = texts[0].as_py().encode()
+    return first[:head].decode(), first[len(first) - tail :].decode() if tail else ""
