@@ -97,26 +97,24 @@ def job_shards(conn: Connection, job_id: int) -> list[dict]:
 
 def cancel_job(conn: Connection, job_id: int) -> int:
     """Cancel a job and its queued and running shards; returns how many shards it stopped."""
-    duck = conn
-    stopped = duck.execute(
+    stopped = conn.execute(
         "UPDATE shards SET status = 'cancelled', finished_at = now() "
         "WHERE job_id = ? AND status IN ('queued', 'running') RETURNING id",
         [job_id],
     ).fetchall()
-    duck.execute("UPDATE jobs SET status = 'cancelled', updated_at = now() WHERE id = ?", [job_id])
+    conn.execute("UPDATE jobs SET status = 'cancelled', updated_at = now() WHERE id = ?", [job_id])
     return len(stopped)
 
 
 def requeue_failed(conn: Connection, job_id: int) -> list[int]:
     """Put a job's failed shards back in the queue (and the job, unless cancelled); their ids."""
-    duck = conn
-    rows = duck.execute(
+    rows = conn.execute(
         "UPDATE shards SET status = 'queued', error = NULL, done = 0, sent_at = NULL, finished_at = NULL "
         "WHERE job_id = ? AND status = 'failed' RETURNING id",
         [job_id],
     ).fetchall()
     if rows:
-        duck.execute(
+        conn.execute(
             "UPDATE jobs SET status = 'queued' WHERE id = ? AND status <> 'cancelled'", [job_id]
         )
     return sorted(r[0] for r in rows)

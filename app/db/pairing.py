@@ -28,10 +28,9 @@ def refresh_counts(
     every pair with a touched model on either side (or only ``pair_ids`` when given). Returns the
     refreshed pair ids and, per pair, the unpaired sample counts summed over its units.
     """
-    duck = conn
     if (
         pair_ids is None
-        and not duck.execute(
+        and not conn.execute(
             f"SELECT count(*) FROM pairs WHERE base_model_id IN (SELECT model_id FROM {touched}) "
             f"OR post_model_id IN (SELECT model_id FROM {touched})"
         ).fetchall()[0][0]
@@ -44,7 +43,7 @@ def refresh_counts(
     if pair_ids is not None:
         pair_filter = f"AND p.id IN ({', '.join('?' for _ in pair_ids)})"
         params = list(pair_ids)
-    duck.execute(
+    conn.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE affected AS
         SELECT DISTINCT p.id AS pair_id, p.base_model_id, p.post_model_id, t.benchmark_id, t.seed
@@ -54,21 +53,21 @@ def refresh_counts(
         """,
         params,
     )
-    duck.execute(f"CREATE OR REPLACE TEMP TABLE joined AS {_joined_sql('affected')}")
+    conn.execute(f"CREATE OR REPLACE TEMP TABLE joined AS {_joined_sql('affected')}")
     # linking by text looks for samples left unpaired on both sides of a (pair, benchmark): when
     # no unit has any, its anti-joins over both models' rows (about 1 s on the paper's layout)
     # cannot find anything
-    if duck.execute(
+    if conn.execute(
         "SELECT count(*) FROM (SELECT pair_id, benchmark_id FROM joined GROUP BY ALL "
         "HAVING bool_or(only_base) AND bool_or(only_post))"
-    ).fetchall()[0][0] and link_by_text(duck):
-        duck.execute(f"CREATE OR REPLACE TEMP TABLE joined AS {_joined_sql('affected')}")
+    ).fetchall()[0][0] and link_by_text(conn):
+        conn.execute(f"CREATE OR REPLACE TEMP TABLE joined AS {_joined_sql('affected')}")
     for table in ("transitions", "coverage"):
-        duck.execute(
+        conn.execute(
             f"DELETE FROM {table} USING affected a WHERE {table}.pair_id = a.pair_id "
             f"AND {table}.benchmark_id = a.benchmark_id AND {table}.seed = a.seed"
         )
-    duck.execute(
+    conn.execute(
         """
         INSERT INTO transitions
         SELECT pair_id, benchmark_id, seed, k,
@@ -80,7 +79,7 @@ def refresh_counts(
         GROUP BY pair_id, benchmark_id, seed, k
         """
     )
-    duck.execute(
+    conn.execute(
         """
         INSERT INTO coverage (pair_id, benchmark_id, seed, paired, only_base, only_post,
                               mismatched, ambiguous, by_question, by_text)
@@ -97,17 +96,17 @@ def refresh_counts(
         FROM joined GROUP BY pair_id, benchmark_id, seed
         """
     )
-    rows = duck.execute(
+    rows = conn.execute(
         """
         SELECT pair_id, sum(only_base::INT), sum(only_post::INT), sum(mismatched::INT),
                sum(ambiguous::INT)
         FROM joined GROUP BY pair_id ORDER BY pair_id
         """
     ).fetchall()
-    _refresh_cross_seed_cells(duck)
-    _refresh_seed_transitions(duck, touched, only_paired=pair_ids is None)
-    duck.execute("DROP TABLE joined")
-    duck.execute("DROP TABLE affected")
+    _refresh_cross_seed_cells(conn)
+    _refresh_seed_transitions(conn, touched, only_paired=pair_ids is None)
+    conn.execute("DROP TABLE joined")
+    conn.execute("DROP TABLE affected")
     unpaired = {
         pid: {"only_base": int(a), "only_post": int(b), "mismatched": int(c), "ambiguous": int(d)}
         for pid, a, b, c, d in rows

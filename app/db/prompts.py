@@ -38,9 +38,8 @@ def store_templates(conn: Connection, templates: UnitTemplates) -> np.ndarray:
         ids[code] = distinct.setdefault(
             (templates.prefix[code], templates.suffix[code]), len(distinct)
         )
-    duck = conn
     new_ids = np.asarray(
-        [r[0] for r in duck.execute(
+        [r[0] for r in conn.execute(
             "SELECT nextval('prompt_templates_id_seq') FROM range(?)", [len(distinct)]
         ).fetchall()],
         np.int64,
@@ -52,12 +51,12 @@ def store_templates(conn: Connection, templates: UnitTemplates) -> np.ndarray:
             "suffix": [suffix for _, suffix in distinct],
         }
     )
-    duck.register("new_templates", rows)
+    conn.register("new_templates", rows)
     try:
-        duck.execute(
+        conn.execute(
             "INSERT INTO prompt_templates (id, prefix, suffix) SELECT * FROM new_templates"
         )
     finally:
-        duck.unregister("new_templates")
+        conn.unregister("new_templates")
     ids[codes] = new_ids[ids[codes]]
     return ids

@@ -268,11 +268,10 @@ def flipped_samples(
     Returns (total number of samples, rows of this page). A row is one (benchmark, sample).
     """
     where, params = _flip_filter(pair, benchmarks, transition, q)
-    duck = conn
-    total = duck.execute(
+    total = conn.execute(
         f"SELECT count(*) FROM (SELECT DISTINCT b.benchmark_id, b.sample_id {where})", params
     ).fetchone()[0]
-    rows = duck.execute(
+    rows = conn.execute(
         f"""
         SELECT bm.name, bm.category, b.sample_id, list(b.seed ORDER BY b.seed) AS seeds,
                any_value({full_prompt("b")}) AS prompt, any_value(b.gold) AS gold,

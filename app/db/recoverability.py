@@ -39,13 +39,12 @@ def save_recovery(
     summary: dict,
     table: dict[str, list],
 ) -> int:
-    duck = conn
     if shard_id is not None:
-        old = duck.execute("SELECT id FROM recoveries WHERE shard_id = ?", [shard_id]).fetchall()
+        old = conn.execute("SELECT id FROM recoveries WHERE shard_id = ?", [shard_id]).fetchall()
         for (old_id,) in old:
-            duck.execute("DELETE FROM recovery_documents WHERE recovery_id = ?", [old_id])
-            duck.execute("DELETE FROM recoveries WHERE id = ?", [old_id])
-    recovery_id = duck.execute(
+            conn.execute("DELETE FROM recovery_documents WHERE recovery_id = ?", [old_id])
+            conn.execute("DELETE FROM recoveries WHERE id = ?", [old_id])
+    recovery_id = conn.execute(
         "INSERT INTO recoveries (pair_id, shard_id, corpus, config, summary) "
         "VALUES (?, ?, ?, ?, ?) RETURNING id",
         [pair_id, shard_id, corpus, json.dumps(config), json.dumps(summary)],
@@ -66,11 +65,11 @@ def save_recovery(
             "loss_sum": pa.array([float(v) for c in columns for v in table[c]], pa.float64()),
         }
     )
-    duck.register("recovery_rows", rows)
+    conn.register("recovery_rows", rows)
     try:
-        duck.execute("INSERT INTO recovery_documents SELECT * FROM recovery_rows")
+        conn.execute("INSERT INTO recovery_documents SELECT * FROM recovery_rows")
     finally:
-        duck.unregister("recovery_rows")
+        conn.unregister("recovery_rows")
     return recovery_id
 
 

@@ -28,15 +28,14 @@ def add_checkpoints(
     name = name.strip()
     if not name:
         raise InputError("a series needs a name, e.g. `forgetmap series add sft-run --base ...`")
-    duck = conn
-    base_id = _model_id(duck, base, "base")
-    row = duck.execute(
+    base_id = _model_id(conn, base, "base")
+    row = conn.execute(
         "SELECT s.id, m.name FROM series s JOIN models m ON m.id = s.base_model_id WHERE s.name = ?",
         [name],
     ).fetchone()
     created = row is None
     if created:
-        series_id = duck.execute(
+        series_id = conn.execute(
             "INSERT INTO series (name, base_model_id) VALUES (?, ?) RETURNING id", [name, base_id]
         ).fetchone()[0]
     else:
@@ -47,7 +46,7 @@ def add_checkpoints(
                 "use another series name for another base"
             )
     existing = dict(
-        duck.execute(
+        conn.execute(
             "SELECT c.step, m.name FROM series_checkpoints c JOIN models m ON m.id = c.model_id "
             "WHERE c.series_id = ?",
             [series_id],
@@ -69,13 +68,13 @@ def add_checkpoints(
             )
         if model in at_step:
             raise InputError(f"{model!r} is already in series {name!r} at step {at_step[model]}")
-        model_id = _model_id(duck, model, "checkpoint")
+        model_id = _model_id(conn, model, "checkpoint")
         pair_id, _, _ = add_pair(conn, base, model, label=None, stage=None)
-        duck.execute(
+        conn.execute(
             "UPDATE pairs SET label = ? WHERE id = ? AND label IS NULL",
             [f"{name} @ {step}", pair_id],
         )
-        duck.execute(
+        conn.execute(
             "INSERT INTO series_checkpoints (series_id, step, model_id, pair_id) VALUES (?, ?, ?, ?)",
             [series_id, step, model_id, pair_id],
         )
@@ -101,15 +100,14 @@ def list_series(conn: Connection) -> list[dict]:
 
 def get_series(conn: Connection, *, series_id: int | None = None, name: str | None = None):
     """A series with its checkpoints in step order, by id or name (None if there is none)."""
-    duck = conn
-    row = duck.execute(
+    row = conn.execute(
         "SELECT s.id, s.name, s.base_model_id, m.name FROM series s "
         "JOIN models m ON m.id = s.base_model_id WHERE s.id = ? OR s.name = ?",
         [series_id, name],
     ).fetchone()
     if row is None:
         return None
-    checkpoints = duck.execute(
+    checkpoints = conn.execute(
         "SELECT c.step, m.name, c.model_id, c.pair_id FROM series_checkpoints c "
         "JOIN models m ON m.id = c.model_id WHERE c.series_id = ? ORDER BY c.step",
         [row[0]],
@@ -274,10 +272,9 @@ def covered_by_shards(
     """Whether every (benchmark, seed) of ``model`` under eval config ``chash`` is evaluated or on
     its way (a shard queued, running, done or reused). ``benchmarks``: per benchmark, the names its
     shards may carry (as requested and as stored)."""
-    duck = conn
     for names in benchmarks:
         for seed in seeds:
-            found = duck.execute(
+            found = conn.execute(
                 f"""
                 SELECT count(*) FROM shards s JOIN models m ON m.id = s.model_id
                 WHERE m.name = ? AND s.seed = ? AND s.config_hash = ?
