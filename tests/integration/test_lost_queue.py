@@ -10,6 +10,7 @@ import collections
 import pytest
 import redis
 
+from app.queue import _shard_of
 from tests.integration.test_worker import _deployment, _job, models  # noqa: F401 - shared fixture
 from tests.integration.worker_env import write_toy_benchmark
 
@@ -31,11 +32,16 @@ def test_flushdb_mid_job_loses_nothing(tmp_path, models):  # noqa: F811
         )
         assert job["resends"] == 0  # while the broker holds the messages nothing is sent twice
         broker = redis.Redis.from_url(dep.redis_url)
-        assert broker.llen(dep.queue) >= 1, "some shards must still be waiting in the queue"
-        broker.flushdb()  # this test's own database number (FORGETMAP_TEST_REDIS)
+        # Read the waiting messages and flush in one MULTI, so no worker can take one in between:
+        # a message still in the list at the flush is gone for good, and only a re-send can run
+        # its shard. (A message a worker already took is not lost, and may run without one.)
+        flush = broker.pipeline(transaction=True)
+        flush.lrange(dep.queue, 0, -1)
+        flush.flushdb()  # this test's own database number (FORGETMAP_TEST_REDIS)
+        messages, _ = flush.execute()
         assert broker.llen(dep.queue) == 0
-        waiting = [s["id"] for s in dep.job(job_id)["shards"] if s["status"] == "queued"]
-        assert waiting, "queued shards lost their messages"
+        waiting = sorted({_shard_of(m) for m in messages})
+        assert waiting and None not in waiting, "some shards must still be waiting in the queue"
         job = dep.wait(job_id, timeout=400)
         assert job["status"] == "done", job
         by_id = {s["id"]: s for s in job["shards"]}
