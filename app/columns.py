@@ -16,6 +16,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
+def use_jemalloc_pool() -> None:
+    """Make Arrow allocate from its jemalloc pool in this process, where the build has one.
+
+    pyarrow's default pool (mimalloc) gives freed memory back and asks for transparent huge pages,
+    so each large temporary of an import is zeroed afresh by the kernel, 2 MB at a time: ``perf``
+    put 30% of a 564,000-row lighteval import's CPU in ``clear_page``, 5% with jemalloc, which
+    keeps and reuses its pages (the import took 8 s, then 5 s). Idempotent; arrays already
+    allocated keep their pool."""
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a pyarrow built without jemalloc: keep the default
+        return
+    if pa.default_memory_pool().backend_name != pool.backend_name:
+        pa.set_memory_pool(pool)
+
+
 def map_values(
     col: pa.ChunkedArray | pa.Array,
     fn: Callable[[pa.Array], pa.Array],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.columns import use_jemalloc_pool
 from app.db.ingest import IngestSummary, Progress, ingest
 from app.db.store import Store
 from app.importers.common import InputError, prepare
@@ -30,6 +31,7 @@ def read_source(
     on_filter=None,
 ):
     """Parse a file of the given kind into the normalized table (no validation of keys yet)."""
+    use_jemalloc_pool()  # imports make many large temporaries (see its docstring)
     if kind == "table":
         return read_table(path, model=model)
     if model is None:

@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -544,22 +544,50 @@ def _rows_table(columns: dict) -> pa.Table:
 
 
 READ_AHEAD = 4
-"""Details files read ahead on threads while earlier ones are worked on (Parquet decoding
-releases the GIL, so reading overlaps the Python side of the import)."""
+"""Details files worked on ahead, on two threads, while earlier ones are collected: Parquet
+decoding and the Arrow kernels of ``_read_unit`` release the GIL, so two files use two cores."""
 
 
-def _read_ahead(files: list[Path]) -> Iterator[tuple[Path, tuple[pa.Table, bool]]]:
-    """(file, ``_read_rows(file)``) in order, with up to READ_AHEAD files read ahead."""
+class _Unit(NamedTuple):
+    """One details file (a task of a run), read and reduced: ``rows`` in ``_FILE_COLUMNS``."""
+
+    rows: pa.Table
+    slow: bool  # read row by row (``_row_columns``)
+    question: pa.Array  # the query without what all of the unit's queries share: for keys
+    shown: pa.Array  # the same, cut at line breaks: what lists show
+    has_ids: bool  # every row has a document id
+
+
+def _read_unit(file: Path, metric: str | None) -> _Unit:
+    table, nested = _read_rows(file)
+    try:
+        rows, slow = _uniform(table, nested, metric), False
+    except (_SlowPath, pa.ArrowException):
+        rows, slow = _rows_table(_row_columns(table, nested, metric, file)), True
+    # what all queries of this (task, run) share is removed to leave the question: at word
+    # boundaries for its key, at line breaks for what lists show
+    cuts = unit_affixes(rows["query"])
+    doc_id = rows["doc_id"]
+    return _Unit(
+        rows,
+        slow,
+        question_texts(rows["query"], *cuts.words),
+        question_texts(rows["query"], *cuts.lines),
+        doc_id.null_count == 0
+        and not pc.any(pc.equal(pc.utf8_trim_whitespace(doc_id), "")).as_py(),
+    )
+
+
+def _read_ahead(files: list[Path], metric: str | None) -> Iterator[_Unit]:
+    """``_read_unit`` of each file, in order, with up to READ_AHEAD files worked on ahead."""
     with ThreadPoolExecutor(max_workers=2) as pool:
         pending: deque = deque()
         for file in files:
-            pending.append((file, pool.submit(_read_rows, file)))
+            pending.append(pool.submit(_read_unit, file, metric))
             if len(pending) > READ_AHEAD:
-                done, future = pending.popleft()
-                yield done, future.result()
+                yield pending.popleft().result()
         while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
+            yield pending.popleft().result()
 
 
 def read_lighteval(
@@ -583,28 +611,17 @@ def read_lighteval(
     shown: list[pa.Array] = []  # per file
     slow: list[bool] = []  # per file: read row by row
     has_ids: list[bool] = []  # per file: every row has a document id
-    for number, (file, (table, nested)) in enumerate(_read_ahead([f for _, _, f in planned])):
-        try:
-            rows = _uniform(table, nested, metric)
-            uniform.append(rows)
-            uniform_units.append(np.full(table.num_rows, number, np.int32))
-            slow.append(False)
-        except (_SlowPath, pa.ArrowException):
-            rows = _rows_table(_row_columns(table, nested, metric, file))
-            by_rows.append(
-                rows.append_column("unit", pa.array(np.full(rows.num_rows, number, np.int32)))
-            )
-            slow.append(True)
-        # what all queries of this (task, run) share is removed to leave the question: at word
-        # boundaries for its key, at line breaks for what lists show
-        cuts = unit_affixes(rows["query"])
-        questions.append(question_texts(rows["query"], *cuts.words))
-        shown.append(question_texts(rows["query"], *cuts.lines))
-        doc_id = rows["doc_id"]
-        has_ids.append(
-            doc_id.null_count == 0
-            and not pc.any(pc.equal(pc.utf8_trim_whitespace(doc_id), "")).as_py()
-        )
+    for number, unit in enumerate(_read_ahead([f for _, _, f in planned], metric)):
+        if unit.slow:
+            n = unit.rows.num_rows
+            by_rows.append(unit.rows.append_column("unit", pa.array(np.full(n, number, np.int32))))
+        else:
+            uniform.append(unit.rows)
+            uniform_units.append(np.full(unit.rows.num_rows, number, np.int32))
+        slow.append(unit.slow)
+        questions.append(unit.question)
+        shown.append(unit.shown)
+        has_ids.append(unit.has_ids)
         if progress:
             progress("read files", number + 1, len(planned))
     parts = list(by_rows)
