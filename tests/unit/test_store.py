@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from alembic.script import ScriptDirectory
 
-from app.db.store import HEAD_REVISION, alembic_config, open_store
+from app.db.store import (
+    HEAD_REVISION,
+    SCHEMA_SNAPSHOT,
+    Store,
+    alembic_config,
+    open_store,
+    schema_ddl,
+)
 
 
 def test_head_revision_constant_matches_alembic_head():
@@ -36,6 +43,65 @@ def test_fresh_file_is_upgraded_to_head_with_every_table(tmp_path):
         } <= tables
     finally:
         store.close()
+
+
+def _ddl(store: Store) -> list[str]:
+    with store.read() as conn:
+        return schema_ddl(conn)
+
+
+def test_a_new_file_from_the_snapshot_has_exactly_the_migrated_schema(tmp_path):
+    """migrations/schema.sql is what running every migration leaves: same sequences, tables,
+    columns, types, defaults and keys, stamped with the same revision. When this fails after a
+    new migration, run scripts/dump-schema."""
+    migrated = Store(tmp_path / "migrated.duckdb")
+    migrated.upgrade(HEAD_REVISION)  # a named revision goes through Alembic
+    from_snapshot = open_store(tmp_path / "snapshot.duckdb")  # a new file: the snapshot
+    try:
+        expected = _ddl(migrated)
+        assert _ddl(from_snapshot) == expected
+        assert expected[-1] == f"INSERT INTO alembic_version VALUES ('{HEAD_REVISION}');"
+        written = [line for line in SCHEMA_SNAPSHOT.read_text().splitlines() if line[:2] != "--"]
+        assert written == expected, "migrations/schema.sql is stale: run scripts/dump-schema"
+        with from_snapshot.read() as conn:
+            conn.execute("INSERT INTO models (name) VALUES ('m')")
+            assert conn.execute("SELECT id FROM models").fetchall() == [(1,)]  # sequences work
+    finally:
+        migrated.close()
+        from_snapshot.close()
+
+
+def test_a_file_with_tables_but_no_revision_is_not_overwritten_by_the_snapshot(tmp_path):
+    """Only an empty file takes the snapshot: anything else goes through Alembic, which refuses
+    to create tables that already exist rather than silently mixing schemas."""
+    import duckdb
+    import pytest
+
+    path = tmp_path / "foreign.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE models (x INTEGER)")
+    with pytest.raises(Exception, match="models"):
+        open_store(path)
+    with duckdb.connect(str(path)) as conn:
+        columns = "SELECT column_name FROM duckdb_columns() WHERE table_name = 'models'"
+        assert conn.execute(columns).fetchall() == [("x",)]
+
+
+def test_a_new_file_is_created_without_loading_alembic_or_sqlalchemy(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys\n"
+        "from app.db.store import open_store\n"
+        f"open_store({str(tmp_path / 'new.duckdb')!r}).close()\n"
+        "print(sorted(m for m in ('alembic', 'sqlalchemy') if m in sys.modules))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_reopening_a_current_file_keeps_its_data(tmp_path):
