@@ -251,12 +251,6 @@ def _replaced(base: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:
     return pc.take(pa.concat_arrays([base, values.cast(base.type)]), pa.array(index))
 
 
-def _per_value(col: pa.Array | pa.ChunkedArray, fn) -> pa.Array:
-    """``fn`` over the distinct values of a column with few of them (options, gold answers)."""
-    encoded = pc.dictionary_encode(_one_array(col))
-    return pc.take(fn(encoded.dictionary), encoded.indices)
-
-
 def identify(table: pa.Table) -> pa.Array:
     """Sample ids for rows of many (task, run) files at once.
 
@@ -273,15 +267,7 @@ def identify(table: pa.Table) -> pa.Array:
     keys = pc.utf8_trim_whitespace(pc.cast(_one_array(table["doc_id"]), pa.string()))
     keyed = np.flatnonzero(~has_ids)
     if len(keyed):  # units without document ids: keys from content (only their rows hashed)
-        content = table.select(["question", "choices_key", "gold_key"]).take(pa.array(keyed))
-        joined = pc.binary_join_element_wise(
-            normalized_texts(content["question"]),
-            _per_value(content["choices_key"], normalized_texts),
-            _per_value(content["gold_key"], normalized_texts),
-            "\x1f",
-        )
-        hashed = md5_prefixes(joined, prefix=QUESTION_KEY_PREFIX, digits=16)
-        keys = _replaced(keys, keyed, hashed)
+        keys = _replaced(keys, keyed, _content_keys(table.take(pa.array(keyed))))
     if not n:
         return keys
     key_codes, _ = dictionary_codes(pc.fill_null(keys, ""))
@@ -299,6 +285,25 @@ def identify(table: pa.Table) -> pa.Array:
     marked = pc.take(keys, pa.array(order)).to_pylist()
     suffixed = [f"{k}{AMBIGUOUS_MARK}{m}" for k, m in zip(marked, number.tolist(), strict=True)]
     return _replaced(keys, order, pa.array(suffixed, pa.string()))
+
+
+def _content_keys(content: pa.Table) -> pa.Array:
+    """``q:`` + md5 of (normalized question, choices, gold) per row, normalized and hashed once
+    per distinct (question, choices, gold): a question asked in every seed's run, or by every
+    model of one import, is worked on once (a paper import holds each question three times)."""
+    parts = [dictionary_codes(pc.fill_null(content[name], "")) for name in
+             ("question", "choices_key", "gold_key")]  # fmt: skip
+    combined = np.zeros(content.num_rows, np.int64)
+    for codes, values in parts:  # dense again after each column: no overflow on any size
+        _, first, combined = np.unique(combined * len(values) + codes, return_index=True,
+                                       return_inverse=True)  # fmt: skip
+        combined = combined.reshape(-1)
+    joined = pc.binary_join_element_wise(
+        *(pc.take(normalized_texts(values), pa.array(codes[first])) for codes, values in parts),
+        "\x1f",
+    )
+    hashed = md5_prefixes(joined, prefix=QUESTION_KEY_PREFIX, digits=16)
+    return pc.take(hashed, pa.array(combined))
 
 
 def _affixes(
