@@ -5,7 +5,8 @@ names, one run per seed with its seed in results_<ts>.json, few-shot base vs cha
 scored benchmarks x 3 seeds x 2 models, N questions each (default 2,000: ~1.1M rows), then times
 
 - baseline: pyarrow's plain read of every details file (``pq.read_table``), median of 3;
-- a floor: the same read plus one DuckDB insert of the columns a sample keeps (no parsing);
+- a floor: the same read plus one DuckDB insert of the columns a sample keeps, in one statement
+  (no parsing, no keys);
 - ours: ``forgetmap import lighteval`` of each model's details folder, ``forgetmap pair add`` and
   ``forgetmap map --format json``, each a fresh CLI process on a fresh database (what a user runs).
 
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
+import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from app.taxonomy import scored_benchmarks  # noqa: E402
@@ -77,17 +79,13 @@ def plain_read(out: Path) -> tuple[float, int]:
 def read_and_store(out: Path, db: Path) -> float:
     """A floor for any importer that keeps the rows: pyarrow's read of every details file plus one
     DuckDB insert of the columns a sample keeps (prompt, predictions, gold, choices, metrics) into
-    a fresh file, no parsing, keys or counts."""
+    a fresh file, in one statement and one commit: no parsing, keys or counts."""
     files = sorted((out / "details").rglob("details_*.parquet"))
     keep = ["full_prompt", "predictions", "gold", "choices", "metrics"]
     start = time.perf_counter()
-    con = duckdb.connect(str(db))
-    for number, f in enumerate(files):
-        rows = pq.read_table(f, columns=keep)  # noqa: F841 - DuckDB reads it by name below
-        if number == 0:
-            con.execute("CREATE TABLE kept AS SELECT * FROM rows")
-        else:
-            con.execute("INSERT INTO kept SELECT * FROM rows")
+    rows = pa.concat_tables(pq.read_table(f, columns=keep) for f in files)  # noqa: F841 - by name
+    con = duckdb.connect(str(db), config={"enable_progress_bar": False})
+    con.execute("CREATE TABLE kept AS SELECT * FROM rows")
     con.close()
     return time.perf_counter() - start
 
