@@ -1,4 +1,5 @@
-"""One pair in detail: per-benchmark values across seeds, with bootstrap CIs and McNemar p."""
+"""One pair in detail: per-benchmark values across seeds, with the map's paired 95% interval, a
+bootstrap CI and McNemar p."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ SUM_FIELDS = ("n_00", "n_01", "n_10", "n_11")
 
 
 def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[dict]:
-    """Per benchmark: means across seeds (as the map reports them), counts summed over seeds, a
-    95% bootstrap CI of F_true and BT_true (samples resampled within each seed), the map's paired
-    95% interval (``f_true_low`` ... ``bt_true_high``), ``full_size`` and ``partial``, and
-    McNemar's exact p on the counts pooled over seeds."""
+    """Per benchmark: means across seeds (as the map reports them), counts summed over seeds, the
+    map's paired 95% interval (``f_true_low`` ... ``bt_true_high``: the one the page's table and
+    chart show, valid for adaptive runs), ``full_size`` and ``partial``, a 95% bootstrap CI of
+    F_true and BT_true (``f_true_ci``, ``bt_true_ci``: samples resampled within each seed, for a
+    fixed sample count; DESIGN.md's "bootstrap confidence intervals", in the API, the exports and
+    the table's hover), and McNemar's exact p on the counts pooled over seeds."""
     records = benchmark_records(store, pair_id)
     with store.read() as conn:
         counts = queries.pair_transitions(conn, pair_id).to_pylist()

@@ -87,14 +87,20 @@ def _print_table(records: list[dict], level: str) -> None:
     if not console.is_terminal:
         console = Console(width=200)
     if level == "category":
-        table = Table(title="F_true / BT_true (mean ± std across seeds)")
+        table = Table(
+            title="F_true / BT_true (mean ± std across seeds; 95%: the paired interval, "
+            "valid for adaptive runs; n: paired samples per seed)"
+        )
         for col in (
             "pair",
             "category",
             "bench",
             "seeds",
+            "n",
             "F_true",
+            "F_true 95%",
             "BT_true",
+            "BT_true 95%",
             "F",
             "BT",
             "F_max",
@@ -103,12 +109,15 @@ def _print_table(records: list[dict], level: str) -> None:
             table.add_column(col, justify="left" if col in ("pair", "category") else "right")
         for r in records:
             table.add_row(
-                f"{r['base']} -> {r['post']}",
-                r["category"],
+                _text(f"{r['base']} -> {r['post']}"),
+                _text(r["category"]),
                 str(r["n_benchmarks"]),
                 str(r["seeds"]),
+                _n_used(r),
                 plus_minus(r["f_true"], r["f_true_std"]),
+                _interval(r["f_true_low"], r["f_true_high"]),
                 plus_minus(r["bt_true"], r["bt_true_std"]),
+                _interval(r["bt_true_low"], r["bt_true_high"]),
                 format_value(r["f"]),
                 format_value(r["bt"]),
                 format_value(r["f_max"]),
@@ -116,7 +125,10 @@ def _print_table(records: list[dict], level: str) -> None:
                 end_section=r["category"] == "Total",
             )
     else:
-        table = Table(title="per benchmark and seed")
+        table = Table(
+            title="per benchmark and seed (95%: the paired interval over all seeds, valid for "
+            "adaptive runs)"
+        )
         for col in (
             "pair",
             "benchmark",
@@ -128,23 +140,48 @@ def _print_table(records: list[dict], level: str) -> None:
             "F",
             "BT",
             "F_true",
+            "F_true 95%",
             "BT_true",
+            "BT_true 95%",
             "p",
         ):
             table.add_column(col, justify="left" if col in ("pair", "benchmark") else "right")
         for r in records:
             table.add_row(
-                f"{r['base']} -> {r['post']}",
-                r["benchmark"],
+                _text(f"{r['base']} -> {r['post']}"),
+                _text(r["benchmark"]),
                 str(r["seed"]),
-                str(r["n"]),
+                _n_used(r),
                 str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")),
                 format_value(r["acc_pre"]),
                 format_value(r["acc_post"]),
                 format_value(r["f"]),
                 format_value(r["bt"]),
                 format_value(r["f_true"]),
+                _interval(r["f_true_low"], r["f_true_high"]),
                 format_value(r["bt_true"]),
+                _interval(r["bt_true_low"], r["bt_true_high"]),
                 f"{r['mcnemar_p']:.3g}",
             )
     console.print(table)
+
+
+def _n_used(record: dict) -> str:
+    """Paired samples per seed, and "n of N (partial)" where fewer were evaluated than exist."""
+    if record["partial"]:
+        return f"{record['n']} of {record['full_size']} (partial)"
+    return str(record["n"])
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    """The paired 95% interval as [low, high] (empty where it could not be computed)."""
+    if low is None or high is None:
+        return ""
+    return _text(f"[{format_value(low)}, {format_value(high)}]")
+
+
+def _text(value: str) -> str:
+    """A name (or bracketed text) as itself: rich reads "[bold]" or "[link=...]" as markup."""
+    from rich.markup import escape
+
+    return escape(value)

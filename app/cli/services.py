@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+from app.cli.common import CliError
+
+if TYPE_CHECKING:
+    from app.demo.manifest import Recipe
 
 
 @click.command()
@@ -63,11 +69,35 @@ def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None
     show_default=True,
     help="Where the model zoo is built and cached.",
 )
+@click.option(
+    "--scale",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Each benchmark N times its size (1-60), the world grown with it; a larger zoo builds "
+    "and evaluates for much longer (README: the demo suite).",
+)
 @click.pass_context
-def demo(ctx: click.Context, host: str, port: int, zoo_dir: Path) -> None:
+def demo(ctx: click.Context, host: str, port: int, zoo_dir: Path, scale: int) -> None:
     """A tiny model zoo with real forgetting, trained on this CPU, evaluated by a local worker, served."""
+    recipe = demo_recipe(scale)
     from app.demo.run import run_demo
 
-    # the demo keeps its own database unless one is named, so it never mixes with real results
-    db = ctx.obj["db"] if ctx.obj["db_given"] else zoo_dir / "demo.duckdb"
-    run_demo(db, host, port, zoo_dir)
+    # the demo keeps its own database unless one is named, so it never mixes with real results;
+    # one per scale, as a scaled zoo's models carry the same names with other weights and items
+    own = "demo.duckdb" if scale == 1 else f"demo-scale{scale}.duckdb"
+    db = ctx.obj["db"] if ctx.obj["db_given"] else zoo_dir / own
+    run_demo(db, host, port, zoo_dir, recipe)
+
+
+def demo_recipe(scale: int) -> Recipe:
+    """The default recipe at suite scale ``scale``; a one-line error outside what the suite can
+    draw (checked before anything is built)."""
+    import dataclasses
+
+    from app.demo.manifest import DEFAULT_RECIPE
+
+    try:
+        return dataclasses.replace(DEFAULT_RECIPE, suite_scale=scale)
+    except ValueError as exc:
+        raise CliError(f"--scale: {exc}") from exc

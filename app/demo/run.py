@@ -23,6 +23,7 @@ from app.db import open_store
 from app.db import series as series_db
 from app.db.ingest import add_pair
 from app.demo import suite
+from app.demo.manifest import DEFAULT_RECIPE, Recipe
 from app.demo.zoo import build_zoo, stage_names
 from app.jobs import EvalConfig, JobRequest, ModelSpec, create_job, job_detail
 from app.paths import check_model_path
@@ -38,27 +39,29 @@ def _bar() -> Progress:
                     TimeElapsedColumn(), console=console, disable=not console.is_terminal)  # fmt: skip
 
 
-def build(zoo_dir: Path):
+def build(zoo_dir: Path, recipe: Recipe = DEFAULT_RECIPE):
     started = time.monotonic()
     if not console.is_terminal:  # a log: plain progress lines instead of a bar
-        manifest = build_zoo(zoo_dir, progress=LineProgress("demo: build", console.file))
+        manifest = build_zoo(
+            zoo_dir, recipe=recipe, progress=LineProgress("demo: build", console.file)
+        )
     else:
-        manifest = _build_with_bars(zoo_dir)
+        manifest = _build_with_bars(zoo_dir, recipe)
     how = "cached" if manifest.cached else "built"
     console.print(f"zoo {how} in {time.monotonic() - started:.1f}s: {len(manifest.models)} models, "
                   f"{len(manifest.benchmarks)} benchmarks, {len(manifest.pairs)} pairs ({manifest.root})")  # fmt: skip
     return manifest
 
 
-def _build_with_bars(zoo_dir: Path):
+def _build_with_bars(zoo_dir: Path, recipe: Recipe):
     with _bar() as bar:
-        tasks = {name: bar.add_task(f"build {name}", total=None) for name in stage_names()}
+        tasks = {name: bar.add_task(f"build {name}", total=None) for name in stage_names(recipe)}
 
         def progress(stage: str, done: int, total: int) -> None:
             if stage in tasks:
                 bar.update(tasks[stage], completed=done, total=total)
 
-        manifest = build_zoo(zoo_dir, progress=progress)
+        manifest = build_zoo(zoo_dir, recipe=recipe, progress=progress)
         for task in tasks.values():
             bar.update(task, completed=1, total=1) if bar.tasks[task].total is None else None
     return manifest
@@ -209,7 +212,9 @@ def watch(app, job_ids: list[int], url: str, started: float) -> None:
     console.print(f"demo {verdict} in {time.monotonic() - started:.0f}s: open {url} (Ctrl-C stops)")
 
 
-def run_demo(db_path: Path, host: str, port: int, zoo_dir: Path) -> None:
+def run_demo(
+    db_path: Path, host: str, port: int, zoo_dir: Path, recipe: Recipe = DEFAULT_RECIPE
+) -> None:
     started = time.monotonic()
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
@@ -222,7 +227,7 @@ def run_demo(db_path: Path, host: str, port: int, zoo_dir: Path) -> None:
         "FORGETMAP_TORCH_THREADS", "1"
     )  # 2 threads trained 4x slower on 2 shared cores
     os.environ.setdefault("FORGETMAP_RECONCILE_SECONDS", "1")
-    manifest = build(zoo_dir)
+    manifest = build(zoo_dir, recipe)
     os.environ["FORGETMAP_MODEL_ROOTS"] = str(model_root(manifest))
     os.environ["FORGETMAP_BENCHMARK_DIRS"] = str(manifest.benchmark_dir)
     os.environ["FORGETMAP_CORPUS_DIRS"] = str(corpus_dir(manifest))

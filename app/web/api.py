@@ -76,7 +76,8 @@ def api_benchmarks(request: Request) -> list[dict]:
 
 @router.get("/api/pairs/{pair_id}", responses=ID_ERRORS)
 def api_pair(request: Request, pair_id: Id) -> dict:
-    """A pair with its per-benchmark table (means across seeds, bootstrap CIs, McNemar p)."""
+    """A pair with its per-benchmark table (means across seeds, the paired 95% interval, bootstrap
+    CIs, McNemar p)."""
     pair = deps.get_pair(request, pair_id)
     rows = deps.pair_rows(request, pair_id)
     return {**_public(pair), "benchmarks": rows, "quadrants": quadrants(rows)}

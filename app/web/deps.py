@@ -132,7 +132,7 @@ def benchmark_filter(
 
 
 def pair_rows(request: Request, pair_id: int) -> list[dict]:
-    """The pair page's per-benchmark table (bootstrap CIs included), kept until the next write."""
+    """The pair page's per-benchmark table (intervals included), kept until the next write."""
     return map_cache(request).cache.get(
         ("pair", pair_id), lambda: pair_benchmarks(store(request), pair_id)
     )

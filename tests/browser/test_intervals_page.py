@@ -69,3 +69,48 @@ def test_pair_table_shows_n_interval_and_partial(server, page):
         assert "[" in cells.nth(i).inner_text() and "]" in cells.nth(i).inner_text()
     assert page.locator("#benchmarks a[href*='evil']").count() == 0
     assert page.locator("h1").inner_text() == f"{BASE} → {POST}"
+
+
+CHART_POINTS = """() => document.getElementById("pair-chart").data.map((t) => ({
+  name: t.name, x: t.x, plus: t.error_x.array, minus: t.error_x.arrayminus,
+}))"""
+
+
+def test_pair_chart_draws_the_tables_interval(server, page):
+    """The dot chart's whiskers are the table's bracketed 95% interval (f_true_low ...), not the
+    bootstrap CI: the chart's numbers equal the API's and the table's, and the legend and hover
+    name the interval; the benchmark's name stays text."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server.url}/api/pairs/1") as resp:
+        [row] = json.load(resp)["benchmarks"]
+    page.goto(server.url + "/pairs/1")
+    page.wait_for_selector("#pair-chart .main-svg")
+    f_trace, bt_trace = page.evaluate(CHART_POINTS)
+    cells = page.locator("#benchmarks tbody tr").first.locator("td.strong")
+    for trace, field, label, cell in (
+        (f_trace, "f_true", "F_true", cells.nth(0)),
+        (bt_trace, "bt_true", "BT_true", cells.nth(1)),
+    ):
+        assert trace["name"] == f"{label} (95% interval)"
+        [x], [plus], [minus] = trace["x"], trace["plus"], trace["minus"]
+        low, high = x - minus, x + plus
+        assert (x, low, high) == pytest.approx(
+            (row[field], row[f"{field}_low"], row[f"{field}_high"]), abs=1e-12
+        )
+        # the table cell: "value [low, high]" in % with one decimal
+        assert cell.inner_text().split() == [
+            f"{100 * x:.1f}",
+            f"[{100 * low:.1f},",
+            f"{100 * high:.1f}]",
+        ]
+        # not the bootstrap's interval (what the chart drew before; the two differ here)
+        assert (low, high) != pytest.approx(tuple(row[f"{field}_ci"]), abs=1e-3)
+    _hover(page, "#pair-chart")
+    state = page.evaluate(CHART_STATE)
+    hover = page.text_content("#pair-chart .hoverlayer")
+    low, high = row["f_true_low"], row["f_true_high"]
+    assert f"95% interval [{100 * low:.1f}%, {100 * high:.1f}%]" in hover, hover
+    assert f"partial: n {N} of {FULL}" in hover, hover
+    _assert_inert(state, BENCH, "F_true (95% interval)", "BT_true (95% interval)")

@@ -190,3 +190,74 @@ def test_partial_marking_category_interval_and_exports(cli, tmp_path):
             "beta": (n, False),
         }
     assert json.dumps(rows)  # records stay plain JSON
+
+
+def _table_rows(out: str) -> list[list[str]]:
+    """The header and data rows of a rich table printed by `forgetmap map` (cells split on the
+    box's bars; a cell is on one line at the table's width of 200 off a terminal)."""
+    return [
+        [cell.strip() for cell in line.strip()[1:-1].replace("┃", "│").split("│")]
+        for line in out.splitlines()
+        if line.strip()[:1] in ("│", "┃")
+    ]
+
+
+def test_map_table_shows_n_interval_and_partial(cli, tmp_path):
+    """`forgetmap map --format table`: n ("n of N (partial)" for a partial benchmark) and the 95%
+    interval of F_true and BT_true, the JSON's numbers, beside the columns it always had."""
+    n = 120
+    k, pre, post = random_data(11, n, 2)
+    import_pair(cli, tmp_path, as_data(pre, range(2)), as_data(post, range(2)), k)
+    db = duckdb.connect(str(cli.db))
+    db.execute("UPDATE benchmarks SET full_size = 200 WHERE name = 'alpha'")
+    db.close()
+
+    def interval(r: dict, name: str) -> str:
+        return f"[{r[name + '_low']:.4f}, {r[name + '_high']:.4f}]"
+
+    out = cli("map").stdout
+    header, *rows = _table_rows(out)
+    assert header == ["pair", "category", "bench", "seeds", "n", "F_true", "F_true 95%",
+                      "BT_true", "BT_true 95%", "F", "BT", "F_max", "noise"]  # fmt: skip
+    expected = [
+        ["base -> post", r["category"], str(r["n_benchmarks"]), str(r["seeds"]),
+         f"{2 * n} of {200 + n} (partial)", f"{r['f_true']:.4f} ± {r['f_true_std']:.4f}",
+         interval(r, "f_true"), f"{r['bt_true']:.4f} ± {r['bt_true_std']:.4f}",
+         interval(r, "bt_true"), f"{r['f']:.4f}", f"{r['bt']:.4f}", f"{r['f_max']:.4f}",
+         f"{r['noise_floor']:.4f}"]
+        for r in records(cli, "category")
+    ]  # fmt: skip
+    assert rows == expected
+    assert "95%" in out and "paired interval" in out
+
+    out = cli("map", "--level", "benchmark").stdout
+    header, *rows = _table_rows(out)
+    assert header == ["pair", "benchmark", "seed", "n", "k", "acc_pre", "acc_post", "F", "BT",
+                      "F_true", "F_true 95%", "BT_true", "BT_true 95%", "p"]  # fmt: skip
+    by_row = {(r["benchmark"], str(r["seed"])): r for r in records(cli)}
+    assert len(rows) == len(by_row) == 4
+    for row in rows:
+        r = by_row[(row[1], row[2])]
+        assert row[3] == (f"{n} of 200 (partial)" if r["benchmark"] == "alpha" else str(n))
+        assert row[9] == f"{r['f_true']:.4f}" and row[11] == f"{r['bt_true']:.4f}"
+        assert (row[10], row[12]) == (interval(r, "f_true"), interval(r, "bt_true"))
+    # JSON and CSV keep what they had
+    csv_header = cli("map", "--format", "csv").stdout.splitlines()[0].split(",")
+    assert csv_header[:13] == ["base", "post", "category", "n_benchmarks", "seeds", "f_true",
+                               "f_true_std", "bt_true", "bt_true_std", "f", "bt", "f_max",
+                               "bt_max"]  # fmt: skip
+
+
+def test_map_table_shows_names_as_typed(cli, tmp_path):
+    """rich reads "[bold]", "[link=...]" as markup: names in the table stay the literal text."""
+    base, post, bench = "[bold]base[/bold]", "post[link=https://evil.example]x", "[red]bench"
+    data = {(bench, 0): [1, 0, 1, 1, 0, 1] * 5}
+    flipped = {(bench, 0): [0, 0, 1, 1, 1, 1] * 5}
+    k = {bench: [4] * 30}
+    cli("import", "table", write_rows(tmp_path / "b.csv", base, data, k))
+    cli("import", "table", write_rows(tmp_path / "p.csv", post, flipped, k))
+    cli("pair", "add", base, post)
+    [row] = _table_rows(cli("map", "--level", "benchmark").stdout)[1:]
+    assert row[:2] == [f"{base} -> {post}", bench]
+    [cat, _total] = _table_rows(cli("map").stdout)[1:]
+    assert cat[0] == f"{base} -> {post}"
