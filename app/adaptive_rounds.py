@@ -15,8 +15,10 @@ of them. The price is the samples evaluated past the stopping point: the look st
 every chunk end of the prefix (the confidence sequence is valid at any looks, so looking at
 fewer or other points costs nothing in validity, and a continuation whose rounds differ from
 the earlier job's loses nothing), but the round that contains the stopping point s is evaluated
-to its end. Worst case: the prefix is at most 2s (s - 2 chunks past it when the prefix was on a
-chunk end, as every round's is); one chunk per round never evaluated past s.
+to its end. Worst case: at most 2s samples are evaluated, i.e. at most s past the stopping
+point, and at most s - 2 chunks past it when the round started on a chunk end (every round
+after a job's first does; a continuation from an earlier job's prefix may not). One chunk per
+round never evaluated past s.
 
 Measured (tests/unit/test_adaptive_jobs.py, ``_rounds``): a benchmark of N = 2,000 samples,
 min_samples 100, chunk 50, a pair stopping at s (the first chunk end meeting the target); a
