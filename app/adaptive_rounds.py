@@ -5,9 +5,30 @@ The interval and the looks are app.adaptive's (``StoppingRule.checkpoints``,
 ``confidence_sequence``); this module only decides what to do with them. No I/O: app/jobs.py
 reads the stored correctness and writes the shards.
 
-Round sizes: the first round reaches the rule's first look (``min_samples`` rounded up to a chunk
-end), every later one the next chunk end. The confidence sequence is valid at any looks, so a
-continuation whose chunks differ from the earlier job's loses nothing.
+Round sizes grow geometrically: the first round reaches the rule's first look (``min_samples``
+rounded up to a chunk end); every later one at least doubles the pair's prefix (the first chunk
+end at or past 2n), so each round evaluates at least as many new samples as all earlier rounds
+together, never past ``max_samples`` or the benchmark's end. Why: every shard (one per model and
+seed and round) loads its engine again (a 7B model: minutes), so one chunk per round made a
+benchmark that stops late pay for dozens of loads; doubling pays for about log2(n / first look)
+of them. The price is the samples evaluated past the stopping point: the look still checks
+every chunk end of the prefix (the confidence sequence is valid at any looks, so looking at
+fewer or other points costs nothing in validity, and a continuation whose rounds differ from
+the earlier job's loses nothing), but the round that contains the stopping point s is evaluated
+to its end. Worst case: at most 2s samples are evaluated, i.e. at most s past the stopping
+point, and at most s - 2 chunks past it when the round started on a chunk end (every round
+after a job's first does; a continuation from an earlier job's prefix may not). One chunk per
+round never evaluated past s.
+
+Measured (tests/unit/test_adaptive_jobs.py, ``_rounds``): a benchmark of N = 2,000 samples,
+min_samples 100, chunk 50, a pair stopping at s (the first chunk end meeting the target); a
+round is 2 x seeds shards per pair:
+
+    stopping at s        100   150   250   400   550   800  1050  1600  2000 (end)
+    rounds, one chunk      1     2     4     7    10    15    20    31    39
+    rounds, doubling       1     2     3     3     4     4     5     5     6
+    evaluated, doubling  100   200   400   400   800   800  1600  1600  2000
+    past s, doubling       0    50   150     0   250     0   550     0     0
 """
 
 from __future__ import annotations
@@ -37,14 +58,15 @@ def rule_of(adaptive: dict) -> StoppingRule:
 
 
 def round_end(rule: StoppingRule, n: int, full_size: int | None) -> int:
-    """The prefix length the next round reaches from ``n`` paired samples: the first look after
-    ``n``. With the benchmark's size not known yet (before its first round), looks are taken up
-    to ``n + min_samples + chunk_size``, past which a chunk end always lies."""
-    horizon = full_size if full_size is not None else n + rule.min_samples + rule.chunk_size
+    """The prefix length the next round reaches from ``n`` paired samples: the first look at or
+    past ``2 n`` (and past ``n``; see the module doc). With the benchmark's size not known yet
+    (before its first round), looks are taken up to ``2 n + min_samples + chunk_size``, past
+    which such a chunk end always lies."""
+    horizon = full_size if full_size is not None else 2 * n + rule.min_samples + rule.chunk_size
     if rule.max_samples is not None:
         horizon = min(horizon, rule.max_samples)
     points = rule.checkpoints(horizon)
-    ahead = points[points > n]
+    ahead = points[points >= max(2 * n, n + 1)]
     return int(ahead[0]) if ahead.size else horizon
 
 

@@ -12,6 +12,12 @@ evaluation order, starting after what the model already has stored under the sam
 (so a later job with a tighter target continues, and a base shared by pairs is evaluated once).
 When a round's last shard finishes, the app looks at the paired confidence sequence and stops the
 benchmark or writes the next round; the round state lives in the job's payload (``rounds``).
+Rounds grow geometrically (app/adaptive_rounds.py says why). Two jobs on one model at the same
+time do not evaluate a slice twice: when a round would write a shard whose first sample an
+unfinished shard of another job already evaluates (same model, benchmark, seed and eval config),
+the round waits for that shard instead (``waiting`` in the round state; the job counts as
+queued or running meanwhile). When the shard finishes the waiting job takes its rows like any
+stored prefix; when it fails or is cancelled the waiting job writes its own.
 
 Shard and job states: app.boundary.ShardStatus and JobStatus.
 
@@ -253,7 +259,11 @@ def job_status_of(counts: dict[str, int]) -> JobStatus:
 def update_job_status(conn: Connection, job_id: int) -> str:
     if jobs_db.job_status(conn, job_id) == JobStatus.cancelled:
         return JobStatus.cancelled
-    status = job_status_of(jobs_db.shard_status_counts(conn, job_id))
+    counts = jobs_db.shard_status_counts(conn, job_id)
+    waits = _open_waits(conn, _payload(conn, job_id))
+    if waits:  # an adaptive round waiting for another job's shard is still to do
+        counts[ShardStatus.queued] = counts.get(ShardStatus.queued, 0) + waits
+    status = job_status_of(counts)
     jobs_db.set_job_status(conn, job_id, status)
     return status
 
@@ -328,13 +338,16 @@ def finish_shard(
         jobs_db.set_fingerprint(conn, s["model"], fingerprint)
     to_send = _after_round(conn, s) if spec.get("slice") else []
     update_job_status(conn, s["job_id"])
-    return to_send
+    return to_send + _wake_waiting(conn, shard_id)
 
 
-def fail_shard(conn: Connection, shard_id: int, error: str) -> None:
+def fail_shard(conn: Connection, shard_id: int, error: str) -> list[int]:
+    """Mark a shard failed. Returns the shards to send: those of adaptive jobs that waited for
+    it and now evaluate its slice themselves."""
     s = _existing_shard(conn, shard_id)
     jobs_db.mark_failed(conn, shard_id, error[:4000])
     update_job_status(conn, s["job_id"])
+    return _wake_waiting(conn, shard_id)
 
 
 def retry_failed(conn: Connection, job_id: int) -> list[int]:
@@ -345,9 +358,12 @@ def retry_failed(conn: Connection, job_id: int) -> list[int]:
     return shard_ids
 
 
-def cancel_job(conn: Connection, job_id: int) -> int:
-    """Cancel a job: queued shards will not run, running ones stop at their next progress report."""
-    return jobs_db.cancel_job(conn, job_id)
+def cancel_job(conn: Connection, job_id: int) -> tuple[int, list[int]]:
+    """Cancel a job: queued shards will not run, running ones stop at their next progress report.
+    Returns (shards stopped, shards to send: those of adaptive jobs that waited for a stopped
+    shard and now evaluate its slice themselves)."""
+    stopped = jobs_db.cancel_job(conn, job_id)
+    return len(stopped), [i for shard_id in stopped for i in _wake_waiting(conn, shard_id)]
 
 
 def job_subject(payload: dict, series: tuple[str, int] | None = None) -> str:
@@ -431,9 +447,11 @@ def _advance(
     conn: Connection, job_id: int, benchmark: str, payload: dict | None = None
 ) -> list[int]:
     """Look at every pair of an adaptive job on one benchmark and write its next round: one shard
-    per (model, seed) whose stored prefix ends before what its pairs need. Returns their ids
-    (none: every pair stopped). Samples a model already has are not evaluated again: when they
-    already cover a round, the next look is taken at once."""
+    per (model, seed) whose stored prefix ends before what its pairs need, unless an unfinished
+    shard of another job already evaluates its first sample: then the round waits for that one.
+    Returns the ids written (none: every pair stopped, or the round only waits). Samples a model
+    already has are not evaluated again: when they already cover a round, the next look is taken
+    at once."""
     payload = payload or _payload(conn, job_id)
     rule = rule_of(payload["adaptive"])
     stored = stored_benchmark_name(benchmark)
@@ -466,18 +484,83 @@ def _advance(
             break
         last_n = n_now
     number = state["round"] + 1 if planned else state["round"]
-    ids = []
+    ids, waiting = [], []
     for name, seed, start, end in planned:
-        cfg = shard_config(models[name], config)
-        spec = {"model": asdict(models[name]), "config": cfg,
-                "slice": {"start": start, "end": end, "order": stored, "round": number}}  # fmt: skip
-        ids += [i for i, _ in jobs_db.insert_evaluation_shards(
-            conn, job_id=job_id, model_id=jobs_db.model_id(conn, name), config_hash=config_hash(cfg),
-            spec=spec, rows=[(benchmark, seed, ShardStatus.queued)])]  # fmt: skip
+        shard_id, wait = _write_or_wait(conn, job_id, benchmark, payload, name, seed, start, end,
+                                        number)  # fmt: skip
+        ids += [shard_id] if shard_id is not None else []
+        waiting += [wait] if wait is not None else []
     payload["rounds"][benchmark] = {"round": number, "full_size": full,
                                     "pairs": [p.to_dict() for p in looks]}  # fmt: skip
+    if waiting:
+        payload["rounds"][benchmark]["waiting"] = waiting
     adaptive_db.set_payload(conn, job_id, payload)
     return sorted(ids)
+
+
+def _write_or_wait(conn: Connection, job_id: int, benchmark: str, payload: dict, name: str,
+                   seed: int, start: int, end: int, number: int) -> tuple[int | None, dict | None]:  # fmt: skip
+    """Round ``number``'s slice [start, end) of one model and seed: (the id of the shard
+    written, None), or (None, the wait) when an unfinished shard of another job already
+    evaluates its first sample (its rows will be the stored prefix the next look reads)."""
+    model = ModelSpec(**next(m for m in payload["models"] if m["name"] == name))
+    cfg = shard_config(model, EvalConfig(**payload["config"]))
+    model_id, chash = jobs_db.model_id(conn, name), config_hash(cfg)
+    cover = adaptive_db.unfinished_cover(conn, model_id, benchmark, seed, chash, start)
+    if cover is not None:
+        return None, {"shard": cover, "model": name, "seed": seed, "start": start, "end": end}
+    spec = {"model": asdict(model), "config": cfg,
+            "slice": {"start": start, "end": end, "order": stored_benchmark_name(benchmark),
+                      "round": number}}  # fmt: skip
+    [(shard_id, _)] = jobs_db.insert_evaluation_shards(
+        conn, job_id=job_id, model_id=model_id, config_hash=chash, spec=spec,
+        rows=[(benchmark, seed, ShardStatus.queued)])  # fmt: skip
+    return shard_id, None
+
+
+def _round_complete(conn: Connection, job_id: int, benchmark: str, state: dict) -> bool:
+    """Whether the current round of the job on the benchmark is over: its own shards done and
+    the shards it waits for finished one way or another."""
+    own = [st for st, sp in adaptive_db.round_shards(conn, job_id, benchmark)
+           if (sp.get("slice") or {}).get("round") == state["round"]]  # fmt: skip
+    waited = [jobs_db.shard_status(conn, w["shard"]) for w in state.get("waiting", ())]
+    return all(st == ShardStatus.done for st in own) and all(st in TERMINAL for st in waited)
+
+
+def _open_waits(conn: Connection, payload: dict) -> int:
+    """How many shards of other jobs an adaptive job's current rounds still wait for."""
+    return sum(jobs_db.shard_status(conn, w["shard"]) not in TERMINAL
+               for state in (payload.get("rounds") or {}).values()
+               for w in state.get("waiting", ()))  # fmt: skip
+
+
+def _wake_waiting(conn: Connection, shard_id: int) -> list[int]:
+    """After a shard finished, failed or was cancelled: each adaptive job whose round waited for
+    it. A failed or cancelled shard's slice is written again at once, for the waiting job
+    (or waited for again, when yet another job's unfinished shard evaluates it); when the
+    round is then over, the next look and round (a finished shard's rows are in the stored
+    prefix the look reads). Returns the shards to send."""
+    ids = []
+    ended = jobs_db.shard_status(conn, shard_id)
+    for job_id, benchmark in adaptive_db.jobs_waiting_on(conn, shard_id):
+        payload = _payload(conn, job_id)
+        state = payload["rounds"][benchmark]
+        if ended != ShardStatus.done:
+            waiting = []
+            for w in state["waiting"]:
+                if w["shard"] != shard_id:
+                    waiting.append(w)
+                    continue
+                new_id, wait = _write_or_wait(conn, job_id, benchmark, payload, w["model"],
+                                              w["seed"], w["start"], w["end"], state["round"])  # fmt: skip
+                ids += [new_id] if new_id is not None else []
+                waiting += [wait] if wait is not None else []
+            state["waiting"] = waiting
+            adaptive_db.set_payload(conn, job_id, payload)
+        if _round_complete(conn, job_id, benchmark, state):
+            ids += _advance(conn, job_id, benchmark, payload)
+        update_job_status(conn, job_id)
+    return ids
 
 
 def _after_round(conn: Connection, shard: dict) -> list[int]:
@@ -490,9 +573,7 @@ def _after_round(conn: Connection, shard: dict) -> list[int]:
     number = shard["spec"]["slice"].get("round", 0)
     if not payload.get("adaptive") or state is None or state["round"] != number:
         return []
-    statuses = [st for st, sp in adaptive_db.round_shards(conn, shard["job_id"], shard["benchmark"])
-                if (sp.get("slice") or {}).get("round") == number]  # fmt: skip
-    if any(st != ShardStatus.done for st in statuses):
+    if not _round_complete(conn, shard["job_id"], shard["benchmark"], state):
         return []
     return _advance(conn, shard["job_id"], shard["benchmark"], payload)
 
@@ -519,6 +600,7 @@ def adaptive_summary(conn: Connection, payload: dict) -> dict | None:
         benchmarks.append({
             "benchmark": stored, "requested": bench, "full_size": size, "round": state["round"],
             "done": all(p["stopped"] for p in state["pairs"]),
+            "waiting_for_shards": [w["shard"] for w in state.get("waiting", [])],
             "pairs": [{k: p[k] for k in ("base", "post", "n", "stopped", "f_half_points",
                                          "bt_half_points")} for p in state["pairs"]],
         })  # fmt: skip

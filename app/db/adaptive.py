@@ -1,6 +1,7 @@
 """Adaptive jobs' reads and writes (app/jobs.py decides): how far a model is already evaluated on
-a benchmark, the paired correctness a round's look needs, benchmarks' full sizes, and the samples
-and generated tokens a job used."""
+a benchmark, which unfinished shard already covers a slice, the jobs waiting for such a shard,
+the paired correctness a round's look needs, benchmarks' full sizes, and the samples and
+generated tokens a job used."""
 
 from __future__ import annotations
 
@@ -32,6 +33,37 @@ def stored_prefix(
             end = min(end, spec["full_size"])
         prefix = max(prefix, end)
     return prefix, False
+
+
+def unfinished_cover(
+    conn: Connection, model_id: int, benchmark: str, seed: int, config_hash: str, start: int
+) -> int | None:
+    """The id of an unfinished (queued or running) evaluation shard of this model, benchmark,
+    seed and eval config, of any job, that evaluates sample ``start`` of the evaluation order:
+    a slice from at or before ``start`` to past it, or a shard of the whole benchmark."""
+    rows = conn.execute(
+        "SELECT id, spec FROM shards WHERE model_id = ? AND benchmark = ? AND seed = ? "
+        "AND config_hash = ? AND status IN ('queued', 'running') AND kind = 'evaluate' "
+        "ORDER BY id",
+        [model_id, benchmark, seed, config_hash],
+    ).fetchall()
+    for shard_id, spec_json in rows:
+        part = json.loads(spec_json).get("slice")
+        if part is None or part["start"] <= start < part["end"]:
+            return shard_id
+    return None
+
+
+def jobs_waiting_on(conn: Connection, shard_id: int) -> list[tuple[int, str]]:
+    """(job id, requested benchmark) of each unfinished adaptive job whose current round waits
+    for the shard (app/jobs.py keeps the waits in the payload's ``rounds``)."""
+    rows = conn.execute(
+        "SELECT id, payload FROM jobs WHERE status IN ('queued', 'running') "
+        "AND payload LIKE '%\"waiting\"%' ORDER BY id"
+    ).fetchall()
+    return [(job_id, bench) for job_id, payload_json in rows
+            for bench, state in (json.loads(payload_json).get("rounds") or {}).items()
+            if any(w["shard"] == shard_id for w in state.get("waiting", ()))]  # fmt: skip
 
 
 def paired_correctness(

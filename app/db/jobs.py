@@ -95,15 +95,15 @@ def job_shards(conn: Connection, job_id: int) -> list[dict]:
     return [dict(zip(JOB_SHARD_KEYS, r, strict=True)) for r in rows]
 
 
-def cancel_job(conn: Connection, job_id: int) -> int:
-    """Cancel a job and its queued and running shards; returns how many shards it stopped."""
+def cancel_job(conn: Connection, job_id: int) -> list[int]:
+    """Cancel a job and its queued and running shards; returns the ids of the shards it stopped."""
     stopped = conn.execute(
         "UPDATE shards SET status = 'cancelled', finished_at = now() "
         "WHERE job_id = ? AND status IN ('queued', 'running') RETURNING id",
         [job_id],
     ).fetchall()
     conn.execute("UPDATE jobs SET status = 'cancelled', updated_at = now() WHERE id = ?", [job_id])
-    return len(stopped)
+    return sorted(r[0] for r in stopped)
 
 
 def requeue_failed(conn: Connection, job_id: int) -> list[int]:

@@ -489,7 +489,9 @@ async def job_cancel(request: Request, job_id: int) -> Response:
     check_csrf(request, (await request.form()).get("csrf"))
     _check_manager(request, job_id, principal)
     with deps.store(request).transaction() as conn:
-        jobs.cancel_job(conn, job_id)
+        _, to_send = jobs.cancel_job(conn, job_id)
+    if to_send:  # adaptive jobs that waited for a cancelled shard evaluate its slice themselves
+        send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
     return RedirectResponse(f"/jobs/{job_id}", status_code=303)
 
 

@@ -187,7 +187,10 @@ def cancel(request: Request, job_id: Id, principal: Submitter) -> dict:
     """Cancel a job (its owner, or an admin): queued shards will not run, running ones stop."""
     with deps.store(request).transaction() as conn:
         _managed_job(conn, principal, job_id)
-        n = jobs.cancel_job(conn, job_id)
+        n, to_send = jobs.cancel_job(conn, job_id)
+    # adaptive jobs that waited for a cancelled shard evaluate its slice themselves
+    if to_send:
+        send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
     return {"id": job_id, "cancelled_shards": n}
 
 
@@ -269,9 +272,12 @@ class FailIn(Strict):
 def shard_fail(request: Request, shard_id: Id, body: FailIn, principal: Worker) -> dict:
     try:
         with deps.store(request).transaction() as conn:
-            jobs.fail_shard(conn, shard_id, body.error)
+            to_send = jobs.fail_shard(conn, shard_id, body.error)
     except InputError as exc:
         raise HTTPException(404, str(exc)) from exc
+    # adaptive jobs that waited for this shard evaluate its slice themselves
+    if to_send:
+        send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
     return {"status": ShardStatus.failed}
 
 

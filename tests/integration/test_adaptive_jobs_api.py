@@ -74,9 +74,9 @@ def test_rounds_stop_on_target_and_continue_without_reevaluating(client):
     job_id = created.json()["id"]
     assert created.json()["shards_to_run"] == 2  # round 0: both models, one seed
     ran = _run_queued(client, job_id)
-    # identical answers: no flips; the 4-point half-width is first reached at 80 samples
-    assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 60),
-                                                                 (60, 80)]  # fmt: skip
+    # identical answers: no flips; the 4-point half-width is first reached at 80 samples, the
+    # end of the third round (each round doubles the prefix)
+    assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 80)]
     job = client.get(f"/api/jobs/{job_id}").json()
     assert job["status"] == "done"
     bench = job["adaptive"]["benchmarks"][0]
@@ -90,10 +90,11 @@ def test_rounds_stop_on_target_and_continue_without_reevaluating(client):
     tight = {**loose, "target_points": 2.5}
     again = client.post("/api/jobs", json=_job(tight)).json()
     ran = _run_queued(client, again["id"])
-    # continues after the stored 80: nothing before it is evaluated again
-    assert min(start for _, _, start, _ in ran) == 80
+    # continues after the stored 80: nothing before it is evaluated again; one round to 160
+    # (2.5 points are first met at 120, the round that holds it goes to its end)
+    assert sorted({(start, end) for _, _, start, end in ran}) == [(80, 160)]
     detail = client.get(f"/api/jobs/{again['id']}").json()
-    assert detail["adaptive"]["benchmarks"][0]["pairs"][0]["n"] == 120
+    assert detail["adaptive"]["benchmarks"][0]["pairs"][0]["n"] == 160
     assert detail["adaptive"]["benchmarks"][0]["pairs"][0]["stopped"] == "target met"
     # an adaptive shard's finish must say how many samples the benchmark has
     refused = _as_worker(client, f"/api/shards/{detail['shards'][0]['id']}/finish", {})
@@ -108,7 +109,7 @@ def test_rounds_stop_on_target_and_continue_without_reevaluating(client):
     assert client.get(f"/api/jobs/{third['id']}").json()["status"] == "done"
     page = client.get(f"/jobs/{again['id']}").text
     assert "estimated" in page and "target met" in page
-    # an ordinary job wants every sample: 120 of 200 is not "evaluated before"
+    # an ordinary job wants every sample: 160 of 200 is not "evaluated before"
     plain = client.post("/api/jobs", json={**_job(None), "adaptive": None}).json()
     shards = client.get(f"/api/jobs/{plain['id']}").json()["shards"]
     assert plain["shards_to_run"] == 2 and {s["status"] for s in shards} == {"queued"}
@@ -143,7 +144,7 @@ def test_a_shared_base_goes_as_far_as_its_furthest_pair_and_cancel_stops_rounds(
     body = _job({"target_points": 4.0, "min_samples": 20, "chunk_size": 20}, models=("a", "b", "c"),
                 pairs=(("a", "b"), ("a", "c")))  # fmt: skip
     job_id = client.post("/api/jobs", json=body).json()["id"]
-    for _ in range(6):  # six rounds by hand, then cancel
+    for _ in range(3):  # three rounds by hand (to 20, 40, 80), then cancel
         queued = _queued(client, job_id)
         for s in queued:
             start = _as_worker(client, f"/api/shards/{s['id']}/start", {"worker": "t"}).json()
@@ -233,3 +234,81 @@ def test_names_on_the_adaptive_section_are_escaped(client):
     _run_queued(client, job_id)
     page = client.get(f"/jobs/{job_id}").text
     assert "&lt;b&gt;a&lt;/b&gt; → b" in page and "<b>a</b>" not in page
+
+
+def _evaluated(ran) -> dict[str, list[str]]:
+    """Per model, the samples its shards evaluated (a sample twice appears twice)."""
+    out: dict[str, list[str]] = {}
+    for model, _, start, end in ran:
+        out.setdefault(model, []).extend(ORDER[start:end])
+    return out
+
+
+def test_a_job_waits_for_the_shards_another_job_is_running_on_its_models(client):
+    loose = {"target_points": 4.0, "min_samples": 20, "chunk_size": 20, "max_samples": 180}
+    first = client.post("/api/jobs", json=_job(loose)).json()
+    twin = client.post("/api/jobs", json=_job(loose)).json()
+    # the same pair at the same time: every shard of its first round is the first job's
+    assert (first["shards_to_run"], twin["shards_to_run"]) == (2, 0)
+    waiting = client.get(f"/api/jobs/{twin['id']}").json()
+    assert waiting["status"] == "queued"  # not done: its round waits
+    assert waiting["adaptive"]["benchmarks"][0]["waiting_for_shards"] == sorted(
+        s["id"] for s in client.get(f"/api/jobs/{first['id']}").json()["shards"]
+    )
+    # (a, c) on the same base: "c" starts, "a" waits for the first job's shard
+    flips = lambda model, sample_id: model == "c" and int(sample_id[1:]) % 2 == 0  # noqa: E731
+    other = client.post("/api/jobs", json=_job(loose, models=("a", "c"), pairs=(("a", "c"),)))
+    other = other.json()
+    assert [s["model"] for s in _queued(client, other["id"])] == ["c"]
+
+    ran = _run_queued(client, first["id"], flips)
+    assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 80)]
+    done = client.get(f"/api/jobs/{twin['id']}").json()
+    # the twin rode along round by round and evaluated nothing itself
+    assert (done["status"], done["shards"]) == ("done", [])
+    pair = done["adaptive"]["benchmarks"][0]["pairs"][0]
+    assert (pair["n"], pair["stopped"]) == (80, "target met")
+
+    ran += _run_queued(client, other["id"], flips)
+    detail = client.get(f"/api/jobs/{other['id']}").json()
+    pair = detail["adaptive"]["benchmarks"][0]["pairs"][0]
+    assert detail["status"] == "done" and pair["stopped"] is not None and pair["n"] > 80
+    # "a" went past the first job's 80 with the (a, c) job's own shards
+    assert min(s for m, _, s, _ in ran if m == "a" and s >= 80) == 80
+    evaluated = _evaluated(ran)
+    for model in ("a", "b", "c"):  # no sample evaluated twice, by either job
+        assert len(evaluated[model]) == len(set(evaluated[model])), model
+    assert set(evaluated["a"]) == set(ORDER[: pair["n"]])
+
+
+def test_a_waiting_job_evaluates_the_slice_itself_when_the_other_shard_fails_or_is_cancelled(
+    client,
+):
+    setting = {"target_points": 4.0, "min_samples": 20, "chunk_size": 20}
+    first = client.post("/api/jobs", json=_job(setting)).json()
+    second = client.post("/api/jobs", json=_job(setting, models=("a", "c"), pairs=(("a", "c"),)))
+    second = second.json()
+    base_shard = next(s for s in _queued(client, first["id"]) if s["model"] == "a")
+    assert [s["model"] for s in _queued(client, second["id"])] == ["c"]
+    # the first job's shard of "a" runs, then fails: the second job writes its own at once
+    _as_worker(client, f"/api/shards/{base_shard['id']}/start", {"worker": "t"})
+    r = _as_worker(client, f"/api/shards/{base_shard['id']}/fail", {"error": "out of memory"})
+    assert r.status_code == 200, r.text
+    mine = [s for s in _queued(client, second["id"]) if s["model"] == "a"]
+    assert len(mine) == 1
+    spec = _as_worker(client, f"/api/shards/{mine[0]['id']}/start", {"worker": "t"}).json()
+    assert spec["run"] and (spec["shard"]["spec"]["slice"]["start"],
+                            spec["shard"]["spec"]["slice"]["end"]) == (0, 20)  # fmt: skip
+
+    # a third job waits for that (running) shard; cancelling the second job hands it the slice
+    third = client.post("/api/jobs", json=_job(setting, models=("a", "d"), pairs=(("a", "d"),)))
+    third = third.json()
+    assert [s["model"] for s in _queued(client, third["id"])] == ["d"]
+    assert client.post(f"/api/jobs/{second['id']}/cancel").status_code == 200
+    assert sorted(s["model"] for s in _queued(client, third["id"])) == ["a", "d"]
+    ran = _run_queued(client, third["id"])
+    detail = client.get(f"/api/jobs/{third['id']}").json()
+    pair = detail["adaptive"]["benchmarks"][0]["pairs"][0]
+    assert (detail["status"], pair["n"], pair["stopped"]) == ("done", 80, "target met")
+    assert sorted((m, s, e) for m, _, s, e in ran if m == "a") == [("a", 0, 20), ("a", 20, 40),
+                                                                  ("a", 40, 80)]  # fmt: skip

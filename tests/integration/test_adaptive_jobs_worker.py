@@ -63,7 +63,9 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
         # no flips: the 4-point half-width is first reached at 80 samples, far from max 180
         assert (pair["n"], pair["stopped"], bench["full_size"]) == (80, "target met", N)
         assert {s["status"] for s in first["shards"]} == {"done"}
-        assert all(s["done"] == s["total"] == 20 for s in first["shards"])  # four rounds of 20
+        # three rounds per model, each doubling the prefix: 20, 40, 80
+        assert sorted(s["total"] for s in first["shards"] if s["model"] == "tiny-a") == [20, 20, 40]
+        assert all(s["done"] == s["total"] for s in first["shards"])
         used = first["adaptive"]
         assert (used["samples_used"], used["samples_full"]) == (2 * 80, 2 * N)
         assert 0 < used["tokens_used"] < used["tokens_full_estimated"]
@@ -87,16 +89,41 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
         assert by_cli == {**by_api, "adaptive": {**by_api["adaptive"], "target_points": 2.5}}
         second = dep.wait(second_id, timeout=300)
         pair = second["adaptive"]["benchmarks"][0]["pairs"][0]
-        assert (second["status"], pair["n"], pair["stopped"]) == ("done", 120, "target met")
-        # it continued after the 80 stored samples: two rounds of 20 per model, nothing again
-        assert len(second["shards"]) == 4 and all(s["total"] == 20 for s in second["shards"])
+        assert (second["status"], pair["n"], pair["stopped"]) == ("done", 160, "target met")
+        # it continued after the 80 stored samples: one round of 80 per model, nothing again
+        assert len(second["shards"]) == 2 and all(s["total"] == 80 for s in second["shards"])
         full = dep.http.get("/api/map", params={"level": "benchmark"}).json()
-        assert [(r["benchmark"], r["n"]) for r in full] == [("toy", 120)]
+        assert [(r["benchmark"], r["n"]) for r in full] == [("toy", 160)]
     finally:
         dep.close()
     rows = dep.results()
-    assert len(rows) == 2 * 120 and len(set(rows)) == len(rows)
+    assert len(rows) == 2 * 160 and len(set(rows)) == len(rows)
     order = evaluation_order("toy", [f"g{i:03d}" for i in range(N)])
     for name in ("tiny-a", "tiny-b"):
-        # the samples evaluated are exactly the first 120 of the shared evaluation order
-        assert {sid for m, _, _, sid in rows if m == name} == set(order[:120])
+        # the samples evaluated are exactly the first 160 of the shared evaluation order
+        assert {sid for m, _, _, sid in rows if m == name} == set(order[:160])
+
+
+def test_two_jobs_on_one_base_at_once_evaluate_its_samples_once(tmp_path, model):
+    require_redis()
+    dep = Deployment(tmp_path, upload_batch=20)
+    dep.models.symlink_to(model["root"] / "models", target_is_directory=True)
+    try:
+        write_toy_benchmark(dep.benchmarks / "toy.jsonl", 0, generative=N)
+        first = dep.submit(_job(model, 4.0))
+        body = _job(model, 4.0)
+        body["models"][1]["name"] = "tiny-c"
+        body["pairs"] = [{"base": "tiny-a", "post": "tiny-c", "label": "twins too"}]
+        second = dep.submit(body)  # before any worker runs: both rounds want tiny-a's [0, 20)
+        dep.start_worker()
+        jobs = [dep.wait(first, timeout=300), dep.wait(second, timeout=300)]
+    finally:
+        dep.close()
+    for job in jobs:
+        pair = job["adaptive"]["benchmarks"][0]["pairs"][0]
+        assert (job["status"], pair["n"], pair["stopped"]) == ("done", 80, "target met"), job
+    # the second job's rounds waited for the first job's shards of the shared base
+    assert {s["model"] for s in jobs[1]["shards"]} == {"tiny-c"}
+    evaluated = [s["total"] for job in jobs for s in job["shards"] if s["model"] == "tiny-a"]
+    rows = dep.results()
+    assert sum(evaluated) == len([r for r in rows if r[0] == "tiny-a"]) == 80

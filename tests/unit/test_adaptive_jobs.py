@@ -4,6 +4,7 @@ the boundary's limits, the worker's slice of the evaluation order, and the CLI's
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -30,13 +31,44 @@ from worker.benchmarks.items import Item
 RULE = StoppingRule(target_half_width=0.04, min_samples=30, chunk_size=20, max_samples=None)
 
 
-def test_round_ends_are_the_rules_looks():
-    # first look: min_samples rounded up to a chunk end; then one chunk at a time
+def test_round_ends_are_the_rules_looks_and_double_the_prefix():
+    # first look: min_samples rounded up to a chunk end; then the first chunk end at or past 2n
     assert round_end(RULE, 0, None) == 40
-    assert round_end(RULE, 40, 200) == 60 and round_end(RULE, 45, 200) == 60
-    assert round_end(RULE, 190, 200) == 200  # the last look is the benchmark's end
+    assert round_end(RULE, 40, 200) == 80 and round_end(RULE, 45, 200) == 100
+    assert round_end(RULE, 80, None) == 160  # size unknown: still a chunk end past 2n
+    assert round_end(RULE, 10, 200) == 40  # a prefix below the first look goes to it
+    assert round_end(RULE, 120, 200) == 200 and round_end(RULE, 199, 200) == 200  # the end
     capped = StoppingRule(0.04, min_samples=30, chunk_size=20, max_samples=70)
-    assert round_end(capped, 60, None) == 70 and round_end(capped, 60, 500) == 70
+    assert round_end(capped, 40, None) == 70 and round_end(capped, 60, 500) == 70
+
+
+def _rounds(rule: StoppingRule, full_size: int, stop: int, *, one_chunk: bool = False):
+    """(rounds, samples evaluated) of a pair whose target is first met at the look ``stop``:
+    rounds as app/jobs.py writes them (round_end from the prefix), or one chunk per round as
+    before (the first look, then every chunk end)."""
+    n, rounds = 0, 0
+    while n < stop:
+        first = n == 0
+        n = round_end(rule, n, full_size) if first or not one_chunk else n + rule.chunk_size
+        rounds += 1
+    return rounds, n
+
+
+def test_doubling_rounds_make_few_shards_and_overshoot_less_than_the_stopping_point():
+    rule = StoppingRule(0.015, min_samples=100, chunk_size=50)
+    stops = [100, 150, 250, 400, 550, 800, 1050, 1600, 2000]
+    table = [(s, _rounds(rule, 2000, s, one_chunk=True), _rounds(rule, 2000, s)) for s in stops]
+    # the table of app/adaptive_rounds.py's module docstring
+    assert [one[0] for _, one, _ in table] == [1, 2, 4, 7, 10, 15, 20, 31, 39]
+    assert [one[1] for _, one, _ in table] == stops  # one chunk per round: nothing past s
+    assert [dbl[0] for _, _, dbl in table] == [1, 2, 3, 3, 4, 4, 5, 5, 6]
+    assert [dbl[1] for _, _, dbl in table] == [100, 200, 400, 400, 800, 800, 1600, 1600, 2000]
+    for s in range(100, 2001, 50):  # the worst case the docstring states
+        rounds, evaluated = _rounds(rule, 2000, s)
+        assert s <= evaluated <= max(2 * s - 2 * rule.chunk_size, s)
+        assert rounds == 1 + math.ceil(math.log2(s / 100))  # log2 of n / first look
+    # a continuation off a chunk end: still at most twice the stopping point
+    assert round_end(rule, 120, 2000) == 250 and 250 <= 2 * 150
 
 
 def _zeros(n, seeds=1):
@@ -50,7 +82,7 @@ def test_a_look_stops_on_target_max_or_end_and_otherwise_says_how_far_to_go():
     assert stopped.f_half_points <= 4.0 and stopped.bt_half_points <= 4.0
     pre, post, k = _zeros(40)
     going = look(RULE, "a", "b", pre, post, k, 200)
-    assert (going.stopped, going.next_end, going.n) == (None, 60, 40)
+    assert (going.stopped, going.next_end, going.n) == (None, 80, 40)
     assert going.f_half_points > 4.0
     # flips everywhere: the interval stays wide; the cap or the end stops it
     rng = np.random.default_rng(0)
