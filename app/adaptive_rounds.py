@@ -20,7 +20,7 @@ point, and at most s - 2 chunks past it when the round started on a chunk end (e
 after a job's first does; a continuation from an earlier job's prefix may not). One chunk per
 round never evaluated past s.
 
-Measured (tests/unit/test_adaptive_jobs.py, ``_rounds``): a benchmark of N = 2,000 samples,
+Measured (``rounds_until``; tests/unit/test_adaptive_jobs.py checks the table): a benchmark of N = 2,000 samples,
 min_samples 100, chunk 50, a pair stopping at s (the first chunk end meeting the target); a
 round is 2 x seeds shards per pair:
 
@@ -68,6 +68,16 @@ def round_end(rule: StoppingRule, n: int, full_size: int | None) -> int:
     points = rule.checkpoints(horizon)
     ahead = points[points >= max(2 * n, n + 1)]
     return int(ahead[0]) if ahead.size else horizon
+
+
+def rounds_until(rule: StoppingRule, stop: int, full_size: int) -> tuple[int, int]:
+    """(rounds, samples evaluated) of a pair, from nothing stored, whose stopping point (the first
+    look meeting the target, or the end) is ``stop``: rounds as app/jobs.py writes them, the last
+    one evaluated to its end (``round_end``)."""
+    n, rounds = 0, 0
+    while n < stop:
+        n, rounds = round_end(rule, n, full_size), rounds + 1
+    return rounds, n
 
 
 @dataclass(frozen=True)

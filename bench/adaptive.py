@@ -256,7 +256,7 @@ def category_table(result: Replay, runs: list[BenchmarkRun], pairs: list[tuple[s
         for cat in cats:
             full, part = result.full[(post, cat)], result.adaptive[(post, cat)]
             names = [b for b in size if cat in (TOTAL, category[b])]
-            used = sum(result.stopped[(post, b)] for b in names) / sum(size[b] for b in names)
+            used = sum(result.evaluated[(post, b)] for b in names) / sum(size[b] for b in names)
             lines.append(
                 f"{post:24s} {cat:13s} {full['f_true'] * 100:11.2f} {part['f_true'] * 100:8.2f} "
                 f"{abs(part['f_true'] - full['f_true']) * 100:5.2f} "

@@ -3,10 +3,12 @@ shown, and what it would have cost, against the full map (bench/adaptive.py, the
 
 A benchmark's samples are visited in the shared order (``app.adaptive.evaluation_order``); each
 pair (base, post) is stopped by ``app.adaptive.run_stopping_rule`` on its own paired arrays (both
-models of a pair stop at the same n), and a model is evaluated as far as the furthest of its
-pairs needs (a base's first samples serve every pair built on it). The adaptive map is the
-map's own aggregation (``app.metrics.aggregate_arrays``, macro) of each pair's per-seed
-F_true / BT_true on its first n samples; the full map the same on every sample.
+models of a pair stop at the same n) and, as an adaptive job does, evaluated to the end of the
+round that holds its stopping point (``app.adaptive_rounds.rounds_until``); a model is evaluated
+as far as the furthest of its pairs needs (a base's first samples serve every pair built on
+it). The adaptive map is the map's own aggregation (``app.metrics.aggregate_arrays``, macro) of
+each pair's per-seed F_true / BT_true on the samples it evaluated, as the app's map uses every
+stored paired sample; the full map the same on every sample.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.adaptive import StoppingRule, evaluation_order, run_stopping_rule
+from app.adaptive_rounds import rounds_until
 from app.metrics import aggregate_arrays, scores_from_arrays
 
 __all__ = ["BenchmarkRun", "Replay", "benchmark_runs", "replay"]
@@ -44,7 +47,8 @@ class Replay:
     full: dict[tuple[str, str], dict]  # (post model, category or "Total") -> map row
     adaptive: dict[tuple[str, str], dict]
     stopped: dict[tuple[str, str], int]  # (post model, benchmark) -> n where the pair stopped
-    evaluated: dict[tuple[str, str], int]  # (model, benchmark) -> samples evaluated (per seed)
+    # (model, benchmark) -> samples evaluated (per seed): its pairs' furthest round end
+    evaluated: dict[tuple[str, str], int]
     samples_used: int  # over models, benchmarks and seeds
     samples_full: int
     tokens_used: float
@@ -112,10 +116,11 @@ def replay(
             pre, post_c = run.correct[base], run.correct[post]
             n = run_stopping_rule(pre, post_c, run.k, rule).n
             stopped[(post, run.name)] = n
+            _, reached = rounds_until(rule, n, run.size)
             for model in (base, post):
-                evaluated[(model, run.name)] = max(evaluated.get((model, run.name), 0), n)
+                evaluated[(model, run.name)] = max(evaluated.get((model, run.name), 0), reached)
             full = _unit_scores(pre, post_c, run.k)
-            part = _unit_scores(pre[:, :n], post_c[:, :n], run.k[:n])
+            part = _unit_scores(pre[:, :reached], post_c[:, :reached], run.k[:reached])
             for s in range(pre.shape[0]):
                 for col, value in zip(columns, (post, run.category, run.name, s, run.size),
                                       strict=True):  # fmt: skip

@@ -11,7 +11,15 @@ import pytest
 from click.testing import CliRunner
 
 from app.adaptive import StoppingRule, evaluation_order
-from app.adaptive_rounds import PairLook, Stop, look, model_ends, round_end, rule_of
+from app.adaptive_rounds import (
+    PairLook,
+    Stop,
+    look,
+    model_ends,
+    round_end,
+    rounds_until,
+    rule_of,
+)
 from app.boundary import (
     AdaptiveIn,
     Engine,
@@ -42,29 +50,26 @@ def test_round_ends_are_the_rules_looks_and_double_the_prefix():
     assert round_end(capped, 40, None) == 70 and round_end(capped, 60, 500) == 70
 
 
-def _rounds(rule: StoppingRule, full_size: int, stop: int, *, one_chunk: bool = False):
-    """(rounds, samples evaluated) of a pair whose target is first met at the look ``stop``:
-    rounds as app/jobs.py writes them (round_end from the prefix), or one chunk per round as
-    before (the first look, then every chunk end)."""
-    n, rounds = 0, 0
+def _one_chunk_rounds(rule: StoppingRule, stop: int) -> tuple[int, int]:
+    """(rounds, samples evaluated) with one chunk per round, as before: the first look, then
+    every chunk end."""
+    n, rounds = round_end(rule, 0, None), 1
     while n < stop:
-        first = n == 0
-        n = round_end(rule, n, full_size) if first or not one_chunk else n + rule.chunk_size
-        rounds += 1
+        n, rounds = n + rule.chunk_size, rounds + 1
     return rounds, n
 
 
 def test_doubling_rounds_make_few_shards_and_overshoot_less_than_the_stopping_point():
     rule = StoppingRule(0.015, min_samples=100, chunk_size=50)
     stops = [100, 150, 250, 400, 550, 800, 1050, 1600, 2000]
-    table = [(s, _rounds(rule, 2000, s, one_chunk=True), _rounds(rule, 2000, s)) for s in stops]
+    table = [(s, _one_chunk_rounds(rule, s), rounds_until(rule, s, 2000)) for s in stops]
     # the table of app/adaptive_rounds.py's module docstring
     assert [one[0] for _, one, _ in table] == [1, 2, 4, 7, 10, 15, 20, 31, 39]
     assert [one[1] for _, one, _ in table] == stops  # one chunk per round: nothing past s
     assert [dbl[0] for _, _, dbl in table] == [1, 2, 3, 3, 4, 4, 5, 5, 6]
     assert [dbl[1] for _, _, dbl in table] == [100, 200, 400, 400, 800, 800, 1600, 1600, 2000]
     for s in range(100, 2001, 50):  # the worst case the docstring states
-        rounds, evaluated = _rounds(rule, 2000, s)
+        rounds, evaluated = rounds_until(rule, s, 2000)
         assert s <= evaluated <= max(2 * s - 2 * rule.chunk_size, s)
         assert rounds == 1 + math.ceil(math.log2(s / 100))  # log2 of n / first look
     # a continuation off a chunk end: still at most twice the stopping point
