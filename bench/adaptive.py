@@ -12,16 +12,21 @@ on the demo zoo's per-sample results against its full map.
    evaluated in-process on every sample (app/demo/evaluate.py: the worker's prompts and scoring,
    eval seeds 0, 1, 2). Each benchmark is visited in the shared order (``evaluation_order``) and
    every pair (demo-base against each post-trained model) is stopped by the rule; both models of
-   a pair stop at the same n, and a model is evaluated as far as the furthest of its pairs needs.
-   The adaptive map (F_true / BT_true of each pair on its first n samples) is compared with the
+   a pair stop at the same n and are evaluated, as a job does, to the end of the round that holds
+   it (rounds double: ``app.adaptive_rounds.rounds_until``), and a model is evaluated as far as
+   the furthest of its pairs needs.
+   The adaptive map (F_true / BT_true of each pair on what it evaluated) is compared with the
    full map per (pair, category) and "Total", macro aggregation as the map does it
    (``app.metrics.aggregate_arrays``): D is the largest deviation in points. S: samples evaluated
-   (per model, benchmark and seed: the furthest pair's n) over the full run's (every model on
+   (per model, benchmark and seed: the furthest pair's round end) over the full run's (every model on
    every sample). X: the same with tokens (``app.demo.evaluate.Tokens``: per sample, by the
    model's own tokenizer, prompt + option tokens of a loglik-scored item, prompt + generated
    tokens of a generated answer). The zoo is cached by recipe (``--zoo-dir``) and its evaluation
    next to it, so a second run only replays.
-3. **Simulated paper-shaped suite** (``--simulated``, off by default): the same replay on
+3. **Stopping points by flip rate** (``stopping_points``): where the rule stops a simulated
+   4-option benchmark (base accuracy 0.8, 3 seeds) by how often the post model flips an answer.
+   S <= 50% needs benchmarks at least twice that long: it says which zoo could show it.
+4. **Simulated paper-shaped suite** (``--simulated``, off by default): the same replay on
    SIMULATED per-sample results of the taxonomy's 94 scored benchmarks at about their public
    split sizes (difficulty per sample shared by all models, two bases and four post-trained
    models, 35% of (item, seed) answers redrawn per seed, simulated chain-of-thought token counts).
@@ -40,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.adaptive import StoppingRule, evaluation_order  # noqa: E402
+from app.adaptive import StoppingRule, evaluation_order, run_stopping_rule  # noqa: E402
 from app.demo.adaptive import BenchmarkRun, Replay, benchmark_runs, replay  # noqa: E402
 from app.demo.evaluate import evaluate_zoo, load_benchmarks  # noqa: E402
 from app.demo.manifest import Recipe  # noqa: E402
@@ -242,6 +247,26 @@ def resampled(runs: list[BenchmarkRun], factor: int, seed: int = 0) -> list[Benc
     return out
 
 
+FLIP_RATES = (0.01, 0.03, 0.05, 0.10, 0.20, 0.40)
+
+
+def stopping_points(rule: StoppingRule, benchmarks: int = 3, size: int = 30_000) -> list[tuple]:
+    """Where the rule stops a 4-option benchmark by how often the post model flips: per flip rate
+    f, the stopping points of ``benchmarks`` simulated benchmarks (base accuracy 0.8, the same
+    base answers in every seed, each post answer flipped with probability f per seed, 3 seeds).
+    What S needs: a benchmark stops before half its size only when it is at least twice this."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for f in FLIP_RATES:
+        stops = []
+        for _ in range(benchmarks):
+            pre = np.repeat((rng.random(size) < 0.8)[None, :], SEEDS, axis=0).astype(np.int8)
+            post = np.where(rng.random((SEEDS, size)) < f, 1 - pre, pre).astype(np.int8)
+            stops.append(run_stopping_rule(pre, post, np.full(size, 4), rule).n)
+        rows.append((f, sorted(stops)))
+    return rows
+
+
 def category_table(result: Replay, runs: list[BenchmarkRun], pairs: list[tuple[str, str]]) -> str:
     """Per pair and category: full and adaptive F_true / BT_true (points), the deviation, and the
     share of the category's samples the pair used."""
@@ -299,6 +324,14 @@ def main(argv: list[str] | None = None) -> None:
         f"covers F_true {coverage.f_true:.3f}, BT_true {coverage.bt_true:.3f}, both "
         f"{coverage.both:.3f}; stopped early {coverage.stopped_early:.0%}, samples used "
         f"{coverage.samples_used:.1%} ({time.perf_counter() - start:.1f} s)",
+        flush=True,
+    )
+    start = time.perf_counter()
+    stops = "; ".join(f"{f:.0%} -> {', '.join(f'{n:,}' for n in ns)}"
+                      for f, ns in stopping_points(rule))  # fmt: skip
+    print(
+        f"stopping points by flip rate (k 4, base accuracy 0.8, 3 seeds, target {args.target:.2f}"
+        f" points): {stops} ({time.perf_counter() - start:.1f} s)",
         flush=True,
     )
     if args.simulated:
