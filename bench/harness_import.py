@@ -84,7 +84,8 @@ def read_and_store(out: Path, db: Path) -> float:
     keep = ["full_prompt", "predictions", "gold", "choices", "metrics"]
     start = time.perf_counter()
     rows = pa.concat_tables(pq.read_table(f, columns=keep) for f in files)  # noqa: F841 - by name
-    con = duckdb.connect(str(db), config={"enable_progress_bar": False})
+    con = duckdb.connect(str(db))
+    con.execute("SET enable_progress_bar = false")
     con.execute("CREATE TABLE kept AS SELECT * FROM rows")
     con.close()
     return time.perf_counter() - start
