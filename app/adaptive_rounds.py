@@ -6,33 +6,45 @@ The interval and the looks are app.adaptive's (``StoppingRule.checkpoints``,
 reads the stored correctness and writes the shards.
 
 Round sizes grow geometrically: the first round reaches the rule's first look (``min_samples``
-rounded up to a chunk end); every later one at least doubles the pair's prefix (the first chunk
-end at or past 2n), so each round evaluates at least as many new samples as all earlier rounds
-together, never past ``max_samples`` or the benchmark's end. Why: every shard (one per model and
-seed and round) loads its engine again (a 7B model: minutes), so one chunk per round made a
-benchmark that stops late pay for dozens of loads; doubling pays for about log2(n / first look)
-of them. The price is the samples evaluated past the stopping point: the look still checks
-every chunk end of the prefix (the confidence sequence is valid at any looks, so looking at
-fewer or other points costs nothing in validity, and a continuation whose rounds differ from
-the earlier job's loses nothing), but the round that contains the stopping point s is evaluated
-to its end. Worst case: at most 2s samples are evaluated, i.e. at most s past the stopping
-point, and at most s - 2 chunks past it when the round started on a chunk end (every round
-after a job's first does; a continuation from an earlier job's prefix may not). One chunk per
+rounded up to a chunk end); every later one reaches at least ``ROUND_GROWTH`` (1.5) times the
+pair's prefix (the first chunk end at or past 1.5 n), never past ``max_samples`` or the
+benchmark's end. Why: every shard (one per model and seed and round) loads its engine again (a
+7B model: minutes), so one chunk per round made a benchmark that stops late pay for dozens of
+loads; growing rounds pay for about log(n / first look) / log 1.5 of them. The price is the
+samples evaluated past the stopping point: the look still checks every chunk end of the prefix
+(the confidence sequence is valid at any looks, so looking at fewer or other points costs
+nothing in validity, and a continuation whose rounds differ from the earlier job's loses
+nothing), but the round that contains the stopping point s is evaluated to its end: fewer than
+1.5 s samples when that round started on a chunk end (every round after a job's first does), at
+most 1.5 s + one chunk otherwise (a continuation from an earlier job's prefix). One chunk per
 round never evaluated past s.
 
-Measured (``rounds_until``; tests/unit/test_adaptive_jobs.py checks the table): a benchmark of N = 2,000 samples,
-min_samples 100, chunk 50, a pair stopping at s (the first chunk end meeting the target); a
-round is 2 x seeds shards per pair:
+Why 1.5 and not 2: the samples fraction S is what adaptive evaluation exists to cut. Replayed
+on the demo zoo's scale-10 results resampled to larger benchmarks (bench/adaptive.py's
+projection; 5 pairs, 3 seeds, a 1.5-point target), samples evaluated and rounds per (pair,
+benchmark):
+
+    growth            one chunk   1.25    1.5     2
+    8x  (3,200-4,800)   84.3%     85.6%   86.4%   90.1%    rounds 67.6 / 14.8 / 9.6 / 6.4
+    32x (13-19k)        38.9%     43.4%   45.7%   53.4%    rounds 119.7 / 16.5 / 10.4 / 7.0
+
+Doubling gave back 14.5 points of S at 32x to save about 3 rounds; 1.5 keeps most of the
+savings with a tenth of one chunk's rounds.
+
+Measured (``rounds_until``; tests/unit/test_adaptive_jobs.py checks the table): a benchmark of
+N = 2,000 samples, min_samples 100, chunk 50, a pair stopping at s (the first chunk end meeting
+the target); a round is 2 x seeds shards per pair:
 
     stopping at s        100   150   250   400   550   800  1050  1600  2000 (end)
     rounds, one chunk      1     2     4     7    10    15    20    31    39
-    rounds, doubling       1     2     3     3     4     4     5     5     6
-    evaluated, doubling  100   200   400   400   800   800  1600  1600  2000
-    past s, doubling       0    50   150     0   250     0   550     0     0
+    rounds, x1.5           1     2     3     4     5     6     7     8     8
+    evaluated, x1.5      100   150   250   400   600   900  1350  2000  2000
+    past s, x1.5           0     0     0     0    50   100   300   400     0
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 
@@ -57,16 +69,21 @@ def rule_of(adaptive: dict) -> StoppingRule:
     )
 
 
+ROUND_GROWTH = 1.5
+"""Each round after the first reaches at least this many times the pair's prefix (module doc)."""
+
+
 def round_end(rule: StoppingRule, n: int, full_size: int | None) -> int:
     """The prefix length the next round reaches from ``n`` paired samples: the first look at or
-    past ``2 n`` (and past ``n``; see the module doc). With the benchmark's size not known yet
-    (before its first round), looks are taken up to ``2 n + min_samples + chunk_size``, past
-    which such a chunk end always lies."""
-    horizon = full_size if full_size is not None else 2 * n + rule.min_samples + rule.chunk_size
+    past ``ROUND_GROWTH n`` (and past ``n``; see the module doc). With the benchmark's size not
+    known yet (before its first round), looks are taken up to that + ``min_samples +
+    chunk_size``, past which such a chunk end always lies."""
+    reach = max(math.ceil(ROUND_GROWTH * n), n + 1)
+    horizon = full_size if full_size is not None else reach + rule.min_samples + rule.chunk_size
     if rule.max_samples is not None:
         horizon = min(horizon, rule.max_samples)
     points = rule.checkpoints(horizon)
-    ahead = points[points >= max(2 * n, n + 1)]
+    ahead = points[points >= reach]
     return int(ahead[0]) if ahead.size else horizon
 
 

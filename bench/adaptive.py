@@ -13,7 +13,7 @@ on the demo zoo's per-sample results against its full map.
    eval seeds 0, 1, 2). Each benchmark is visited in the shared order (``evaluation_order``) and
    every pair (demo-base against each post-trained model) is stopped by the rule; both models of
    a pair stop at the same n and are evaluated, as a job does, to the end of the round that holds
-   it (rounds double: ``app.adaptive_rounds.rounds_until``), and a model is evaluated as far as
+   it (rounds grow 1.5x: ``app.adaptive_rounds.rounds_until``), and a model is evaluated as far as
    the furthest of its pairs needs.
    The adaptive map (F_true / BT_true of each pair on what it evaluated) is compared with the
    full map per (pair, category) and "Total", macro aggregation as the map does it

@@ -74,25 +74,26 @@ def test_rounds_stop_on_target_and_continue_without_reevaluating(client):
     job_id = created.json()["id"]
     assert created.json()["shards_to_run"] == 2  # round 0: both models, one seed
     ran = _run_queued(client, job_id)
-    # identical answers: no flips; the 4-point half-width is first reached at 80 samples, the
-    # end of the third round (each round doubles the prefix)
-    assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 80)]
+    # identical answers: no flips; the 4-point half-width is first reached at 80 samples, in the
+    # fourth round (each round reaches 1.5 times the prefix), which runs to its end at 100
+    assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 60),
+                                                                   (60, 100)]  # fmt: skip
     job = client.get(f"/api/jobs/{job_id}").json()
     assert job["status"] == "done"
     bench = job["adaptive"]["benchmarks"][0]
     assert (bench["benchmark"], bench["full_size"], bench["done"]) == ("toy", N, True)
-    assert bench["pairs"][0]["n"] == 80 and bench["pairs"][0]["stopped"] == "target met"
+    assert bench["pairs"][0]["n"] == 100 and bench["pairs"][0]["stopped"] == "target met"
     assert bench["pairs"][0]["f_half_points"] <= 4.0
     totals = job["adaptive"]
-    assert (totals["samples_used"], totals["samples_full"]) == (2 * 80, 2 * N)
-    assert (totals["tokens_used"], totals["tokens_full_estimated"]) == (2 * 80 * 3, 2 * N * 3)
+    assert (totals["samples_used"], totals["samples_full"]) == (2 * 100, 2 * N)
+    assert (totals["tokens_used"], totals["tokens_full_estimated"]) == (2 * 100 * 3, 2 * N * 3)
 
     tight = {**loose, "target_points": 2.5}
     again = client.post("/api/jobs", json=_job(tight)).json()
     ran = _run_queued(client, again["id"])
-    # continues after the stored 80: nothing before it is evaluated again; one round to 160
+    # continues after the stored 100: nothing before it is evaluated again; one round to 160
     # (2.5 points are first met at 120, the round that holds it goes to its end)
-    assert sorted({(start, end) for _, _, start, end in ran}) == [(80, 160)]
+    assert sorted({(start, end) for _, _, start, end in ran}) == [(100, 160)]
     detail = client.get(f"/api/jobs/{again['id']}").json()
     assert detail["adaptive"]["benchmarks"][0]["pairs"][0]["n"] == 160
     assert detail["adaptive"]["benchmarks"][0]["pairs"][0]["stopped"] == "target met"
@@ -144,7 +145,7 @@ def test_a_shared_base_goes_as_far_as_its_furthest_pair_and_cancel_stops_rounds(
     body = _job({"target_points": 4.0, "min_samples": 20, "chunk_size": 20}, models=("a", "b", "c"),
                 pairs=(("a", "b"), ("a", "c")))  # fmt: skip
     job_id = client.post("/api/jobs", json=body).json()["id"]
-    for _ in range(3):  # three rounds by hand (to 20, 40, 80), then cancel
+    for _ in range(4):  # four rounds by hand (to 20, 40, 60, 100), then cancel
         queued = _queued(client, job_id)
         for s in queued:
             start = _as_worker(client, f"/api/shards/{s['id']}/start", {"worker": "t"}).json()
@@ -262,19 +263,20 @@ def test_a_job_waits_for_the_shards_another_job_is_running_on_its_models(client)
     assert [s["model"] for s in _queued(client, other["id"])] == ["c"]
 
     ran = _run_queued(client, first["id"], flips)
-    assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 80)]
+    assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 60),
+                                                                   (60, 100)]  # fmt: skip
     done = client.get(f"/api/jobs/{twin['id']}").json()
     # the twin rode along round by round and evaluated nothing itself
     assert (done["status"], done["shards"]) == ("done", [])
     pair = done["adaptive"]["benchmarks"][0]["pairs"][0]
-    assert (pair["n"], pair["stopped"]) == (80, "target met")
+    assert (pair["n"], pair["stopped"]) == (100, "target met")
 
     ran += _run_queued(client, other["id"], flips)
     detail = client.get(f"/api/jobs/{other['id']}").json()
     pair = detail["adaptive"]["benchmarks"][0]["pairs"][0]
-    assert detail["status"] == "done" and pair["stopped"] is not None and pair["n"] > 80
-    # "a" went past the first job's 80 with the (a, c) job's own shards
-    assert min(s for m, _, s, _ in ran if m == "a" and s >= 80) == 80
+    assert detail["status"] == "done" and pair["stopped"] is not None and pair["n"] > 100
+    # "a" went past the first job's 100 with the (a, c) job's own shards
+    assert min(s for m, _, s, _ in ran if m == "a" and s >= 100) == 100
     evaluated = _evaluated(ran)
     for model in ("a", "b", "c"):  # no sample evaluated twice, by either job
         assert len(evaluated[model]) == len(set(evaluated[model])), model
@@ -309,6 +311,6 @@ def test_a_waiting_job_evaluates_the_slice_itself_when_the_other_shard_fails_or_
     ran = _run_queued(client, third["id"])
     detail = client.get(f"/api/jobs/{third['id']}").json()
     pair = detail["adaptive"]["benchmarks"][0]["pairs"][0]
-    assert (detail["status"], pair["n"], pair["stopped"]) == ("done", 80, "target met")
-    assert sorted((m, s, e) for m, _, s, e in ran if m == "a") == [("a", 0, 20), ("a", 20, 40),
-                                                                  ("a", 40, 80)]  # fmt: skip
+    assert (detail["status"], pair["n"], pair["stopped"]) == ("done", 100, "target met")
+    assert sorted((m, s, e) for m, _, s, e in ran if m == "a") == [
+        ("a", 0, 20), ("a", 20, 40), ("a", 40, 60), ("a", 60, 100)]  # fmt: skip

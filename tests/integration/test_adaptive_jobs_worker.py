@@ -60,17 +60,19 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
         assert first["status"] == "done", first
         bench = first["adaptive"]["benchmarks"][0]
         pair = bench["pairs"][0]
-        # no flips: the 4-point half-width is first reached at 80 samples, far from max 180
-        assert (pair["n"], pair["stopped"], bench["full_size"]) == (80, "target met", N)
+        # no flips: the 4-point half-width is first reached at 80 samples, far from max 180; the
+        # round that holds it runs to its end at 100
+        assert (pair["n"], pair["stopped"], bench["full_size"]) == (100, "target met", N)
         assert {s["status"] for s in first["shards"]} == {"done"}
-        # three rounds per model, each doubling the prefix: 20, 40, 80
-        assert sorted(s["total"] for s in first["shards"] if s["model"] == "tiny-a") == [20, 20, 40]
+        # four rounds per model, each reaching 1.5 times the prefix: 20, 40, 60, 100
+        assert sorted(s["total"] for s in first["shards"] if s["model"] == "tiny-a") == [
+            20, 20, 20, 40]  # fmt: skip
         assert all(s["done"] == s["total"] for s in first["shards"])
         used = first["adaptive"]
-        assert (used["samples_used"], used["samples_full"]) == (2 * 80, 2 * N)
+        assert (used["samples_used"], used["samples_full"]) == (2 * 100, 2 * N)
         assert 0 < used["tokens_used"] < used["tokens_full_estimated"]
         page = dep.http.get(f"/jobs/{first['id']}").text
-        assert "80 of 200" in page and "estimated" in page
+        assert "100 of 200" in page and "estimated" in page
 
         # the tighter job through the command line (the same body as _job(model, 2.5))
         path = str(model["path"])
@@ -90,8 +92,8 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
         second = dep.wait(second_id, timeout=300)
         pair = second["adaptive"]["benchmarks"][0]["pairs"][0]
         assert (second["status"], pair["n"], pair["stopped"]) == ("done", 160, "target met")
-        # it continued after the 80 stored samples: one round of 80 per model, nothing again
-        assert len(second["shards"]) == 2 and all(s["total"] == 80 for s in second["shards"])
+        # it continued after the 100 stored samples: one round of 60 per model, nothing again
+        assert len(second["shards"]) == 2 and all(s["total"] == 60 for s in second["shards"])
         full = dep.http.get("/api/map", params={"level": "benchmark"}).json()
         assert [(r["benchmark"], r["n"]) for r in full] == [("toy", 160)]
     finally:
@@ -121,9 +123,9 @@ def test_two_jobs_on_one_base_at_once_evaluate_its_samples_once(tmp_path, model)
         dep.close()
     for job in jobs:
         pair = job["adaptive"]["benchmarks"][0]["pairs"][0]
-        assert (job["status"], pair["n"], pair["stopped"]) == ("done", 80, "target met"), job
+        assert (job["status"], pair["n"], pair["stopped"]) == ("done", 100, "target met"), job
     # the second job's rounds waited for the first job's shards of the shared base
     assert {s["model"] for s in jobs[1]["shards"]} == {"tiny-c"}
     evaluated = [s["total"] for job in jobs for s in job["shards"] if s["model"] == "tiny-a"]
     rows = dep.results()
-    assert sum(evaluated) == len([r for r in rows if r[0] == "tiny-a"]) == 80
+    assert sum(evaluated) == len([r for r in rows if r[0] == "tiny-a"]) == 100

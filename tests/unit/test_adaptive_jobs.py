@@ -39,15 +39,16 @@ from worker.benchmarks.items import Item
 RULE = StoppingRule(target_half_width=0.04, min_samples=30, chunk_size=20, max_samples=None)
 
 
-def test_round_ends_are_the_rules_looks_and_double_the_prefix():
-    # first look: min_samples rounded up to a chunk end; then the first chunk end at or past 2n
+def test_round_ends_are_the_rules_looks_and_grow_the_prefix_by_half():
+    # first look: min_samples rounded up to a chunk end; then the first chunk end at or past 1.5n
     assert round_end(RULE, 0, None) == 40
-    assert round_end(RULE, 40, 200) == 80 and round_end(RULE, 45, 200) == 100
-    assert round_end(RULE, 80, None) == 160  # size unknown: still a chunk end past 2n
+    assert round_end(RULE, 40, 200) == 60 and round_end(RULE, 45, 200) == 80
+    assert round_end(RULE, 80, None) == 120  # size unknown: still a chunk end past 1.5n
     assert round_end(RULE, 10, 200) == 40  # a prefix below the first look goes to it
-    assert round_end(RULE, 120, 200) == 200 and round_end(RULE, 199, 200) == 200  # the end
+    assert round_end(RULE, 120, 200) == 180
+    assert round_end(RULE, 140, 200) == 200 and round_end(RULE, 199, 200) == 200  # the end
     capped = StoppingRule(0.04, min_samples=30, chunk_size=20, max_samples=70)
-    assert round_end(capped, 40, None) == 70 and round_end(capped, 60, 500) == 70
+    assert round_end(capped, 40, None) == 60 and round_end(capped, 60, 500) == 70
 
 
 def _one_chunk_rounds(rule: StoppingRule, stop: int) -> tuple[int, int]:
@@ -59,21 +60,21 @@ def _one_chunk_rounds(rule: StoppingRule, stop: int) -> tuple[int, int]:
     return rounds, n
 
 
-def test_doubling_rounds_make_few_shards_and_overshoot_less_than_the_stopping_point():
+def test_growing_rounds_make_few_shards_and_overshoot_less_than_half_the_stopping_point():
     rule = StoppingRule(0.015, min_samples=100, chunk_size=50)
     stops = [100, 150, 250, 400, 550, 800, 1050, 1600, 2000]
     table = [(s, _one_chunk_rounds(rule, s), rounds_until(rule, s, 2000)) for s in stops]
     # the table of app/adaptive_rounds.py's module docstring
     assert [one[0] for _, one, _ in table] == [1, 2, 4, 7, 10, 15, 20, 31, 39]
     assert [one[1] for _, one, _ in table] == stops  # one chunk per round: nothing past s
-    assert [dbl[0] for _, _, dbl in table] == [1, 2, 3, 3, 4, 4, 5, 5, 6]
-    assert [dbl[1] for _, _, dbl in table] == [100, 200, 400, 400, 800, 800, 1600, 1600, 2000]
+    assert [grown[0] for _, _, grown in table] == [1, 2, 3, 4, 5, 6, 7, 8, 8]
+    assert [grown[1] for _, _, grown in table] == [100, 150, 250, 400, 600, 900, 1350, 2000, 2000]
     for s in range(100, 2001, 50):  # the worst case the docstring states
         rounds, evaluated = rounds_until(rule, s, 2000)
-        assert s <= evaluated <= max(2 * s - 2 * rule.chunk_size, s)
-        assert rounds == 1 + math.ceil(math.log2(s / 100))  # log2 of n / first look
-    # a continuation off a chunk end: still at most twice the stopping point
-    assert round_end(rule, 120, 2000) == 250 and 250 <= 2 * 150
+        assert s <= evaluated < max(1.5 * s, s + 1)
+        assert rounds <= 2 + math.ceil(math.log(s / 100, 1.5))  # log1.5 of n / first look
+    # a continuation off a chunk end: at most 1.5 times the stopping point and one chunk
+    assert round_end(rule, 120, 2000) == 200 and 200 <= 1.5 * 150 + rule.chunk_size
 
 
 def _zeros(n, seeds=1):
@@ -87,7 +88,7 @@ def test_a_look_stops_on_target_max_or_end_and_otherwise_says_how_far_to_go():
     assert stopped.f_half_points <= 4.0 and stopped.bt_half_points <= 4.0
     pre, post, k = _zeros(40)
     going = look(RULE, "a", "b", pre, post, k, 200)
-    assert (going.stopped, going.next_end, going.n) == (None, 80, 40)
+    assert (going.stopped, going.next_end, going.n) == (None, 60, 40)
     assert going.f_half_points > 4.0
     # flips everywhere: the interval stays wide; the cap or the end stops it
     rng = np.random.default_rng(0)
