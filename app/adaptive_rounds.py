@@ -124,21 +124,26 @@ def look(
 ) -> PairLook:
     """Decide for one pair from its paired correctness (seeds x samples, the samples the stored
     prefix in evaluation order): stop at the first look whose half-widths both meet the target,
-    at ``max_samples`` or at the benchmark's end; else continue to the next look."""
+    at ``max_samples`` or at the benchmark's end; else continue to the next look.
+
+    The half-widths reported are those of the whole prefix (``n``, what the map's interval uses
+    too): the confidence sequence holds at every prefix at once, so the samples a round evaluated
+    past the stopping look narrow the interval rather than being left out."""
     n = int(pre.shape[1]) if pre.ndim == 2 else 0
     halves: tuple[float | None, float | None] = (None, None)
     if n and full_size is not None:
         points = rule.checkpoints(max(full_size, n))
         points = points[points <= n]
         if points.size:
+            if points[-1] != n:
+                points = np.append(points, n)
             cs = confidence_sequence(pre, post_correct, k, points, rule.level)
             met = (cs["f_true_half_width"] <= rule.target_half_width) & (
                 cs["bt_true_half_width"] <= rule.target_half_width
             )
-            at = int(np.argmax(met)) if met.any() else points.size - 1
             halves = (
-                round(float(cs["f_true_half_width"][at]) * 100, 3),
-                round(float(cs["bt_true_half_width"][at]) * 100, 3),
+                round(float(cs["f_true_half_width"][-1]) * 100, 3),
+                round(float(cs["bt_true_half_width"][-1]) * 100, 3),
             )
             if met.any():
                 return PairLook(base, post, n, Stop.target, None, *halves)

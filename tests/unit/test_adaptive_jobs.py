@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from app.adaptive import StoppingRule, evaluation_order
+from app.adaptive import StoppingRule, confidence_sequence, evaluation_order
 from app.adaptive_rounds import (
     PairLook,
     Stop,
@@ -79,6 +79,17 @@ def test_growing_rounds_make_few_shards_and_overshoot_less_than_half_the_stoppin
 
 def _zeros(n, seeds=1):
     return np.zeros((seeds, n), np.int8), np.zeros((seeds, n), np.int8), np.zeros(n, np.int64)
+
+
+def test_a_stopped_pair_reports_the_interval_of_its_whole_prefix():
+    """A round runs past the stopping look to its end; the half-widths shown are those of every
+    sample evaluated (the confidence sequence holds at each prefix), as the map's are."""
+    pre, post, k = _zeros(140)
+    at_end = look(RULE, "a", "b", pre, post, k, 200)
+    assert at_end.stopped == Stop.target and at_end.n == 140  # met at the look 80 already
+    whole = confidence_sequence(pre, post, k, np.array([140]), RULE.level)
+    assert at_end.f_half_points == round(float(whole["f_true_half_width"][0]) * 100, 3)
+    assert at_end.f_half_points < look(RULE, "a", "b", *_zeros(40), 200).f_half_points
 
 
 def test_a_look_stops_on_target_max_or_end_and_otherwise_says_how_far_to_go():
