@@ -49,12 +49,19 @@ def _job(model, target: float) -> dict:
                          "max_samples": 180}}  # fmt: skip
 
 
-def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
+def _deployment(tmp_path, model) -> Deployment:
+    """The app and Redis (the worker starts when a test says), the tiny model, and a toy
+    benchmark of N generative items."""
     require_redis()
     dep = Deployment(tmp_path, upload_batch=20)
     dep.models.symlink_to(model["root"] / "models", target_is_directory=True)
+    write_toy_benchmark(dep.benchmarks / "toy.jsonl", 0, generative=N)
+    return dep
+
+
+def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
+    dep = _deployment(tmp_path, model)
     try:
-        write_toy_benchmark(dep.benchmarks / "toy.jsonl", 0, generative=N)
         dep.start_worker()
         first = dep.wait(dep.submit(_job(model, 4.0)), timeout=300)
         assert first["status"] == "done", first
@@ -107,11 +114,8 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
 
 
 def test_two_jobs_on_one_base_at_once_evaluate_its_samples_once(tmp_path, model):
-    require_redis()
-    dep = Deployment(tmp_path, upload_batch=20)
-    dep.models.symlink_to(model["root"] / "models", target_is_directory=True)
+    dep = _deployment(tmp_path, model)
     try:
-        write_toy_benchmark(dep.benchmarks / "toy.jsonl", 0, generative=N)
         first = dep.submit(_job(model, 4.0))
         body = _job(model, 4.0)
         body["models"][1]["name"] = "tiny-c"

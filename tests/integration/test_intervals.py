@@ -133,14 +133,20 @@ def test_stored_counts_give_the_arrays_interval(cli, tmp_path):
     stored.close()
 
 
-def test_partial_marking_category_interval_and_exports(cli, tmp_path):
+def _partial_pair(cli, tmp_path):
+    """A pair on 120 samples whose alpha a job's loader saw with 200 (adaptive evaluation stopped
+    at 120); beta's size unknown. Returns (n, k, pre, post)."""
     n = 120
     k, pre, post = random_data(11, n, 2)
     import_pair(cli, tmp_path, as_data(pre, range(2)), as_data(post, range(2)), k)
-    # a job's loader saw 200 samples of alpha (adaptive evaluation stopped at 120); beta unknown
     db = duckdb.connect(str(cli.db))
     db.execute("UPDATE benchmarks SET full_size = 200 WHERE name = 'alpha'")
     db.close()
+    return n, k, pre, post
+
+
+def test_partial_marking_category_interval_and_exports(cli, tmp_path):
+    n, k, pre, post = _partial_pair(cli, tmp_path)
 
     rows = records(cli)
     for r in rows:
@@ -205,12 +211,7 @@ def _table_rows(out: str) -> list[list[str]]:
 def test_map_table_shows_n_interval_and_partial(cli, tmp_path):
     """`forgetmap map --format table`: n ("n of N (partial)" for a partial benchmark) and the 95%
     interval of F_true and BT_true, the JSON's numbers, beside the columns it always had."""
-    n = 120
-    k, pre, post = random_data(11, n, 2)
-    import_pair(cli, tmp_path, as_data(pre, range(2)), as_data(post, range(2)), k)
-    db = duckdb.connect(str(cli.db))
-    db.execute("UPDATE benchmarks SET full_size = 200 WHERE name = 'alpha'")
-    db.close()
+    n, *_ = _partial_pair(cli, tmp_path)
 
     def interval(r: dict, name: str) -> str:
         return f"[{r[name + '_low']:.4f}, {r[name + '_high']:.4f}]"
