@@ -158,13 +158,23 @@ def _slice_bytes(texts: pa.Array, start: int, finish: int) -> pa.Array:
     ).cast(pa.string())
 
 
+def _row_groups(
+    columns: list[tuple[np.ndarray, pa.Array]], rows: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(one code per row, equal for rows equal in every column; the first row of each code) from
+    each column's ``dictionary_codes``. Codes are made dense again after each column, so their
+    product never overflows."""
+    combined, first = np.zeros(rows, np.int64), np.zeros(0, np.int64)
+    for codes, values in columns:
+        _, first, combined = np.unique(combined * len(values) + codes, return_index=True,
+                                       return_inverse=True)  # fmt: skip
+        combined = combined.reshape(-1)
+    return combined, first
+
+
 def _unit_codes(table: pa.Table, columns: tuple[str, ...]) -> np.ndarray:
     """One integer per row, equal for rows with equal values in ``columns`` (no nulls)."""
-    codes = np.zeros(table.num_rows, np.int64)
-    for name in columns:
-        col_codes, values = dictionary_codes(table[name])
-        codes = codes * len(values) + col_codes
-    return np.unique(codes, return_inverse=True)[1].reshape(-1) if len(codes) else codes
+    return _row_groups([dictionary_codes(table[name]) for name in columns], table.num_rows)[0]
 
 
 def question_from_prompts(table: pa.Table) -> pa.Array:
@@ -293,11 +303,7 @@ def _content_keys(content: pa.Table) -> pa.Array:
     model of one import, is worked on once (a paper import holds each question three times)."""
     parts = [dictionary_codes(pc.fill_null(content[name], "")) for name in
              ("question", "choices_key", "gold_key")]  # fmt: skip
-    combined = np.zeros(content.num_rows, np.int64)
-    for codes, values in parts:  # dense again after each column: no overflow on any size
-        _, first, combined = np.unique(combined * len(values) + codes, return_index=True,
-                                       return_inverse=True)  # fmt: skip
-        combined = combined.reshape(-1)
+    combined, first = _row_groups(parts, content.num_rows)
     joined = pc.binary_join_element_wise(
         *(pc.take(normalized_texts(values), pa.array(codes[first])) for codes, values in parts),
         "\x1f",
