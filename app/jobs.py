@@ -456,8 +456,6 @@ def _advance(
     rule = rule_of(payload["adaptive"])
     stored = stored_benchmark_name(benchmark)
     seeds = list(payload["seeds"])
-    config = EvalConfig(**payload["config"])
-    models = {m["name"]: ModelSpec(**m) for m in payload["models"]}
     state = payload.setdefault("rounds", {}).get(benchmark) or {"round": -1, "full_size": None}
     sizes = [sp["full_size"] for _, sp in adaptive_db.round_shards(conn, job_id, benchmark)
              if sp.get("full_size") is not None]  # fmt: skip
@@ -467,8 +465,7 @@ def _advance(
         looks = [_pair_look(conn, rule, p, stored, seeds, full) for p in payload["pairs"]]
         planned = []  # (model, seed, start, end)
         for name, end in model_ends(looks).items():
-            cfg = shard_config(models[name], config)
-            chash, mid = config_hash(cfg), jobs_db.model_id(conn, name)
+            _, _, chash, mid = _shard_target(conn, payload, name)
             for seed in seeds:
                 start, whole = adaptive_db.stored_prefix(conn, mid, benchmark, seed, chash)
                 end_here = end if full is None else min(end, full)
@@ -498,14 +495,20 @@ def _advance(
     return sorted(ids)
 
 
+def _shard_target(conn: Connection, payload: dict, name: str) -> tuple[ModelSpec, dict, str, int]:
+    """A model of an adaptive job as its shards evaluate it: (spec, shard config, config hash,
+    model id); the hash is what stored prefixes and other jobs' shards are matched on."""
+    model = ModelSpec(**next(m for m in payload["models"] if m["name"] == name))
+    cfg = shard_config(model, EvalConfig(**payload["config"]))
+    return model, cfg, config_hash(cfg), jobs_db.model_id(conn, name)
+
+
 def _write_or_wait(conn: Connection, job_id: int, benchmark: str, payload: dict, name: str,
                    seed: int, start: int, end: int, number: int) -> tuple[int | None, dict | None]:  # fmt: skip
     """Round ``number``'s slice [start, end) of one model and seed: (the id of the shard
     written, None), or (None, the wait) when an unfinished shard of another job already
     evaluates its first sample (its rows will be the stored prefix the next look reads)."""
-    model = ModelSpec(**next(m for m in payload["models"] if m["name"] == name))
-    cfg = shard_config(model, EvalConfig(**payload["config"]))
-    model_id, chash = jobs_db.model_id(conn, name), config_hash(cfg)
+    model, cfg, chash, model_id = _shard_target(conn, payload, name)
     cover = adaptive_db.unfinished_cover(conn, model_id, benchmark, seed, chash, start)
     if cover is not None:
         return None, {"shard": cover, "model": name, "seed": seed, "start": start, "end": end}
