@@ -156,7 +156,7 @@ MAX_CHUNK = 100_000
 class AdaptiveIn(Strict):
     """Adaptive evaluation of a job's pairs: per benchmark, samples in the shared evaluation order,
     chunk by chunk, until both F_true and BT_true are known to +-``target_points`` (95%
-    confidence sequence), never before ``min_samples``, never past ``max_samples`` (None: all)."""
+    fixed-width sequential interval, app.adaptive), never before ``min_samples``, never past ``max_samples`` (None: all)."""
 
     target_points: Annotated[float, Field(ge=MIN_TARGET_POINTS, le=MAX_TARGET_POINTS)] = 1.5
     min_samples: Annotated[Int, Field(ge=1, le=MAX_ADAPTIVE_SAMPLES)] = 100

@@ -33,7 +33,7 @@ BENCHMARK_FIELDS = (
     "f_max", "bt_max",
 )  # fmt: skip
 INTERVAL_FIELDS = ("f_true_low", "f_true_high", "bt_true_low", "bt_true_high")
-"""The paired 95% interval of the values over all seeds (app.adaptive: a confidence sequence)."""
+"""The paired 95% interval of the values over all seeds (app.adaptive.interval_from_counts)."""
 BENCHMARK_EXTRA = (
     "pair_id", "label", "stage", "k_mix", "mcnemar_p", "noise_floor", "only_base", "only_post",
     "mismatched", "net", "f_rel", *INTERVAL_FIELDS, "full_size", "partial",

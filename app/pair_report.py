@@ -59,8 +59,8 @@ def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[d
         row["mcnemar_p"] = metrics.mcnemar_exact(row["n_01"], row["n_10"])
         noise = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
         row["noise_floor"] = float(np.mean(noise)) if noise else None
-        # the paired interval over all seeds (a confidence sequence, valid under optional
-        # stopping) and the benchmark's full size are the same on every seed's record
+        # the paired interval over all seeds (app.adaptive) and the benchmark's full size are the
+        # same on every seed's record
         for field in (*INTERVAL_FIELDS, "full_size"):
             row[field] = first[field]
         row["partial"] = any(r["partial"] for r in rows)

@@ -19,11 +19,12 @@ flip rates range from ~0 (nothing forgotten) to tens of points, accuracies from 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.adaptive import StoppingRule, run_stopping_rule
+from app.adaptive import StoppingRule, prefix_intervals, run_stopping_rule, target_met
+from app.adaptive_rounds import rounds_until
 from app.metrics import scores_from_arrays
 
 SIZES = (100, 300, 1000, 3000, 6000)
@@ -89,16 +90,50 @@ def simulate_benchmark(rng: np.random.Generator, n: int | None = None) -> Simula
 
 @dataclass(frozen=True)
 class Coverage:
+    """Shares of simulated benchmarks whose interval holds the truth (F_true and BT_true each):
+    at the stopping point; among the benchmarks stopped early only; reported at the end of the
+    round that holds the stopping point (what a job evaluates, app.adaptive_rounds); and after a
+    continuation (stopped at twice the target, then continued to the target, as a later job
+    does)."""
+
     benchmarks: int
     f_true: float  # share of benchmarks whose F_true interval at the stopping point holds the truth
     bt_true: float
     both: float
     samples_used: float  # share of all samples the rule used
     stopped_early: float  # share of benchmarks stopped before their last sample
+    early: float  # the lower of the F_true and BT_true shares among benchmarks stopped early
+    round_end: float  # the lower share, the interval taken at the stopping round's end
+    continued: float  # the lower share after a continuation from twice the target
 
     @property
     def worst(self) -> float:
         return min(self.f_true, self.bt_true)
+
+
+def _covers(interval: dict, bench: SimulatedBenchmark, at: int = 0) -> tuple[bool, bool]:
+    return tuple(  # type: ignore[return-value]
+        bool(
+            interval[f"{name}_true_low"][at]
+            <= getattr(bench, f"{name}_true")
+            <= interval[f"{name}_true_high"][at]
+        )  # fmt: skip
+        for name in ("f", "bt")
+    )
+
+
+def _continued_stop(bench: SimulatedBenchmark, rule: StoppingRule) -> int:
+    """Where a job with ``rule`` stops when an earlier job stopped the benchmark at twice its
+    target: at once (the stored prefix already meets it at a look) or at its first look past
+    that prefix meeting it (app.adaptive_rounds.look)."""
+    loose = replace(rule, target_half_width=min(2 * rule.target_half_width, 0.5))
+    first = run_stopping_rule(bench.pre, bench.post, bench.k, loose).n
+    points = rule.checkpoints(bench.k.size)
+    met = target_met(prefix_intervals(bench.pre, bench.post, bench.k, points, rule.level), rule)
+    if met[points <= first].any():
+        return first
+    later = np.flatnonzero(met & (points > first))
+    return int(points[later[0]]) if later.size else int(points[-1])
 
 
 def simulate_coverage(
@@ -106,17 +141,36 @@ def simulate_coverage(
 ) -> Coverage:
     rule = rule or StoppingRule()
     rng = np.random.default_rng(seed)
-    hits_f = hits_bt = hits_both = used = total = early = 0
+    hits = {key: np.zeros(2) for key in ("stop", "early", "round", "continued")}
+    both = used = total = early = 0
     for _ in range(benchmarks):
         bench = simulate_benchmark(rng)
+        n_total = bench.k.size
         result = run_stopping_rule(bench.pre, bench.post, bench.k, rule)
         in_f = result.f_true_low <= bench.f_true <= result.f_true_high
         in_bt = result.bt_true_low <= bench.bt_true <= result.bt_true_high
-        hits_f += in_f
-        hits_bt += in_bt
-        hits_both += in_f and in_bt
+        hits["stop"] += (in_f, in_bt)
+        both += in_f and in_bt
         used += result.n
-        total += result.n_total
-        early += result.n < result.n_total
-    return Coverage(benchmarks, hits_f / benchmarks, hits_bt / benchmarks, hits_both / benchmarks,
-                    used / total, early / benchmarks)  # fmt: skip
+        total += n_total
+        if result.n < n_total:
+            early += 1
+            hits["early"] += (in_f, in_bt)
+        round_n = rounds_until(rule, result.n, n_total)[1]
+        at_round = prefix_intervals(bench.pre, bench.post, bench.k, [round_n], rule.level)
+        hits["round"] += _covers(at_round, bench)
+        resumed = _continued_stop(bench, rule)
+        at_resumed = prefix_intervals(bench.pre, bench.post, bench.k, [resumed], rule.level)
+        hits["continued"] += _covers(at_resumed, bench)
+    share = {key: value / benchmarks for key, value in hits.items()}
+    return Coverage(
+        benchmarks,
+        f_true=float(share["stop"][0]),
+        bt_true=float(share["stop"][1]),
+        both=both / benchmarks,
+        samples_used=used / total,
+        stopped_early=early / benchmarks,
+        early=float(hits["early"].min() / max(early, 1)),
+        round_end=float(share["round"].min()),
+        continued=float(share["continued"].min()),
+    )

@@ -68,13 +68,13 @@ def _run_queued(client, job_id, correct=lambda model, sample_id: False) -> list[
 
 
 def test_rounds_stop_on_target_and_continue_without_reevaluating(client):
-    loose = {"target_points": 4.0, "min_samples": 20, "chunk_size": 20, "max_samples": 180}
+    loose = {"target_points": 1.0, "min_samples": 20, "chunk_size": 20, "max_samples": 180}
     created = client.post("/api/jobs", json=_job(loose))
     assert created.status_code == 201, created.text
     job_id = created.json()["id"]
     assert created.json()["shards_to_run"] == 2  # round 0: both models, one seed
     ran = _run_queued(client, job_id)
-    # identical answers: no flips; the 4-point half-width is first reached at 80 samples, in the
+    # identical answers: no flips; the 1-point half-width is first reached at 80 samples, in the
     # fourth round (each round reaches 1.5 times the prefix), which runs to its end at 100
     assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 60),
                                                                    (60, 100)]  # fmt: skip
@@ -83,16 +83,16 @@ def test_rounds_stop_on_target_and_continue_without_reevaluating(client):
     bench = job["adaptive"]["benchmarks"][0]
     assert (bench["benchmark"], bench["full_size"], bench["done"]) == ("toy", N, True)
     assert bench["pairs"][0]["n"] == 100 and bench["pairs"][0]["stopped"] == "target met"
-    assert bench["pairs"][0]["f_half_points"] <= 4.0
+    assert bench["pairs"][0]["f_half_points"] <= 1.0
     totals = job["adaptive"]
     assert (totals["samples_used"], totals["samples_full"]) == (2 * 100, 2 * N)
     assert (totals["tokens_used"], totals["tokens_full_estimated"]) == (2 * 100 * 3, 2 * N * 3)
 
-    tight = {**loose, "target_points": 2.5}
+    tight = {**loose, "target_points": 0.6}
     again = client.post("/api/jobs", json=_job(tight)).json()
     ran = _run_queued(client, again["id"])
     # continues after the stored 100: nothing before it is evaluated again; one round to 160
-    # (2.5 points are first met at 120, the round that holds it goes to its end)
+    # (0.6 points are first met at 120, the round that holds it goes to its end)
     assert sorted({(start, end) for _, _, start, end in ran}) == [(100, 160)]
     detail = client.get(f"/api/jobs/{again['id']}").json()
     assert detail["adaptive"]["benchmarks"][0]["pairs"][0]["n"] == 160
@@ -142,7 +142,7 @@ def test_max_samples_and_the_end_of_the_benchmark_stop_a_pair(client):
 def test_a_shared_base_goes_as_far_as_its_furthest_pair_and_cancel_stops_rounds(client):
     # pair (a, b) has no flips and stops early; (a, c) flips often and goes on: "a" follows (a, c)
     flips = lambda model, sample_id: model == "c" and int(sample_id[1:]) % 2 == 0  # noqa: E731
-    body = _job({"target_points": 4.0, "min_samples": 20, "chunk_size": 20}, models=("a", "b", "c"),
+    body = _job({"target_points": 1.0, "min_samples": 20, "chunk_size": 20}, models=("a", "b", "c"),
                 pairs=(("a", "b"), ("a", "c")))  # fmt: skip
     job_id = client.post("/api/jobs", json=body).json()["id"]
     for _ in range(4):  # four rounds by hand (to 20, 40, 60, 100), then cancel
@@ -229,7 +229,7 @@ def test_the_form_submits_an_adaptive_job_and_shows_a_bad_target_beside_its_fiel
 
 
 def test_names_on_the_adaptive_section_are_escaped(client):
-    body = _job({"target_points": 4.0, "min_samples": 20, "chunk_size": 20},
+    body = _job({"target_points": 1.0, "min_samples": 20, "chunk_size": 20},
                 models=("<b>a</b>", "b"), pairs=(("<b>a</b>", "b"),))  # fmt: skip
     job_id = client.post("/api/jobs", json=body).json()["id"]
     _run_queued(client, job_id)
@@ -246,7 +246,7 @@ def _evaluated(ran) -> dict[str, list[str]]:
 
 
 def test_a_job_waits_for_the_shards_another_job_is_running_on_its_models(client):
-    loose = {"target_points": 4.0, "min_samples": 20, "chunk_size": 20, "max_samples": 180}
+    loose = {"target_points": 1.0, "min_samples": 20, "chunk_size": 20, "max_samples": 180}
     first = client.post("/api/jobs", json=_job(loose)).json()
     twin = client.post("/api/jobs", json=_job(loose)).json()
     # the same pair at the same time: every shard of its first round is the first job's
@@ -286,7 +286,7 @@ def test_a_job_waits_for_the_shards_another_job_is_running_on_its_models(client)
 def test_a_waiting_job_evaluates_the_slice_itself_when_the_other_shard_fails_or_is_cancelled(
     client,
 ):
-    setting = {"target_points": 4.0, "min_samples": 20, "chunk_size": 20}
+    setting = {"target_points": 1.0, "min_samples": 20, "chunk_size": 20}
     first = client.post("/api/jobs", json=_job(setting)).json()
     second = client.post("/api/jobs", json=_job(setting, models=("a", "c"), pairs=(("a", "c"),)))
     second = second.json()

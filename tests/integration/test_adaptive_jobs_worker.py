@@ -63,11 +63,11 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
     dep = _deployment(tmp_path, model)
     try:
         dep.start_worker()
-        first = dep.wait(dep.submit(_job(model, 4.0)), timeout=300)
+        first = dep.wait(dep.submit(_job(model, 1.0)), timeout=300)
         assert first["status"] == "done", first
         bench = first["adaptive"]["benchmarks"][0]
         pair = bench["pairs"][0]
-        # no flips: the 4-point half-width is first reached at 80 samples, far from max 180; the
+        # no flips: the 1-point half-width is first reached at 80 samples, far from max 180; the
         # round that holds it runs to its end at 100
         assert (pair["n"], pair["stopped"], bench["full_size"]) == (100, "target met", N)
         assert {s["status"] for s in first["shards"]} == {"done"}
@@ -81,13 +81,13 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
         page = dep.http.get(f"/jobs/{first['id']}").text
         assert "100 of 200" in page and "estimated" in page
 
-        # the tighter job through the command line (the same body as _job(model, 2.5))
+        # the tighter job through the command line (the same body as _job(model, 0.6))
         path = str(model["path"])
         submitted = subprocess.run(
             [FORGETMAP, "job", "submit", "--base", f"tiny-a={path}", "--post", f"tiny-b={path}",
              "--post-prompting", "base", "--benchmarks", "local:toy.jsonl", "--seeds", "0",
              "--engine", "transformers", "--temperature", "0", "--max-tokens", "2", "--shots", "1",
-             "--label", "twins", "--adaptive", "--target", "2.5", "--min-samples", "20",
+             "--label", "twins", "--adaptive", "--target", "0.6", "--min-samples", "20",
              "--chunk", "20", "--max-samples", "180", "--app", dep.url,
              "--token", dep.submit_token],
             capture_output=True, text=True, check=True,
@@ -95,7 +95,7 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
         second_id = json.loads(submitted.stdout)["id"]
         by_cli = {k: v for k, v in dep.job(second_id)["request"].items() if k != "rounds"}
         by_api = {k: v for k, v in first["request"].items() if k != "rounds"}
-        assert by_cli == {**by_api, "adaptive": {**by_api["adaptive"], "target_points": 2.5}}
+        assert by_cli == {**by_api, "adaptive": {**by_api["adaptive"], "target_points": 0.6}}
         second = dep.wait(second_id, timeout=300)
         pair = second["adaptive"]["benchmarks"][0]["pairs"][0]
         assert (second["status"], pair["n"], pair["stopped"]) == ("done", 160, "target met")
@@ -116,8 +116,8 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
 def test_two_jobs_on_one_base_at_once_evaluate_its_samples_once(tmp_path, model):
     dep = _deployment(tmp_path, model)
     try:
-        first = dep.submit(_job(model, 4.0))
-        body = _job(model, 4.0)
+        first = dep.submit(_job(model, 1.0))
+        body = _job(model, 1.0)
         body["models"][1]["name"] = "tiny-c"
         body["pairs"] = [{"base": "tiny-a", "post": "tiny-c", "label": "twins too"}]
         second = dep.submit(body)  # before any worker runs: both rounds want tiny-a's [0, 20)

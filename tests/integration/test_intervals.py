@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from app.adaptive import confidence_sequence
+from app.adaptive import prefix_intervals
 from app.forgetting_map import INTERVAL_FIELDS
 from app.web import create_app
 
@@ -53,7 +53,7 @@ def test_golden_interval_one_seed_k2(cli, tmp_path):
     1 - b = 1/2: F: 10 -> 1 - (1/3 - 1/6) = 5/6, 11 -> 1/6, 00 -> -(1/2 + 1/3 - 1/6) = -2/3,
     01 -> -(1/2 - 1/6) = -1/3; mean 1/6, E[psi^2] = (2 25 + 2 + 16 + 4) / 216 = 1/3, variance
     1/3 - 1/36 = 11/36. BT: 10 -> -1/6, 11 -> 1/6, 00 -> -2/3, 01 -> 2/3; mean 0, variance 1/6.
-    Half-width: the normal-mixture boundary on (t var + 2/4) / (t + 2), tuned at 1,000 samples."""
+    Half-width: the CLT's 1.9599640 sqrt(v / t) on the regularized v = (t var + 2/4) / (t + 2)."""
     pattern_pre, pattern_post = [1, 1, 1, 1, 0, 0], [0, 0, 1, 1, 0, 1]
     base = {("golden", 0): pattern_pre * 100}
     post = {("golden", 0): pattern_post * 100}
@@ -61,10 +61,7 @@ def test_golden_interval_one_seed_k2(cli, tmp_path):
 
     def half(variance: float, t: int = 600) -> float:
         regularized = (t * variance + 2 * 0.25) / (t + 2)
-        alpha = 0.05
-        rho2 = (-2 * math.log(alpha) + math.log(1 - 2 * math.log(alpha))) / 1000
-        x = t * rho2 + 1
-        return math.sqrt(regularized * 2 * x / (t * t * rho2) * math.log(math.sqrt(x) / alpha))
+        return 1.9599639845 * math.sqrt(regularized / t)
 
     h_f, h_bt = half(11 / 36), half(1 / 6)
     assert 0.03 < h_f < 1 / 6  # the F bounds are not clipped: the check below is the formula's
@@ -110,7 +107,7 @@ def test_stored_counts_give_the_arrays_interval(cli, tmp_path):
         assert sorted(by_bench) == ["alpha", "beta"]
         for bench, rows in by_bench.items():
             assert len(rows) == seeds and all(r["n"] == n for r in rows)
-            cs = confidence_sequence(pre[bench][:seeds], post[bench][:seeds], k[bench], [n])
+            cs = prefix_intervals(pre[bench][:seeds], post[bench][:seeds], k[bench], [n])
             for r in rows:
                 for field in INTERVAL_FIELDS:
                     assert r[field] == pytest.approx(cs[field][0], rel=1e-9, abs=1e-12), field
@@ -156,7 +153,7 @@ def test_partial_marking_category_interval_and_exports(cli, tmp_path):
     assert (cat["n"], cat["full_size"], cat["partial"]) == (2 * n, 200 + n, True)
     # the category's half-width: sqrt(h_alpha^2 + h_beta^2) / 2 around its value (macro mean)
     halves = [
-        confidence_sequence(pre[b], post[b], k[b], [n])["f_true_half_width"][0]
+        prefix_intervals(pre[b], post[b], k[b], [n])["f_true_half_width"][0]
         for b in ("alpha", "beta")
     ]
     h = math.sqrt(halves[0] ** 2 + halves[1] ** 2) / 2

@@ -1,4 +1,4 @@
-"""Adaptive evaluation (app/adaptive.py): the shared order, the paired confidence sequence, the
+"""Adaptive evaluation (app/adaptive.py): the shared order, the paired interval, the
 stopping rule, and the coverage of the interval at the stopping point on simulated benchmarks."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from app import adaptive
 from app.adaptive import (
     StoppingRule,
     chunks,
-    confidence_sequence,
     evaluation_order,
     order_key,
+    prefix_intervals,
     run_stopping_rule,
 )
 from app.metrics import benchmark_scores, count_transitions
@@ -104,11 +104,9 @@ def test_half_width_golden_one_seed_k4():
     variance = psi.var()  # 0.2300347
     assert variance == pytest.approx(0.2300347, abs=1e-6)
     regularized = (8 * variance + 2 * 0.25) / (8 + 2)  # PRIOR_ITEMS = 2 pseudo-samples of 1/4
-    alpha = 0.05
-    rho2 = (-2 * math.log(alpha) + math.log(1 - 2 * math.log(alpha))) / 1000
-    x = 8 * rho2 + 1
-    expected = math.sqrt(regularized * 2 * x / (64 * rho2) * math.log(math.sqrt(x) / alpha))
-    cs = confidence_sequence(pre, post, np.full(8, 4), [8])
+    z = 1.9599639845  # the standard normal's 97.5% quantile
+    expected = z * math.sqrt(regularized / 8)  # the CLT half-width at n = 8
+    cs = prefix_intervals(pre, post, np.full(8, 4), [8])
     assert cs["f_true"][0] == pytest.approx(0.1458333333, abs=1e-9)
     assert cs["f_true_half_width"][0] == pytest.approx(expected, rel=1e-9)
     assert cs["f_true_low"][0] == 0.0  # the lower bound is clipped at 0
@@ -116,13 +114,14 @@ def test_half_width_golden_one_seed_k4():
 
 
 def test_generative_golden():
-    # k = None: no chance term, psi = x10; F = 2/10, var = 0.16
+    # k = None: no chance term, psi = x10; F = 2/10, var = 0.16, regularized (10 * 0.16 + 2 / 4) / 12
+    # = 0.175, half-width 1.9599640 * sqrt(0.175 / 10)
     pre = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 1])
     post = np.array([0, 0, 1, 1, 0, 0, 1, 0, 0, 1])
-    cs = confidence_sequence(pre, post, np.zeros(10), [10])
+    cs = prefix_intervals(pre, post, np.zeros(10), [10])
     assert cs["f_true"][0] == pytest.approx(0.2)
     assert cs["bt_true"][0] == pytest.approx(0.1)
-    assert cs["f_true_half_width"][0] == pytest.approx(1.2017504403, rel=1e-9)
+    assert cs["f_true_half_width"][0] == pytest.approx(0.2592788641, rel=1e-9)
 
 
 def _explicit_psi(pre, post, k, name):
@@ -154,7 +153,7 @@ def test_linearization_matches_the_metric_and_explicit_contributions():
     pre = (rng.random((seeds, n)) < 0.6).astype(int)
     post = np.where(rng.random((seeds, n)) < 0.8, pre, 1 - pre)
     checkpoints = [100, 350, 600]
-    cs = confidence_sequence(pre, post, k, checkpoints)
+    cs = prefix_intervals(pre, post, k, checkpoints)
     for i, t in enumerate(checkpoints):
         per_seed = []
         for s in range(seeds):
@@ -183,7 +182,7 @@ def test_interval_shrinks_with_n():
     n = 8000
     pre = (rng.random((3, n)) < 0.7).astype(int)
     post = (rng.random((3, n)) < 0.6).astype(int)
-    cs = confidence_sequence(pre, post, np.full(n, 4), [250, 1000, 4000, 8000])
+    cs = prefix_intervals(pre, post, np.full(n, 4), [250, 1000, 4000, 8000])
     for name in ("f", "bt"):
         half = cs[f"{name}_true_half_width"]
         assert np.all(np.diff(half) < 0)
@@ -206,7 +205,7 @@ def test_interval_contains_the_point_estimate(seed, n, seeds, p_pre, p_flip, kin
     pre = (rng.random((seeds, n)) < p_pre).astype(int)
     post = np.where(rng.random((seeds, n)) < p_flip, 1 - pre, pre)
     checkpoints = sorted({max(1, n // 3), n})
-    cs = confidence_sequence(pre, post, k, checkpoints)
+    cs = prefix_intervals(pre, post, k, checkpoints)
     for name in ("f", "bt"):
         low, value, high = (cs[f"{name}_true{s}"] for s in ("_low", "", "_high"))
         assert np.all(low <= value) and np.all(value <= high)
@@ -214,18 +213,18 @@ def test_interval_contains_the_point_estimate(seed, n, seeds, p_pre, p_flip, kin
         assert np.all(cs[f"{name}_true_half_width"] > 0)
 
 
-def test_confidence_sequence_rejects_bad_input():
+def test_prefix_intervals_rejects_bad_input():
     pre = np.ones((3, 10), dtype=int)
     with pytest.raises(ValueError, match="same samples"):
-        confidence_sequence(pre, np.ones((3, 9)), np.zeros(10), [5])
+        prefix_intervals(pre, np.ones((3, 9)), np.zeros(10), [5])
     with pytest.raises(ValueError, match="0 or 1"):
-        confidence_sequence(pre * 2, pre, np.zeros(10), [5])
+        prefix_intervals(pre * 2, pre, np.zeros(10), [5])
     with pytest.raises(ValueError, match="option counts"):
-        confidence_sequence(pre, pre, np.ones(10), [5])
+        prefix_intervals(pre, pre, np.ones(10), [5])
     with pytest.raises(ValueError, match="checkpoints"):
-        confidence_sequence(pre, pre, np.zeros(10), [5, 5])
+        prefix_intervals(pre, pre, np.zeros(10), [5, 5])
     with pytest.raises(ValueError, match="checkpoints"):
-        confidence_sequence(pre, pre, np.zeros(10), [11])
+        prefix_intervals(pre, pre, np.zeros(10), [11])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,7 +244,7 @@ def test_stopping_rule_stops_at_the_first_checkpoint_under_target():
     bench = simulate_benchmark(np.random.default_rng(2), n=6000)
     rule = StoppingRule(target_half_width=0.02, min_samples=100, chunk_size=100)
     result = run_stopping_rule(bench.pre, bench.post, bench.k, rule)
-    cs = confidence_sequence(bench.pre, bench.post, bench.k, rule.checkpoints(6000))
+    cs = prefix_intervals(bench.pre, bench.post, bench.k, rule.checkpoints(6000))
     under = (cs["f_true_half_width"] <= 0.02) & (cs["bt_true_half_width"] <= 0.02)
     assert under.any() and result.target_met
     assert result.n == cs["n"][np.argmax(under)]
@@ -289,39 +288,29 @@ def test_simulated_truth_is_the_large_sample_limit():
     rng = np.random.default_rng(9)
     for _ in range(4):
         bench = simulate_benchmark(rng, n=100_000)
-        cs = confidence_sequence(bench.pre, bench.post, bench.k, [100_000])
+        cs = prefix_intervals(bench.pre, bench.post, bench.k, [100_000])
         assert cs["f_true"][0] == pytest.approx(bench.f_true, abs=0.006)
         assert cs["bt_true"][0] == pytest.approx(bench.bt_true, abs=0.006)
 
 
 def test_coverage_at_the_stopping_point_on_1000_simulated_benchmarks():
+    """The fixed-width rule's coverage is measured, not assumed (app.adaptive's module doc): at
+    the stopping point, among the benchmarks stopped early (where stopping could bias it), at the
+    end of the round a job evaluates, and after a continuation with a tighter target."""
     start = time.perf_counter()
     coverage = simulate_coverage(benchmarks=1000, seed=0)
     elapsed = time.perf_counter() - start
     print(f"coverage {coverage} in {elapsed:.1f} s")
-    assert coverage.f_true >= 0.93 and coverage.bt_true >= 0.93
-    # the rule did stop early on a good share of them (else coverage would be trivial)
-    assert coverage.stopped_early > 0.25
+    assert coverage.f_true >= 0.94 and coverage.bt_true >= 0.94
+    assert coverage.early >= 0.93
+    assert coverage.round_end >= 0.93
+    assert coverage.continued >= 0.93
+    # the rule did stop early on a good share of them (else coverage would be trivial), and it
+    # stopped about where a fixed-n interval of that width would (measured 21.4% of the samples;
+    # the confidence sequence it replaced used 46.3%)
+    assert coverage.stopped_early > 0.5
+    assert coverage.samples_used < 0.25
     assert elapsed < 60
-
-
-def test_time_uniform_coverage_over_every_look():
-    """What makes the interval a confidence sequence: the truth stays inside at every look at
-    once (P[exists t: truth outside] <= 5%), so any stopping rule, or a later continuation, keeps
-    the coverage. A fixed-n 95% CLT interval fails this (measured here: outside at some look of
-    120 for 26-29% of these benchmarks)."""
-    rng = np.random.default_rng(21)
-    rule = StoppingRule(min_samples=50, chunk_size=25)
-    benchmarks, ever_out = 300, {"f": 0, "bt": 0}
-    for _ in range(benchmarks):
-        bench = simulate_benchmark(rng, n=3000)
-        cs = confidence_sequence(bench.pre, bench.post, bench.k, rule.checkpoints(3000))
-        for name in ever_out:
-            truth = getattr(bench, f"{name}_true")
-            outside = (cs[f"{name}_true_low"] > truth) | (cs[f"{name}_true_high"] < truth)
-            ever_out[name] += bool(outside.any())
-    assert ever_out["f"] / benchmarks <= 0.07
-    assert ever_out["bt"] / benchmarks <= 0.07
 
 
 # ---------------------------------------------------------------------------------------------
@@ -365,7 +354,7 @@ def _counts_by_hand(pre, post, k, seed_labels):
 )
 def test_counts_path_equals_arrays_path(seed, n, seeds, ks, p_flip):
     """interval_from_counts on counts made sample by sample (any seed labels, any row order)
-    gives confidence_sequence's interval on the arrays, value and bounds."""
+    gives prefix_intervals's interval on the arrays, value and bounds."""
     rng = np.random.default_rng(seed)
     k = rng.choice(ks, size=n)
     pre = (rng.random((seeds, n)) < rng.random()).astype(int)
@@ -373,7 +362,7 @@ def test_counts_path_equals_arrays_path(seed, n, seeds, ks, p_flip):
     labels = sorted(rng.choice(1000, size=seeds, replace=False).tolist())
     seed_rows, cross_rows = _counts_by_hand(pre, post, k, labels)
     from_counts = adaptive.interval_from_counts(seed_rows, cross_rows, 1)
-    from_arrays = confidence_sequence(pre, post, k, [n])
+    from_arrays = prefix_intervals(pre, post, k, [n])
     assert from_counts["n"][0] == n and from_counts["seeds"][0] == seeds
     for name in ("f", "bt"):
         for suffix in ("", "_low", "_high", "_half_width"):
@@ -400,8 +389,8 @@ def test_counts_path_with_unequal_seeds_and_many_units():
     both_seeds = {f: np.concatenate([s1[f], s2[f]]) for f in s1}
     both_seeds["unit"] = np.r_[np.zeros(len(s1["unit"]), int), np.ones(len(s2["unit"]), int)]
     out = adaptive.interval_from_counts(both_seeds, c1, 3)
-    alone = confidence_sequence(pre, post, k, [300])
-    one = confidence_sequence(pre[0], post[0], k, [300])
+    alone = prefix_intervals(pre, post, k, [300])
+    one = prefix_intervals(pre[0], post[0], k, [300])
     assert out["f_true_half_width"][0] == pytest.approx(alone["f_true_half_width"][0], rel=1e-9)
     assert out["f_true_half_width"][1] == pytest.approx(one["f_true_half_width"][0], rel=1e-9)
     assert np.isnan(out["f_true"][2]) and out["seeds"][2] == 0  # a unit without rows

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from app.adaptive import StoppingRule, confidence_sequence, evaluation_order
+from app.adaptive import StoppingRule, evaluation_order, prefix_intervals
 from app.adaptive_rounds import (
     PairLook,
     Stop,
@@ -36,7 +36,7 @@ from app.errors import InputError
 from worker.adaptive_slice import slice_items
 from worker.benchmarks.items import Item
 
-RULE = StoppingRule(target_half_width=0.04, min_samples=30, chunk_size=20, max_samples=None)
+RULE = StoppingRule(target_half_width=0.015, min_samples=30, chunk_size=20, max_samples=None)
 
 
 def test_round_ends_are_the_rules_looks_and_grow_the_prefix_by_half():
@@ -83,12 +83,15 @@ def _zeros(n, seeds=1):
 
 def test_a_stopped_pair_reports_the_interval_of_its_whole_prefix():
     """A round runs past the stopping look to its end; the half-widths shown are those of every
-    sample evaluated (the confidence sequence holds at each prefix), as the map's are."""
+    sample evaluated (a later stopping time: the coverage holds there too), as the map's are."""
     pre, post, k = _zeros(140)
     at_end = look(RULE, "a", "b", pre, post, k, 200)
-    assert at_end.stopped == Stop.target and at_end.n == 140  # met at the look 80 already
-    whole = confidence_sequence(pre, post, k, np.array([140]), RULE.level)
-    assert at_end.f_half_points == round(float(whole["f_true_half_width"][0]) * 100, 3)
+    assert at_end.stopped == Stop.target and at_end.n == 140  # met at the look 60 already
+    whole = prefix_intervals(pre, post, k, np.array([140]), RULE.level)
+    # no flips: theta's interval is [-h, h], the reported one [0, h], half of it h / 2
+    reported = (whole["f_true_high"][0] - whole["f_true_low"][0]) / 2
+    assert reported == whole["f_true_half_width"][0] / 2
+    assert at_end.f_half_points == round(float(reported) * 100, 3)
     assert at_end.f_half_points < look(RULE, "a", "b", *_zeros(40), 200).f_half_points
 
 
@@ -96,11 +99,11 @@ def test_a_look_stops_on_target_max_or_end_and_otherwise_says_how_far_to_go():
     pre, post, k = _zeros(80)
     stopped = look(RULE, "a", "b", pre, post, k, 200)
     assert (stopped.stopped, stopped.next_end) == (Stop.target, None)
-    assert stopped.f_half_points <= 4.0 and stopped.bt_half_points <= 4.0
+    assert stopped.f_half_points <= 1.5 and stopped.bt_half_points <= 1.5
     pre, post, k = _zeros(40)
     going = look(RULE, "a", "b", pre, post, k, 200)
     assert (going.stopped, going.next_end, going.n) == (None, 60, 40)
-    assert going.f_half_points > 4.0
+    assert going.f_half_points > 1.5
     # flips everywhere: the interval stays wide; the cap or the end stops it
     rng = np.random.default_rng(0)
     pre = rng.integers(0, 2, (2, 100)).astype(np.int8)
