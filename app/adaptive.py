@@ -124,14 +124,17 @@ def chunks(ordered_ids: Sequence[str], chunk_size: int) -> list[list[str]]:
 @dataclass(frozen=True)
 class StoppingRule:
     """When to stop a benchmark: both reported half-widths (``reported_half_widths``) <=
-    ``target_half_width`` (a fraction: 0.015 is 1.5 points), checked after each chunk, never before ``min_samples`` and never past
-    ``max_samples`` (None: the whole benchmark)."""
+    ``target_half_width`` (a fraction: 0.015 is 1.5 points), checked after each chunk, never
+    before ``min_samples`` and never past ``max_samples`` (None: the whole benchmark). An
+    adaptive job evaluates in rounds, each after the first reaching at least ``round_growth``
+    times the prefix (app/adaptive_rounds.py: 1 is one chunk per round)."""
 
     target_half_width: float = 0.015
     min_samples: int = 100
     max_samples: int | None = None
     chunk_size: int = 50
     level: float = 0.95
+    round_growth: float = 1.5
 
     def __post_init__(self) -> None:
         if not 0.0 < self.target_half_width < 1.0:
@@ -146,6 +149,8 @@ class StoppingRule:
             )
         if not 0.5 < self.level < 1.0:
             raise ValueError(f"level must be in (0.5, 1), got {self.level!r}")
+        if not self.round_growth >= 1.0:
+            raise ValueError(f"round_growth must be >= 1, got {self.round_growth!r}")
 
     def checkpoints(self, n_total: int) -> np.ndarray:
         """Prefix lengths at which the rule looks: chunk ends from ``min_samples`` on (the first

@@ -6,7 +6,8 @@ The interval and the looks are app.adaptive's (``StoppingRule.checkpoints``,
 reads the stored correctness and writes the shards.
 
 Round sizes grow geometrically: the first round reaches the rule's first look (``min_samples``
-rounded up to a chunk end); every later one reaches at least ``ROUND_GROWTH`` (1.5) times the
+rounded up to a chunk end); every later one reaches at least ``round_growth`` (1.5 unless a job
+sets it: ``StoppingRule.round_growth``) times the
 pair's prefix (the first chunk end at or past 1.5 n), never past ``max_samples`` or the
 benchmark's end. Why: every shard (one per model and seed and round) loads its engine again (a
 7B model: minutes), so one chunk per round made a benchmark that stops late pay for dozens of
@@ -67,19 +68,16 @@ def rule_of(adaptive: dict) -> StoppingRule:
         min_samples=adaptive["min_samples"],
         max_samples=adaptive.get("max_samples"),
         chunk_size=adaptive["chunk_size"],
+        round_growth=adaptive.get("round_growth", StoppingRule.round_growth),  # older jobs: none
     )
-
-
-ROUND_GROWTH = 1.5
-"""Each round after the first reaches at least this many times the pair's prefix (module doc)."""
 
 
 def round_end(rule: StoppingRule, n: int, full_size: int | None) -> int:
     """The prefix length the next round reaches from ``n`` paired samples: the first look at or
-    past ``ROUND_GROWTH n`` (and past ``n``; see the module doc). With the benchmark's size not
+    past ``rule.round_growth * n`` (and past ``n``; see the module doc). With the benchmark's size not
     known yet (before its first round), looks are taken up to that + ``min_samples +
     chunk_size``, past which such a chunk end always lies."""
-    reach = max(math.ceil(ROUND_GROWTH * n), n + 1)
+    reach = max(math.ceil(rule.round_growth * n), n + 1)
     horizon = full_size if full_size is not None else reach + rule.min_samples + rule.chunk_size
     if rule.max_samples is not None:
         horizon = min(horizon, rule.max_samples)

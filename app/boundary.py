@@ -147,21 +147,26 @@ class PairSpecIn(Strict):
 
 
 # adaptive evaluation (app/adaptive.py): a target below 0.1 points needs more samples than any
-# benchmark has; 50 points is a coin's whole range; a chunk over 100,000 is a full run
+# benchmark has; 50 points is a coin's whole range; a chunk over 100,000 is a full run; rounds
+# growing more than 10x are a full run in two or three rounds
 MIN_TARGET_POINTS, MAX_TARGET_POINTS = 0.1, 50.0
+MAX_ROUND_GROWTH = 10.0
 MAX_ADAPTIVE_SAMPLES = 10_000_000
 MAX_CHUNK = 100_000
 
 
 class AdaptiveIn(Strict):
     """Adaptive evaluation of a job's pairs: per benchmark, samples in the shared evaluation order,
-    chunk by chunk, until both F_true and BT_true are known to +-``target_points`` (95%
-    fixed-width sequential interval, app.adaptive), never before ``min_samples``, never past ``max_samples`` (None: all)."""
+    looked at every ``chunk_size``, until both F_true and BT_true are known to +-``target_points``
+    (95% fixed-width sequential interval, app.adaptive), never before ``min_samples``, never past
+    ``max_samples`` (None: all); each round after the first reaches ``round_growth`` times the
+    samples before it (app/adaptive_rounds.py)."""
 
     target_points: Annotated[float, Field(ge=MIN_TARGET_POINTS, le=MAX_TARGET_POINTS)] = 1.5
     min_samples: Annotated[Int, Field(ge=1, le=MAX_ADAPTIVE_SAMPLES)] = 100
     max_samples: Annotated[Int, Field(ge=1, le=MAX_ADAPTIVE_SAMPLES)] | None = None
     chunk_size: Annotated[Int, Field(ge=1, le=MAX_CHUNK)] = 50
+    round_growth: Annotated[float, Field(ge=1.0, le=MAX_ROUND_GROWTH)] = 1.5
 
     @model_validator(mode="after")
     def _max_at_least_min(self) -> AdaptiveIn:

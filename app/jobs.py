@@ -608,7 +608,11 @@ def adaptive_summary(conn: Connection, payload: dict) -> dict | None:
                                          "bt_half_points")} for p in state["pairs"]],
         })  # fmt: skip
     return {
-        "settings": payload["adaptive"],
+        # a job from before round_growth was a setting ran with the rule's default
+        "settings": {
+            "round_growth": rule_of(payload["adaptive"]).round_growth,
+            **payload["adaptive"],
+        },
         "benchmarks": benchmarks,
         "samples_used": used,
         "samples_full": full,

@@ -26,7 +26,8 @@ def job_body(*, base: str, post: str, benchmarks: str, seeds: str, base_promptin
              post_prompting: str, engine: str, mode: str, temperature: float, top_p: float,
              max_tokens: int, shots: int, limit: int | None, label: str | None, stage: str | None,
              adaptive: bool, target: float | None, min_samples: int | None,
-             max_samples: int | None, chunk: int | None) -> dict:  # fmt: skip
+             max_samples: int | None, chunk: int | None,
+             round_growth: float | None = None) -> dict:  # fmt: skip
     """The ``POST /api/jobs`` body of the command's options (the app validates it)."""
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
@@ -43,10 +44,12 @@ def job_body(*, base: str, post: str, benchmarks: str, seeds: str, base_promptin
                    "stage": stage}],
     }  # fmt: skip
     settings = {"target_points": target, "min_samples": min_samples, "max_samples": max_samples,
-                "chunk_size": chunk}  # fmt: skip
+                "chunk_size": chunk, "round_growth": round_growth}  # fmt: skip
     given = {k: v for k, v in settings.items() if v is not None}
     if given and not adaptive:
-        raise CliError("--target, --min-samples, --max-samples and --chunk need --adaptive")
+        raise CliError(
+            "--target, --min-samples, --max-samples, --chunk and --round-growth need --adaptive"
+        )
     if adaptive:
         body["adaptive"] = given
     return body
@@ -111,7 +114,9 @@ def job() -> None:
 @click.option("--target", type=float, help="Adaptive: half-width in points (1.5).")
 @click.option("--min-samples", type=int, help="Adaptive: samples before the first look (100).")
 @click.option("--max-samples", type=int, help="Adaptive: at most this many samples (all).")
-@click.option("--chunk", type=int, help="Adaptive: samples per round after the first (50).")
+@click.option("--chunk", type=int, help="Adaptive: look every CHUNK samples (50).")
+@click.option("--round-growth", type=float,
+              help="Adaptive: each round reaches this many times the samples before it (1.5).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the request's body, send nothing.")
 @_APP
 @_TOKEN

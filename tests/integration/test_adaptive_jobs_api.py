@@ -218,7 +218,8 @@ def test_the_form_submits_an_adaptive_job_and_shows_a_bad_target_beside_its_fiel
     assert r.status_code == 303, r.text
     job = client.get(r.headers["location"].split("?")[0].replace("/jobs/", "/api/jobs/")).json()
     assert job["request"]["adaptive"] == {"target_points": 2.0, "min_samples": 100,
-                                          "max_samples": None, "chunk_size": 50}  # fmt: skip
+                                          "max_samples": None, "chunk_size": 50,
+                                          "round_growth": 1.5}  # fmt: skip
     assert [s["benchmark"] for s in job["shards"]] == ["piqa", "piqa"]
     assert job["shards"][0]["total"] is None  # the first round: samples 0..100 of the order
     # without the checkbox: an ordinary job

@@ -126,7 +126,24 @@ def test_a_shared_base_goes_as_far_as_its_furthest_running_pair():
 def test_the_job_setting_is_the_rule():
     rule = rule_of({"target_points": 1.5, "min_samples": 100, "max_samples": None,
                     "chunk_size": 50})  # fmt: skip
-    assert rule == StoppingRule(0.015, 100, None, 50)
+    assert rule == StoppingRule(0.015, 100, None, 50)  # a job from before round_growth: 1.5
+    doubling = rule_of({"target_points": 1.5, "min_samples": 100, "max_samples": None,
+                        "chunk_size": 50, "round_growth": 2.0})  # fmt: skip
+    assert doubling == StoppingRule(0.015, 100, None, 50, round_growth=2.0)
+
+
+def test_round_growth_is_a_setting():
+    """A job's ``round_growth`` sets how far each round reaches: 2 doubles the prefix (to the
+    next chunk end), 1 is one chunk per round (never past the stopping point)."""
+    doubling = StoppingRule(0.015, min_samples=100, chunk_size=50, round_growth=2.0)
+    assert [round_end(doubling, n, 2000) for n in (100, 200, 250)] == [200, 400, 500]
+    assert rounds_until(doubling, 1050, 2000) == (5, 1600)  # 100, 200, 400, 800, 1600
+    one_chunk = StoppingRule(0.015, min_samples=100, chunk_size=50, round_growth=1.0)
+    assert [round_end(one_chunk, n, 2000) for n in (0, 100, 120, 1950)] == [100, 150, 150, 2000]
+    assert rounds_until(one_chunk, 1050, 2000) == (20, 1050)  # the docstring's table
+    assert rounds_until(StoppingRule(0.015, 100, None, 50), 1050, 2000) == (7, 1350)
+    with pytest.raises(ValueError, match="round_growth must be >= 1"):
+        StoppingRule(round_growth=0.5)
 
 
 @pytest.mark.parametrize(
@@ -136,6 +153,8 @@ def test_the_job_setting_is_the_rule():
         ({"target_points": 51}, "adaptive.target_points: Input should be less than or equal to 50"),
         ({"min_samples": 0}, "adaptive.min_samples"),
         ({"chunk_size": 100_001}, "adaptive.chunk_size"),
+        ({"round_growth": 0.9}, "adaptive.round_growth: Input should be greater than or equal to 1"),
+        ({"round_growth": 11}, "adaptive.round_growth: Input should be less than or equal to 10"),
         ({"min_samples": 100, "max_samples": 99}, "max_samples (99) must be >= min_samples (100)"),
         ({"steps": 3}, "adaptive.steps: Extra inputs are not permitted"),
     ],
@@ -146,7 +165,8 @@ def test_the_boundary_refuses_bad_settings(setting, problem):
     with pytest.raises(InputError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         validated(EvaluateJobIn, body)
     assert AdaptiveIn().model_dump() == {"target_points": 1.5, "min_samples": 100,
-                                         "max_samples": None, "chunk_size": 50}  # fmt: skip
+                                         "max_samples": None, "chunk_size": 50,
+                                         "round_growth": 1.5}  # fmt: skip
 
 
 def _item(i: int) -> Item:
@@ -193,6 +213,9 @@ def test_the_cli_builds_the_apis_body_and_refuses_adaptive_flags_alone():
     assert adaptive["adaptive"] == {"target_points": 2.0, "max_samples": 500}
     checked = validated(EvaluateJobIn, adaptive)
     assert checked.adaptive.min_samples == 100 and checked.adaptive.target_points == 2.0
+    assert checked.adaptive.round_growth == 1.5
+    grown = json.loads(runner.invoke(main, [*args, "--adaptive", "--round-growth", "2"]).output)
+    assert grown["adaptive"] == {"round_growth": 2.0}
     alone = runner.invoke(main, [*args, "--target", "2"])
     assert alone.exit_code == 2 and "need --adaptive" in alone.output
     bad = runner.invoke(main, [*args[:5], "b", *args[6:]])
