@@ -351,11 +351,45 @@ def fail_shard(conn: Connection, shard_id: int, error: str) -> list[int]:
 
 
 def retry_failed(conn: Connection, job_id: int) -> list[int]:
-    """Put a job's failed shards back in the queue; returns their ids (to send)."""
-    shard_ids = jobs_db.requeue_failed(conn, job_id)
-    if shard_ids:
+    """Put a job's failed shards back in the queue; returns the shards to send.
+
+    An adaptive round's failed shard does not run again when another shard took its slice over
+    (a job that waited for it writes its own shard for the slice at once): that shard's rows
+    are stored, or it still runs. The failed one becomes ``reused`` (its spec's ``reused_from``
+    says from what), the round waits for the running one, and when nothing else is missing the
+    round's look is taken and the next round written."""
+    payload = _payload(conn, job_id)
+    touched: set[str] = set()
+    for shard_id in jobs_db.failed_shard_ids(conn, job_id) if payload.get("adaptive") else []:
+        s = jobs_db.shard(conn, shard_id)
+        part = s["spec"].get("slice")
+        state = (payload.get("rounds") or {}).get(s["benchmark"])
+        if part is None or state is None or part.get("round") != state["round"]:
+            continue
+        _, _, chash, mid = _shard_target(conn, payload, s["model"])
+        prefix, whole = adaptive_db.stored_prefix(conn, mid, s["benchmark"], s["seed"], chash)
+        stored = whole or prefix >= part["end"]
+        cover = None if stored else adaptive_db.unfinished_cover(
+            conn, mid, s["benchmark"], s["seed"], chash, part["start"])  # fmt: skip
+        if not stored and cover is None:
+            continue
+        jobs_db.set_spec(conn, shard_id, {**s["spec"], "reused_from": cover or "stored rows"})
+        jobs_db.mark_reused(conn, shard_id)
+        if cover is not None:
+            state.setdefault("waiting", []).append({"shard": cover, "model": s["model"],
+                                                    "seed": s["seed"], "start": part["start"],
+                                                    "end": part["end"]})  # fmt: skip
+        touched.add(s["benchmark"])
+    to_send: list[int] = []
+    if touched:
+        adaptive_db.set_payload(conn, job_id, payload)
+        for benchmark in sorted(touched):
+            if _round_complete(conn, job_id, benchmark, payload["rounds"][benchmark]):
+                to_send += _advance(conn, job_id, benchmark, payload)
+    to_send += jobs_db.requeue_failed(conn, job_id)
+    if to_send or touched:
         update_job_status(conn, job_id)
-    return shard_ids
+    return to_send
 
 
 def cancel_job(conn: Connection, job_id: int) -> tuple[int, list[int]]:
@@ -527,7 +561,8 @@ def _round_complete(conn: Connection, job_id: int, benchmark: str, state: dict) 
     own = [st for st, sp in adaptive_db.round_shards(conn, job_id, benchmark)
            if (sp.get("slice") or {}).get("round") == state["round"]]  # fmt: skip
     waited = [jobs_db.shard_status(conn, w["shard"]) for w in state.get("waiting", ())]
-    return all(st == ShardStatus.done for st in own) and all(st in TERMINAL for st in waited)
+    finished = (ShardStatus.done, ShardStatus.reused)  # reused: another shard evaluated it
+    return all(st in finished for st in own) and all(st in TERMINAL for st in waited)
 
 
 def _open_waits(conn: Connection, payload: dict) -> int:

@@ -106,6 +106,22 @@ def cancel_job(conn: Connection, job_id: int) -> list[int]:
     return sorted(r[0] for r in stopped)
 
 
+def failed_shard_ids(conn: Connection, job_id: int) -> list[int]:
+    rows = conn.execute(
+        "SELECT id FROM shards WHERE job_id = ? AND status = 'failed' ORDER BY id", [job_id]
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def mark_reused(conn: Connection, shard_id: int) -> None:
+    """A failed shard whose samples another shard evaluated: finished, not to run again."""
+    conn.execute(
+        "UPDATE shards SET status = 'reused', error = NULL, finished_at = now() "
+        "WHERE id = ? AND status = 'failed'",
+        [shard_id],
+    )
+
+
 def requeue_failed(conn: Connection, job_id: int) -> list[int]:
     """Put a job's failed shards back in the queue (and the job, unless cancelled); their ids."""
     rows = conn.execute(

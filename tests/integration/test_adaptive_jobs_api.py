@@ -315,3 +315,54 @@ def test_a_waiting_job_evaluates_the_slice_itself_when_the_other_shard_fails_or_
     assert (detail["status"], pair["n"], pair["stopped"]) == ("done", 100, "target met")
     assert sorted((m, s, e) for m, _, s, e in ran if m == "a") == [
         ("a", 0, 20), ("a", 20, 40), ("a", 40, 60), ("a", 60, 100)]  # fmt: skip
+
+
+@pytest.mark.parametrize("other_shard", ["running", "finished"])
+def test_a_retried_shard_does_not_run_again_when_a_waiting_job_took_its_slice_over(
+    client, other_shard
+):
+    """The first job's shard of "a" fails; the second job, which waited for it, writes its own
+    for the slice. Retrying the first job then must not evaluate that slice again: its shard
+    becomes "reused" and the job waits for the second job's shard (or reads its stored rows)."""
+    setting = {"target_points": 1.0, "min_samples": 20, "chunk_size": 20}
+    first = client.post("/api/jobs", json=_job(setting)).json()
+    second = client.post("/api/jobs", json=_job(setting, models=("a", "c"), pairs=(("a", "c"),)))
+    second = second.json()
+    failed = next(s for s in _queued(client, first["id"]) if s["model"] == "a")
+    _as_worker(client, f"/api/shards/{failed['id']}/start", {"worker": "t"})
+    assert _as_worker(client, f"/api/shards/{failed['id']}/fail", {"error": "oom"}).status_code == 200
+    [taken_over] = [s for s in _queued(client, second["id"]) if s["model"] == "a"]
+    ran = []
+    if other_shard == "finished":  # both jobs' first rounds run (all but the failed shard)
+        for s in _queued(client, second["id"]) + _queued(client, first["id"]):
+            _as_worker(client, f"/api/shards/{s['id']}/start", {"worker": "t"})
+            rows = [{"sample_id": i, "correct": False, "prompt_tokens": 5, "completion_tokens": 3}
+                    for i in ORDER[:20]]  # fmt: skip
+            _as_worker(client, "/api/results", {"shard_id": s["id"], "rows": rows})
+            _as_worker(client, f"/api/shards/{s['id']}/finish", {"full_size": N})
+            ran.append((s["model"], 0, 0, 20))
+
+    r = client.post(f"/api/jobs/{first['id']}/retry")
+    assert r.status_code == 200, r.text
+    detail = client.get(f"/api/jobs/{first['id']}").json()
+    shard = next(s for s in detail["shards"] if s["id"] == failed["id"])
+    assert shard["status"] == "reused"  # not queued: its slice is the other job's
+    waits = detail["adaptive"]["benchmarks"][0]["waiting_for_shards"]
+    if other_shard == "running":
+        assert r.json()["retried"] == 0 and waits == [taken_over["id"]]
+    else:  # the slice's rows are stored: the look is taken at once and the next round written,
+        # whose "a" slice the second job's next round evaluates already
+        assert detail["adaptive"]["benchmarks"][0]["round"] == 1
+        [waited] = [s["id"] for s in _queued(client, second["id"]) if s["model"] == "a"]
+        assert waits == [waited]
+        assert [s["model"] for s in _queued(client, first["id"])] == ["b"]
+        assert r.json()["retried"] == 1
+
+    while _queued(client, first["id"]) or _queued(client, second["id"]):
+        ran += _run_queued(client, second["id"]) + _run_queued(client, first["id"])
+    for job in (first, second):
+        detail = client.get(f"/api/jobs/{job['id']}").json()
+        pair = detail["adaptive"]["benchmarks"][0]["pairs"][0]
+        assert (detail["status"], pair["n"], pair["stopped"]) == ("done", 100, "target met")
+    evaluated = _evaluated(ran)
+    assert sorted(evaluated["a"]) == sorted(ORDER[:100])  # every sample of "a" once
