@@ -330,7 +330,8 @@ def test_a_retried_shard_does_not_run_again_when_a_waiting_job_took_its_slice_ov
     second = second.json()
     failed = next(s for s in _queued(client, first["id"]) if s["model"] == "a")
     _as_worker(client, f"/api/shards/{failed['id']}/start", {"worker": "t"})
-    assert _as_worker(client, f"/api/shards/{failed['id']}/fail", {"error": "oom"}).status_code == 200
+    r = _as_worker(client, f"/api/shards/{failed['id']}/fail", {"error": "oom"})
+    assert r.status_code == 200, r.text
     [taken_over] = [s for s in _queued(client, second["id"]) if s["model"] == "a"]
     ran = []
     if other_shard == "finished":  # both jobs' first rounds run (all but the failed shard)
