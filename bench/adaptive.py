@@ -5,7 +5,9 @@ on the demo zoo's per-sample results against its full map.
    (k = 2..10, mixed, generative, greedy and sampled seeds, accuracies from chance to ~1, flip
    rates from 0 to tens of points, n = 100..6000, 3 seeds); app.adaptive's rule stops each one and
    C is the share whose 95% interval at the stopping point holds the truth (the lower of the
-   F_true and BT_true shares).
+   F_true and BT_true shares). The line also gives the share among benchmarks stopped early, at
+   the end of the round that holds the stopping point (what a job evaluates) and after a
+   continuation with a tighter target.
 2. **Demo zoo** (D, S, X; app/demo/adaptive.py): the demo zoo built with a scaled suite
    (``Recipe(suite_scale=...)``: every benchmark ``scale`` times its 40-60 items, the world grown
    with it; at scale 1 no benchmark could stop before its end at a 1.5-point target) and
@@ -322,8 +324,11 @@ def main(argv: list[str] | None = None) -> None:
         f"simulation: {coverage.benchmarks} benchmarks with known F_true/BT_true (k 2-10, mixed, "
         f"generative; n 100-6000; 3 seeds; 1 in 5 greedy): 95% interval at the stopping point "
         f"covers F_true {coverage.f_true:.3f}, BT_true {coverage.bt_true:.3f}, both "
-        f"{coverage.both:.3f}; stopped early {coverage.stopped_early:.0%}, samples used "
-        f"{coverage.samples_used:.1%} ({time.perf_counter() - start:.1f} s)",
+        f"{coverage.both:.3f}; the lower of the two among those stopped early "
+        f"{coverage.early:.3f}, at the end of the stopping round {coverage.round_end:.3f}, after "
+        f"a continuation from twice the target {coverage.continued:.3f}; stopped early "
+        f"{coverage.stopped_early:.0%}, samples used {coverage.samples_used:.1%} "
+        f"({time.perf_counter() - start:.1f} s)",
         flush=True,
     )
     start = time.perf_counter()
