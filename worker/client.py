@@ -88,10 +88,12 @@ class AppClient:
         fingerprint: str | None,
         data: dict | None = None,
         full_size: int | None = None,
-    ) -> None:
-        """Mark the shard done; ``full_size``: the samples the benchmark has (as loaded)."""
+    ) -> str:
+        """Mark the shard done; ``full_size``: the samples the benchmark has (as loaded).
+        Returns the shard's status after it: ``done``, or ``cancelled`` when it was cancelled
+        while its last batch ran."""
         body = {"fingerprint": fingerprint, "data": data, "full_size": full_size}
-        self.post(f"/api/shards/{shard_id}/finish", body)
+        return self.post(f"/api/shards/{shard_id}/finish", body)["status"]
 
     def fail(self, shard_id: int, error: str) -> None:
         self.post(f"/api/shards/{shard_id}/fail", {"error": error})

@@ -122,11 +122,16 @@ def run_shard(
         done += len(batch)
         rate = done / max(time.monotonic() - started, 1e-9)
         log.info("shard %d: %d/%d items (%.1f items/s)", shard_id, done, total, rate)
-        if client.progress(shard_id, done, total) == ShardStatus.cancelled:
+        # after the last batch the finish reports (and says whether it was cancelled): one
+        # round trip less per shard
+        if done < total and client.progress(shard_id, done, total) == ShardStatus.cancelled:
             log.info("shard %d cancelled; stopping", shard_id)
             return ShardStatus.cancelled
-    client.finish(shard_id, model_fingerprint(path, spec.get("revision")), loaded.data_record(),
-                  full_size=len(items))  # fmt: skip
+    status = client.finish(shard_id, model_fingerprint(path, spec.get("revision")),
+                           loaded.data_record(), full_size=len(items))  # fmt: skip
+    if status == ShardStatus.cancelled:
+        log.info("shard %d was cancelled while its last batch ran", shard_id)
+        return ShardStatus.cancelled
     log.info("shard %d done in %.1fs", shard_id, time.monotonic() - started)
     return ShardStatus.done
 

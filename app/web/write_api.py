@@ -261,7 +261,8 @@ def shard_finish(request: Request, shard_id: Id, body: FinishIn, principal: Work
     # an adaptive job's next round (the reconciler sends it if the queue is down now)
     if to_send:
         send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
-    return {"status": ShardStatus.done}
+    with deps.store(request).read() as conn:  # cancelled while its last batch ran: says so
+        return {"status": jobs_db.shard_status(conn, shard_id)}
 
 
 class FailIn(Strict):

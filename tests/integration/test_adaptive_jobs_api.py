@@ -367,3 +367,18 @@ def test_a_retried_shard_does_not_run_again_when_a_waiting_job_took_its_slice_ov
         assert (detail["status"], pair["n"], pair["stopped"]) == ("done", 100, "target met")
     evaluated = _evaluated(ran)
     assert sorted(evaluated["a"]) == sorted(ORDER[:100])  # every sample of "a" once
+
+
+def test_a_finish_answers_cancelled_for_a_shard_cancelled_while_its_last_batch_ran(client):
+    """The worker reports no progress after its last batch (the finish does), so the finish's
+    answer is what tells it the shard was cancelled meanwhile; the shard stays cancelled."""
+    job = client.post("/api/jobs", json={**_job(None), "adaptive": None}).json()
+    shard = _queued(client, job["id"])[0]
+    _as_worker(client, f"/api/shards/{shard['id']}/start", {"worker": "t"})
+    assert client.post(f"/api/jobs/{job['id']}/cancel").status_code == 200
+    r = _as_worker(client, f"/api/shards/{shard['id']}/finish", {})
+    assert (r.status_code, r.json()) == (200, {"status": "cancelled"})
+    detail = client.get(f"/api/jobs/{job['id']}").json()
+    assert {s["id"]: s["status"] for s in detail["shards"]}[shard["id"]] == "cancelled"
+    other = _queued(client, job["id"])
+    assert other == []  # the cancel took the queued ones too
