@@ -256,13 +256,13 @@ def shard_finish(request: Request, shard_id: Id, body: FinishIn, principal: Work
             data = body.data.model_dump(exclude_none=True) if body.data else None
             to_send = jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint, data=data,
                                         full_size=body.full_size)  # fmt: skip
+            status = jobs_db.shard_status(conn, shard_id)  # cancelled while its last batch ran
     except InputError as exc:
         raise _input_error(exc) from exc
     # an adaptive job's next round (the reconciler sends it if the queue is down now)
     if to_send:
         send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
-    with deps.store(request).read() as conn:  # cancelled while its last batch ran: says so
-        return {"status": jobs_db.shard_status(conn, shard_id)}
+    return {"status": status}
 
 
 class FailIn(Strict):
