@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.adaptive import StoppingRule, prefix_intervals, run_stopping_rule, target_met
-from app.adaptive_rounds import rounds_until
+from app.adaptive import StoppingRule, prefix_intervals, run_stopping_rule
+from app.adaptive_rounds import look, rounds_until
 from app.metrics import scores_from_arrays
 
 SIZES = (100, 300, 1000, 3000, 6000)
@@ -123,17 +123,17 @@ def _covers(interval: dict, bench: SimulatedBenchmark, at: int = 0) -> tuple[boo
 
 
 def _continued_stop(bench: SimulatedBenchmark, rule: StoppingRule) -> int:
-    """Where a job with ``rule`` stops when an earlier job stopped the benchmark at twice its
-    target: at once (the stored prefix already meets it at a look) or at its first look past
-    that prefix meeting it (app.adaptive_rounds.look)."""
+    """Where a later job with ``rule`` ends when an earlier one stopped the benchmark at twice
+    its target: the earlier job's rounds (``rounds_until``), then the later job's looks and
+    rounds on that stored prefix (``look``), as app/jobs.py runs them."""
     loose = replace(rule, target_half_width=min(2 * rule.target_half_width, 0.5))
+    n_total = bench.k.size
     first = run_stopping_rule(bench.pre, bench.post, bench.k, loose).n
-    points = rule.checkpoints(bench.k.size)
-    met = target_met(prefix_intervals(bench.pre, bench.post, bench.k, points, rule.level), rule)
-    if met[points <= first].any():
-        return first
-    later = np.flatnonzero(met & (points > first))
-    return int(points[later[0]]) if later.size else int(points[-1])
+    n = rounds_until(loose, first, n_total)[1]
+    while (pair := look(rule, "base", "post", bench.pre[:, :n], bench.post[:, :n], bench.k[:n],
+                        n_total)).stopped is None:  # fmt: skip
+        n = pair.next_end
+    return n
 
 
 def simulate_coverage(
