@@ -69,8 +69,8 @@ it), reported for max(theta_F, 0):
   theta). Where the clipping applies, stopping depends on the estimate's place against 0, which
   Chow and Robbins' theorem does not cover; the simulation measures it: 0.954-0.966 at the
   stopping point on 3 x 1,000 benchmarks, with 21.4-22.1% of the samples against 24.5-25.0%
-  for the unclipped half-width. On the demo zoo at scale 10 it is what lets 19 of 40 (pair, benchmark)
-  stop early instead of 1.
+  for the unclipped half-width. On the demo zoo at scale 10 it is what lets 19 of 40 (pair,
+  benchmark) stop early instead of 1.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ Adaptive jobs (``adaptive`` set, app/adaptive.py, app/adaptive_rounds.py) run pe
 rounds: a round is one shard per (model, seed) for the next slice of the benchmark's shared
 evaluation order, starting after what the model already has stored under the same eval config
 (so a later job with a tighter target continues, and a base shared by pairs is evaluated once).
-When a round's last shard finishes, the app looks at the paired interval (app.adaptive) and stops the
-benchmark or writes the next round; the round state lives in the job's payload (``rounds``).
+When a round's last shard finishes, the app looks at the paired interval (app.adaptive) and stops
+the benchmark or writes the next round; the round state lives in the job's payload (``rounds``).
 Rounds grow geometrically (app/adaptive_rounds.py says why). Two jobs on one model at the same
 time do not evaluate a slice twice: when a round would write a shard whose first sample an
 unfinished shard of another job already evaluates (same model, benchmark, seed and eval config),
