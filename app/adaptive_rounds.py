@@ -7,16 +7,16 @@ reads the stored correctness and writes the shards.
 
 Round sizes grow geometrically: the first round reaches the rule's first look (``min_samples``
 rounded up to a chunk end); every later one reaches at least ``round_growth`` (1.5 unless a job
-sets it: ``StoppingRule.round_growth``) times the pair's prefix (the first chunk end at or past
-1.5 n), never past ``max_samples`` or the benchmark's end. Why: every shard (one per model and
-seed and round) loads its engine again (a 7B model: minutes), so one chunk per round made a
-benchmark that stops late pay for dozens of loads; growing rounds pay for about log(n / first look) / log 1.5 of them. The price is the
-samples evaluated past the stopping point: the look still checks every chunk end of the prefix
-(the rule stops at the first look whose half-widths meet the target; the round's end is a
-later stopping time, where the measured coverage holds too, and a continuation whose rounds
-differ from the earlier job's stops at the same looks), but the round that contains the
-stopping point s is evaluated to its end: fewer than 1.5 s samples when that round started on
-a chunk end (every round after a job's first does), at most 1.5 s + one chunk otherwise (a
+sets it: ``StoppingRule.round_growth``) times the pair's prefix (the first chunk end at or past 1.5
+n), never past ``max_samples`` or the benchmark's end. Why: every shard (one per model and seed and
+round) loads its engine again (a 7B model: minutes), so one chunk per round made a benchmark that
+stops late pay for dozens of loads; growing rounds pay for about log(n / first look) / log 1.5 of
+them. The price is the samples evaluated past the stopping point: the look still checks every chunk
+end of the prefix (the rule stops at the first look whose half-widths meet the target; the round's
+end is a later stopping time, where the measured coverage holds too, and a continuation whose
+rounds differ from the earlier job's stops at the same looks), but the round that contains the
+stopping point s is evaluated to its end: fewer than 1.5 s samples when that round started on a
+chunk end (every round after a job's first does), at most 1.5 s + one chunk otherwise (a
 continuation from an earlier job's prefix). One chunk per round never evaluated past s.
 
 Why 1.5 and not 2: the samples fraction S is what adaptive evaluation exists to cut. Replayed
