@@ -79,18 +79,22 @@ def dictionary_codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Ar
             if col.num_chunks != 1 or pa.types.is_dictionary(col.type)
             else col.chunk(0)
         )
-    if not pa.types.is_dictionary(col.type):
+    encoded_here = not pa.types.is_dictionary(col.type)
+    if encoded_here:
         col = pc.dictionary_encode(col)
     if col.null_count:
         raise ValueError("dictionary_codes needs a column without nulls")
     dictionary = col.dictionary
     indices = col.indices.to_numpy(zero_copy_only=False)
-    values = pc.unique(dictionary)
+    # a dictionary made here holds each value once, and only values some row uses
+    values = dictionary if encoded_here else pc.unique(dictionary)
     if len(values) != len(dictionary):
         remap = pc.index_in(dictionary, value_set=values).to_numpy(zero_copy_only=False)
         codes = remap.astype(np.int32)[indices]
     else:
         codes = indices.astype(np.int32, copy=False)
+    if encoded_here:
+        return codes, values
     used = (
         np.bincount(codes, minlength=len(values)) > 0 if len(codes) else np.zeros(len(values), bool)
     )

@@ -64,6 +64,10 @@ _DROP_TABLE = str.maketrans("", "", _DROPPED)
 
 SPACE_BYTES = b" \t\n\r\x0b\x0c"
 
+_NO_STOP = 2**31 - 1
+"""``binary_slice``'s stop for "to the end": its default (None) fails in pyarrow 26 ("Negative
+buffer resize") whenever the stop is not negative; a string column's values are shorter than this."""
+
 
 def cut_at_separator(shared: bytes, *, from_end: bool, separators: bytes) -> int:
     """Length of ``shared`` cut so that it ends (prefix, ``from_end``) or starts (suffix) at a
@@ -77,8 +81,11 @@ def cut_at_separator(shared: bytes, *, from_end: bool, separators: bytes) -> int
 
 
 def _one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
-    # binary_slice fails on some chunked inputs (pyarrow 26: "Negative buffer resize")
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    """The column as one array (min_max and the slicing below work per array); a single chunk is
+    taken as it is (``combine_chunks`` would copy it)."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
 
 
 class Cuts(NamedTuple):
@@ -114,7 +121,7 @@ def unit_affixes(queries: pa.Array | pa.ChunkedArray) -> Cuts:
     shortest = pc.min(pc.binary_length(raw)).as_py()
     window = 256
     while True:
-        tails = pc.min_max(pc.binary_reverse(pc.binary_slice(raw, -window)))
+        tails = pc.min_max(pc.binary_reverse(pc.binary_slice(raw, -window, _NO_STOP)))
         rlo, rhi = tails["min"].as_py(), tails["max"].as_py()
         if len(os.path.commonprefix([rlo, rhi])) < window or window >= shortest:
             break
@@ -128,34 +135,17 @@ def unit_affixes(queries: pa.Array | pa.ChunkedArray) -> Cuts:
 def question_texts(queries: pa.Array | pa.ChunkedArray, start: int, finish: int) -> pa.Array:
     """One unit's questions: its queries without the shared affixes (byte lengths), trimmed."""
     texts = pc.cast(_one_array(queries), pa.string())
-    if (start or finish) and not texts.null_count:  # (unit_affixes finds none with nulls)
-        texts = _slice_bytes(texts, start, finish)
+    if start or finish:
+        texts = _without_bytes(texts, start, finish)
     return pc.utf8_trim_whitespace(texts)
 
 
-def _slice_bytes(texts: pa.Array, start: int, finish: int) -> pa.Array:
-    """Each string without its first ``start`` and last ``finish`` bytes (cut at whitespace, so
-    at character boundaries), gathered with numpy: O(bytes kept), where Arrow's codepoint slicing
-    scans each long prompt from its start (and its binary_slice fails on some inputs)."""
-    n = len(texts)
-    offsets = np.frombuffer(texts.buffers()[1], np.int32, n + 1, texts.offset * 4).astype(np.int64)
-    data = np.frombuffer(texts.buffers()[2], np.uint8)
-    begin = offsets[:-1] + start
-    lengths = np.maximum(offsets[1:] - finish - begin, 0)
-    new_offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=new_offsets[1:])
-    index = np.repeat(begin - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
-    return pa.Array.from_buffers(
-        pa.large_string(),
-        n,
-        [
-            texts.buffers()[0] if texts.null_count else None,
-            pa.py_buffer(new_offsets),
-            pa.py_buffer(data[index]),
-        ],
-        null_count=texts.null_count,
-        offset=0,
-    ).cast(pa.string())
+def _without_bytes(texts: pa.Array, start: int, finish: int) -> pa.Array:
+    """Each string without its first ``start`` and last ``finish`` bytes: byte offsets keep the
+    slicing O(bytes kept) (codepoint slicing scans each long prompt from its start); the cuts lie at
+    whitespace (``unit_affixes``), so between characters."""
+    raw = pc.binary_slice(pc.cast(texts, pa.binary()), start, -finish if finish else _NO_STOP)
+    return pc.cast(raw, pa.string())
 
 
 def _row_groups(
@@ -274,10 +264,14 @@ def identify(table: pa.Table) -> pa.Array:
     """
     n = table.num_rows
     has_ids = pc.fill_null(table["has_ids"], False).to_numpy(zero_copy_only=False)
-    keys = pc.utf8_trim_whitespace(pc.cast(_one_array(table["doc_id"]), pa.string()))
+    content = table.select(["question", "choices_key", "gold_key"])
     keyed = np.flatnonzero(~has_ids)
-    if len(keyed):  # units without document ids: keys from content (only their rows hashed)
-        keys = _replaced(keys, keyed, _content_keys(table.take(pa.array(keyed))))
+    if len(keyed) == n:  # no document ids at all (the usual lighteval file): keys from content
+        keys = _content_keys(content)
+    else:
+        keys = pc.utf8_trim_whitespace(pc.cast(_one_array(table["doc_id"]), pa.string()))
+        if len(keyed):  # units without document ids: keys from content (only their rows hashed)
+            keys = _replaced(keys, keyed, _content_keys(content.take(pa.array(keyed))))
     if not n:
         return keys
     key_codes, _ = dictionary_codes(pc.fill_null(keys, ""))

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from app.cli import (
+    common,
     imports,
     jobs,
     maps,
@@ -39,6 +40,17 @@ def main(ctx: click.Context, db: Path | None) -> None:
     ctx.ensure_object(dict)
     ctx.obj["db"] = db or default_db_path()
     ctx.obj["db_given"] = db is not None or bool(os.environ.get("FORGETMAP_DB"))
+    if ctx.obj.get("own_process") and ctx.invoked_subcommand in PANDAS_FREE_COMMANDS:
+        common.keep_pandas_out()
+
+
+PANDAS_FREE_COMMANDS = ("import", "pair", "map")
+"""Commands that run without pandas in their own process (``common.keep_pandas_out``)."""
+
+
+def run() -> None:
+    """The ``forgetmap`` executable: ``main`` in a process of its own."""
+    main(obj={"own_process": True})
 
 
 main.add_command(imports.import_group)

@@ -6,6 +6,8 @@ import csv
 import io
 import json
 import math
+import sys
+from importlib.abc import MetaPathFinder
 from typing import TYPE_CHECKING
 
 import click
@@ -15,6 +17,29 @@ if TYPE_CHECKING:
 
 # Heavy modules (rich, SQLAlchemy, DuckDB, pyarrow, scipy) are imported by the commands that use
 # them, so that `forgetmap --help` and quick commands start fast.
+
+
+class _WithoutPandas(MetaPathFinder):
+    """Refuses ``import pandas`` (see ``keep_pandas_out``)."""
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: ARG002 - importlib's signature
+        if fullname.split(".")[0] == "pandas":
+            raise ImportError(f"{fullname} is kept out of this forgetmap command, which needs none")
+        return None
+
+
+def keep_pandas_out() -> None:
+    """Run this process as if pandas were not installed (a setup pyarrow supports).
+
+    pyarrow imports pandas the first time it builds an array, only to ask whether its input is a
+    pandas object, and tries again on later calls until the import succeeds: 0.2 s of every
+    ``import``, ``pair`` and ``map`` command, none of which uses pandas (bench/harness_import.py,
+    `python -X importtime`). For a command's own process only (``run``): in a test process a later
+    ``import pandas`` (by ``datasets``, say) would fail. Does nothing once pandas is loaded.
+    """
+    if "pandas" in sys.modules or any(isinstance(f, _WithoutPandas) for f in sys.meta_path):
+        return
+    sys.meta_path.insert(0, _WithoutPandas())
 
 
 def Console(*args, **kwargs):  # noqa: N802 - stands in for rich's class

@@ -339,6 +339,10 @@ def _is_text_list(t: pa.DataType) -> bool:
 def _first(lists: pa.Array) -> pa.Array:
     """First item of each list (null for an empty or null list)."""
     n = len(lists)
+    if not lists.null_count and len(lists.values) == n and lists.offset == 0:
+        offsets = lists.offsets.to_numpy()
+        if offsets[0] == 0 and (np.diff(offsets) == 1).all():  # one item each: the items
+            return lists.values
     head = pc.list_slice(lists, 0, 1)
     values = pc.list_flatten(head)
     parents = pc.list_parent_indices(head).to_numpy()

@@ -6,7 +6,7 @@ import hashlib
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from app.sample_identity import (
@@ -165,3 +165,31 @@ def test_question_keys_are_md5_of_the_normalized_parts_joined_by_unit_separators
     keyed = keyed.append_column("has_ids", pa.array([False]))
     digest = hashlib.md5(b"whatis2+2?\x1fa\x1fb\x1f1").hexdigest()[:16]
     assert identify(keyed).to_pylist() == [f"q:{digest}"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(
+        st.one_of(st.none(), st.text(alphabet="ab \n\u00e9\u6f22\u00a0", max_size=12)),
+        max_size=8,
+    ),
+    offset=st.integers(0, 8),
+    data=st.data(),
+)
+def test_question_texts_cut_the_given_bytes_of_every_row(texts, offset, data):
+    """question_texts removes exactly ``start`` leading and ``finish`` trailing bytes of each row
+    (the cuts unit_affixes gives lie between characters), then trims: checked against Python's
+    slicing of the UTF-8 bytes, on arrays that start at an offset, without a finish (the stop
+    pyarrow's binary_slice fails on by default) and with nulls."""
+    column = pa.array(texts, pa.string()).slice(min(offset, len(texts)))
+    rows = column.to_pylist()
+    encoded = [t.encode() for t in rows if t is not None]
+    shortest = min(map(len, encoded), default=0)
+    start = data.draw(st.integers(0, shortest))
+    finish = data.draw(st.integers(0, shortest - start))
+    sliced = [None if t is None else t.encode()[start : len(t.encode()) - finish] for t in rows]
+    try:
+        expected = pa.array([None if b is None else b.decode() for b in sliced], pa.string())
+    except UnicodeDecodeError:
+        assume(False)  # a cut inside a character: unit_affixes never makes one
+    assert question_texts(column, start, finish).equals(pc.utf8_trim_whitespace(expected))
