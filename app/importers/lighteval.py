@@ -490,8 +490,12 @@ def _from_uniform(table: pa.Table) -> dict:
     joined = pc.binary_join(choices, "\x1f")
     response = _first(cols["texts"])
     prediction = pc.coalesce(_first(cols["post"]), response)
-    prompt = pc.if_else(
-        pc.fill_null(pc.equal(cols["prompt"], ""), True), cols["query"], cols["prompt"]
+    no_prompt = pc.fill_null(pc.equal(cols["prompt"], ""), True)
+    # the query stands in for a missing prompt (an if_else copies every prompt: only if needed)
+    prompt = (
+        pc.if_else(no_prompt, cols["query"], cols["prompt"])
+        if pc.any(no_prompt).as_py()
+        else cols["prompt"]
     )
     generative = pc.is_null(num_choices)
     return {
@@ -639,7 +643,7 @@ def read_lighteval(
     # rows are the slow-path files first, then the uniform ones: questions in the same order
     ranked = sorted(range(len(planned)), key=lambda i: (not slow[i], i))
     question = pa.chunked_array([questions[i] for i in ranked], pa.string()).combine_chunks()
-    displayed = pa.chunked_array([shown[i] for i in ranked], pa.string()).combine_chunks()
+    displayed = pa.chunked_array([shown[i] for i in ranked], pa.string())
     unit = table["unit"].combine_chunks()
     keyed = table.append_column("question", question).append_column(
         "has_ids", pc.take(pa.array(has_ids, pa.bool_()), unit)
