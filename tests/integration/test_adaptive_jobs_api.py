@@ -369,6 +369,41 @@ def test_a_retried_shard_does_not_run_again_when_a_waiting_job_took_its_slice_ov
     assert sorted(evaluated["a"]) == sorted(ORDER[:100])  # every sample of "a" once
 
 
+def test_a_retried_shard_is_reused_when_the_benchmark_ends_inside_its_slice(client):
+    """A first round's slice may end past the benchmark (its size is known once a worker has
+    loaded it): here [0, 20) of 15 samples. The second job's shard stored all 15; retrying the
+    first job must read them, not evaluate them again (the slice is stored up to the end)."""
+    small = 15
+    setting = {"target_points": 1.0, "min_samples": 20, "chunk_size": 20}
+    first = client.post("/api/jobs", json=_job(setting)).json()
+    second = client.post("/api/jobs", json=_job(setting, models=("a", "c"), pairs=(("a", "c"),)))
+    second = second.json()
+    failed = next(s for s in _queued(client, first["id"]) if s["model"] == "a")
+    _as_worker(client, f"/api/shards/{failed['id']}/start", {"worker": "t"})
+    _as_worker(client, f"/api/shards/{failed['id']}/fail", {"error": "oom"})
+    evaluated = []
+    for s in _queued(client, second["id"]) + _queued(client, first["id"]):
+        shard = _as_worker(client, f"/api/shards/{s['id']}/start", {"worker": "t"}).json()
+        assert (
+            shard["shard"]["spec"]["slice"]["start"],
+            shard["shard"]["spec"]["slice"]["end"],
+        ) == (0, 20)
+        rows = [{"sample_id": i, "correct": False, "prompt_tokens": 5, "completion_tokens": 3}
+                for i in ORDER[:small]]  # fmt: skip
+        _as_worker(client, "/api/results", {"shard_id": s["id"], "rows": rows})
+        _as_worker(client, f"/api/shards/{s['id']}/finish", {"full_size": small})
+        evaluated.append(s["model"])
+    assert sorted(evaluated) == ["a", "b", "c"]
+
+    r = client.post(f"/api/jobs/{first['id']}/retry")
+    assert r.status_code == 200, r.text
+    detail = client.get(f"/api/jobs/{first['id']}").json()
+    shard = next(s for s in detail["shards"] if s["id"] == failed["id"])
+    assert (r.json()["retried"], shard["status"]) == (0, "reused")
+    pair = detail["adaptive"]["benchmarks"][0]["pairs"][0]
+    assert (detail["status"], pair["n"]) == ("done", small)  # the whole benchmark, read once
+
+
 def test_a_finish_answers_cancelled_for_a_shard_cancelled_while_its_last_batch_ran(client):
     """The worker reports no progress after its last batch (the finish does), so the finish's
     answer is what tells it the shard was cancelled meanwhile; the shard stays cancelled."""
