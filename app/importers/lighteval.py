@@ -267,7 +267,8 @@ def _read_rows(file: Path) -> tuple[pa.Table, bool]:
                 "expected doc/model_response/metric (v0.11+) or example/predictions/metrics (v0.10)"
             )
         wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
-        return parquet.read(columns=wanted), nested
+        # one thread per file: the files themselves are read on two threads (_read_ahead)
+        return parquet.read(columns=wanted, use_threads=False), nested
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{file}: not a readable parquet file ({exc})") from None
 
