@@ -317,13 +317,9 @@ def test_a_waiting_job_evaluates_the_slice_itself_when_the_other_shard_fails_or_
         ("a", 0, 20), ("a", 20, 40), ("a", 40, 60), ("a", 60, 100)]  # fmt: skip
 
 
-@pytest.mark.parametrize("other_shard", ["running", "finished"])
-def test_a_retried_shard_does_not_run_again_when_a_waiting_job_took_its_slice_over(
-    client, other_shard
-):
-    """The first job's shard of "a" fails; the second job, which waited for it, writes its own
-    for the slice. Retrying the first job then must not evaluate that slice again: its shard
-    becomes "reused" and the job waits for the second job's shard (or reads its stored rows)."""
+def _two_jobs_on_a_whose_first_shard_failed(client) -> tuple[dict, dict, dict]:
+    """Jobs a -> b and a -> c; the first job's shard of "a" fails (the second, which waited for
+    it, writes its own for the slice). Returns (first job, second job, the failed shard)."""
     setting = {"target_points": 1.0, "min_samples": 20, "chunk_size": 20}
     first = client.post("/api/jobs", json=_job(setting)).json()
     second = client.post("/api/jobs", json=_job(setting, models=("a", "c"), pairs=(("a", "c"),)))
@@ -332,6 +328,17 @@ def test_a_retried_shard_does_not_run_again_when_a_waiting_job_took_its_slice_ov
     _as_worker(client, f"/api/shards/{failed['id']}/start", {"worker": "t"})
     r = _as_worker(client, f"/api/shards/{failed['id']}/fail", {"error": "oom"})
     assert r.status_code == 200, r.text
+    return first, second, failed
+
+
+@pytest.mark.parametrize("other_shard", ["running", "finished"])
+def test_a_retried_shard_does_not_run_again_when_a_waiting_job_took_its_slice_over(
+    client, other_shard
+):
+    """The first job's shard of "a" fails; the second job, which waited for it, writes its own
+    for the slice. Retrying the first job then must not evaluate that slice again: its shard
+    becomes "reused" and the job waits for the second job's shard (or reads its stored rows)."""
+    first, second, failed = _two_jobs_on_a_whose_first_shard_failed(client)
     [taken_over] = [s for s in _queued(client, second["id"]) if s["model"] == "a"]
     ran = []
     if other_shard == "finished":  # both jobs' first rounds run (all but the failed shard)
@@ -374,13 +381,7 @@ def test_a_retried_shard_is_reused_when_the_benchmark_ends_inside_its_slice(clie
     loaded it): here [0, 20) of 15 samples. The second job's shard stored all 15; retrying the
     first job must read them, not evaluate them again (the slice is stored up to the end)."""
     small = 15
-    setting = {"target_points": 1.0, "min_samples": 20, "chunk_size": 20}
-    first = client.post("/api/jobs", json=_job(setting)).json()
-    second = client.post("/api/jobs", json=_job(setting, models=("a", "c"), pairs=(("a", "c"),)))
-    second = second.json()
-    failed = next(s for s in _queued(client, first["id"]) if s["model"] == "a")
-    _as_worker(client, f"/api/shards/{failed['id']}/start", {"worker": "t"})
-    _as_worker(client, f"/api/shards/{failed['id']}/fail", {"error": "oom"})
+    first, second, failed = _two_jobs_on_a_whose_first_shard_failed(client)
     evaluated = []
     for s in _queued(client, second["id"]) + _queued(client, first["id"]):
         shard = _as_worker(client, f"/api/shards/{s['id']}/start", {"worker": "t"}).json()
