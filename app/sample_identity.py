@@ -294,16 +294,17 @@ def identify(table: pa.Table) -> pa.Array:
 def _content_keys(content: pa.Table) -> pa.Array:
     """``q:`` + md5 of (normalized question, choices, gold) per row, normalized and hashed once
     per distinct (question, choices, gold): a question asked in every seed's run, or by every
-    model of one import, is worked on once (a paper import holds each question three times)."""
-    parts = [dictionary_codes(pc.fill_null(content[name], "")) for name in
-             ("question", "choices_key", "gold_key")]  # fmt: skip
-    combined, first = _row_groups(parts, content.num_rows)
+    model of one import, is worked on once (a paper import holds each question three times).
+
+    The three are joined by \\x1f first, which normalization keeps as it is, so the normalized
+    join is the join of the normalized parts: one dictionary of whole rows, no per-part codes."""
     joined = pc.binary_join_element_wise(
-        *(pc.take(normalized_texts(values), pa.array(codes[first])) for codes, values in parts),
+        *(pc.fill_null(content[name], "") for name in ("question", "choices_key", "gold_key")),
         "\x1f",
     )
-    hashed = md5_prefixes(joined, prefix=QUESTION_KEY_PREFIX, digits=16)
-    return pc.take(hashed, pa.array(combined))
+    codes, values = dictionary_codes(joined)
+    hashed = md5_prefixes(normalized_texts(values), prefix=QUESTION_KEY_PREFIX, digits=16)
+    return pc.take(hashed, pa.array(codes))
 
 
 def _affixes(

@@ -167,6 +167,31 @@ def test_question_keys_are_md5_of_the_normalized_parts_joined_by_unit_separators
     assert identify(keyed).to_pylist() == [f"q:{digest}"]
 
 
+_PARTS = st.one_of(
+    st.none(),
+    st.text(alphabet="aZ \t\n'\"`\u2019\u00a0\u03a3\u03c3\u0130\u212a\u00c9\u6f22.", max_size=10),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(st.tuples(_PARTS, _PARTS, _PARTS), min_size=1, max_size=12))
+def test_question_keys_equal_their_definition_for_any_text(rows):
+    """Any question, options and gold (quotes, spaces, capital sigma at a word's end, dotted
+    capital I, Kelvin sign, null parts): the key is md5 of the three normalized by
+    normalize_text and joined by \\x1f, whatever rows share one text (one unit per row: no
+    ambiguity marks)."""
+    n = len(rows)
+    keyed = _rows(list(range(n)), ["q"] * n, choices_key=[c for _, c, _ in rows],
+                  gold_key=[g for _, _, g in rows])  # fmt: skip
+    keyed = keyed.append_column("question", pa.array([q for q, _, _ in rows], pa.string()))
+    keyed = keyed.append_column("has_ids", pa.array([False] * n))
+    expected = [
+        "q:" + hashlib.md5("\x1f".join(normalize_text(p) for p in row).encode()).hexdigest()[:16]
+        for row in rows
+    ]
+    assert identify(keyed).to_pylist() == expected
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     texts=st.lists(
