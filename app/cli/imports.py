@@ -97,7 +97,11 @@ def import_lm_eval(
 
 @import_group.command("lighteval")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--model", required=True, help="Name of the evaluated model.")
+@click.option(
+    "--model",
+    help="Name of the evaluated model (default: each model's own, <org>/<model>, from the "
+    "output tree: an output folder of several models imports them all).",
+)
 @click.option(
     "--metric",
     help="Per-sample metric meaning 'correct' (default: acc, exact_match or extractive_match).",
@@ -115,7 +119,12 @@ def import_lm_eval(
 )
 @click.pass_context
 def import_lighteval(
-    ctx: click.Context, path: Path, model: str, metric: str | None, seed: int | None, latest: bool
+    ctx: click.Context,
+    path: Path,
+    model: str | None,
+    metric: str | None,
+    seed: int | None,
+    latest: bool,
 ) -> None:
     """lighteval details parquet (v0.10 flat or v0.11+ nested): a file, a run folder, a model's
     details folder with many runs, or a whole lighteval output folder."""

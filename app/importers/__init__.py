@@ -34,6 +34,10 @@ def read_source(
     use_jemalloc_pool()  # imports make many large temporaries (see its docstring)
     if kind == "table":
         return read_table(path, model=model)
+    if kind == "lighteval":  # the tree names its models (OUT/details/<org>/<model>/)
+        return read_lighteval(
+            path, model=model, metric=metric, seed=seed, latest=latest, progress=progress
+        )
     if model is None:
         raise InputError(f"import {kind} needs --model NAME (the files do not name the model)")
     if kind == "lm-eval":
@@ -44,10 +48,6 @@ def read_source(
             filter_name=filter_name,
             seed=seed or 0,
             on_filter=on_filter,
-        )
-    if kind == "lighteval":
-        return read_lighteval(
-            path, model=model, metric=metric, seed=seed, latest=latest, progress=progress
         )
     raise InputError(f"unknown import kind {kind!r}; use one of {', '.join(KINDS)}")
 

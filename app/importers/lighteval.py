@@ -600,10 +600,32 @@ def _read_ahead(files: list[Path], metric: str | None) -> Iterator[_Unit]:
             yield pending.popleft().result()
 
 
+def _model_names(path: Path, runs: list, model: str | None) -> dict[str | None, str]:
+    """The name each run's model (as the tree names it) is stored under: ``model`` when given
+    (the tree then must hold one model's runs), else the tree's own ``<org>/<model>``."""
+    in_tree = sorted({run.model for run in runs}, key=lambda m: (m is None, m or ""))
+    if model is not None:
+        if len(in_tree) > 1:
+            named = ", ".join(m or "(outside details/)" for m in in_tree)
+            raise InputError(
+                f"{path}: holds the runs of {len(in_tree)} models ({named}); import each model's "
+                "folder (OUT/details/<org>/<model>) with its own --model, or leave --model out "
+                "to store each under the name lighteval gave it"
+            )
+        return {m: model for m in in_tree}
+    unnamed = next((run for run in runs if run.model is None), None)
+    if unnamed is not None:
+        raise InputError(
+            f"{unnamed.folder}: cannot tell which model run {unnamed.timestamp} evaluated "
+            "(lighteval writes OUT/details/<org>/<model>/<timestamp>/); pass --model NAME"
+        )
+    return {m: m for m in in_tree}
+
+
 def read_lighteval(
     path: Path,
     *,
-    model: str,
+    model: str | None,
     metric: str | None = None,
     seed: int | None = None,
     latest: bool = False,
@@ -614,14 +636,18 @@ def read_lighteval(
     Returns the normalized table of ``app.importers.common`` (not validated: the caller does that).
     ``benchmark`` is the raw task string from the file name (``leaderboard|mmlu:anatomy|5``); the
     seed of each run comes from its results file unless ``seed`` is given (see ``plan_files``).
+    Rows are stored under ``model``, or, when it is None, under each run's model as the tree
+    names it (an output folder of several models imports them all).
     """
-    planned = plan_files(find_runs(Path(path)), seed=seed, latest=latest)
+    runs = find_runs(Path(path))
+    names = _model_names(Path(path), runs, model)
+    planned = plan_files(runs, seed=seed, latest=latest)
     uniform, by_rows, uniform_units = [], [], []
     questions: list[pa.Array] = []  # per file
     shown: list[pa.Array] = []  # per file
     slow: list[bool] = []  # per file: read row by row
     has_ids: list[bool] = []  # per file: every row has a document id
-    for number, unit in enumerate(_read_ahead([f for _, _, f in planned], metric)):
+    for number, unit in enumerate(_read_ahead([f for _, _, _, f in planned], metric)):
         if unit.slow:
             n = unit.rows.num_rows
             by_rows.append(unit.rows.append_column("unit", pa.array(np.full(n, number, np.int32))))
@@ -650,13 +676,13 @@ def read_lighteval(
         "has_ids", pc.take(pa.array(has_ids, pa.bool_()), unit)
     )
     sample_id = identify(keyed)
-    tasks = pa.array([task for task, _, _ in planned], pa.string())
-    seeds = pa.array([s for _, s, _ in planned], pa.int32())
+    tasks = pa.array([task for _, task, _, _ in planned], pa.string())
+    seeds = pa.array([s for _, _, s, _ in planned], pa.int32())
+    stored = sorted(set(names.values()))
+    model_of_unit = pa.array([stored.index(names[m]) for m, _, _, _ in planned], pa.int32())
     return build_table(
         {
-            "model": pa.DictionaryArray.from_arrays(
-                pa.array(np.zeros(table.num_rows, np.int32)), pa.array([model])
-            ),
+            "model": pa.DictionaryArray.from_arrays(pc.take(model_of_unit, unit), stored),
             "seed": pc.take(seeds, unit),
             "benchmark": pa.DictionaryArray.from_arrays(unit, tasks),
             "sample_id": sample_id,

@@ -2,9 +2,10 @@
 
 lighteval writes ``OUT/details/<org>/<model>/<ts>/details_<task>_<ts>.parquet`` and
 ``OUT/results/<org>/<model>/results_<ts>.json``. ``find_runs`` groups the details files of a file,
-a run folder, a model's folder or an output folder by run; ``plan_files`` gives each (task, seed)
-one file, the seed read from the run's results file (or given), refusing a run without one and two
-runs of one task with one seed unless the latest is asked for.
+a run folder, a model's folder or an output folder by run, and names each run's model from its
+place in the tree (``<org>/<model>``); ``plan_files`` gives each (model, task, seed) one file, the
+seed read from the run's results file (or given), refusing a run without one and two runs of one
+model's task with one seed unless the latest is asked for.
 """
 
 from __future__ import annotations
@@ -56,13 +57,25 @@ def find_details_files(path: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class DetailsRun:
-    """One lighteval run: its details files (by task) and the results file that holds its seed."""
+    """One lighteval run: its details files (by task), the results file that holds its seed, and
+    the model it evaluated as the tree names it (``<org>/<model>``; None outside ``details/``)."""
 
     timestamp: str
     folder: Path
     files: dict[str, Path]
     results: Path | None
     seed: int | None
+    model: str | None
+
+
+def _model_of(folder: Path) -> str | None:
+    """``<org>/<model>`` of a run folder ``OUT/details/<org>/<model>/<ts>/`` (the folders between
+    ``details`` and the run's), or None when the run lies in no ``details`` folder."""
+    parts = folder.resolve().parts
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] == "details":
+            return "/".join(parts[i + 1 : -1]) or None
+    return None
 
 
 def _timestamp_of(name: str) -> str | None:
@@ -134,19 +147,20 @@ def find_runs(path: Path) -> list[DetailsRun]:
             (p for p in _results_candidates(folder, timestamp, root) if p.is_file()), None
         )
         seed = _seed_in(results) if results is not None else None
-        runs.append(DetailsRun(timestamp, folder, tasks, results, seed))
+        runs.append(DetailsRun(timestamp, folder, tasks, results, seed, _model_of(folder)))
     return runs
 
 
 def plan_files(
     runs: list[DetailsRun], *, seed: int | None, latest: bool
-) -> list[tuple[str, int, Path]]:
-    """(task, seed, file) to import: each run's seed (or ``seed`` for all), one file per (task, seed).
+) -> list[tuple[str | None, str, int, Path]]:
+    """(model, task, seed, file) to import: each run's seed (or ``seed`` for all), one file per
+    (model, task, seed).
 
-    A run without a seed is an error naming it; two runs of one task with one seed are an error
-    naming both, unless ``latest`` (the later timestamp wins).
+    A run without a seed is an error naming it; two runs of one model's task with one seed are an
+    error naming both, unless ``latest`` (the later timestamp wins).
     """
-    chosen: dict[tuple[str, int], tuple[DetailsRun, Path]] = {}
+    chosen: dict[tuple[str | None, str, int], tuple[DetailsRun, Path]] = {}
     for run in runs:
         run_seed = seed if seed is not None else run.seed
         if run_seed is None:
@@ -162,7 +176,7 @@ def plan_files(
                 "output folder that holds both details/ and results/, or pass --seed N"
             )
         for task, file in run.files.items():
-            key = (task, run_seed)
+            key = (run.model, task, run_seed)
             if key in chosen:
                 other_run, other_file = chosen[key]
                 if not latest:
@@ -172,4 +186,4 @@ def plan_files(
                     )
                 # runs are in timestamp order: the later one replaces the earlier
             chosen[key] = (run, file)
-    return [(task, s, file) for (task, s), (_, file) in chosen.items()]
+    return [(m, task, s, file) for (m, task, s), (_, file) in chosen.items()]

@@ -121,6 +121,48 @@ def test_output_folder_with_one_model_imports_in_one_command(cli, tmp_path):
     assert "imported 51 new rows" in result.stdout
 
 
+def test_output_folder_of_two_models_imports_both_under_their_own_names(cli, tmp_path):
+    """Without --model, an output folder's models are stored under the names lighteval gave
+    them (OUT/details/<org>/<model>/): one command for both, the same map as one per model."""
+    out = tmp_path / "out"
+    _write_tree(out)
+    result = cli("import", "lighteval", out)
+    assert "imported 102 new rows" in result.stdout, result.stdout  # 51 per model
+    assert f"for {BASE_MODEL}, {POST_MODEL} on 3 benchmarks" in result.stdout
+    cli("pair", "add", BASE_MODEL, POST_MODEL)
+    together = cli.json("map", "--level", "benchmark", "--format", "json")
+
+    got = {(r["benchmark"], r["seed"]): (r["n_10"], r["n_01"], r["f_true"]) for r in together}
+    for task, name in {NAVIGATE: "bbh:navigate", ANATOMY: "mmlu:anatomy"}.items():
+        for s in SEEDS:
+            want = _expected(BASE[task], POST[task][s], 4)
+            assert got[(name, s)][:2] == (want["n_10"], want["n_01"])
+            assert got[(name, s)][2] == pytest.approx(want["f_true"], abs=1e-12)
+
+
+def test_a_name_for_a_folder_of_two_models_is_refused(cli, tmp_path):
+    """--model on a folder holding two models' runs would store both as one model (and --latest
+    would keep one model's answers for the other's): refused with both names, nothing written."""
+    out = tmp_path / "out"
+    _write_tree(out)
+    before = cli.contents()
+    for extra in ((), ("--latest",)):
+        result = cli("import", "lighteval", out, "--model", "both", *extra, ok=False)
+        assert "holds the runs of 2 models" in result.stderr, result.stderr
+        assert BASE_MODEL in result.stderr and POST_MODEL in result.stderr
+        assert "leave --model out" in result.stderr
+    assert cli.contents() == before
+
+
+def test_runs_outside_a_details_folder_need_a_model_name(cli, tmp_path):
+    out = tmp_path / "out"
+    _write_tree(out, post_seeds=())
+    moved = tmp_path / "copied-runs"
+    (out / "details" / BASE_MODEL).rename(moved)
+    result = cli("import", "lighteval", moved, "--seed", "0", ok=False)
+    assert "cannot tell which model" in result.stderr and "--model NAME" in result.stderr
+
+
 def test_duplicated_question_is_reported_not_mispaired(cli, tmp_path):
     """Two rows of one file with the same question, options and gold: they cannot be told apart,
     so neither pairs (pairing them by row order would be a guess in a shuffled file)."""
