@@ -29,7 +29,10 @@ from app.prompt_templates import unit_templates
 from app.taxonomy import UNCATEGORIZED, BenchmarkMeta
 
 Progress = Callable[[str, int, int], None]
-WRITE_CHUNK_ROWS = 1_000_000
+WRITE_CHUNK_ROWS = 10_000_000
+"""Rows per INSERT. One INSERT per import up to this: a second one in the same transaction
+rewrites the first one's row groups (1.13M rows in chunks of 1M: a 82 MB file instead of 54 MB,
+0.2 s more to insert and 0.4 s of checkpoint at close)."""
 
 
 @dataclass(frozen=True)

@@ -449,3 +449,19 @@ def test_import_of_unpaired_models_leaves_counts_alone_and_paired_models_refresh
             "SELECT count(*) FROM seed_transitions WHERE seed_a = 0 AND seed_b = 1"
         ).fetchone()[0]
     assert seed_pairs > 0  # the noise floor of the paired models
+
+
+def test_an_import_larger_than_one_insert_stores_every_row_once(tmp_path, monkeypatch):
+    """Imports above WRITE_CHUNK_ROWS go in several INSERTs of one transaction: the same rows
+    (with their run ids) as one INSERT stores."""
+    cols = rows_table(30, seeds=2)
+    path = write_parquet(tmp_path / "f.parquet", cols)
+    one, chunked = open_store(tmp_path / "one.duckdb"), open_store(tmp_path / "chunked.duckdb")
+    try:
+        import_file(one, "table", path)
+        monkeypatch.setattr(ingest_mod, "WRITE_CHUNK_ROWS", 7)
+        assert import_file(chunked, "table", path).rows_added == 120
+        assert results(chunked) == results(one) and len(results(one)) == 120
+    finally:
+        one.close()
+        chunked.close()
