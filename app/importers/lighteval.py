@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from app.importers.common import InputError, build_table, choices_json, parse_binary
-from app.importers.lighteval_runs import find_runs, plan_files
+from app.importers.lighteval_runs import DetailsRun, find_runs, plan_files
 from app.sample_identity import identify, question_texts, unit_affixes
 
 __all__ = ["DEFAULT_METRICS", "read_lighteval"]
@@ -600,7 +600,7 @@ def _read_ahead(files: list[Path], metric: str | None) -> Iterator[_Unit]:
             yield pending.popleft().result()
 
 
-def _model_names(path: Path, runs: list, model: str | None) -> dict[str | None, str]:
+def _model_names(path: Path, runs: list[DetailsRun], model: str | None) -> dict[str | None, str]:
     """The name each run's model (as the tree names it) is stored under: ``model`` when given
     (the tree then must hold one model's runs), else the tree's own ``<org>/<model>``."""
     in_tree = sorted({run.model for run in runs}, key=lambda m: (m is None, m or ""))
