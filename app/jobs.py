@@ -368,9 +368,7 @@ def retry_failed(conn: Connection, job_id: int) -> list[int]:
             continue
         _, _, chash, mid = _shard_target(conn, payload, s["model"])
         prefix, whole = adaptive_db.stored_prefix(conn, mid, s["benchmark"], s["seed"], chash)
-        # a slice may end past the benchmark, whose size a finished shard has told since
-        size = adaptive_db.full_size(conn, stored_benchmark_name(s["benchmark"]))
-        stored = whole or prefix >= (part["end"] if size is None else min(part["end"], size))
+        stored = whole or prefix >= part["end"]
         cover = None if stored else adaptive_db.unfinished_cover(
             conn, mid, s["benchmark"], s["seed"], chash, part["start"])  # fmt: skip
         if not stored and cover is None:

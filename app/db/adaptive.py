@@ -15,24 +15,25 @@ def stored_prefix(
 ) -> tuple[int, bool]:
     """(prefix length, whole) of the benchmark's evaluation order this model has finished shards
     for under this eval config: the furthest slice end of its finished adaptive shards, or
-    ``whole`` when a finished shard covered the whole benchmark. Rounds start where their
-    model's prefix ends, so these prefixes have no holes."""
+    ``whole`` when a finished shard covered the whole benchmark or a finished slice reached its
+    end (a slice may end past it: its size is known once a worker has loaded it). Rounds start
+    where their model's prefix ends, so these prefixes have no holes."""
     rows = conn.execute(
         "SELECT spec FROM shards WHERE model_id = ? AND benchmark = ? AND seed = ? "
         "AND config_hash = ? AND status = 'done' AND kind = 'evaluate'",
         [model_id, benchmark, seed, config_hash],
     ).fetchall()
-    prefix = 0
+    prefix, whole = 0, False
     for (spec_json,) in rows:
         spec = json.loads(spec_json)
         part = spec.get("slice")
         if part is None:
             return 0, True
-        end = part["end"]
-        if spec.get("full_size") is not None:
-            end = min(end, spec["full_size"])
+        end, size = part["end"], spec.get("full_size")
+        if size is not None and end >= size:
+            end, whole = size, True
         prefix = max(prefix, end)
-    return prefix, False
+    return prefix, whole
 
 
 def unfinished_cover(
