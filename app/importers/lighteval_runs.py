@@ -68,14 +68,23 @@ class DetailsRun:
     model: str | None
 
 
-def _model_of(folder: Path) -> str | None:
-    """``<org>/<model>`` of a run folder ``OUT/details/<org>/<model>/<ts>/`` (the folders between
-    ``details`` and the run's), or None when the run lies in no ``details`` folder."""
+def _place_in_output(folder: Path) -> tuple[Path, tuple[str, ...]] | None:
+    """(OUT, the folders between ``details`` and the run's: ``(<org>, <model>)``) of a run folder
+    ``OUT/details/<org>/<model>/<ts>/`` (the last ``details`` on its path), or None when the run
+    lies in no ``details`` folder."""
     parts = folder.resolve().parts
-    for i in range(len(parts) - 2, -1, -1):
+    for i in range(len(parts) - 1, 0, -1):
         if parts[i] == "details":
-            return "/".join(parts[i + 1 : -1]) or None
+            return Path(*parts[:i]), parts[i + 1 : -1]
     return None
+
+
+def _model_of(folder: Path) -> str | None:
+    """``<org>/<model>`` of a run folder (``_place_in_output``), or None outside ``details``."""
+    place = _place_in_output(folder)
+    if place is None or not place[1]:
+        return None
+    return "/".join(place[1])
 
 
 def _timestamp_of(name: str) -> str | None:
@@ -114,12 +123,10 @@ def _results_candidates(folder: Path, timestamp: str, root: Path) -> list[Path]:
     """
     name = f"results_{timestamp}.json"
     out = [folder / name, folder.parent / name]
-    parts = folder.resolve().parts
-    for i in range(len(parts) - 1, 0, -1):
-        if parts[i] == "details":
-            mirror = Path(*parts[:i], "results", *parts[i + 1 : -1])
-            out.append(mirror / name)
-            break
+    place = _place_in_output(folder)
+    if place is not None:
+        root, model = place
+        out.append(root.joinpath("results", *model, name))
     if root.is_dir():
         out.extend(root.rglob(name))
     return out
