@@ -15,6 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+SLICE_TO_END = 2**31 - 1
+"""``binary_slice``'s stop for "to the end": its default (None) fails in pyarrow 26 ("Negative
+buffer resize") whenever the stop is not negative; a string column's values are shorter than this."""
+
 
 def use_jemalloc_pool() -> None:
     """Make Arrow allocate from its jemalloc pool in this process, where the build has one.

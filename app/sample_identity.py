@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.columns import dictionary_codes
+from app.columns import SLICE_TO_END, dictionary_codes
 from app.db.digests import md5_prefixes
 
 __all__ = [
@@ -63,10 +63,6 @@ _DROP_TABLE = str.maketrans("", "", _DROPPED)
 
 
 SPACE_BYTES = b" \t\n\r\x0b\x0c"
-
-_NO_STOP = 2**31 - 1
-"""``binary_slice``'s stop for "to the end": its default (None) fails in pyarrow 26 ("Negative
-buffer resize") whenever the stop is not negative; a string column's values are shorter than this."""
 
 
 def cut_at_separator(shared: bytes, *, from_end: bool, separators: bytes) -> int:
@@ -121,7 +117,7 @@ def unit_affixes(queries: pa.Array | pa.ChunkedArray) -> Cuts:
     shortest = pc.min(pc.binary_length(raw)).as_py()
     window = 256
     while True:
-        tails = pc.min_max(pc.binary_reverse(pc.binary_slice(raw, -window, _NO_STOP)))
+        tails = pc.min_max(pc.binary_reverse(pc.binary_slice(raw, -window, SLICE_TO_END)))
         rlo, rhi = tails["min"].as_py(), tails["max"].as_py()
         if len(os.path.commonprefix([rlo, rhi])) < window or window >= shortest:
             break
@@ -144,7 +140,7 @@ def _without_bytes(texts: pa.Array, start: int, finish: int) -> pa.Array:
     """Each string without its first ``start`` and last ``finish`` bytes: byte offsets keep the
     slicing O(bytes kept) (codepoint slicing scans each long prompt from its start); the cuts lie at
     whitespace (``unit_affixes``), so between characters."""
-    raw = pc.binary_slice(pc.cast(texts, pa.binary()), start, -finish if finish else _NO_STOP)
+    raw = pc.binary_slice(pc.cast(texts, pa.binary()), start, -finish if finish else SLICE_TO_END)
     return pc.cast(raw, pa.string())
 
 

@@ -362,19 +362,22 @@ def _ingest_new(
     selected = list(columns)
     if "prompt" in columns:
         # what every prompt of a unit shares is stored once (app/prompt_templates.py); DuckDB cuts
-        # each row's own part out while inserting (substr counts characters, as the cuts do)
+        # each row's own part out while inserting (substr counts characters, as the cuts do), or
+        # stores none where the own part is the row's question
         unit_index = np.searchsorted(unit_code, keys.unit)
-        templates = unit_templates(table["prompt"], unit_index, len(unit_code))
+        questions = table["question"] if "question" in columns else None
+        templates = unit_templates(table["prompt"], unit_index, len(unit_code), questions)
         template_id = store_templates(conn, templates)[unit_index]
         table = (
             table.append_column("prompt_template_id",
                                 pa.array(template_id, pa.int32(), mask=template_id < 0))
             .append_column("cut_head", pa.array(templates.prefix_chars[unit_index]))
             .append_column("cut_tail", pa.array(templates.suffix_chars[unit_index]))
+            .append_column("prompt_is_question", pa.array(templates.around_question[unit_index]))
         )  # fmt: skip
         columns.append("prompt_template_id")
         selected[selected.index("prompt")] = (
-            "CASE WHEN prompt_template_id IS NULL THEN prompt "
+            "CASE WHEN prompt_template_id IS NULL THEN prompt WHEN prompt_is_question THEN NULL "
             "ELSE substr(prompt, cut_head + 1, length(prompt) - cut_head - cut_tail) END"
         )
         selected.append("prompt_template_id")

@@ -2,8 +2,9 @@
 
 ``store_templates`` writes the templates an import found (app/prompt_templates.py) and returns
 their ids; ``full_prompt`` is the SQL expression that gives a results row's whole prompt back,
-for every query that shows or searches prompts. Rows without a template (worker uploads, units
-whose prompts share little) keep their whole prompt and read as they are.
+for every query that shows or searches prompts. A row with a template and no prompt text is one
+whose own part is its question. Rows without a template (worker uploads, units whose prompts
+share little) keep their whole prompt and read as they are.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ def full_prompt(alias: str) -> str:
         raise ValueError(f"not a table alias: {alias!r}")
     return (
         f"CASE WHEN {alias}.prompt_template_id IS NULL THEN {alias}.prompt ELSE "
-        f"(SELECT pt.prefix || {alias}.prompt || pt.suffix FROM prompt_templates pt "
+        f"(SELECT pt.prefix || coalesce({alias}.prompt, {alias}.question) || pt.suffix "
+        f"FROM prompt_templates pt "
         f"WHERE pt.id = {alias}.prompt_template_id) END"
     )
 

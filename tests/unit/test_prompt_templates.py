@@ -75,19 +75,69 @@ def _import(store, tmp_path, prompts: list[str]) -> None:
 def _stored(store) -> tuple[list[tuple], list[str], int]:
     with store.read() as conn:
         rows = conn.execute(
-            f"SELECT sample_id, prompt, {full_prompt('r')} FROM results r ORDER BY sample_id"
+            f"SELECT sample_id, prompt, question, {full_prompt('r')} FROM results r "
+            "ORDER BY sample_id"
         ).fetchall()
         templates = conn.execute("SELECT count(*) FROM prompt_templates").fetchall()[0][0]
-    return [(s, own) for s, own, _ in rows], [whole for _, _, whole in rows], templates
+    return [(s, own, q) for s, own, q, _ in rows], [whole for *_, whole in rows], templates
 
 
-def test_an_import_stores_the_template_once_and_reads_prompts_back_whole(store, tmp_path):
+def test_an_import_stores_the_template_once_and_each_question_once(store, tmp_path):
     prompts = [SHOTS + q + "\nAnswer:" for q in ("Où est Zoë ?", "Qui a 3 ans ?", "🙂 ou 🙃 ?")]
     _import(store, tmp_path, prompts)
     own, whole, templates = _stored(store)
     assert whole == prompts
-    assert own == [("s0", "Où est Zoë"), ("s1", "Qui a 3 ans"), ("s2", "🙂 ou 🙃")]
+    # the importer's question (the prompt's own lines) is each prompt's own part: no prompt text
+    assert own == [
+        ("s0", None, "Question: Où est Zoë ?"),
+        ("s1", None, "Question: Qui a 3 ans ?"),
+        ("s2", None, "Question: 🙂 ou 🙃 ?"),
+    ]
     assert templates == 1
+
+
+def test_a_unit_whose_prompts_are_not_around_their_questions_keeps_own_parts():
+    prompts = pa.array([SHOTS + "Où est Zoë ?\nAnswer:", SHOTS + "Qui a 3 ans ?\nAnswer:"])
+    around = unit_templates(
+        prompts, np.zeros(2, np.int64), 1, pa.array(["Où est Zoë ?", "Qui a 3 ans ?"])
+    )
+    assert around.around_question.tolist() == [True] and around.has_template.tolist() == [True]
+    assert around.prefix == [SHOTS] and around.suffix == ["\nAnswer:"]
+    # one question not in its prompt: the whole unit takes the cut at whitespace
+    apart = unit_templates(prompts, np.zeros(2, np.int64), 1, pa.array(["Où est Zoë ?", "Qui ?"]))
+    assert apart.around_question.tolist() == [False] and apart.has_template.tolist() == [True]
+    assert apart.prefix == [SHOTS] and apart.suffix == [" ?\nAnswer:"]
+    # a null question (or prompt) anywhere in the unit: not around questions either
+    missing = unit_templates(prompts, np.zeros(2, np.int64), 1, pa.array(["Où est Zoë ?", None]))
+    assert missing.around_question.tolist() == [False]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    prefix=st.text(max_size=40),
+    suffix=st.text(max_size=20),
+    questions=st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=6),
+    order=st.randoms(use_true_random=False),
+)
+def test_prompts_around_their_questions_split_exactly_or_not_at_all(
+    prefix, suffix, questions, order
+):
+    """Whatever the texts (a question repeated inside the prefix, empty affixes, any unicode),
+    a unit said to be around its questions rebuilds every prompt from prefix + question + suffix."""
+    prompts = [prefix + q + suffix for q in questions]
+    unit = np.array([order.randrange(2) for _ in prompts])
+    found = unit_templates(pa.array(prompts), unit, 2, pa.array(questions))
+    for code in range(2):
+        rows = [i for i in range(len(prompts)) if unit[i] == code]
+        if not found.around_question[code]:
+            continue
+        for i in rows:
+            assert found.prefix[code] + questions[i] + found.suffix[code] == prompts[i]
+    # a single row around its question is always recognized
+    single = unit_templates(
+        pa.array(prompts[:1]), np.zeros(1, np.int64), 1, pa.array(questions[:1])
+    )
+    assert single.around_question.tolist() == [True]
 
 
 @settings(max_examples=200, deadline=None)
