@@ -1,7 +1,8 @@
 """Prompt templates: what the prompts of one (model, benchmark, seed) share, stored once.
 
 A result row with a ``prompt_template_id`` stores in ``prompt`` only its own part; the prompt is
-``prefix || prompt || suffix`` (app/db/prompts.py). Rows without one store the whole prompt.
+``prefix || prompt || suffix`` (app/db/prompts.py), the own part being the row's question where
+``prompt`` is NULL. Rows without one store the whole prompt.
 
 Revision ID: 0008
 Revises: 0007
@@ -32,7 +33,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(
-        "UPDATE results SET prompt = t.prefix || results.prompt || t.suffix "
+        "UPDATE results SET prompt = t.prefix || coalesce(results.prompt, results.question) || t.suffix "
         "FROM prompt_templates t WHERE t.id = results.prompt_template_id"
     )
     op.execute("ALTER TABLE results DROP COLUMN prompt_template_id")

@@ -175,3 +175,26 @@ def test_duckdb_substr_cuts_characters_as_python_slices_do(text, head, tail):
 def test_full_prompt_takes_only_an_alias():
     with pytest.raises(ValueError, match="not a table alias"):
         full_prompt("r; DROP TABLE results")
+
+
+def test_downgrading_below_templates_writes_every_prompt_back_whole(store, tmp_path):
+    """Migration 0008's downgrade rebuilds prompts as full_prompt reads them, questions included."""
+    from alembic import command
+    from sqlalchemy import create_engine
+
+    from app.db.store import alembic_config
+
+    prompts = [SHOTS + q + "\nAnswer:" for q in ("Où est Zoë ?", "Qui a 3 ans ?")]
+    _import(store, tmp_path, prompts)
+    store.close()
+    engine = create_engine(f"duckdb:///{store.path}")
+    try:
+        config = alembic_config()
+        with engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0007")
+    finally:
+        engine.dispose()
+    with store.read() as conn:
+        rows = conn.execute("SELECT prompt FROM results ORDER BY sample_id").fetchall()
+    assert [p for (p,) in rows] == prompts
