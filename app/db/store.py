@@ -147,9 +147,9 @@ class Store:
             return rows[0][0] if rows else None
 
     def upgrade(self, revision: str = "head") -> None:
-        """Bring the schema to ``revision`` (the newest by default; no-op when current): Alembic
-        runs on a SQLAlchemy engine of the file, opened only for that while this store's own
-        connection is closed. Tests build old files with an older revision."""
+        """Bring the schema to ``revision`` (the newest by default; no-op when current) with
+        Alembic; a new file at head starts from the schema snapshot. Tests build old files with
+        an older revision."""
         if revision == "head" and self.current_revision() == HEAD_REVISION:
             return
         if self.read_only:
@@ -160,6 +160,18 @@ class Store:
             with self.transaction() as conn:
                 conn.execute(SCHEMA_SNAPSHOT.read_text())
             return
+        self._alembic("upgrade", revision)
+
+    def downgrade(self, revision: str) -> None:
+        """Take the schema back to ``revision``, with each migration's own downgrade (data kept
+        in the older layout: e.g. 0008's puts every templated prompt back whole)."""
+        if self.read_only:
+            raise StoreError(f"database {self.path} is open read-only; cannot downgrade it")
+        self._alembic("downgrade", revision)
+
+    def _alembic(self, action: str, revision: str) -> None:
+        """Alembic's ``action`` to ``revision`` on a SQLAlchemy engine of the file, opened only for
+        that while this store's own connection is closed."""
         from alembic import command
         from sqlalchemy import create_engine
 
@@ -169,7 +181,7 @@ class Store:
             config = alembic_config()
             with engine.begin() as conn:
                 config.attributes["connection"] = conn
-                command.upgrade(config, revision)
+                getattr(command, action)(config, revision)
         finally:
             engine.dispose()
 

@@ -179,22 +179,13 @@ def test_full_prompt_takes_only_an_alias():
 
 def test_downgrading_below_templates_writes_every_prompt_back_whole(store, tmp_path):
     """Migration 0008's downgrade rebuilds prompts as full_prompt reads them, questions included."""
-    from alembic import command
-    from sqlalchemy import create_engine
-
-    from app.db.store import alembic_config
-
     prompts = [SHOTS + q + "\nAnswer:" for q in ("Où est Zoë ?", "Qui a 3 ans ?")]
     _import(store, tmp_path, prompts)
-    store.close()
-    engine = create_engine(f"duckdb:///{store.path}")
-    try:
-        config = alembic_config()
-        with engine.begin() as conn:
-            config.attributes["connection"] = conn
-            command.downgrade(config, "0007")
-    finally:
-        engine.dispose()
+    store.downgrade("0007")
     with store.read() as conn:
         rows = conn.execute("SELECT prompt FROM results ORDER BY sample_id").fetchall()
+        columns = {name for (name,) in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'results'"
+        ).fetchall()}  # fmt: skip
     assert [p for (p,) in rows] == prompts
+    assert "prompt_template_id" not in columns
