@@ -124,32 +124,3 @@ def distinct_pairs(a: np.ndarray, na: int, b: np.ndarray, nb: int) -> tuple[np.n
 def rows_where(col: pa.ChunkedArray, value_mask: Callable[[pa.Array], pa.Array]) -> pa.ChunkedArray:
     """Per-row booleans of a per-value predicate (a dictionary column tests each value once)."""
     return map_values(col, value_mask, keep_dictionary=False)
-
-
-_NUMERIC = {
-    pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
-    pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
-    pa.float32(): np.float32, pa.float64(): np.float64,
-}  # fmt: skip
-
-
-def numpy_of(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A column as a numpy array, read from its buffers when it is numeric without nulls.
-
-    pyarrow's ``to_numpy`` imports pandas on its first call (to ask whether a value is a pandas
-    object): 0.2 s, a third of `forgetmap map` on a small database (bench/harness_import.py's
-    `cli start` line). Numeric columns without nulls, all the map reads, need no conversion at
-    all; anything else (nulls, booleans, strings) goes through ``to_numpy``."""
-    dtype = _NUMERIC.get(col.type)
-    if dtype is None or col.null_count:
-        if isinstance(col, pa.ChunkedArray):
-            return col.to_numpy()
-        return col.to_numpy(zero_copy_only=False)
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    size = np.dtype(dtype).itemsize
-    parts = [
-        np.frombuffer(c.buffers()[1], dtype, len(c), c.offset * size) for c in chunks if len(c)
-    ]
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype)

@@ -14,13 +14,12 @@ from dataclasses import dataclass
 from itertools import chain, repeat
 
 import numpy as np
-import pyarrow as pa
 
 from app import metrics
 from app.adaptive import JOINT_CELLS, interval_from_counts
 from app.cache import VersionCache
-from app.columns import numpy_of
 from app.db import queries
+from app.db.queries import Columns, row_count
 from app.db.store import Store
 from app.taxonomy import CATEGORIES, NOT_SCORED, UNCATEGORIZED
 
@@ -93,13 +92,13 @@ def category_sort_key(category: str) -> tuple[int, str]:
     return (len(CATEGORIES), category)
 
 
-def _units(counts: pa.Table) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]]:
+def _units(counts: Columns) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]]:
     """Collapse k-group rows into (pair, benchmark, seed) units and score them all at once."""
-    cols = {name: numpy_of(counts[name]) for name in counts.column_names}
+    cols = counts
     key = np.stack([cols["pair_id"], cols["benchmark_id"], cols["seed"]], axis=1)
     # rows arrive ordered by (pair, benchmark, seed, k): a new unit starts where the key changes
-    changed = np.ones(len(counts), dtype=bool)
-    if len(counts) > 1:
+    changed = np.ones(row_count(counts), dtype=bool)
+    if row_count(counts) > 1:
         changed[1:] = (key[1:] != key[:-1]).any(axis=1)
     group = np.cumsum(changed) - 1
     scores = metrics.scores_from_arrays(
@@ -108,7 +107,7 @@ def _units(counts: pa.Table) -> tuple[dict[str, np.ndarray], np.ndarray, dict[st
     return cols, np.flatnonzero(changed), scores
 
 
-def _intervals(cols: dict, cross: pa.Table) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _intervals(cols: dict, cross: Columns) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Per (pair, benchmark): F_true and BT_true over all seeds with their paired interval
     (app.adaptive.interval_from_counts on the transition rows and the cross-seed cells stored at
     pairing time). Returns each count row's (pair, benchmark) index and the per-index arrays."""
@@ -117,7 +116,7 @@ def _intervals(cols: dict, cross: pa.Table) -> tuple[np.ndarray, dict[str, np.nd
         cols["pair_id"].astype(np.int64) * width + cols["benchmark_id"], return_inverse=True
     )
     of = of.reshape(-1)
-    x = {name: numpy_of(cross[name]) for name in cross.column_names}
+    x = cross
     x_key = x["pair_id"].astype(np.int64) * width + x["benchmark_id"]
     x_unit = np.minimum(np.searchsorted(keys, x_key), keys.size - 1)
     mine = keys[x_unit] == x_key  # cross rows of pairs and benchmarks being mapped
@@ -173,13 +172,13 @@ def _noise_grid(store_conn) -> np.ndarray:
     """grid[model_id, benchmark_id]: mean over seed pairs of a model's seed-vs-seed flip rate
     (F + BT) / 2 on that benchmark; NaN where the model has fewer than two seeds."""
     seeds = queries.seed_transitions_for_pairs(store_conn)
-    if len(seeds) == 0:
+    if row_count(seeds) == 0:
         return np.full((1, 1), np.nan)
-    cols = {name: numpy_of(seeds[name]) for name in seeds.column_names}
+    cols = seeds
     unit_key = np.stack(
         [cols["model_id"], cols["benchmark_id"], cols["seed_a"], cols["seed_b"]], axis=1
     )
-    changed = np.ones(len(seeds), dtype=bool)
+    changed = np.ones(row_count(seeds), dtype=bool)
     changed[1:] = (unit_key[1:] != unit_key[:-1]).any(axis=1)
     group = np.cumsum(changed) - 1
     s = metrics.scores_from_arrays(
@@ -227,11 +226,11 @@ def _benchmark_columns(
         pairs = queries.pair_names(conn)
         benches = queries.benchmark_names(conn)
         noise = _noise_grid(conn)
-    if len(counts) == 0:
+    if row_count(counts) == 0:
         return {}
     cols, starts, s = _units(counts)
     pb_of, interval = _intervals(cols, cross)
-    ends = np.r_[starts[1:], len(counts)]
+    ends = np.r_[starts[1:], row_count(counts)]
     groups = ends - starts
     k = cols["k"].astype(np.int64)
     single_k = np.where(groups == 1, k[starts], 0)
@@ -243,22 +242,22 @@ def _benchmark_columns(
             f"{kk or 'gen'}:{int(g)}" for kk, g in zip(k[a:b], sizes[a:b], strict=True)
         )
     # names: per pair and per benchmark (small tables), then taken for every unit
-    pair_ids = numpy_of(pairs["pair_id"])
+    pair_ids = pairs["pair_id"]
     p_row = np.searchsorted(pair_ids, cols["pair_id"][starts])
-    per_pair = {name: np.asarray(pairs[name].to_pylist(), dtype=object)
+    per_pair = {name: np.asarray(pairs[name], dtype=object)
                 for name in ("base", "post", "label", "stage")}  # fmt: skip
-    bench_ids = numpy_of(benches["id"])
+    bench_ids = benches["id"]
     b_row = np.searchsorted(bench_ids, cols["benchmark_id"][starts])
-    bench_name = np.asarray(benches["name"].to_pylist(), dtype=object)
-    bench_cat = np.asarray(benches["category"].to_pylist(), dtype=object)
+    bench_name = np.asarray(benches["name"], dtype=object)
+    bench_cat = np.asarray(benches["category"], dtype=object)
     full_size = _full_sizes(benches)[b_row]
     at = {name: cols[name][starts] for name in ("seed", "pair_id", "only_base", "only_post",
                                                 "mismatched", "benchmark_id")}  # fmt: skip
     at.update(
         base=per_pair["base"][p_row], post=per_pair["post"][p_row], label=per_pair["label"][p_row],
         stage=per_pair["stage"][p_row], benchmark=bench_name[b_row], category=bench_cat[b_row],
-        base_model_id=numpy_of(pairs["base_model_id"])[p_row],
-        post_model_id=numpy_of(pairs["post_model_id"])[p_row],
+        base_model_id=pairs["base_model_id"][p_row],
+        post_model_id=pairs["post_model_id"][p_row],
     )  # fmt: skip
     out = {
         "base": at["base"], "post": at["post"], "benchmark": at["benchmark"], "category": at["category"],
@@ -336,10 +335,10 @@ def _records_from_columns(names: tuple[str, ...], lists: list[list]) -> list[dic
             gc.enable()
 
 
-def _full_sizes(benches: pa.Table) -> np.ndarray:
+def _full_sizes(benches: Columns) -> np.ndarray:
     """Each benchmark's full size as floats, NaN where not known (imported results)."""
     return np.array(
-        [np.nan if v is None else v for v in benches["full_size"].to_pylist()], dtype=np.float64
+        [np.nan if v is None else v for v in benches["full_size"].tolist()], dtype=np.float64
     )
 
 
@@ -351,7 +350,7 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
     """Category-level records of the given pairs (None: all), by pair then category (the paper's
     order, "Total" last). Integer ids and codes all the way: names are attached per output row."""
     counts = queries.unit_counts(conn, pair_ids)
-    if len(counts) == 0:
+    if row_count(counts) == 0:
         return []
     pairs = queries.pair_names(conn)
     benches = queries.benchmark_names(conn)
@@ -361,16 +360,16 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
     pair = cols["pair_id"][starts].astype(np.int64)
     bench = cols["benchmark_id"][starts].astype(np.int64)
     # category codes in the map's column order, so that aggregated rows come out in that order
-    bench_ids = numpy_of(benches["id"])
-    bench_cat = benches["category"].to_pylist()
+    bench_ids = benches["id"]
+    bench_cat = benches["category"].tolist()
     categories = sorted(set(bench_cat), key=category_sort_key)
     code_of = np.full(int(bench_ids.max()) + 1, -1, dtype=np.int64)
     code_of[bench_ids] = [categories.index(c) for c in bench_cat]
     cat = code_of[bench]
-    all_pairs = numpy_of(pairs["pair_id"])
+    all_pairs = pairs["pair_id"]
     p_row = np.searchsorted(all_pairs, pair)
-    base_ids = numpy_of(pairs["base_model_id"]).astype(np.int64)
-    post_ids = numpy_of(pairs["post_model_id"]).astype(np.int64)
+    base_ids = pairs["base_model_id"].astype(np.int64)
+    post_ids = pairs["post_model_id"].astype(np.int64)
     unit_noise = _pair_noise(noise, base_ids[p_row], post_ids[p_row], bench)
     agg = metrics.aggregate_columns(
         pair, cat, bench, cols["seed"][starts], s["n"],
@@ -424,7 +423,7 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
         bounds[f"{name}_true_low"] = np.maximum(value - half, 0.0).tolist()
         bounds[f"{name}_true_high"] = np.minimum(value + half, 1.0).tolist()
     out_row = np.searchsorted(all_pairs, agg["pair"])
-    names_of = {name: np.asarray(pairs[name].to_pylist(), dtype=object)[out_row]
+    names_of = {name: np.asarray(pairs[name], dtype=object)[out_row]
                 for name in ("base", "post", "label", "stage")}  # fmt: skip
     labels = np.asarray([*categories, metrics.TOTAL], dtype=object)[row_code]
     single = agg["seeds"] <= 1
@@ -571,7 +570,7 @@ class MapCache:
                 return sorted(self.cache.get(("keep", query),
                                              lambda: pair_filter(self.pairs(), query)))  # fmt: skip
             with self.store.read() as conn:
-                return queries.pair_names(conn)["pair_id"].to_pylist()
+                return queries.pair_names(conn)["pair_id"].tolist()
 
         def encode() -> tuple[bytes, int]:
             every = ids()

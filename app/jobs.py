@@ -58,7 +58,7 @@ from app.boundary import (
 from app.db import adaptive as adaptive_db
 from app.db import jobs as jobs_db
 from app.db import queries
-from app.db.ingest import add_pair
+from app.db.pairing import add_pair
 from app.db.store import Connection
 from app.errors import InputError
 from app.taxonomy import canonical_name

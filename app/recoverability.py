@@ -34,8 +34,8 @@ from app.analysis.recoverability_shares import (
     table_models,
 )
 from app.db import recoverability as store
-from app.db.ingest import add_pair
 from app.db.jobs import insert_job, insert_shard
+from app.db.pairing import add_pair
 from app.db.queries import pair_id_by_names
 from app.db.store import Connection
 from app.errors import InputError

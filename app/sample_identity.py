@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from app.columns import SLICE_TO_END, dictionary_codes
 from app.db.digests import md5_prefixes
+from app.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
 
 __all__ = [
     "AMBIGUOUS_MARK",
@@ -47,11 +48,6 @@ __all__ = [
     "normalized_texts",
 ]
 
-QUESTION_KEY_PREFIX = "q:"
-"""Sample ids made from the question carry this prefix (the pair report names the rule by it)."""
-
-AMBIGUOUS_MARK = "~ambiguous"
-"""Suffix of sample ids that stand for several samples with the same key (never paired)."""
 
 # straight, curly, low and angle quotes, backticks, and whitespace (ASCII and the usual Unicode
 # spaces): templates differ in all of them, so the key drops them

@@ -24,8 +24,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 __all__ = [
     "CATEGORIES",
     "NOT_SCORED",
@@ -208,7 +206,9 @@ def _parse(data: dict[str, Any]) -> _Taxonomy:
 
 @functools.lru_cache(maxsize=1)
 def _taxonomy() -> _Taxonomy:
-    """Read and parse ``taxonomy.yaml`` once."""
+    """Read and parse ``taxonomy.yaml`` once (yaml is loaded here: `map` needs only constants)."""
+    import yaml
+
     with _TAXONOMY_FILE.open(encoding="utf-8") as fh:
         return _parse(yaml.safe_load(fh))
 

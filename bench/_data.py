@@ -171,7 +171,7 @@ def load_dataset(spec: Spec, store, paths: list[Path], *, pairs: bool = True) ->
     """Import every file with the app's own path and add the pairs (for benchmarks that need data)."""
     # isort: off
     from app.importers import import_file  # first: app.db.ingest alone hits a circular import
-    from app.db.ingest import add_pair
+    from app.db.pairing import add_pair
     # isort: on
 
     for path in paths:

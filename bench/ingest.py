@@ -20,7 +20,7 @@ Steps:
        input encoding ours inserts), to check that the encoding does not favour either side;
    ratio = ours rows/s / raw rows/s per file; the median over files is the headline (goal >= 0.5);
 3. re-import one file (must add 0 rows), median of --reimport-runs;
-4. add the pairs (each base with 3 others) with app.db.ingest.add_pair, one transaction each;
+4. add the pairs (each base with 3 others) with app.db.pairing.add_pair, one transaction each;
 5. when the ratio misses the goal (or with --breakdown): a second import of every file into a fresh
    file with a per-stage and per-SQL-statement timer, plus cProfile of the Python/Arrow part.
 
@@ -53,7 +53,7 @@ from app.importers import import_file  # noqa: E402
 
 # isort: on
 from app.db import ingest as ingest_mod  # noqa: E402
-from app.db.ingest import add_pair  # noqa: E402
+from app.db.pairing import add_pair  # noqa: E402
 from app.db.store import open_store  # noqa: E402
 from bench._data import (  # noqa: E402
     FULL_BENCHMARKS,

@@ -216,7 +216,7 @@ def profile(store, query: MapQuery, runs: int, top: int) -> str:
 def load_pairs(spec: Spec, store, paths: list[Path], pair_list: list[tuple[str, str]]) -> None:
     """Import the files, add the pairs, and make the first base's pairs a series (steps 100, 200...)."""
     from app.db import series as series_db
-    from app.db.ingest import add_pair
+    from app.db.pairing import add_pair
 
     load_dataset(spec, store, paths, pairs=False)
     for base, post in pair_list:

@@ -33,7 +33,7 @@ def pair_add(
     ctx: click.Context, base: str, post: str, label: str | None, stage: str | None
 ) -> None:
     """Pair BASE with its post-trained descendant POST and compute their transition counts."""
-    from app.db.ingest import add_pair
+    from app.db.pairing import add_pair
 
     store = store_of(ctx)
     try:

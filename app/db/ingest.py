@@ -4,7 +4,7 @@
 transaction: registers models and benchmarks, refuses rows that contradict stored ones, inserts
 only new rows (so re-importing a file is a no-op), records runs, and recomputes the transition,
 coverage and seed-vs-seed counts of every (pair, benchmark, seed) the new rows touch
-(``app.db.pairing``). The map reads only those small tables. ``add_pair`` creates a pair.
+(``app.db.pairing``, where ``add_pair`` creates a pair). The map reads only those small tables.
 
 All SQL here takes values as parameters; table and column names are fixed strings.
 """
@@ -462,54 +462,3 @@ def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int
     duck.execute("DROP TABLE staged")
     duck.execute("DROP TABLE staged_new")
     return rows_added
-
-
-def add_pair(
-    conn: Connection, base: str, post: str, *, label: str | None, stage: str | None
-) -> tuple[int, bool, dict]:
-    """Create (or update the label of) the pair base -> post and materialize its counts.
-
-    Returns (pair id, created, unpaired counts). Unknown model names raise InputError.
-    """
-    if base == post:
-        raise InputError(f"a pair needs two different models, got {base!r} twice")
-    ids = {}
-    for role, name in (("base", base), ("post", post)):
-        row = conn.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()
-        if row is None:
-            known = [
-                r[0]
-                for r in conn.execute("SELECT name FROM models ORDER BY name LIMIT 20").fetchall()
-            ]
-            hint = f"known models: {', '.join(known)}" if known else "no models imported yet"
-            raise InputError(f"unknown {role} model {name!r}; import its results first ({hint})")
-        ids[role] = row[0]
-    existing = conn.execute(
-        "SELECT id FROM pairs WHERE base_model_id = ? AND post_model_id = ?",
-        [ids["base"], ids["post"]],
-    ).fetchone()
-    if existing:
-        pair_id, created = existing[0], False
-        if label is not None or stage is not None:
-            conn.execute(
-                "UPDATE pairs SET label = coalesce(?, label), stage = coalesce(?, stage) WHERE id = ?",
-                [label, stage, pair_id],
-            )
-    else:
-        pair_id = conn.execute(
-            "INSERT INTO pairs (base_model_id, post_model_id, label, stage) VALUES (?, ?, ?, ?) RETURNING id",
-            [ids["base"], ids["post"], label, stage],
-        ).fetchone()[0]
-        created = True
-    conn.execute(
-        "CREATE OR REPLACE TEMP TABLE pair_units AS SELECT DISTINCT model_id, benchmark_id, seed "
-        "FROM results WHERE model_id IN (?, ?)",
-        [ids["base"], ids["post"]],
-    )
-    _, unpaired = refresh_counts(conn, "pair_units", pair_ids=[pair_id])
-    conn.execute("DROP TABLE pair_units")
-    return (
-        pair_id,
-        created,
-        unpaired.get(pair_id, {"only_base": 0, "only_post": 0, "mismatched": 0, "ambiguous": 0}),
-    )

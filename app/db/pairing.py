@@ -2,7 +2,7 @@
 
 ``refresh_counts`` recomputes every (pair, benchmark, seed) unit that a set of touched
 (model, benchmark, seed) units reaches; an import (``app.db.ingest.ingest``) and a new pair
-(``app.db.ingest.add_pair``) call it in their transaction. Samples still unpaired after keys are
+(``add_pair``, here) call it in their transaction. Samples still unpaired after keys are
 linked by question text (``link_by_text``) before counting.
 
 All SQL here takes values as parameters; table and column names are fixed strings.
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from app.db.prompts import full_prompt
 from app.db.store import Connection
-from app.sample_identity import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX, link_candidates
+from app.errors import InputError
+from app.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
 
 CELLS = ("00", "01", "10", "11")  # a sample's cell under one seed: 2 * pre + post
 JOINT_COLUMNS = ", ".join(f"n_{a}_{b}" for a in CELLS for b in CELLS)
@@ -209,6 +210,7 @@ def link_by_text(duck) -> int:
     samples likewise, neither ambiguous nor linked already, are matched by
     ``app.sample_identity.link_candidates``; the links go to ``sample_links``. Returns how many.
     """
+    from app.sample_identity import link_candidates  # Arrow and numpy: only when linking
 
     def unmatched(side: str, other: str) -> str:
         """One side's samples that no sample of the other side shares an id with (any seed)."""
@@ -295,3 +297,54 @@ def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
         """
     )
     duck.execute("DROP TABLE touched_mb")
+
+
+def add_pair(
+    conn: Connection, base: str, post: str, *, label: str | None, stage: str | None
+) -> tuple[int, bool, dict]:
+    """Create (or update the label of) the pair base -> post and materialize its counts.
+
+    Returns (pair id, created, unpaired counts). Unknown model names raise InputError.
+    """
+    if base == post:
+        raise InputError(f"a pair needs two different models, got {base!r} twice")
+    ids = {}
+    for role, name in (("base", base), ("post", post)):
+        row = conn.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()
+        if row is None:
+            known = [
+                r[0]
+                for r in conn.execute("SELECT name FROM models ORDER BY name LIMIT 20").fetchall()
+            ]
+            hint = f"known models: {', '.join(known)}" if known else "no models imported yet"
+            raise InputError(f"unknown {role} model {name!r}; import its results first ({hint})")
+        ids[role] = row[0]
+    existing = conn.execute(
+        "SELECT id FROM pairs WHERE base_model_id = ? AND post_model_id = ?",
+        [ids["base"], ids["post"]],
+    ).fetchone()
+    if existing:
+        pair_id, created = existing[0], False
+        if label is not None or stage is not None:
+            conn.execute(
+                "UPDATE pairs SET label = coalesce(?, label), stage = coalesce(?, stage) WHERE id = ?",
+                [label, stage, pair_id],
+            )
+    else:
+        pair_id = conn.execute(
+            "INSERT INTO pairs (base_model_id, post_model_id, label, stage) VALUES (?, ?, ?, ?) RETURNING id",
+            [ids["base"], ids["post"], label, stage],
+        ).fetchone()[0]
+        created = True
+    conn.execute(
+        "CREATE OR REPLACE TEMP TABLE pair_units AS SELECT DISTINCT model_id, benchmark_id, seed "
+        "FROM results WHERE model_id IN (?, ?)",
+        [ids["base"], ids["post"]],
+    )
+    _, unpaired = refresh_counts(conn, "pair_units", pair_ids=[pair_id])
+    conn.execute("DROP TABLE pair_units")
+    return (
+        pair_id,
+        created,
+        unpaired.get(pair_id, {"only_base": 0, "only_post": 0, "mismatched": 0, "ambiguous": 0}),
+    )

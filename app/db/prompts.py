@@ -9,11 +9,14 @@ share little) keep their whole prompt and read as they are.
 
 from __future__ import annotations
 
-import numpy as np
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from app.db.store import Connection
-from app.prompt_templates import UnitTemplates
+
+if TYPE_CHECKING:  # the store's readers use full_prompt without Arrow and numpy
+    import numpy as np
+
+    from app.prompt_templates import UnitTemplates
 
 
 def full_prompt(alias: str) -> str:
@@ -31,6 +34,9 @@ def full_prompt(alias: str) -> str:
 def store_templates(conn: Connection, templates: UnitTemplates) -> np.ndarray:
     """Insert each distinct (prefix, suffix) of ``templates`` once; per unit code its template id
     (-1: the unit keeps its prompts whole)."""
+    import numpy as np
+    import pyarrow as pa
+
     ids = np.full(len(templates.has_template), -1, np.int64)
     codes = np.flatnonzero(templates.has_template)
     if not len(codes):

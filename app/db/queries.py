@@ -3,13 +3,39 @@
 from __future__ import annotations
 
 import json
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from app.db.pairing import JOINT_COLUMNS
 from app.db.prompts import full_prompt
 from app.db.store import Connection
-from app.sample_identity import AMBIGUOUS_MARK
+from app.sample_marks import AMBIGUOUS_MARK
+
+if TYPE_CHECKING:  # the map's reads give numpy columns: `forgetmap map` loads no Arrow
+    import numpy as np
+    import pyarrow as pa
+
+Columns = dict[str, "np.ndarray"]
+"""A result as numpy columns of equal length, by name; a column holding NULLs is an object array
+with None there (integers included)."""
+
+
+def _columns(relation) -> Columns:
+    """A DuckDB result as ``Columns`` (its ``fetchnumpy``: neither Arrow nor pandas is loaded)."""
+    import numpy as np
+
+    out = {}
+    for name, values in relation.fetchnumpy().items():
+        if isinstance(values, np.ma.MaskedArray):
+            plain = values.data.astype(object)
+            plain[values.mask] = None
+            values = plain
+        out[name] = values
+    return out
+
+
+def row_count(columns: Columns) -> int:
+    """Rows of ``Columns`` (0 when there are no columns)."""
+    return len(next(iter(columns.values()))) if columns else 0
 
 
 def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
@@ -36,7 +62,7 @@ def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
 
 def transition_counts(
     conn: Connection, pair_id: int | None = None, pair_ids: list[int] | None = None
-) -> pa.Table:
+) -> Columns:
     """The map's input: every (pair, benchmark, seed, k-group) row of counts with its coverage,
     ids only (names come from :func:`pair_names` and :func:`benchmark_names`: joining and sorting
     strings here cost more than the rest of the query), ordered by (pair, benchmark id, seed, k)."""
@@ -53,10 +79,10 @@ def transition_counts(
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
     params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
-    return conn.sql(sql, params=params).to_arrow_table()
+    return _columns(conn.sql(sql, params=params))
 
 
-def pair_names(conn: Connection) -> pa.Table:
+def pair_names(conn: Connection) -> Columns:
     """Every pair's label, stage, model ids and model names, ordered by pair id."""
     sql = """
         SELECT p.id AS pair_id, p.label, p.stage, p.base_model_id, p.post_model_id,
@@ -64,19 +90,17 @@ def pair_names(conn: Connection) -> pa.Table:
         FROM pairs p JOIN models mb ON mb.id = p.base_model_id JOIN models mp ON mp.id = p.post_model_id
         ORDER BY p.id
     """
-    return conn.sql(sql).to_arrow_table()
+    return _columns(conn.sql(sql))
 
 
-def benchmark_names(conn: Connection) -> pa.Table:
+def benchmark_names(conn: Connection) -> Columns:
     """Every benchmark's id, name, category and full size (NULL: not known), ordered by id."""
-    return conn.sql(
-        "SELECT id, name, category, full_size FROM benchmarks ORDER BY id"
-    ).to_arrow_table()
+    return _columns(conn.sql("SELECT id, name, category, full_size FROM benchmarks ORDER BY id"))
 
 
 def cross_seed_cells(
     conn: Connection, pair_id: int | None = None, pair_ids: list[int] | None = None
-) -> pa.Table:
+) -> Columns:
     """The joint cells of the paired samples under two seeds (app.db.pairing), for every pair,
     just ``pair_id``, or ``pair_ids``: the map's interval needs them beside the transitions."""
     sql = f"""
@@ -86,10 +110,10 @@ def cross_seed_cells(
           AND ($all OR pair_id IN (SELECT unnest($ids)))
     """
     params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
-    return conn.sql(sql, params=params).to_arrow_table()
+    return _columns(conn.sql(sql, params=params))
 
 
-def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
+def seed_transitions_for_pairs(conn: Connection) -> Columns:
     """Seed-vs-seed counts of every model that is the base or post side of some pair."""
     sql = """
         SELECT s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices AS k,
@@ -98,7 +122,7 @@ def seed_transitions_for_pairs(conn: Connection) -> pa.Table:
         WHERE s.model_id IN (SELECT base_model_id FROM pairs UNION SELECT post_model_id FROM pairs)
         ORDER BY s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices
     """
-    return conn.sql(sql).to_arrow_table()
+    return _columns(conn.sql(sql))
 
 
 PAIRING_FIELDS = (
@@ -462,7 +486,7 @@ def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:
     return {name: json.loads(spec) for name, spec in rows}
 
 
-def unit_counts(conn: Connection, pair_ids: list[int] | None = None) -> pa.Table:
+def unit_counts(conn: Connection, pair_ids: list[int] | None = None) -> Columns:
     """The category map's input: every (pair, benchmark, seed, k-group) row of transition counts
     of the given pairs (None: all), ids only, ordered by (pair, benchmark id, seed, k)."""
     sql = """
@@ -472,7 +496,7 @@ def unit_counts(conn: Connection, pair_ids: list[int] | None = None) -> pa.Table
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
     params = {"all": pair_ids is None, "ids": list(pair_ids or [])}
-    return conn.sql(sql, params=params).to_arrow_table()
+    return _columns(conn.sql(sql, params=params))
 
 
 def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[int, int]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from app.db.ingest import add_pair
+from app.db.pairing import add_pair
 from app.db.prompts import full_prompt
 from app.db.store import Connection
 from app.errors import InputError

@@ -21,7 +21,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from app.analysis.recoverability_fitting import CONTROLS
 from app.db import open_store
 from app.db import series as series_db
-from app.db.ingest import add_pair
+from app.db.pairing import add_pair
 from app.demo import suite
 from app.demo.manifest import DEFAULT_RECIPE, Recipe
 from app.demo.zoo import build_zoo, stage_names

@@ -15,7 +15,8 @@ from app import recoverability as recovery
 from app.auth import Principal, Role
 from app.boundary import EvaluateJobIn, Int, PairSpecIn, SeriesJobIn, ShardStatus, Strict
 from app.db import jobs as jobs_db
-from app.db.ingest import add_pair, ingest
+from app.db.ingest import ingest
+from app.db.pairing import add_pair
 from app.importers.common import InputError, build_table, prepare
 from app.paths import check_model_path
 from app.queue import send_and_record

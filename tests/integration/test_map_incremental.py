@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from app.db import open_store
-from app.db.ingest import add_pair
+from app.db.pairing import add_pair
 from app.forgetting_map import MapCache, MapQuery
 from app.importers import import_file
 from tests.series_fixtures import load_run

@@ -17,7 +17,7 @@ import pytest
 
 from app.columns import dictionary_codes, distinct_pairs, map_values
 from app.db import ingest as ingest_mod
-from app.db.ingest import add_pair
+from app.db.pairing import add_pair
 from app.db.store import open_store
 from app.errors import InputError
 from app.importers import import_file

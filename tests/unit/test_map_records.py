@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from app.importers import import_file  # isort: skip  (first: app.db.ingest alone is circular)
-from app.db.ingest import add_pair
+from app.db.pairing import add_pair
 from app.db.store import open_store
 from app.forgetting_map import (
     BENCHMARK_EXTRA,
