@@ -11,7 +11,8 @@ of its query therefore pairs nothing. Here a sample is keyed by its **question**
 2. ``normalize_text``: whitespace and quote characters are dropped (templates wrap questions in
    quotes or not, straight or curly, and lay options out with other spacing), case is folded.
 3. ``identify``: ``q:`` + the first 16 hex digits of md5(normalized question, normalized
-   choices, gold), over the whole import at once (normalization vectorized in numpy).
+   choices, gold), over the whole import at once (pure-ASCII rows in one DuckDB statement, the
+   others through ``normalized_texts``).
    md5 is an identity hash here, not a security measure.
 4. ``link_candidates`` (at pairing time): samples of a benchmark still unpaired after (1)-(3) are
    matched by the question text one side's prompt contains, when that match is unique both ways.
@@ -32,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from app.columns import SLICE_TO_END, dictionary_codes
-from app.db.digests import md5_prefixes
+from app.db.digests import ascii_joined_md5_prefixes, md5_prefixes
 from app.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
 
 __all__ = [
@@ -188,6 +189,7 @@ def question_from_prompts(table: pa.Table) -> pa.Array:
 
 # the ASCII bytes that normalize_text drops
 _ASCII_DROPPED = sorted({ord(c) for c in _DROPPED if ord(c) < 128})
+_ASCII_DROPPED_CHARS = "".join(map(chr, _ASCII_DROPPED))
 
 
 def normalized_texts(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -284,19 +286,25 @@ def identify(table: pa.Table) -> pa.Array:
 
 
 def _content_keys(content: pa.Table) -> pa.Array:
-    """``q:`` + md5 of (normalized question, choices, gold) per row, normalized and hashed once
-    per distinct (question, choices, gold): a question asked in every seed's run, or by every
-    model of one import, is worked on once (a paper import holds each question three times).
+    """``q:`` + md5 of (normalized question, choices, gold) per row, the three joined by \\x1f
+    (normalization keeps it, so the normalized join is the join of the normalized parts).
 
-    The three are joined by \\x1f first, which normalization keeps as it is, so the normalized
-    join is the join of the normalized parts: one dictionary of whole rows, no per-part codes."""
+    Pure-ASCII rows (nearly all) are joined, normalized and hashed by one DuckDB statement on
+    every core (``ascii_joined_md5_prefixes``); the others by ``normalized_texts``, which is
+    exactly ``normalize_text`` (Python's Unicode lower-casing)."""
+    parts = content.select(["question", "choices_key", "gold_key"])
+    keys = ascii_joined_md5_prefixes(
+        parts, separator="\x1f", dropped=_ASCII_DROPPED_CHARS, prefix=QUESTION_KEY_PREFIX, digits=16
+    )
+    if not keys.null_count:
+        return keys
+    wide = np.flatnonzero(pc.is_null(keys).to_numpy(zero_copy_only=False))
     joined = pc.binary_join_element_wise(
-        *(pc.fill_null(content[name], "") for name in ("question", "choices_key", "gold_key")),
+        *(pc.fill_null(pc.take(parts[name], pa.array(wide)), "") for name in parts.column_names),
         "\x1f",
     )
-    codes, values = dictionary_codes(joined)
-    hashed = md5_prefixes(normalized_texts(values), prefix=QUESTION_KEY_PREFIX, digits=16)
-    return pc.take(hashed, pa.array(codes))
+    hashed = md5_prefixes(normalized_texts(joined), prefix=QUESTION_KEY_PREFIX, digits=16)
+    return _replaced(keys, wide, hashed)
 
 
 def _affixes(

@@ -7,8 +7,20 @@ lower-case hex) in about a third of the time. An in-memory database: nothing tou
 
 from __future__ import annotations
 
+import threading
+
 import duckdb
 import pyarrow as pa
+
+_local = threading.local()
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    """This thread's in-memory database: a new one costs about 20 ms, a query on it 0.3 ms."""
+    con = getattr(_local, "con", None)
+    if con is None:
+        con = _local.con = duckdb.connect()
+    return con
 
 
 def md5_prefixes(texts: pa.Array, *, prefix: str, digits: int) -> pa.Array:
@@ -17,9 +29,46 @@ def md5_prefixes(texts: pa.Array, *, prefix: str, digits: int) -> pa.Array:
     if not 1 <= digits <= 32:
         raise ValueError(f"digits must be in 1..32, got {digits!r}")
     strings = pa.table({"text": texts.cast(pa.string())})  # noqa: F841 - DuckDB reads it by name
-    with duckdb.connect() as con:
-        hashed = con.sql(
+    hashed = (
+        _connection()
+        .sql(
             "SELECT $prefix || left(md5(text), $digits) AS key FROM strings",
             params={"prefix": prefix, "digits": digits},
-        ).to_arrow_table()["key"]
+        )
+        .to_arrow_table()["key"]
+    )
     return hashed.combine_chunks().cast(pa.string())
+
+
+def ascii_joined_md5_prefixes(
+    columns: pa.Table, *, separator: str, dropped: str, prefix: str, digits: int
+) -> pa.Array:
+    """Per row: ``prefix`` + the first ``digits`` hex digits of md5 of the row's string columns
+    joined by ``separator`` (a null counts as ""), with each character of ``dropped`` removed and
+    ASCII letters lower-cased, for rows whose joined text is pure ASCII; null for the others.
+
+    One statement on every core, no deduplication (at a paper import's 564,000 rows it beats
+    hashing each distinct text once: finding them costs more). Other rows are left to the caller
+    because Unicode lower-casing differs between DuckDB and Python; on ASCII both give the same.
+    ``dropped`` must be ASCII and not hold ``separator``."""
+    if not 1 <= digits <= 32:
+        raise ValueError(f"digits must be in 1..32, got {digits!r}")
+    if not dropped.isascii() or separator in dropped:
+        raise ValueError(f"dropped must be ASCII without the separator, got {dropped!r}")
+    names = [f"coalesce(\"{i}\", '')" for i in range(columns.num_columns)]
+    joined = f"concat_ws(chr({ord(separator)}), {', '.join(names)})"
+    normalized = "j"
+    for char in dropped:  # nested replace beats regexp_replace and translate here (measured)
+        normalized = f"replace({normalized}, chr({ord(char)}), '')"
+    rows = columns.rename_columns([str(i) for i in range(columns.num_columns)])  # noqa: F841
+    return (
+        _connection()
+        .sql(
+            f"SELECT CASE WHEN strlen(j) = length(j) THEN $prefix || left(md5(lower({normalized})), "
+            f"$digits) END AS key FROM (SELECT {joined} AS j FROM rows)",
+            params={"prefix": prefix, "digits": digits},
+        )
+        .to_arrow_table()["key"]
+        .combine_chunks()
+        .cast(pa.string())
+    )

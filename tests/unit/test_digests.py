@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.db.digests import md5_prefixes
+from app.db.digests import ascii_joined_md5_prefixes, md5_prefixes
 
 
 @settings(deadline=None, max_examples=50)  # one DuckDB connection per example
@@ -26,3 +26,42 @@ def test_md5_prefixes_keep_nulls_and_check_digits():
     ]
     with pytest.raises(ValueError, match="digits must be in 1..32"):
         md5_prefixes(pa.array(["a"]), prefix="", digits=33)
+
+
+_DROPPED = " \t\n'\"`"
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.lists(
+        st.tuples(
+            *[st.one_of(st.none(), st.text(alphabet="aZq \t\n'\"`.\u00e9\u0130", max_size=12))] * 2
+        ),
+        max_size=20,
+    )
+)
+def test_ascii_joined_md5_prefixes_are_their_definition_and_null_off_ascii(rows):
+    """ASCII rows: md5 of the parts joined (null as ""), the dropped characters removed, lower
+    case; a row with any other character is left null for the caller."""
+    table = pa.table({"a": pa.array([a for a, _ in rows], pa.string()),
+                      "b": pa.array([b for _, b in rows], pa.string())})  # fmt: skip
+    got = ascii_joined_md5_prefixes(
+        table, separator="\x1f", dropped=_DROPPED, prefix="q:", digits=16
+    )
+    expected = []
+    for a, b in rows:
+        joined = f"{a or ''}\x1f{b or ''}"
+        if not joined.isascii():
+            expected.append(None)
+            continue
+        normalized = joined.translate(str.maketrans("", "", _DROPPED)).lower()
+        expected.append("q:" + hashlib.md5(normalized.encode()).hexdigest()[:16])
+    assert got.to_pylist() == expected
+
+
+def test_ascii_joined_md5_prefixes_check_their_arguments():
+    table = pa.table({"a": ["x"]})
+    with pytest.raises(ValueError, match="ASCII without the separator"):
+        ascii_joined_md5_prefixes(table, separator=" ", dropped=" ", prefix="", digits=8)
+    with pytest.raises(ValueError, match="digits must be in 1..32"):
+        ascii_joined_md5_prefixes(table, separator="\x1f", dropped="", prefix="", digits=0)
