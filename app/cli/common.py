@@ -54,9 +54,22 @@ def Table(*args, **kwargs):  # noqa: N802 - stands in for rich's class
     return RichTable(*args, **kwargs)
 
 
-def stderr_console():
-    """A console on stderr (progress, notices)."""
-    return Console(stderr=True)
+def echo_columns(
+    headers: tuple[str, ...], rows: list[tuple[str, ...]], *, right: frozenset[int] = frozenset()
+) -> None:
+    """A plain text table on stdout: a header line, then one line per row, each column padded to
+    its widest cell; the columns numbered in ``right`` are right-aligned (counts). Cells are printed
+    as they are (no markup: a name may hold brackets). rich took 0.2 s for the pairing report's 94
+    rows, a fifth of `pair add`."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    click.echo("\n".join([line(headers), *(line(r) for r in rows)]))
 
 
 class CliError(click.ClickException):

@@ -8,7 +8,6 @@ import click
 
 from app.cli.common import (
     CliError,
-    stderr_console,
     store_of,
 )
 from app.errors import InputError
@@ -25,7 +24,7 @@ def _run_import(ctx: click.Context, kind: str, path: Path, **options) -> None:
 
     store = store_of(ctx)
     try:
-        with progress_reporter(f"importing {path.name}", stderr_console()) as progress:
+        with progress_reporter(f"importing {path.name}") as progress:
             summary = import_file(store, kind, path, progress=progress, **options)
     except InputError as exc:
         raise CliError(f"{exc} (nothing was imported)") from exc

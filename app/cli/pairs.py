@@ -10,6 +10,7 @@ from app.cli.common import (
     CliError,
     Console,
     Table,
+    echo_columns,
     store_of,
 )
 from app.errors import InputError
@@ -54,22 +55,18 @@ def _print_pairing(store: Store, pair_id: int, unpaired: dict) -> None:
     with store.read() as conn:
         report = pairing_report(conn, pair_id)
     store.close()
-    table = Table(
-        "benchmark", "seeds", "paired", "only base", "only post", "ambiguous", "mismatched", "rule"
-    )
-    for row in report:
-        table.add_row(
-            row["benchmark"],
-            str(row["seeds"]),
-            f"{row['paired']:,}",
-            f"{row['only_base']:,}",
-            f"{row['only_post']:,}",
-            f"{row['ambiguous']:,}",
-            f"{row['mismatched']:,}",
-            pairing_rule(row),
-        )
     if report:
-        Console(width=max(Console().width, 120)).print(table)
+        echo_columns(
+            ("benchmark", "seeds", "paired", "only base", "only post", "ambiguous", "mismatched",
+             "rule"),
+            [
+                (row["benchmark"], str(row["seeds"]), f"{row['paired']:,}",
+                 f"{row['only_base']:,}", f"{row['only_post']:,}", f"{row['ambiguous']:,}",
+                 f"{row['mismatched']:,}", pairing_rule(row))
+                for row in report
+            ],
+            right=frozenset(range(1, 7)),
+        )  # fmt: skip
     paired = sum(r["paired"] for r in report)
     click.echo(
         f"paired {paired:,} samples on {sum(1 for r in report if r['paired'])} of "

@@ -12,7 +12,6 @@ from app.cli.common import (
     CliError,
     Console,
     Table,
-    stderr_console,
 )
 from app.errors import InputError
 
@@ -36,7 +35,7 @@ def _suite_progress(what: str):
 
     # one bar per benchmark here; datasets' own bars (read when it is imported) would interleave
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-    return progress_reporter(what, stderr_console())
+    return progress_reporter(what)
 
 
 _SELECTION = [
