@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from app.columns import SLICE_TO_END, dictionary_codes
-from app.db.digests import ascii_joined_md5_prefixes, md5_prefixes
+from app.db.digests import ascii_joined_md5_prefixes, md5_prefixes, surely_distinct
 from app.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
 
 __all__ = [
@@ -268,8 +268,12 @@ def identify(table: pa.Table) -> pa.Array:
             keys = _replaced(keys, keyed, _content_keys(content.take(pa.array(keyed))))
     if not n:
         return keys
-    key_codes, _ = dictionary_codes(pc.fill_null(keys, ""))
     unit = np.asarray(pc.fill_null(table["unit"], -1).to_numpy(zero_copy_only=False), np.int64)
+    content_rows = keyed if len(keyed) < n else slice(None)
+    content_keys = keys if len(keyed) == n else pc.take(keys, pa.array(keyed))
+    if surely_distinct(unit[content_rows], content_keys):  # the usual file: no key shared
+        return keys
+    key_codes, _ = dictionary_codes(pc.fill_null(keys, ""))
     group = np.where(has_ids, -1, (unit - unit.min()) * (int(key_codes.max()) + 1) + key_codes)
     _, inverse, counts = np.unique(group, return_inverse=True, return_counts=True)
     shared = (counts[inverse.reshape(-1)] > 1) & ~has_ids

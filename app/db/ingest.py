@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from app.columns import dictionary_codes
+from app.db.digests import surely_distinct
 from app.db.pairing import refresh_counts
 from app.db.prompts import store_templates
 from app.db.store import Connection
@@ -177,7 +178,6 @@ def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.A
         ids[column] = np.asarray([found[v] for v in names[column]], np.int32)
         codes[column] = code
     seed_code, seeds = _codes_int(table["seed"])
-    sample_code, sample_values = dictionary_codes(table["sample_id"])
     nm, nb, ns = len(names["model"]), len(names["benchmark"]), len(seeds)
     unit = (codes["model"].astype(np.int64) * nb + codes["benchmark"]) * ns + seed_code
     space = nm * nb * ns
@@ -193,7 +193,23 @@ def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.A
             "seed": pa.array(seeds[present % ns].astype(np.int32)),
         }
     )
-    # duplicate (unit, sample) keys: distinct keys < rows
+    duplicated = not surely_distinct(unit, table["sample_id"]) and _duplicated(
+        conn, table, unit, space
+    )
+    return _Keys(
+        models=names["model"],
+        model_ids=ids["model"][codes["model"]],
+        benchmark_ids=ids["benchmark"][codes["benchmark"]],
+        unit=unit,
+        space=space,
+        units=units,
+        duplicated=duplicated,
+    )
+
+
+def _duplicated(conn: Connection, table: pa.Table, unit: np.ndarray, space: int) -> bool:
+    """Whether two rows share (unit, sample_id), exactly: distinct keys < rows."""
+    sample_code, sample_values = dictionary_codes(table["sample_id"])
     nsamples = len(sample_values)
     key_space = space * nsamples
     if key_space <= min(_BITMAP_BYTES, max(8 * len(unit), 1 << 22)):
@@ -203,8 +219,6 @@ def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.A
     elif key_space < _KEY_SORT_LIMIT:
         distinct = len(np.unique(unit * nsamples + sample_code))
     else:  # astronomically many codes: let SQL count
-        distinct = None
-    if distinct is None:
         conn.register("keys_check", table.select(["model", "benchmark", "sample_id", "seed"]))
         try:
             distinct = conn.execute(
@@ -212,15 +226,7 @@ def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.A
             ).fetchall()[0][0]
         finally:
             conn.unregister("keys_check")
-    return _Keys(
-        models=names["model"],
-        model_ids=ids["model"][codes["model"]],
-        benchmark_ids=ids["benchmark"][codes["benchmark"]],
-        unit=unit,
-        space=space,
-        units=units,
-        duplicated=distinct != table.num_rows,
-    )
+    return distinct != table.num_rows
 
 
 _RESULT_COLUMNS = (
