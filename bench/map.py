@@ -45,7 +45,6 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 # isort: off
@@ -134,12 +133,12 @@ SQL_TIMES: list[float] = []  # wall time of every recompute query, to split SQL 
 
 def recompute_transitions(
     conn, pair_id: int | None = None, pair_ids: list[int] | None = None
-) -> pa.Table:
+) -> queries.Columns:
     """Drop-in for queries.transition_counts (and unit_counts) that counts from the per-sample
     rows."""
     t0 = now()
     params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
-    out = conn.sql(RECOMPUTE_SQL, params=params).to_arrow_table()
+    out = queries.numpy_columns(conn.sql(RECOMPUTE_SQL, params=params))
     SQL_TIMES.append(now() - t0)
     return out
 
@@ -182,8 +181,8 @@ def table_counts(store) -> dict[str, int]:
 def split_times(store, runs: int) -> dict[str, float]:
     """Medians of the two reads map_records makes, to tell SQL time from Python time."""
     out: dict[str, list[float]] = {
-        "transition_counts + names (SQL -> Arrow)": [],
-        "seed_transitions_for_pairs (SQL -> Arrow)": [],
+        "transition_counts + names (SQL -> numpy)": [],
+        "seed_transitions_for_pairs (SQL -> numpy)": [],
     }
     for _ in range(runs):
         with store.read() as conn:
@@ -194,8 +193,8 @@ def split_times(store, runs: int) -> dict[str, float]:
             t1 = now()
             queries.seed_transitions_for_pairs(conn)
             t2 = now()
-        out["transition_counts + names (SQL -> Arrow)"].append(t1 - t0)
-        out["seed_transitions_for_pairs (SQL -> Arrow)"].append(t2 - t1)
+        out["transition_counts + names (SQL -> numpy)"].append(t1 - t0)
+        out["seed_transitions_for_pairs (SQL -> numpy)"].append(t2 - t1)
     return {k: median(v) for k, v in out.items()}
 
 

@@ -19,7 +19,7 @@ Columns = dict[str, "np.ndarray"]
 with None there (integers included)."""
 
 
-def _columns(relation) -> Columns:
+def numpy_columns(relation) -> Columns:
     """A DuckDB result as ``Columns`` (its ``fetchnumpy``: neither Arrow nor pandas is loaded)."""
     import numpy as np
 
@@ -79,7 +79,7 @@ def transition_counts(
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
     params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
-    return _columns(conn.sql(sql, params=params))
+    return numpy_columns(conn.sql(sql, params=params))
 
 
 def pair_names(conn: Connection) -> Columns:
@@ -90,12 +90,14 @@ def pair_names(conn: Connection) -> Columns:
         FROM pairs p JOIN models mb ON mb.id = p.base_model_id JOIN models mp ON mp.id = p.post_model_id
         ORDER BY p.id
     """
-    return _columns(conn.sql(sql))
+    return numpy_columns(conn.sql(sql))
 
 
 def benchmark_names(conn: Connection) -> Columns:
     """Every benchmark's id, name, category and full size (NULL: not known), ordered by id."""
-    return _columns(conn.sql("SELECT id, name, category, full_size FROM benchmarks ORDER BY id"))
+    return numpy_columns(
+        conn.sql("SELECT id, name, category, full_size FROM benchmarks ORDER BY id")
+    )
 
 
 def cross_seed_cells(
@@ -110,7 +112,7 @@ def cross_seed_cells(
           AND ($all OR pair_id IN (SELECT unnest($ids)))
     """
     params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
-    return _columns(conn.sql(sql, params=params))
+    return numpy_columns(conn.sql(sql, params=params))
 
 
 def seed_transitions_for_pairs(conn: Connection) -> Columns:
@@ -122,7 +124,7 @@ def seed_transitions_for_pairs(conn: Connection) -> Columns:
         WHERE s.model_id IN (SELECT base_model_id FROM pairs UNION SELECT post_model_id FROM pairs)
         ORDER BY s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices
     """
-    return _columns(conn.sql(sql))
+    return numpy_columns(conn.sql(sql))
 
 
 PAIRING_FIELDS = (
@@ -496,7 +498,7 @@ def unit_counts(conn: Connection, pair_ids: list[int] | None = None) -> Columns:
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
     params = {"all": pair_ids is None, "ids": list(pair_ids or [])}
-    return _columns(conn.sql(sql, params=params))
+    return numpy_columns(conn.sql(sql, params=params))
 
 
 def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[int, int]:
