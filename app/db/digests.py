@@ -56,6 +56,7 @@ def ascii_joined_md5_prefixes(
         raise ValueError(f"digits must be in 1..32, got {digits!r}")
     if not dropped.isascii() or separator in dropped:
         raise ValueError(f"dropped must be ASCII without the separator, got {dropped!r}")
+    dropped = _occurring(columns, dropped)
     names = [f"coalesce(\"{i}\", '')" for i in range(columns.num_columns)]
     joined = f"concat_ws(chr({ord(separator)}), {', '.join(names)})"
     normalized = "j"
@@ -73,6 +74,26 @@ def ascii_joined_md5_prefixes(
         .combine_chunks()
         .cast(pa.string())
     )
+
+
+def _occurring(columns: pa.Table, chars: str) -> str:
+    """The characters of ``chars`` (ASCII) that some string of ``columns`` may hold: each one
+    costs the statement a pass of ``replace`` over every row (about 35 ms at 564,000 rows) and
+    most never occur; a byte search of the columns' data buffers (25 ms for all) finds them. A
+    buffer may hold bytes outside its array (a slice): that only keeps a character in."""
+    found: set[str] = set()
+    for column in columns.itercolumns():
+        if not pa.types.is_string(column.type):
+            return chars  # other layouts: keep every character
+        for chunk in column.chunks:
+            data = chunk.buffers()[2]
+            if data is None:
+                continue
+            raw = data.to_pybytes()
+            found.update(c for c in chars if c not in found and raw.find(c.encode()) >= 0)
+            if len(found) == len(chars):
+                return chars
+    return "".join(c for c in chars if c in found)
 
 
 def surely_distinct(groups: np.ndarray, texts: pa.Array | pa.ChunkedArray) -> bool:
