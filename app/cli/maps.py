@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from app.cli.common import (
-    Console,
-    Table,
+    echo_columns,
     echo_records,
     format_value,
     plus_minus,
@@ -83,87 +82,42 @@ def _empty_map_hint(ctx: click.Context) -> str:
 
 
 def _print_table(records: list[dict], level: str) -> None:
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
+    """The map as plain columns (names as typed: no markup), a pair's categories up to its Total
+    as one block."""
     if level == "category":
-        table = Table(
-            title="F_true / BT_true (mean ± std across seeds; 95%: the paired interval, "
-            "valid for adaptive runs; n: paired samples per seed)"
+        click.echo(
+            "F_true / BT_true (mean ± std across seeds; 95%: the paired interval, valid for "
+            "adaptive runs; n: paired samples per seed)"
         )
-        for col in (
-            "pair",
-            "category",
-            "bench",
-            "seeds",
-            "n",
-            "F_true",
-            "F_true 95%",
-            "BT_true",
-            "BT_true 95%",
-            "F",
-            "BT",
-            "F_max",
-            "noise",
-        ):
-            table.add_column(col, justify="left" if col in ("pair", "category") else "right")
-        for r in records:
-            table.add_row(
-                _text(f"{r['base']} -> {r['post']}"),
-                _text(r["category"]),
-                str(r["n_benchmarks"]),
-                str(r["seeds"]),
-                _n_used(r),
-                plus_minus(r["f_true"], r["f_true_std"]),
-                _interval(r["f_true_low"], r["f_true_high"]),
-                plus_minus(r["bt_true"], r["bt_true_std"]),
-                _interval(r["bt_true_low"], r["bt_true_high"]),
-                format_value(r["f"]),
-                format_value(r["bt"]),
-                format_value(r["f_max"]),
-                format_value(r["noise_floor"]),
-                end_section=r["category"] == "Total",
-            )
-    else:
-        table = Table(
-            title="per benchmark and seed (95%: the paired interval over all seeds, valid for "
-            "adaptive runs)"
-        )
-        for col in (
-            "pair",
-            "benchmark",
-            "seed",
-            "n",
-            "k",
-            "acc_pre",
-            "acc_post",
-            "F",
-            "BT",
-            "F_true",
-            "F_true 95%",
-            "BT_true",
-            "BT_true 95%",
-            "p",
-        ):
-            table.add_column(col, justify="left" if col in ("pair", "benchmark") else "right")
-        for r in records:
-            table.add_row(
-                _text(f"{r['base']} -> {r['post']}"),
-                _text(r["benchmark"]),
-                str(r["seed"]),
-                _n_used(r),
-                str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")),
-                format_value(r["acc_pre"]),
-                format_value(r["acc_post"]),
-                format_value(r["f"]),
-                format_value(r["bt"]),
-                format_value(r["f_true"]),
-                _interval(r["f_true_low"], r["f_true_high"]),
-                format_value(r["bt_true"]),
-                _interval(r["bt_true_low"], r["bt_true_high"]),
-                f"{r['mcnemar_p']:.3g}",
-            )
-    console.print(table)
+        headers = ("pair", "category", "bench", "seeds", "n", "F_true", "F_true 95%", "BT_true",
+                   "BT_true 95%", "F", "BT", "F_max", "noise")  # fmt: skip
+        rows = [
+            (f"{r['base']} -> {r['post']}", r["category"], str(r["n_benchmarks"]),
+             str(r["seeds"]), _n_used(r), plus_minus(r["f_true"], r["f_true_std"]),
+             _interval(r["f_true_low"], r["f_true_high"]),
+             plus_minus(r["bt_true"], r["bt_true_std"]),
+             _interval(r["bt_true_low"], r["bt_true_high"]), format_value(r["f"]),
+             format_value(r["bt"]), format_value(r["f_max"]), format_value(r["noise_floor"]))
+            for r in records
+        ]  # fmt: skip
+        ends = frozenset(i for i, r in enumerate(records) if r["category"] == "Total")
+        echo_columns(headers, rows, right=frozenset(range(2, 13)), sep=" │ ", breaks=ends)
+        return
+    click.echo(
+        "per benchmark and seed (95%: the paired interval over all seeds, valid for adaptive runs)"
+    )
+    headers = ("pair", "benchmark", "seed", "n", "k", "acc_pre", "acc_post", "F", "BT", "F_true",
+               "F_true 95%", "BT_true", "BT_true 95%", "p")  # fmt: skip
+    rows = [
+        (f"{r['base']} -> {r['post']}", r["benchmark"], str(r["seed"]), _n_used(r),
+         str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")), format_value(r["acc_pre"]),
+         format_value(r["acc_post"]), format_value(r["f"]), format_value(r["bt"]),
+         format_value(r["f_true"]), _interval(r["f_true_low"], r["f_true_high"]),
+         format_value(r["bt_true"]), _interval(r["bt_true_low"], r["bt_true_high"]),
+         f"{r['mcnemar_p']:.3g}")
+        for r in records
+    ]  # fmt: skip
+    echo_columns(headers, rows, right=frozenset(range(2, 14)), sep=" │ ")
 
 
 def _n_used(record: dict) -> str:
@@ -177,11 +131,4 @@ def _interval(low: float | None, high: float | None) -> str:
     """The paired 95% interval as [low, high] (empty where it could not be computed)."""
     if low is None or high is None:
         return ""
-    return _text(f"[{format_value(low)}, {format_value(high)}]")
-
-
-def _text(value: str) -> str:
-    """A name (or bracketed text) as itself: rich reads "[bold]" or "[link=...]" as markup."""
-    from rich.markup import escape
-
-    return escape(value)
+    return f"[{format_value(low)}, {format_value(high)}]"

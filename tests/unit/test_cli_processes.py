@@ -1,5 +1,5 @@
 """The quick commands' processes load only what they use: no pandas in `import`, `pair` and `map`
-(pyarrow would load it), no Arrow and no YAML parser in `pair` and `map` (issue 12: `map` on a
+(pyarrow would load it), no Arrow, YAML parser or rich in `pair` and `map` (issue 12: `map` on a
 small database answers in under 0.5 s)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PROBED = ("pandas", "pyarrow", "yaml")
+PROBED = ("pandas", "pyarrow", "yaml", "rich")
 
 
 def _loaded(args: list[str]) -> tuple[set[str], str]:
@@ -33,7 +33,8 @@ def _loaded(args: list[str]) -> tuple[set[str], str]:
 def test_import_pair_and_map_processes_load_only_what_they_use(tmp_path):
     """pyarrow loads pandas (0.2 s) on its first array unless the process keeps it out
     (app.cli.common.keep_pandas_out); `pair` and `map` read through DuckDB's numpy results and
-    load no Arrow (0.1 s) and no YAML parser: the commands of bench/harness_import.py."""
+    print plain columns: no Arrow (0.1 s), YAML parser or rich (0.05 s). The commands of
+    bench/harness_import.py, and `map`'s table."""
     from tests.paper_layout import make_items, write_run
 
     items = {"community|piqa_reasoning_letter:main|0": make_items("piqa", 30, options=2)}
