@@ -20,7 +20,7 @@ def _loaded(args: list[str]) -> tuple[set[str], str]:
         "import sys, runpy; sys.argv = ['forgetmap', *sys.argv[1:]]\n"
         "try:\n    runpy.run_module('app.cli', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
-        f"print('loaded:', *[m for m in {PROBED!r} if m in sys.modules], file=sys.stderr)"
+        f"print('loaded:', *[m for m in {(*PROBED, 'numpy')!r} if m in sys.modules], file=sys.stderr)"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True, text=True
@@ -33,8 +33,8 @@ def _loaded(args: list[str]) -> tuple[set[str], str]:
 def test_import_pair_and_map_processes_load_only_what_they_use(tmp_path):
     """pyarrow loads pandas (0.2 s) on its first array unless the process keeps it out
     (app.cli.common.keep_pandas_out); `pair` and `map` read through DuckDB's numpy results and
-    print plain columns: no Arrow (0.1 s), YAML parser or rich (0.05 s). The commands of
-    bench/harness_import.py, and `map`'s table."""
+    print plain columns: no Arrow (0.1 s), YAML parser or rich (0.05 s), and `pair` no numpy
+    (0.06 s). The commands of bench/harness_import.py, and `map`'s table."""
     from tests.paper_layout import make_items, write_run
 
     items = {"community|piqa_reasoning_letter:main|0": make_items("piqa", 30, options=2)}
@@ -49,7 +49,7 @@ def test_import_pair_and_map_processes_load_only_what_they_use(tmp_path):
          {"pandas"}),
         ([*db, "import", "lighteval", str(out / "details" / "org" / "post"), "--model", "post"],
          {"pandas"}),
-        ([*db, "pair", "add", "base", "post"], set(PROBED)),
+        ([*db, "pair", "add", "base", "post"], {*PROBED, "numpy"}),
         ([*db, "map"], set(PROBED)),
         ([*db, "map", "--format", "json", "--level", "benchmark"], set(PROBED)),
     ):  # fmt: skip
