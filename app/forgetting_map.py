@@ -586,6 +586,11 @@ class MapCache:
 
 
 def map_records(store: Store, query: MapQuery) -> list[dict]:
+    """The records of one map, computed once (a command's process keeps no cache: the category
+    level skips the per-pair fingerprints that a long-lived ``MapCache`` compares)."""
+    if query.level == "category" and not MapCache._filtered(query):
+        with store.read() as conn:
+            return category_records_for(conn, None, query.aggregate)
     return MapCache(store).records(query)
 
 

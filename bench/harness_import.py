@@ -172,6 +172,7 @@ def main() -> None:
             stamp.touch()
             print(f"wrote {rows:,} rows in {time.perf_counter() - start:.1f} s to {out}")
         base_times, ours_times, parts, floor_times = [], [], [], []
+        round_ratios = []  # each round's end to end over its own three reads
         for i in range(args.repeat):
             # the read is the shortest step and the noisiest (0.9-1.3 s between runs here): three
             # of it per round keep the ratio's denominator steady
@@ -186,6 +187,7 @@ def main() -> None:
             db.unlink(missing_ok=True)
             total, steps, report = ours(out, db)
             ours_times.append(total)
+            round_ratios.append(total / statistics.median(base_times[-3:]))
             parts.append(steps)
             db.unlink(missing_ok=True)
         base_t, ours_t = statistics.median(base_times), statistics.median(ours_times)
@@ -205,6 +207,9 @@ def main() -> None:
         help_t, map_t = startup(work)
         print(f"cli start: `forgetmap --help` median {help_t:.2f} s (goal < 0.3 s), "
               f"`forgetmap map` on a small database median {map_t:.2f} s (goal < 0.5 s)")  # fmt: skip
+        print(f"per round (ours / that round's read; the machine's speed drifts between rounds): "
+              f"{', '.join(f'{r:.2f}x' for r in round_ratios)}, median "
+              f"{statistics.median(round_ratios):.2f}x")  # fmt: skip
         print(f"harness_import: end to end {ours_t / base_t:.2f}x pyarrow's read (goal <= 3x)")
     finally:
         if not args.keep and args.workdir is None:
