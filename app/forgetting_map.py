@@ -92,13 +92,12 @@ def category_sort_key(category: str) -> tuple[int, str]:
     return (len(CATEGORIES), category)
 
 
-def _units(counts: Columns) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray]]:
+def _units(cols: Columns) -> tuple[Columns, np.ndarray, dict[str, np.ndarray]]:
     """Collapse k-group rows into (pair, benchmark, seed) units and score them all at once."""
-    cols = counts
     key = np.stack([cols["pair_id"], cols["benchmark_id"], cols["seed"]], axis=1)
     # rows arrive ordered by (pair, benchmark, seed, k): a new unit starts where the key changes
-    changed = np.ones(row_count(counts), dtype=bool)
-    if row_count(counts) > 1:
+    changed = np.ones(row_count(cols), dtype=bool)
+    if len(changed) > 1:
         changed[1:] = (key[1:] != key[:-1]).any(axis=1)
     group = np.cumsum(changed) - 1
     scores = metrics.scores_from_arrays(
@@ -107,7 +106,7 @@ def _units(counts: Columns) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str
     return cols, np.flatnonzero(changed), scores
 
 
-def _intervals(cols: dict, cross: Columns) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _intervals(cols: Columns, x: Columns) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Per (pair, benchmark): F_true and BT_true over all seeds with their paired interval
     (app.adaptive.interval_from_counts on the transition rows and the cross-seed cells stored at
     pairing time). Returns each count row's (pair, benchmark) index and the per-index arrays."""
@@ -116,7 +115,6 @@ def _intervals(cols: dict, cross: Columns) -> tuple[np.ndarray, dict[str, np.nda
         cols["pair_id"].astype(np.int64) * width + cols["benchmark_id"], return_inverse=True
     )
     of = of.reshape(-1)
-    x = cross
     x_key = x["pair_id"].astype(np.int64) * width + x["benchmark_id"]
     x_unit = np.minimum(np.searchsorted(keys, x_key), keys.size - 1)
     mine = keys[x_unit] == x_key  # cross rows of pairs and benchmarks being mapped
@@ -171,14 +169,13 @@ def combined_half_widths(
 def _noise_grid(store_conn) -> np.ndarray:
     """grid[model_id, benchmark_id]: mean over seed pairs of a model's seed-vs-seed flip rate
     (F + BT) / 2 on that benchmark; NaN where the model has fewer than two seeds."""
-    seeds = queries.seed_transitions_for_pairs(store_conn)
-    if row_count(seeds) == 0:
+    cols = queries.seed_transitions_for_pairs(store_conn)
+    if row_count(cols) == 0:
         return np.full((1, 1), np.nan)
-    cols = seeds
     unit_key = np.stack(
         [cols["model_id"], cols["benchmark_id"], cols["seed_a"], cols["seed_b"]], axis=1
     )
-    changed = np.ones(row_count(seeds), dtype=bool)
+    changed = np.ones(row_count(cols), dtype=bool)
     changed[1:] = (unit_key[1:] != unit_key[:-1]).any(axis=1)
     group = np.cumsum(changed) - 1
     s = metrics.scores_from_arrays(

@@ -269,9 +269,11 @@ def identify(table: pa.Table) -> pa.Array:
     if not n:
         return keys
     unit = np.asarray(pc.fill_null(table["unit"], -1).to_numpy(zero_copy_only=False), np.int64)
-    content_rows = keyed if len(keyed) < n else slice(None)
-    content_keys = keys if len(keyed) == n else pc.take(keys, pa.array(keyed))
-    if surely_distinct(unit[content_rows], content_keys):  # the usual file: no key shared
+    if len(keyed) == n:  # rows keyed by content (not by a document id) may share a key
+        content_units, content_keys = unit, keys
+    else:
+        content_units, content_keys = unit[keyed], pc.take(keys, pa.array(keyed))
+    if surely_distinct(content_units, content_keys):  # the usual file: no key shared
         return keys
     key_codes, _ = dictionary_codes(pc.fill_null(keys, ""))
     group = np.where(has_ids, -1, (unit - unit.min()) * (int(key_codes.max()) + 1) + key_codes)

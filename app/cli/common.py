@@ -67,7 +67,7 @@ def echo_columns(
     (counts), and an empty line follows each row numbered in ``breaks`` (a section's end). Cells
     are printed as they are (no markup: a name may hold brackets). rich took 0.2 s for the
     pairing report's 94 rows, a fifth of `pair add`, and 50 ms of a small `map` to load."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
 
     def line(cells) -> str:
         return sep.join(

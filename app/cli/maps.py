@@ -101,7 +101,7 @@ def _print_table(records: list[dict], level: str) -> None:
             for r in records
         ]  # fmt: skip
         ends = frozenset(i for i, r in enumerate(records) if r["category"] == "Total")
-        echo_columns(headers, rows, right=frozenset(range(2, 13)), sep=" │ ", breaks=ends)
+        echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ", breaks=ends)
         return
     click.echo(
         "per benchmark and seed (95%: the paired interval over all seeds, valid for adaptive runs)"
@@ -117,7 +117,7 @@ def _print_table(records: list[dict], level: str) -> None:
          f"{r['mcnemar_p']:.3g}")
         for r in records
     ]  # fmt: skip
-    echo_columns(headers, rows, right=frozenset(range(2, 14)), sep=" │ ")
+    echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ")
 
 
 def _n_used(record: dict) -> str:

@@ -26,11 +26,15 @@ def _connection() -> duckdb.DuckDBPyConnection:
     return con
 
 
+def _check_digits(digits: int) -> None:
+    if not 1 <= digits <= 32:
+        raise ValueError(f"digits must be in 1..32, got {digits!r}")
+
+
 def md5_prefixes(texts: pa.Array, *, prefix: str, digits: int) -> pa.Array:
     """``prefix`` + the first ``digits`` hex digits of md5(text) for every string (null stays
     null), equal to ``prefix + hashlib.md5(text.encode()).hexdigest()[:digits]``."""
-    if not 1 <= digits <= 32:
-        raise ValueError(f"digits must be in 1..32, got {digits!r}")
+    _check_digits(digits)
     strings = pa.table({"text": texts.cast(pa.string())})  # noqa: F841 - DuckDB reads it by name
     hashed = (
         _connection()
@@ -54,8 +58,7 @@ def ascii_joined_md5_prefixes(
     hashing each distinct text once: finding them costs more). Other rows are left to the caller
     because Unicode lower-casing differs between DuckDB and Python; on ASCII both give the same.
     ``dropped`` must be ASCII and not hold ``separator``."""
-    if not 1 <= digits <= 32:
-        raise ValueError(f"digits must be in 1..32, got {digits!r}")
+    _check_digits(digits)
     if not dropped.isascii() or separator in dropped:
         raise ValueError(f"dropped must be ASCII without the separator, got {dropped!r}")
     dropped = _occurring(columns, dropped)
