@@ -95,6 +95,35 @@ def unit_templates(
     return templates
 
 
+@dataclass(frozen=True)
+class SettledPrompts:
+    """One unit's prompts as the store keeps them (see the module docstring): ``own`` per row (null
+    where it is the row's question), and the unit's ``prefix`` and ``suffix`` (None: no template,
+    ``own`` is each whole prompt)."""
+
+    own: pa.Array
+    prefix: str | None
+    suffix: str | None
+
+
+def settle_unit(prompts: pa.Array, questions: pa.Array) -> SettledPrompts:
+    """The template of one unit's prompts, by ``unit_templates``' rules, and each row's own part
+    cut out with Arrow. A reader that works file by file calls this on each (one file is one
+    unit): the whole prompts need not outlive their file (lighteval's few-shot prompts are most of
+    a paper import's memory)."""
+    texts = _strings(prompts)
+    found = _around_questions(texts, _strings(questions)) if len(texts) else None
+    if found is not None:
+        return SettledPrompts(pa.nulls(len(texts), pa.string()), *found)
+    found = _shared(texts) if len(texts) else None
+    if found is None:
+        return SettledPrompts(texts, None, None)
+    prefix, suffix = found
+    head, tail = len(prefix.encode()), len(suffix.encode())
+    own = pc.binary_slice(pc.cast(texts, pa.binary()), head, -tail if tail else SLICE_TO_END)
+    return SettledPrompts(pc.cast(own, pa.string()), prefix, suffix)
+
+
 def _strings(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     return column if pa.types.is_string(column.type) else pc.cast(column, pa.string())
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 from app.columns import dictionary_codes
 from app.db.digests import surely_distinct
 from app.db.pairing import refresh_counts
-from app.db.prompts import store_templates
+from app.db.prompts import store_template_pairs, store_templates
 from app.db.store import Connection
 from app.errors import InputError
 from app.naming import infer_family_and_size
@@ -366,7 +366,15 @@ def _ingest_new(
         if c in _ALWAYS_WRITTEN or table[c].null_count < table.num_rows
     ]
     selected = list(columns)
-    if "prompt" in columns:
+    if table["prompt_prefix"].null_count < table.num_rows:
+        # the reader settled each row's template and own part (lighteval): store them as given
+        template_id = store_template_pairs(conn, table["prompt_prefix"], table["prompt_suffix"])
+        table = table.append_column(
+            "prompt_template_id", pa.array(template_id, pa.int32(), mask=template_id < 0)
+        )
+        columns.append("prompt_template_id")
+        selected.append("prompt_template_id")
+    elif "prompt" in columns:
         # what every prompt of a unit shares is stored once (app/prompt_templates.py); DuckDB cuts
         # each row's own part out while inserting (substr counts characters, as the cuts do), or
         # stores none where the own part is the row's question
@@ -414,8 +422,11 @@ def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int
     duck.execute(
         """
         CREATE OR REPLACE TEMP TABLE staged AS
-        SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, s.correct,
-               s.num_choices, s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash,
+        SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, s.correct, s.num_choices,
+               CASE WHEN s.prompt_prefix IS NULL THEN s.prompt
+                    ELSE s.prompt_prefix || coalesce(s.prompt, s.question) || s.prompt_suffix
+               END AS prompt,
+               s.response, s.prediction, s.gold, s.choices, s.doc_hash,
                s.prompt_tokens, s.completion_tokens, s.question, s.model, s.benchmark
         FROM incoming s
         """

@@ -35,7 +35,6 @@ def store_templates(conn: Connection, templates: UnitTemplates) -> np.ndarray:
     """Insert each distinct (prefix, suffix) of ``templates`` once; per unit code its template id
     (-1: the unit keeps its prompts whole)."""
     import numpy as np
-    import pyarrow as pa
 
     ids = np.full(len(templates.has_template), -1, np.int64)
     codes = np.flatnonzero(templates.has_template)
@@ -46,17 +45,56 @@ def store_templates(conn: Connection, templates: UnitTemplates) -> np.ndarray:
         ids[code] = distinct.setdefault(
             (templates.prefix[code], templates.suffix[code]), len(distinct)
         )
+    ids[codes] = _insert_templates(conn, list(distinct))[ids[codes]]
+    return ids
+
+
+def store_template_pairs(conn: Connection, prefix, suffix) -> np.ndarray:
+    """Insert each distinct (prefix, suffix) of two per-row string columns (Arrow, usually
+    dictionary-encoded: one value per unit) once; per row its template id (-1 where the prefix
+    is null: the row's prompt is whole)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from app.columns import dictionary_codes, distinct_pairs
+
+    valid = pc.is_valid(prefix)
+    has = valid.to_numpy(zero_copy_only=False)
+    ids = np.full(len(has), -1, np.int64)
+    if not has.any():
+        return ids
+    prefix_codes, prefixes = dictionary_codes(prefix.filter(valid))
+    suffix_codes, suffixes = dictionary_codes(
+        pc.fill_null(suffix.filter(valid).cast(pa.string()), "")
+    )
+    width = len(suffixes)
+    wanted_p, wanted_s = distinct_pairs(prefix_codes, len(prefixes), suffix_codes, width)
+    prefix_text, suffix_text = prefixes.to_pylist(), suffixes.to_pylist()
+    pairs = zip(wanted_p.tolist(), wanted_s.tolist(), strict=True)
+    stored = _insert_templates(conn, [(prefix_text[p], suffix_text[x]) for p, x in pairs])
+    # the distinct pairs come sorted by pair code: each row's id by a binary search
+    keys = wanted_p.astype(np.int64) * width + wanted_s
+    ids[has] = stored[np.searchsorted(keys, prefix_codes.astype(np.int64) * width + suffix_codes)]
+    return ids
+
+
+def _insert_templates(conn: Connection, pairs: list[tuple[str, str]]) -> np.ndarray:
+    """Insert the (prefix, suffix) templates; their new ids, in order."""
+    import numpy as np
+    import pyarrow as pa
+
     new_ids = np.asarray(
         [r[0] for r in conn.execute(
-            "SELECT nextval('prompt_templates_id_seq') FROM range(?)", [len(distinct)]
+            "SELECT nextval('prompt_templates_id_seq') FROM range(?)", [len(pairs)]
         ).fetchall()],
         np.int64,
     )  # fmt: skip
     rows = pa.table(
         {
             "id": pa.array(new_ids, pa.int32()),
-            "prefix": [prefix for prefix, _ in distinct],
-            "suffix": [suffix for _, suffix in distinct],
+            "prefix": pa.array([prefix for prefix, _ in pairs], pa.string()),
+            "suffix": pa.array([suffix for _, suffix in pairs], pa.string()),
         }
     )
     conn.register("new_templates", rows)
@@ -66,5 +104,4 @@ def store_templates(conn: Connection, templates: UnitTemplates) -> np.ndarray:
         )
     finally:
         conn.unregister("new_templates")
-    ids[codes] = new_ids[ids[codes]]
-    return ids
+    return new_ids

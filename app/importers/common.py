@@ -59,6 +59,12 @@ NORMALIZED_SCHEMA = pa.schema(
         pa.field("completion_tokens", pa.int32()),
         # the question part of the prompt, without the template (few-shot block, instructions)
         pa.field("question", pa.string()),
+        # the prompt's template when the reader settled it (lighteval, per details file): the
+        # row's whole prompt is then prompt_prefix + (prompt, or the question where prompt is
+        # null) + prompt_suffix, as the store keeps it (app/prompt_templates.py); null: ``prompt``
+        # is whole, and the store finds the templates itself
+        pa.field("prompt_prefix", pa.string()),
+        pa.field("prompt_suffix", pa.string()),
     ]
 )
 
@@ -112,6 +118,18 @@ def normalized_schema_for(table: pa.Table) -> pa.Schema:
         current = present.field(field.name).type
         fields.append(pa.field(field.name, _target_type(field, current), field.nullable))
     return pa.schema(fields)
+
+
+def whole_prompts(table: pa.Table) -> pa.ChunkedArray:
+    """Each row's whole prompt, as the source gave it: the template put back around the own part
+    where the reader settled one (``prompt_prefix``), else ``prompt`` itself."""
+    prefix, suffix = (
+        table["prompt_prefix"].cast(pa.string()),
+        table["prompt_suffix"].cast(pa.string()),
+    )
+    own = pc.coalesce(table["prompt"], table["question"])
+    rebuilt = pc.binary_join_element_wise(prefix, own, suffix, "")
+    return pc.if_else(pc.is_null(prefix), table["prompt"], rebuilt)
 
 
 def choices_json(choices: Iterable | None) -> str | None:

@@ -287,3 +287,74 @@ def test_pages_say_what_paired_and_show_questions(cli, tmp_path):
         assert "The following are questions with answers." not in flipped
         empty = client.get("/pairs/2").text
         assert "This pair has no paired samples yet" in empty and "only post" in empty
+
+
+def _stored_prompts(db: Path) -> dict[tuple[str, str, int, str], str]:
+    """(model, benchmark, seed, question) -> the whole prompt as the store gives it back."""
+    from app.db import open_store
+    from app.db.prompts import full_prompt
+
+    store = open_store(db)
+    try:
+        with store.read() as conn:
+            rows = conn.execute(
+                f"SELECT m.name, b.name, r.seed, r.question, {full_prompt('r')} FROM results r "
+                "JOIN models m ON m.id = r.model_id JOIN benchmarks b ON b.id = r.benchmark_id"
+            ).fetchall()
+    finally:
+        store.close()
+    return {(m, b, s, q): p for m, b, s, q, p in rows}
+
+
+def _file_prompts(folder: Path) -> list[str]:
+    """Every full_prompt of a run folder's details files (the prompts as lighteval wrote them)."""
+    import pyarrow.parquet as pq
+
+    return [
+        prompt
+        for f in sorted(folder.glob("details_*.parquet"))
+        for prompt in pq.read_table(f, columns=["full_prompt"])["full_prompt"].to_pylist()
+    ]
+
+
+def test_prompts_come_back_whole_after_the_reader_splits_their_templates(cli, tmp_path):
+    """The reader cuts each file's template out (few-shot block, chat turns) and keeps only each
+    row's own part: every stored prompt reads back exactly as the file wrote it, for rows
+    written straight (a first import) and for rows added beside stored ones (a second import
+    into the same (model, benchmark, seed), which compares with what is stored)."""
+    out = tmp_path / "out"
+    few = {NAVIGATE: (ITEMS[NAVIGATE][:4], BASE[NAVIGATE][:4])}
+    first = write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", few, style="base", seed=0)
+    all_items = {
+        NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE]),
+        ANATOMY: (ITEMS[ANATOMY], BASE[ANATOMY]),
+    }
+    second = write_run(out / "later", BASE_MODEL, "2025-07-03T10-00-00.000001", all_items,
+                       style="base", seed=0, shuffle_seed=5)  # fmt: skip
+    chat = write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001", all_items, style="chat",
+                     seed=0)  # fmt: skip
+    cli("import", "lighteval", first, "--model", "base")
+    added = cli("import", "lighteval", second, "--model", "base").stdout
+    assert "imported 10 new rows (4 already stored)" in added
+    cli("import", "lighteval", chat, "--model", "post")
+
+    stored = _stored_prompts(cli.db)
+    assert len(stored) == 14 + 14
+    for model, folder in (("base", second), ("post", chat)):
+        written = sorted(_file_prompts(folder))
+        got = sorted(p for (m, *_), p in stored.items() if m == model)
+        assert got == written
+    # the few-shot block and the chat turns are stored once each, not per row
+    from app.db import open_store
+
+    store = open_store(cli.db)
+    try:
+        with store.read() as conn:
+            templates = conn.execute("SELECT count(*) FROM prompt_templates").fetchall()[0][0]
+            whole = conn.execute(
+                "SELECT count(*) FROM results WHERE prompt_template_id IS NULL"
+            ).fetchall()[0][0]
+    finally:
+        store.close()
+    assert whole == 10  # the rows the second base import added beside stored ones keep it whole
+    assert 1 <= templates <= 3

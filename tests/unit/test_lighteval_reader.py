@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from app.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized
+from app.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized, whole_prompts
 from app.importers.lighteval import read_lighteval
 from app.importers.lighteval_runs import task_from_filename
 from tests.fixtures_formats import MC_DOCS, write_lighteval_details
@@ -34,6 +34,7 @@ def test_multiple_choice_rows(tmp_path: Path, schema: str, stringify: bool) -> N
     assert set(table["seed"].to_pylist()) == {2}
     assert set(table["num_choices"].to_pylist()) == {4}
     first = table.to_pylist()[0]
+    first["prompt"] = whole_prompts(table)[0].as_py()  # the reader keeps each file's template apart
     assert json.loads(first["choices"]) == [" A", " B", " C", " D"]
     assert first["gold"] == f" {'ABCD'[MC_DOCS[0].answer]}"
     assert MC_DOCS[0].question in first["prompt"]
@@ -88,7 +89,7 @@ def test_generative_rows(tmp_path: Path, schema: str) -> None:
     assert first["gold"] == "72"
     assert first["response"].endswith("the final answer is 72.")
     assert first["prediction"] == first["response"]
-    assert first["prompt"].startswith("Question: Natalia sold clips")
+    assert whole_prompts(table)[0].as_py().startswith("Question: Natalia sold clips")
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
@@ -162,15 +163,18 @@ def test_sample_ids_stable_under_shuffling(tmp_path: Path, schema: str) -> None:
         tmp_path / "b", TASK, correct, schema=schema, with_ids=False, shuffle_seed=7
     )
     ta, tb = read_lighteval(a, model="m", seed=0), read_lighteval(b, model="m", seed=0)
-    assert ta["prompt"].to_pylist() != tb["prompt"].to_pylist()  # really reordered
+    assert whole_prompts(ta).to_pylist() != whole_prompts(tb).to_pylist()  # really reordered
     ids_a = dict(zip(ta["sample_id"].to_pylist(), ta["correct"].to_pylist(), strict=True))
     ids_b = dict(zip(tb["sample_id"].to_pylist(), tb["correct"].to_pylist(), strict=True))
     assert ids_a == ids_b
     assert len(ids_a) == len(correct)
     # the id is the hash of the question, options and gold, not the row number
-    row = ta.to_pylist()[0]
+    row = ta.to_pylist()[0] | {"prompt": whole_prompts(ta)[0].as_py()}
     assert all(not s.isdigit() for s in ids_a)
-    rows_b = {r["sample_id"]: r for r in tb.to_pylist()}
+    rows_b = {
+        r["sample_id"]: r | {"prompt": p}
+        for r, p in zip(tb.to_pylist(), whole_prompts(tb).to_pylist(), strict=True)
+    }
     assert rows_b[row["sample_id"]]["prompt"] == row["prompt"]
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from app.db.prompts import full_prompt
 from app.db.store import open_store
 from app.importers import import_file
-from app.prompt_templates import MIN_TEMPLATE_BYTES, unit_templates
+from app.prompt_templates import MIN_TEMPLATE_BYTES, settle_unit, unit_templates
 
 SHOTS = "Les questions suivantes — avec réponses.\n\nQuestion: 2 + 2 ?\nAnswer: 4\n\nQuestion: "
 
@@ -155,6 +155,39 @@ def test_any_prompts_split_into_template_and_own_parts_exactly(shared, ends, own
     for prompt in prompts:
         own_part = prompt[head : len(prompt) - tail]
         assert found.prefix[0] + own_part + found.suffix[0] == prompt
+
+
+def test_a_file_settled_by_its_reader_follows_the_same_rules():
+    """settle_unit (a reader's, per details file) finds what unit_templates finds for the unit."""
+    questions = ["Où est Zoë ?", "Qui a 3 ans ?"]
+    prompts = pa.array([SHOTS + q + "\nAnswer:" for q in questions])
+    around = settle_unit(prompts, pa.array(questions))
+    assert (around.prefix, around.suffix) == (SHOTS, "\nAnswer:")
+    assert around.own.to_pylist() == [None, None]  # each own part is the row's question
+    apart = settle_unit(prompts, pa.array(["Où est Zoë ?", "Qui ?"]))
+    assert (apart.prefix, apart.suffix) == (SHOTS, " ?\nAnswer:")
+    assert apart.own.to_pylist() == ["Où est Zoë", "Qui a 3 ans"]
+    whole = settle_unit(pa.array(["short a", "short b"]), pa.array(["x", "y"]))
+    assert (whole.prefix, whole.suffix) == (None, None)
+    assert whole.own.to_pylist() == ["short a", "short b"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shared=st.text(max_size=60),
+    ends=st.text(max_size=20),
+    own=st.lists(st.text(max_size=30), min_size=1, max_size=6),
+    ask=st.booleans(),
+)
+def test_a_settled_file_rebuilds_every_prompt_exactly(shared, ends, own, ask):
+    prompts = [shared + " " + text + " " + ends for text in own]
+    questions = [" " + text + " " if ask else text + "?" for text in own]
+    settled = settle_unit(pa.array(prompts), pa.array(questions))
+    for prompt, question, part in zip(prompts, questions, settled.own.to_pylist(), strict=True):
+        if settled.prefix is None:
+            assert part == prompt
+        else:
+            assert settled.prefix + (question if part is None else part) + settled.suffix == prompt
 
 
 @settings(max_examples=200, deadline=None)

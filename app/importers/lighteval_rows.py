@@ -1,0 +1,244 @@
+"""lighteval details files read row by row: cells stored as Python reprs or JSON strings,
+log-likelihood rows (one score per choice), and other shapes ``app.importers.lighteval``'s Arrow
+kernels do not handle. Each row becomes the same columns the vectorized reader produces.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from app.importers.common import InputError, choices_json, parse_binary
+
+# what the reader keeps per row of a file, before sample ids are settled across the whole import
+# (the query and the whole prompt are done with once the file is read: lighteval._read_unit)
+FILE_COLUMNS = (
+    "doc_id",
+    "choices_key",
+    "gold_key",
+    "correct",
+    "num_choices",
+    "prompt",
+    "response",
+    "prediction",
+    "gold",
+    "choices",
+)
+
+DEFAULT_METRICS = ("acc", "exact_match", "extractive_match", "em")
+"""Metrics used for ``correct`` when none is named, in order (lighteval calls exact match "em")."""
+
+_ENUM_REPR = re.compile(r"<([A-Za-z_][\w.]*): ([^<>]*)>")
+
+
+def _parse(value: Any) -> Any:
+    """A structured cell: as stored, or parsed back from its JSON / Python-repr string form."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text or text[0] not in "[{(":
+        return value
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    for candidate in (text, _ENUM_REPR.sub(lambda m: repr(m.group(1).rsplit(".", 1)[-1]), text)):
+        try:
+            return ast.literal_eval(candidate)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+    return value
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    value = _parse(value)
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, list) and all(isinstance(i, (list, tuple)) and len(i) == 2 for i in value):
+        return {str(k): v for k, v in value}  # an Arrow map column
+    return {}
+
+
+def _as_list(value: Any) -> list[Any]:
+    value = _parse(value)
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def _number(value: Any) -> float | None:
+    """A log-probability: a number, or the first item of ``(logprob, is_greedy)``."""
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return None
+        value = value[0]
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _gold_text(values: list[Any]) -> str | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return str(values[0])
+    return json.dumps([str(v) for v in values], ensure_ascii=False)
+
+
+def _indices(value: Any) -> list[int]:
+    out = []
+    for v in _as_list(value):
+        try:
+            out.append(int(v))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def _num_choices(choices: list[Any], gold_index: list[int]) -> int | None:
+    """Options shown: the doc's choices when there are >= 2 and they are not all gold answers.
+
+    Generative lighteval tasks keep their reference answers in ``choices`` (one for gsm8k, every
+    alias for triviaqa, all marked gold): those have no options to guess among.
+    """
+    if len(choices) < 2:
+        return None
+    if set(gold_index) >= set(range(len(choices))):
+        return None
+    return len(choices)
+
+
+def _logprob_prediction(lls: list[float | None]) -> tuple[str | None, str | None]:
+    if not lls or any(v is None for v in lls):
+        return None, None
+    best = max(range(len(lls)), key=lambda i: lls[i])
+    return str(best), json.dumps(lls, separators=(",", ":"))
+
+
+def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
+    query = _text(row.get("example")) or ""
+    choices = [str(c) for c in _as_list(row.get("choices"))]
+    gold_index = _indices(row.get("gold_index"))
+    predictions = _as_list(row.get("predictions"))
+    lls = [_number(p) for p in predictions]
+    if choices and len(predictions) == len(choices) and all(v is not None for v in lls):
+        prediction, response = _logprob_prediction(lls)
+    else:
+        prediction = response = _text(predictions[0]) if predictions else None
+    golds = [choices[i] for i in gold_index if 0 <= i < len(choices)]
+    if not golds:
+        golds = _as_list(row.get("gold"))
+    return {
+        "id": None,
+        "query": query,
+        "choices": choices,
+        "gold_index": gold_index,
+        "prompt": _text(row.get("full_prompt")) or query,
+        "prediction": prediction,
+        "response": response,
+        "gold": _gold_text(golds) or _gold_text(gold_index),
+        "metrics": _as_dict(row.get("metrics")),
+    }
+
+
+def _nested_row(row: dict[str, Any]) -> dict[str, Any]:
+    doc = _as_dict(row.get("doc"))
+    response_cell = _as_dict(row.get("model_response"))
+    query = _text(doc.get("query")) or ""
+    choices = [str(c) for c in _as_list(doc.get("choices"))]
+    gold_index = _indices(doc.get("gold_index"))
+    texts = _as_list(response_cell.get("text"))
+    post = _as_list(response_cell.get("text_post_processed"))
+    logprobs = _as_list(response_cell.get("logprobs"))
+    if texts:
+        response = _text(texts[0])
+        prediction = _text(post[0]) if post and post[0] is not None else response
+    else:
+        prediction, response = _logprob_prediction([_number(v) for v in logprobs])
+    golds = [choices[i] for i in gold_index if 0 <= i < len(choices)]
+    prompt = response_cell.get("input")
+    prompt = _text(prompt) if prompt not in (None, "", []) else None
+    metrics = _as_dict(row.get("metric")) or _as_dict(row.get("metrics"))
+    return {
+        "id": doc.get("id"),
+        "query": query,
+        "choices": choices,
+        "gold_index": gold_index,
+        "prompt": prompt or query,
+        "prediction": prediction,
+        "response": response,
+        "gold": _gold_text(golds) or _gold_text(gold_index),
+        "metrics": metrics,
+    }
+
+
+def _correct(metrics: dict[str, Any], metric: str | None, where: str) -> bool:
+    present = [k for k, v in metrics.items() if v is not None]
+    shown = ", ".join(present) if present else "none"
+    if metric is not None:
+        if metric not in present:
+            raise InputError(
+                f"{where}: metric {metric!r} is not in this sample; metrics present: {shown}; "
+                "pass one of them with --metric"
+            )
+        name = metric
+    else:
+        name = next((m for m in DEFAULT_METRICS if m in present), None)
+        if name is None:
+            raise InputError(
+                f"{where}: none of the default metrics ({', '.join(DEFAULT_METRICS)}) is present; "
+                f"metrics present: {shown}; choose a binary one with --metric NAME"
+            )
+    value = metrics[name]
+    try:
+        return parse_binary(value, where=where)
+    except InputError:
+        others = [m for m in present if m != name]
+        hint = f" (present: {', '.join(others)})" if others else ""
+        raise InputError(
+            f"{where}: metric {name!r} has the non-binary value {value!r}; forgetmap counts "
+            f"per-sample 0/1 flips, choose a binary metric with --metric{hint}"
+        ) from None
+
+
+def row_columns(table: pa.Table, nested: bool, metric: str | None, file: Path) -> dict:
+    """The file's ``FILE_COLUMNS`` and its queries (``query``), row by row."""
+    columns: dict[str, list] = {name: [] for name in ("query", *FILE_COLUMNS)}
+    for i, raw in enumerate(table.to_pylist(), start=1):
+        row = _nested_row(raw) if nested else _flat_row(raw)
+        correct = _correct(row["metrics"], metric, f"{file}:row {i}")
+        doc_id = row["id"]
+        num_choices = _num_choices(row["choices"], row["gold_index"])
+        columns["doc_id"].append(None if doc_id is None else str(doc_id))
+        columns["query"].append(row["query"])
+        columns["choices_key"].append("\x1f".join(row["choices"]))
+        if num_choices is None:
+            columns["gold_key"].append(row["gold"] or "")
+        else:
+            columns["gold_key"].append(",".join(str(g) for g in sorted(row["gold_index"])))
+        columns["correct"].append(correct)
+        columns["num_choices"].append(num_choices)
+        columns["prompt"].append(row["prompt"])
+        columns["response"].append(row["response"])
+        columns["prediction"].append(row["prediction"])
+        columns["gold"].append(row["gold"])
+        columns["choices"].append(choices_json(row["choices"]) if row["choices"] else None)
+    types = {"correct": pa.bool_(), "num_choices": pa.int16()}
+    out = {name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()}
+    return out
