@@ -464,7 +464,9 @@ def read_lighteval(
         raise InputError(f"{path}: the lighteval details files contain no rows")
     # rows are the slow-path files first, then the uniform ones: questions in the same order
     ranked = sorted(range(len(planned)), key=lambda i: (not slow[i], i))
-    question = pa.chunked_array([questions[i] for i in ranked], pa.string()).combine_chunks()
+    # kept in its per-file chunks: combining copied 73 MB, and DuckDB hashes the keys of many
+    # chunks on both cores faster than of one (identify 0.70-0.75 -> 0.53-0.58 s, measured)
+    question = pa.chunked_array([questions[i] for i in ranked], pa.string())
     displayed = pa.chunked_array([shown[i] for i in ranked], pa.string())
     unit = table["unit"].combine_chunks()
     keyed = table.append_column("question", question).append_column(
