@@ -321,10 +321,11 @@ def _rows_table(columns: dict) -> pa.Table:
     )
 
 
-READ_AHEAD = 4
-"""Details files read and reduced ahead on two threads while earlier ones are collected: Parquet
-decoding releases the GIL, so reading overlaps the rest. (The reduction's many small kernels hold
-it often enough that two threads reduce no faster than one: measured, a 282-file tree.)"""
+READ_AHEAD = 32
+"""Details files read and reduced ahead on two threads while earlier ones are collected and keyed
+(a batch of keys takes as long as reading a few dozen files): Parquet decoding releases the GIL,
+so reading overlaps the rest. A file read ahead holds only its reduced columns (the whole prompts
+are gone: ``_read_unit``)."""
 
 
 class _Unit(NamedTuple):
@@ -393,6 +394,34 @@ def _read_ahead(files: list[Path], metric: str | None) -> Iterator[_Unit]:
             yield pending.popleft().result()
 
 
+KEY_BATCH_ROWS = 50_000
+"""Rows of read files keyed at once (``_keyed``) while later files are read: small enough that
+the last batch, keyed after the reading, is short; large enough that a batch costs a few kernels."""
+
+
+class _Keyed(NamedTuple):
+    """A batch of files' rows in ``FILE_COLUMNS`` plus ``unit`` (the file's number) and
+    ``sample_id``, and the questions lists show, in the same row order."""
+
+    rows: pa.Table
+    shown: list[pa.Array]
+
+
+def _keyed(units: list[tuple[int, _Unit]], *, slow: bool) -> _Keyed:
+    """Rows and sample ids of whole files (``identify`` works per file, so a batch of files
+    gets the ids the whole import would give them)."""
+    rows = pa.concat_tables([u.rows for _, u in units])
+    if not slow:
+        rows = _rows_table(_from_uniform(rows))
+    unit = np.concatenate([np.full(u.rows.num_rows, n, np.int32) for n, u in units])
+    has_ids = np.concatenate([np.full(u.rows.num_rows, u.has_ids) for _, u in units])
+    rows = rows.append_column("unit", pa.array(unit))
+    keyed = rows.append_column(
+        "question", pa.chunked_array([u.question for _, u in units], pa.string())
+    ).append_column("has_ids", pa.array(has_ids, pa.bool_()))
+    return _Keyed(rows.append_column("sample_id", identify(keyed)), [u.shown for _, u in units])
+
+
 def _model_names(path: Path, runs: list[DetailsRun], model: str | None) -> dict[str | None, str]:
     """The name each run's model (as the tree names it) is stored under: ``model`` when given
     (the tree then must hold one model's runs), else the tree's own ``<org>/<model>``."""
@@ -435,44 +464,32 @@ def read_lighteval(
     runs = find_runs(Path(path))
     names = _model_names(Path(path), runs, model)
     planned = plan_files(runs, seed=seed, latest=latest)
-    uniform, by_rows, uniform_units = [], [], []
-    questions: list[pa.Array] = []  # per file
-    shown: list[pa.Array] = []  # per file
-    slow: list[bool] = []  # per file: read row by row
-    has_ids: list[bool] = []  # per file: every row has a document id
+    batches: list[_Keyed] = []
+    waiting: list[tuple[int, _Unit]] = []  # uniform files read, not keyed yet
+    slow: list[tuple[int, _Unit]] = []  # files read row by row: keyed together at the end
     templates: list[tuple[str | None, str | None]] = []  # per file: its prompts' (prefix, suffix)
+    waiting_rows = 0
     for number, unit in enumerate(_read_ahead([f for _, _, _, f in planned], metric)):
-        if unit.slow:
-            n = unit.rows.num_rows
-            by_rows.append(unit.rows.append_column("unit", pa.array(np.full(n, number, np.int32))))
-        else:
-            uniform.append(unit.rows)
-            uniform_units.append(np.full(unit.rows.num_rows, number, np.int32))
-        slow.append(unit.slow)
-        questions.append(unit.question)
-        shown.append(unit.shown)
-        has_ids.append(unit.has_ids)
+        (slow if unit.slow else waiting).append((number, unit))
+        waiting_rows += 0 if unit.slow else unit.rows.num_rows
         templates.append((unit.prefix, unit.suffix))
+        # files are keyed a batch at a time while the reader threads go on decoding (keys are
+        # per file: one batch's are its own), so the keying fills this thread's idle time
+        if waiting_rows >= KEY_BATCH_ROWS:
+            batches.append(_keyed(waiting, slow=False))
+            waiting, waiting_rows = [], 0
         if progress:
             progress("read files", number + 1, len(planned))
-    parts = list(by_rows)
-    if uniform:
-        fast = _rows_table(_from_uniform(pa.concat_tables(uniform)))
-        parts.append(fast.append_column("unit", pa.array(np.concatenate(uniform_units))))
-    table = pa.concat_tables(parts) if parts else None
-    if table is None or table.num_rows == 0:
+    if waiting:
+        batches.append(_keyed(waiting, slow=False))
+    if slow:
+        batches.append(_keyed(slow, slow=True))
+    if not batches or not sum(b.rows.num_rows for b in batches):
         raise InputError(f"{path}: the lighteval details files contain no rows")
-    # rows are the slow-path files first, then the uniform ones: questions in the same order
-    ranked = sorted(range(len(planned)), key=lambda i: (not slow[i], i))
-    # kept in its per-file chunks: combining copied 73 MB, and DuckDB hashes the keys of many
-    # chunks on both cores faster than of one (identify 0.70-0.75 -> 0.53-0.58 s, measured)
-    question = pa.chunked_array([questions[i] for i in ranked], pa.string())
-    displayed = pa.chunked_array([shown[i] for i in ranked], pa.string())
+    table = pa.concat_tables([b.rows for b in batches])
+    displayed = pa.chunked_array([c for b in batches for c in b.shown], pa.string())
     unit = table["unit"].combine_chunks()
-    keyed = table.append_column("question", question).append_column(
-        "has_ids", pc.take(pa.array(has_ids, pa.bool_()), unit)
-    )
-    sample_id = identify(keyed)
+    sample_id = table["sample_id"]
     tasks = pa.array([task for _, task, _, _ in planned], pa.string())
     seeds = pa.array([s for _, _, s, _ in planned], pa.int32())
     stored = sorted(set(names.values()))
