@@ -52,9 +52,8 @@ def store_templates(conn: Connection, templates: UnitTemplates) -> np.ndarray:
 def store_template_pairs(conn: Connection, prefix, suffix) -> np.ndarray:
     """Insert each distinct (prefix, suffix) of two per-row string columns (Arrow, usually
     dictionary-encoded: one value per unit) once; per row its template id (-1 where the prefix
-    is null: the row's prompt is whole)."""
+    is null: the row's prompt is whole; the suffix is set wherever the prefix is)."""
     import numpy as np
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     from app.columns import dictionary_codes, distinct_pairs
@@ -65,9 +64,7 @@ def store_template_pairs(conn: Connection, prefix, suffix) -> np.ndarray:
     if not has.any():
         return ids
     prefix_codes, prefixes = dictionary_codes(prefix.filter(valid))
-    suffix_codes, suffixes = dictionary_codes(
-        pc.fill_null(suffix.filter(valid).cast(pa.string()), "")
-    )
+    suffix_codes, suffixes = dictionary_codes(suffix.filter(valid))
     width = len(suffixes)
     wanted_p, wanted_s = distinct_pairs(prefix_codes, len(prefixes), suffix_codes, width)
     prefix_text, suffix_text = prefixes.to_pylist(), suffixes.to_pylist()
