@@ -17,7 +17,8 @@ and, where possible, how to fix it. The CLI prints it as ``error: <message>`` an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -155,6 +156,44 @@ def parse_binary(value: object, *, where: str) -> bool:
         f"{where}: correct must be 0/1 or true/false, got {value!r}; "
         "fix the value (non-binary scores cannot be counted as flips)"
     )
+
+
+def binary_metric(
+    values: Mapping[str, Any],
+    *,
+    metric: str | None,
+    defaults: Sequence[str],
+    present: Sequence[str],
+    where: str,
+) -> bool:
+    """A sample's 0/1 ``correct``: the value of ``metric``, or of the first of ``defaults`` in
+    ``values``. ``present`` names the sample's metrics in the messages. A missing metric or a
+    non-binary value raises InputError saying which metrics there are."""
+    shown = ", ".join(present) if present else "none"
+    if metric is not None:
+        if metric not in values:
+            raise InputError(
+                f"{where}: metric {metric!r} is not in this sample; metrics present: {shown}; "
+                "pass one of them with --metric"
+            )
+        name = metric
+    else:
+        name = next((m for m in defaults if m in values), None)
+        if name is None:
+            raise InputError(
+                f"{where}: none of the default metrics ({', '.join(defaults)}) is present; "
+                f"metrics present: {shown}; choose a binary one with --metric NAME"
+            )
+    value = values[name]
+    try:
+        return parse_binary(value, where=where)
+    except InputError:
+        others = [m for m in present if m != name]
+        hint = f" (present: {', '.join(others)})" if others else ""
+        raise InputError(
+            f"{where}: metric {name!r} has the non-binary value {value!r}; forgetmap counts "
+            f"per-sample 0/1 flips, choose a binary metric with --metric{hint}"
+        ) from None
 
 
 def validate_normalized(table: pa.Table, *, source: str) -> pa.Table:

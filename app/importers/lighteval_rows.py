@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.importers.common import InputError, choices_json, parse_binary
+from app.importers.common import binary_metric, choices_json
 
 # what the reader keeps per row of a file, before sample ids are settled across the whole import
 # (the query and the whole prompt are done with once the file is read: lighteval._read_unit)
@@ -189,32 +189,10 @@ def _nested_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _correct(metrics: dict[str, Any], metric: str | None, where: str) -> bool:
-    present = [k for k, v in metrics.items() if v is not None]
-    shown = ", ".join(present) if present else "none"
-    if metric is not None:
-        if metric not in present:
-            raise InputError(
-                f"{where}: metric {metric!r} is not in this sample; metrics present: {shown}; "
-                "pass one of them with --metric"
-            )
-        name = metric
-    else:
-        name = next((m for m in DEFAULT_METRICS if m in present), None)
-        if name is None:
-            raise InputError(
-                f"{where}: none of the default metrics ({', '.join(DEFAULT_METRICS)}) is present; "
-                f"metrics present: {shown}; choose a binary one with --metric NAME"
-            )
-    value = metrics[name]
-    try:
-        return parse_binary(value, where=where)
-    except InputError:
-        others = [m for m in present if m != name]
-        hint = f" (present: {', '.join(others)})" if others else ""
-        raise InputError(
-            f"{where}: metric {name!r} has the non-binary value {value!r}; forgetmap counts "
-            f"per-sample 0/1 flips, choose a binary metric with --metric{hint}"
-        ) from None
+    values = {k: v for k, v in metrics.items() if v is not None}
+    return binary_metric(
+        values, metric=metric, defaults=DEFAULT_METRICS, present=list(values), where=where
+    )
 
 
 def row_columns(table: pa.Table, nested: bool, metric: str | None, file: Path) -> dict:

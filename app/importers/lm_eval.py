@@ -36,7 +36,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from app.importers.common import InputError, build_table, choices_json, parse_binary
+from app.importers.common import InputError, binary_metric, build_table, choices_json
 from app.taxonomy import usual_num_choices
 
 __all__ = [
@@ -201,32 +201,13 @@ def _metrics_present(record: dict[str, Any]) -> list[str]:
 
 
 def _correct(record: dict[str, Any], metric: str | None, where: str) -> bool:
-    present = _metrics_present(record)
-    shown = ", ".join(present) if present else "none"
-    if metric is not None:
-        if metric not in record:
-            raise InputError(
-                f"{where}: metric {metric!r} is not in this sample; metrics present: {shown}; "
-                "pass one of them with --metric"
-            )
-        name = metric
-    else:
-        name = next((m for m in DEFAULT_METRICS if m in record), None)
-        if name is None:
-            raise InputError(
-                f"{where}: none of the default metrics ({', '.join(DEFAULT_METRICS)}) is present; "
-                f"metrics present: {shown}; choose a binary one with --metric NAME"
-            )
-    value = record[name]
-    try:
-        return parse_binary(value, where=where)
-    except InputError:
-        others = [m for m in present if m != name]
-        hint = f" (present: {', '.join(others)})" if others else ""
-        raise InputError(
-            f"{where}: metric {name!r} has the non-binary value {value!r}; forgetmap counts "
-            f"per-sample 0/1 flips, choose a binary metric with --metric{hint}"
-        ) from None
+    return binary_metric(
+        record,
+        metric=metric,
+        defaults=DEFAULT_METRICS,
+        present=_metrics_present(record),
+        where=where,
+    )
 
 
 def _convert(
