@@ -156,6 +156,13 @@ def _joined_sql(units: str) -> str:
         """
 
 
+_SEED_BOUNDS = "a.seed < ? AND b.seed > ?"
+"""Bounds on the two sides of a seed-vs-seed self-join (``b.seed > a.seed``), given the largest
+and the smallest seed joined: exact (a pair's earlier seed is below the largest, its later one
+above the smallest), and constants, so DuckDB drops the rows of the largest seed from one side
+and of the smallest from the other before the join (a third of each with three seeds)."""
+
+
 def _refresh_cross_seed_cells(duck) -> None:
     """Recompute ``cross_seed_cells`` of every (pair, benchmark) in temp table ``affected``: one
     self-join of the paired samples across seeds and one GROUP BY (the map's interval reads them
@@ -188,6 +195,9 @@ def _refresh_cross_seed_cells(duck) -> None:
         "DELETE FROM cross_seed_cells USING (SELECT DISTINCT pair_id, benchmark_id FROM affected) a "
         "WHERE cross_seed_cells.pair_id = a.pair_id AND cross_seed_cells.benchmark_id = a.benchmark_id"
     )
+    lo, hi = duck.execute(
+        "SELECT min(seed), max(seed) FROM (SELECT seed FROM affected UNION ALL SELECT seed FROM others)"
+    ).fetchall()[0]
     duck.execute(
         f"""
         INSERT INTO cross_seed_cells
@@ -196,8 +206,10 @@ def _refresh_cross_seed_cells(duck) -> None:
         FROM cells a JOIN cells b
           ON b.pair_id = a.pair_id AND b.benchmark_id = a.benchmark_id
          AND b.sample_id = a.sample_id AND b.k = a.k AND b.seed > a.seed
+        WHERE {_SEED_BOUNDS}
         GROUP BY a.pair_id, a.benchmark_id, a.seed, b.seed, a.k
-        """
+        """,
+        [hi, lo],
     )
     duck.execute("DROP TABLE IF EXISTS joined_others")
     duck.execute("DROP TABLE others")
@@ -279,6 +291,10 @@ def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
         "DELETE FROM seed_transitions USING touched_mb t WHERE seed_transitions.model_id = t.model_id "
         "AND seed_transitions.benchmark_id = t.benchmark_id"
     )
+    lo, hi = duck.execute(
+        "SELECT min(r.seed), max(r.seed) FROM results r "
+        "JOIN touched_mb t ON r.model_id = t.model_id AND r.benchmark_id = t.benchmark_id"
+    ).fetchall()[0]
     duck.execute(
         f"""
         INSERT INTO seed_transitions
@@ -292,9 +308,10 @@ def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
         JOIN results b ON b.model_id = a.model_id AND b.benchmark_id = a.benchmark_id
          AND b.sample_id = a.sample_id AND b.seed > a.seed
         WHERE (a.doc_hash IS NULL OR b.doc_hash IS NULL OR a.doc_hash = b.doc_hash)
-          AND a.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
+          AND a.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%' AND {_SEED_BOUNDS}
         GROUP BY ALL
-        """
+        """,
+        [hi, lo],
     )
     duck.execute("DROP TABLE touched_mb")
 
