@@ -94,8 +94,9 @@ def _read_rows(file: Path) -> tuple[pa.Table, bool]:
 
 # ---------------------------------------------------------------------------------------------
 # details files -> rows. Files in the usual shapes are reduced to a few uniform columns each
-# (``_uniform``), concatenated, and computed on together (``_from_uniform``): a tree of hundreds
-# of small files costs a few Arrow kernels, not a few per file. Other files go row by row.
+# (``_uniform``), concatenated a batch of files at a time, and computed on together
+# (``_from_uniform``, ``_keyed``): a tree of hundreds of small files costs a few Arrow kernels
+# per batch, not a few per file. Other files go row by row.
 
 _STRINGS = pa.list_(pa.string())
 _UNIFORM = pa.schema(
