@@ -112,10 +112,12 @@ def settle_unit(prompts: pa.Array, questions: pa.Array) -> SettledPrompts:
     unit): the whole prompts need not outlive their file (lighteval's few-shot prompts are most of
     a paper import's memory)."""
     texts = _strings(prompts)
-    found = _around_questions(texts, _strings(questions)) if len(texts) else None
+    if not len(texts):
+        return SettledPrompts(texts, None, None)
+    found = _around_questions(texts, _strings(questions))
     if found is not None:
         return SettledPrompts(pa.nulls(len(texts), pa.string()), *found)
-    found = _shared(texts) if len(texts) else None
+    found = _shared(texts)
     if found is None:
         return SettledPrompts(texts, None, None)
     prefix, suffix = found
