@@ -15,12 +15,13 @@ PROBED = ("pandas", "pyarrow", "yaml", "rich")
 
 def _loaded(args: list[str]) -> tuple[set[str], str]:
     """Run ``forgetmap ARGS`` as the executable does (``python -m app.cli``); which of ``PROBED``
-    the process had loaded at its end, and its output."""
+    the process had loaded at its end (told by an atexit handler: these commands end through
+    ``quick_exit``, which runs them), and its output."""
     probe = (
-        "import sys, runpy; sys.argv = ['forgetmap', *sys.argv[1:]]\n"
-        "try:\n    runpy.run_module('app.cli', run_name='__main__')\n"
-        "except SystemExit:\n    pass\n"
-        f"print('loaded:', *[m for m in {(*PROBED, 'numpy')!r} if m in sys.modules], file=sys.stderr)"
+        "import atexit, sys, runpy; sys.argv = ['forgetmap', *sys.argv[1:]]\n"
+        "atexit.register(lambda: print('loaded:', *[m for m in "
+        f"{(*PROBED, 'numpy')!r} if m in sys.modules], file=sys.stderr))\n"
+        "runpy.run_module('app.cli', run_name='__main__')\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True, text=True
@@ -69,3 +70,45 @@ def test_a_test_process_keeps_pandas_importable(tmp_path):
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "fm.duckdb"), "map"])
     assert result.exit_code in (0, 2), result.output
     assert not any(isinstance(f, _WithoutPandas) for f in sys.meta_path)
+
+
+def _run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_quick_exit_ends_as_sys_exit_would():
+    """``quick_exit`` skips the interpreter's teardown only: atexit handlers run, buffered output
+    (a pipe's, not a terminal's) is written whole, and the exit status is ``sys.exit``'s: the
+    code, 0 for None, 1 with the message on stderr for a string."""
+    lines = 20_000  # far more than one pipe buffer
+    done = _run_python(
+        "import atexit\nfrom app.cli import quick_exit\n"
+        "atexit.register(lambda: print('handler ran'))\n"
+        f"for i in range({lines}): print(i)\n"
+        "quick_exit(3)"
+    )
+    out = done.stdout.splitlines()
+    assert done.returncode == 3
+    assert out[:-1] == [str(i) for i in range(lines)] and out[-1] == "handler ran"
+    assert _run_python("from app.cli import quick_exit; quick_exit(None)").returncode == 0
+    refused = _run_python("from app.cli import quick_exit; quick_exit('no such model')")
+    assert (refused.returncode, refused.stderr.strip()) == (1, "no such model")
+
+
+def test_lean_commands_keep_their_exit_status_and_their_database(tmp_path):
+    """`import`, `pair` and `map` end through ``quick_exit``: a refused import still exits 2 with
+    its one-line error (``CliError``), and what an import wrote is in the file for the next
+    process."""
+    db = tmp_path / "fm.duckdb"
+    cli = [sys.executable, "-m", "app.cli", "--db", str(db)]
+    table = tmp_path / "rows.csv"
+    table.write_text("model,benchmark,sample_id,correct\nm,mmlu:anatomy,1,1\nm,mmlu:anatomy,2,0\n")
+    done = subprocess.run([*cli, "import", "table", str(table)], cwd=ROOT, capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    missing = subprocess.run([*cli, "import", "table", str(tmp_path / "none.csv")], cwd=ROOT,
+                             capture_output=True, text=True)  # fmt: skip
+    assert missing.returncode == 2 and "none.csv: no such file" in missing.stderr, missing.stderr
+    again = subprocess.run([*cli, "import", "table", str(table)], cwd=ROOT, capture_output=True,
+                           text=True)  # fmt: skip
+    assert "imported 0 new rows (2 already stored)" in again.stdout, again.stdout + again.stderr
