@@ -68,8 +68,9 @@ def quick_exit(code: int | str | None) -> None:
 
     The atexit handlers run and the output is flushed; what is skipped is the final garbage
     collection, the modules' and the native libraries' teardown (DuckDB, Arrow and their
-    allocators hand back their memory page by page): 0.1-0.2 s of each ``import``, ``pair`` and
-    ``map`` process on the paper's layout, which the system frees at once (bench/harness_import.py).
+    allocators hand back their memory page by page), which the system frees at once: on the
+    paper's layout 0.15-0.25 s of an ``import`` process (0.06 s this way), about 0.05 s of
+    ``pair`` and ``map`` (bench/harness_import.py, bench/README.md).
     Only for commands that leave no thread running and close their database (``LEAN_COMMANDS``).
     """
     if code is not None and not isinstance(code, int):
