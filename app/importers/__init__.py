@@ -85,7 +85,15 @@ def import_file(
     if filter_name:
         config["filter"] = filter_name if isinstance(filter_name, str) else sorted(filter_name)
     with store.transaction() as conn:
-        return ingest(conn, table, benchmarks, config=config, progress=progress)
+        return ingest(
+            conn,
+            table,
+            benchmarks,
+            config=config,
+            progress=progress,
+            # the lighteval reader puts the rows of one sample side by side (read_lighteval)
+            grouped_by_sample=kind == "lighteval",
+        )
 
 
 __all__ = ["KINDS", "InputError", "import_file", "read_source"]

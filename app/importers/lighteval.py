@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from app.columns import dictionary_codes
 from app.importers.common import InputError, build_table
 from app.importers.lighteval_rows import DEFAULT_METRICS, FILE_COLUMNS, row_columns
 from app.importers.lighteval_runs import DetailsRun, find_runs, plan_files
@@ -402,15 +403,17 @@ the last batch, keyed after the reading, is short; large enough that a batch cos
 
 class _Keyed(NamedTuple):
     """A batch of files' rows in ``FILE_COLUMNS`` plus ``unit`` (the file's number) and
-    ``sample_id``, and the questions lists show, in the same row order."""
+    ``sample_id``, and the questions lists show, in the same row order: the rows of one sample
+    in one (model, task) side by side, in seed order (``_by_sample``)."""
 
     rows: pa.Table
-    shown: list[pa.Array]
+    shown: pa.Array
 
 
-def _keyed(units: list[tuple[int, _Unit]], *, slow: bool) -> _Keyed:
+def _keyed(units: list[tuple[int, _Unit]], groups: np.ndarray, *, slow: bool) -> _Keyed:
     """Rows and sample ids of whole files (``identify`` works per file, so a batch of files
-    gets the ids the whole import would give them)."""
+    gets the ids the whole import would give them), the rows of each sample of a (model, task)
+    brought together (``groups``: each file's (model, task) number; a batch holds whole groups)."""
     rows = pa.concat_tables([u.rows for _, u in units])
     if not slow:
         rows = _rows_table(_from_uniform(rows))
@@ -420,7 +423,20 @@ def _keyed(units: list[tuple[int, _Unit]], *, slow: bool) -> _Keyed:
     keyed = rows.append_column(
         "question", pa.chunked_array([u.question for _, u in units], pa.string())
     ).append_column("has_ids", pa.array(has_ids, pa.bool_()))
-    return _Keyed(rows.append_column("sample_id", identify(keyed)), [u.shown for _, u in units])
+    sample_id = identify(keyed)
+    order = pa.array(_by_sample(groups[unit], sample_id))
+    shown = pa.chunked_array([u.shown for _, u in units], pa.string())
+    return _Keyed(rows.append_column("sample_id", sample_id).take(order), _plain(shown.take(order)))
+
+
+def _by_sample(group: np.ndarray, sample_id: pa.Array) -> np.ndarray:
+    """The row order that puts the rows of each sample of a group side by side, keeping their
+    order (the files' seed order) and the groups' order. The store inserts the rows as they come:
+    the seeds of a question then lie together and DuckDB's compression stores their shared texts
+    once, as an ORDER BY in the INSERT did with more memory (a paper import's ingest
+    0.53-0.60 -> 0.42-0.44 s, 95k -> 72k page faults)."""
+    codes, _ = dictionary_codes(pc.fill_null(sample_id, ""))
+    return np.lexsort((codes, group))
 
 
 def _model_names(path: Path, runs: list[DetailsRun], model: str | None) -> dict[str | None, str]:
@@ -460,35 +476,44 @@ def read_lighteval(
     ``benchmark`` is the raw task string from the file name (``leaderboard|mmlu:anatomy|5``); the
     seed of each run comes from its results file unless ``seed`` is given (see ``plan_files``).
     Rows are stored under ``model``, or, when it is None, under each run's model as the tree
-    names it (an output folder of several models imports them all).
+    names it (an output folder of several models imports them all). The rows of one sample of a
+    (model, task) come side by side, in seed order (``ingest``'s ``grouped_by_sample``).
     """
     runs = find_runs(Path(path))
     names = _model_names(Path(path), runs, model)
-    planned = plan_files(runs, seed=seed, latest=latest)
+    # the seeds of one (model, task) in a row: a batch of files keyed together then holds
+    # every seed of its tasks, whose rows of one sample it puts side by side (``_keyed``)
+    planned = sorted(
+        plan_files(runs, seed=seed, latest=latest),
+        key=lambda p: (p[0] is None, p[0] or "", p[1], p[2]),
+    )
+    group_of = {}
+    groups = np.asarray([group_of.setdefault(p[:2], len(group_of)) for p in planned], np.int64)
     batches: list[_Keyed] = []
     waiting: list[tuple[int, _Unit]] = []  # uniform files read, not keyed yet
     slow: list[tuple[int, _Unit]] = []  # files read row by row: keyed together at the end
     templates: list[tuple[str | None, str | None]] = []  # per file: its prompts' (prefix, suffix)
     waiting_rows = 0
     for number, unit in enumerate(_read_ahead([f for _, _, _, f in planned], metric)):
+        # files are keyed a batch of whole (model, task) groups at a time while the reader
+        # threads go on decoding (keys are per file: one batch's are its own), so the keying
+        # fills this thread's idle time
+        if waiting_rows >= KEY_BATCH_ROWS and groups[number] != groups[number - 1]:
+            batches.append(_keyed(waiting, groups, slow=False))
+            waiting, waiting_rows = [], 0
         (slow if unit.slow else waiting).append((number, unit))
         waiting_rows += 0 if unit.slow else unit.rows.num_rows
         templates.append((unit.prefix, unit.suffix))
-        # files are keyed a batch at a time while the reader threads go on decoding (keys are
-        # per file: one batch's are its own), so the keying fills this thread's idle time
-        if waiting_rows >= KEY_BATCH_ROWS:
-            batches.append(_keyed(waiting, slow=False))
-            waiting, waiting_rows = [], 0
         if progress:
             progress("read files", number + 1, len(planned))
     if waiting:
-        batches.append(_keyed(waiting, slow=False))
+        batches.append(_keyed(waiting, groups, slow=False))
     if slow:
-        batches.append(_keyed(slow, slow=True))
+        batches.append(_keyed(slow, groups, slow=True))
     if not batches or not sum(b.rows.num_rows for b in batches):
         raise InputError(f"{path}: the lighteval details files contain no rows")
     table = pa.concat_tables([b.rows for b in batches])
-    displayed = pa.chunked_array([c for b in batches for c in b.shown], pa.string())
+    displayed = pa.chunked_array([b.shown for b in batches], pa.string())
     unit = table["unit"].combine_chunks()
     sample_id = table["sample_id"]
     tasks = pa.array([task for _, task, _, _ in planned], pa.string())

@@ -358,3 +358,54 @@ def test_prompts_come_back_whole_after_the_reader_splits_their_templates(cli, tm
         store.close()
     assert whole == 10  # the rows the second base import added beside stored ones keep it whole
     assert 1 <= templates <= 3
+
+
+def test_the_seeds_of_a_sample_are_stored_side_by_side_as_a_sorted_insert_stores_them(tmp_path):
+    """The reader puts the rows of one sample (each seed's file shuffled differently) side by side
+    in seed order and the store inserts them as they come: the same rows, ids and counts as
+    an insert that sorts them, and in the file the seeds of a question lie together (what lets
+    DuckDB's compression store their shared texts once)."""
+    from app.db import open_store
+    from app.db.ingest import ingest
+    from app.importers import prepare, read_source
+    from tests.store_contents import table_contents
+
+    out = tmp_path / "out"
+    _write_tree(out, post_seeds=())
+    table, benchmarks = prepare(
+        read_source("lighteval", out / "details" / BASE_MODEL, model="base"), source="tree"
+    )
+    keys = list(
+        zip(
+            table["benchmark"].to_pylist(),
+            table["sample_id"].to_pylist(),
+            table["seed"].to_pylist(),
+            strict=True,
+        )
+    )
+    # each (benchmark, sample) is one run of rows, seeds ascending within it
+    runs = [k[:2] for i, k in enumerate(keys) if i == 0 or k[:2] != keys[i - 1][:2]]
+    assert len(runs) == len(set(runs)) == 6 + 8 + 3
+    assert all(a[2] < b[2] for a, b in zip(keys, keys[1:], strict=False) if a[:2] == b[:2])
+
+    contents = {}
+    for grouped in (True, False):
+        store = open_store(tmp_path / f"grouped_{grouped}.duckdb")
+        try:
+            with store.transaction() as conn:
+                ingest(
+                    conn, table, benchmarks, config={"source": "import:lighteval"},
+                    grouped_by_sample=grouped,
+                )  # fmt: skip
+            with store.read() as conn:
+                contents[grouped] = table_contents(conn)
+                stored = conn.execute(
+                    "SELECT benchmark_id, sample_id, seed FROM results ORDER BY rowid"
+                ).fetchall()
+        finally:
+            store.close()
+        stored_runs = [k[:2] for i, k in enumerate(stored) if i == 0 or k[:2] != stored[i - 1][:2]]
+        assert len(stored_runs) == len(set(stored_runs)) == 17
+    for name in ("results", "prompt_templates", "benchmarks"):  # (other tables hold times)
+        assert contents[True][name] == contents[False][name]
+    assert len(contents[True]["results"]) == 51
