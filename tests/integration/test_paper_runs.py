@@ -360,6 +360,11 @@ def test_prompts_come_back_whole_after_the_reader_splits_their_templates(cli, tm
     assert 1 <= templates <= 3
 
 
+def _sample_runs(keys: list[tuple]) -> list[tuple]:
+    """The (benchmark, sample) of each run of consecutive rows with the same one."""
+    return [k[:2] for i, k in enumerate(keys) if i == 0 or k[:2] != keys[i - 1][:2]]
+
+
 def test_the_seeds_of_a_sample_are_stored_side_by_side_as_a_sorted_insert_stores_them(tmp_path):
     """The reader puts the rows of one sample (each seed's file shuffled differently) side by side
     in seed order and the store inserts them as they come: the same rows, ids and counts as
@@ -384,7 +389,7 @@ def test_the_seeds_of_a_sample_are_stored_side_by_side_as_a_sorted_insert_stores
         )
     )
     # each (benchmark, sample) is one run of rows, seeds ascending within it
-    runs = [k[:2] for i, k in enumerate(keys) if i == 0 or k[:2] != keys[i - 1][:2]]
+    runs = _sample_runs(keys)
     assert len(runs) == len(set(runs)) == 6 + 8 + 3
     assert all(a[2] < b[2] for a, b in zip(keys, keys[1:], strict=False) if a[:2] == b[:2])
 
@@ -404,7 +409,7 @@ def test_the_seeds_of_a_sample_are_stored_side_by_side_as_a_sorted_insert_stores
                 ).fetchall()
         finally:
             store.close()
-        stored_runs = [k[:2] for i, k in enumerate(stored) if i == 0 or k[:2] != stored[i - 1][:2]]
+        stored_runs = _sample_runs(stored)
         assert len(stored_runs) == len(set(stored_runs)) == 17
     for name in ("results", "prompt_templates", "benchmarks"):  # (other tables hold times)
         assert contents[True][name] == contents[False][name]
