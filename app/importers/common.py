@@ -140,6 +140,26 @@ def choices_json(choices: Iterable | None) -> str | None:
     return json.dumps([str(c) for c in choices], ensure_ascii=False)
 
 
+def logprob_lists_json(values: pa.Array, lengths: np.ndarray) -> pa.Array:
+    """Per row, its log-likelihoods (``lengths[i]`` consecutive ``values``) as the JSON list a
+    log-likelihood row stores as its response, e.g. ``[-1.25,-3,-0.00001]``.
+
+    Numbers are in Arrow's shortest round-trip form, infinities and NaN as Python's json writes
+    them (``-Infinity``, ``NaN``), so ``json.loads`` gives the values back exactly. The lighteval
+    reader's vectorized path and its row-by-row path both write through here: the same file gives
+    the same text either way."""
+    values = pc.cast(values, pa.float64())
+    text = pc.cast(values, pa.string())
+    if pc.any(pc.invert(pc.is_finite(values))).as_py():
+        text = pc.if_else(pc.is_nan(values), "NaN", text)
+        text = pc.if_else(pc.equal(values, float("inf")), "Infinity", text)
+        text = pc.if_else(pc.equal(values, float("-inf")), "-Infinity", text)
+    offsets = np.zeros(len(lengths) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    lists = pa.ListArray.from_arrays(pa.array(offsets), text)
+    return pc.binary_join_element_wise("[", pc.binary_join(lists, ","), "]", "")
+
+
 def parse_binary(value: object, *, where: str) -> bool:
     """Read one correctness value: 0/1, 0.0/1.0, true/false (any case). Anything else is refused."""
     if isinstance(value, bool):

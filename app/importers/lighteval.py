@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from app.columns import dictionary_codes
-from app.importers.common import InputError, build_table
+from app.importers.common import InputError, build_table, logprob_lists_json
 from app.importers.lighteval_rows import DEFAULT_METRICS, FILE_COLUMNS, row_columns
 from app.importers.lighteval_runs import DetailsRun, find_runs, plan_files
 from app.prompt_templates import settle_unit
@@ -185,6 +185,59 @@ def _strings(col) -> pa.Array:
     return pc.cast(col, _STRINGS) if col is not None else None
 
 
+def _logprob_texts(scores: pa.Array, choices: pa.Array | None) -> tuple[pa.Array, pa.Array]:
+    """(response, prediction) of log-likelihood rows, each as a one-item list per row, as the row
+    reader gives them (``lighteval_rows._logprob_prediction``): the scores as a JSON list
+    (``common.logprob_lists_json``) and the index of the highest score, the first of equals.
+
+    ``scores``: per row a list of per-choice log-likelihoods (v0.11+ ``logprobs``) or of
+    ``(logprob, is_greedy)`` pairs (v0.10 ``predictions``); a row without scores has neither.
+    With ``choices`` (v0.10) every row must have a score per choice. Anything else (a NaN,
+    whose maximum depends on the order; missing or non-numeric scores) is left to the row
+    reader."""
+    if not (pa.types.is_list(scores.type) or pa.types.is_large_list(scores.type)):
+        raise _SlowPath
+    if scores.null_count:
+        raise _SlowPath
+    n = len(scores)
+    lengths = np.asarray(pc.list_value_length(scores).to_numpy(zero_copy_only=False), np.int64)
+    items = pc.list_flatten(scores)
+    if pa.types.is_list(items.type) or pa.types.is_large_list(items.type):
+        if items.null_count or (len(items) and pc.min(pc.list_value_length(items)).as_py() == 0):
+            raise _SlowPath
+        items = _first(items)  # (logprob, is_greedy): the logprob
+    if items.null_count or not (
+        pa.types.is_integer(items.type) or pa.types.is_floating(items.type)
+    ):
+        raise _SlowPath
+    values = np.asarray(items.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
+    if np.isnan(values).any():
+        raise _SlowPath
+    if choices is not None:
+        k = np.asarray(pc.fill_null(pc.list_value_length(choices), 0).to_numpy(), np.int64)
+        if not ((lengths == k) & (k > 0)).all():
+            raise _SlowPath
+    scored = lengths > 0
+    starts = np.zeros(n, np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    best = np.zeros(n, np.int64)
+    if len(values):
+        first, count = starts[scored], lengths[scored]
+        top = np.repeat(np.maximum.reduceat(values, first), count)
+        position = np.arange(len(values)) - np.repeat(first, count)
+        best[scored] = np.minimum.reduceat(np.where(values == top, position, len(values)), first)
+    missing = ~scored
+    prediction = pa.array(best, mask=missing).cast(pa.string())
+    response = logprob_lists_json(pa.array(values), lengths)
+    if missing.any():
+        response = pc.if_else(pa.array(missing), pa.nulls(n, pa.string()), response)
+    one_each = pa.array(np.arange(n + 1, dtype=np.int32))
+    return (
+        pa.ListArray.from_arrays(one_each, response),
+        pa.ListArray.from_arrays(one_each, prediction),
+    )
+
+
 def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
     """One file in the uniform columns of ``_UNIFORM``; _SlowPath when its shapes are unusual."""
     n = table.num_rows
@@ -195,6 +248,11 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         choices = _field(doc, "choices")
         gold_index = _field(doc, "gold_index")
         texts = _field(response, "text")
+        scores = (
+            _field(response, "logprobs")
+            if _plain(response).type.get_field_index("logprobs") >= 0
+            else None
+        )
         prompt = _field(response, "input")
         metrics = _plain(table["metric"] if "metric" in names else table["metrics"])
         doc_id = _field(doc, "id") if _plain(doc).type.get_field_index("id") >= 0 else None
@@ -208,19 +266,24 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         query = _plain(table["example"])
         choices = _plain(table["choices"]) if "choices" in names else None
         gold_index = _plain(table["gold_index"]) if "gold_index" in names else None
-        texts = _plain(table["predictions"])
+        texts = scores = _plain(table["predictions"])
         prompt = _plain(table["full_prompt"]) if "full_prompt" in names else query
         metrics = _plain(table["metrics"])
         doc_id = post = None
         gold_texts = _plain(table["gold"]) if "gold" in names else None
     if choices is None or gold_index is None or not _is_text_list(choices.type):
         raise _SlowPath
-    if not (_is_text(query.type) and _is_text(prompt.type) and _is_text_list(texts.type)):
+    if not (_is_text(query.type) and _is_text(prompt.type)):
         raise _SlowPath
     if not pa.types.is_struct(metrics.type):
         raise _SlowPath
+    if not _is_text_list(texts.type) or (n and not pc.max(pc.list_value_length(texts)).as_py()):
+        # log-likelihood rows: a score per choice, no generated text
+        if scores is None:
+            raise _SlowPath
+        texts, post = _logprob_texts(scores, None if nested else choices)
     if texts.null_count or (n and pc.min(pc.list_value_length(texts)).as_py() == 0):
-        raise _SlowPath  # log-likelihood rows: predictions are per-choice scores
+        raise _SlowPath  # some rows with a text, some without
     if post is not None and pa.types.is_null(post.type):
         post = None
     if post is not None and not _is_text_list(post.type):

@@ -11,9 +11,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-from app.importers.common import binary_metric, choices_json
+from app.importers.common import binary_metric, choices_json, logprob_lists_json
 
 # what the reader keeps per row of a file, before sample ids are settled across the whole import
 # (the query and the whole prompt are done with once the file is read: lighteval._read_unit)
@@ -125,10 +126,13 @@ def _num_choices(choices: list[Any], gold_index: list[int]) -> int | None:
 
 
 def _logprob_prediction(lls: list[float | None]) -> tuple[str | None, str | None]:
+    """(index of the most likely choice, the log-likelihoods as JSON), as the vectorized reader
+    gives them (``app.importers.lighteval._logprob_texts``)."""
     if not lls or any(v is None for v in lls):
         return None, None
     best = max(range(len(lls)), key=lambda i: lls[i])
-    return str(best), json.dumps(lls, separators=(",", ":"))
+    text = logprob_lists_json(pa.array(lls, pa.float64()), np.asarray([len(lls)]))
+    return str(best), text[0].as_py()
 
 
 def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
