@@ -19,6 +19,7 @@ pandas pipeline takes about 5x on such files).
     .venv/bin/python bench/harness_import.py                       # full, ~1.1M rows
     .venv/bin/python bench/harness_import.py --per-benchmark 200   # quick
     .venv/bin/python bench/harness_import.py --workdir /tmp/hi --keep   # reuse the written tree
+    .venv/bin/python bench/harness_import.py --loglik              # log-likelihood tasks instead
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ def paper_task(name: str) -> str:
     return f"community|{family}_reasoning_letter:{subset or 'main'}|0"
 
 
-def write_tree(out: Path, per_benchmark: int, seeds: int, limit: int | None) -> int:
+def write_tree(
+    out: Path, per_benchmark: int, seeds: int, limit: int | None, loglik: bool = False
+) -> int:
     rng = random.Random(0)
     infos = scored_benchmarks()[:limit] if limit else scored_benchmarks()
     items = {
@@ -70,10 +73,11 @@ def write_tree(out: Path, per_benchmark: int, seeds: int, limit: int | None) -> 
     rows = 0
     for s in range(seeds):
         post = {t: [(c if rng.random() < 0.8 else not c) for c in base[t]] for t in items}
+        base_style, post_style = ("loglik", "loglik") if loglik else ("base", "chat")
         write_run(out, BASE_MODEL, f"2025-07-01T10-0{s}-00.000001",
-                  {t: (items[t], base[t]) for t in items}, style="base", seed=s, shuffle_seed=s)  # fmt: skip
+                  {t: (items[t], base[t]) for t in items}, style=base_style, seed=s, shuffle_seed=s)  # fmt: skip
         write_run(out, POST_MODEL, f"2025-07-02T10-0{s}-00.000001",
-                  {t: (items[t], post[t]) for t in items}, style="chat", seed=s, shuffle_seed=100 + s)  # fmt: skip
+                  {t: (items[t], post[t]) for t in items}, style=post_style, seed=s, shuffle_seed=100 + s)  # fmt: skip
         rows += 2 * sum(len(v) for v in items.values())
     return rows
 
@@ -181,18 +185,24 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--benchmarks", type=int, default=None, help="first N of the 94")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each side (median)")
+    parser.add_argument(
+        "--loglik",
+        action="store_true",
+        help="log-likelihood tasks (MMLU-style acc, a score per choice) instead of the paper's "
+        "generative letter tasks",
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="fm-harness-"))
-    out = work / "out"
+    out = work / ("out-loglik" if args.loglik else "out")
     stamp = out / f".written-{args.per_benchmark}-{args.seeds}-{args.benchmarks}"
     try:
         if not stamp.exists():
             shutil.rmtree(out, ignore_errors=True)
             start = time.perf_counter()
-            rows = write_tree(out, args.per_benchmark, args.seeds, args.benchmarks)
+            rows = write_tree(out, args.per_benchmark, args.seeds, args.benchmarks, args.loglik)
             stamp.touch()
             print(f"wrote {rows:,} rows in {time.perf_counter() - start:.1f} s to {out}")
         base_times, ours_times, parts, floor_times, inproc_times = [], [], [], [], []

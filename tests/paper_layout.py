@@ -105,8 +105,56 @@ DETAILS_SCHEMA = pa.schema(
 )
 
 
+# the same details for a log-likelihood task (MMLU-style ``acc``): a (logprob, is_greedy) pair per
+# choice in ``predictions``, as pyarrow stores lighteval's tuples
+LOGLIK_SCHEMA = pa.schema(
+    [
+        pa.field("predictions", pa.list_(pa.list_(pa.float64())))
+        if f.name == "predictions"
+        else pa.field("metrics", pa.struct([("acc", pa.float64())]))
+        if f.name == "metrics"
+        else pa.field("specifics", pa.null())
+        if f.name == "specifics"
+        else f
+        for f in DETAILS_SCHEMA
+    ]
+)
+
+
+def loglik_row(item: Item, correct: bool, *, fewshot: int) -> dict:
+    """``asdict(Detail)`` of lighteval 0.10 for one question scored by log-likelihood (the base
+    model's few-shot prompt; the most likely choice is the gold one iff ``correct``)."""
+    query = base_query(item)
+    k = len(item.options)
+    said = item.gold if correct else (item.gold + 1) % k
+    scores = [-2.0 - 0.25 * ((i + len(item.question)) % 7) for i in range(k)]
+    scores[said] = -0.5
+    return {
+        "example": query,
+        "instruction": "",
+        "full_prompt": query,
+        "num_effective_few_shots": fewshot,
+        "num_asked_few_shots": fewshot,
+        "predictions": [[s, 1.0 if i == said else 0.0] for i, s in enumerate(scores)],
+        "prediction_logits": [],
+        "input_tokens": [[(ord(c) * 7) % 50000 for c in query[:8]] for _ in range(k)],
+        "cont_tokens": [[(ord(LETTERS[i]) * 7) % 50000] for i in range(k)],
+        "truncated": [0] * k,
+        "padded": [0] * k,
+        "gold": [],
+        "pred_logits": [],
+        "choices": [f" {LETTERS[i]}" for i in range(k)],
+        "gold_index": [item.gold],
+        "metrics": {"acc": 1.0 if correct else 0.0},
+        "specifics": None,
+    }
+
+
 def detail_row(item: Item, correct: bool, *, style: str, fewshot: int) -> dict:
-    """``asdict(Detail)`` of lighteval 0.10 for one generative letter question."""
+    """``asdict(Detail)`` of lighteval 0.10 for one generative letter question (``style`` base or
+    chat), or one scored by log-likelihood (``style="loglik"``)."""
+    if style == "loglik":
+        return loglik_row(item, correct, fewshot=fewshot)
     query = base_query(item) if style == "base" else chat_query(item)
     full_prompt = query if style == "base" else chat_prompt(query)
     said = item.gold if correct else (item.gold + 1) % len(item.options)
@@ -134,11 +182,10 @@ def detail_row(item: Item, correct: bool, *, style: str, fewshot: int) -> dict:
     }
 
 
-def details_table(rows: list[dict]) -> pa.Table:
+def details_table(rows: list[dict], schema: pa.Schema = DETAILS_SCHEMA) -> pa.Table:
     """The rows as lighteval writes them (columns built one by one: fast for large files)."""
     return pa.table(
-        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in DETAILS_SCHEMA},
-        schema=DETAILS_SCHEMA,
+        {f.name: pa.array([r[f.name] for r in rows], f.type) for f in schema}, schema=schema
     )
 
 
@@ -166,7 +213,8 @@ def write_run(
             for item, c in zip(items, correct, strict=True)
         ]
         rng.shuffle(rows)
-        pq.write_table(details_table(rows), folder / f"details_{task}_{timestamp}.parquet")
+        schema = LOGLIK_SCHEMA if style == "loglik" else DETAILS_SCHEMA
+        pq.write_table(details_table(rows, schema), folder / f"details_{task}_{timestamp}.parquet")
     results = out / "results" / model
     results.mkdir(parents=True, exist_ok=True)
     generation = {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": 32768}

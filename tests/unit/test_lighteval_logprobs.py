@@ -38,9 +38,7 @@ def _vectorized(path: Path) -> pa.Table:
 
 @pytest.mark.parametrize("schema", SCHEMAS)
 def test_log_likelihood_rows_read_by_kernels_equal_the_row_reader(tmp_path, schema):
-    path = write_lighteval_details(
-        tmp_path / "arrow", TASK, CORRECT, schema=schema, shuffle_seed=3
-    )
+    path = write_lighteval_details(tmp_path / "arrow", TASK, CORRECT, schema=schema, shuffle_seed=3)
     _vectorized(path)  # no _SlowPath: the file is read with Arrow kernels
     by_kernels = read_lighteval(path, model="m", seed=0)
     by_rows = read_lighteval(_stringified(path, tmp_path / "text"), model="m", seed=0)
