@@ -37,11 +37,11 @@ ITEMS = {
 }
 
 
-def _write_tree(out: Path, *, base_seeds=SEEDS, post_seeds=SEEDS) -> None:
+def _write_tree(out: Path, *, base_seeds=SEEDS, post_seeds=SEEDS, base_style="base") -> None:
     for s in base_seeds:
         tasks = {t: (ITEMS[t], BASE[t]) for t in ITEMS}
-        write_run(out, BASE_MODEL, f"2025-07-01T10-0{s}-00.000001", tasks, style="base", seed=s,
-                  shuffle_seed=10 + s)  # fmt: skip
+        write_run(out, BASE_MODEL, f"2025-07-01T10-0{s}-00.000001", tasks, style=base_style,
+                  seed=s, shuffle_seed=10 + s)  # fmt: skip
     for s in post_seeds:
         tasks = {t: (ITEMS[t], POST[t][s]) for t in ITEMS}
         write_run(out, POST_MODEL, f"2025-07-02T10-0{s}-00.000001", tasks, style="chat", seed=s,
@@ -64,9 +64,12 @@ def _expected(base: list[int], post: list[int], k: int) -> dict:
     }
 
 
-def test_fewshot_base_and_chat_post_pair_fully(cli, tmp_path):
+@pytest.mark.parametrize("base_style", ["base", "loglik"])
+def test_fewshot_base_and_chat_post_pair_fully(cli, tmp_path, base_style):
+    """The base model answering in words (generative letters) or scored by log-likelihood (a
+    score per option, the options written " A".." D"): its samples pair with the chat model's."""
     out = tmp_path / "out"
-    _write_tree(out)
+    _write_tree(out, base_style=base_style)
     # the model's details folder, holding one run per seed: one command each
     base = cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base")
     assert "imported 51 new rows" in base.stdout  # (6 + 8 + 3) x 3 seeds
