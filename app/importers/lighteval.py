@@ -19,7 +19,8 @@ sorted by name. Two layouts exist:
 When the rows could not be turned into Arrow directly, some versions stored every column as
 ``str(value)`` (a Python repr); such columns are parsed back row by row
 (``app.importers.lighteval_rows``). Files in the usual shapes are read with Arrow kernels only (no
-per-row Python).
+per-row Python): generated answers, and log-likelihood tasks (a score per choice: v0.10
+``predictions`` of ``(logprob, is_greedy)`` pairs, v0.11+ ``logprobs``; ``_logprob_texts``).
 
 Each file's prompts are split into the file's template (few-shot block, chat turns) and each row's
 own part as it is read (``app.prompt_templates.settle_unit``): the table carries ``prompt_prefix``
