@@ -128,6 +128,11 @@ def _field(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
     return pc.struct_field(col, name)
 
 
+def _optional_field(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array | None:
+    """``_field`` of a struct column, or None where the struct has no such field."""
+    return _field(col, name) if _plain(col).type.get_field_index(name) >= 0 else None
+
+
 def _plain(col) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
         if col.num_chunks == 1:
@@ -249,19 +254,11 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         choices = _field(doc, "choices")
         gold_index = _field(doc, "gold_index")
         texts = _field(response, "text")
-        scores = (
-            _field(response, "logprobs")
-            if _plain(response).type.get_field_index("logprobs") >= 0
-            else None
-        )
+        scores = _optional_field(response, "logprobs")
         prompt = _field(response, "input")
         metrics = _plain(table["metric"] if "metric" in names else table["metrics"])
-        doc_id = _field(doc, "id") if _plain(doc).type.get_field_index("id") >= 0 else None
-        post = (
-            _field(response, "text_post_processed")
-            if _plain(response).type.get_field_index("text_post_processed") >= 0
-            else None
-        )
+        doc_id = _optional_field(doc, "id")
+        post = _optional_field(response, "text_post_processed")
         gold_texts = None
     else:
         query = _plain(table["example"])
