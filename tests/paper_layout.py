@@ -107,18 +107,19 @@ DETAILS_SCHEMA = pa.schema(
 
 # the same details for a log-likelihood task (MMLU-style ``acc``): a (logprob, is_greedy) pair per
 # choice in ``predictions``, as pyarrow stores lighteval's tuples
+_LOGLIK_TYPES = {
+    "predictions": pa.list_(pa.list_(pa.float64())),
+    "metrics": pa.struct([("acc", pa.float64())]),
+    "specifics": pa.null(),
+}
 LOGLIK_SCHEMA = pa.schema(
-    [
-        pa.field("predictions", pa.list_(pa.list_(pa.float64())))
-        if f.name == "predictions"
-        else pa.field("metrics", pa.struct([("acc", pa.float64())]))
-        if f.name == "metrics"
-        else pa.field("specifics", pa.null())
-        if f.name == "specifics"
-        else f
-        for f in DETAILS_SCHEMA
-    ]
+    [pa.field(f.name, _LOGLIK_TYPES.get(f.name, f.type)) for f in DETAILS_SCHEMA]
 )
+
+
+def _answered(item: Item, correct: bool) -> int:
+    """The option a model chose: the gold one when ``correct``, else the next one."""
+    return item.gold if correct else (item.gold + 1) % len(item.options)
 
 
 def loglik_row(item: Item, correct: bool, *, fewshot: int) -> dict:
@@ -126,7 +127,7 @@ def loglik_row(item: Item, correct: bool, *, fewshot: int) -> dict:
     model's few-shot prompt; the most likely choice is the gold one iff ``correct``)."""
     query = base_query(item)
     k = len(item.options)
-    said = item.gold if correct else (item.gold + 1) % k
+    said = _answered(item, correct)
     scores = [-2.0 - 0.25 * ((i + len(item.question)) % 7) for i in range(k)]
     scores[said] = -0.5
     return {
@@ -157,7 +158,7 @@ def detail_row(item: Item, correct: bool, *, style: str, fewshot: int) -> dict:
         return loglik_row(item, correct, fewshot=fewshot)
     query = base_query(item) if style == "base" else chat_query(item)
     full_prompt = query if style == "base" else chat_prompt(query)
-    said = item.gold if correct else (item.gold + 1) % len(item.options)
+    said = _answered(item, correct)
     letter = LETTERS[said]
     text = f" {letter}" if style == "base" else f"Let me think.\nAnswer: {letter}"
     choices = [LETTERS[i] for i in range(len(item.options))]
