@@ -124,3 +124,34 @@ def distinct_pairs(a: np.ndarray, na: int, b: np.ndarray, nb: int) -> tuple[np.n
 def rows_where(col: pa.ChunkedArray, value_mask: Callable[[pa.Array], pa.Array]) -> pa.ChunkedArray:
     """Per-row booleans of a per-value predicate (a dictionary column tests each value once)."""
     return map_values(col, value_mask, keep_dictionary=False)
+
+
+def first_items(lists: pa.Array) -> pa.Array:
+    """First item of each list (null for an empty or null list)."""
+    n = len(lists)
+    if not lists.null_count and len(lists.values) == n and lists.offset == 0:
+        offsets = lists.offsets.to_numpy()
+        if offsets[0] == 0 and (np.diff(offsets) == 1).all():  # one item each: the items
+            return lists.values
+    head = pc.list_slice(lists, 0, 1)
+    values = pc.list_flatten(head)
+    parents = pc.list_parent_indices(head).to_numpy()
+    index = np.full(n, -1, np.int64)
+    index[parents] = np.arange(len(values))
+    return pc.take(values, pa.array(index, mask=index < 0))
+
+
+def first_max_positions(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Per row (``lengths[i]`` consecutive ``values``, no NaN), the position of its highest value,
+    the first of equals (what Python's ``max`` over the positions picks); -1 for an empty row."""
+    n = len(lengths)
+    starts = np.zeros(n, np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    best = np.full(n, -1, np.int64)
+    scored = lengths > 0
+    if len(values):
+        first, count = starts[scored], lengths[scored]
+        top = np.repeat(np.maximum.reduceat(values, first), count)
+        position = np.arange(len(values)) - np.repeat(first, count)
+        best[scored] = np.minimum.reduceat(np.where(values == top, position, len(values)), first)
+    return best

@@ -140,6 +140,17 @@ def choices_json(choices: Iterable | None) -> str | None:
     return json.dumps([str(c) for c in choices], ensure_ascii=False)
 
 
+def choices_json_column(joined: pa.Array) -> pa.Array:
+    """Stored JSON of each row's options, from the options joined by \\x1f (``choices_json`` once
+    per distinct list: a benchmark's rows mostly share their options)."""
+    encoded = pc.dictionary_encode(joined)
+    as_json = [
+        None if v is None else json.dumps(v.split("\x1f") if v else [], ensure_ascii=False)
+        for v in encoded.dictionary.to_pylist()
+    ]
+    return pc.take(pa.array(as_json, pa.string()), encoded.indices)
+
+
 def logprob_lists_json(values: pa.Array, lengths: np.ndarray) -> pa.Array:
     """Per row, its log-likelihoods (``lengths[i]`` consecutive ``values``) as the JSON list a
     log-likelihood row stores as its response, e.g. ``[-1.25,-3,-0.00001]``.

@@ -37,7 +37,6 @@ the gold answer), never the row position.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -49,8 +48,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from app.columns import dictionary_codes
-from app.importers.common import InputError, build_table, logprob_lists_json
+from app.columns import dictionary_codes, first_items, first_max_positions
+from app.importers.common import (
+    InputError,
+    build_table,
+    choices_json_column,
+    logprob_lists_json,
+)
 from app.importers.lighteval_rows import DEFAULT_METRICS, FILE_COLUMNS, row_columns
 from app.importers.lighteval_runs import DetailsRun, find_runs, plan_files
 from app.prompt_templates import settle_unit
@@ -149,21 +153,6 @@ def _is_text_list(t: pa.DataType) -> bool:
     return (pa.types.is_list(t) or pa.types.is_large_list(t)) and _is_text(t.value_type)
 
 
-def _first(lists: pa.Array) -> pa.Array:
-    """First item of each list (null for an empty or null list)."""
-    n = len(lists)
-    if not lists.null_count and len(lists.values) == n and lists.offset == 0:
-        offsets = lists.offsets.to_numpy()
-        if offsets[0] == 0 and (np.diff(offsets) == 1).all():  # one item each: the items
-            return lists.values
-    head = pc.list_slice(lists, 0, 1)
-    values = pc.list_flatten(head)
-    parents = pc.list_parent_indices(head).to_numpy()
-    index = np.full(n, -1, np.int64)
-    index[parents] = np.arange(len(values))
-    return pc.take(values, pa.array(index, mask=index < 0))
-
-
 def _gold_indices(col: pa.Array) -> tuple[pa.Array, pa.Array]:
     """(first gold index per row, number of gold indices per row) of an int or list<int> column."""
     if col.null_count:
@@ -173,18 +162,8 @@ def _gold_indices(col: pa.Array) -> tuple[pa.Array, pa.Array]:
     if (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) and pa.types.is_integer(
         col.type.value_type
     ):
-        return _first(col).cast(pa.int64()), pc.list_value_length(col).cast(pa.int64())
+        return first_items(col).cast(pa.int64()), pc.list_value_length(col).cast(pa.int64())
     raise _SlowPath
-
-
-def _choices_json(joined: pa.Array) -> pa.Array:
-    """Stored JSON of each row's options, from the options joined by \\x1f (per distinct list)."""
-    encoded = pc.dictionary_encode(joined)
-    as_json = [
-        None if v is None else json.dumps(v.split("\x1f") if v else [], ensure_ascii=False)
-        for v in encoded.dictionary.to_pylist()
-    ]
-    return pc.take(pa.array(as_json, pa.string()), encoded.indices)
 
 
 def _strings(col) -> pa.Array:
@@ -211,7 +190,7 @@ def _logprob_texts(scores: pa.Array, choices: pa.Array | None) -> tuple[pa.Array
     if pa.types.is_list(items.type) or pa.types.is_large_list(items.type):
         if items.null_count or (len(items) and pc.min(pc.list_value_length(items)).as_py() == 0):
             raise _SlowPath
-        items = _first(items)  # (logprob, is_greedy): the logprob
+        items = first_items(items)  # (logprob, is_greedy): the logprob
     if items.null_count or not (
         pa.types.is_integer(items.type) or pa.types.is_floating(items.type)
     ):
@@ -223,16 +202,8 @@ def _logprob_texts(scores: pa.Array, choices: pa.Array | None) -> tuple[pa.Array
         k = np.asarray(pc.fill_null(pc.list_value_length(choices), 0).to_numpy(), np.int64)
         if not ((lengths == k) & (k > 0)).all():
             raise _SlowPath
-    scored = lengths > 0
-    starts = np.zeros(n, np.int64)
-    np.cumsum(lengths[:-1], out=starts[1:])
-    best = np.zeros(n, np.int64)
-    if len(values):
-        first, count = starts[scored], lengths[scored]
-        top = np.repeat(np.maximum.reduceat(values, first), count)
-        position = np.arange(len(values)) - np.repeat(first, count)
-        best[scored] = np.minimum.reduceat(np.where(values == top, position, len(values)), first)
-    missing = ~scored
+    best = first_max_positions(values, lengths)
+    missing = best < 0
     prediction = pa.array(best, mask=missing).cast(pa.string())
     response = logprob_lists_json(pa.array(values), lengths)
     if missing.any():
@@ -354,10 +325,10 @@ def _from_uniform(table: pa.Table) -> dict:
     valid = (fg >= 0) & (fg < k.to_numpy())
     where = np.where(valid, offsets + np.maximum(fg, 0), -1)
     gold = pc.take(choice_values, pa.array(where, mask=~valid))
-    gold = pc.coalesce(gold, _first(cols["gold_texts"]), pc.cast(first_gold, pa.string()))
+    gold = pc.coalesce(gold, first_items(cols["gold_texts"]), pc.cast(first_gold, pa.string()))
     joined = pc.binary_join(choices, "\x1f")
-    response = _first(cols["texts"])
-    prediction = pc.coalesce(_first(cols["post"]), response)
+    response = first_items(cols["texts"])
+    prediction = pc.coalesce(first_items(cols["post"]), response)
     generative = pc.is_null(num_choices)
     return {
         "doc_id": cols["doc_id"],
@@ -369,7 +340,7 @@ def _from_uniform(table: pa.Table) -> dict:
         "response": response,
         "prediction": prediction,
         "gold": gold,
-        "choices": pc.if_else(pc.greater(k, 0), _choices_json(joined), None),
+        "choices": pc.if_else(pc.greater(k, 0), choices_json_column(joined), None),
     }
 
 

@@ -256,22 +256,3 @@ def test_triviaqa_style_aliases_are_not_options(tmp_path: Path) -> None:
     got = read_lighteval(path, model="m", seed=0)
     assert got["num_choices"].to_pylist() == [None, None]
     assert json.loads(got["gold"][0].as_py()) == ["Paris", "paris", "Paris, France"]
-
-
-@pytest.mark.parametrize(
-    "lists",
-    [
-        [["a"], ["b"], ["c"]],  # one item each: the items themselves
-        [["a", "x"], [], None, ["d"]],  # several, none, null
-        [[None], ["b"]],  # a null item
-    ],
-)
-@pytest.mark.parametrize("offset", [0, 1])
-def test_first_item_of_each_list(lists: list, offset: int) -> None:
-    import pyarrow as pa
-
-    from app.importers.lighteval import _first
-
-    column = pa.array(lists, pa.list_(pa.string())).slice(offset)
-    expected = [row[0] if row else None for row in column.to_pylist()]
-    assert _first(column).to_pylist() == expected
