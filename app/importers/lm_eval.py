@@ -18,6 +18,13 @@ tracker rewrites it as ``{"gen_args_<i>": {"arg_<j>": ...}}``. Both are read. Th
 ``resps``/``filtered_resps`` through ``sanitize_list``, which turns every leaf into a string, so
 log-likelihoods arrive as ``"-1.2"``; numbers are accepted too.
 
+Files are read with Arrow: pyarrow's JSON reader parses a file into columns, and kernels turn
+them into the normalized columns (``_arrow_columns``), with no per-line Python. A file in a shape
+they do not handle (the older list form, whose ``[ll, false]`` pairs mix types; a metric stored
+as text; a NaN score; a field whose type changes between lines; invalid JSON or UTF-8) is read
+line by line by ``lm_eval_rows``, which gives the same columns and names the line of an error.
+A log-likelihood row's response is its scores as a JSON list (``common.logprob_lists_json``).
+
 Rows are keyed by (task, doc_id, filter): a task evaluated with several filters (gsm8k's
 ``strict-match`` and ``flexible-extract``, every CoT task) has one line per filter and document.
 One filter per task is imported: the one the caller names (``NAME`` for every task that has it,
@@ -28,15 +35,31 @@ chat model still writes the answer in the base model's format.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
 
-from app.importers.common import InputError, binary_metric, build_table, choices_json
+from app.columns import first_items, first_max_positions
+from app.importers.common import (
+    InputError,
+    build_table,
+    choices_json_column,
+    logprob_lists_json,
+)
+from app.importers.lm_eval_rows import (
+    BOOKKEEPING,
+    DEFAULT_METRICS,
+    argument_index,
+    filter_of,
+    records,
+    row_columns,
+)
 from app.taxonomy import usual_num_choices
 
 __all__ = [
@@ -52,29 +75,9 @@ DEFAULT_FILTERS = ("flexible-extract", "get-answer", "strict-match", "none")
 """Filter taken for a task scored with several when none is chosen, in order of preference
 (a task whose filters are all outside this list takes the first in file order)."""
 
-DEFAULT_METRICS = ("acc", "exact_match", "extractive_match")
-"""Metrics used for ``correct`` when none is named, in order of preference."""
-
 _DATE_ID = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _SAMPLES_NAME = re.compile(rf"^samples_(?P<task>.+)_(?P<date>{_DATE_ID})\.jsonl$")
 _EXPECTED = "samples_<task>_<timestamp>.jsonl (written by lm_eval --log_samples --output_path DIR)"
-
-# keys of a logged sample that are not metric values
-_BOOKKEEPING = frozenset(
-    {
-        "doc_id",
-        "doc",
-        "target",
-        "arguments",
-        "resps",
-        "filtered_resps",
-        "filter",
-        "metrics",
-        "doc_hash",
-        "prompt_hash",
-        "target_hash",
-    }
-)
 
 
 def task_from_filename(name: str) -> str | None:
@@ -102,170 +105,6 @@ def find_samples_files(path: Path) -> list[Path]:
     if task_from_filename(path.name) is None:
         raise InputError(f"{path}: not an lm-eval samples file name; expected {_EXPECTED}")
     return [path]
-
-
-def _records(file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, parsed object) for each non-blank line of a samples file."""
-    with file.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(
-                    f"{file}: line {lineno} is not valid UTF-8 ({exc.reason} at byte {exc.start}); "
-                    "lm-eval writes UTF-8, re-export or re-encode the file"
-                ) from None
-            if lineno == 1:
-                text = text.lstrip("\ufeff")
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"{file}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno}); "
-                    "each line of a samples file must be one JSON object"
-                ) from None
-            if not isinstance(record, dict):
-                raise InputError(
-                    f"{file}:{lineno}: expected a JSON object per line, got {type(record).__name__}"
-                )
-            yield lineno, record
-
-
-def _arguments(value: Any) -> list[list[Any]]:
-    """Requests as a list of argument lists, from either stored shape of ``arguments``."""
-    if isinstance(value, dict):
-
-        def index(key: str) -> tuple[int, str]:
-            digits = re.search(r"(\d+)$", key)
-            return (int(digits.group(1)) if digits else 0, key)
-
-        requests = []
-        for key in sorted(value, key=index):
-            args = value[key]
-            if isinstance(args, dict):
-                requests.append([args[k] for k in sorted(args, key=index)])
-            else:
-                requests.append(list(args) if isinstance(args, (list, tuple)) else [args])
-        return requests
-    if isinstance(value, (list, tuple)):
-        return [list(a) if isinstance(a, (list, tuple)) else [a] for a in value]
-    return []
-
-
-def _loglikelihood(value: Any) -> float | None:
-    """The log-likelihood in one request's response: ``(ll, is_greedy)``, nested or as strings."""
-    while isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
-        value = value[0]
-    if isinstance(value, (list, tuple)):
-        if not value:
-            return None
-        value = value[0]
-    if isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _first_text(value: Any) -> str | None:
-    """The first leaf of a (possibly nested) response list, as text."""
-    while isinstance(value, (list, tuple)):
-        if not value:
-            return None
-        value = value[0]
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _metrics_present(record: dict[str, Any]) -> list[str]:
-    listed = record.get("metrics")
-    if isinstance(listed, list):
-        names = [m for m in listed if isinstance(m, str) and m in record]
-        if names:
-            return names
-    return [
-        k
-        for k, v in record.items()
-        if k not in _BOOKKEEPING and isinstance(v, (int, float, bool, str))
-    ]
-
-
-def _correct(record: dict[str, Any], metric: str | None, where: str) -> bool:
-    return binary_metric(
-        record,
-        metric=metric,
-        defaults=DEFAULT_METRICS,
-        present=_metrics_present(record),
-        where=where,
-    )
-
-
-def _convert(
-    record: dict[str, Any], *, task: str, metric: str | None, where: str
-) -> dict[str, Any]:
-    doc_id = record.get("doc_id")
-    if doc_id is None or (isinstance(doc_id, str) and not doc_id.strip()):
-        raise InputError(f"{where}: the sample has no doc_id (is this an lm-eval samples file?)")
-    if isinstance(doc_id, float) and doc_id.is_integer():
-        doc_id = int(doc_id)
-
-    correct = _correct(record, metric, where)
-    requests = _arguments(record.get("arguments"))
-    multiple_choice = bool(requests) and all(
-        len(r) >= 2 and isinstance(r[0], str) and isinstance(r[1], str) for r in requests
-    )
-
-    prompt = _text(requests[0][0]) if requests and requests[0] else None
-    choices = response = prediction = None
-    if multiple_choice:
-        contexts = [r[0] for r in requests]
-        continuations = [r[1] for r in requests]
-        num_choices = len(requests) if len(requests) >= 2 else None
-        if num_choices is not None:
-            # multiple-input tasks (winogrande) vary the context and share the continuation
-            shared = len(set(continuations)) == 1 and len(set(contexts)) > 1
-            choices = choices_json(contexts if shared else continuations)
-        filtered = record.get("filtered_resps")
-        raw = record.get("resps")
-        lls = None
-        for source in (filtered, raw):
-            if isinstance(source, list) and len(source) == len(requests):
-                parsed = [_loglikelihood(r) for r in source]
-                if all(v is not None for v in parsed):
-                    lls = parsed
-                    break
-        if lls is not None:
-            response = json.dumps(lls, separators=(",", ":"))
-            if num_choices is not None:
-                prediction = str(max(range(len(lls)), key=lls.__getitem__))
-    else:
-        num_choices = usual_num_choices(task)
-        response = _first_text(record.get("resps"))
-        filtered = record.get("filtered_resps")
-        prediction = _first_text(filtered[0] if isinstance(filtered, list) and filtered else None)
-
-    target = record.get("target")
-    return {
-        "sample_id": str(doc_id),
-        "correct": correct,
-        "num_choices": num_choices,
-        "prompt": prompt,
-        "response": response,
-        "prediction": prediction,
-        "gold": None if target is None else str(target),
-        "choices": choices,
-        "doc_hash": _text(record.get("doc_hash")),
-    }
 
 
 def parse_filter_options(options: list[str] | tuple[str, ...] | str | None) -> dict[str, str]:
@@ -341,39 +180,303 @@ def read_lm_eval(
             )
         by_task[task] = file
 
-    rows: dict[str, list[Any]] = {}
-    benchmarks: list[str] = []
+    parts = []
     for task, file in by_task.items():
-        records = list(_records(file))
-        filters: list[str] = []
-        for _, record in records:
-            name = record.get("filter")
-            name = "none" if name is None else str(name)
-            if name not in filters:
-                filters.append(name)
-        if not records:
+        columns = _read_task(file, task, metric, chosen_filters, on_filter)
+        if columns is None:
             continue
-        chosen, why = _choose_filter(task, filters, chosen_filters, str(file))
-        if on_filter is not None and len(filters) > 1:
-            on_filter(task, chosen, filters, why)
-        for lineno, record in records:
-            name = record.get("filter")
-            if ("none" if name is None else str(name)) != chosen:
-                continue
-            row = _convert(record, task=task, metric=metric, where=f"{file}:{lineno}")
-            for key, value in row.items():
-                rows.setdefault(key, []).append(value)
-            benchmarks.append(task)
-
-    if not benchmarks:
+        n = len(columns["sample_id"])
+        parts.append(
+            build_table(
+                {
+                    "model": pa.array([model] * n, pa.string()),
+                    "benchmark": pa.array([task] * n, pa.string()),
+                    "seed": pa.array(np.full(n, seed, np.int32)),
+                    **columns,
+                }
+            )
+        )
+    if not parts:
         raise InputError(f"{path}: the lm-eval samples files contain no samples")
-    n = len(benchmarks)
-    return build_table(
-        {
-            "model": [model] * n,
-            "benchmark": benchmarks,
-            "seed": [seed] * n,
-            "category": [None] * n,
-            **rows,
-        }
+    return pa.concat_tables(parts)
+
+
+def _read_task(
+    file: Path,
+    task: str,
+    metric: str | None,
+    chosen_filters: dict[str, str],
+    on_filter: Callable[[str, str, list[str], str], None] | None,
+) -> dict[str, Any] | None:
+    """``ROW_COLUMNS`` of one task's file, its rows of the chosen filter: with Arrow kernels where
+    the file has the usual shapes, else line by line. None for a file without samples."""
+    table = _parse(file)
+    lines = None
+    if table is not None:
+        per_row = _filter_names(table)
+        filters = pc.unique(per_row).to_pylist()  # in the order of first appearance
+    else:
+        lines = list(records(file))
+        filters = list(dict.fromkeys(filter_of(record) for _, record in lines))
+    if not filters:
+        return None
+    chosen, why = _choose_filter(task, filters, chosen_filters, str(file))
+    if on_filter is not None and len(filters) > 1:
+        on_filter(task, chosen, filters, why)
+    if table is not None:
+        if len(filters) > 1:
+            table = table.filter(pc.equal(per_row, chosen))
+        try:
+            return _arrow_columns(table, task, metric)
+        except (_SlowPath, pa.ArrowException):
+            lines = list(records(file))
+    assert lines is not None
+    chosen_lines = [(n, r) for n, r in lines if filter_of(r) == chosen]
+    return row_columns(chosen_lines, file=file, task=task, metric=metric)
+
+
+class _SlowPath(Exception):
+    """The file's columns are not in the shapes the Arrow kernels handle."""
+
+
+def _parse(file: Path) -> pa.Table | None:
+    """The file as a table (pyarrow's JSON reader), or None where that reader cannot take it: not
+    UTF-8, not one JSON object per line, a field whose type changes from line to line (older
+    releases' ``[ll, false]`` pairs), a line longer than a block. The row reader then reads the
+    file, and names the line of any error."""
+    try:
+        table = pa_json.read_json(file, read_options=pa_json.ReadOptions(block_size=_BLOCK_SIZE))
+        table.validate(full=True)  # the JSON reader does not check UTF-8
+    except (pa.ArrowException, ValueError, OSError):
+        return None
+    if table.num_rows == 0 or (
+        "filter" in table.column_names and not _is_text_or_null(table["filter"].type)
+    ):
+        return None
+    return table
+
+
+_BLOCK_SIZE = 8 << 20
+"""Bytes of a file the JSON reader parses per block (a line must fit in one; a longer line sends
+the file to the row reader). Blocks are parsed on Arrow's threads."""
+
+
+def _filter_names(table: pa.Table) -> pa.Array:
+    if "filter" not in table.column_names:
+        return pa.array(["none"] * table.num_rows, pa.string())
+    return pc.fill_null(_plain(table["filter"]).cast(pa.string()), "none")
+
+
+def _plain(col: pa.ChunkedArray) -> pa.Array:
+    return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+
+
+def _column(table: pa.Table, name: str) -> pa.Array | None:
+    return _plain(table[name]) if name in table.column_names else None
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def _is_text_or_null(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+
+
+def _leaves(values: pa.Array) -> pa.Array:
+    """The first leaf of each (nested) list, each list descended by its first item."""
+    while _is_list(values.type):
+        values = first_items(values)
+    return values
+
+
+def _text_or_nulls(values: pa.Array | None, n: int) -> pa.Array:
+    """A text column as it is (null where absent); other types are written by the row reader."""
+    if values is None or pa.types.is_null(values.type):
+        return pa.nulls(n, pa.string())
+    if not _is_text_or_null(values.type):
+        raise _SlowPath
+    return values.cast(pa.string())
+
+
+def _arrow_columns(table: pa.Table, task: str, metric: str | None) -> dict[str, Any]:
+    """``ROW_COLUMNS`` of one file's rows, with kernels; _SlowPath for any shape the row reader
+    would read differently (it then reads the file and gives the same columns)."""
+    n = table.num_rows
+    slots = _request_slots(_column(table, "arguments"))
+    present = np.array([np.asarray(s.is_valid()) for s in slots], bool).reshape(len(slots), n)
+    if len(slots) > 1 and (present[1:] > present[:-1]).any():
+        raise _SlowPath  # a request missing before a later one
+    k = present.sum(axis=0).astype(np.int64)
+    args = [_two_arguments(s) for s in slots]
+    multiple_choice = bool(args) and all(
+        a[1] is not None and pa.types.is_string(a[1].type) for a in args
     )
+    if multiple_choice:
+        columns = _multiple_choice(table, args, present, k)
+    elif any(a[1] is not None and pa.types.is_string(a[1].type) for a in args):
+        raise _SlowPath  # some requests with a continuation, some without
+    else:
+        columns = _generative(table, task, args, n)
+    target = _column(table, "target")
+    if target is not None and pa.types.is_integer(target.type):
+        target = target.cast(pa.string())
+    return {
+        "sample_id": _sample_ids(_column(table, "doc_id")),
+        "correct": _correct(table, metric),
+        "gold": _text_or_nulls(target, n),
+        "doc_hash": _text_or_nulls(_column(table, "doc_hash"), n),
+        **columns,
+    }
+
+
+def _request_slots(arguments: pa.Array | None) -> list[pa.Array]:
+    """``gen_args_<i>`` of the ``arguments`` struct, in request order (null where a row has fewer
+    requests). The older list form (``[[context, continuation], ...]``) goes to the row reader."""
+    if arguments is None or not pa.types.is_struct(arguments.type):
+        raise _SlowPath
+    fields = [arguments.type.field(i).name for i in range(arguments.type.num_fields)]
+    order = sorted(range(len(fields)), key=lambda i: argument_index(fields[i]))
+    slots = [pc.struct_field(arguments, i) for i in order]
+    if not all(pa.types.is_struct(s.type) for s in slots):
+        raise _SlowPath
+    return slots
+
+
+def _two_arguments(slot: pa.Array) -> tuple[pa.Array, pa.Array | None]:
+    """(``arg_0``, ``arg_1``) of one request slot, in argument order (``arg_1`` None where the
+    requests have one argument); ``arg_0``, the context, must be text."""
+    fields = [slot.type.field(i).name for i in range(slot.type.num_fields)]
+    order = sorted(range(len(fields)), key=lambda i: argument_index(fields[i]))
+    if not order or not _is_text_or_null(slot.type.field(order[0]).type):
+        raise _SlowPath
+    second = pc.struct_field(slot, order[1]) if len(order) > 1 else None
+    return pc.struct_field(slot, order[0]), second
+
+
+def _multiple_choice(
+    table: pa.Table,
+    args: list[tuple[pa.Array, pa.Array | None]],
+    present: np.ndarray,
+    k: np.ndarray,
+) -> dict[str, Any]:
+    """Log-likelihood rows: a (context, continuation) request per option."""
+    contexts = [a[0] for a in args]
+    continuations = [a[1] for a in args]
+    for j, part in enumerate([*contexts, *continuations]):
+        if (np.asarray(part.is_valid()) != present[j % len(args)]).any():
+            raise _SlowPath  # a request without its context or continuation
+    if not (k >= 1).all():
+        raise _SlowPath  # a row without requests is generative to the row reader
+    # multiple-input tasks (winogrande) vary the context and share the continuation
+    shared = (k >= 2) & _all_equal(continuations) & ~_all_equal(contexts)
+    joined = pc.binary_join_element_wise(*continuations, "\x1f", null_handling="skip")
+    if shared.any():
+        by_context = pc.binary_join_element_wise(*contexts, "\x1f", null_handling="skip")
+        joined = pc.if_else(pa.array(shared), by_context, joined)
+    separators = np.asarray(pc.count_substring(joined, "\x1f"), np.int64)
+    if (separators != np.maximum(k - 1, 0)).any():
+        raise _SlowPath  # an option holding the separator
+    options = k >= 2
+    values = _scores(_column(table, "filtered_resps"), k)
+    if values is None:
+        values = _scores(_column(table, "resps"), k)
+    if values is None:
+        raise _SlowPath
+    best = first_max_positions(values, k)
+    return {
+        "num_choices": pa.array(k.astype(np.int16), mask=~options),
+        "prompt": contexts[0].cast(pa.string()),
+        "response": logprob_lists_json(pa.array(values), k),
+        "prediction": pa.array(best, mask=~options).cast(pa.string()),
+        "choices": pc.if_else(pa.array(options), choices_json_column(joined), None),
+    }
+
+
+def _all_equal(parts: list[pa.Array]) -> np.ndarray:
+    """Per row: whether its values of ``parts`` (null where the row has fewer) are all equal."""
+    same = np.ones(len(parts[0]), bool)
+    for part in parts[1:]:
+        same &= np.asarray(pc.fill_null(pc.equal(part, parts[0]), True))
+    return same
+
+
+def _scores(responses: pa.Array | None, k: np.ndarray) -> np.ndarray | None:
+    """Each request's log-likelihood, from ``filtered_resps`` or ``resps`` (per request
+    ``(ll, is_greedy)``, maybe nested, numbers or the tracker's strings); None where the column
+    is absent or not a number per request in every row."""
+    if responses is None or pa.types.is_null(responses.type):
+        return None
+    if not _is_list(responses.type) or responses.null_count:
+        raise _SlowPath
+    lengths = np.asarray(pc.list_value_length(responses), np.int64)
+    if (lengths != k).any():
+        raise _SlowPath
+    leaves = _leaves(pc.list_flatten(responses))
+    if leaves.null_count:
+        raise _SlowPath
+    if _is_text_or_null(leaves.type) or pa.types.is_integer(leaves.type):
+        leaves = leaves.cast(pa.float64())  # ArrowInvalid for text that is not a number
+    if not pa.types.is_floating(leaves.type):
+        raise _SlowPath
+    values = np.asarray(leaves.cast(pa.float64()), np.float64)
+    if np.isnan(values).any():
+        raise _SlowPath  # Python's max then depends on the order
+    return values
+
+
+def _generative(
+    table: pa.Table, task: str, args: list[tuple[pa.Array, pa.Array | None]], n: int
+) -> dict[str, Any]:
+    """``generate_until`` rows: one (context, generation kwargs) request."""
+    prompt = args[0][0] if args else None
+    response = _column(table, "resps")
+    filtered = _column(table, "filtered_resps")
+    for part in (response, filtered):
+        if part is not None and not (pa.types.is_null(part.type) or _is_list(part.type)):
+            raise _SlowPath
+    k = usual_num_choices(task)
+    return {
+        "num_choices": pa.nulls(n, pa.int16()) if k is None else pa.array(np.full(n, k, np.int16)),
+        "prompt": _text_or_nulls(prompt, n),
+        "response": _text_or_nulls(None if response is None else _leaves(response), n),
+        "prediction": _text_or_nulls(None if filtered is None else _leaves(filtered), n),
+        "choices": pa.nulls(n, pa.string()),
+    }
+
+
+def _sample_ids(doc_id: pa.Array | None) -> pa.Array:
+    """``str(doc_id)``: integers (or whole floats) and non-blank text."""
+    if doc_id is None or doc_id.null_count:
+        raise _SlowPath
+    if pa.types.is_floating(doc_id.type):
+        values = np.asarray(doc_id, np.float64)
+        if not (np.isfinite(values) & (values == np.floor(values)) & (abs(values) < 2**53)).all():
+            raise _SlowPath
+        doc_id = doc_id.cast(pa.int64())
+    if pa.types.is_integer(doc_id.type):
+        return doc_id.cast(pa.string())
+    if not _is_text_or_null(doc_id.type):
+        raise _SlowPath
+    if pc.any(pc.equal(pc.utf8_trim_whitespace(doc_id), "")).as_py():
+        raise _SlowPath
+    return doc_id.cast(pa.string())
+
+
+def _correct(table: pa.Table, metric: str | None) -> pa.Array:
+    """The chosen metric (else the first of ``DEFAULT_METRICS`` in the file), 0/1 in every row."""
+    names = table.column_names
+    name = metric if metric is not None else next((m for m in DEFAULT_METRICS if m in names), None)
+    if name is None or name not in names or name in BOOKKEEPING:
+        raise _SlowPath
+    values = _plain(table[name])
+    if values.null_count:
+        raise _SlowPath
+    if pa.types.is_boolean(values.type):
+        return values
+    if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
+        raise _SlowPath
+    values = values.cast(pa.float64())
+    if not pc.all(pc.is_in(values, pa.array([0.0, 1.0]))).as_py():
+        raise _SlowPath
+    return pc.equal(values, 1.0)
