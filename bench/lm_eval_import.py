@@ -1,0 +1,148 @@
+"""lm-eval output, end to end: import two models' samples folders, pair, map.
+
+Writes two lm-eval output folders (``lm_eval --log_samples``, lm-eval >= 0.4.3 lines: arguments as
+``gen_args_<i>``, leaves as strings) of the same documents: N MMLU subjects scored by
+log-likelihood, plus gsm8k and BBH navigate scored with two filters each (strict-match and
+flexible-extract, one line per filter and document), Q documents per task (default 40 x 2,000 +
+2 x 2 x 2,000 = 88,000 lines a model). Then times
+
+- baseline: pyarrow's plain JSON read of every samples file (``pyarrow.json.read_json``);
+- ours: ``forgetmap import lm-eval`` of each folder, ``forgetmap pair add`` and
+  ``forgetmap map --format json``, each a fresh CLI process on a fresh database.
+
+Prints both, the ratio and the paired count.
+
+    .venv/bin/python bench/lm_eval_import.py                      # 40 subjects x 2,000
+    .venv/bin/python bench/lm_eval_import.py --tasks 5 --per-task 200   # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import pyarrow.json as pa_json  # noqa: E402
+
+from app.taxonomy import scored_benchmarks  # noqa: E402
+from bench.harness_import import CLI_ENV  # noqa: E402
+from tests.fixtures_formats import write_lm_eval_samples  # noqa: E402
+
+MODELS = ("base", "post")
+
+
+def write_tree(out: Path, tasks: int, per_task: int) -> int:
+    rng = random.Random(0)
+    subjects = [i.name.split(":")[1] for i in scored_benchmarks() if i.name.startswith("mmlu:")]
+    subjects = (subjects * (tasks // len(subjects) + 1))[:tasks]
+    names = [
+        f"mmlu_{s}" if i < len(set(subjects)) else f"mmlu_{s}_{i}" for i, s in enumerate(subjects)
+    ]
+    base = {
+        t: [rng.random() < 0.6 for _ in range(per_task)]
+        for t in [*names, "gsm8k", "bbh_cot_fewshot_navigate"]
+    }
+    lines = 0
+    for model in MODELS:
+        folder = out / model
+        for task, right in base.items():
+            right = (
+                right if model == "base" else [(c if rng.random() < 0.8 else not c) for c in right]
+            )
+            if task.startswith("mmlu"):
+                write_lm_eval_samples(folder, task, right)
+                lines += len(right)
+            else:
+                lenient = [c or rng.random() < 0.2 for c in right]
+                write_lm_eval_samples(
+                    folder,
+                    task,
+                    {"strict-match": right, "flexible-extract": lenient},
+                    kind="generate_until",
+                )
+                lines += 2 * len(right)
+    return lines  # fmt: skip
+
+
+def plain_read(out: Path) -> tuple[float, int]:
+    files = sorted(out.rglob("samples_*.jsonl"))
+    start = time.perf_counter()
+    rows = sum(pa_json.read_json(f).num_rows for f in files)
+    return time.perf_counter() - start, rows
+
+
+def ours(out: Path, db: Path) -> tuple[float, dict[str, float], str]:
+    exe = [sys.executable, "-m", "app.cli", "--db", str(db)]
+    steps = {
+        "import base": [*exe, "import", "lm-eval", str(out / "base"), "--model", "base"],
+        "import post": [*exe, "import", "lm-eval", str(out / "post"), "--model", "post"],
+        "pair add": [*exe, "pair", "add", "base", "post"],
+        "map": [*exe, "map", "--format", "json"],
+    }
+    times = {}
+    report = ""
+    for name, cmd in steps.items():
+        start = time.perf_counter()
+        done = subprocess.run(
+            cmd, cwd=ROOT, env=CLI_ENV, capture_output=True, text=True, check=True
+        )
+        times[name] = time.perf_counter() - start
+        if name == "pair add":
+            report = done.stdout.strip().splitlines()[-1]
+    return sum(times.values()), times, report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=40, help="MMLU subjects (log-likelihood)")
+    parser.add_argument("--per-task", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each side (median)")
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="fm-lm-eval-"))
+    out = work / "out"
+    stamp = out / f".written-{args.tasks}-{args.per_task}"
+    try:
+        if not stamp.exists():
+            shutil.rmtree(out, ignore_errors=True)
+            start = time.perf_counter()
+            lines = write_tree(out, args.tasks, args.per_task)
+            stamp.touch()
+            print(f"wrote {lines:,} lines in {time.perf_counter() - start:.1f} s to {out}")
+        base_times, ours_times, parts = [], [], []
+        for i in range(args.repeat):
+            for _ in range(3):
+                t, rows = plain_read(out)
+                base_times.append(t)
+            db = work / f"run{i}.duckdb"
+            db.unlink(missing_ok=True)
+            total, steps, report = ours(out, db)
+            ours_times.append(total)
+            parts.append(steps)
+            db.unlink(missing_ok=True)
+        base_t, ours_t = statistics.median(base_times), statistics.median(ours_times)
+        print(f"lines: {rows:,} in {len(list(out.rglob('samples_*.jsonl')))} files")
+        print(f"pyarrow JSON read:    median {base_t:.2f} s  ({', '.join(f'{t:.2f}' for t in base_times)})")  # fmt: skip
+        print(f"forgetmap end to end: median {ours_t:.2f} s  ({', '.join(f'{t:.2f}' for t in ours_times)})")  # fmt: skip
+        for name in parts[0]:
+            print(f"  {name}: median {statistics.median(p[name] for p in parts):.2f} s")
+        print(f"  {report}")
+        print(f"lm_eval_import: end to end {ours_t / base_t:.2f}x pyarrow's JSON read")
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
