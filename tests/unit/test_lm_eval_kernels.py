@@ -209,3 +209,18 @@ def test_files_the_json_reader_cannot_take(tmp_path: Path, text: str) -> None:
     path = tmp_path / NAME.format(task="t")
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
     assert _parse(path) is None
+
+
+def test_filters_outside_the_defaults_take_the_first_in_file_order(tmp_path: Path) -> None:
+    lines = []
+    for name in ("zeta", "alpha"):
+        for i in range(2):
+            line = mc_line(i, [-1.0, -0.5], acc=float(name == "zeta"), filter=name)
+            lines.append(line)
+    path = write_lines(tmp_path, "mmlu_x", lines)
+    told = []
+    table = read_lm_eval(path, model="m", on_filter=lambda *args: told.append(args))
+    assert told == [("mmlu_x", "zeta", ["zeta", "alpha"], "default")]
+    assert table["correct"].to_pylist() == [True, True]
+    table = read_lm_eval(path, model="m", filter_name="alpha")
+    assert table["correct"].to_pylist() == [False, False]
