@@ -112,6 +112,12 @@ def ours(out: Path, db: Path) -> tuple[float, dict[str, float], str]:
         "pair add": [*exe, "pair", "add", "base", "post"],
         "map": [*exe, "map", "--format", "json"],
     }  # fmt: skip
+    return run_steps(steps)
+
+
+def run_steps(steps: dict[str, list[str]]) -> tuple[float, dict[str, float], str]:
+    """Run each CLI command in a fresh process, in order: (total, per-step seconds, the last
+    line `pair add` printed)."""
     times = {}
     report = ""
     for name, cmd in steps.items():

@@ -22,7 +22,6 @@ import argparse
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 import pyarrow.json as pa_json  # noqa: E402
 
 from app.taxonomy import scored_benchmarks  # noqa: E402
-from bench.harness_import import CLI_ENV  # noqa: E402
+from bench.harness_import import run_steps  # noqa: E402
 from tests.fixtures_formats import write_lm_eval_samples  # noqa: E402
 
 MODELS = ("base", "post")
@@ -88,17 +87,7 @@ def ours(out: Path, db: Path) -> tuple[float, dict[str, float], str]:
         "pair add": [*exe, "pair", "add", "base", "post"],
         "map": [*exe, "map", "--format", "json"],
     }
-    times = {}
-    report = ""
-    for name, cmd in steps.items():
-        start = time.perf_counter()
-        done = subprocess.run(
-            cmd, cwd=ROOT, env=CLI_ENV, capture_output=True, text=True, check=True
-        )
-        times[name] = time.perf_counter() - start
-        if name == "pair add":
-            report = done.stdout.strip().splitlines()[-1]
-    return sum(times.values()), times, report
+    return run_steps(steps)
 
 
 def main() -> None:

@@ -17,7 +17,8 @@ and, where possible, how to fix it. The CLI prints it as ``error: <message>`` an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -131,6 +132,44 @@ def whole_prompts(table: pa.Table) -> pa.ChunkedArray:
     own = pc.coalesce(table["prompt"], table["question"])
     rebuilt = pc.binary_join_element_wise(prefix, own, suffix, "")
     return pc.if_else(pc.is_null(prefix), table["prompt"], rebuilt)
+
+
+def json_objects(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSON-lines file (a leading byte-order
+    mark is skipped). A line that is not UTF-8, not JSON or not an object raises InputError naming
+    ``label`` and the line."""
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"{label}: line {number} is not UTF-8 ({exc.reason} at byte {exc.start}); "
+                    "save the file as UTF-8"
+                ) from None
+            if number == 1:
+                text = text.lstrip("\ufeff")
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    f"{label}: line {number} is not valid JSON ({exc.msg} at column {exc.colno}); "
+                    "each line must be one JSON object"
+                ) from None
+            if not isinstance(record, dict):
+                raise InputError(
+                    f"{label}: line {number} is not a JSON object (got {type(record).__name__})"
+                )
+            yield number, record
+
+
+def json_text(value: Any) -> str | None:
+    """A value as stored text: a string as it is, anything else as JSON (None stays None)."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def choices_json(choices: Iterable | None) -> str | None:

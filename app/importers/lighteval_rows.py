@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.importers.common import binary_metric, choices_json, logprob_lists_json
+from app.importers.common import binary_metric, choices_json, json_text, logprob_lists_json
 
 # what the reader keeps per row of a file, before sample ids are settled across the whole import
 # (the query and the whole prompt are done with once the file is read: lighteval._read_unit)
@@ -88,12 +88,6 @@ def _number(value: Any) -> float | None:
         return None
 
 
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
 def _gold_text(values: list[Any]) -> str | None:
     if not values:
         return None
@@ -136,7 +130,7 @@ def _logprob_prediction(lls: list[float | None]) -> tuple[str | None, str | None
 
 
 def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
-    query = _text(row.get("example")) or ""
+    query = json_text(row.get("example")) or ""
     choices = [str(c) for c in _as_list(row.get("choices"))]
     gold_index = _indices(row.get("gold_index"))
     predictions = _as_list(row.get("predictions"))
@@ -144,7 +138,7 @@ def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
     if choices and len(predictions) == len(choices) and all(v is not None for v in lls):
         prediction, response = _logprob_prediction(lls)
     else:
-        prediction = response = _text(predictions[0]) if predictions else None
+        prediction = response = json_text(predictions[0]) if predictions else None
     golds = [choices[i] for i in gold_index if 0 <= i < len(choices)]
     if not golds:
         golds = _as_list(row.get("gold"))
@@ -153,7 +147,7 @@ def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
         "query": query,
         "choices": choices,
         "gold_index": gold_index,
-        "prompt": _text(row.get("full_prompt")) or query,
+        "prompt": json_text(row.get("full_prompt")) or query,
         "prediction": prediction,
         "response": response,
         "gold": _gold_text(golds) or _gold_text(gold_index),
@@ -164,20 +158,20 @@ def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
 def _nested_row(row: dict[str, Any]) -> dict[str, Any]:
     doc = _as_dict(row.get("doc"))
     response_cell = _as_dict(row.get("model_response"))
-    query = _text(doc.get("query")) or ""
+    query = json_text(doc.get("query")) or ""
     choices = [str(c) for c in _as_list(doc.get("choices"))]
     gold_index = _indices(doc.get("gold_index"))
     texts = _as_list(response_cell.get("text"))
     post = _as_list(response_cell.get("text_post_processed"))
     logprobs = _as_list(response_cell.get("logprobs"))
     if texts:
-        response = _text(texts[0])
-        prediction = _text(post[0]) if post and post[0] is not None else response
+        response = json_text(texts[0])
+        prediction = json_text(post[0]) if post and post[0] is not None else response
     else:
         prediction, response = _logprob_prediction([_number(v) for v in logprobs])
     golds = [choices[i] for i in gold_index if 0 <= i < len(choices)]
     prompt = response_cell.get("input")
-    prompt = _text(prompt) if prompt not in (None, "", []) else None
+    prompt = json_text(prompt) if prompt not in (None, "", []) else None
     metrics = _as_dict(row.get("metric")) or _as_dict(row.get("metrics"))
     return {
         "id": doc.get("id"),

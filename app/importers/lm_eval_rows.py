@@ -17,7 +17,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from app.importers.common import InputError, binary_metric, choices_json, logprob_lists_json
+from app.importers.common import (
+    InputError,
+    binary_metric,
+    choices_json,
+    json_objects,
+    json_text,
+    logprob_lists_json,
+)
 from app.taxonomy import usual_num_choices
 
 DEFAULT_METRICS = ("acc", "exact_match", "extractive_match")
@@ -56,31 +63,7 @@ ROW_COLUMNS = (
 
 def records(file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, parsed object) for each non-blank line of a samples file."""
-    with file.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(
-                    f"{file}: line {lineno} is not valid UTF-8 ({exc.reason} at byte {exc.start}); "
-                    "lm-eval writes UTF-8, re-export or re-encode the file"
-                ) from None
-            if lineno == 1:
-                text = text.lstrip("\ufeff")
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"{file}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno}); "
-                    "each line of a samples file must be one JSON object"
-                ) from None
-            if not isinstance(record, dict):
-                raise InputError(
-                    f"{file}:{lineno}: expected a JSON object per line, got {type(record).__name__}"
-                )
-            yield lineno, record
+    return json_objects(file, str(file))
 
 
 def filter_of(record: dict[str, Any]) -> str:
@@ -138,12 +121,6 @@ def _first_text(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
 def _metrics_present(record: dict[str, Any]) -> list[str]:
     listed = record.get("metrics")
     if isinstance(listed, list):
@@ -183,7 +160,7 @@ def _convert(
         len(r) >= 2 and isinstance(r[0], str) and isinstance(r[1], str) for r in requests
     )
 
-    prompt = _text(requests[0][0]) if requests and requests[0] else None
+    prompt = json_text(requests[0][0]) if requests and requests[0] else None
     choices = response = prediction = lls = None
     if multiple_choice:
         contexts = [r[0] for r in requests]
@@ -217,7 +194,7 @@ def _convert(
         "prediction": prediction,
         "gold": None if target is None else str(target),
         "choices": choices,
-        "doc_hash": _text(record.get("doc_hash")),
+        "doc_hash": json_text(record.get("doc_hash")),
     }
     return row, lls
 

@@ -21,7 +21,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from app.columns import dictionary_codes, map_values
-from app.importers.common import NORMALIZED_SCHEMA, InputError, build_table
+from app.importers.common import NORMALIZED_SCHEMA, InputError, build_table, json_objects
 
 REQUIRED = ("benchmark", "sample_id", "correct")
 TEXT_COLUMNS = ("category", "prompt", "response", "prediction", "gold", "choices", "doc_hash")
@@ -98,26 +98,7 @@ def _read_csv(path: Path) -> pa.Table:
 
 
 def _read_jsonl(path: Path) -> pa.Table:
-    rows: list[dict] = []
-    with path.open("rb") as fh:
-        for number, line in enumerate(fh, start=1):
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(
-                    f"{path.name}: line {number} is not UTF-8; save the file as UTF-8"
-                ) from exc
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"{path.name}: line {number} is not valid JSON ({exc.msg})"
-                ) from exc
-            if not isinstance(record, dict):
-                raise InputError(f"{path.name}: line {number} is not a JSON object")
-            rows.append(record)
+    rows = [record for _, record in json_objects(path, path.name)]
     if not rows:
         raise InputError(f"{path.name}: no rows to import (the file has only blank lines)")
     names = list(dict.fromkeys(key for row in rows for key in row))

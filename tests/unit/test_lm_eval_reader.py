@@ -258,14 +258,14 @@ def test_malformed_line(tmp_path: Path) -> None:
     lines = path.read_text(encoding="utf-8").splitlines()
     lines[1] = lines[1][: len(lines[1]) // 2]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(InputError, match=rf"{path.name}:2: malformed JSON"):
+    with pytest.raises(InputError, match=rf"{path.name}: line 2 is not valid JSON"):
         read_lm_eval(path, model="m")
 
 
 def test_non_utf8(tmp_path: Path) -> None:
     path = write_lm_eval_samples(tmp_path, "mmlu_anatomy", [1, 0])
     path.write_bytes(path.read_bytes().replace(b"pituitary", b"pituit\xe4ry"))
-    with pytest.raises(InputError, match=rf"{path.name}: line 1 is not valid UTF-8"):
+    with pytest.raises(InputError, match=rf"{path.name}: line 1 is not UTF-8"):
         read_lm_eval(tmp_path, model="m")
 
 
