@@ -126,6 +126,14 @@ def rows_where(col: pa.ChunkedArray, value_mask: Callable[[pa.Array], pa.Array])
     return map_values(col, value_mask, keep_dictionary=False)
 
 
+def one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The column as one array: an array as it is, a single chunk as it is (``combine_chunks``
+    would copy it), several chunks (or none) combined."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
+
+
 def first_items(lists: pa.Array) -> pa.Array:
     """First item of each list (null for an empty or null list)."""
     n = len(lists)

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.columns import SLICE_TO_END, dictionary_codes
+from app.columns import SLICE_TO_END, dictionary_codes, one_array
 from app.db.digests import ascii_joined_md5_prefixes, md5_prefixes, surely_distinct
 from app.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
 
@@ -73,14 +73,6 @@ def cut_at_separator(shared: bytes, *, from_end: bool, separators: bytes) -> int
     return len(shared) - min(cuts) if cuts else 0
 
 
-def _one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """The column as one array (min_max and the slicing below work per array); a single chunk is
-    taken as it is (``combine_chunks`` would copy it)."""
-    if isinstance(col, pa.ChunkedArray):
-        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
-    return col
-
-
 class Cuts(NamedTuple):
     """Byte lengths (prefix, suffix) of what every query of a unit shares, cut back to
     whitespace (``words``: for keys) and to line breaks (``lines``: for what lists show)."""
@@ -106,7 +98,7 @@ def unit_affixes(queries: pa.Array | pa.ChunkedArray) -> Cuts:
     """
     if len(queries) < 2 or queries.null_count:
         return _NO_CUTS
-    raw = pc.cast(_one_array(queries), pa.binary())
+    raw = pc.cast(one_array(queries), pa.binary())
     ends = pc.min_max(raw)
     lo, hi = ends["min"].as_py(), ends["max"].as_py()
     if lo == hi:
@@ -127,7 +119,7 @@ def unit_affixes(queries: pa.Array | pa.ChunkedArray) -> Cuts:
 
 def question_texts(queries: pa.Array | pa.ChunkedArray, start: int, finish: int) -> pa.Array:
     """One unit's questions: its queries without the shared affixes (byte lengths), trimmed."""
-    texts = pc.cast(_one_array(queries), pa.string())
+    texts = pc.cast(one_array(queries), pa.string())
     if start or finish:
         texts = _without_bytes(texts, start, finish)
     return pc.utf8_trim_whitespace(texts)
@@ -199,7 +191,7 @@ def normalized_texts(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     (any byte >= 0x80) through ``normalize_text`` itself, so both give exactly its result. Works in
     slices of a few MB so that numpy's temporaries stay small (large ones are fresh pages each).
     """
-    texts = pc.fill_null(pc.cast(_one_array(texts), pa.string()), "")
+    texts = pc.fill_null(pc.cast(one_array(texts), pa.string()), "")
     n = len(texts)
     offsets = np.frombuffer(texts.buffers()[1], np.int32, n + 1, texts.offset * 4) if n else None
     parts, start = [], 0
@@ -263,7 +255,7 @@ def identify(table: pa.Table) -> pa.Array:
     if len(keyed) == n:  # no document ids at all (the usual lighteval file): keys from content
         keys = _content_keys(content)
     else:
-        keys = pc.utf8_trim_whitespace(pc.cast(_one_array(table["doc_id"]), pa.string()))
+        keys = pc.utf8_trim_whitespace(pc.cast(one_array(table["doc_id"]), pa.string()))
         if len(keyed):  # units without document ids: keys from content (only their rows hashed)
             keys = _replaced(keys, keyed, _content_keys(content.take(pa.array(keyed))))
     if not n:

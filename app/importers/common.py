@@ -228,6 +228,22 @@ def parse_binary(value: object, *, where: str) -> bool:
     )
 
 
+def binary_column(values: pa.Array) -> pa.Array | None:
+    """A metric column as ``correct`` where every row holds 0/1 (numbers or booleans, read as
+    ``parse_binary`` reads them); None for anything else (a null, text, another value), which
+    the row readers then read or refuse with the row's own message."""
+    if values.null_count:
+        return None
+    if pa.types.is_boolean(values.type):
+        return values
+    if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
+        return None
+    values = values.cast(pa.float64())
+    if not pc.all(pc.is_in(values, pa.array([0.0, 1.0]))).as_py():
+        return None
+    return pc.equal(values, 1.0)
+
+
 def binary_metric(
     values: Mapping[str, Any],
     *,

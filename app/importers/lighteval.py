@@ -48,9 +48,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from app.columns import dictionary_codes, first_items, first_max_positions
+from app.columns import dictionary_codes, first_items, first_max_positions, one_array
 from app.importers.common import (
     InputError,
+    binary_column,
     build_table,
     choices_json_column,
     logprob_lists_json,
@@ -126,7 +127,7 @@ class _SlowPath(Exception):
 
 
 def _field(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
-    col = _plain(col)
+    col = one_array(col)
     if not pa.types.is_struct(col.type) or col.type.get_field_index(name) < 0:
         raise _SlowPath
     return pc.struct_field(col, name)
@@ -134,15 +135,7 @@ def _field(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array:
 
 def _optional_field(col: pa.ChunkedArray | pa.Array, name: str) -> pa.Array | None:
     """``_field`` of a struct column, or None where the struct has no such field."""
-    return _field(col, name) if _plain(col).type.get_field_index(name) >= 0 else None
-
-
-def _plain(col) -> pa.Array:
-    if isinstance(col, pa.ChunkedArray):
-        if col.num_chunks == 1:
-            return col.chunk(0)
-        return col.combine_chunks() if col.num_chunks else pa.array([], col.type)
-    return col
+    return _field(col, name) if one_array(col).type.get_field_index(name) >= 0 else None
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -227,19 +220,19 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         texts = _field(response, "text")
         scores = _optional_field(response, "logprobs")
         prompt = _field(response, "input")
-        metrics = _plain(table["metric"] if "metric" in names else table["metrics"])
+        metrics = one_array(table["metric"] if "metric" in names else table["metrics"])
         doc_id = _optional_field(doc, "id")
         post = _optional_field(response, "text_post_processed")
         gold_texts = None
     else:
-        query = _plain(table["example"])
-        choices = _plain(table["choices"]) if "choices" in names else None
-        gold_index = _plain(table["gold_index"]) if "gold_index" in names else None
-        texts = scores = _plain(table["predictions"])
-        prompt = _plain(table["full_prompt"]) if "full_prompt" in names else query
-        metrics = _plain(table["metrics"])
+        query = one_array(table["example"])
+        choices = one_array(table["choices"]) if "choices" in names else None
+        gold_index = one_array(table["gold_index"]) if "gold_index" in names else None
+        texts = scores = one_array(table["predictions"])
+        prompt = one_array(table["full_prompt"]) if "full_prompt" in names else query
+        metrics = one_array(table["metrics"])
         doc_id = post = None
-        gold_texts = _plain(table["gold"]) if "gold" in names else None
+        gold_texts = one_array(table["gold"]) if "gold" in names else None
     if choices is None or gold_index is None or not _is_text_list(choices.type):
         raise _SlowPath
     if not (_is_text(query.type) and _is_text(prompt.type)):
@@ -273,13 +266,8 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
     )
     if name is None or name not in present:
         raise _SlowPath
-    values = pc.struct_field(metrics, metrics.type.get_field_index(name))
-    if values.null_count or not (
-        pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
-    ):
-        raise _SlowPath
-    values = values.cast(pa.float64())
-    if not pc.all(pc.is_in(values, pa.array([0.0, 1.0]))).as_py():
+    correct = binary_column(pc.struct_field(metrics, metrics.type.get_field_index(name)))
+    if correct is None:
         raise _SlowPath
     first_gold, n_gold = _gold_indices(gold_index)
     if pc.any(pc.greater(n_gold, 1)).as_py():
@@ -295,7 +283,7 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
             first_gold,
             n_gold,
             _strings(gold_texts) if gold_texts is not None else pa.nulls(n, _STRINGS),
-            pc.equal(values, 1.0),
+            correct,
         ],
         schema=_UNIFORM,
     )
@@ -307,7 +295,8 @@ def _from_uniform(table: pa.Table) -> dict:
     # whose offsets are worked on in numpy, become one array each
     texts = ("doc_id", "prompt")
     cols = {
-        name: table[name] if name in texts else _plain(table[name]) for name in table.column_names
+        name: table[name] if name in texts else one_array(table[name])
+        for name in table.column_names
     }
     choices, first_gold, n_gold = cols["choices"], cols["first_gold"], cols["n_gold"]
     k = pc.fill_null(pc.list_value_length(choices), 0)
@@ -411,7 +400,7 @@ def _read_unit(file: Path, metric: str | None) -> _Unit:
 def _prompt_or_query(prompt: pa.Array, query: pa.Array) -> pa.Array:
     """The prompt, or the query where the file gives no prompt (an if_else copies every prompt:
     only when one is missing)."""
-    prompt, query = _plain(prompt), _plain(query)
+    prompt, query = one_array(prompt), one_array(query)
     missing = pc.fill_null(pc.equal(prompt, ""), True)
     return pc.if_else(missing, query, prompt) if pc.any(missing).as_py() else prompt
 
@@ -458,7 +447,9 @@ def _keyed(units: list[tuple[int, _Unit]], groups: np.ndarray, *, slow: bool) ->
     sample_id = identify(keyed)
     order = pa.array(_by_sample(groups[unit], sample_id))
     shown = pa.chunked_array([u.shown for _, u in units], pa.string())
-    return _Keyed(rows.append_column("sample_id", sample_id).take(order), _plain(shown.take(order)))
+    return _Keyed(
+        rows.append_column("sample_id", sample_id).take(order), one_array(shown.take(order))
+    )
 
 
 def _by_sample(group: np.ndarray, sample_id: pa.Array) -> np.ndarray:

@@ -45,9 +45,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from app.columns import first_items, first_max_positions
+from app.columns import first_items, first_max_positions, one_array
 from app.importers.common import (
     InputError,
+    binary_column,
     build_table,
     choices_json_column,
     logprob_lists_json,
@@ -264,15 +265,11 @@ the file to the row reader). Blocks are parsed on Arrow's threads."""
 def _filter_names(table: pa.Table) -> pa.Array:
     if "filter" not in table.column_names:
         return pa.array(["none"] * table.num_rows, pa.string())
-    return pc.fill_null(_plain(table["filter"]).cast(pa.string()), "none")
-
-
-def _plain(col: pa.ChunkedArray) -> pa.Array:
-    return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return pc.fill_null(one_array(table["filter"]).cast(pa.string()), "none")
 
 
 def _column(table: pa.Table, name: str) -> pa.Array | None:
-    return _plain(table[name]) if name in table.column_names else None
+    return one_array(table[name]) if name in table.column_names else None
 
 
 def _is_list(t: pa.DataType) -> bool:
@@ -309,12 +306,10 @@ def _arrow_columns(table: pa.Table, task: str, metric: str | None) -> dict[str, 
         raise _SlowPath  # a request missing before a later one
     k = present.sum(axis=0).astype(np.int64)
     args = [_two_arguments(s) for s in slots]
-    multiple_choice = bool(args) and all(
-        a[1] is not None and pa.types.is_string(a[1].type) for a in args
-    )
-    if multiple_choice:
+    continued = [a[1] is not None and pa.types.is_string(a[1].type) for a in args]
+    if continued and all(continued):
         columns = _multiple_choice(table, args, present, k)
-    elif any(a[1] is not None and pa.types.is_string(a[1].type) for a in args):
+    elif any(continued):
         raise _SlowPath  # some requests with a continuation, some without
     else:
         columns = _generative(table, task, args, n)
@@ -469,14 +464,7 @@ def _correct(table: pa.Table, metric: str | None) -> pa.Array:
     name = metric if metric is not None else next((m for m in DEFAULT_METRICS if m in names), None)
     if name is None or name not in names or name in BOOKKEEPING:
         raise _SlowPath
-    values = _plain(table[name])
-    if values.null_count:
+    correct = binary_column(one_array(table[name]))
+    if correct is None:
         raise _SlowPath
-    if pa.types.is_boolean(values.type):
-        return values
-    if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
-        raise _SlowPath
-    values = values.cast(pa.float64())
-    if not pc.all(pc.is_in(values, pa.array([0.0, 1.0]))).as_py():
-        raise _SlowPath
-    return pc.equal(values, 1.0)
+    return correct
