@@ -363,8 +363,11 @@ def _multiple_choice(
             raise _SlowPath  # a request without its context or continuation
     if not (k >= 1).all():
         raise _SlowPath  # a row without requests is generative to the row reader
-    # multiple-input tasks (winogrande) vary the context and share the continuation
-    shared = (k >= 2) & _all_equal(continuations) & ~_all_equal(contexts)
+    # multiple-input tasks (winogrande) vary the context and share the continuation; the long
+    # contexts are compared only where some row's continuations are all the same
+    shared = (k >= 2) & _all_equal(continuations)
+    if shared.any():
+        shared &= ~_all_equal(contexts)
     joined = pc.binary_join_element_wise(*continuations, "\x1f", null_handling="skip")
     if shared.any():
         by_context = pc.binary_join_element_wise(*contexts, "\x1f", null_handling="skip")
