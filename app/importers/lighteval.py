@@ -37,7 +37,6 @@ the gold answer), never the row position.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -93,7 +92,7 @@ def _read_rows(file: Path) -> tuple[pa.Table, bool]:
                 "expected doc/model_response/metric (v0.11+) or example/predictions/metrics (v0.10)"
             )
         wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
-        # one thread per file: the files themselves are read on two threads (_read_ahead)
+        # one thread per file: the files themselves are read on two threads (_read_tasks)
         return parquet.read(columns=wanted, use_threads=False), nested
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{file}: not a readable parquet file ({exc})") from None
@@ -101,9 +100,9 @@ def _read_rows(file: Path) -> tuple[pa.Table, bool]:
 
 # ---------------------------------------------------------------------------------------------
 # details files -> rows. Files in the usual shapes are reduced to a few uniform columns each
-# (``_uniform``), concatenated a batch of files at a time, and computed on together
+# (``_uniform``), concatenated a task of files at a time, and computed on together
 # (``_from_uniform``, ``_keyed``): a tree of hundreds of small files costs a few Arrow kernels
-# per batch, not a few per file. Other files go row by row.
+# per task, not a few per file. Other files go row by row.
 
 _STRINGS = pa.list_(pa.string())
 _UNIFORM = pa.schema(
@@ -344,13 +343,6 @@ def _rows_table(columns: dict) -> pa.Table:
     )
 
 
-READ_AHEAD = 32
-"""Details files read and reduced ahead on two threads while earlier ones are collected and keyed
-(a batch of keys takes as long as reading a few dozen files): Parquet decoding releases the GIL,
-so reading overlaps the rest. A file read ahead holds only its reduced columns (the whole prompts
-are gone: ``_read_unit``)."""
-
-
 class _Unit(NamedTuple):
     """One details file (a task of a run), read and reduced: ``rows`` in ``FILE_COLUMNS``, the
     prompt being each row's own part of it (``settle_unit``) under the file's template."""
@@ -405,39 +397,74 @@ def _prompt_or_query(prompt: pa.Array, query: pa.Array) -> pa.Array:
     return pc.if_else(missing, query, prompt) if pc.any(missing).as_py() else prompt
 
 
-def _read_ahead(files: list[Path], metric: str | None) -> Iterator[_Unit]:
-    """``_read_unit`` of each file, in order, with up to READ_AHEAD files worked on ahead."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        pending: deque = deque()
-        for file in files:
-            pending.append(pool.submit(_read_unit, file, metric))
-            if len(pending) > READ_AHEAD:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+TASK_BYTES = 2 << 20
+"""Details files read, reduced and keyed by one task (``_read_task``) on the reader threads:
+whole (model, task) groups (the seeds of a task, whose rows of one sample a task puts side by
+side) up to about this many bytes on disk. The two threads then do all of the reading and
+keying (Parquet decoding, Arrow's kernels and DuckDB's hashing release the GIL), where a main
+thread had keyed batches of the files they read and been the read's critical path: one model of
+the paper's layout read in 1.58 s instead of 1.71 s at 2.77 instead of 3.0 CPU-seconds (medians
+of 6 alternating runs, bench/README.md). A task costs a few kernels (a paper task holds 9 files)."""
 
 
-KEY_BATCH_ROWS = 50_000
-"""Rows of read files keyed at once (``_keyed``) while later files are read: small enough that
-the last batch, keyed after the reading, is short; large enough that a batch costs a few kernels."""
-
-
-class _Keyed(NamedTuple):
-    """A batch of files' rows in ``FILE_COLUMNS`` plus ``unit`` (the file's number) and
-    ``sample_id``, and the questions lists show, in the same row order: the rows of one sample
-    in one (model, task) side by side, in seed order (``_by_sample``)."""
+class _Part(NamedTuple):
+    """A task's files, read and keyed: their rows in ``FILE_COLUMNS`` plus ``unit`` (the file's
+    number) and ``sample_id``, and the questions lists show, in the same row order: the rows of
+    one sample of a (model, task) side by side, in seed order (``_by_sample``); and each file's
+    prompt template (prefix, suffix), in file order."""
 
     rows: pa.Table
     shown: pa.Array
+    templates: list[tuple[str | None, str | None]]
 
 
-def _keyed(units: list[tuple[int, _Unit]], groups: np.ndarray, *, slow: bool) -> _Keyed:
-    """Rows and sample ids of whole files (``identify`` works per file, so a batch of files
+def _tasks(files: list[Path], groups: np.ndarray) -> list[list[tuple[int, Path]]]:
+    """The files (numbered in order) cut into tasks of whole groups of about ``TASK_BYTES``."""
+    tasks: list[list[tuple[int, Path]]] = []
+    size = 0
+    for number, file in enumerate(files):
+        if not tasks or (size >= TASK_BYTES and groups[number] != groups[number - 1]):
+            tasks.append([])
+            size = 0
+        tasks[-1].append((number, file))
+        size += file.stat().st_size
+    return tasks
+
+
+def _read_task(files: list[tuple[int, Path]], groups: np.ndarray, metric: str | None) -> _Part:
+    units = [(number, _read_unit(file, metric)) for number, file in files]
+    rows, shown = _keyed(units, groups)
+    return _Part(rows, shown, [(u.prefix, u.suffix) for _, u in units])
+
+
+def _read_tasks(
+    tasks: list[list[tuple[int, Path]]], groups: np.ndarray, metric: str | None
+) -> Iterator[_Part]:
+    """``_read_task`` of each task, in order, on two threads; a task's error is raised in its
+    turn, and the tasks not started are dropped."""
+    pool = ThreadPoolExecutor(max_workers=2)
+    try:
+        pending = [pool.submit(_read_task, task, groups, metric) for task in tasks]
+        for future in pending:
+            yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _keyed(units: list[tuple[int, _Unit]], groups: np.ndarray) -> tuple[pa.Table, pa.Array]:
+    """Rows and sample ids of whole files (``identify`` works per file, so a task of files
     gets the ids the whole import would give them), the rows of each sample of a (model, task)
-    brought together (``groups``: each file's (model, task) number; a batch holds whole groups)."""
-    rows = pa.concat_tables([u.rows for _, u in units])
-    if not slow:
-        rows = _rows_table(_from_uniform(rows))
+    brought together (``groups``: each file's (model, task) number; a task holds whole groups)."""
+    fast = [(n, u) for n, u in units if not u.slow]
+    units = fast + [(n, u) for n, u in units if u.slow]  # the row order of ``rows``
+    parts = (
+        [pa.concat_tables([u.rows for _, u in units[len(fast) :]])]
+        if len(fast) < len(units)
+        else []
+    )
+    if fast:
+        parts.insert(0, _rows_table(_from_uniform(pa.concat_tables([u.rows for _, u in fast]))))
+    rows = pa.concat_tables(parts)
     unit = np.concatenate([np.full(u.rows.num_rows, n, np.int32) for n, u in units])
     has_ids = np.concatenate([np.full(u.rows.num_rows, u.has_ids) for _, u in units])
     rows = rows.append_column("unit", pa.array(unit))
@@ -445,21 +472,19 @@ def _keyed(units: list[tuple[int, _Unit]], groups: np.ndarray, *, slow: bool) ->
         "question", pa.chunked_array([u.question for _, u in units], pa.string())
     ).append_column("has_ids", pa.array(has_ids, pa.bool_()))
     sample_id = identify(keyed)
-    order = pa.array(_by_sample(groups[unit], sample_id))
+    order = pa.array(_by_sample(groups[unit], unit, sample_id))
     shown = pa.chunked_array([u.shown for _, u in units], pa.string())
-    return _Keyed(
-        rows.append_column("sample_id", sample_id).take(order), one_array(shown.take(order))
-    )
+    return rows.append_column("sample_id", sample_id).take(order), one_array(shown.take(order))
 
 
-def _by_sample(group: np.ndarray, sample_id: pa.Array) -> np.ndarray:
-    """The row order that puts the rows of each sample of a group side by side, keeping their
-    order (the files' seed order) and the groups' order. The store inserts the rows as they come:
-    the seeds of a question then lie together and DuckDB's compression stores their shared texts
-    once, as an ORDER BY in the INSERT did with more memory (a paper import's ingest
-    0.53-0.60 -> 0.42-0.44 s, 95k -> 72k page faults)."""
+def _by_sample(group: np.ndarray, unit: np.ndarray, sample_id: pa.Array) -> np.ndarray:
+    """The row order that puts the rows of each sample of a group side by side, in file (seed)
+    order, keeping the groups' order. The store inserts the rows as they come: the seeds of a
+    question then lie together and DuckDB's compression stores their shared texts once, as an
+    ORDER BY in the INSERT did with more memory (a paper import's ingest 0.53-0.60 -> 0.42-0.44
+    s, 95k -> 72k page faults)."""
     codes, _ = dictionary_codes(pc.fill_null(sample_id, ""))
-    return np.lexsort((codes, group))
+    return np.lexsort((unit, codes, group))
 
 
 def _model_names(path: Path, runs: list[DetailsRun], model: str | None) -> dict[str | None, str]:
@@ -504,39 +529,26 @@ def read_lighteval(
     """
     runs = find_runs(Path(path))
     names = _model_names(Path(path), runs, model)
-    # the seeds of one (model, task) in a row: a batch of files keyed together then holds
-    # every seed of its tasks, whose rows of one sample it puts side by side (``_keyed``)
+    # the seeds of one (model, task) in a row: a task of files keyed together then holds
+    # every seed of its groups, whose rows of one sample it puts side by side (``_keyed``)
     planned = sorted(
         plan_files(runs, seed=seed, latest=latest),
         key=lambda p: (p[0] is None, p[0] or "", p[1], p[2]),
     )
     group_of = {}
     groups = np.asarray([group_of.setdefault(p[:2], len(group_of)) for p in planned], np.int64)
-    batches: list[_Keyed] = []
-    waiting: list[tuple[int, _Unit]] = []  # uniform files read, not keyed yet
-    slow: list[tuple[int, _Unit]] = []  # files read row by row: keyed together at the end
+    files = [f for _, _, _, f in planned]
+    parts: list[_Part] = []
     templates: list[tuple[str | None, str | None]] = []  # per file: its prompts' (prefix, suffix)
-    waiting_rows = 0
-    for number, unit in enumerate(_read_ahead([f for _, _, _, f in planned], metric)):
-        # files are keyed a batch of whole (model, task) groups at a time while the reader
-        # threads go on decoding (keys are per file: one batch's are its own), so the keying
-        # fills this thread's idle time
-        if waiting_rows >= KEY_BATCH_ROWS and groups[number] != groups[number - 1]:
-            batches.append(_keyed(waiting, groups, slow=False))
-            waiting, waiting_rows = [], 0
-        (slow if unit.slow else waiting).append((number, unit))
-        waiting_rows += 0 if unit.slow else unit.rows.num_rows
-        templates.append((unit.prefix, unit.suffix))
+    for part in _read_tasks(_tasks(files, groups), groups, metric):
+        parts.append(part)
+        templates.extend(part.templates)
         if progress:
-            progress("read files", number + 1, len(planned))
-    if waiting:
-        batches.append(_keyed(waiting, groups, slow=False))
-    if slow:
-        batches.append(_keyed(slow, groups, slow=True))
-    if not batches or not sum(b.rows.num_rows for b in batches):
+            progress("read files", len(templates), len(planned))
+    if not sum(p.rows.num_rows for p in parts):
         raise InputError(f"{path}: the lighteval details files contain no rows")
-    table = pa.concat_tables([b.rows for b in batches])
-    displayed = pa.chunked_array([b.shown for b in batches], pa.string())
+    table = pa.concat_tables([p.rows for p in parts])
+    displayed = pa.chunked_array([p.shown for p in parts], pa.string())
     unit = table["unit"].combine_chunks()
     sample_id = table["sample_id"]
     tasks = pa.array([task for _, task, _, _ in planned], pa.string())

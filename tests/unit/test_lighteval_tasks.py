@@ -1,0 +1,82 @@
+"""The lighteval reader works in tasks of whole (model, task) groups on two threads: each task
+reads, keys and orders its files' rows, whatever path each file takes (Arrow kernels or the row
+reader), so the rows of one sample come side by side in seed order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from app.importers import lighteval
+from app.importers.lighteval import _tasks, read_lighteval
+from tests.paper_layout import make_items, write_run
+
+TASKS = (
+    "community|piqa_reasoning_letter:main|0",
+    "community|arc_reasoning_custom_prompt_letter:easy|0",
+)
+
+
+def _tree(out: Path, n: int = 12) -> Path:
+    """One model's details folder: two tasks x three seeds (one run per seed, shuffled rows)."""
+    items = {t: make_items(t, n, options=2) for t in TASKS}
+    for seed in range(3):
+        write_run(out, "org/base", f"2025-07-01T10-0{seed}-00.000001",
+                  {t: (its, [(i + seed) % 3 == 0 for i in range(n)]) for t, its in items.items()},
+                  style="base", seed=seed, shuffle_seed=seed)  # fmt: skip
+    return out / "details" / "org" / "base"
+
+
+def _stringify(path: Path) -> None:
+    """Rewrite a details file with every cell as ``str(value)`` (lighteval's fallback): only the
+    row reader reads it."""
+    rows = pq.read_table(path).to_pylist()
+    pq.write_table(pa.Table.from_pylist([{k: str(v) for k, v in r.items()} for r in rows]), path)
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    return [
+        (r["benchmark"], r["sample_id"], r["seed"], r["correct"], r["question"], r["gold"])
+        for r in table.to_pylist()
+    ]
+
+
+def test_a_task_mixing_both_readers_keeps_each_sample_together_in_seed_order(tmp_path):
+    folder = _tree(tmp_path / "kernels")
+    mixed = _tree(tmp_path / "mixed")
+    slow = sorted(mixed.rglob(f"details_{TASKS[0]}_*10-01-*.parquet"))
+    assert len(slow) == 1
+    _stringify(slow[0])  # seed 1 of the first task: row by row, seeds 0 and 2 by kernels
+    with pytest.raises(lighteval._SlowPath):
+        table, nested = lighteval._read_rows(slow[0])
+        lighteval._uniform(table, nested, None)
+    by_kernels = read_lighteval(folder, model="base")
+    by_both = read_lighteval(mixed, model="base")
+    assert sorted(_rows(by_both)) == sorted(_rows(by_kernels))
+    for table in (by_kernels, by_both):
+        rows = _rows(table)
+        # each (benchmark, sample) is one run of rows, seeds 0, 1, 2 in that order
+        runs = [k for i, k in enumerate(r[:2] for r in rows) if i == 0 or rows[i - 1][:2] != k]
+        assert len(runs) == len(set(runs)) == len(TASKS) * 12
+        assert [r[2] for r in rows] == [0, 1, 2] * (len(rows) // 3)
+
+
+def test_tasks_hold_whole_groups_in_file_order(tmp_path, monkeypatch):
+    files = []
+    for i, size in enumerate([10, 10, 10, 5, 5, 5, 7]):
+        files.append(tmp_path / f"f{i}.parquet")
+        files[-1].write_bytes(b"x" * size)
+    groups = np.array([0, 0, 0, 1, 1, 1, 2])
+    monkeypatch.setattr(lighteval, "TASK_BYTES", 1)  # every group its own task
+    assert [[n for n, _ in t] for t in _tasks(files, groups)] == [[0, 1, 2], [3, 4, 5], [6]]
+    monkeypatch.setattr(
+        lighteval, "TASK_BYTES", 31
+    )  # a task ends at the first group boundary past it
+    assert [[n for n, _ in t] for t in _tasks(files, groups)] == [[0, 1, 2, 3, 4, 5], [6]]
+    monkeypatch.setattr(lighteval, "TASK_BYTES", 10**9)
+    assert [[n for n, _ in t] for t in _tasks(files, groups)] == [list(range(7))]
+    assert _tasks([], groups[:0]) == []
