@@ -115,15 +115,17 @@ def test_lean_commands_keep_their_exit_status_and_their_database(tmp_path):
 
 
 def _settings_at_exit(args: list[str], env: dict[str, str]) -> dict[str, str]:
-    """``forgetmap ARGS`` in its own process: the native-pool variables and Arrow's default
-    pool as the process had them at its end."""
+    """``forgetmap ARGS`` in its own process: the native-pool variables, Arrow's default pool
+    and whether the collector had frozen the loaded objects, as the process had them at its end."""
     probe = (
         "import atexit, os, sys, runpy; sys.argv = ['forgetmap', *sys.argv[1:]]\n"
         "def told():\n"
         "    pool = sys.modules['pyarrow'].default_memory_pool().backend_name "
         "if 'pyarrow' in sys.modules else '-'\n"
+        "    import gc\n"
         "    print('settings:', os.environ.get('ARROW_DEFAULT_MEMORY_POOL', '-'),\n"
-        "          os.environ.get('OPENBLAS_NUM_THREADS', '-'), pool, file=sys.stderr)\n"
+        "          os.environ.get('OPENBLAS_NUM_THREADS', '-'), pool, gc.get_freeze_count() > 0,\n"
+        "          file=sys.stderr)\n"
         "atexit.register(told)\n"
         "runpy.run_module('app.cli', run_name='__main__')\n"
     )
@@ -132,14 +134,15 @@ def _settings_at_exit(args: list[str], env: dict[str, str]) -> dict[str, str]:
     )
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("settings:"), done.stdout + done.stderr
-    arrow, blas, pool = last.split()[1:]
-    return {"arrow": arrow, "blas": blas, "pool": pool}
+    arrow, blas, pool, frozen = last.split()[1:]
+    return {"arrow": arrow, "blas": blas, "pool": pool, "frozen": frozen}
 
 
 def test_lean_commands_set_native_pools_unless_the_user_did(tmp_path):
     """`import` runs with Arrow allocating from jemalloc from the start and OpenBLAS without its
-    thread pool (``lean_native_settings``); a user's own value of either variable is kept, and a
-    command outside ``LEAN_COMMANDS`` changes neither."""
+    thread pool (``lean_native_settings``), and freezes what it loaded out of the collector's
+    walks; a user's own value of either variable is kept, and a command outside
+    ``LEAN_COMMANDS`` changes none of it."""
     import os
 
     table = tmp_path / "rows.csv"
@@ -148,9 +151,9 @@ def test_lean_commands_set_native_pools_unless_the_user_did(tmp_path):
              if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS")}  # fmt: skip
     db = ["--db", str(tmp_path / "fm.duckdb")]
     assert _settings_at_exit([*db, "import", "table", str(table)], plain) == {
-        "arrow": "jemalloc", "blas": "1", "pool": "jemalloc"}  # fmt: skip
+        "arrow": "jemalloc", "blas": "1", "pool": "jemalloc", "frozen": "True"}  # fmt: skip
     own = {**plain, "ARROW_DEFAULT_MEMORY_POOL": "system", "OPENBLAS_NUM_THREADS": "2"}
     kept = _settings_at_exit([*db, "import", "table", str(table)], own)
     assert (kept["arrow"], kept["blas"]) == ("system", "2")
     other = _settings_at_exit([*db, "model", "--help"], plain)
-    assert (other["arrow"], other["blas"]) == ("-", "-")
+    assert (other["arrow"], other["blas"], other["frozen"]) == ("-", "-", "False")
