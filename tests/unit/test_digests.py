@@ -86,3 +86,25 @@ def test_surely_distinct_checks_lengths_and_takes_chunked_texts():
     assert not surely_distinct(np.asarray([0, 0, 0]), chunked)
     with pytest.raises(ValueError, match="2 groups for 3 texts"):
         surely_distinct(np.asarray([0, 1]), chunked)
+
+
+def test_threads_share_one_in_memory_database_through_their_own_connections():
+    """The lighteval reader's threads are new for every import: each takes a connection (a
+    cursor, under 1 ms) to the process's one in-memory database, not a database of its own
+    (about 20 ms). A table one makes is seen by another; the connections are distinct."""
+    import threading
+
+    from app.db import digests
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(digests._connection())) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(digests._database) == 1 and len({id(c) for c in got}) == 3
+    got[0].execute("CREATE TABLE shared_probe AS SELECT 42 AS x")
+    try:
+        assert got[1].execute("SELECT x FROM shared_probe").fetchall() == [(42,)]
+    finally:
+        got[0].execute("DROP TABLE shared_probe")
