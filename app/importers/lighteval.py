@@ -549,6 +549,15 @@ def read_lighteval(
         raise InputError(f"{path}: the lighteval details files contain no rows")
     table = pa.concat_tables([p.rows for p in parts])
     displayed = pa.chunked_array([p.shown for p in parts], pa.string())
+    # one chunk per column, as the store's insert wants it (``app.db.ingest``), combined here a
+    # column at a time: each column's parts are let go before the next is copied, so the copy
+    # reuses their memory instead of the insert combining a second whole table (one model of
+    # the paper's layout: peak memory 630 -> 600 MB; the time within the noise, -0.15, -0.16
+    # and +0.07 s in three A/Bs of 8 alternating imports)
+    del parts
+    for index, name in enumerate(table.column_names):
+        table = table.set_column(index, name, one_array(table.column(index)))
+    displayed = one_array(displayed)
     unit = table["unit"].combine_chunks()
     sample_id = table["sample_id"]
     tasks = pa.array([task for _, task, _, _ in planned], pa.string())
