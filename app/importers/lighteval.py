@@ -456,14 +456,13 @@ def _keyed(units: list[tuple[int, _Unit]], groups: np.ndarray) -> tuple[pa.Table
     gets the ids the whole import would give them), the rows of each sample of a (model, task)
     brought together (``groups``: each file's (model, task) number; a task holds whole groups)."""
     fast = [(n, u) for n, u in units if not u.slow]
-    units = fast + [(n, u) for n, u in units if u.slow]  # the row order of ``rows``
+    slow = [(n, u) for n, u in units if u.slow]
+    units = fast + slow  # the row order of ``rows``
     parts = (
-        [pa.concat_tables([u.rows for _, u in units[len(fast) :]])]
-        if len(fast) < len(units)
-        else []
+        [_rows_table(_from_uniform(pa.concat_tables([u.rows for _, u in fast])))] if fast else []
     )
-    if fast:
-        parts.insert(0, _rows_table(_from_uniform(pa.concat_tables([u.rows for _, u in fast]))))
+    if slow:
+        parts.append(pa.concat_tables([u.rows for _, u in slow]))
     rows = pa.concat_tables(parts)
     unit = np.concatenate([np.full(u.rows.num_rows, n, np.int32) for n, u in units])
     has_ids = np.concatenate([np.full(u.rows.num_rows, u.has_ids) for _, u in units])
