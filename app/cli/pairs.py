@@ -37,7 +37,7 @@ def pair_add(
         with store.transaction() as conn:
             pair_id, created, unpaired = add_pair(conn, base, post, label=label, stage=stage)
             # read in the same transaction: closing the file and opening it again for the
-            # report cost a paper-sized database about 0.1 s
+            # report cost a paper-sized database 0.05 s (median of 6 alternating runs)
             report = pairing_report(conn, pair_id)
     except InputError as exc:
         raise CliError(str(exc)) from exc

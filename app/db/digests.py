@@ -2,9 +2,9 @@
 
 Hashing 564,000 question keys one by one with hashlib took about 1 s of a 2,000-question paper
 import (bench/harness_import.py); DuckDB's ``md5`` gives the same digest (of the UTF-8 bytes, in
-lower-case hex) in about a third of the time. The same in-memory database per thread also keys
-whole rows (``ascii_joined_md5_prefixes``) and hashes them for duplicate checks
-(``surely_distinct``): nothing here touches the store.
+lower-case hex) in about a third of the time. The same in-memory database (one per process, a
+connection per thread) also keys whole rows (``ascii_joined_md5_prefixes``) and hashes them for
+duplicate checks (``surely_distinct``): nothing here touches the store.
 """
 
 from __future__ import annotations
