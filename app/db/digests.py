@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from app.columns import one_array
+
 _local = threading.local()
 _opening = threading.Lock()
 _database: list[duckdb.DuckDBPyConnection] = []  # the process's one in-memory database, once made
@@ -76,7 +78,7 @@ def ascii_joined_md5_prefixes(
     if not columns.num_rows:
         return pa.array([], pa.string())
     dropped = _occurring(columns, dropped)
-    parts = [pc.fill_null(_plain_strings(column), "") for column in columns.itercolumns()]
+    parts = [pc.fill_null(one_array(c).cast(pa.string()), "") for c in columns.itercolumns()]
     joined = pc.ascii_lower(pc.binary_join_element_wise(*parts, separator))
     normalized = "joined"
     for char in dropped:  # nested replace beats regexp_replace and translate here (measured)
@@ -91,12 +93,6 @@ def ascii_joined_md5_prefixes(
     )
     keys = pc.binary_join_element_wise(prefix, pc.utf8_slice_codeunits(hashed, 0, digits), "")
     return pc.if_else(pc.string_is_ascii(joined), keys, pa.nulls(len(keys), pa.string()))
-
-
-def _plain_strings(column: pa.ChunkedArray) -> pa.Array:
-    """A column as one plain string array (the kernels' input)."""
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    return array if pa.types.is_string(array.type) else array.cast(pa.string())
 
 
 def _occurring(columns: pa.Table, chars: str) -> str:

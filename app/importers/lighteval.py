@@ -557,7 +557,7 @@ def read_lighteval(
     for index, name in enumerate(table.column_names):
         table = table.set_column(index, name, one_array(table.column(index)))
     displayed = one_array(displayed)
-    unit = table["unit"].combine_chunks()
+    unit = one_array(table["unit"])
     sample_id = table["sample_id"]
     tasks = pa.array([task for _, task, _, _ in planned], pa.string())
     seeds = pa.array([s for _, _, s, _ in planned], pa.int32())

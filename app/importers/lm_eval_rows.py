@@ -8,7 +8,6 @@ the same table from the same file. See ``lm_eval.py`` for the file format.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -116,9 +115,7 @@ def _first_text(value: Any) -> str | None:
         if not value:
             return None
         value = value[0]
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return json_text(value)
 
 
 def _metrics_present(record: dict[str, Any]) -> list[str]:
