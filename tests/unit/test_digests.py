@@ -60,6 +60,19 @@ def test_ascii_joined_md5_prefixes_are_their_definition_and_null_off_ascii(rows)
     assert got.to_pylist() == expected
 
 
+def test_ascii_joined_md5_prefixes_key_repeated_rows_alike_in_their_places():
+    """Each distinct row is hashed once (a question's seeds repeat it); every row, repeats and
+    rows equal but for case or dropped characters included, gets its own key in its place."""
+    rows = [("Q one", "A"), ("x\u00e9", "B"), ("q ONE", "a"), ("Q one", "A"), ("two", None)] * 3
+    table = pa.table({"a": [a for a, _ in rows], "b": [b for _, b in rows]})
+    got = ascii_joined_md5_prefixes(
+        table, separator="\x1f", dropped=_DROPPED, prefix="q:", digits=16
+    ).to_pylist()
+    one = "q:" + hashlib.md5(b"qone\x1fa").hexdigest()[:16]
+    two = "q:" + hashlib.md5(b"two\x1f").hexdigest()[:16]
+    assert got == [one, None, one, one, two] * 3
+
+
 def test_ascii_joined_md5_prefixes_check_their_arguments():
     table = pa.table({"a": ["x"]})
     with pytest.raises(ValueError, match="ASCII without the separator"):
