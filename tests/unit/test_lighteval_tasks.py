@@ -80,3 +80,43 @@ def test_tasks_hold_whole_groups_in_file_order(tmp_path, monkeypatch):
     monkeypatch.setattr(lighteval, "TASK_BYTES", 10**9)
     assert [[n for n, _ in t] for t in _tasks(files, groups)] == [list(range(7))]
     assert _tasks([], groups[:0]) == []
+
+
+def _with_metrics(table: pa.Table, acc: list, extractive: list) -> pa.Table:
+    metrics = pa.StructArray.from_arrays(
+        [pa.array(acc, pa.float64()), pa.array(extractive, pa.float64())],
+        names=["acc", "extractive_match"],
+    )
+    return table.set_column(table.schema.get_field_index("metrics"), "metrics", metrics)
+
+
+def test_the_files_of_a_task_read_together_as_each_reads_alone(tmp_path):
+    """``_uniform`` runs once on a task's files of one layout; each file gets what it gets
+    alone, also where the files cannot share a choice (a file scored by another metric)."""
+    files = sorted(_tree(tmp_path).rglob(f"details_{TASKS[0]}_*.parquet"))
+    read = [lighteval._read_rows(f) for f in files]
+    assert len(read) == 3 and all(not nested for _, nested in read)
+    n = read[0][0].num_rows
+
+    def alone(tables):
+        return [lighteval._uniform(t, False, None).to_pylist() for t in tables]
+
+    together = lighteval._uniform_rows(read, None)
+    assert [t.to_pylist() for t in together] == alone([t for t, _ in read])
+    # one call: the files' rows are slices of one array
+    assert len({t["correct"].chunks[0].buffers()[1].address for t in together}) == 1
+
+    # the first file has no "acc" (the first default metric) and is scored by
+    # "extractive_match"; the others have both, different: each file chooses its own
+    zeros, ones = [0.0] * n, [1.0] * n
+    mixed = [_with_metrics(read[0][0], [None] * n, ones)] + [
+        _with_metrics(t, zeros, ones) for t, _ in read[1:]
+    ]
+    got = lighteval._uniform_rows([(t, False) for t in mixed], None)
+    assert [t.to_pylist() for t in got] == alone(mixed)
+    assert [set(t["correct"].to_pylist()) for t in got] == [{True}, {False}, {False}]
+
+    # a file of another layout is read alone, the others together
+    other = read[2][0].drop_columns(["full_prompt"])
+    got = lighteval._uniform_rows([read[0], read[1], (other, False)], None)
+    assert [t.to_pylist() for t in got] == alone([read[0][0], read[1][0], other])
