@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from hypothesis import assume, given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from app.sample_identity import (
     AMBIGUOUS_MARK,
+    _shares_a_key,
     identify,
     link_candidates,
     normalize_text,
@@ -218,3 +220,11 @@ def test_question_texts_cut_the_given_bytes_of_every_row(texts, offset, data):
     except UnicodeDecodeError:
         assume(False)  # a cut inside a character: unit_affixes never makes one
     assert question_texts(column, start, finish).equals(pc.utf8_trim_whitespace(expected))
+
+
+def test_a_key_is_shared_only_within_one_unit():
+    keys = pa.array(["q:a", "q:b", "q:a", None, "q:c"])
+    assert not _shares_a_key(np.array([0, 0, 1, 1, 1]), keys)  # "q:a" in two units
+    assert _shares_a_key(np.array([0, 0, 0, 1, 1]), keys)  # "q:a" twice in unit 0
+    assert _shares_a_key(np.array([5, 5, 5, 7, 7]), pa.array(["x", "y", "z", None, None]))
+    assert not _shares_a_key(np.array([3]), pa.array(["x"]))
