@@ -65,20 +65,41 @@ def test_a_task_mixing_both_readers_keeps_each_sample_together_in_seed_order(tmp
         assert [r[2] for r in rows] == [0, 1, 2] * (len(rows) // 3)
 
 
-def test_tasks_hold_whole_groups_in_file_order(tmp_path, monkeypatch):
-    files = []
-    for i, size in enumerate([10, 10, 10, 5, 5, 5, 7]):
-        files.append(tmp_path / f"f{i}.parquet")
-        files[-1].write_bytes(b"x" * size)
+def test_tasks_hold_whole_groups_in_file_order_each_a_quarter_of_what_is_left(
+    tmp_path, monkeypatch
+):
+    def files_of(sizes):
+        paths = []
+        for i, size in enumerate(sizes):
+            paths.append(tmp_path / f"f{len(sizes)}-{i}.parquet")
+            paths[-1].write_bytes(b"x" * size)
+        return paths
+
+    files = files_of([10, 10, 10, 5, 5, 5, 7])  # 52 bytes
     groups = np.array([0, 0, 0, 1, 1, 1, 2])
-    monkeypatch.setattr(lighteval, "TASK_BYTES", 1)  # every group its own task
-    assert [[n for n, _ in t] for t in _tasks(files, groups)] == [[0, 1, 2], [3, 4, 5], [6]]
-    monkeypatch.setattr(
-        lighteval, "TASK_BYTES", 31
-    )  # a task ends at the first group boundary past it
-    assert [[n for n, _ in t] for t in _tasks(files, groups)] == [[0, 1, 2, 3, 4, 5], [6]]
-    monkeypatch.setattr(lighteval, "TASK_BYTES", 10**9)
-    assert [[n for n, _ in t] for t in _tasks(files, groups)] == [list(range(7))]
+
+    def cut(bounds, files=files, groups=groups):
+        monkeypatch.setattr(lighteval, "TASK_BYTES", bounds)
+        return [[n for n, _ in t] for t in _tasks(files, groups)]
+
+    assert cut((1, 1)) == [[0, 1, 2], [3, 4, 5], [6]]  # every group its own task
+    # a task ends at the first group boundary past a quarter of what is left (13, then 5)
+    assert cut((1, 10**9)) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert cut((40, 10**9)) == [[0, 1, 2, 3, 4, 5], [6]]  # at least 40
+    assert cut((10**9, 10**9)) == [list(range(7))]
+    # eight groups of 10 bytes: the tasks shrink as the bytes left do (budgets 20, 15, 10, 7,
+    # 5, 2), so that the last ones are small and both threads finish together
+    assert cut((1, 10**9), files_of([10] * 8), np.arange(8)) == [[0, 1], [2, 3], [4], [5], [6], [7]]
+    assert cut((1, 10), files_of([10] * 8), np.arange(8)) == [
+        [0],
+        [1],
+        [2],
+        [3],
+        [4],
+        [5],
+        [6],
+        [7],
+    ]
     assert _tasks([], groups[:0]) == []
 
 
