@@ -407,10 +407,10 @@ def _uniform_or_none(table: pa.Table, nested: bool, metric: str | None) -> pa.Ta
 def _uniform_rows(read: list[tuple[pa.Table, bool]], metric: str | None) -> list[pa.Table | None]:
     """``_uniform`` of each file (None where it is not in the usual shapes), the files of one
     layout done together: one call instead of one a file (~40 kernels each; a task of the
-    paper's layout holds 6-33 files). Every check of ``_uniform`` is a condition on all rows, or on the type, or holds for
-    every file when it holds for all rows together (the chosen metric has no nulls, so it is the
-    first default present in each file), so the files pass together exactly when each passes
-    alone; when they do not, each file is tried alone."""
+    paper's layout holds 6-33 files). Every check of ``_uniform`` is a condition on all rows,
+    or on the type, or holds for every file when it holds for all rows together (the chosen
+    metric has no nulls, so it is the first default present in each file), so the files pass
+    together exactly when each passes alone; when they do not, each file is tried alone."""
     if len(read) > 1:
         first, nested = read[0]
         if all(t.schema == first.schema and n == nested for t, n in read[1:]):
@@ -439,8 +439,9 @@ thread had keyed batches of the files they read and been the read's critical pat
 the paper's layout: 1.71 -> 1.58 s). Each task takes a quarter of the bytes not yet in a task,
 within these bounds (``_tasks``): large tasks pay the per-task work (a few dozen kernels, a
 DuckDB query) seldom, and the last, small ones keep both threads busy to the end. One model of
-the paper's layout (84 MB: 14 tasks of 6-33 files instead of 33 of 2 MB) read in 1.04 s instead of 1.19 s,
-the other in 1.12 s instead of 1.20 s (medians of 5 alternating runs, bench/README.md)."""
+the paper's layout (84 MB: 14 tasks of 6-33 files instead of 33 of 2 MB) read in 1.04 s
+instead of 1.19 s, the other in 1.12 s instead of 1.20 s (medians of 5 alternating runs,
+bench/README.md)."""
 
 
 class _Part(NamedTuple):
