@@ -1,0 +1,94 @@
+"""A flat details file whose ``full_prompt`` is stored as the same bytes as its ``example`` (a base
+model's prompt is its query) is decoded once; any difference in the stored bytes reads both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from app.importers import lighteval
+from app.importers.lighteval import read_lighteval
+from tests.paper_layout import DETAILS_SCHEMA, detail_row, details_table, make_items, write_run
+
+TASK = "community|piqa_reasoning_letter:main|0"
+
+
+def _details(path: Path, style: str, n: int = 40, **write) -> list[dict]:
+    items = make_items(TASK, n, options=3)
+    rows = [detail_row(item, i % 2 == 0, style=style, fewshot=0) for i, item in enumerate(items)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(details_table(rows), path, **write)
+    return rows
+
+
+def _alike(path: Path) -> bool:
+    return lighteval._stored_alike(pq.ParquetFile(path), path, "example", "full_prompt")
+
+
+def test_a_base_models_prompts_are_decoded_once_and_read_as_written(tmp_path):
+    path = tmp_path / "base.parquet"
+    rows = _details(path, "base", row_group_size=15)  # three row groups, each compared
+    assert pq.ParquetFile(path).metadata.num_row_groups == 3
+    assert _alike(path)
+    table, nested = lighteval._read_rows(path)
+    assert not nested
+    assert table["full_prompt"].to_pylist() == [r["full_prompt"] for r in rows]
+    assert table["example"].to_pylist() == [r["example"] for r in rows]
+
+
+def test_a_chat_models_prompts_differ_from_its_queries_and_both_are_read(tmp_path):
+    path = tmp_path / "chat.parquet"
+    rows = _details(path, "chat")
+    assert not _alike(path)
+    table, _ = lighteval._read_rows(path)
+    assert table["full_prompt"].to_pylist() == [r["full_prompt"] for r in rows]
+    assert table["full_prompt"].to_pylist() != table["example"].to_pylist()
+
+
+def test_one_prompt_differing_by_one_character_keeps_its_own_text(tmp_path):
+    path = tmp_path / "base.parquet"
+    items = make_items(TASK, 30, options=3)
+    rows = [detail_row(item, True, style="base", fewshot=0) for item in items]
+    # same length, same compressed size, other bytes: only comparing the bytes tells them apart
+    changed = rows[17]["full_prompt"]
+    rows[17]["full_prompt"] = changed[:-1] + ("?" if changed[-1] != "?" else "!")
+    pq.write_table(details_table(rows), path, compression="none", use_dictionary=False)
+    chunks = [pq.ParquetFile(path).metadata.row_group(0).column(i) for i in (2, 3)]
+    assert [c.path_in_schema for c in chunks] == ["example", "full_prompt"]
+    assert chunks[0].total_compressed_size == chunks[1].total_compressed_size
+    assert not _alike(path)
+    table, _ = lighteval._read_rows(path)
+    assert table["full_prompt"][17].as_py() == rows[17]["full_prompt"]
+    assert table["example"][17].as_py() == rows[17]["example"]
+
+
+def test_columns_of_other_types_or_shapes_are_never_twins(tmp_path):
+    path = tmp_path / "large.parquet"
+    rows = _details(tmp_path / "plain.parquet", "base")
+    schema = DETAILS_SCHEMA.set(
+        DETAILS_SCHEMA.get_field_index("full_prompt"), pa.field("full_prompt", pa.large_string())
+    )
+    pq.write_table(details_table(rows, schema), path)
+    assert not _alike(path)
+    assert lighteval._read_rows(path)[0]["full_prompt"].to_pylist() == [
+        r["full_prompt"] for r in rows
+    ]
+    # a nested column has several leaves: not compared
+    nested = pq.ParquetFile(path)
+    assert not lighteval._stored_alike(nested, path, "example", "metrics")
+
+
+def test_an_import_reads_the_same_rows_with_and_without_the_twin_shortcut(tmp_path, monkeypatch):
+    items = {TASK: make_items(TASK, 25, options=3)}
+    for seed in range(2):
+        write_run(tmp_path / "out", "org/base", f"2025-07-01T10-0{seed}-00.000001",
+                  {TASK: (items[TASK], [(i + seed) % 3 == 0 for i in range(25)])},
+                  style="base", seed=seed, shuffle_seed=seed)  # fmt: skip
+    folder = tmp_path / "out" / "details" / "org" / "base"
+    assert all(_alike(f) for f in folder.rglob("*.parquet"))
+    shortcut = read_lighteval(folder, model="base")
+    monkeypatch.setattr(lighteval, "_stored_alike", lambda *args: False)
+    decoded_twice = read_lighteval(folder, model="base")
+    assert shortcut.equals(decoded_twice)
