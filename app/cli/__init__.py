@@ -43,15 +43,16 @@ def main(ctx: click.Context, db: Path | None) -> None:
     ctx.obj["db"] = db or default_db_path()
     ctx.obj["db_given"] = db is not None or bool(os.environ.get("FORGETMAP_DB"))
     if ctx.obj.get("own_process") and ctx.invoked_subcommand in LEAN_COMMANDS:
-        common.keep_pandas_out()
+        common.keep_unused_out()
         common.lean_native_settings()
         ctx.obj["quick_exit"] = True
 
 
 LEAN_COMMANDS = ("import", "pair", "map")
-"""Commands that, in their own process (``run``), load no pandas (``common.keep_pandas_out``), set
-up Arrow's and OpenBLAS's native pools for one short job (``common.lean_native_settings``) and
-end without tearing their heap down (``quick_exit``): what a pipeline runs once per model."""
+"""Commands that, in their own process (``run``), load neither pandas nor cloudpickle
+(``common.keep_unused_out``), set up Arrow's and OpenBLAS's native pools for one short job
+(``common.lean_native_settings``) and end without tearing their heap down (``quick_exit``): what a
+pipeline runs once per model."""
 
 
 def run() -> None:

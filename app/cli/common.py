@@ -20,27 +20,35 @@ if TYPE_CHECKING:
 # them, so that `forgetmap --help` and quick commands start fast.
 
 
-class _WithoutPandas(MetaPathFinder):
-    """Refuses ``import pandas`` (see ``keep_pandas_out``)."""
+KEPT_OUT = ("pandas", "cloudpickle")
+"""What pyarrow loads that the lean commands never use: pandas the first time it builds an array,
+only to ask whether its input is a pandas object, trying again on later calls until the import
+succeeds (0.2 s of every ``import``, ``pair`` and ``map`` command); cloudpickle as it loads, for
+pickling none of them does (10-15 ms; pyarrow falls back to the standard pickle)."""
+
+
+class _KeptOut(MetaPathFinder):
+    """Refuses to import the given packages (see ``keep_unused_out``)."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = names
 
     def find_spec(self, fullname, path=None, target=None):  # noqa: ARG002 - importlib's signature
-        if fullname.split(".")[0] == "pandas":
+        if fullname.split(".")[0] in self.names:
             raise ImportError(f"{fullname} is kept out of this forgetmap command, which needs none")
         return None
 
 
-def keep_pandas_out() -> None:
-    """Run this process as if pandas were not installed (a setup pyarrow supports).
+def keep_unused_out() -> None:
+    """Run this process as if the packages of ``KEPT_OUT`` were not installed (a setup pyarrow
+    supports; bench/harness_import.py, `python -X importtime`).
 
-    pyarrow imports pandas the first time it builds an array, only to ask whether its input is a
-    pandas object, and tries again on later calls until the import succeeds: 0.2 s of every
-    ``import``, ``pair`` and ``map`` command, none of which uses pandas (bench/harness_import.py,
-    `python -X importtime`). For a command's own process only (``run``): in a test process a later
-    ``import pandas`` (by ``datasets``, say) would fail. Does nothing once pandas is loaded.
+    For a command's own process only (``run``): in a test process a later ``import pandas`` (by
+    ``datasets``, say) would fail. One already loaded is left as it is.
     """
-    if "pandas" in sys.modules or any(isinstance(f, _WithoutPandas) for f in sys.meta_path):
-        return
-    sys.meta_path.insert(0, _WithoutPandas())
+    absent = tuple(name for name in KEPT_OUT if name not in sys.modules)
+    if absent and not any(isinstance(f, _KeptOut) for f in sys.meta_path):
+        sys.meta_path.insert(0, _KeptOut(absent))
 
 
 def lean_native_settings() -> None:
