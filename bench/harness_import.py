@@ -150,11 +150,15 @@ def in_process(out: Path, db: Path) -> float:
     """The same four steps in this process, with its modules loaded and its allocators warm from
     the reads: the work itself, without what each CLI process pays to start (interpreter, module
     imports, a fresh heap)."""
+    from app.cli.common import keep_unused_out
     from app.db.pairing import add_pair
     from app.db.store import open_store
     from app.forgetting_map import MapQuery, map_records
     from app.importers import import_file
 
+    # as the CLI's processes do: else pyarrow's first array built from a list imports pandas
+    # here (0.23 s, in the first round's import)
+    keep_unused_out()
     start = time.perf_counter()
     store = open_store(db)
     for model, name in ((BASE_MODEL, "base"), (POST_MODEL, "post")):

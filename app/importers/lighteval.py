@@ -25,6 +25,8 @@ per-row Python): generated answers, and log-likelihood tasks (a score per choice
 Each file's prompts are split into the file's template (few-shot block, chat turns) and each row's
 own part as it is read (``app.prompt_templates.settle_unit``): the table carries ``prompt_prefix``
 and ``prompt_suffix`` (``app.importers.common``), and the whole prompts are let go with their file.
+A flat file whose ``full_prompt`` is stored as the same bytes as its ``example`` (a base model
+without a chat template) has its prompts decoded once (``_stored_alike``).
 
 A whole tree imports at once: a details file, a run folder, a model's details folder holding many
 runs, or an output folder; each run's seed is read from its results file
