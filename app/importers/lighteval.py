@@ -123,17 +123,24 @@ def _stored_alike(parquet: pq.ParquetFile, file: Path, first: str, second: str) 
     leaves = {parquet.schema.column(j).path: j for j in range(len(parquet.schema))}
     if first not in leaves or second not in leaves:
         return False  # a nested column: several leaves
+    described = [parquet.schema.column(leaves[name]) for name in (first, second)]
+    if len({(c.physical_type, c.logical_type.type, c.max_definition_level) for c in described}) > 1:
+        return False  # the same bytes would mean other values
     metadata = parquet.metadata
     spans = []
     for group in range(metadata.num_row_groups):
         chunks = [metadata.row_group(group).column(leaves[name]) for name in (first, second)]
         if chunks[0].total_compressed_size != chunks[1].total_compressed_size:
             return False
-        spans.append([(_chunk_start(c), c.total_compressed_size) for c in chunks])
+        starts = [_chunk_start(c) for c in chunks]
+        # a writer that leaves an offset unset (0) would have both spans read the file's start
+        if starts[0] == starts[1] or min(starts) < len(b"PAR1"):
+            return False
+        spans.append((starts, chunks[0].total_compressed_size))
     with open(file, "rb") as raw:
-        for pair in spans:
+        for starts, size in spans:
             stored = []
-            for start, size in pair:
+            for start in starts:
                 raw.seek(start)
                 stored.append(raw.read(size))
             if stored[0] != stored[1]:
