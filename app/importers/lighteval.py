@@ -26,7 +26,9 @@ Each file's prompts are split into the file's template (few-shot block, chat tur
 own part as it is read (``app.prompt_templates.settle_unit``): the table carries ``prompt_prefix``
 and ``prompt_suffix`` (``app.importers.common``), and the whole prompts are let go with their file.
 A flat file whose ``full_prompt`` is stored as the same bytes as its ``example`` (a base model
-without a chat template) has its prompts decoded once (``_stored_alike``).
+without a chat template) has its prompts decoded once (``_stored_alike``); of the nested layout's
+``doc`` and ``model_response`` only the fields the reader uses are decoded (``_used_fields``: no
+token ids, few-shot documents or logits).
 
 A whole tree imports at once: a details file, a run folder, a model's details folder holding many
 runs, or an output folder; each run's seed is read from its results file
@@ -77,6 +79,12 @@ _FLAT_COLUMNS = (
     "metrics",
 )
 _NESTED_COLUMNS = ("doc", "model_response", "metric", "metrics")
+# the fields of the nested layout's structs the reader uses (its kernels and its row reader): the
+# rest (token ids, few-shot documents, logits, ...) is never decoded
+_NESTED_FIELDS = {
+    "doc": ("query", "choices", "gold_index", "id"),
+    "model_response": ("input", "text", "text_post_processed", "logprobs"),
+}
 
 
 def _read_rows(file: Path) -> tuple[pa.Table, bool]:
@@ -94,6 +102,8 @@ def _read_rows(file: Path) -> tuple[pa.Table, bool]:
                 "expected doc/model_response/metric (v0.11+) or example/predictions/metrics (v0.10)"
             )
         wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
+        if nested:
+            wanted = [path for c in wanted for path in _used_fields(parquet.schema_arrow, c)]
         twin = not nested and _stored_alike(parquet, file, "example", "full_prompt")
         if twin:
             wanted.remove("full_prompt")
@@ -104,6 +114,16 @@ def _read_rows(file: Path) -> tuple[pa.Table, bool]:
         return table, nested
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{file}: not a readable parquet file ({exc})") from None
+
+
+def _used_fields(schema: pa.Schema, column: str) -> list[str]:
+    """What to read of a nested layout's column: the used fields of a struct (``doc.query``, ...),
+    else the whole column (a struct with none of them, or a column stored as text)."""
+    kind = schema.field(column).type
+    if column not in _NESTED_FIELDS or not pa.types.is_struct(kind):
+        return [column]
+    present = [name for name in _NESTED_FIELDS[column] if kind.get_field_index(name) >= 0]
+    return [f"{column}.{name}" for name in present] or [column]
 
 
 def _stored_alike(parquet: pq.ParquetFile, file: Path, first: str, second: str) -> bool:

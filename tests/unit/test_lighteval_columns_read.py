@@ -1,5 +1,7 @@
-"""A flat details file whose ``full_prompt`` is stored as the same bytes as its ``example`` (a base
-model's prompt is its query) is decoded once; any difference in the stored bytes reads both."""
+"""What the lighteval reader decodes of a details file: a flat file's ``full_prompt`` stored as the
+same bytes as its ``example`` (a base model's prompt is its query) once, any difference in the
+stored bytes both; of the nested layout's structs only the fields it uses (no token ids, few-shot
+documents or logits), with the same rows as a whole read."""
 
 from __future__ import annotations
 
@@ -7,9 +9,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from app.importers import lighteval
 from app.importers.lighteval import read_lighteval
+from tests.fixtures_formats import write_lighteval_details
 from tests.paper_layout import DETAILS_SCHEMA, detail_row, details_table, make_items, write_run
 
 TASK = "community|piqa_reasoning_letter:main|0"
@@ -92,3 +96,36 @@ def test_an_import_reads_the_same_rows_with_and_without_the_twin_shortcut(tmp_pa
     monkeypatch.setattr(lighteval, "_stored_alike", lambda *args: False)
     decoded_twice = read_lighteval(folder, model="base")
     assert shortcut.equals(decoded_twice)
+
+
+@pytest.mark.parametrize("kind", ["multiple_choice", "generative"])
+def test_the_nested_layout_decodes_only_the_fields_the_reader_uses(tmp_path, monkeypatch, kind):
+    folder = tmp_path / "run"
+    path = write_lighteval_details(folder, "lighteval|mmlu:anatomy|0", [1, 0, 1, 1, 0, 0, 1],
+                                   kind=kind, shuffle_seed=3)  # fmt: skip
+    stored = pq.read_schema(path)
+    assert {"input_tokens", "fewshot_samples"} <= {
+        *stored.field("model_response").type.names,
+        *stored.field("doc").type.names,
+    }
+    table, nested = lighteval._read_rows(path)
+    assert nested
+    assert table["doc"].type.names == ["query", "choices", "gold_index", "id"]
+    assert table["model_response"].type.names == [
+        "input",
+        "text",
+        "text_post_processed",
+        "logprobs",
+    ]
+    assert table["metric"].type == stored.field("metric").type  # metrics are read whole
+    selected = read_lighteval(folder, model="m", seed=0)
+    monkeypatch.setattr(lighteval, "_used_fields", lambda schema, column: [column])
+    assert lighteval._read_rows(path)[0]["doc"].type == stored.field("doc").type
+    assert selected.equals(read_lighteval(folder, model="m", seed=0))
+
+
+def test_a_nested_column_stored_as_text_is_read_whole(tmp_path):
+    path = write_lighteval_details(tmp_path, "lighteval|mmlu:anatomy|0", [1, 0, 1], stringify=True)
+    table, nested = lighteval._read_rows(path)
+    assert nested and pa.types.is_string(table["doc"].type)
+    assert read_lighteval(path, model="m", seed=0)["correct"].to_pylist() == [True, False, True]
