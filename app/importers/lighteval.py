@@ -26,9 +26,8 @@ Each file's prompts are split into the file's template (few-shot block, chat tur
 own part as it is read (``app.prompt_templates.settle_unit``): the table carries ``prompt_prefix``
 and ``prompt_suffix`` (``app.importers.common``), and the whole prompts are let go with their file.
 A flat file whose ``full_prompt`` is stored as the same bytes as its ``example`` (a base model
-without a chat template) has its prompts decoded once (``_stored_alike``); of the nested layout's
-``doc`` and ``model_response`` only the fields the reader uses are decoded (``_used_fields``: no
-token ids, few-shot documents or logits).
+without a chat template) has its prompts decoded once, and of the nested layout's ``doc`` and
+``model_response`` only the fields the reader uses are decoded (``app.importers.lighteval_files``).
 
 A whole tree imports at once: a details file, a run folder, a model's details folder holding many
 runs, or an output folder; each run's seed is read from its results file
@@ -49,7 +48,6 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from app.columns import dictionary_codes, first_items, first_max_positions, one_array
 from app.importers.common import (
@@ -59,6 +57,7 @@ from app.importers.common import (
     choices_json_column,
     logprob_lists_json,
 )
+from app.importers.lighteval_files import read_columns
 from app.importers.lighteval_rows import DEFAULT_METRICS, FILE_COLUMNS, row_columns
 from app.importers.lighteval_runs import DetailsRun, find_runs, plan_files
 from app.prompt_templates import settle_unit
@@ -67,114 +66,6 @@ from app.sample_identity import identify, question_texts, unit_affixes
 __all__ = ["DEFAULT_METRICS", "read_lighteval"]
 
 Progress = Callable[[str, int, int], None]
-
-# columns the reader uses (token ids, logits and the like are never read)
-_FLAT_COLUMNS = (
-    "example",
-    "full_prompt",
-    "predictions",
-    "choices",
-    "gold_index",
-    "gold",
-    "metrics",
-)
-_NESTED_COLUMNS = ("doc", "model_response", "metric", "metrics")
-# the fields of the nested layout's structs the reader uses (its kernels and its row reader): the
-# rest (token ids, few-shot documents, logits, ...) is never decoded
-_NESTED_FIELDS = {
-    "doc": ("query", "choices", "gold_index", "id"),
-    "model_response": ("input", "text", "text_post_processed", "logprobs"),
-}
-
-
-def _read_rows(file: Path) -> tuple[pa.Table, bool]:
-    """The columns of a details file the reader needs, and whether it is nested (v0.11+)."""
-    try:
-        parquet = pq.ParquetFile(file)
-        names = set(parquet.schema_arrow.names)
-        if {"doc", "model_response"} <= names:
-            nested = True
-        elif "metrics" in names and ({"example", "predictions"} & names):
-            nested = False
-        else:
-            raise InputError(
-                f"{file}: not a lighteval details table (columns: {', '.join(sorted(names))}); "
-                "expected doc/model_response/metric (v0.11+) or example/predictions/metrics (v0.10)"
-            )
-        wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
-        if nested:
-            wanted = [path for c in wanted for path in _used_fields(parquet.schema_arrow, c)]
-        twin = not nested and _stored_alike(parquet, file, "example", "full_prompt")
-        if twin:
-            wanted.remove("full_prompt")
-        # one thread per file: the files themselves are read on two threads (_read_tasks)
-        table = parquet.read(columns=wanted, use_threads=False)
-        if twin:
-            table = table.append_column("full_prompt", table["example"])
-        return table, nested
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{file}: not a readable parquet file ({exc})") from None
-
-
-def _used_fields(schema: pa.Schema, column: str) -> list[str]:
-    """What to read of a nested layout's column: the used fields of a struct (``doc.query``, ...),
-    else the whole column (a struct with none of them, or a column stored as text)."""
-    kind = schema.field(column).type
-    if column not in _NESTED_FIELDS or not pa.types.is_struct(kind):
-        return [column]
-    present = [name for name in _NESTED_FIELDS[column] if kind.get_field_index(name) >= 0]
-    return [f"{column}.{name}" for name in present] or [column]
-
-
-def _stored_alike(parquet: pq.ParquetFile, file: Path, first: str, second: str) -> bool:
-    """Whether two top-level columns of one Arrow type are stored as the same bytes in every row
-    group (codec, pages, dictionary): then they hold the same values, and one decoded serves both.
-
-    A base model's prompt is its query (lighteval 0.10 writes ``full_prompt = doc.ctx``, which is
-    ``doc.query`` without a chat template or lighteval's own few-shot examples: the paper's base
-    runs): half of the bytes a flat file decodes, then copied and scanned twice. Comparing the
-    compressed chunks costs a fraction of decoding one of them (the paper's layout: a 141 KB chunk
-    for 811 KB of prompts), and chunks of different sizes are not read at all."""
-    arrow = parquet.schema_arrow
-    if first not in arrow.names or second not in arrow.names:
-        return False
-    if arrow.field(first).type != arrow.field(second).type:
-        return False
-    leaves = {parquet.schema.column(j).path: j for j in range(len(parquet.schema))}
-    if first not in leaves or second not in leaves:
-        return False  # a nested column: several leaves
-    described = [parquet.schema.column(leaves[name]) for name in (first, second)]
-    if len({(c.physical_type, c.logical_type.type, c.max_definition_level) for c in described}) > 1:
-        return False  # the same bytes would mean other values
-    metadata = parquet.metadata
-    spans = []
-    for group in range(metadata.num_row_groups):
-        chunks = [metadata.row_group(group).column(leaves[name]) for name in (first, second)]
-        if chunks[0].total_compressed_size != chunks[1].total_compressed_size:
-            return False
-        starts = [_chunk_start(c) for c in chunks]
-        # a writer that leaves an offset unset (0) would have both spans read the file's start
-        if starts[0] == starts[1] or min(starts) < len(b"PAR1"):
-            return False
-        spans.append((starts, chunks[0].total_compressed_size))
-    with open(file, "rb") as raw:
-        for starts, size in spans:
-            stored = []
-            for start in starts:
-                raw.seek(start)
-                stored.append(raw.read(size))
-            if stored[0] != stored[1]:
-                return False
-    return True
-
-
-def _chunk_start(chunk: pq.ColumnChunkMetaData) -> int:
-    """Where a column chunk's bytes begin: its dictionary page, when it has one, else its first
-    data page."""
-    if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
-        return min(chunk.dictionary_page_offset, chunk.data_page_offset)
-    return chunk.data_page_offset
-
 
 # ---------------------------------------------------------------------------------------------
 # details files -> rows. Files in the usual shapes are reduced to a few uniform columns each
@@ -442,7 +333,7 @@ class _Unit(NamedTuple):
 
 def _read_unit(file: Path, table: pa.Table, nested: bool, metric: str | None,
                uniform: pa.Table | None) -> _Unit:  # fmt: skip
-    """One file's ``_Unit`` from its columns (``_read_rows``) and, when they are in the usual
+    """One file's ``_Unit`` from its columns (``read_columns``) and, when they are in the usual
     shapes, their uniform rows (``_uniform_rows``; None: the file is read row by row)."""
     if uniform is not None:
         rows, slow = uniform, False
@@ -553,7 +444,7 @@ def _tasks(files: list[Path], groups: np.ndarray) -> list[list[tuple[int, Path]]
 
 
 def _read_task(files: list[tuple[int, Path]], groups: np.ndarray, metric: str | None) -> _Part:
-    read = [_read_rows(file) for _, file in files]
+    read = [read_columns(file) for _, file in files]
     uniform = _uniform_rows(read, metric)
     units = [
         (number, _read_unit(file, table, nested, metric, rows))

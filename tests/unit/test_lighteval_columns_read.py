@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.importers import lighteval
+from app.importers import lighteval_files
 from app.importers.lighteval import read_lighteval
 from tests.fixtures_formats import write_lighteval_details
 from tests.paper_layout import DETAILS_SCHEMA, detail_row, details_table, make_items, write_run
@@ -28,7 +28,7 @@ def _details(path: Path, style: str, n: int = 40, **write) -> list[dict]:
 
 
 def _alike(path: Path) -> bool:
-    return lighteval._stored_alike(pq.ParquetFile(path), path, "example", "full_prompt")
+    return lighteval_files.stored_alike(pq.ParquetFile(path), path, "example", "full_prompt")
 
 
 def test_a_base_models_prompts_are_decoded_once_and_read_as_written(tmp_path):
@@ -36,7 +36,7 @@ def test_a_base_models_prompts_are_decoded_once_and_read_as_written(tmp_path):
     rows = _details(path, "base", row_group_size=15)  # three row groups, each compared
     assert pq.ParquetFile(path).metadata.num_row_groups == 3
     assert _alike(path)
-    table, nested = lighteval._read_rows(path)
+    table, nested = lighteval_files.read_columns(path)
     assert not nested
     assert table["full_prompt"].to_pylist() == [r["full_prompt"] for r in rows]
     assert table["example"].to_pylist() == [r["example"] for r in rows]
@@ -46,7 +46,7 @@ def test_a_chat_models_prompts_differ_from_its_queries_and_both_are_read(tmp_pat
     path = tmp_path / "chat.parquet"
     rows = _details(path, "chat")
     assert not _alike(path)
-    table, _ = lighteval._read_rows(path)
+    table, _ = lighteval_files.read_columns(path)
     assert table["full_prompt"].to_pylist() == [r["full_prompt"] for r in rows]
     assert table["full_prompt"].to_pylist() != table["example"].to_pylist()
 
@@ -63,7 +63,7 @@ def test_one_prompt_differing_by_one_character_keeps_its_own_text(tmp_path):
     assert [c.path_in_schema for c in chunks] == ["example", "full_prompt"]
     assert chunks[0].total_compressed_size == chunks[1].total_compressed_size
     assert not _alike(path)
-    table, _ = lighteval._read_rows(path)
+    table, _ = lighteval_files.read_columns(path)
     assert table["full_prompt"][17].as_py() == rows[17]["full_prompt"]
     assert table["example"][17].as_py() == rows[17]["example"]
 
@@ -76,12 +76,12 @@ def test_columns_of_other_types_or_shapes_are_never_twins(tmp_path):
     )
     pq.write_table(details_table(rows, schema), path)
     assert not _alike(path)
-    assert lighteval._read_rows(path)[0]["full_prompt"].to_pylist() == [
+    assert lighteval_files.read_columns(path)[0]["full_prompt"].to_pylist() == [
         r["full_prompt"] for r in rows
     ]
     # a nested column has several leaves: not compared
     nested = pq.ParquetFile(path)
-    assert not lighteval._stored_alike(nested, path, "example", "metrics")
+    assert not lighteval_files.stored_alike(nested, path, "example", "metrics")
 
 
 def test_an_import_reads_the_same_rows_with_and_without_the_twin_shortcut(tmp_path, monkeypatch):
@@ -93,7 +93,7 @@ def test_an_import_reads_the_same_rows_with_and_without_the_twin_shortcut(tmp_pa
     folder = tmp_path / "out" / "details" / "org" / "base"
     assert all(_alike(f) for f in folder.rglob("*.parquet"))
     shortcut = read_lighteval(folder, model="base")
-    monkeypatch.setattr(lighteval, "_stored_alike", lambda *args: False)
+    monkeypatch.setattr(lighteval_files, "stored_alike", lambda *args: False)
     decoded_twice = read_lighteval(folder, model="base")
     assert shortcut.equals(decoded_twice)
 
@@ -108,7 +108,7 @@ def test_the_nested_layout_decodes_only_the_fields_the_reader_uses(tmp_path, mon
         *stored.field("model_response").type.names,
         *stored.field("doc").type.names,
     }
-    table, nested = lighteval._read_rows(path)
+    table, nested = lighteval_files.read_columns(path)
     assert nested
     assert table["doc"].type.names == ["query", "choices", "gold_index", "id"]
     assert table["model_response"].type.names == [
@@ -119,13 +119,13 @@ def test_the_nested_layout_decodes_only_the_fields_the_reader_uses(tmp_path, mon
     ]
     assert table["metric"].type == stored.field("metric").type  # metrics are read whole
     selected = read_lighteval(folder, model="m", seed=0)
-    monkeypatch.setattr(lighteval, "_used_fields", lambda schema, column: [column])
-    assert lighteval._read_rows(path)[0]["doc"].type == stored.field("doc").type
+    monkeypatch.setattr(lighteval_files, "used_fields", lambda schema, column: [column])
+    assert lighteval_files.read_columns(path)[0]["doc"].type == stored.field("doc").type
     assert selected.equals(read_lighteval(folder, model="m", seed=0))
 
 
 def test_a_nested_column_stored_as_text_is_read_whole(tmp_path):
     path = write_lighteval_details(tmp_path, "lighteval|mmlu:anatomy|0", [1, 0, 1], stringify=True)
-    table, nested = lighteval._read_rows(path)
+    table, nested = lighteval_files.read_columns(path)
     assert nested and pa.types.is_string(table["doc"].type)
     assert read_lighteval(path, model="m", seed=0)["correct"].to_pylist() == [True, False, True]

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.importers import lighteval
+from app.importers import lighteval, lighteval_files
 from app.importers.lighteval import read_lighteval
 from app.importers.lighteval_rows import row_columns
 from tests.fixtures_formats import write_lighteval_details
@@ -32,7 +32,7 @@ def _stringified(path: Path, out: Path) -> Path:
 
 def _vectorized(path: Path) -> pa.Table:
     """``_uniform`` of the file, raising if it would go row by row."""
-    table, nested = lighteval._read_rows(path)
+    table, nested = lighteval_files.read_columns(path)
     return lighteval._uniform(table, nested, None)
 
 
@@ -81,7 +81,7 @@ def test_ties_infinities_and_the_text_written(tmp_path):
     ]
     assert [json.loads(t) for t in texts] == scores
     # the row reader writes the same texts and predictions
-    table, nested = lighteval._read_rows(path)
+    table, nested = lighteval_files.read_columns(path)
     rows = row_columns(table, nested, None, path)
     assert rows["response"].to_pylist() == texts
     assert rows["prediction"].to_pylist() == ["0", "3", "0", "1"]
@@ -116,7 +116,7 @@ def test_nested_rows_without_scores_have_no_prediction(tmp_path):
     uniform = _vectorized(path)
     assert [t[0] for t in uniform["texts"].to_pylist()][1] is None
     assert [t[0] for t in uniform["post"].to_pylist()][1] is None
-    table, nested = lighteval._read_rows(path)
+    table, nested = lighteval_files.read_columns(path)
     rows_read = row_columns(table, nested, None, path)
     assert rows_read["prediction"].to_pylist() == [t[0] for t in uniform["post"].to_pylist()]
     assert rows_read["response"].to_pylist() == [t[0] for t in uniform["texts"].to_pylist()]

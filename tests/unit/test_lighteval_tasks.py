@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.importers import lighteval
+from app.importers import lighteval, lighteval_files
 from app.importers.lighteval import _tasks, read_lighteval
 from tests.paper_layout import make_items, write_run
 
@@ -52,7 +52,7 @@ def test_a_task_mixing_both_readers_keeps_each_sample_together_in_seed_order(tmp
     assert len(slow) == 1
     _stringify(slow[0])  # seed 1 of the first task: row by row, seeds 0 and 2 by kernels
     with pytest.raises(lighteval._SlowPath):
-        table, nested = lighteval._read_rows(slow[0])
+        table, nested = lighteval_files.read_columns(slow[0])
         lighteval._uniform(table, nested, None)
     by_kernels = read_lighteval(folder, model="base")
     by_both = read_lighteval(mixed, model="base")
@@ -115,7 +115,7 @@ def test_the_files_of_a_task_read_together_as_each_reads_alone(tmp_path):
     """``_uniform`` runs once on a task's files of one layout; each file gets what it gets
     alone, also where the files cannot share a choice (a file scored by another metric)."""
     files = sorted(_tree(tmp_path).rglob(f"details_{TASKS[0]}_*.parquet"))
-    read = [lighteval._read_rows(f) for f in files]
+    read = [lighteval_files.read_columns(f) for f in files]
     assert len(read) == 3 and all(not nested for _, nested in read)
     n = read[0][0].num_rows
 
