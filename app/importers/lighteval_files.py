@@ -60,7 +60,8 @@ def read_columns(file: Path) -> tuple[pa.Table, bool]:
         twin = not nested and stored_alike(parquet, file, "example", "full_prompt")
         if twin:
             wanted.remove("full_prompt")
-        # one thread per file: the files themselves are read on two threads (``lighteval._read_tasks``)
+        # one thread per file: the files themselves are read on two threads
+        # (``lighteval._read_tasks``)
         table = parquet.read(columns=wanted, use_threads=False)
         if twin:
             table = table.append_column("full_prompt", table["example"])
