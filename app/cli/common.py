@@ -20,11 +20,14 @@ if TYPE_CHECKING:
 # them, so that `forgetmap --help` and quick commands start fast.
 
 
-KEPT_OUT = ("pandas", "cloudpickle")
+KEPT_OUT = ("pandas", "cloudpickle", "dateutil")
 """What pyarrow loads that the lean commands never use: pandas the first time it builds an array,
 only to ask whether its input is a pandas object, trying again on later calls until the import
 succeeds (0.2 s of every ``import``, ``pair`` and ``map`` command); cloudpickle as it loads, for
-pickling none of them does (10-15 ms; pyarrow falls back to the standard pickle)."""
+pickling none of them does (10-15 ms; pyarrow falls back to the standard pickle); dateutil (and
+the ``six`` it loads) the first time it builds an array from a list, only to tell its
+``relativedelta`` objects (none here) from other values (11 ms of an ``import``; pyarrow takes it
+as absent when the import fails, as it does pandas)."""
 
 
 class _KeptOut(MetaPathFinder):

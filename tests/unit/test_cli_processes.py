@@ -1,6 +1,6 @@
-"""The quick commands' processes load only what they use: no pandas or cloudpickle in `import`,
-`pair` and `map` (pyarrow would load them), no Arrow, YAML parser or rich in `pair` and `map`
-(issue 12: `map` on a small database answers in under 0.5 s)."""
+"""The quick commands' processes load only what they use: no pandas, cloudpickle or dateutil in
+`import`, `pair` and `map` (pyarrow would load them), no Arrow, YAML parser or rich in `pair` and
+`map` (issue 12: `map` on a small database answers in under 0.5 s)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PROBED = ("pandas", "cloudpickle", "pyarrow", "yaml", "rich")
+PROBED = ("pandas", "cloudpickle", "dateutil", "pyarrow", "yaml", "rich")
 
 
 def _loaded(args: list[str]) -> tuple[set[str], str]:
@@ -32,10 +32,11 @@ def _loaded(args: list[str]) -> tuple[set[str], str]:
 
 
 def test_import_pair_and_map_processes_load_only_what_they_use(tmp_path):
-    """pyarrow loads pandas (0.2 s) on its first array and cloudpickle as it loads (10-15 ms)
-    unless the process keeps them out (app.cli.common.keep_unused_out); `pair` and `map` read
-    through DuckDB's numpy results and print plain columns: no Arrow (0.1 s), YAML parser or rich (0.05 s), and `pair` no numpy
-    (0.06 s). The commands of bench/harness_import.py, and `map`'s table."""
+    """pyarrow loads pandas (0.2 s) and dateutil (11 ms) on its first array and cloudpickle as it
+    loads (10-15 ms) unless the process keeps them out (app.cli.common.keep_unused_out); `pair`
+    and `map` read through DuckDB's numpy results and print plain columns: no Arrow (0.1 s), YAML
+    parser or rich (0.05 s), and `pair` no numpy (0.06 s). The commands of
+    bench/harness_import.py, and `map`'s table."""
     from tests.paper_layout import make_items, write_run
 
     items = {"community|piqa_reasoning_letter:main|0": make_items("piqa", 30, options=2)}
@@ -47,9 +48,9 @@ def test_import_pair_and_map_processes_load_only_what_they_use(tmp_path):
     db = ["--db", str(tmp_path / "fm.duckdb")]
     for args, unwanted in (
         ([*db, "import", "lighteval", str(out / "details" / "org" / "base"), "--model", "base"],
-         {"pandas", "cloudpickle"}),
+         {"pandas", "cloudpickle", "dateutil"}),
         ([*db, "import", "lighteval", str(out / "details" / "org" / "post"), "--model", "post"],
-         {"pandas", "cloudpickle"}),
+         {"pandas", "cloudpickle", "dateutil"}),
         ([*db, "pair", "add", "base", "post"], {*PROBED, "numpy"}),
         ([*db, "map"], set(PROBED)),
         ([*db, "map", "--format", "json", "--level", "benchmark"], set(PROBED)),
