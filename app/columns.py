@@ -109,16 +109,35 @@ def dictionary_codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Ar
     return codes, values
 
 
-def distinct_pairs(a: np.ndarray, na: int, b: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (a[i], b[i]) pairs, 0 <= a < na and 0 <= b < nb, sorted by a then b."""
+PAIR_KEY_LIMIT = 2**62
+"""``na * nb`` must stay below this for ``distinct_pairs`` and ``pairs_repeat``: each pair is coded
+as one int64, ``a * nb + b``."""
+
+
+def _pair_keys(a: np.ndarray, na: int, b: np.ndarray, nb: int) -> np.ndarray:
+    """The distinct codes ``a * nb + b`` of the (a[i], b[i]) pairs, sorted: marked in a bitmap
+    when the code space is small (at most 4 MiB, or 4 bytes a row), else sorted."""
     space = na * nb
+    if space >= PAIR_KEY_LIMIT:
+        raise ValueError(f"{na} x {nb} pair codes do not fit an int64")
     if space <= max(1 << 22, 4 * len(a)):
         seen = np.zeros(space, np.bool_)
         seen[a.astype(np.int64) * nb + b] = True
-        keys = np.flatnonzero(seen)
-    else:
-        keys = np.unique(a.astype(np.int64) * nb + b)
+        return np.flatnonzero(seen)
+    return np.unique(a.astype(np.int64) * nb + b)
+
+
+def distinct_pairs(a: np.ndarray, na: int, b: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (a[i], b[i]) pairs, 0 <= a < na and 0 <= b < nb, sorted by a then b."""
+    keys = _pair_keys(a, na, b, nb)
     return keys // nb, keys % nb
+
+
+def pairs_repeat(a: np.ndarray, na: int, b: np.ndarray, nb: int) -> bool:
+    """Whether two rows share their (a[i], b[i]) pair, 0 <= a < na and 0 <= b < nb, exactly
+    (a group and a key coded by value: two samples of one unit with one id). numpy lets go of the
+    GIL, which the lighteval reader's two threads share."""
+    return len(_pair_keys(a, na, b, nb)) < len(a)
 
 
 def rows_where(col: pa.ChunkedArray, value_mask: Callable[[pa.Array], pa.Array]) -> pa.ChunkedArray:

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.columns import SLICE_TO_END, dictionary_codes, one_array
+from app.columns import SLICE_TO_END, dictionary_codes, one_array, pairs_repeat
 from app.db.digests import ascii_joined_md5_prefixes, md5_prefixes
 from app.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
 
@@ -285,14 +285,14 @@ def identify(table: pa.Table) -> pa.Array:
 
 def _shares_a_key(units: np.ndarray, keys: pa.Array) -> bool:
     """Whether two rows of one unit have the same key, exactly: the keys coded by value (Arrow),
-    the (unit, code) pairs sorted (numpy). Both let go of the GIL, which the lighteval reader's
+    the (unit, code) pairs compared by ``app.columns.pairs_repeat`` (numpy). Both let go of the GIL, which the lighteval reader's
     two threads share; the DuckDB hash query this replaces held it for about 1.5 ms a task in
     Python (its binding and ``fetchnumpy``: 7.7% of an import's GIL time, ``py-spy --gil``)."""
     if len(units) < 2:
         return False
     codes, values = dictionary_codes(pc.fill_null(keys, ""))
-    pairs = np.sort((units - units.min()) * len(values) + codes)
-    return bool((pairs[1:] == pairs[:-1]).any())
+    low = units.min()
+    return pairs_repeat(units - low, int(units.max() - low) + 1, codes, len(values))
 
 
 def _content_keys(content: pa.Table) -> pa.Array:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from app.columns import dictionary_codes
+from app.columns import PAIR_KEY_LIMIT, dictionary_codes, pairs_repeat
 from app.db.digests import surely_distinct
 from app.db.pairing import refresh_counts
 from app.db.prompts import store_template_pairs, store_templates
@@ -133,13 +133,6 @@ class _Keys:
     duplicated: bool
 
 
-# the duplicate check marks each (unit, sample) key in a bitmap of this many bytes at most
-# (beyond it, and beyond 8 bytes per row, it sorts the keys instead)
-_BITMAP_BYTES = 1 << 26
-# (unit, sample) codes below this fit an int64; beyond it SQL counts the distinct keys
-_KEY_SORT_LIMIT = 2**62
-
-
 def _codes_int(col) -> tuple[np.ndarray, np.ndarray]:
     """Codes of an integer column without nulls (seeds): offsets when the range is narrow."""
     values = (
@@ -208,24 +201,18 @@ def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.A
 
 
 def _duplicated(conn: Connection, table: pa.Table, unit: np.ndarray, space: int) -> bool:
-    """Whether two rows share (unit, sample_id), exactly: distinct keys < rows."""
+    """Whether two rows share (unit, sample_id), exactly: their (unit, sample) codes repeat."""
     sample_code, sample_values = dictionary_codes(table["sample_id"])
-    nsamples = len(sample_values)
-    key_space = space * nsamples
-    if key_space <= min(_BITMAP_BYTES, max(8 * len(unit), 1 << 22)):
-        seen = np.zeros(key_space, np.bool_)
-        seen[unit * nsamples + sample_code] = True
-        distinct = int(np.count_nonzero(seen))
-    elif key_space < _KEY_SORT_LIMIT:
-        distinct = len(np.unique(unit * nsamples + sample_code))
-    else:  # astronomically many codes: let SQL count
-        conn.register("keys_check", table.select(["model", "benchmark", "sample_id", "seed"]))
-        try:
-            distinct = conn.execute(
-                "SELECT count(*) FROM (SELECT DISTINCT model, benchmark, sample_id, seed FROM keys_check)"
-            ).fetchall()[0][0]
-        finally:
-            conn.unregister("keys_check")
+    if space * len(sample_values) < PAIR_KEY_LIMIT:
+        return pairs_repeat(unit, space, sample_code, len(sample_values))
+    # astronomically many codes: let SQL count
+    conn.register("keys_check", table.select(["model", "benchmark", "sample_id", "seed"]))
+    try:
+        distinct = conn.execute(
+            "SELECT count(*) FROM (SELECT DISTINCT model, benchmark, sample_id, seed FROM keys_check)"
+        ).fetchall()[0][0]
+    finally:
+        conn.unregister("keys_check")
     return distinct != table.num_rows
 
 

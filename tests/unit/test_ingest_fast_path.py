@@ -14,8 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from app.columns import dictionary_codes, distinct_pairs, map_values
+from app.columns import dictionary_codes, distinct_pairs, map_values, pairs_repeat
 from app.db import ingest as ingest_mod
 from app.db.pairing import add_pair
 from app.db.store import open_store
@@ -100,6 +102,23 @@ def test_dictionary_codes_of_chunks_with_different_dictionaries_and_of_plain_str
     plain = pa.chunked_array([pa.array(["x", "y"]), pa.array(["y", "z", "y"])])
     codes2, distinct2 = dictionary_codes(plain)
     assert [distinct2[c].as_py() for c in codes2] == ["x", "y", "y", "z", "y"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pairs=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 9)), max_size=40),
+    wide=st.booleans(),
+)
+def test_pairs_repeat_says_true_exactly_when_a_pair_occurs_twice(pairs, wide):
+    a = np.asarray([p[0] for p in pairs], np.int64)
+    b = np.asarray([p[1] for p in pairs], np.int64)
+    nb = 10 * 10**6 if wide else 10  # a code space too large for the bitmap: sorted codes
+    assert pairs_repeat(a, 7, b, nb) == (len(set(pairs)) < len(pairs))
+
+
+def test_pair_codes_that_would_overflow_are_refused():
+    with pytest.raises(ValueError, match="do not fit an int64"):
+        pairs_repeat(np.zeros(2, np.int64), 2**31, np.zeros(2, np.int64), 2**31)
 
 
 def test_distinct_pairs_bitmap_and_sort_agree():
@@ -330,13 +349,12 @@ def test_same_sample_in_other_seed_or_model_is_not_a_duplicate(store, tmp_path):
     assert import_file(store, "table", path).rows_added == 3
 
 
-@pytest.mark.parametrize("route", ["sort", "sql"])
-def test_duplicates_found_when_the_key_space_is_too_large_for_a_bitmap(
+@pytest.mark.parametrize("route", ["codes", "sql"])
+def test_duplicates_found_by_codes_or_when_codes_would_overflow_by_sql(
     store, tmp_path, monkeypatch, route
 ):
-    monkeypatch.setattr(ingest_mod, "_BITMAP_BYTES", 0)
     if route == "sql":  # the keys do not fit an int64 code: SQL counts distinct keys
-        monkeypatch.setattr(ingest_mod, "_KEY_SORT_LIMIT", 0)
+        monkeypatch.setattr(ingest_mod, "PAIR_KEY_LIMIT", 0)
     ok = write_parquet(
         tmp_path / "ok.parquet",
         {
