@@ -285,9 +285,10 @@ def identify(table: pa.Table) -> pa.Array:
 
 def _shares_a_key(units: np.ndarray, keys: pa.Array) -> bool:
     """Whether two rows of one unit have the same key, exactly: the keys coded by value (Arrow),
-    the (unit, code) pairs compared by ``app.columns.pairs_repeat`` (numpy). Both let go of the GIL, which the lighteval reader's
-    two threads share; the DuckDB hash query this replaces held it for about 1.5 ms a task in
-    Python (its binding and ``fetchnumpy``: 7.7% of an import's GIL time, ``py-spy --gil``)."""
+    the (unit, code) pairs compared by ``app.columns.pairs_repeat`` (numpy). Both let go of the
+    GIL, which the lighteval reader's two threads share; the DuckDB hash query this replaces held
+    it for about 1.5 ms a task in Python (its binding and ``fetchnumpy``: 7.7% of an import's GIL
+    time, ``py-spy --gil``)."""
     if len(units) < 2:
         return False
     codes, values = dictionary_codes(pc.fill_null(keys, ""))
