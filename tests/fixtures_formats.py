@@ -9,6 +9,8 @@ Built from the writers' source:
   key per metric. ``arguments`` is rewritten to ``{"gen_args_i": {"arg_j": ...}}`` (0.4.3+; a list
   of argument tuples before), ``resps``/``filtered_resps`` go through ``sanitize_list`` (every
   leaf becomes a string) and ``target`` through ``str``. Hashes are ``hash_string`` = sha256 hex.
+  ``filter`` and ``metrics`` arrived in 0.4.7 (``filters_named=False`` leaves them out, as
+  0.4.3-0.4.6 do); ``save_results_aggregated`` writes ``results_<date_id>.json`` beside them.
 - lighteval ``EvaluationTracker.save`` / ``save_details`` (src/lighteval/logging/
   evaluation_tracker.py) and ``DetailsLogger.Detail`` (src/lighteval/logging/info_loggers.py):
   ``details_<task>_<date_id>.parquet``, ``Dataset.from_list([asdict(detail) ...])`` with the
@@ -42,6 +44,7 @@ __all__ = [
     "lighteval_details_name",
     "lm_eval_samples_name",
     "write_lighteval_details",
+    "write_lm_eval_results",
     "write_lm_eval_samples",
 ]
 
@@ -350,6 +353,8 @@ def write_lm_eval_samples(
     arguments_style: str = "dict",
     gen_flavor: str | None = None,
     timestamp: str = DEFAULT_TIMESTAMP,
+    filters_named: bool = True,
+    ranks: int = 1,
 ) -> Path:
     """Write ``samples_<task>_<timestamp>.jsonl`` in ``directory``.
 
@@ -360,6 +365,10 @@ def write_lm_eval_samples(
     ``generate_until`` a mapping filter name -> scores to write one line per filter and doc, in
     lm-eval's order (all docs of the first filter, then the next). A single list uses filter
     ``none`` (MC) or ``get-answer`` (generation). ``extra_metrics``: more metric keys per line.
+    ``filters_named=False`` writes the lines of lm-eval 0.4.3-0.4.6, which carry neither
+    ``filter`` nor ``metrics`` (the run's results file names the filters:
+    ``write_lm_eval_results``). ``ranks``: the order of a run on that many GPUs, each rank's lines
+    (its documents ``rank, rank + ranks, ...`` for each filter in turn) after the previous rank's.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -384,26 +393,78 @@ def write_lm_eval_samples(
             if isinstance(correct, Mapping)
             else {("strict-match" if flavor == "gsm8k" else "get-answer"): correct}
         )
-        for filter_name, values in per_filter.items():
-            for i, value in enumerate(values):
-                extra = {k: v[i] for k, v in extra_metrics.items()}
-                lines.append(
-                    _lm_eval_gen_record(
-                        i,
-                        value,
-                        metric,
-                        extra,
-                        filter_name=filter_name,
-                        flavor=flavor,
-                        style=arguments_style,
+        # lm_eval.evaluator.evaluate: each rank logs, for each filter, its documents; the
+        # ranks' logs are gathered one after another
+        for rank in range(ranks):
+            for filter_name, values in per_filter.items():
+                for i in range(rank, len(values), ranks):
+                    extra = {k: v[i] for k, v in extra_metrics.items()}
+                    lines.append(
+                        _lm_eval_gen_record(
+                            i,
+                            values[i],
+                            metric,
+                            extra,
+                            filter_name=filter_name,
+                            flavor=flavor,
+                            style=arguments_style,
+                        )
                     )
-                )
     else:
         raise ValueError(f"unknown kind {kind!r}")
+    if not filters_named:  # lm-eval < 0.4.7
+        for line in lines:
+            del line["filter"], line["metrics"]
     path = directory / lm_eval_samples_name(task, timestamp)
     with path.open("w", encoding="utf-8") as fh:
         for sample in lines:
             fh.write(json.dumps(sample, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_lm_eval_results(
+    directory: Path,
+    filters: Mapping[str, Sequence[str] | None],
+    *,
+    timestamp: str = DEFAULT_TIMESTAMP,
+) -> Path:
+    """Write the run's ``results_<timestamp>.json`` beside its samples, as lm-eval's
+    ``EvaluationTracker.save_results_aggregated`` does: per task its scores under
+    ``"<metric>,<filter>"`` and its config (``TaskConfig.to_dict``: None fields left out, so a
+    task without ``filter_list`` has none). ``filters``: per task, its filter names in its
+    ``filter_list`` order, or None for a task that lists none."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    results, configs = {}, {}
+    for task, names in filters.items():
+        results[task] = {"alias": task}
+        for name in names or ["none"]:
+            results[task][f"exact_match,{name}"] = 0.5
+            results[task][f"exact_match_stderr,{name}"] = 0.05
+        config: dict[str, Any] = {
+            "task": task,
+            "dataset_path": task,
+            "output_type": "generate_until",
+            "num_fewshot": 0,
+            "metric_list": [{"metric": "exact_match", "aggregation": "mean"}],
+            "metadata": {"version": 3.0},
+        }
+        if names is not None:
+            config["filter_list"] = [
+                {"name": name, "filter": [{"function": "take_first"}]} for name in names
+            ]
+        configs[task] = config
+    document = {
+        "results": results,
+        "group_subtasks": {task: [] for task in filters},
+        "configs": dict(sorted(configs.items())),
+        "versions": {task: 3.0 for task in filters},
+        "n-shot": {task: 0 for task in filters},
+        "config": {"model": "hf", "model_args": "pretrained=org/model", "batch_size": "auto"},
+        "date": 1715617000.0,
+    }
+    path = directory / f"results_{timestamp}.json"
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
     return path
 
 

@@ -13,8 +13,8 @@ name is everything between the first and the last underscore (lm-eval's own
 
 ``arguments`` holds one request per option for multiple-choice (loglikelihood) tasks, where each
 request is ``(context, continuation)``, and one request ``(context, generation_kwargs)`` for
-``generate_until`` tasks. Releases up to 0.4.2 stored it as a list of such pairs; since 0.4.3 the
-tracker rewrites it as ``{"gen_args_<i>": {"arg_<j>": ...}}``. Both are read. The tracker also runs
+``generate_until`` tasks. lm-eval's own log holds it as a list of such pairs; since 0.4.3 its
+tracker rewrites it as ``{"gen_args_<i>": {"arg_<j>": ...}}`` when saving. Both are read. The tracker also runs
 ``resps``/``filtered_resps`` through ``sanitize_list``, which turns every leaf into a string, so
 log-likelihoods arrive as ``"-1.2"``; numbers are accepted too.
 
@@ -27,6 +27,8 @@ A log-likelihood row's response is its scores as a JSON list (``common.logprob_l
 
 Rows are keyed by (task, doc_id, filter): a task evaluated with several filters (gsm8k's
 ``strict-match`` and ``flexible-extract``, every CoT task) has one line per filter and document.
+lm-eval 0.4.7 and later name the filter in each line; 0.4.3 to 0.4.6 do not, and the run's
+results file beside the samples names them by their order (``lm_eval_filters``).
 One filter per task is imported: the one the caller names (``NAME`` for every task that has it,
 ``TASK=NAME`` for one task), else the first of ``DEFAULT_FILTERS`` the task has. The default
 prefers the lenient extraction: a forgetting map should count what a model knows, not whether a
@@ -53,11 +55,11 @@ from app.importers.common import (
     choices_json_column,
     logprob_lists_json,
 )
+from app.importers.lm_eval_filters import line_filters
 from app.importers.lm_eval_rows import (
     BOOKKEEPING,
     DEFAULT_METRICS,
     argument_index,
-    filter_of,
     records,
     row_columns,
 )
@@ -213,12 +215,20 @@ def _read_task(
     the file has the usual shapes, else line by line. None for a file without samples."""
     table = _parse(file)
     lines = None
+    results = _results_beside(file)
     if table is not None:
-        per_row = _filter_names(table)
-        filters = pc.unique(per_row).to_pylist()  # in the order of first appearance
+        doc_ids = _column(table, "doc_id")
+        per_row = line_filters(
+            _column(table, "filter"),
+            pa.nulls(table.num_rows) if doc_ids is None else doc_ids,
+            file=file,
+            task=task,
+            results=results,
+        )
     else:
         lines = list(records(file))
-        filters = list(dict.fromkeys(filter_of(record) for _, record in lines))
+        per_row = _line_filters_of(lines, file, task, results)
+    filters = pc.unique(per_row).to_pylist()  # in the order of first appearance
     if not filters:
         return None
     chosen, why = _choose_filter(task, filters, chosen_filters, str(file))
@@ -231,9 +241,33 @@ def _read_task(
             return _arrow_columns(table, task, metric)
         except (_SlowPath, pa.ArrowException):
             lines = list(records(file))
+            per_row = _line_filters_of(lines, file, task, results)
     assert lines is not None
-    chosen_lines = [(n, r) for n, r in lines if filter_of(r) == chosen]
+    taken = np.asarray(pc.equal(per_row, chosen), bool)
+    chosen_lines = [line for line, take in zip(lines, taken, strict=True) if take]
     return row_columns(chosen_lines, file=file, task=task, metric=metric)
+
+
+def _results_beside(file: Path) -> Path | None:
+    """The results file of the run that wrote ``file`` (same folder, same date), if it is named
+    ``samples_<task>_<date_id>.jsonl``."""
+    match = _SAMPLES_NAME.match(file.name)
+    return file.parent / f"results_{match.group('date')}.json" if match else None
+
+
+def _line_filters_of(
+    lines: list[tuple[int, dict[str, Any]]], file: Path, task: str, results: Path | None
+) -> pa.Array:
+    """``line_filters`` of lines read one by one."""
+    named = [record.get("filter") for _, record in lines]
+    doc_ids = [record.get("doc_id") for _, record in lines]
+    return line_filters(
+        pa.array([None if f is None else str(f) for f in named], pa.string()),
+        pa.array([None if d is None else str(d) for d in doc_ids], pa.string()),
+        file=file,
+        task=task,
+        results=results,
+    )
 
 
 class _SlowPath(Exception):
@@ -260,12 +294,6 @@ def _parse(file: Path) -> pa.Table | None:
 _BLOCK_SIZE = 8 << 20
 """Bytes of a file the JSON reader parses per block (a line must fit in one; a longer line sends
 the file to the row reader). Blocks are parsed on Arrow's threads."""
-
-
-def _filter_names(table: pa.Table) -> pa.Array:
-    if "filter" not in table.column_names:
-        return pa.array(["none"] * table.num_rows, pa.string())
-    return pc.fill_null(one_array(table["filter"]).cast(pa.string()), "none")
 
 
 def _column(table: pa.Table, name: str) -> pa.Array | None:

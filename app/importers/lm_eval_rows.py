@@ -65,12 +65,6 @@ def records(file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     return json_objects(file, str(file))
 
 
-def filter_of(record: dict[str, Any]) -> str:
-    """The filter a line was scored with (``none`` where the line names none)."""
-    name = record.get("filter")
-    return "none" if name is None else str(name)
-
-
 def argument_index(key: str) -> tuple[int, str]:
     """Sort key of ``gen_args_<i>`` / ``arg_<j>``: the number, then the name."""
     digits = re.search(r"(\d+)$", key)

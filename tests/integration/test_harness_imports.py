@@ -6,7 +6,11 @@ import json
 
 import pytest
 
-from tests.fixtures_formats import write_lighteval_details, write_lm_eval_samples
+from tests.fixtures_formats import (
+    write_lighteval_details,
+    write_lm_eval_results,
+    write_lm_eval_samples,
+)
 
 BASE = [1, 1, 1, 0, 0, 1, 1, 1]
 POST = [1, 0, 1, 0, 1, 1, 1, 1]
@@ -89,3 +93,39 @@ def test_harness_import_needs_a_model_name(cli, tmp_path):
     result = cli("import", "lm-eval", tmp_path / "base", ok=False)
     assert result.exit_code == 2
     assert "--model" in result.stderr
+
+
+def test_lm_eval_run_folders_whose_lines_do_not_name_the_filter(cli, tmp_path):
+    """lm-eval 0.4.3-0.4.6 output (OUT/<model>/samples_*.jsonl beside results_*.json, lines
+    without a filter field): a two-filter task imports in one command per model, the default
+    filter told, --filter selecting, values by hand."""
+    runs = {
+        "base": {"strict-match": [1, 0, 0, 1, 0], "flexible-extract": [1, 1, 0, 1, 1]},
+        "post": {"strict-match": [0, 0, 0, 1, 0], "flexible-extract": [1, 0, 0, 1, 1]},
+    }
+    for name, scores in runs.items():
+        folder = tmp_path / name / f"org__{name}"
+        write_lm_eval_samples(folder, "gsm8k", scores, kind="generate_until", filters_named=False)
+        write_lm_eval_samples(folder, "mmlu_anatomy", BASE if name == "base" else POST,
+                              filters_named=False)  # fmt: skip
+        write_lm_eval_results(folder, {"gsm8k": list(scores), "mmlu_anatomy": None})
+    for name in runs:
+        told = cli("import", "lm-eval", tmp_path / name, "--model", name).stderr
+        assert (
+            "gsm8k: filters strict-match, flexible-extract; took flexible-extract (default)" in told
+        )
+        cli("import", "lm-eval", tmp_path / name, "--model", f"{name}-strict",
+            "--filter", "gsm8k=strict-match")  # fmt: skip
+    cli("pair", "add", "base", "post")
+    cli("pair", "add", "base-strict", "post-strict")
+    records = cli.json("map", "--level", "benchmark", "--format", "json")
+    counts = {
+        (r["base"], r["benchmark"]): {k: r[k] for k in ("n_00", "n_01", "n_10", "n_11")}
+        for r in records
+    }
+    # flexible-extract: 1->1 at docs 0, 3, 4; 1->0 at doc 1; 0->0 at doc 2
+    assert counts[("base", "gsm8k")] == {"n_00": 1, "n_01": 0, "n_10": 1, "n_11": 3}
+    # strict-match: 1->0 at doc 0; 1->1 at doc 3; 0->0 at docs 1, 2, 4
+    assert counts[("base-strict", "gsm8k")] == {"n_00": 3, "n_01": 0, "n_10": 1, "n_11": 1}
+    for base in ("base", "base-strict"):
+        assert counts[(base, "mmlu:anatomy")] == EXPECTED

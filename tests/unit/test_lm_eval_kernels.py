@@ -15,7 +15,7 @@ import pytest
 
 from app.importers.common import build_table
 from app.importers.lm_eval import _arrow_columns, _parse, _SlowPath, read_lm_eval
-from app.importers.lm_eval_rows import filter_of, records, row_columns
+from app.importers.lm_eval_rows import records, row_columns
 from tests.fixtures_formats import write_lm_eval_samples
 
 NAME = "samples_{task}_2024-05-13T16-13-22.123456.jsonl"
@@ -56,7 +56,7 @@ def both_ways(path: Path, task: str, metric: str | None = None, filter_name: str
     lines = list(records(path))
     if filter_name is not None:
         table = table.filter(pc.equal(table["filter"], filter_name))
-        lines = [(n, r) for n, r in lines if filter_of(r) == filter_name]
+        lines = [(n, r) for n, r in lines if r.get("filter") == filter_name]
     fast = build_table(_arrow_columns(table, task, metric))
     slow = build_table(row_columns(lines, file=path, task=task, metric=metric))
     return fast, slow
