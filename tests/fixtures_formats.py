@@ -29,6 +29,7 @@ import enum
 import hashlib
 import json
 import random
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -355,6 +356,7 @@ def write_lm_eval_samples(
     timestamp: str = DEFAULT_TIMESTAMP,
     filters_named: bool = True,
     ranks: int = 1,
+    legacy_model_args: str | None = None,
 ) -> Path:
     """Write ``samples_<task>_<timestamp>.jsonl`` in ``directory``.
 
@@ -369,7 +371,13 @@ def write_lm_eval_samples(
     ``filter`` nor ``metrics`` (the run's results file names the filters:
     ``write_lm_eval_results``). ``ranks``: the order of a run on that many GPUs, each rank's lines
     (its documents ``rank, rank + ranks, ...`` for each filter in turn) after the previous rank's.
+    ``legacy_model_args``: write as lm-eval 0.4.0-0.4.2 do, ``<model_args>_<task>.jsonl`` (``/``
+    and ``=`` as ``__``) holding the samples as one JSON array (``json.dumps(indent=2)``), each
+    as ``evaluate`` logged it: raw argument lists and ``(ll, is_greedy)`` pairs, no hashes, no
+    filter or metric list (``write_lm_eval_results`` writes the run's ``results.json``).
     """
+    if legacy_model_args is not None:
+        arguments_style, filters_named = "list", False
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     extra_metrics = dict(extra_metrics or {})
@@ -415,6 +423,12 @@ def write_lm_eval_samples(
     if not filters_named:  # lm-eval < 0.4.7
         for line in lines:
             del line["filter"], line["metrics"]
+    if legacy_model_args is not None:  # lm-eval 0.4.0-0.4.2: no hashes, one JSON array
+        for line in lines:
+            del line["doc_hash"], line["prompt_hash"], line["target_hash"]
+        path = directory / f"{re.sub('/|=', '__', legacy_model_args)}_{task}.jsonl"
+        path.write_text(json.dumps(lines, indent=2, ensure_ascii=False), encoding="utf-8")
+        return path
     path = directory / lm_eval_samples_name(task, timestamp)
     with path.open("w", encoding="utf-8") as fh:
         for sample in lines:
@@ -427,12 +441,14 @@ def write_lm_eval_results(
     filters: Mapping[str, Sequence[str] | None],
     *,
     timestamp: str = DEFAULT_TIMESTAMP,
+    legacy_model_args: str | None = None,
 ) -> Path:
     """Write the run's ``results_<timestamp>.json`` beside its samples, as lm-eval's
     ``EvaluationTracker.save_results_aggregated`` does: per task its scores under
     ``"<metric>,<filter>"`` and its config (``TaskConfig.to_dict``: None fields left out, so a
     task without ``filter_list`` has none). ``filters``: per task, its filter names in its
-    ``filter_list`` order, or None for a task that lists none."""
+    ``filter_list`` order, or None for a task that lists none. ``legacy_model_args``: lm-eval
+    0.4.0-0.4.2's ``results.json``, whose ``config.model_args`` names the samples files."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     results, configs = {}, {}
@@ -460,10 +476,15 @@ def write_lm_eval_results(
         "configs": dict(sorted(configs.items())),
         "versions": {task: 3.0 for task in filters},
         "n-shot": {task: 0 for task in filters},
-        "config": {"model": "hf", "model_args": "pretrained=org/model", "batch_size": "auto"},
+        "config": {
+            "model": "hf",
+            "model_args": legacy_model_args or "pretrained=org/model",
+            "batch_size": "auto",
+        },
         "date": 1715617000.0,
     }
-    path = directory / f"results_{timestamp}.json"
+    name = "results.json" if legacy_model_args is not None else f"results_{timestamp}.json"
+    path = directory / name
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
     return path
 

@@ -83,7 +83,8 @@ def import_lm_eval(
     filter_name: tuple[str, ...],
     seed: int,
 ) -> None:
-    """lm-evaluation-harness samples_*.jsonl (a file or a directory of them)."""
+    """lm-evaluation-harness samples_*.jsonl (a file or a directory of them); lm-eval
+    0.4.0-0.4.2's <model_args>_<task>.jsonl files beside their results.json."""
 
     def told(task: str, taken: str, filters: list[str], why: str) -> None:
         click.echo(f"{task}: filters {', '.join(filters)}; took {taken} ({why})", err=True)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -56,6 +56,7 @@ from app.importers.common import (
     logprob_lists_json,
 )
 from app.importers.lm_eval_filters import line_filters
+from app.importers.lm_eval_legacy import legacy_records, legacy_tasks
 from app.importers.lm_eval_rows import (
     BOOKKEEPING,
     DEFAULT_METRICS,
@@ -80,7 +81,10 @@ DEFAULT_FILTERS = ("flexible-extract", "get-answer", "strict-match", "none")
 
 _DATE_ID = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _SAMPLES_NAME = re.compile(rf"^samples_(?P<task>.+)_(?P<date>{_DATE_ID})\.jsonl$")
-_EXPECTED = "samples_<task>_<timestamp>.jsonl (written by lm_eval --log_samples --output_path DIR)"
+_EXPECTED = (
+    "samples_<task>_<timestamp>.jsonl (written by lm_eval --log_samples --output_path DIR), or "
+    "lm-eval 0.4.0-0.4.2's <model_args>_<task>.jsonl beside its results.json"
+)
 
 
 def task_from_filename(name: str) -> str | None:
@@ -168,24 +172,19 @@ def read_lm_eval(
     ``on_filter(task, taken, filters, why)`` is told the filter taken for each task with several.
     """
     chosen_filters = parse_filter_options(filter_name)
-    files = find_samples_files(Path(path))
-    by_task: dict[str, Path] = {}
-    for file in files:
-        task = task_from_filename(file.name)
-        if task is None:  # a directory match like samples_x.jsonl with no task part
+    by_task: dict[str, _TaskFile] = {}
+    for found in _task_files(Path(path)):
+        if found.task in by_task:
             raise InputError(
-                f"{file}: cannot read the task from the file name; expected {_EXPECTED}"
+                f"{path}: task {found.task!r} has more than one samples file "
+                f"({by_task[found.task].samples}, {found.samples}), e.g. from two runs; import "
+                "one run at a time"
             )
-        if task in by_task:
-            raise InputError(
-                f"{path}: task {task!r} has more than one samples file ({by_task[task]}, {file}), "
-                "e.g. from two runs; import one run at a time"
-            )
-        by_task[task] = file
+        by_task[found.task] = found
 
     parts = []
-    for task, file in by_task.items():
-        columns = _read_task(file, task, metric, chosen_filters, on_filter)
+    for task, found in by_task.items():
+        columns = _read_task(found, metric, chosen_filters, on_filter)
         if columns is None:
             continue
         n = len(columns["sample_id"])
@@ -204,18 +203,45 @@ def read_lm_eval(
     return pa.concat_tables(parts)
 
 
+class _TaskFile(NamedTuple):
+    task: str
+    samples: Path
+    results: Path | None  # the run's results file (where the samples file says which it is)
+    legacy: bool  # lm-eval 0.4.0-0.4.2: one JSON array (``lm_eval_legacy``)
+
+
+def _task_files(path: Path) -> list[_TaskFile]:
+    """The samples files at ``path`` with their tasks: ``samples_<task>_<date>.jsonl`` files,
+    then lm-eval 0.4.0-0.4.2 runs' ``<model_args>_<task>.jsonl`` (found by their results file)."""
+    legacy = [_TaskFile(t.task, t.samples, t.results, True) for t in legacy_tasks(path)]
+    try:
+        files = find_samples_files(path)
+    except InputError:
+        if not legacy:
+            raise
+        files = []
+    found = []
+    for file in files:
+        task = task_from_filename(file.name)
+        if task is None:  # a directory match like samples_x.jsonl with no task part
+            raise InputError(
+                f"{file}: cannot read the task from the file name; expected {_EXPECTED}"
+            )
+        found.append(_TaskFile(task, file, _results_beside(file), False))
+    return found + legacy
+
+
 def _read_task(
-    file: Path,
-    task: str,
+    found: _TaskFile,
     metric: str | None,
     chosen_filters: dict[str, str],
     on_filter: Callable[[str, str, list[str], str], None] | None,
 ) -> dict[str, Any] | None:
     """``ROW_COLUMNS`` of one task's file, its rows of the chosen filter: with Arrow kernels where
-    the file has the usual shapes, else line by line. None for a file without samples."""
-    table = _parse(file)
-    lines = None
-    results = _results_beside(file)
+    the file has the usual shapes, else sample by sample. None for a file without samples."""
+    file, task, results = found.samples, found.task, found.results
+    table = None if found.legacy else _parse(file)
+    lines = legacy_records(file) if found.legacy else None
     if table is not None:
         doc_ids = _column(table, "doc_id")
         per_row = line_filters(
@@ -226,7 +252,8 @@ def _read_task(
             results=results,
         )
     else:
-        lines = list(records(file))
+        if lines is None:
+            lines = list(records(file))
         per_row = _line_filters_of(lines, file, task, results)
     filters = pc.unique(per_row).to_pylist()  # in the order of first appearance
     if not filters:

@@ -129,3 +129,30 @@ def test_lm_eval_run_folders_whose_lines_do_not_name_the_filter(cli, tmp_path):
     assert counts[("base-strict", "gsm8k")] == {"n_00": 3, "n_01": 0, "n_10": 1, "n_11": 1}
     for base in ("base", "base-strict"):
         assert counts[(base, "mmlu:anatomy")] == EXPECTED
+
+
+def test_lm_eval_042_base_beside_a_045_post(cli, tmp_path):
+    """A base evaluated with lm-eval 0.4.2 (a JSON array per task beside results.json), its
+    post-trained model with 0.4.5: both import in one command each and pair by doc_id."""
+    model_args = "pretrained=org/base,dtype=bfloat16"
+    old, new = tmp_path / "base-out", tmp_path / "post-out" / "org__post"
+    write_lm_eval_samples(old, "mmlu_anatomy", BASE, legacy_model_args=model_args)
+    write_lm_eval_samples(old, "gsm8k", {"strict-match": [1, 0, 1], "flexible-extract": [1, 1, 1]},
+                          kind="generate_until", legacy_model_args=model_args)  # fmt: skip
+    write_lm_eval_results(old, {"gsm8k": ["strict-match", "flexible-extract"],
+                                "mmlu_anatomy": None}, legacy_model_args=model_args)  # fmt: skip
+    write_lm_eval_samples(new, "mmlu_anatomy", POST, filters_named=False)
+    write_lm_eval_samples(new, "gsm8k", {"strict-match": [0, 0, 1], "flexible-extract": [0, 1, 1]},
+                          kind="generate_until", filters_named=False)  # fmt: skip
+    write_lm_eval_results(new, {"gsm8k": ["strict-match", "flexible-extract"],
+                                "mmlu_anatomy": None})  # fmt: skip
+    assert "took flexible-extract" in cli("import", "lm-eval", old, "--model", "base").stderr
+    assert "took flexible-extract" in cli("import", "lm-eval", new, "--model", "post").stderr
+    cli("pair", "add", "base", "post")
+    records = {
+        r["benchmark"]: r for r in cli.json("map", "--level", "benchmark", "--format", "json")
+    }
+    _check_record(records["mmlu:anatomy"])
+    # flexible-extract: doc 0 1->0, docs 1 and 2 1->1
+    assert {k: records["gsm8k"][k] for k in EXPECTED} == {"n_00": 0, "n_01": 0, "n_10": 1,
+                                                          "n_11": 2}  # fmt: skip
