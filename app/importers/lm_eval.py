@@ -14,9 +14,10 @@ name is everything between the first and the last underscore (lm-eval's own
 ``arguments`` holds one request per option for multiple-choice (loglikelihood) tasks, where each
 request is ``(context, continuation)``, and one request ``(context, generation_kwargs)`` for
 ``generate_until`` tasks. lm-eval's own log holds it as a list of such pairs; since 0.4.3 its
-tracker rewrites it as ``{"gen_args_<i>": {"arg_<j>": ...}}`` when saving. Both are read. The tracker also runs
-``resps``/``filtered_resps`` through ``sanitize_list``, which turns every leaf into a string, so
-log-likelihoods arrive as ``"-1.2"``; numbers are accepted too.
+tracker rewrites it as ``{"gen_args_<i>": {"arg_<j>": ...}}`` when saving. Both are read. The
+tracker also runs ``resps``/``filtered_resps`` through ``sanitize_list``, which turns every leaf
+into a string, so log-likelihoods arrive as ``"-1.2"``; numbers are accepted too. lm-eval 0.4.0 to
+0.4.2 wrote each task's samples as one JSON array under another name (``lm_eval_legacy``).
 
 Files are read with Arrow: pyarrow's JSON reader parses a file into columns, and kernels turn
 them into the normalized columns (``_arrow_columns``), with no per-line Python. A file in a shape
@@ -165,7 +166,8 @@ def read_lm_eval(
     seed: int = 0,
     on_filter: Callable[[str, str, list[str], str], None] | None = None,
 ) -> pa.Table:
-    """Read lm-eval ``samples_*.jsonl`` (one file, or a directory searched recursively).
+    """Read lm-eval ``samples_*.jsonl`` (one file, or a directory searched recursively), and
+    lm-eval 0.4.0-0.4.2 runs' samples (``lm_eval_legacy``: at ``path`` or below it).
 
     Returns the normalized table of ``app.importers.common`` (not validated: the caller does that).
     ``benchmark`` is the raw task name from the file name; ``sample_id`` is ``str(doc_id)``.
