@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,10 +26,13 @@ import pyarrow.compute as pc
 from app.columns import dictionary_codes
 from app.errors import InputError
 
-__all__ = ["UNNAMED", "line_filters", "results_filters"]
+__all__ = ["RESULTS_MAX_BYTES", "UNNAMED", "line_filters", "read_results", "results_filters"]
 
 UNNAMED = "none"
 """lm-eval's name for a task's only filter when its config lists none (``take_first``)."""
+
+RESULTS_MAX_BYTES = 64 << 20
+"""A larger file is not read as an lm-eval results file (they hold kilobytes)."""
 
 
 def line_filters(
@@ -84,15 +88,37 @@ def line_filters(
     return pa.array(names, pa.string()).take(pa.array(occurrence))
 
 
+def read_results(results: Path) -> dict[str, Any]:
+    """The JSON object of an lm-eval results file (a byte-order mark is allowed); InputError
+    naming the file and what is wrong where it is not one. The one reader of results files: a
+    caller that only looks for them among other JSON files (``lm_eval_legacy``) catches the
+    error, one that needs the file lets it stop the import."""
+    try:
+        size = results.stat().st_size
+        if size > RESULTS_MAX_BYTES:
+            raise InputError(
+                f"{results}: not an lm-eval results file ({size:,} bytes; they hold kilobytes)"
+            )
+        document = json.loads(results.read_bytes().decode("utf-8-sig"))
+    except OSError as exc:
+        raise InputError(f"{results}: cannot be read ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{results}: not an lm-eval results file ({exc})") from None
+    if not isinstance(document, dict):
+        raise InputError(
+            f"{results}: not an lm-eval results file (a JSON {type(document).__name__}, "
+            "not an object)"
+        )
+    return document
+
+
 def results_filters(results: Path, task: str) -> list[str] | None:
     """The names of ``task``'s filters, in order, from an lm-eval results file; None where the
-    file is absent or does not describe the task's filters."""
+    file is absent or does not describe the task's filters; InputError where it is there but
+    not a results file (``read_results``)."""
     if not results.is_file():
         return None
-    try:
-        configs = json.loads(results.read_text(encoding="utf-8")).get("configs")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
-        raise InputError(f"{results}: not an lm-eval results file ({exc})") from None
+    configs = read_results(results).get("configs")
     config = configs.get(task) if isinstance(configs, dict) else None
     if not isinstance(config, dict):
         return None

@@ -20,11 +20,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from app.errors import InputError
+from app.importers.lm_eval_filters import read_results
 
 __all__ = ["LegacyTask", "legacy_records", "legacy_tasks"]
-
-_RESULTS_BYTES = 64 << 20
-"""Larger ``*.json`` files are not read as results files (a results file is kilobytes)."""
 
 
 class LegacyTask(NamedTuple):
@@ -91,14 +89,13 @@ def _tasks_of(results: Path) -> list[LegacyTask]:
 
 
 def _read_results(results: Path) -> tuple[str, list[str]] | None:
-    """(model_args, task names) of an lm-eval results file, or None for any other JSON file."""
-    try:
-        if not results.is_file() or results.stat().st_size > _RESULTS_BYTES:
-            return None
-        document = json.loads(results.read_bytes().decode("utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    """(model_args, task names) of an lm-eval results file, or None for any other JSON file
+    (a run is looked for among whatever ``*.json`` files a folder holds)."""
+    if not results.is_file():
         return None
-    if not isinstance(document, dict):
+    try:
+        document = read_results(results)
+    except InputError:
         return None
     config, configs = document.get("config"), document.get("configs")
     if not isinstance(config, dict) or not isinstance(configs, dict):

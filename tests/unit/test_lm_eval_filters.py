@@ -9,9 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from app.importers import lm_eval_filters
 from app.importers.common import InputError
 from app.importers.lm_eval import read_lm_eval
-from app.importers.lm_eval_filters import line_filters, results_filters
+from app.importers.lm_eval_filters import line_filters, read_results, results_filters
 from tests.fixtures_formats import write_lm_eval_results, write_lm_eval_samples
 
 STRICT = [1, 0, 0, 1, 0]
@@ -141,6 +142,38 @@ def test_results_filters_reads_the_task_config(tmp_path: Path) -> None:
     assert results_filters(tmp_path / "missing.json", "gsm8k") is None
     results.write_text("{not json", encoding="utf-8")
     with pytest.raises(InputError, match="not an lm-eval results file"):
+        results_filters(results, "gsm8k")
+
+
+def test_a_results_file_with_a_byte_order_mark_reads_as_without(tmp_path: Path) -> None:
+    results = write_lm_eval_results(tmp_path, {"gsm8k": ["strict-match", "flexible-extract"]})
+    results.write_bytes(b"\xef\xbb\xbf" + results.read_bytes())
+    assert results_filters(results, "gsm8k") == ["strict-match", "flexible-extract"]
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [("[1, 2]", "a JSON list, not an object"), (b"{\xff}", "utf-8"), ("{", "Expecting")],
+)
+def test_what_is_not_a_results_file_is_named(tmp_path: Path, content, reason: str) -> None:
+    results = tmp_path / "results_2024-01-01T00-00-00.json"
+    if isinstance(content, bytes):
+        results.write_bytes(content)
+    else:
+        results.write_text(content, encoding="utf-8")
+    with pytest.raises(
+        InputError, match=rf"{results.name}: not an lm-eval results file \(.*{reason}"
+    ):
+        read_results(results)
+    with pytest.raises(InputError, match="not an lm-eval results file"):
+        results_filters(results, "gsm8k")
+
+
+def test_an_oversized_results_file_is_not_parsed(tmp_path: Path, monkeypatch) -> None:
+    results = write_lm_eval_results(tmp_path, {"gsm8k": None})
+    size = results.stat().st_size
+    monkeypatch.setattr(lm_eval_filters, "RESULTS_MAX_BYTES", size - 1)
+    with pytest.raises(InputError, match=f"{size:,} bytes; they hold kilobytes"):
         results_filters(results, "gsm8k")
 
 

@@ -139,3 +139,13 @@ def test_other_json_files_are_not_results(tmp_path: Path) -> None:
     (tmp_path / "list.json").write_text("[1, 2]", encoding="utf-8")
     (tmp_path / "broken.json").write_text("{", encoding="utf-8")
     assert [t.task for t in legacy_tasks(tmp_path)] == ["gsm8k", "mmlu_anatomy"]
+
+
+def test_a_results_file_with_a_byte_order_mark_is_found(tmp_path: Path) -> None:
+    """Found through the same reader that names filters (``read_results``): a results file
+    saved with a byte-order mark is a results file to both."""
+    results = write_run(tmp_path)
+    results.write_bytes(b"\xef\xbb\xbf" + results.read_bytes())
+    assert [t.task for t in legacy_tasks(tmp_path)] == ["gsm8k", "mmlu_anatomy"]
+    table = read_lm_eval(tmp_path, model="m", filter_name="gsm8k=strict-match")
+    assert len(task_rows(table, "gsm8k")) == 3
