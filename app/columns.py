@@ -145,11 +145,24 @@ def rows_where(col: pa.ChunkedArray, value_mask: Callable[[pa.Array], pa.Array])
     return map_values(col, value_mask, keep_dictionary=False)
 
 
+OFFSET_LIMIT = 2**31 - 1
+"""The most bytes of text one ``string`` or ``binary`` array holds (32-bit offsets)."""
+
+_LARGE = {pa.string(): pa.large_string(), pa.binary(): pa.large_binary()}
+
+
 def one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The column as one array: an array as it is, a single chunk as it is (``combine_chunks``
-    would copy it), several chunks (or none) combined."""
+    would copy it), several chunks (or none) combined. Text chunks holding more than
+    ``OFFSET_LIMIT`` bytes together become one ``large_string`` (``large_binary``) array: a
+    lighteval output folder of chain-of-thought answers holds gigabytes of them (1,128,000
+    answers of ~400 tokens: 2.4 GB), past what one ``string`` array can."""
     if isinstance(col, pa.ChunkedArray):
-        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+        if col.num_chunks == 1:
+            return col.chunk(0)
+        if col.type in _LARGE and col.nbytes > OFFSET_LIMIT:
+            col = col.cast(_LARGE[col.type])
+        return col.combine_chunks()
     return col
 
 

@@ -63,7 +63,12 @@ def paper_task(name: str) -> str:
 
 
 def write_tree(
-    out: Path, per_benchmark: int, seeds: int, limit: int | None, loglik: bool = False
+    out: Path,
+    per_benchmark: int,
+    seeds: int,
+    limit: int | None,
+    loglik: bool = False,
+    answer_tokens: int = 0,
 ) -> int:
     rng = random.Random(0)
     infos = scored_benchmarks()[:limit] if limit else scored_benchmarks()
@@ -77,9 +82,11 @@ def write_tree(
         post = {t: [(c if rng.random() < 0.8 else not c) for c in base[t]] for t in items}
         base_style, post_style = ("loglik", "loglik") if loglik else ("base", "chat")
         write_run(out, BASE_MODEL, f"2025-07-01T10-0{s}-00.000001",
-                  {t: (items[t], base[t]) for t in items}, style=base_style, seed=s, shuffle_seed=s)  # fmt: skip
+                  {t: (items[t], base[t]) for t in items}, style=base_style, seed=s, shuffle_seed=s,
+                  answer_tokens=answer_tokens)  # fmt: skip
         write_run(out, POST_MODEL, f"2025-07-02T10-0{s}-00.000001",
-                  {t: (items[t], post[t]) for t in items}, style=post_style, seed=s, shuffle_seed=100 + s)  # fmt: skip
+                  {t: (items[t], post[t]) for t in items}, style=post_style, seed=s, shuffle_seed=100 + s,
+                  answer_tokens=answer_tokens)  # fmt: skip
         rows += 2 * sum(len(v) for v in items.values())
     return rows
 
@@ -216,18 +223,29 @@ def main() -> None:
         help="log-likelihood tasks (MMLU-style acc, a score per choice) instead of the paper's "
         "generative letter tasks",
     )
+    parser.add_argument(
+        "--answer-tokens",
+        type=int,
+        default=0,
+        help="generative answers as long as a chain of thought: this many tokens on average, "
+        "with their token ids and the prompts' (tests/paper_layout.py with_generations); 0: the "
+        "fixture's short answers",
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="fm-harness-"))
     out = work / ("out-loglik" if args.loglik else "out")
+    if args.answer_tokens:
+        out = out.with_name(f"{out.name}-answers{args.answer_tokens}")
     stamp = out / f".written-{args.per_benchmark}-{args.seeds}-{args.benchmarks}"
     try:
         if not stamp.exists():
             shutil.rmtree(out, ignore_errors=True)
             start = time.perf_counter()
-            rows = write_tree(out, args.per_benchmark, args.seeds, args.benchmarks, args.loglik)
+            rows = write_tree(out, args.per_benchmark, args.seeds, args.benchmarks, args.loglik,
+                              args.answer_tokens)  # fmt: skip
             stamp.touch()
             print(f"wrote {rows:,} rows in {time.perf_counter() - start:.1f} s to {out}")
         base_times, ours_times, parts, floor_times, inproc_times = [], [], [], [], []

@@ -683,6 +683,11 @@ def _nested_detail(
             "gold_index": p["gold_index"],
             **base_doc,
             "sampling_methods": [SamplingMethod.GENERATIVE],
+            # what lighteval's extractive metrics leave in the doc once they have scored it
+            "specific": {
+                "extracted_predictions": [p["extracted"]],
+                "extracted_golds": [p["choices"][0]],
+            },
             "generation_size": 256,
             "stop_sequences": ["Question:", "\n\n"],
         }

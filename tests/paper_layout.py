@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -190,6 +191,54 @@ def details_table(rows: list[dict], schema: pa.Schema = DETAILS_SCHEMA) -> pa.Ta
     )
 
 
+CHARS_PER_TOKEN = 4
+"""About what a Qwen or Llama tokenizer gives on English text."""
+
+_WORDS = np.array(
+    [
+        "the", "so", "option", "answer", "because", "which", "means", "therefore", "first",
+        "second", "we", "check", "each", "is", "not", "right", "wrong", "fact", "question",
+        "consider", "let", "me", "think", "about", "this", "that", "value", "it", "and", "or",
+        "if", "then", "step", "one", "two", "three", "compare", "with", "given", "eliminate",
+    ]
+)  # fmt: skip
+
+
+def with_generations(table: pa.Table, tokens: int, rng: np.random.Generator) -> pa.Table:
+    """A generative details table as a real chain-of-thought run fills it: each answer
+    ``tokens`` long on average (half to one and a half times), its reasoning words put before
+    the row's answer line, ``cont_tokens`` holding as many token ids, and ``input_tokens`` the
+    prompt's (one id per ``CHARS_PER_TOKEN`` characters). The fixture's own rows hold a short
+    answer and a few ids: enough for every reader's test, far lighter than the files the
+    paper's runs wrote (up to 32,768 new tokens a question; ``bench/harness_import.py
+    --answer-tokens``)."""
+    n = table.num_rows
+    counts = rng.integers(tokens // 2, tokens * 3 // 2 + 1, size=n)
+    words = _WORDS[rng.integers(0, len(_WORDS), size=int(counts.sum()))]
+    cuts = np.cumsum(counts)[:-1]
+    reasoning = [" ".join(part) for part in np.split(words, cuts)]
+    answers = [r[0] for r in table["predictions"].to_pylist()]
+    texts = [f"{r}.\n{a}" for r, a in zip(reasoning, answers, strict=True)]
+    one_each = pa.array(np.arange(n + 1, dtype=np.int32))
+    prompt_chars = np.asarray([len(t) for t in table["full_prompt"].to_pylist()], np.int64)
+    prompt_tokens = np.maximum(prompt_chars // CHARS_PER_TOKEN, 1)
+    columns = {
+        "predictions": pa.ListArray.from_arrays(one_each, pa.array(texts, pa.string())),
+        "cont_tokens": _token_lists(counts, rng),
+        "input_tokens": _token_lists(prompt_tokens, rng),
+    }
+    for name, column in columns.items():
+        table = table.set_column(table.schema.get_field_index(name), name, column)
+    return table
+
+
+def _token_lists(counts: np.ndarray, rng: np.random.Generator) -> pa.Array:
+    """Per row one list of ``counts[i]`` token ids, as ``list<list<int64>>``."""
+    ids = pa.array(rng.integers(0, 151_000, size=int(counts.sum()), dtype=np.int64))
+    inner = pa.ListArray.from_arrays(pa.array(np.r_[0, np.cumsum(counts)].astype(np.int32)), ids)
+    return pa.ListArray.from_arrays(pa.array(np.arange(len(counts) + 1, dtype=np.int32)), inner)
+
+
 def write_run(
     out: Path,
     model: str,
@@ -200,10 +249,12 @@ def write_run(
     seed: int | None,
     shuffle_seed: int = 0,
     fewshot: int = 3,
+    answer_tokens: int = 0,
 ) -> Path:
     """Write one lighteval run: details per task plus the results file (``seed=None``: no seed).
 
-    ``model`` is ``org/name``. Returns the run's details folder.
+    ``model`` is ``org/name``. ``answer_tokens``: generative answers as long as a chain of
+    thought (``with_generations``); 0 keeps the short ones. Returns the run's details folder.
     """
     folder = out / "details" / model / timestamp
     folder.mkdir(parents=True, exist_ok=True)
@@ -215,7 +266,12 @@ def write_run(
         ]
         rng.shuffle(rows)
         schema = LOGLIK_SCHEMA if style == "loglik" else DETAILS_SCHEMA
-        pq.write_table(details_table(rows, schema), folder / f"details_{task}_{timestamp}.parquet")
+        table = details_table(rows, schema)
+        if answer_tokens and style != "loglik":
+            table = with_generations(
+                table, answer_tokens, np.random.default_rng(rng.getrandbits(64))
+            )
+        pq.write_table(table, folder / f"details_{task}_{timestamp}.parquet")
     results = out / "results" / model
     results.mkdir(parents=True, exist_ok=True)
     generation = {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": 32768}

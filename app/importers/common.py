@@ -102,7 +102,11 @@ DICTIONARY_STRING = pa.dictionary(pa.int32(), pa.string())
 
 
 def _target_type(field: pa.Field, current: pa.DataType) -> pa.DataType:
-    """The field's type, except that a dictionary-encoded string column stays encoded."""
+    """The field's type, except that a dictionary-encoded string column stays encoded and a
+    ``large_string`` one stays large (more text than a ``string`` array holds:
+    ``app.columns.one_array``)."""
+    if pa.types.is_string(field.type) and pa.types.is_large_string(current):
+        return current
     if (
         pa.types.is_string(field.type)
         and pa.types.is_dictionary(current)

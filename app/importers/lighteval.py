@@ -57,7 +57,7 @@ from app.importers.common import (
     choices_json_column,
     logprob_lists_json,
 )
-from app.importers.lighteval_files import read_columns
+from app.importers.lighteval_files import EXTRACTED, read_columns
 from app.importers.lighteval_rows import DEFAULT_METRICS, FILE_COLUMNS, row_columns
 from app.importers.lighteval_runs import DetailsRun, find_runs, plan_files
 from app.prompt_templates import settle_unit
@@ -81,6 +81,7 @@ _UNIFORM = pa.schema(
         ("prompt", pa.string()),
         ("texts", _STRINGS),
         ("post", _STRINGS),
+        ("extracted", _STRINGS),
         ("choices", _STRINGS),
         ("first_gold", pa.int64()),
         ("n_gold", pa.int64()),
@@ -197,6 +198,8 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         metrics = one_array(table["metric"] if "metric" in names else table["metrics"])
         doc_id = _optional_field(doc, "id")
         post = _optional_field(response, "text_post_processed")
+        specific = doc.type.get_field_index("specific") >= 0 and _field_chunks(doc, "specific")
+        extracted = _extracted(specific) if specific else None
         gold_texts = None
     else:
         query = table["example"]
@@ -206,6 +209,7 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         prompt = table["full_prompt"] if "full_prompt" in names else query
         metrics = one_array(table["metrics"])
         doc_id = post = None
+        extracted = _extracted(table["specifics"]) if "specifics" in names else None
         gold_texts = one_array(table["gold"]) if "gold" in names else None
     if choices is None or gold_index is None or not _is_text_list(choices.type):
         raise _SlowPath
@@ -253,6 +257,7 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
             pc.cast(prompt, pa.string()),
             _strings(texts),
             _strings(post) if post is not None else pa.nulls(n, _STRINGS),
+            extracted if extracted is not None else pa.nulls(n, _STRINGS),
             _strings(choices),
             first_gold,
             n_gold,
@@ -261,6 +266,22 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         ],
         schema=_UNIFORM,
     )
+
+
+def _extracted(specifics: pa.ChunkedArray | pa.Array) -> pa.Array | None:
+    """The answers an extractive metric took out of each row's text (``specifics`` or
+    ``doc.specific``: ``lighteval_files.EXTRACTED``), as lists of strings; None where the file
+    holds none; _SlowPath where they are not lists of strings (the row reader takes them)."""
+    if _is_text(specifics.type):
+        raise _SlowPath  # stored as text
+    if not pa.types.is_struct(specifics.type) or specifics.type.get_field_index(EXTRACTED) < 0:
+        return None
+    extracted = _field(specifics, EXTRACTED)
+    if pa.types.is_null(extracted.type):
+        return None
+    if not _is_text_list(extracted.type):
+        raise _SlowPath
+    return _strings(extracted)
 
 
 def _from_uniform(table: pa.Table) -> dict:
@@ -291,7 +312,9 @@ def _from_uniform(table: pa.Table) -> dict:
     gold = pc.coalesce(gold, first_items(cols["gold_texts"]), pc.cast(first_gold, pa.string()))
     joined = pc.binary_join(choices, "\x1f")
     response = first_items(cols["texts"])
-    prediction = pc.coalesce(first_items(cols["post"]), response)
+    # the answer the metric extracted, else the post-processed text, else the text itself: a
+    # chain of thought's answer is its letter, not its whole text again
+    prediction = pc.coalesce(first_items(cols["extracted"]), first_items(cols["post"]), response)
     generative = pc.is_null(num_choices)
     return {
         "doc_id": cols["doc_id"],

@@ -7,7 +7,9 @@ as little as it takes:
   model without a chat template: lighteval writes ``doc.ctx``, which is then ``doc.query``) has
   its prompts decoded once (``stored_alike``);
 - of the nested (v0.11+) layout's ``doc`` and ``model_response`` only the fields the reader uses
-  are decoded (``used_fields``): token ids, few-shot documents and logits are most of such a file.
+  are decoded (``used_fields``): token ids, few-shot documents and logits are most of such a file;
+- of the answers an extractive metric took out of the model's texts (``specifics`` in v0.10,
+  ``doc.specific`` in v0.11+) only ``extracted_predictions`` is decoded, when it is there.
 """
 
 from __future__ import annotations
@@ -30,14 +32,19 @@ _FLAT_COLUMNS = (
     "gold_index",
     "gold",
     "metrics",
+    "specifics",
 )
 _NESTED_COLUMNS = ("doc", "model_response", "metric", "metrics")
 # the fields of the nested layout's structs the reader uses (its kernels and its row reader): the
 # rest (token ids, few-shot documents, logits, ...) is never decoded
 _NESTED_FIELDS = {
-    "doc": ("query", "choices", "gold_index", "id"),
+    "doc": ("query", "choices", "gold_index", "id", "specific"),
     "model_response": ("input", "text", "text_post_processed", "logprobs"),
 }
+EXTRACTED = "extracted_predictions"
+"""The field of lighteval's per-sample ``specifics`` (v0.10; ``doc.specific`` from v0.11) where
+its extractive metrics keep what they took out of each answer (``"B"`` out of a chain of thought
+ending in "Answer: B"): of those structs, only this field is read."""
 
 
 def read_columns(file: Path) -> tuple[pa.Table, bool]:
@@ -55,8 +62,7 @@ def read_columns(file: Path) -> tuple[pa.Table, bool]:
                 "expected doc/model_response/metric (v0.11+) or example/predictions/metrics (v0.10)"
             )
         wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
-        if nested:
-            wanted = [path for c in wanted for path in used_fields(parquet.schema_arrow, c)]
+        wanted = [path for c in wanted for path in used_fields(parquet.schema_arrow, c)]
         twin = not nested and stored_alike(parquet, file, "example", "full_prompt")
         if twin:
             wanted.remove("full_prompt")
@@ -71,13 +77,31 @@ def read_columns(file: Path) -> tuple[pa.Table, bool]:
 
 
 def used_fields(schema: pa.Schema, column: str) -> list[str]:
-    """What to read of a nested layout's column: the used fields of a struct (``doc.query``, ...),
-    else the whole column (a struct with none of them, or a column stored as text)."""
+    """What to read of a column: the used fields of a struct (``doc.query``, ...; of ``specifics``
+    and ``doc.specific`` only ``extracted_predictions``), else the whole column (a struct with
+    none of them, or a column stored as text). ``specifics`` without that field (a struct without
+    it, or null) is not read."""
     kind = schema.field(column).type
+    if column == "specifics":
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            return [column]  # stored as text: the row reader parses it
+        return [f"{column}.{EXTRACTED}"] if _has_field(kind, EXTRACTED) else []
     if column not in _NESTED_FIELDS or not pa.types.is_struct(kind):
         return [column]
-    present = [name for name in _NESTED_FIELDS[column] if kind.get_field_index(name) >= 0]
+    present = []
+    for name in _NESTED_FIELDS[column]:
+        if not _has_field(kind, name):
+            continue
+        if name == "specific":
+            inner = kind.field(name).type
+            present += [f"{name}.{EXTRACTED}"] if _has_field(inner, EXTRACTED) else []
+        else:
+            present.append(name)
     return [f"{column}.{name}" for name in present] or [column]
+
+
+def _has_field(kind: pa.DataType, name: str) -> bool:
+    return pa.types.is_struct(kind) and kind.get_field_index(name) >= 0
 
 
 def stored_alike(parquet: pq.ParquetFile, file: Path, first: str, second: str) -> bool:

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from app.importers.common import binary_metric, choices_json, json_text, logprob_lists_json
+from app.importers.lighteval_files import EXTRACTED
 
 # what the reader keeps per row of a file, before sample ids are settled across the whole import
 # (the query and the whole prompt are done with once the file is read: lighteval._read_unit)
@@ -129,6 +130,18 @@ def _logprob_prediction(lls: list[float | None]) -> tuple[str | None, str | None
     return str(best), text[0].as_py()
 
 
+def _extracted_answer(specifics: Any) -> str | None:
+    """The first answer an extractive metric took out of the text (``specifics`` of v0.10,
+    ``doc.specific`` of v0.11+; ``lighteval_files.EXTRACTED``), or None."""
+    extracted = _as_list(_as_dict(specifics).get(EXTRACTED))
+    return json_text(extracted[0]) if extracted else None
+
+
+def _first_known(*values: str | None) -> str | None:
+    """The first value that is not None (an empty answer counts), as Arrow's ``coalesce``."""
+    return next((v for v in values if v is not None), None)
+
+
 def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
     query = json_text(row.get("example")) or ""
     choices = [str(c) for c in _as_list(row.get("choices"))]
@@ -138,7 +151,8 @@ def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
     if choices and len(predictions) == len(choices) and all(v is not None for v in lls):
         prediction, response = _logprob_prediction(lls)
     else:
-        prediction = response = json_text(predictions[0]) if predictions else None
+        response = json_text(predictions[0]) if predictions else None
+        prediction = _first_known(_extracted_answer(row.get("specifics")), response)
     golds = [choices[i] for i in gold_index if 0 <= i < len(choices)]
     if not golds:
         golds = _as_list(row.get("gold"))
@@ -166,7 +180,8 @@ def _nested_row(row: dict[str, Any]) -> dict[str, Any]:
     logprobs = _as_list(response_cell.get("logprobs"))
     if texts:
         response = json_text(texts[0])
-        prediction = json_text(post[0]) if post and post[0] is not None else response
+        processed = json_text(post[0]) if post and post[0] is not None else None
+        prediction = _first_known(_extracted_answer(doc.get("specific")), processed, response)
     else:
         prediction, response = _logprob_prediction([_number(v) for v in logprobs])
     golds = [choices[i] for i in gold_index if 0 <= i < len(choices)]

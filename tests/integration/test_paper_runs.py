@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from tests.paper_layout import Item, make_items, write_run
@@ -417,3 +418,55 @@ def test_the_seeds_of_a_sample_are_stored_side_by_side_as_a_sorted_insert_stores
     for name in ("results", "prompt_templates", "benchmarks"):  # (other tables hold times)
         assert contents[True][name] == contents[False][name]
     assert len(contents[True]["results"]) == 51
+
+
+def test_chain_of_thought_answers_past_one_string_arrays_limit_import_alike(tmp_path, monkeypatch):
+    """Answers as long as the paper's chains of thought (the fixture's ``answer_tokens``): each
+    text column past what one Arrow ``string`` array holds (2 GB: 1,128,000 answers of ~400 tokens
+    are 2.4 GB) is combined as ``large_string`` and stored as any other. Here the limit is lowered
+    to 1,000 bytes so that every text column of a small tree crosses it: the store ends up the
+    same, row for row, as with the limit out of reach. The prediction is the letter lighteval's
+    extractive metric took out of each answer, the response the whole answer."""
+    from app import columns
+    from app.db import open_store
+    from app.db.pairing import add_pair
+    from app.importers import import_file, lighteval, read_source
+    from tests.store_contents import table_contents
+
+    out = tmp_path / "out"
+    for s in SEEDS:
+        base = {t: (ITEMS[t], BASE[t]) for t in ITEMS}
+        write_run(out, BASE_MODEL, f"2025-07-01T10-0{s}-00.000001", base, style="base", seed=s,
+                  shuffle_seed=s, answer_tokens=60)  # fmt: skip
+        post = {t: (ITEMS[t], POST[t][s]) for t in ITEMS}
+        write_run(out, POST_MODEL, f"2025-07-02T10-0{s}-00.000001", post, style="chat", seed=s,
+                  shuffle_seed=s, answer_tokens=60)  # fmt: skip
+    # a task of files a benchmark: the columns come in several chunks, to be combined
+    monkeypatch.setattr(lighteval, "TASK_BYTES", (1, 1))
+    contents = {}
+    for limit in (columns.OFFSET_LIMIT, 1_000):
+        monkeypatch.setattr(columns, "OFFSET_LIMIT", limit)
+        read = read_source("lighteval", out, model=None)
+        large = pa.types.is_large_string(read["response"].type)
+        assert large == (limit == 1_000)
+        store = open_store(tmp_path / f"limit_{limit}.duckdb")
+        try:
+            import_file(store, "lighteval", out)
+            with store.transaction() as conn:
+                add_pair(conn, BASE_MODEL, POST_MODEL, label=None, stage=None)
+            with store.read() as conn:
+                contents[large] = table_contents(conn)
+                answers = conn.execute(
+                    "SELECT r.response, r.prediction FROM results r JOIN models m "
+                    "ON m.id = r.model_id WHERE m.name = ?",
+                    [POST_MODEL],
+                ).fetchall()
+        finally:
+            store.close()
+    for name in ("results", "prompt_templates", "transitions", "coverage", "cross_seed_cells"):
+        assert contents[True][name] == contents[False][name], name
+    assert len(contents[True]["results"]) == 2 * 3 * (6 + 8 + 3)
+    assert len(answers) == 3 * (6 + 8 + 3)
+    for response, prediction in answers:
+        assert len(response.split()) >= 30  # 30 to 90 words of reasoning, then the answer line
+        assert response.endswith(f"Answer: {prediction}") and prediction in "ABCDEFGH"

@@ -110,7 +110,17 @@ def test_the_nested_layout_decodes_only_the_fields_the_reader_uses(tmp_path, mon
     }
     table, nested = lighteval_files.read_columns(path)
     assert nested
-    assert table["doc"].type.names == ["query", "choices", "gold_index", "id"]
+    names = table["doc"].type.names
+    assert [name for name in names if name != "specific"] == [
+        "query",
+        "choices",
+        "gold_index",
+        "id",
+    ]
+    if kind == "generative":  # of the specifics an extractive metric left, only its answers
+        assert table["doc"].type.field("specific").type.names == ["extracted_predictions"]
+    else:
+        assert "specific" not in names  # none left: the column is null
     assert table["model_response"].type.names == [
         "input",
         "text",
@@ -122,6 +132,23 @@ def test_the_nested_layout_decodes_only_the_fields_the_reader_uses(tmp_path, mon
     monkeypatch.setattr(lighteval_files, "used_fields", lambda schema, column: [column])
     assert lighteval_files.read_columns(path)[0]["doc"].type == stored.field("doc").type
     assert selected.equals(read_lighteval(folder, model="m", seed=0))
+
+
+def test_of_a_flat_files_specifics_only_the_extracted_answers_are_read(tmp_path):
+    path = write_lighteval_details(tmp_path, "lighteval|gsm8k|0", [1, 0, 1], schema="flat",
+                                   kind="generative")  # fmt: skip
+    assert pq.read_schema(path).field("specifics").type.names == [
+        "extracted_predictions",
+        "extracted_golds",
+    ]
+    table, nested = lighteval_files.read_columns(path)
+    assert not nested
+    assert table["specifics"].type.names == ["extracted_predictions"]
+    # a log-likelihood task's specifics hold nothing (null): not read at all
+    loglik = write_lighteval_details(
+        tmp_path / "mc", "lighteval|mmlu:anatomy|0", [1, 0], schema="flat"
+    )
+    assert "specifics" not in lighteval_files.read_columns(loglik)[0].column_names
 
 
 def test_a_nested_column_stored_as_text_is_read_whole(tmp_path):

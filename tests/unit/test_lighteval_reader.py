@@ -77,10 +77,12 @@ def test_flat_reads_the_real_column_set(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
-def test_generative_rows(tmp_path: Path, schema: str) -> None:
+@pytest.mark.parametrize("stringify", [False, True])
+def test_generative_rows(tmp_path: Path, schema: str, stringify: bool) -> None:
     path = write_lighteval_details(
-        tmp_path, "lighteval|gsm8k|0", [1, 0, 1], schema=schema, kind="generative"
-    )
+        tmp_path, "lighteval|gsm8k|0", [1, 0, 1], schema=schema, kind="generative",
+        stringify=stringify,
+    )  # fmt: skip
     table = read_lighteval(path, model="m", seed=0)
     validate_normalized(table, source="test")
     assert table["correct"].to_pylist() == [True, False, True]
@@ -88,7 +90,11 @@ def test_generative_rows(tmp_path: Path, schema: str) -> None:
     first = table.to_pylist()[0]
     assert first["gold"] == "72"
     assert first["response"].endswith("the final answer is 72.")
-    assert first["prediction"] == first["response"]
+    # the prediction is what the extractive metric took out of the text, as it scored it
+    # (the fixture's texts end "the final answer is <n>.")
+    said = [text.rsplit(" ", 1)[1].rstrip(".") for text in table["response"].to_pylist()]
+    assert table["prediction"].to_pylist() == said
+    assert first["prediction"] == "72"
     assert whole_prompts(table)[0].as_py().startswith("Question: Natalia sold clips")
 
 
