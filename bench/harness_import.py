@@ -22,6 +22,13 @@ pandas pipeline takes about 5x on such files).
     .venv/bin/python bench/harness_import.py --per-benchmark 200   # quick
     .venv/bin/python bench/harness_import.py --workdir /tmp/hi --keep   # reuse the written tree
     .venv/bin/python bench/harness_import.py --loglik              # log-likelihood tasks instead
+    .venv/bin/python bench/harness_import.py --answer-tokens 400   # chains of thought, as run
+
+By default each answer is a short line ("Let me think.\nAnswer: B") and the token-id columns hold
+a few ids: the rows of the paper's runs at a fraction of their bytes. ``--answer-tokens N`` writes
+what the paper's runs hold (chat models reasoning before "Answer: $LETTER", up to 32,768 new
+tokens): answers of N tokens on average with their token ids, and the prompts' token ids
+(``tests/paper_layout.py`` ``with_generations``); 400 makes 3.6 GB of files.
 """
 
 from __future__ import annotations
