@@ -22,13 +22,15 @@ pandas pipeline takes about 5x on such files).
     .venv/bin/python bench/harness_import.py --per-benchmark 200   # quick
     .venv/bin/python bench/harness_import.py --workdir /tmp/hi --keep   # reuse the written tree
     .venv/bin/python bench/harness_import.py --loglik              # log-likelihood tasks instead
-    .venv/bin/python bench/harness_import.py --answer-tokens 400   # chains of thought, as run
+    .venv/bin/python bench/harness_import.py --answer-tokens 0     # one-line answers, few ids
 
-By default each answer is a short line ("Let me think.\nAnswer: B") and the token-id columns hold
-a few ids: the rows of the paper's runs at a fraction of their bytes. ``--answer-tokens N`` writes
-what the paper's runs hold (chat models reasoning before "Answer: $LETTER", up to 32,768 new
-tokens): answers of N tokens on average with their token ids, and the prompts' token ids
-(``tests/paper_layout.py`` ``with_generations``); 400 makes 3.6 GB of files.
+The files hold what the paper's runs hold (chat models reasoning before "Answer: $LETTER", up to
+32,768 new tokens; lighteval 0.10 keeps each answer's text, its token ids in ``cont_tokens`` and
+the prompt's in ``input_tokens``): answers of ``--answer-tokens`` tokens on average (default 150,
+a short chain of thought; 2.6 GB of files) with their token ids and the prompts'
+(``tests/paper_layout.py`` ``with_generations``). ``--answer-tokens 0`` keeps the fixture's
+short answers ("Let me think." then "Answer: B") and a few ids per row: the same rows at a tenth of
+their bytes, where pyarrow's read has the least to do (the bench's default before 2026-12-04).
 """
 
 from __future__ import annotations
@@ -233,10 +235,10 @@ def main() -> None:
     parser.add_argument(
         "--answer-tokens",
         type=int,
-        default=0,
+        default=150,
         help="generative answers as long as a chain of thought: this many tokens on average, "
         "with their token ids and the prompts' (tests/paper_layout.py with_generations); 0: the "
-        "fixture's short answers",
+        "fixture's one-line answers",
     )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true")
