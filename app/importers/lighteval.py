@@ -198,8 +198,8 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         metrics = one_array(table["metric"] if "metric" in names else table["metrics"])
         doc_id = _optional_field(doc, "id")
         post = _optional_field(response, "text_post_processed")
-        specific = doc.type.get_field_index("specific") >= 0 and _field_chunks(doc, "specific")
-        extracted = _extracted(specific) if specific else None
+        has_specific = doc.type.get_field_index("specific") >= 0
+        extracted = _extracted(_field_chunks(doc, "specific")) if has_specific else None
         gold_texts = None
     else:
         query = table["example"]
