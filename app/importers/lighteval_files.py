@@ -35,16 +35,16 @@ _FLAT_COLUMNS = (
     "specifics",
 )
 _NESTED_COLUMNS = ("doc", "model_response", "metric", "metrics")
-# the fields of the nested layout's structs the reader uses (its kernels and its row reader): the
-# rest (token ids, few-shot documents, logits, ...) is never decoded
-_NESTED_FIELDS = {
-    "doc": ("query", "choices", "gold_index", "id", "specific"),
-    "model_response": ("input", "text", "text_post_processed", "logprobs"),
-}
 EXTRACTED = "extracted_predictions"
 """The field of lighteval's per-sample ``specifics`` (v0.10; ``doc.specific`` from v0.11) where
 its extractive metrics keep what they took out of each answer (``"B"`` out of a chain of thought
 ending in "Answer: B"): of those structs, only this field is read."""
+# the fields (dotted paths) of the nested layout's structs the reader uses (its kernels and its
+# row reader): the rest (token ids, few-shot documents, logits, ...) is never decoded
+_NESTED_FIELDS = {
+    "doc": ("query", "choices", "gold_index", "id", f"specific.{EXTRACTED}"),
+    "model_response": ("input", "text", "text_post_processed", "logprobs"),
+}
 
 
 def read_columns(file: Path) -> tuple[pa.Table, bool]:
@@ -88,20 +88,21 @@ def used_fields(schema: pa.Schema, column: str) -> list[str]:
         return [f"{column}.{EXTRACTED}"] if _has_field(kind, EXTRACTED) else []
     if column not in _NESTED_FIELDS or not pa.types.is_struct(kind):
         return [column]
-    present = []
-    for name in _NESTED_FIELDS[column]:
-        if not _has_field(kind, name):
-            continue
-        if name == "specific":
-            inner = kind.field(name).type
-            present += [f"{name}.{EXTRACTED}"] if _has_field(inner, EXTRACTED) else []
-        else:
-            present.append(name)
-    return [f"{column}.{name}" for name in present] or [column]
+    present = [path for path in _NESTED_FIELDS[column] if _has_path(kind, path)]
+    return [f"{column}.{path}" for path in present] or [column]
 
 
 def _has_field(kind: pa.DataType, name: str) -> bool:
     return pa.types.is_struct(kind) and kind.get_field_index(name) >= 0
+
+
+def _has_path(kind: pa.DataType, path: str) -> bool:
+    """Whether a struct type holds a dotted path of fields (``specific.extracted_predictions``)."""
+    for name in path.split("."):
+        if not _has_field(kind, name):
+            return False
+        kind = kind.field(name).type
+    return True
 
 
 def stored_alike(parquet: pq.ParquetFile, file: Path, first: str, second: str) -> bool:
