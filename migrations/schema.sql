@@ -1,4 +1,4 @@
--- The schema after every migration (head 0009): new database files are created
+-- The schema after every migration (head 0010): new database files are created
 -- from it. Written by scripts/dump-schema; do not edit by hand.
 CREATE SEQUENCE api_tokens_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE benchmarks_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
@@ -10,6 +10,7 @@ CREATE SEQUENCE recoveries_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 92233720368
 CREATE SEQUENCE runs_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE series_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE shards_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
+CREATE SEQUENCE text_files_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE TABLE alembic_version(version_num VARCHAR, PRIMARY KEY(version_num));
 CREATE TABLE api_tokens(id INTEGER DEFAULT(nextval('api_tokens_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, token_hash VARCHAR NOT NULL UNIQUE, created_at TIMESTAMP DEFAULT(now()) NOT NULL, last_used_at TIMESTAMP, "role" VARCHAR DEFAULT('submit'));
 CREATE TABLE benchmarks(id INTEGER DEFAULT(nextval('benchmarks_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, category VARCHAR NOT NULL, num_choices SMALLINT, full_size BIGINT);
@@ -21,13 +22,14 @@ CREATE TABLE pairs(id INTEGER DEFAULT(nextval('pairs_id_seq')) PRIMARY KEY, base
 CREATE TABLE prompt_templates(id INTEGER DEFAULT(nextval('prompt_templates_id_seq')) PRIMARY KEY, prefix VARCHAR NOT NULL, suffix VARCHAR NOT NULL);
 CREATE TABLE recoveries(id INTEGER DEFAULT(nextval('recoveries_id_seq')) PRIMARY KEY, pair_id INTEGER NOT NULL, shard_id INTEGER UNIQUE, corpus VARCHAR NOT NULL, config VARCHAR NOT NULL, summary VARCHAR NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL);
 CREATE TABLE recovery_documents(recovery_id INTEGER NOT NULL, doc_index INTEGER NOT NULL, doc_id VARCHAR NOT NULL, split VARCHAR NOT NULL, n_tokens INTEGER NOT NULL, model VARCHAR NOT NULL, correction VARCHAR NOT NULL, loss_sum DOUBLE NOT NULL);
-CREATE TABLE results(model_id INTEGER NOT NULL, benchmark_id INTEGER NOT NULL, seed INTEGER NOT NULL, sample_id VARCHAR NOT NULL, run_id INTEGER NOT NULL, correct BOOLEAN NOT NULL, num_choices SMALLINT, prompt VARCHAR, response VARCHAR, prediction VARCHAR, gold VARCHAR, choices VARCHAR, doc_hash VARCHAR, prompt_tokens INTEGER, completion_tokens INTEGER, question VARCHAR, prompt_template_id INTEGER);
+CREATE TABLE results(model_id INTEGER NOT NULL, benchmark_id INTEGER NOT NULL, seed INTEGER NOT NULL, sample_id VARCHAR NOT NULL, run_id INTEGER NOT NULL, correct BOOLEAN NOT NULL, num_choices SMALLINT, prompt VARCHAR, response VARCHAR, prediction VARCHAR, gold VARCHAR, choices VARCHAR, doc_hash VARCHAR, prompt_tokens INTEGER, completion_tokens INTEGER, question VARCHAR, prompt_template_id INTEGER, response_ref BIGINT);
 CREATE TABLE runs(id INTEGER DEFAULT(nextval('runs_id_seq')) PRIMARY KEY, model_id INTEGER NOT NULL, benchmark_id INTEGER NOT NULL, seed INTEGER NOT NULL, config_hash VARCHAR NOT NULL, config VARCHAR NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL, UNIQUE(model_id, benchmark_id, seed, config_hash));
 CREATE TABLE sample_links(pair_id INTEGER, benchmark_id INTEGER, base_sample_id VARCHAR NOT NULL, post_sample_id VARCHAR, PRIMARY KEY(pair_id, benchmark_id, post_sample_id));
 CREATE TABLE seed_transitions(model_id INTEGER, benchmark_id INTEGER, seed_a INTEGER, seed_b INTEGER, num_choices SMALLINT, n_00 BIGINT NOT NULL, n_01 BIGINT NOT NULL, n_10 BIGINT NOT NULL, n_11 BIGINT NOT NULL, PRIMARY KEY(model_id, benchmark_id, seed_a, seed_b, num_choices));
 CREATE TABLE series(id INTEGER DEFAULT(nextval('series_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, base_model_id INTEGER NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL);
 CREATE TABLE series_checkpoints(series_id INTEGER, step BIGINT, model_id INTEGER NOT NULL, pair_id INTEGER NOT NULL, PRIMARY KEY(series_id, step), UNIQUE(series_id, model_id));
 CREATE TABLE shards(id INTEGER DEFAULT(nextval('shards_id_seq')) PRIMARY KEY, job_id INTEGER NOT NULL, model_id INTEGER NOT NULL, benchmark VARCHAR NOT NULL, seed INTEGER NOT NULL, config_hash VARCHAR NOT NULL, spec VARCHAR NOT NULL, status VARCHAR NOT NULL, done INTEGER DEFAULT(0) NOT NULL, total INTEGER, "error" VARCHAR, attempts INTEGER DEFAULT(0) NOT NULL, worker VARCHAR, created_at TIMESTAMP DEFAULT(now()) NOT NULL, started_at TIMESTAMP, heartbeat_at TIMESTAMP, sent_at TIMESTAMP, finished_at TIMESTAMP, kind VARCHAR DEFAULT('evaluate'), resends INTEGER DEFAULT(0), delivery VARCHAR);
+CREATE TABLE text_files(id INTEGER DEFAULT(nextval('text_files_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, "rows" BIGINT NOT NULL, bytes BIGINT NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL);
 CREATE TABLE transitions(pair_id INTEGER, benchmark_id INTEGER, seed INTEGER, num_choices SMALLINT, n_00 BIGINT NOT NULL, n_01 BIGINT NOT NULL, n_10 BIGINT NOT NULL, n_11 BIGINT NOT NULL, PRIMARY KEY(pair_id, benchmark_id, seed, num_choices));
 CREATE TABLE watch_submissions(series_id INTEGER, path VARCHAR, step BIGINT NOT NULL, model_id INTEGER NOT NULL, job_id INTEGER, attempts INTEGER DEFAULT(0) NOT NULL, submitted_at TIMESTAMP DEFAULT(now()) NOT NULL, PRIMARY KEY(series_id, path));
-INSERT INTO alembic_version VALUES ('0009');
+INSERT INTO alembic_version VALUES ('0010');

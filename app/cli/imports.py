@@ -134,4 +134,10 @@ def import_lighteval(
 ) -> None:
     """lighteval details parquet (v0.10 flat or v0.11+ nested): a file, a run folder, a model's
     details folder with many runs, or a whole lighteval output folder."""
-    _run_import(ctx, "lighteval", path, model=model, metric=metric, seed=seed, latest=latest)
+
+    def told(message: str) -> None:
+        click.echo(message, err=True)
+
+    _run_import(
+        ctx, "lighteval", path, model=model, metric=metric, seed=seed, latest=latest, notice=told
+    )

@@ -24,16 +24,13 @@ from app.db.digests import surely_distinct
 from app.db.pairing import refresh_counts
 from app.db.prompts import store_template_pairs, store_templates
 from app.db.store import Connection
+from app.db.texts import TextWriter
 from app.errors import InputError
 from app.naming import infer_family_and_size
-from app.prompt_templates import unit_templates
+from app.prompt_templates import unit_templates, whole_prompts
 from app.taxonomy import UNCATEGORIZED, BenchmarkMeta
 
 Progress = Callable[[str, int, int], None]
-WRITE_CHUNK_ROWS = 10_000_000
-"""Rows per INSERT. One INSERT per import up to this: a second one in the same transaction
-rewrites the first one's row groups (1.13M rows in chunks of 1M: a 82 MB file instead of 54 MB,
-0.2 s more to insert and 0.4 s of checkpoint at close)."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +217,208 @@ _RESULT_COLUMNS = (
     "model_id, benchmark_id, seed, sample_id, run_id, correct, num_choices, prompt, response, "
     "prediction, gold, choices, doc_hash, prompt_tokens, completion_tokens, question"
 )
+_INSERTED = (*_RESULT_COLUMNS.split(", "), "prompt_template_id", "response_ref")
+_CUT_PROMPT = (
+    "CASE WHEN prompt_template_id IS NULL OR cut_head IS NULL THEN prompt "
+    "WHEN prompt_is_question THEN NULL "
+    "ELSE substr(prompt, cut_head + 1, length(prompt) - cut_head - cut_tail) END"
+)
+"""What a batch's INSERT writes (``_insert``; a column the rows lack is NULL): a prompt is stored as it comes unless
+the row's cuts (``cut_head``, ``cut_tail``: characters of the unit's template around its own
+part) say what to cut out of it (``substr`` counts characters, as the cuts do), or none is
+stored where the own part is the row's question (``prompt_is_question``)."""
+
+_KEY_COLUMNS = ("model", "benchmark", "sample_id", "seed", "correct", "model_id", "benchmark_id")
+"""What SQL sees of a batch (``incoming``): its keys, never its texts. DuckDB keeps every Arrow
+table registered during a transaction alive until the transaction ends, unregistered or not
+(measured: a tree of 40,000 answers of 18 kB, each batch registered whole: RSS grew ~20 kB a
+row, to 1.2 GB; flat at 0.33 GB without), so a batch's rows reach DuckDB only through a relation
+(``_insert``), which it lets go when the statement ends."""
+
+
+class Ingest:
+    """One import's writing, batch by batch, in the caller's transaction (see module docstring).
+
+    ``add`` each validated normalized table (``app.importers.common.prepare``): its rows go into
+    ``results`` at once; then ``finish``: the counts of every unit they touch are refreshed once. A reader's memory then holds one batch at a time, whatever the
+    import's size. A row whose (model, benchmark, seed, sample_id) is stored already is skipped.
+    With ``on_conflict="error"`` (imports) a stored row with another ``correct`` raises
+    InputError, leaving the transaction to be rolled back; with ``"keep"`` (worker uploads, where
+    a retried shard may resample an answer) the first stored row wins, so each key is stored
+    exactly once. A key given twice, in one batch or in two, is refused.
+
+    ``whole_units``: the reader gives every (model, benchmark, seed) in one batch (lighteval's
+    tasks of whole groups), so a key cannot recur across batches and none are kept to check.
+    """
+
+    def __init__(
+        self,
+        conn: Connection,
+        *,
+        config: dict,
+        progress: Progress | None = None,
+        on_conflict: str = "error",
+        whole_units: bool = False,
+        texts: TextWriter | None = None,
+    ):
+        if on_conflict not in ("error", "keep"):
+            raise ValueError(f"on_conflict must be 'error' or 'keep', got {on_conflict!r}")
+        self.conn, self.config, self.progress = conn, config, progress
+        self.on_conflict, self.whole_units = on_conflict, whole_units
+        self.chash = config_hash(config)
+        self.models: set[str] = set()
+        self.benchmarks: dict[str, BenchmarkMeta] = {}
+        self.rows_read = self.rows_added = 0
+        self.batches = 0
+        self.texts = texts
+        # the units this import writes: ``fresh`` where nothing was stored of them before it
+        conn.execute(
+            "CREATE OR REPLACE TEMP TABLE import_units "
+            "(model_id INTEGER, benchmark_id INTEGER, seed INTEGER, fresh BOOLEAN)"
+        )
+        conn.execute(
+            "CREATE OR REPLACE TEMP TABLE import_touched "
+            "(model_id INTEGER, benchmark_id INTEGER, seed INTEGER)"
+        )
+        if not whole_units:
+            conn.execute(
+                "CREATE OR REPLACE TEMP TABLE import_keys "
+                "(model_id INTEGER, benchmark_id INTEGER, seed INTEGER, sample_id VARCHAR)"
+            )
+
+    def add(
+        self, table: pa.Table, benchmarks: dict[str, BenchmarkMeta], *,
+        grouped_by_sample: bool = False,
+    ) -> None:  # fmt: skip
+        """Check and stage one batch. ``grouped_by_sample``: its rows of one (benchmark, sample)
+        are side by side already (the lighteval reader's order), so they are not sorted: the rows
+        go in sorted by sample, so that the seeds of a question lie side by side and DuckDB's
+        compression stores their shared texts once (a hint: a wrong one costs only file size)."""
+        conn = self.conn
+        model_codes = dictionary_codes(table["model"])
+        new_models = sorted(set(model_codes[1].to_pylist()) - self.models)
+        ensure_models(conn, new_models)
+        self.models.update(new_models)
+        ensure_benchmarks(conn, self._merge_benchmarks(benchmarks))
+        keys = _keys(conn, table, model_codes)
+        table = table.append_column("model_id", pa.array(keys.model_ids)).append_column(
+            "benchmark_id", pa.array(keys.benchmark_ids)
+        )
+        self.rows_read += table.num_rows
+        self.batches += 1
+        positions = pa.array(np.arange(table.num_rows, dtype=np.int64))
+        conn.register("incoming", table.select(_KEY_COLUMNS).append_column("position", positions))
+        conn.register("incoming_units", keys.units)
+        try:
+            if keys.duplicated:
+                _raise_duplicates(conn)
+            stored, recurring = self._classify_units()
+            if recurring:
+                self._refuse_keys_given_before()
+            if not self.whole_units:
+                conn.execute(
+                    "INSERT INTO import_keys "
+                    "SELECT model_id, benchmark_id, seed, sample_id FROM incoming"
+                )
+            if stored:
+                rows = _overlapping_rows(conn, table, self.chash, self.config, self.on_conflict)
+                keys = None  # the rows kept are a subset: their own run ids, no templates
+            else:
+                rows = _new_rows(conn, table, keys, self.chash, self.config)
+        finally:
+            conn.unregister("incoming")
+            conn.unregister("incoming_units")
+        del table
+        if rows.num_rows:
+            if self.texts is not None:
+                inline, refs = self.texts.split(conn, rows["response"])
+                rows = rows.set_column(rows.schema.get_field_index("response"), "response", inline)
+                rows = rows.append_column("response_ref", refs)
+            _insert(conn, rows, sort=not grouped_by_sample)
+        self.rows_added += rows.num_rows
+        if self.progress:
+            self.progress("write", self.rows_added, self.rows_read)
+
+    def _merge_benchmarks(self, benchmarks: dict[str, BenchmarkMeta]) -> dict[str, BenchmarkMeta]:
+        """Record a batch's benchmarks; returns those new to this import (to register). One
+        benchmark given two categories in two batches is refused as in one (``prepare``)."""
+        new = {}
+        for name, meta in benchmarks.items():
+            seen = self.benchmarks.get(name)
+            if seen is None:
+                self.benchmarks[name] = new[name] = meta
+                continue
+            if seen.category != meta.category:
+                raise InputError(
+                    f"benchmark {name!r} is given 2 categories ({seen.category}, "
+                    f"{meta.category}); use one category per benchmark"
+                )
+            if seen.num_choices != meta.num_choices and seen.num_choices is not None:
+                self.benchmarks[name] = BenchmarkMeta(seen.category, None)
+        return new
+
+    def _classify_units(self) -> tuple[bool, bool]:
+        """Record the batch's units; returns (whether any has rows stored before this import,
+        whether any was written by an earlier batch of it)."""
+        conn = self.conn
+        recurring = conn.execute(
+            "SELECT count(*) FROM incoming_units u JOIN import_units i "
+            "USING (model_id, benchmark_id, seed)"
+        ).fetchall()[0][0]
+        if recurring and self.whole_units:
+            raise RuntimeError("a reader promising whole units gave a unit in two batches")
+        conn.execute(
+            """
+            INSERT INTO import_units
+            SELECT u.model_id, u.benchmark_id, u.seed, NOT EXISTS (
+                SELECT 1 FROM runs r WHERE r.model_id = u.model_id
+                  AND r.benchmark_id = u.benchmark_id AND r.seed = u.seed)
+            FROM incoming_units u
+            WHERE NOT EXISTS (SELECT 1 FROM import_units i WHERE i.model_id = u.model_id
+                  AND i.benchmark_id = u.benchmark_id AND i.seed = u.seed)
+            """
+        )
+        stored = conn.execute(
+            "SELECT count(*) FROM incoming_units u JOIN import_units i "
+            "USING (model_id, benchmark_id, seed) WHERE NOT i.fresh"
+        ).fetchall()[0][0]
+        return bool(stored), bool(recurring)
+
+    def _refuse_keys_given_before(self) -> None:
+        """A key of this batch that an earlier batch of the import gave is a duplicate."""
+        repeated = self.conn.execute(
+            """
+            SELECT s.model, s.benchmark, s.sample_id, s.seed FROM incoming s
+            JOIN import_keys k USING (model_id, benchmark_id, seed, sample_id) LIMIT 1
+            """
+        ).fetchall()
+        if repeated:
+            model, bench, sample_id, seed = repeated[0]
+            raise InputError(
+                f"duplicate (benchmark, sample_id, seed) keys, e.g. model={model!r} "
+                f"benchmark={bench!r} sample_id={sample_id!r} seed={seed} appears more than "
+                "once; give each seed its own seed value or remove the repeated rows"
+            )
+
+    def finish(self) -> IngestSummary:
+        """Refresh the counts of every unit the import added rows to; the summary."""
+        conn = self.conn
+        if self.texts is not None:
+            self.texts.finish(conn)
+        pairs, unpaired = refresh_counts(conn, "import_touched")
+        conn.execute("DROP TABLE import_units")
+        conn.execute("DROP TABLE import_touched")
+        if not self.whole_units:
+            conn.execute("DROP TABLE import_keys")
+        return IngestSummary(
+            rows_read=self.rows_read,
+            rows_added=self.rows_added,
+            rows_unchanged=self.rows_read - self.rows_added,
+            models=tuple(sorted(self.models)),
+            benchmarks=tuple(sorted(self.benchmarks)),
+            pairs_refreshed=tuple(pairs),
+            unpaired=unpaired,
+        )
 
 
 def ingest(
@@ -232,75 +431,12 @@ def ingest(
     on_conflict: str = "error",
     grouped_by_sample: bool = False,
 ) -> IngestSummary:
-    """Write a validated normalized table in the caller's transaction (see module docstring).
-
-    A row whose (model, benchmark, seed, sample_id) is stored already is skipped. With
-    ``on_conflict="error"`` (imports) a stored row with another ``correct`` raises InputError,
-    leaving the transaction to be rolled back; with ``"keep"`` (worker uploads, where a retried
-    shard may resample an answer) the first stored row wins, so each key is stored exactly once.
-
-    Rows of (model, benchmark, seed) units with nothing stored yet (every first import) go straight
-    from Arrow into ``results``; only units that overlap stored rows pay for the comparison. They
-    are inserted sorted by sample, so that the seeds of a question lie side by side and DuckDB's
-    compression stores their shared texts once; ``grouped_by_sample`` says the table's rows of
-    one (benchmark, sample) are side by side already (the lighteval reader's order): they are
-    inserted as they come, without the sort (a hint: a wrong one costs only file size).
-    """
-    if on_conflict not in ("error", "keep"):
-        raise ValueError(f"on_conflict must be 'error' or 'keep', got {on_conflict!r}")
-    model_codes = dictionary_codes(table["model"])
-    models = sorted(model_codes[1].to_pylist())
-    ensure_models(conn, models)
-    ensure_benchmarks(conn, benchmarks)
-    chash = config_hash(config)
-    keys = _keys(conn, table, model_codes)
-    table = table.append_column("model_id", pa.array(keys.model_ids)).append_column(
-        "benchmark_id", pa.array(keys.benchmark_ids)
+    """Write one validated normalized table in the caller's transaction: ``Ingest`` of one batch."""
+    writer = Ingest(
+        conn, config=config, progress=progress, on_conflict=on_conflict, whole_units=True
     )
-    conn.register("incoming", table)
-    conn.register("incoming_units", keys.units)
-    try:
-        if keys.duplicated:
-            _raise_duplicates(conn)
-        # units with anything stored already (any config) take the comparing path
-        overlap = conn.execute(
-            "SELECT count(*) FROM incoming_units u WHERE EXISTS (SELECT 1 FROM runs r "
-            "WHERE r.model_id = u.model_id AND r.benchmark_id = u.benchmark_id AND r.seed = u.seed)"
-        ).fetchall()[0][0]
-        if overlap:
-            # the comparing joins run faster on plain strings than on dictionary-encoded ones
-            conn.unregister("incoming")
-            conn.register("incoming", _decoded(table))
-            rows_added = _ingest_overlapping(conn, chash, config, on_conflict)
-        else:
-            rows_added = _ingest_new(
-                conn, table, keys, chash, config, progress, sort=not grouped_by_sample
-            )
-        pairs, unpaired = refresh_counts(conn, "touched")
-        conn.execute("DROP TABLE touched")
-    finally:
-        conn.unregister("incoming")
-        conn.unregister("incoming_units")
-    return IngestSummary(
-        rows_read=table.num_rows,
-        rows_added=rows_added,
-        rows_unchanged=table.num_rows - rows_added,
-        models=tuple(models),
-        benchmarks=tuple(sorted(benchmarks)),
-        pairs_refreshed=tuple(pairs),
-        unpaired=unpaired,
-    )
-
-
-def _decoded(table: pa.Table) -> pa.Table:
-    """The table with dictionary-encoded columns cast to their plain value type."""
-    schema = pa.schema(
-        [
-            pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
-            for f in table.schema
-        ]
-    )
-    return table if schema == table.schema else table.cast(schema)
+    writer.add(table, benchmarks, grouped_by_sample=grouped_by_sample)
+    return writer.finish()
 
 
 def _insert_runs(duck, units: str, chash: str, config: dict) -> None:
@@ -315,25 +451,17 @@ def _insert_runs(duck, units: str, chash: str, config: dict) -> None:
     )
 
 
-def _ingest_new(
-    conn: Connection,
-    table: pa.Table,
-    keys: _Keys,
-    chash: str,
-    config: dict,
-    progress: Progress | None,
-    *,
-    sort: bool,
-) -> int:
-    """Every incoming unit is new: runs first, then the rows straight from Arrow with their run id.
+def _new_rows(conn: Connection, table: pa.Table, keys: _Keys, chash: str, config: dict) -> pa.Table:
+    """Every unit of the batch is new (or new to this import): runs first, then the rows in the
+    columns of the INSERT, with their run id looked up in numpy (one id per unit): no join.
 
-    The run id of each row is looked up in numpy (one id per unit), so the insert reads the Arrow
-    table as it is: no join. All-null optional columns are left to the column default (NULL).
-    """
+    A unit's prompts are stored as the reader settled them (lighteval: its template and each
+    row's own part), else split into what they all share, stored once (app/prompt_templates.py),
+    and each row's own part, which the INSERT cuts out (``_CUT_PROMPT``)."""
     conn.execute(
-        "CREATE OR REPLACE TEMP TABLE touched AS SELECT model_id, benchmark_id, seed FROM incoming_units"
+        "INSERT INTO import_touched SELECT model_id, benchmark_id, seed FROM incoming_units"
     )
-    _insert_runs(conn, "touched", chash, config)
+    _insert_runs(conn, "incoming_units", chash, config)
     run_of_unit = conn.execute(
         """
         SELECT u.unit, r.id FROM incoming_units u
@@ -356,88 +484,37 @@ def _ingest_new(
         by_position[np.searchsorted(unit_code, found_unit)] = found_id
         run_id = by_position[np.searchsorted(unit_code, keys.unit)]
     table = table.append_column("run_id", pa.array(run_id))
-    columns = [
-        c
-        for c in _RESULT_COLUMNS.split(", ")
-        if c in _ALWAYS_WRITTEN or table[c].null_count < table.num_rows
-    ]
-    selected = list(columns)
+    extra = {}
     if table["prompt_prefix"].null_count < table.num_rows:
         # the reader settled each row's template and own part (lighteval): store them as given
         template_id = store_template_pairs(conn, table["prompt_prefix"], table["prompt_suffix"])
-        table = table.append_column(
-            "prompt_template_id", pa.array(template_id, pa.int32(), mask=template_id < 0)
-        )
-        columns.append("prompt_template_id")
-        selected.append("prompt_template_id")
-    elif "prompt" in columns:
-        # what every prompt of a unit shares is stored once (app/prompt_templates.py); DuckDB cuts
-        # each row's own part out while inserting (substr counts characters, as the cuts do), or
-        # stores none where the own part is the row's question
+        extra["prompt_template_id"] = pa.array(template_id, pa.int32(), mask=template_id < 0)
+    elif table["prompt"].null_count < table.num_rows:
         unit_index = np.searchsorted(unit_code, keys.unit)
-        questions = table["question"] if "question" in columns else None
+        questions = table["question"] if table["question"].null_count < table.num_rows else None
         templates = unit_templates(table["prompt"], unit_index, len(unit_code), questions)
         template_id = store_templates(conn, templates)[unit_index]
-        table = (
-            table.append_column("prompt_template_id",
-                                pa.array(template_id, pa.int32(), mask=template_id < 0))
-            .append_column("cut_head", pa.array(templates.prefix_chars[unit_index]))
-            .append_column("cut_tail", pa.array(templates.suffix_chars[unit_index]))
-            .append_column("prompt_is_question", pa.array(templates.around_question[unit_index]))
-        )  # fmt: skip
-        columns.append("prompt_template_id")
-        selected[selected.index("prompt")] = (
-            "CASE WHEN prompt_template_id IS NULL THEN prompt WHEN prompt_is_question THEN NULL "
-            "ELSE substr(prompt, cut_head + 1, length(prompt) - cut_head - cut_tail) END"
-        )
-        selected.append("prompt_template_id")
-    column_list, select_list = ", ".join(columns), ", ".join(selected)
-    rows = table.num_rows
-    # rows sorted by sample: the seeds of one question lie side by side, so DuckDB's compression
-    # stores their shared texts once (the paper's layout, two models: a 57 MB database instead
-    # of 133 MB; an import 0.3-0.5 s faster)
-    order = " ORDER BY benchmark_id, sample_id, seed" if sort else ""
-    if not sort:
-        # in batches of whole files (a reader's), rarely multiples of DuckDB's row groups
-        # (122,880 rows), the insert costs half again: one chunk per column instead (a copy into
-        # memory the reader freed: 10-60 ms for a paper import's 564,000 rows)
-        table = table.combine_chunks()
-    for start in range(0, rows, WRITE_CHUNK_ROWS):
-        conn.register("chunk", table.slice(start, WRITE_CHUNK_ROWS))
-        try:
-            conn.execute(
-                f"INSERT INTO results ({column_list}) SELECT {select_list} FROM chunk{order}"
-            )
-        finally:
-            conn.unregister("chunk")
-        if progress:
-            progress("write", min(start + WRITE_CHUNK_ROWS, rows), rows)
+        extra["prompt_template_id"] = pa.array(template_id, pa.int32(), mask=template_id < 0)
+        extra["cut_head"] = pa.array(templates.prefix_chars[unit_index], pa.int32())
+        extra["cut_tail"] = pa.array(templates.suffix_chars[unit_index], pa.int32())
+        extra["prompt_is_question"] = pa.array(templates.around_question[unit_index])
+    rows = table.select(_RESULT_COLUMNS.split(", "))
+    for name, values in extra.items():
+        rows = rows.append_column(name, values)
     return rows
 
 
-_ALWAYS_WRITTEN = frozenset(("model_id", "benchmark_id", "seed", "sample_id", "run_id", "correct"))
-
-
-def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int:
-    """Some units have stored rows: refuse contradictions (or keep the stored row), add the rest."""
-    duck.execute(
-        """
-        CREATE OR REPLACE TEMP TABLE staged AS
-        SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, s.correct, s.num_choices,
-               CASE WHEN s.prompt_prefix IS NULL THEN s.prompt
-                    ELSE s.prompt_prefix || coalesce(s.prompt, s.question) || s.prompt_suffix
-               END AS prompt,
-               s.response, s.prediction, s.gold, s.choices, s.doc_hash,
-               s.prompt_tokens, s.completion_tokens, s.question, s.model, s.benchmark
-        FROM incoming s
-        """
-    )
+def _overlapping_rows(
+    duck, table: pa.Table, chash: str, config: dict, on_conflict: str
+) -> pa.Table:
+    """Some units have stored rows: refuse contradictions (or keep the stored row); returns the
+    rows not stored yet, prompts whole (``whole_prompts``), in the columns of the INSERT."""
     conflict = (
         on_conflict == "error"
         and duck.execute(
             """
         SELECT s.model, s.benchmark, s.sample_id, s.seed, r.correct, s.correct
-        FROM staged s JOIN results r USING (model_id, benchmark_id, seed, sample_id)
+        FROM incoming s JOIN results r USING (model_id, benchmark_id, seed, sample_id)
         WHERE r.correct <> s.correct LIMIT 1
         """
         ).fetchall()
@@ -449,34 +526,68 @@ def _ingest_overlapping(duck, chash: str, config: dict, on_conflict: str) -> int
             f"stored with correct={int(old)} but this file says {int(new)}; import it as another "
             "model name or seed if it is a different evaluation"
         )
-    duck.execute(
+    position = duck.execute(
         """
-        CREATE OR REPLACE TEMP TABLE staged_new AS
-        SELECT s.* FROM staged s
+        SELECT s.position FROM incoming s
         WHERE NOT EXISTS (
             SELECT 1 FROM results r
             WHERE r.model_id = s.model_id AND r.benchmark_id = s.benchmark_id
               AND r.seed = s.seed AND r.sample_id = s.sample_id
         )
+        ORDER BY s.position
         """
+    ).fetchnumpy()["position"]
+    new = table.take(pa.array(np.asarray(position, np.int64)))
+    units = (
+        pa.table({name: new[name] for name in ("model_id", "benchmark_id", "seed")})
+        .group_by(["model_id", "benchmark_id", "seed"])
+        .aggregate([])
     )
-    duck.execute(
-        "CREATE OR REPLACE TEMP TABLE touched AS SELECT DISTINCT model_id, benchmark_id, seed FROM staged_new"
+    duck.register("touched", units)
+    try:
+        _insert_runs(duck, "touched", chash, config)
+        duck.execute("INSERT INTO import_touched SELECT model_id, benchmark_id, seed FROM touched")
+        run_ids = duck.execute(
+            """
+            SELECT t.model_id, t.benchmark_id, t.seed, r.id FROM touched t
+            JOIN runs r ON r.model_id = t.model_id AND r.benchmark_id = t.benchmark_id
+                       AND r.seed = t.seed AND r.config_hash = ?
+            """,
+            [chash],
+        ).fetchnumpy()
+    finally:
+        duck.unregister("touched")
+    run_of = {
+        (m, b, s): r
+        for m, b, s, r in zip(
+            *(run_ids[c].tolist() for c in ("model_id", "benchmark_id", "seed", "id")), strict=True
+        )
+    }
+    unit_keys = zip(
+        *(new[c].to_pylist() for c in ("model_id", "benchmark_id", "seed")), strict=True
     )
-    _insert_runs(duck, "touched", chash, config)
-    duck.execute(
-        f"""
-        INSERT INTO results ({_RESULT_COLUMNS})
-        SELECT s.model_id, s.benchmark_id, s.seed, s.sample_id, r.id, s.correct, s.num_choices,
-               s.prompt, s.response, s.prediction, s.gold, s.choices, s.doc_hash, s.prompt_tokens,
-               s.completion_tokens, s.question
-        FROM staged_new s
-        JOIN runs r ON r.model_id = s.model_id AND r.benchmark_id = s.benchmark_id
-                   AND r.seed = s.seed AND r.config_hash = ?
-        """,
-        [chash],
+    run_id = pa.array([run_of[k] for k in unit_keys], pa.int32())
+    rows = new.select(_RESULT_COLUMNS.split(", ")[:4]).append_column("run_id", run_id)
+    for name in _RESULT_COLUMNS.split(", ")[5:]:
+        rows = rows.append_column(name, whole_prompts(new) if name == "prompt" else new[name])
+    return rows
+
+
+def _insert(conn: Connection, rows: pa.Table, *, sort: bool) -> None:
+    """A batch's rows into ``results``, through a relation (see ``_KEY_COLUMNS``). Sorted by
+    sample unless the reader put them so: the seeds of one question then lie side by side, so
+    DuckDB's compression stores their shared texts once (the paper's layout, two models: a 57 MB
+    database instead of 133 MB)."""
+    present = set(rows.column_names)
+
+    def value(column: str) -> str:
+        if column not in present:
+            return "NULL"
+        return _CUT_PROMPT if column == "prompt" and "cut_head" in present else column
+
+    select = ", ".join(value(c) for c in _INSERTED)
+    order = " ORDER BY benchmark_id, sample_id, seed" if sort else ""
+    columns = ", ".join(_INSERTED)
+    conn.from_arrow(rows).query(
+        "batch_rows", f"INSERT INTO results ({columns}) SELECT {select} FROM batch_rows{order}"
     )
-    rows_added = duck.execute("SELECT count(*) FROM staged_new").fetchone()[0]
-    duck.execute("DROP TABLE staged")
-    duck.execute("DROP TABLE staged_new")
-    return rows_added

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from app.db.pairing import JOINT_COLUMNS
 from app.db.prompts import full_prompt
 from app.db.store import Connection
+from app.db.texts import answer_files, read_texts
 from app.sample_marks import AMBIGUOUS_MARK
 
 if TYPE_CHECKING:  # the map's reads give numpy columns: `forgetmap map` loads no Arrow
@@ -250,7 +251,9 @@ def _like(q: str) -> str:
     return f"%{escaped}%"
 
 
-def _flip_filter(pair: dict, benchmarks: list[int] | None, transition: str, q: str | None):
+def _flip_filter(
+    conn: Connection, pair: dict, benchmarks: list[int] | None, transition: str, q: str | None
+):
     """FROM/WHERE shared by the listing and its count; values go in as parameters."""
     pre, post = TRANSITIONS[transition]
     # a post sample linked by question text (sample_links) stands in for the base's id; samples
@@ -273,9 +276,16 @@ def _flip_filter(pair: dict, benchmarks: list[int] | None, transition: str, q: s
     if q:
         sql += (
             f" AND (({full_prompt('b')}) ILIKE ? ESCAPE '\\' OR b.response ILIKE ? ESCAPE '\\'"
-            " OR p.response ILIKE ? ESCAPE '\\')"
+            " OR p.response ILIKE ? ESCAPE '\\'"
         )
         params += [_like(q)] * 3
+        files = answer_files(conn)
+        if files:
+            # long answers lie in the answer files (app/db/texts.py)
+            matching = "(SELECT ref FROM read_parquet(?) WHERE text ILIKE ? ESCAPE '\\')"
+            sql += f" OR b.response_ref IN {matching} OR p.response_ref IN {matching}"
+            params += [files, _like(q)] * 2
+        sql += ")"
     return sql, params
 
 
@@ -293,7 +303,7 @@ def flipped_samples(
 
     Returns (total number of samples, rows of this page). A row is one (benchmark, sample).
     """
-    where, params = _flip_filter(pair, benchmarks, transition, q)
+    where, params = _flip_filter(conn, pair, benchmarks, transition, q)
     total = conn.execute(
         f"SELECT count(*) FROM (SELECT DISTINCT b.benchmark_id, b.sample_id {where})", params
     ).fetchone()[0]
@@ -331,7 +341,8 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
         SELECT coalesce(b.seed, p.seed) AS seed,
                coalesce({full_prompt("b")}, {full_prompt("p")}), coalesce(b.choices, p.choices), coalesce(b.gold, p.gold),
                coalesce(b.num_choices, p.num_choices),
-               b.correct, b.response, b.prediction, p.correct, p.response, p.prediction
+               b.correct, b.response, b.prediction, p.correct, p.response, p.prediction,
+               b.response_ref, p.response_ref
         FROM (SELECT * FROM results WHERE model_id = ? AND benchmark_id = ? AND sample_id = ?) b
         FULL OUTER JOIN (
             SELECT * FROM results WHERE model_id = ? AND benchmark_id = ? AND sample_id = coalesce(
@@ -355,26 +366,51 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
     ).fetchall()
     keys = ("seed", "prompt", "choices", "gold", "num_choices", "base_correct", "base_response",
             "base_prediction", "post_correct", "post_response", "post_prediction")  # fmt: skip
-    return [dict(zip(keys, r, strict=True)) for r in rows]
+    texts = read_texts(conn, [ref for r in rows for ref in r[-2:]])
+    records = []
+    for *values, base_ref, post_ref in rows:
+        record = dict(zip(keys, values, strict=True))
+        if base_ref is not None:
+            record["base_response"] = texts[base_ref]
+        if post_ref is not None:
+            record["post_response"] = texts[post_ref]
+        records.append(record)
+    return records
 
 
 def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
-    """Every paired per-sample row of a pair (for export): both models side by side."""
+    """Every paired per-sample row of a pair (for export): both models side by side, long answers
+    read from their files (app/db/texts.py)."""
+    files = answer_files(conn)
+    if files:
+        texts = "LEFT JOIN read_parquet($files) {0} ON {0}.ref = {1}.response_ref"
+        joins = texts.format("bt", "b") + " " + texts.format("pt", "p")
+        base_response, post_response = (
+            "coalesce(b.response, bt.text)",
+            "coalesce(p.response, pt.text)",
+        )
+    else:
+        joins, base_response, post_response = "", "b.response", "p.response"
+    params = {"post": pair["post_model_id"], "base": pair["base_model_id"]}
+    if files:
+        params["files"] = files
     return conn.sql(
         f"""
         SELECT bm.name AS benchmark, bm.category, b.seed, b.sample_id,
                b.correct::INT AS base_correct, p.correct::INT AS post_correct,
                coalesce(b.num_choices, p.num_choices) AS num_choices,
                {full_prompt("b")} AS prompt, b.gold, b.prediction AS base_prediction,
-               p.prediction AS post_prediction, b.response AS base_response, p.response AS post_response
+               p.prediction AS post_prediction, {base_response} AS base_response,
+               {post_response} AS post_response
         FROM results b
         JOIN results p ON p.model_id = $post AND p.benchmark_id = b.benchmark_id
                       AND p.seed = b.seed AND p.sample_id = b.sample_id
         JOIN benchmarks bm ON bm.id = b.benchmark_id
+        {joins}
         WHERE b.model_id = $base
         ORDER BY bm.name, b.seed, b.sample_id
         """,
-        params={"post": pair["post_model_id"], "base": pair["base_model_id"]},
+        params=params,
     ).to_arrow_table()
 
 

@@ -1,24 +1,30 @@
-"""Importers: each format's reader produces the normalized table; ``import_file`` stores it.
+"""Importers: each format's reader produces normalized tables; ``import_file`` stores them.
 
-One import is one transaction: on any error nothing is written.
+One import is one transaction: on any error nothing is written. Readers yield their rows batch
+by batch and the store writes them as they come (``app.db.ingest.Ingest``), so that an import's
+memory does not grow with its rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
+
 from app.columns import use_jemalloc_pool
-from app.db.ingest import IngestSummary, Progress, ingest
+from app.db.ingest import Ingest, IngestSummary, Progress
 from app.db.store import Store
+from app.db.texts import TextWriter, folder_of
 from app.importers.common import InputError, prepare
-from app.importers.lighteval import read_lighteval
-from app.importers.lm_eval import read_lm_eval
-from app.importers.table import read_table
+from app.importers.lighteval import iter_lighteval
+from app.importers.lm_eval import iter_lm_eval
+from app.importers.table import iter_table
 
 KINDS = ("table", "lm-eval", "lighteval")
 
 
-def read_source(
+def iter_source(
     kind: str,
     path: Path,
     *,
@@ -29,19 +35,27 @@ def read_source(
     latest: bool = False,
     progress: Progress | None = None,
     on_filter=None,
-):
-    """Parse a file of the given kind into the normalized table (no validation of keys yet)."""
+    notice=None,
+) -> Iterator[pa.Table]:
+    """Parse a file (or a tree) of the given kind into normalized tables, batch by batch (no
+    validation of keys yet): a lighteval task of files, an lm-eval task, a table file."""
     use_jemalloc_pool()  # imports make many large temporaries (see its docstring)
     if kind == "table":
-        return read_table(path, model=model)
+        return iter_table(path, model=model)
     if kind == "lighteval":  # the tree names its models (OUT/details/<org>/<model>/)
-        return read_lighteval(
-            path, model=model, metric=metric, seed=seed, latest=latest, progress=progress
+        return iter_lighteval(
+            path,
+            model=model,
+            metric=metric,
+            seed=seed,
+            latest=latest,
+            progress=progress,
+            notice=notice,
         )
     if model is None:
         raise InputError(f"import {kind} needs --model NAME (the files do not name the model)")
     if kind == "lm-eval":
-        return read_lm_eval(
+        return iter_lm_eval(
             path,
             model=model,
             metric=metric,
@@ -50,6 +64,11 @@ def read_source(
             on_filter=on_filter,
         )
     raise InputError(f"unknown import kind {kind!r}; use one of {', '.join(KINDS)}")
+
+
+def read_source(kind: str, path: Path, **options) -> pa.Table:
+    """``iter_source``'s batches as one table (tests and small tools; imports stream)."""
+    return pa.concat_tables(iter_source(kind, path, **options)).unify_dictionaries()
 
 
 def import_file(
@@ -64,10 +83,13 @@ def import_file(
     latest: bool = False,
     progress: Progress | None = None,
     on_filter=None,
+    notice=None,
 ) -> IngestSummary:
-    """Read, validate and store one file (or directory of result files) in one transaction."""
+    """Read, validate and store one file (or a tree of result files) in one transaction, batch
+    by batch: memory holds one batch of rows, and a bad batch (the last file's too) leaves
+    nothing written."""
     path = Path(path)
-    raw = read_source(
+    batches = iter_source(
         kind,
         path,
         model=model,
@@ -77,23 +99,41 @@ def import_file(
         latest=latest,
         progress=progress,
         on_filter=on_filter,
+        notice=notice,
     )
-    table, benchmarks = prepare(raw, source=path.name)
     config = {"source": f"import:{kind}"}
     if metric:
         config["metric"] = metric
     if filter_name:
         config["filter"] = filter_name if isinstance(filter_name, str) else sorted(filter_name)
-    with store.transaction() as conn:
-        return ingest(
-            conn,
-            table,
-            benchmarks,
-            config=config,
-            progress=progress,
-            # the lighteval reader puts the rows of one sample side by side (read_lighteval)
-            grouped_by_sample=kind == "lighteval",
-        )
+    texts = TextWriter(folder_of(store.path))
+    try:
+        with store.transaction() as conn:
+            writer = Ingest(
+                conn,
+                config=config,
+                progress=progress,
+                # the lighteval reader gives whole (model, task, seed) units a batch
+                whole_units=kind == "lighteval",
+                texts=texts,
+            )
+            first_row = 1
+            for raw in batches:
+                table, benchmarks = prepare(raw, source=path.name, first_row=first_row)
+                first_row += raw.num_rows
+                # the lighteval reader puts the rows of one sample side by side (iter_lighteval)
+                writer.add(table, benchmarks, grouped_by_sample=kind == "lighteval")
+                del raw, table
+            summary = writer.finish()
+    except BaseException:
+        texts.discard()
+        raise
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()  # a reader's threads stop at once when a batch is refused
+    texts.commit()
+    return summary
 
 
-__all__ = ["KINDS", "InputError", "import_file", "read_source"]
+__all__ = ["KINDS", "InputError", "import_file", "iter_source", "read_source"]

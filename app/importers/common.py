@@ -126,18 +126,6 @@ def normalized_schema_for(table: pa.Table) -> pa.Schema:
     return pa.schema(fields)
 
 
-def whole_prompts(table: pa.Table) -> pa.ChunkedArray:
-    """Each row's whole prompt, as the source gave it: the template put back around the own part
-    where the reader settled one (``prompt_prefix``), else ``prompt`` itself."""
-    prefix, suffix = (
-        table["prompt_prefix"].cast(pa.string()),
-        table["prompt_suffix"].cast(pa.string()),
-    )
-    own = pc.coalesce(table["prompt"], table["question"])
-    rebuilt = pc.binary_join_element_wise(prefix, own, suffix, "")
-    return pc.if_else(pc.is_null(prefix), table["prompt"], rebuilt)
-
-
 def json_objects(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line of a JSON-lines file (a leading byte-order
     mark is skipped). A line that is not UTF-8, not JSON or not an object raises InputError naming
@@ -286,12 +274,13 @@ def binary_metric(
         ) from None
 
 
-def validate_normalized(table: pa.Table, *, source: str) -> pa.Table:
+def validate_normalized(table: pa.Table, *, source: str, first_row: int = 1) -> pa.Table:
     """Checks shared by every importer. Returns the table cast to NORMALIZED_SCHEMA.
 
     Refuses: no rows; empty keys (readers strip whitespace first); num_choices < 2. Duplicate (model, benchmark, sample_id, seed)
     keys are refused by the store's ingest, which finds them in the same pass that writes.
-    Dictionary-encoded string columns stay encoded and are checked per distinct value.
+    Dictionary-encoded string columns stay encoded and are checked per distinct value. Rows are
+    numbered from ``first_row`` (a batch of a larger import) in messages.
     """
     if table.num_rows == 0:
         raise InputError(f"{source}: no rows to import (the file is empty or has only a header)")
@@ -306,24 +295,24 @@ def validate_normalized(table: pa.Table, *, source: str) -> pa.Table:
             row = pc.index(empty, True).as_py() if pc.any(empty).as_py() else -1
         if row >= 0:
             hint = " (or pass --model NAME)" if name == "model" else ""
-            raise InputError(f"{source}: row {row + 1} has an empty {name}{hint}")
+            raise InputError(f"{source}: row {row + first_row} has an empty {name}{hint}")
     if pc.any(pc.is_null(table["correct"])).as_py():
         row = pc.index(pc.is_null(table["correct"]), True).as_py()
         raise InputError(
-            f"{source}: row {row + 1} has no value for correct (need 0/1 or true/false)"
+            f"{source}: row {row + first_row} has no value for correct (need 0/1 or true/false)"
         )
     k = table["num_choices"]
     bad_k = pc.fill_null(pc.less(k, 2), False)
     if pc.any(bad_k).as_py():
         row = pc.index(bad_k, True).as_py()
         raise InputError(
-            f"{source}: row {row + 1} has num_choices {k[row].as_py()}; it must be >= 2, "
+            f"{source}: row {row + first_row} has num_choices {k[row].as_py()}; it must be >= 2, "
             "or empty for a generative item"
         )
     return table
 
 
-def prepare(table: pa.Table, *, source: str) -> tuple[pa.Table, dict]:
+def prepare(table: pa.Table, *, source: str, first_row: int = 1) -> tuple[pa.Table, dict]:
     """Canonicalize benchmark names, settle each benchmark's category and usual k, validate.
 
     The taxonomy's category and k win for benchmarks it knows; others keep the category the source
@@ -350,7 +339,7 @@ def prepare(table: pa.Table, *, source: str) -> tuple[pa.Table, dict]:
                 "benchmark",
                 pc.take(canon, pc.index_in(col, raw_names)),
             )
-    table = validate_normalized(table, source=source)
+    table = validate_normalized(table, source=source, first_row=first_row)
     question = table["question"]
     if question.null_count and table["prompt"].null_count < table.num_rows:
         # lists show the question, not the template: derive it from the prompts where not given

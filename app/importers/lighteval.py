@@ -40,6 +40,7 @@ the gold answer), never the row position.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -63,7 +64,7 @@ from app.importers.lighteval_runs import DetailsRun, find_runs, plan_files
 from app.prompt_templates import settle_unit
 from app.sample_identity import identify, question_texts, unit_affixes
 
-__all__ = ["DEFAULT_METRICS", "read_lighteval"]
+__all__ = ["DEFAULT_METRICS", "iter_lighteval", "read_lighteval"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -445,6 +446,7 @@ class _Part(NamedTuple):
     rows: pa.Table
     shown: pa.Array
     templates: list[tuple[str | None, str | None]]
+    first_file: int  # the number of the task's first file (its files are numbered in a row)
 
 
 def _tasks(files: list[Path], groups: np.ndarray) -> list[list[tuple[int, Path]]]:
@@ -475,19 +477,29 @@ def _read_task(files: list[tuple[int, Path]], groups: np.ndarray, metric: str | 
     ]
     del read, uniform  # the files' whole prompts: each unit keeps only its own parts
     rows, shown = _keyed(units, groups)
-    return _Part(rows, shown, [(u.prefix, u.suffix) for _, u in units])
+    return _Part(rows, shown, [(u.prefix, u.suffix) for _, u in units], files[0][0])
+
+
+READ_AHEAD = 2
+"""Tasks read ahead of the one the import is writing: enough to keep both threads busy, few
+enough that the rows held wait for the writer, not pile up."""
 
 
 def _read_tasks(
     tasks: list[list[tuple[int, Path]]], groups: np.ndarray, metric: str | None
 ) -> Iterator[_Part]:
-    """``_read_task`` of each task, in order, on two threads; a task's error is raised in its
-    turn, and the tasks not started are dropped."""
+    """``_read_task`` of each task, in order, on two threads, at most ``READ_AHEAD`` tasks
+    beyond the one being consumed; a task's error is raised in its turn, and the tasks not
+    started are dropped."""
     pool = ThreadPoolExecutor(max_workers=2)
+    pending: deque = deque()
     try:
-        pending = [pool.submit(_read_task, task, groups, metric) for task in tasks]
-        for future in pending:
-            yield future.result()
+        for task in tasks:
+            pending.append(pool.submit(_read_task, task, groups, metric))
+            if len(pending) > READ_AHEAD:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -549,7 +561,7 @@ def _model_names(path: Path, runs: list[DetailsRun], model: str | None) -> dict[
     return {m: m for m in in_tree}
 
 
-def read_lighteval(
+def iter_lighteval(
     path: Path,
     *,
     model: str | None,
@@ -557,59 +569,92 @@ def read_lighteval(
     seed: int | None = None,
     latest: bool = False,
     progress: Progress | None = None,
-) -> pa.Table:
+    notice: Callable[[str], None] | None = None,
+) -> Iterator[pa.Table]:
     """Read lighteval details parquet files: a file, a run folder, a model's folder, an output tree.
 
-    Returns the normalized table of ``app.importers.common`` (not validated: the caller does that).
-    ``benchmark`` is the raw task string from the file name (``leaderboard|mmlu:anatomy|5``); the
-    seed of each run comes from its results file unless ``seed`` is given (see ``plan_files``).
-    Rows are stored under ``model``, or, when it is None, under each run's model as the tree
-    names it (an output folder of several models imports them all). The rows of one sample of a
-    (model, task) come side by side, in seed order (``ingest``'s ``grouped_by_sample``).
+    Yields the normalized table of ``app.importers.common`` (not validated: the caller does that)
+    a task of files at a time (``_tasks``: whole (model, task) groups, every seed of them, a few
+    MB on disk), so that an import holds one task's rows, not the tree's. ``benchmark`` is the raw
+    task string from the file name (``leaderboard|mmlu:anatomy|5``); the seed of each run comes
+    from its results file unless ``seed`` is given (see ``plan_files``; ``notice`` hears of runs
+    without one). Rows are stored under
+    ``model``, or, when it is None, under each run's model as the tree names it (an output folder
+    of several models imports them all). The rows of one sample of a (model, task) come side by
+    side, in seed order (``ingest``'s ``grouped_by_sample``).
     """
     runs = find_runs(Path(path))
     names = _model_names(Path(path), runs, model)
     # the seeds of one (model, task) in a row: a task of files keyed together then holds
     # every seed of its groups, whose rows of one sample it puts side by side (``_keyed``)
     planned = sorted(
-        plan_files(runs, seed=seed, latest=latest),
+        plan_files(runs, seed=seed, latest=latest, notice=notice),
         key=lambda p: (p[0] is None, p[0] or "", p[1], p[2]),
     )
     group_of = {}
     groups = np.asarray([group_of.setdefault(p[:2], len(group_of)) for p in planned], np.int64)
     files = [f for _, _, _, f in planned]
-    parts: list[_Part] = []
-    templates: list[tuple[str | None, str | None]] = []  # per file: its prompts' (prefix, suffix)
-    for part in _read_tasks(_tasks(files, groups), groups, metric):
-        parts.append(part)
-        templates.extend(part.templates)
-        if progress:
-            progress("read files", len(templates), len(planned))
-    if not sum(p.rows.num_rows for p in parts):
-        raise InputError(f"{path}: the lighteval details files contain no rows")
-    table = pa.concat_tables([p.rows for p in parts])
-    displayed = pa.chunked_array([p.shown for p in parts], pa.string())
-    # one chunk per column, as the store's insert wants it (``app.db.ingest``), combined here a
-    # column at a time: each column's parts are let go before the next is copied, so the copy
-    # reuses their memory instead of the insert combining a second whole table (one model of
-    # the paper's layout: peak memory 630 -> 600 MB; the time within the noise, -0.15, -0.16
-    # and +0.07 s in three A/Bs of 8 alternating imports)
-    del parts
-    for index, name in enumerate(table.column_names):
-        table = table.set_column(index, name, one_array(table.column(index)))
-    displayed = one_array(displayed)
-    unit = one_array(table["unit"])
-    sample_id = table["sample_id"]
+    stored = sorted(set(names.values()))
     tasks = pa.array([task for _, task, _, _ in planned], pa.string())
     seeds = pa.array([s for _, _, s, _ in planned], pa.int32())
-    stored = sorted(set(names.values()))
-    model_of_unit = pa.array([stored.index(names[m]) for m, _, _, _ in planned], pa.int32())
+    model_of_file = pa.array([stored.index(names[m]) for m, _, _, _ in planned], pa.int32())
+    done = rows = 0
+    waiting: list[_Part] = []
+    for part in _read_tasks(_tasks(files, groups), groups, metric):
+        done += len(part.templates)
+        if progress:
+            progress("read files", done, len(planned))
+        waiting.append(part)
+        rows += part.rows.num_rows
+        if sum(p.rows.nbytes for p in waiting) >= BATCH_BYTES:
+            yield _normalized(_joined(waiting), model_of_file, stored, tasks, seeds)
+            waiting = []
+    if any(p.rows.num_rows for p in waiting):
+        yield _normalized(_joined(waiting), model_of_file, stored, tasks, seeds)
+    if not rows:
+        raise InputError(f"{path}: the lighteval details files contain no rows")
+
+
+BATCH_BYTES = 64 << 20
+"""Bytes of rows (in memory, answers included) a batch gathers before the store writes it: tasks
+of a tree of long answers hold a few hundred rows, and each batch costs the store a few dozen ms
+of SQL whatever its size (40,320 answers of ~4,000 tokens: 97 batches of a task each, 2.5 s of
+it)."""
+
+
+def _joined(parts: list[_Part]) -> _Part:
+    """Consecutive tasks' parts as one (their files are numbered in a row)."""
+    if len(parts) == 1:
+        return parts[0]
+    return _Part(
+        pa.concat_tables([p.rows for p in parts]),
+        pa.chunked_array([p.shown for p in parts], pa.string()),
+        [t for p in parts for t in p.templates],
+        parts[0].first_file,
+    )
+
+
+def read_lighteval(path: Path, **options) -> pa.Table:
+    """``iter_lighteval``'s tables as one (what tests and small tools want; imports stream)."""
+    return pa.concat_tables(iter_lighteval(path, **options)).unify_dictionaries()
+
+
+def _normalized(
+    part: _Part, model_of_file: pa.Array, stored: list[str], tasks: pa.Array, seeds: pa.Array
+) -> pa.Table:
+    """A task's rows in the normalized columns; names and seeds by each row's file number."""
+    table = part.rows
+    file = one_array(table["unit"])
+    first = part.first_file
+    local = pc.subtract(file, first)  # the file's place among the task's files
     return build_table(
         {
-            "model": pa.DictionaryArray.from_arrays(pc.take(model_of_unit, unit), stored),
-            "seed": pc.take(seeds, unit),
-            "benchmark": pa.DictionaryArray.from_arrays(unit, tasks),
-            "sample_id": sample_id,
+            "model": pa.DictionaryArray.from_arrays(pc.take(model_of_file, file), stored),
+            "seed": pc.take(seeds, file),
+            "benchmark": pa.DictionaryArray.from_arrays(
+                local, tasks.slice(first, len(part.templates))
+            ),
+            "sample_id": table["sample_id"],
             "correct": table["correct"],
             "num_choices": table["num_choices"],
             "prompt": table["prompt"],
@@ -617,8 +662,8 @@ def read_lighteval(
             "prediction": table["prediction"],
             "gold": table["gold"],
             "choices": table["choices"],
-            "question": displayed,
-            **_template_columns(templates, unit),
+            "question": part.shown,
+            **_template_columns(part.templates, local),
         }
     )
 

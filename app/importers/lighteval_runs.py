@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,29 +160,38 @@ def find_runs(path: Path) -> list[DetailsRun]:
 
 
 def plan_files(
-    runs: list[DetailsRun], *, seed: int | None, latest: bool
+    runs: list[DetailsRun],
+    *,
+    seed: int | None,
+    latest: bool,
+    notice: Callable[[str], None] | None = None,
 ) -> list[tuple[str | None, str, int, Path]]:
     """(model, task, seed, file) to import: each run's seed (or ``seed`` for all), one file per
     (model, task, seed).
 
-    A run without a seed is an error naming it; two runs of one model's task with one seed are an
-    error naming both, unless ``latest`` (the later timestamp wins).
+    A run without a seed (lighteval's greedy runs write ``"seed": null``; a details folder may
+    come without its results file) is imported as seed 0, and ``notice`` is told so in one line;
+    several runs without a seed holding one model's task are an error naming them. Two runs of
+    one model's task with one seed are an error naming both, unless ``latest`` (the later
+    timestamp wins).
     """
+    unseeded: dict[tuple[str | None, str], list[DetailsRun]] = {}
+    if seed is None:
+        for run in runs:
+            if run.seed is None:
+                for task in run.files:
+                    unseeded.setdefault((run.model, task), []).append(run)
     chosen: dict[tuple[str | None, str, int], tuple[DetailsRun, Path]] = {}
     for run in runs:
         run_seed = seed if seed is not None else run.seed
         if run_seed is None:
-            where = (
-                f"its results file {run.results} has no seed under config_general's "
-                "generation_parameters"
-                if run.results is not None
-                else f"no results_{run.timestamp}.json was found (lighteval writes it to "
-                "OUT/results/<org>/<model>/)"
-            )
-            raise InputError(
-                f"run {run.timestamp} ({run.folder}): cannot tell its seed: {where}; import the "
-                "output folder that holds both details/ and results/, or pass --seed N"
-            )
+            _refuse_unseeded_twins(run, unseeded, latest)
+            run_seed = UNSEEDED
+            if notice is not None:
+                notice(
+                    f"run {run.timestamp} ({run.folder}): no seed ({_why_unseeded(run)}); "
+                    f"imported as seed {UNSEEDED} (--seed N sets another)"
+                )
         for task, file in run.files.items():
             key = (run.model, task, run_seed)
             if key in chosen:
@@ -194,3 +204,34 @@ def plan_files(
                 # runs are in timestamp order: the later one replaces the earlier
             chosen[key] = (run, file)
     return [(m, task, s, file) for (m, task, s), (_, file) in chosen.items()]
+
+
+UNSEEDED = 0
+"""The seed of a run that names none (a greedy run: every seed alike)."""
+
+
+def _why_unseeded(run: DetailsRun) -> str:
+    if run.results is None:
+        return (
+            f"no results_{run.timestamp}.json was found (lighteval writes it to "
+            "OUT/results/<org>/<model>/)"
+        )
+    return f"{run.results.name} has no seed in config_general's generation_parameters"
+
+
+def _refuse_unseeded_twins(
+    run: DetailsRun, unseeded: dict[tuple[str | None, str], list[DetailsRun]], latest: bool
+) -> None:
+    """Several runs without a seed holding one task cannot all be seed 0: an error naming them
+    (``latest`` keeps the later one instead)."""
+    if latest:
+        return
+    for task in run.files:
+        twins = unseeded.get((run.model, task), [])
+        if len(twins) > 1:
+            named = ", ".join(f"{r.timestamp} ({r.folder})" for r in twins)
+            raise InputError(
+                f"task {task!r} has {len(twins)} runs without a seed: {named}; import each "
+                "run's folder with its own --seed N (e.g. --seed 0, then --seed 1), or pass "
+                "--latest to keep the later run"
+            )

@@ -39,7 +39,7 @@ chat model still writes the answer in the base model's format.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -157,7 +157,7 @@ def _choose_filter(
     return default, "default"
 
 
-def read_lm_eval(
+def iter_lm_eval(
     path: Path,
     *,
     model: str,
@@ -165,13 +165,14 @@ def read_lm_eval(
     filter_name: list[str] | tuple[str, ...] | str | None = None,
     seed: int = 0,
     on_filter: Callable[[str, str, list[str], str], None] | None = None,
-) -> pa.Table:
+) -> Iterator[pa.Table]:
     """Read lm-eval ``samples_*.jsonl`` (one file, or a directory searched recursively), and
     lm-eval 0.4.0-0.4.2 runs' samples (``lm_eval_legacy``: at ``path`` or below it).
 
-    Returns the normalized table of ``app.importers.common`` (not validated: the caller does that).
-    ``benchmark`` is the raw task name from the file name; ``sample_id`` is ``str(doc_id)``.
-    ``on_filter(task, taken, filters, why)`` is told the filter taken for each task with several.
+    Yields the normalized table of ``app.importers.common`` (not validated: the caller does
+    that), a task's file at a time. ``benchmark`` is the raw task name from the file name;
+    ``sample_id`` is ``str(doc_id)``. ``on_filter(task, taken, filters, why)`` is told the filter
+    taken for each task with several.
     """
     chosen_filters = parse_filter_options(filter_name)
     by_task: dict[str, _TaskFile] = {}
@@ -184,25 +185,30 @@ def read_lm_eval(
             )
         by_task[found.task] = found
 
-    parts = []
+    any_rows = False
     for task, found in by_task.items():
         columns = _read_task(found, metric, chosen_filters, on_filter)
         if columns is None:
             continue
         n = len(columns["sample_id"])
-        parts.append(
-            build_table(
-                {
-                    "model": pa.array([model] * n, pa.string()),
-                    "benchmark": pa.array([task] * n, pa.string()),
-                    "seed": pa.array(np.full(n, seed, np.int32)),
-                    **columns,
-                }
-            )
+        if not n:
+            continue
+        any_rows = True
+        yield build_table(
+            {
+                "model": pa.array([model] * n, pa.string()),
+                "benchmark": pa.array([task] * n, pa.string()),
+                "seed": pa.array(np.full(n, seed, np.int32)),
+                **columns,
+            }
         )
-    if not parts:
+    if not any_rows:
         raise InputError(f"{path}: the lm-eval samples files contain no samples")
-    return pa.concat_tables(parts)
+
+
+def read_lm_eval(path: Path, **options) -> pa.Table:
+    """``iter_lm_eval``'s tables as one (what tests and small tools want; imports stream)."""
+    return pa.concat_tables(iter_lm_eval(path, **options)).unify_dictionaries()
 
 
 class _TaskFile(NamedTuple):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -48,8 +49,16 @@ DICTIONARY_COLUMNS = (
 )
 
 
-def read_table(path: Path, *, model: str | None = None) -> pa.Table:
-    """Read a generic results table into the normalized schema (not yet validated for keys)."""
+BATCH_ROWS = 200_000
+"""Rows of a table file read, checked and stored at a time: an import's memory holds one batch."""
+
+
+def iter_table(
+    path: Path, *, model: str | None = None, batch_rows: int | None = None
+) -> Iterator[pa.Table]:
+    """Read a generic results table into the normalized schema (not yet validated for keys),
+    ``batch_rows`` rows at a time (``BATCH_ROWS``): Parquet by record batches, CSV by blocks,
+    JSON lines by lines. Rows are numbered across batches in messages."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
@@ -58,11 +67,40 @@ def read_table(path: Path, *, model: str | None = None) -> pa.Table:
         raise InputError(f"{path}: unknown file type {path.suffix!r}; use .csv, .jsonl or .parquet")
     if path.stat().st_size == 0:
         raise InputError(f"{path}: the file is empty; no rows to import")
-    raw = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}[fmt](path)
-    return _normalize(raw, path.name, model)
+    size = batch_rows or BATCH_ROWS
+    reader = {"csv": _csv_batches, "jsonl": _jsonl_batches, "parquet": _parquet_batches}[fmt]
+    first_row = 1
+    for raw in _rebatched(reader(path, size), size):
+        yield _normalize(raw, path.name, model, first_row)
+        first_row += raw.num_rows
+    if first_row == 1:
+        message = {"jsonl": "the file has only blank lines"}.get(fmt, "the file has only a header")
+        raise InputError(f"{path.name}: no rows to import ({message})")
 
 
-def _read_csv(path: Path) -> pa.Table:
+def read_table(path: Path, *, model: str | None = None) -> pa.Table:
+    """``iter_table``'s batches as one table (tests and small tools; imports stream)."""
+    return pa.concat_tables(iter_table(path, model=model)).unify_dictionaries()
+
+
+def _rebatched(tables: Iterator[pa.Table], size: int) -> Iterator[pa.Table]:
+    """The rows of ``tables`` in tables of ``size`` rows (the last one fewer), none empty."""
+    waiting: list[pa.Table] = []
+    held = 0
+    for table in tables:
+        while table.num_rows:
+            take = min(size - held, table.num_rows)
+            waiting.append(table.slice(0, take))
+            held += take
+            table = table.slice(take)
+            if held == size:
+                yield pa.concat_tables(waiting).unify_dictionaries()
+                waiting, held = [], 0
+    if held:
+        yield pa.concat_tables(waiting).unify_dictionaries()
+
+
+def _csv_batches(path: Path, size: int) -> Iterator[pa.Table]:
     with path.open("rb") as fh:
         first = fh.readline()
     try:
@@ -78,9 +116,11 @@ def _read_csv(path: Path) -> pa.Table:
             f"{path.name}: the file has no header row; the first line must name the columns"
         )
     try:
-        table = pacsv.read_csv(
+        reader = pacsv.open_csv(
             path,
-            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, use_threads=True),
+            read_options=pacsv.ReadOptions(
+                column_names=names, skip_rows=1, use_threads=True, block_size=CSV_BLOCK_BYTES
+            ),
             # prompts and responses span lines inside quotes
             parse_options=pacsv.ParseOptions(newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(
@@ -89,18 +129,31 @@ def _read_csv(path: Path) -> pa.Table:
                 quoted_strings_can_be_null=False,
             ),
         )
+        for batch in reader:
+            yield pa.Table.from_batches([batch])
     except pa.ArrowInvalid as exc:
         message = str(exc)
         if "UTF8" in message or "utf8" in message.lower():
             raise InputError(f"{path.name}: not UTF-8 text; save the file as UTF-8") from exc
         raise InputError(f"{path.name}: malformed CSV: {message.splitlines()[0]}") from exc
-    return table
 
 
-def _read_jsonl(path: Path) -> pa.Table:
-    rows = [record for _, record in json_objects(path, path.name)]
-    if not rows:
-        raise InputError(f"{path.name}: no rows to import (the file has only blank lines)")
+CSV_BLOCK_BYTES = 16 << 20
+"""Bytes of a CSV file parsed at a time (a quoted value must fit in one)."""
+
+
+def _jsonl_batches(path: Path, size: int) -> Iterator[pa.Table]:
+    rows: list[dict] = []
+    for _, record in json_objects(path, path.name):
+        rows.append(record)
+        if len(rows) == size:
+            yield _json_table(rows)
+            rows = []
+    if rows:
+        yield _json_table(rows)
+
+
+def _json_table(rows: list[dict]) -> pa.Table:
     names = list(dict.fromkeys(key for row in rows for key in row))
     return pa.table(
         {n: pa.array([_json_cell(row.get(n)) for row in rows], type=pa.string()) for n in names}
@@ -117,22 +170,25 @@ def _json_cell(value: object) -> str | None:
     return str(value)
 
 
-def _read_parquet(path: Path) -> pa.Table:
+def _parquet_batches(path: Path, size: int) -> Iterator[pa.Table]:
     try:
-        schema = pq.read_schema(path)
+        parquet = pq.ParquetFile(path)
         wanted = {c.strip() for c in DICTIONARY_COLUMNS}
         as_dictionary = [
             f.name
-            for f in schema
+            for f in parquet.schema_arrow
             if f.name.strip() in wanted
             and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
         ]
-        table = pq.read_table(path, read_dictionary=as_dictionary or None)
+        if as_dictionary:
+            parquet = pq.ParquetFile(path, read_dictionary=as_dictionary)
+        for batch in parquet.iter_batches(batch_size=size):
+            table = pa.Table.from_batches([batch])
+            yield table.rename_columns([c.strip() for c in table.column_names])
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(
             f"{path.name}: not a readable Parquet file ({str(exc).splitlines()[0]})"
         ) from exc
-    return table.rename_columns([c.strip() for c in table.column_names])
 
 
 def _as_string(col: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -153,12 +209,16 @@ def _trimmed(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return map_values(_as_string(col), pc.utf8_trim_whitespace)
 
 
-def _first_bad(mask: pa.ChunkedArray, values: pa.ChunkedArray) -> tuple[int, object]:
+def _first_bad(
+    mask: pa.ChunkedArray, values: pa.ChunkedArray, first_row: int
+) -> tuple[int, object]:
+    """(the number of the first row ``mask`` marks, counting the batch's first as ``first_row``;
+    its value)."""
     row = pc.index(mask, True).as_py()
-    return row + 1, values[row].as_py()
+    return row + first_row, values[row].as_py()
 
 
-def _parse_correct(col: pa.ChunkedArray, source: str) -> pa.ChunkedArray:
+def _parse_correct(col: pa.ChunkedArray, source: str, first_row: int) -> pa.ChunkedArray:
     if pa.types.is_boolean(col.type):
         parsed = col
     else:
@@ -173,45 +233,47 @@ def _parse_correct(col: pa.ChunkedArray, source: str) -> pa.ChunkedArray:
         kind = map_values(col, classify)  # per distinct value when dictionary-encoded
         bad = pc.fill_null(pc.equal(kind, -1), True)
         if pc.any(bad).as_py():
-            row, value = _first_bad(bad, col)
+            row, value = _first_bad(bad, col, first_row)
             raise InputError(
                 f"{source}: row {row}: correct must be 0/1 or true/false, got {value!r}; "
                 "non-binary scores cannot be counted as flips"
             )
         parsed = pc.equal(kind, 1)
     if parsed.null_count:
-        row, _ = _first_bad(pc.is_null(parsed), parsed)
+        row, _ = _first_bad(pc.is_null(parsed), parsed, first_row)
         raise InputError(f"{source}: row {row}: correct is empty; it must be 0/1 or true/false")
     return parsed
 
 
-def _parse_int(col: pa.ChunkedArray, name: str, source: str, *, nullable: bool) -> pa.ChunkedArray:
+def _parse_int(
+    col: pa.ChunkedArray, name: str, source: str, first_row: int, *, nullable: bool
+) -> pa.ChunkedArray:
     if pa.types.is_integer(col.type):
         if not nullable and col.null_count:
-            row, _ = _first_bad(pc.is_null(col), col)
+            row, _ = _first_bad(pc.is_null(col), col, first_row)
             raise InputError(f"{source}: row {row}: {name} is empty; it must be an integer")
         return pc.cast(col, pa.int64())
     if pa.types.is_dictionary(col.type) and not col.null_count:
         # parse each distinct value once, then check and take per row (same messages)
         parsed = map_values(col, lambda values: _parse_int_values(values))
         if not nullable and parsed.null_count:
-            row, _ = _first_bad(pc.is_null(parsed), col)
+            row, _ = _first_bad(pc.is_null(parsed), col, first_row)
             raise InputError(f"{source}: row {row}: {name} is empty; it must be an integer")
         bad = pc.equal(parsed, _BAD_INT)
         if pc.any(bad).as_py():
-            row, value = _first_bad(pc.fill_null(bad, False), col)
+            row, value = _first_bad(pc.fill_null(bad, False), col, first_row)
             kind = "an integer (or empty for a generative item)" if nullable else "an integer"
             raise InputError(f"{source}: row {row}: {name} must be {kind}, got {value!r}")
         return parsed
     text = pc.utf8_trim_whitespace(_as_string(col))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
     if not nullable and text.null_count:
-        row, _ = _first_bad(pc.is_null(text), text)
+        row, _ = _first_bad(pc.is_null(text), text, first_row)
         raise InputError(f"{source}: row {row}: {name} is empty; it must be an integer")
     ok = pc.match_substring_regex(text, r"^[+-]?\d+$")
     bad = pc.fill_null(pc.invert(ok), False)
     if pc.any(bad).as_py():
-        row, value = _first_bad(bad, col)
+        row, value = _first_bad(bad, col, first_row)
         kind = "an integer (or empty for a generative item)" if nullable else "an integer"
         raise InputError(f"{source}: row {row}: {name} must be {kind}, got {value!r}")
     return pc.cast(_without_plus(text), pa.int64())
@@ -241,7 +303,8 @@ def _parse_int_values(values: pa.Array) -> pa.Array:
     )
 
 
-def _normalize(raw: pa.Table, source: str, model: str | None) -> pa.Table:
+def _normalize(raw: pa.Table, source: str, model: str | None, first_row: int = 1) -> pa.Table:
+    """One batch of a table file in the normalized columns; rows numbered from ``first_row``."""
     present = set(raw.column_names)
     required = REQUIRED if model else ("model", *REQUIRED)
     missing = [c for c in required if c not in present]
@@ -280,14 +343,14 @@ def _normalize(raw: pa.Table, source: str, model: str | None) -> pa.Table:
         )
     columns["benchmark"] = _trimmed(raw["benchmark"])
     columns["sample_id"] = _trimmed(raw["sample_id"])
-    columns["correct"] = _parse_correct(raw["correct"], source)
+    columns["correct"] = _parse_correct(raw["correct"], source, first_row)
     if "seed" in present:
-        columns["seed"] = _parse_int(raw["seed"], "seed", source, nullable=False)
+        columns["seed"] = _parse_int(raw["seed"], "seed", source, first_row, nullable=False)
     else:
         columns["seed"] = pa.array(np.zeros(n, np.int32))
     if "num_choices" in present:
         columns["num_choices"] = _parse_int(
-            raw["num_choices"], "num_choices", source, nullable=True
+            raw["num_choices"], "num_choices", source, first_row, nullable=True
         )
     for name in TEXT_COLUMNS:
         if name in present:

@@ -7,9 +7,9 @@ JSON; the base model prompted few-shot, the post model through a chain-of-though
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from tests.paper_layout import Item, make_items, write_run
@@ -186,24 +186,62 @@ def test_duplicated_question_is_reported_not_mispaired(cli, tmp_path):
     assert (rec["n"], rec["n_11"], rec["n_10"], rec["n_01"], rec["n_00"]) == (3, 1, 0, 1, 1)
 
 
-def test_run_without_a_seed_is_refused_and_nothing_written(cli, tmp_path):
+def _greedy_run(out, timestamp, tasks, *, model=BASE_MODEL):
+    """A run as lighteval writes a greedy one: ``"seed": null`` in its generation parameters."""
+    write_run(out, model, timestamp, tasks, style="base", seed=None)
+    results = out / "results" / model / f"results_{timestamp}.json"
+    document = json.loads(results.read_text())
+    document["config_general"]["generation_parameters"]["seed"] = None
+    results.write_text(json.dumps(document))
+    return results
+
+
+def test_the_only_unseeded_run_of_a_task_imports_as_seed_0_and_says_so(cli, tmp_path):
     out = tmp_path / "out"
-    _write_tree(out, post_seeds=())
-    write_run(out, BASE_MODEL, "2025-07-01T11-00-00.000001", {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])},
-              style="base", seed=None)  # fmt: skip
+    _greedy_run(out, "2025-07-01T11-00-00.000001", {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])})
+    result = cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base")
+    told = [line for line in result.stderr.splitlines() if "no seed" in line]
+    assert len(told) == 1
+    assert "run 2025-07-01T11-00-00.000001" in told[0] and "imported as seed 0" in told[0]
+    assert {r[2] for r in cli.contents()["results"]} == {0}
+    assert len(cli.contents()["results"]) == len(ITEMS[NAVIGATE])
+    # a details folder without its results file is an unseeded run too
+    other = tmp_path / "other"
+    write_run(other, POST_MODEL, "2025-07-02T11-00-00.000001",
+              {NAVIGATE: (ITEMS[NAVIGATE], POST[NAVIGATE][0])}, style="chat", seed=None)  # fmt: skip
+    (other / "results" / POST_MODEL / "results_2025-07-02T11-00-00.000001.json").unlink()
+    result = cli("import", "lighteval", other / "details" / POST_MODEL, "--model", "post")
+    assert "no results_2025-07-02T11-00-00.000001.json was found" in result.stderr
+    assert "imported as seed 0" in result.stderr
+    report = cli("pair", "add", "base", "post").stdout
+    assert f"paired {len(ITEMS[NAVIGATE])} samples" in report
+
+
+def test_several_unseeded_runs_of_a_task_are_refused_naming_them(cli, tmp_path):
+    out = tmp_path / "out"
+    for timestamp in ("2025-07-01T11-00-00.000001", "2025-07-01T12-00-00.000001"):
+        _greedy_run(out, timestamp, {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])})
     before = cli.contents()
     result = cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base", ok=False)
     assert result.exit_code == 2
     message = result.stderr.strip()
     assert len(message.splitlines()) == 1
-    assert "run 2025-07-01T11-00-00.000001" in message and "--seed" in message
+    assert "2 runs without a seed" in message and "--seed" in message
+    assert "2025-07-01T11-00-00.000001" in message and "2025-07-01T12-00-00.000001" in message
     assert "nothing was imported" in message
     assert cli.contents() == before
-    # a missing results file is refused the same way
-    (out / "results" / BASE_MODEL / "results_2025-07-01T11-00-00.000001.json").unlink()
-    result = cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base", ok=False)
-    assert "no results_2025-07-01T11-00-00.000001.json was found" in result.stderr
-    assert cli.contents() == before
+    # each run's folder with its own seed resolves it
+    for seed, timestamp in enumerate(("2025-07-01T11-00-00.000001", "2025-07-01T12-00-00.000001")):
+        folder = out / "details" / BASE_MODEL / timestamp
+        cli("import", "lighteval", folder, "--model", "base", "--seed", str(seed))
+    assert {r[2] for r in cli.contents()["results"]} == {0, 1}
+    # an unseeded run beside a run of seed 0 of the same task: two runs for seed 0
+    _write_tree(tmp_path / "mixed", post_seeds=())
+    _greedy_run(tmp_path / "mixed", "2025-07-05T11-00-00.000001",
+                {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])})  # fmt: skip
+    result = cli("import", "lighteval", tmp_path / "mixed" / "details" / BASE_MODEL, "--model",
+                 "mixed", ok=False)  # fmt: skip
+    assert "seed 0 comes from two runs" in result.stderr
 
 
 def test_two_runs_of_a_task_with_one_seed_need_latest(cli, tmp_path):
@@ -430,7 +468,7 @@ def test_chain_of_thought_answers_past_one_string_arrays_limit_import_alike(tmp_
     from app import columns
     from app.db import open_store
     from app.db.pairing import add_pair
-    from app.importers import import_file, lighteval, read_source
+    from app.importers import import_file, lighteval
     from tests.store_contents import table_contents
 
     out = tmp_path / "out"
@@ -446,9 +484,7 @@ def test_chain_of_thought_answers_past_one_string_arrays_limit_import_alike(tmp_
     contents = {}
     for limit in (columns.OFFSET_LIMIT, 1_000):
         monkeypatch.setattr(columns, "OFFSET_LIMIT", limit)
-        read = read_source("lighteval", out, model=None)
-        large = pa.types.is_large_string(read["response"].type)
-        assert large == (limit == 1_000)
+        large = limit == 1_000
         store = open_store(tmp_path / f"limit_{limit}.duckdb")
         try:
             import_file(store, "lighteval", out)

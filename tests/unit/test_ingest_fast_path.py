@@ -23,6 +23,7 @@ from app.db.pairing import add_pair
 from app.db.store import open_store
 from app.errors import InputError
 from app.importers import import_file
+from app.importers import table as table_mod
 from app.importers.common import prepare
 from app.importers.table import read_table
 from tests.store_contents import table_contents
@@ -469,15 +470,15 @@ def test_import_of_unpaired_models_leaves_counts_alone_and_paired_models_refresh
     assert seed_pairs > 0  # the noise floor of the paired models
 
 
-def test_an_import_larger_than_one_insert_stores_every_row_once(tmp_path, monkeypatch):
-    """Imports above WRITE_CHUNK_ROWS go in several INSERTs of one transaction: the same rows
-    (with their run ids) as one INSERT stores."""
+def test_an_import_larger_than_one_batch_stores_every_row_once(tmp_path, monkeypatch):
+    """A file of more rows than a batch is read and written in batches of one transaction,
+    units spanning batches: the same rows (with their run ids) as one batch stores."""
     cols = rows_table(30, seeds=2)
     path = write_parquet(tmp_path / "f.parquet", cols)
     one, chunked = open_store(tmp_path / "one.duckdb"), open_store(tmp_path / "chunked.duckdb")
     try:
         import_file(one, "table", path)
-        monkeypatch.setattr(ingest_mod, "WRITE_CHUNK_ROWS", 7)
+        monkeypatch.setattr(table_mod, "BATCH_ROWS", 7)
         assert import_file(chunked, "table", path).rows_added == 120
         assert results(chunked) == results(one) and len(results(one)) == 120
     finally:

@@ -1,0 +1,198 @@
+"""Long answers, kept beside the database in Parquet files (``<db>.texts/``).
+
+A reasoning model's answer runs to thousands of tokens (the paper's chat models: up to 32,768
+new ones). Stored in the DuckDB file, such texts cost more than the rest of an import together:
+DuckDB writes long strings at about 50-100 MB/s on this machine, under a memory limit at half that
+(40,320 answers of ~4,000 tokens: 760 MB of text, an import of 26 s of which 21 s went to the
+answers; pyarrow reads the same files in 2-4 s). So an import writes every response longer than
+``LONG_TEXT_BYTES`` to one Parquet file of its own (zstd, small row groups), as it goes, and the
+row keeps a reference (``results.response_ref``: the file's id << 32 | the row in the file);
+shorter responses, and everything else of a row, stay in the database.
+
+The choice and its trade-off:
+
+- an answer costs about its compressed size (zstd, as DuckDB's own compression would), and an
+  import of long answers runs at the speed of reading them (bench/import_scale.py);
+- the database is then the DuckDB file *and* its ``.texts`` folder: copy, back up or move both
+  (a missing file shows as such in the drill-down, nothing else breaks: the map and the counts
+  never read answers);
+- the drill-down reads an answer's row group (``ROW_GROUP_ROWS`` answers) from its file, a few ms;
+  a text search (``q=``) scans the files with DuckDB's ``read_parquet``.
+
+All or nothing, as an import's transaction: the file is written as ``<name>.partial`` and named
+in ``text_files`` inside the transaction; only after the commit is it renamed to its name
+(``TextWriter.commit``). ``reconcile`` (at every read-write open) finishes a rename a crash cut
+short and deletes files no committed import names.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+Connection = duckdb.DuckDBPyConnection
+
+LONG_TEXT_BYTES = 1024
+"""Responses of at least this many bytes go to the import's answer file; shorter ones (a letter,
+a sentence) stay in their rows, where DuckDB stores them best."""
+ROW_GROUP_ROWS = 256
+"""Answers per Parquet row group: what the drill-down decodes to show one (a few MB at most)."""
+SUFFIX = ".parquet"
+PARTIAL = ".partial"
+MISSING = "[this answer's file {name} is missing from {folder}: restore it beside the database]"
+
+
+def folder_of(database: Path) -> Path:
+    """Where the answer files of a database file live: ``<file>.texts`` beside it."""
+    return database.with_name(database.name + ".texts")
+
+
+def database_path(conn: Connection) -> Path:
+    (path,) = conn.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()[0]
+    return Path(path)
+
+
+class TextWriter:
+    """One import's answer file: ``split`` each batch's responses, ``finish`` in the
+    transaction, then ``commit`` after it (or ``discard`` when it failed)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.file_id: int | None = None
+        self.name: str | None = None
+        self.writer = None  # a pyarrow.parquet.ParquetWriter, once a long answer comes
+        self.rows = 0
+        self.bytes = 0
+
+    def split(self, conn: Connection, responses: pa.Array) -> tuple[pa.Array, pa.Array]:
+        """(responses with the long ones taken out, per row the reference of its long one or
+        null); the long ones are written to this import's file."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if isinstance(responses, pa.ChunkedArray):
+            responses = responses.combine_chunks()
+        n = len(responses)
+        lengths = pc.binary_length(responses)
+        long = pc.fill_null(pc.greater_equal(lengths, LONG_TEXT_BYTES), False)
+        count = pc.sum(long).as_py() or 0
+        if not count:
+            return responses, pa.nulls(n, pa.int64())
+        if self.writer is None:
+            self._open(conn)
+        texts = pc.filter(responses, long).cast(pa.large_string())
+        refs = (self.file_id << 32) + self.rows + np.arange(count, dtype=np.int64)
+        self.writer.write_table(
+            pa.Table.from_arrays([pa.array(refs), texts], names=["ref", "text"]),
+            row_group_size=ROW_GROUP_ROWS,
+        )
+        self.rows += count
+        self.bytes += pc.sum(pc.binary_length(texts)).as_py()
+        mask = np.asarray(long.to_numpy(zero_copy_only=False), bool)
+        ref_column = np.zeros(n, np.int64)
+        ref_column[mask] = refs
+        inline = pc.if_else(long, pa.nulls(n, responses.type), responses)
+        return inline, pa.array(ref_column, mask=~mask)
+
+    def _open(self, conn: Connection) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.file_id = conn.execute("SELECT nextval('text_files_id_seq')").fetchall()[0][0]
+        self.name = f"{self.file_id:08d}-{uuid.uuid4().hex}{SUFFIX}"
+        self.writer = pq.ParquetWriter(
+            self.folder / (self.name + PARTIAL),
+            pa.schema([("ref", pa.int64()), ("text", pa.large_string())]), compression="zstd",
+            compression_level=1, use_dictionary=False,
+        )  # fmt: skip
+
+    def finish(self, conn: Connection) -> None:
+        """Close the file and name it in ``text_files`` (inside the import's transaction)."""
+        if self.writer is None:
+            return
+        self.writer.close()
+        conn.execute(
+            "INSERT INTO text_files (id, name, rows, bytes) VALUES (?, ?, ?, ?)",
+            [self.file_id, self.name, self.rows, self.bytes],
+        )
+
+    def commit(self) -> None:
+        """The transaction committed: the file takes its name."""
+        if self.name is not None:
+            (self.folder / (self.name + PARTIAL)).rename(self.folder / self.name)
+
+    def discard(self) -> None:
+        """The transaction was rolled back: the file goes."""
+        if self.writer is not None:
+            self.writer.close()
+        if self.name is not None:
+            (self.folder / (self.name + PARTIAL)).unlink(missing_ok=True)
+
+
+def reconcile(conn: Connection, folder: Path) -> None:
+    """Finish what a crash left: a committed file still ``.partial`` is renamed, a file no
+    committed import names (its import rolled back, or never committed) is deleted."""
+    if not folder.is_dir():
+        return
+    named = {name for (name,) in conn.execute("SELECT name FROM text_files").fetchall()}
+    for path in folder.iterdir():
+        name = path.name.removesuffix(PARTIAL)
+        if name not in named:
+            path.unlink(missing_ok=True)
+        elif path.name.endswith(PARTIAL):
+            path.rename(folder / name)
+
+
+def read_texts(conn: Connection, refs: list[int]) -> dict[int, str]:
+    """The texts of answer references (each row group read once; a missing file's texts say
+    so, ``MISSING``)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    wanted = sorted({int(r) for r in refs if r is not None})
+    if not wanted:
+        return {}
+    folder = folder_of(database_path(conn))
+    ids = sorted({r >> 32 for r in wanted})
+    names = dict(
+        conn.execute(
+            "SELECT id, name FROM text_files WHERE id IN (SELECT unnest(?))", [ids]
+        ).fetchall()
+    )
+    found: dict[int, str] = {}
+    for file_id in ids:
+        mine = [r for r in wanted if r >> 32 == file_id]
+        path = folder / names.get(file_id, "")
+        if file_id not in names or not path.is_file():
+            message = MISSING.format(name=names.get(file_id, f"#{file_id}"), folder=folder)
+            found.update(dict.fromkeys(mine, message))
+            continue
+        parquet = pq.ParquetFile(path)
+        starts = np.cumsum(
+            [0] + [parquet.metadata.row_group(g).num_rows for g in range(parquet.num_row_groups)]
+        )
+        rows = np.asarray([r & 0xFFFFFFFF for r in mine], np.int64)
+        groups = np.searchsorted(starts, rows, side="right") - 1
+        for group in np.unique(groups).tolist():
+            texts = parquet.read_row_group(group, columns=["text"])["text"]
+            for ref, row in zip(mine, rows.tolist(), strict=True):
+                if starts[group] <= row < starts[group + 1]:
+                    found[ref] = texts[row - int(starts[group])].as_py()
+    return found
+
+
+def answer_files(conn: Connection) -> list[str]:
+    """The paths of the database's answer files that are in place (for ``read_parquet``)."""
+    folder = folder_of(database_path(conn))
+    names = [name for (name,) in conn.execute("SELECT name FROM text_files").fetchall()]
+    return [str(folder / n) for n in names if (folder / n).is_file()]
