@@ -15,7 +15,6 @@ Alembic's migrations; importing it and duckdb-engine cost every CLI process abou
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,14 +31,10 @@ SCHEMA_SNAPSHOT = MIGRATIONS_DIR / "schema.sql"
 
 
 MEMORY_LIMIT = "256MB"
-"""What DuckDB may hold in memory (it spills to ``<db>.tmp`` beyond it). Without a limit it keeps
-what an import inserts up to 80% of RAM: 40,000 answers of 18 kB inserted by one statement took
-1.5 GB of RSS, 0.38 GB at a 100 MB limit (bench/import_scale.py measures imports under it)."""
-
-
-def memory_limit() -> str:
-    """``$FORGETMAP_DUCKDB_MEMORY`` (a DuckDB size, e.g. ``1GB``), else ``MEMORY_LIMIT``."""
-    return os.environ.get("FORGETMAP_DUCKDB_MEMORY") or MEMORY_LIMIT
+"""What DuckDB may hold in memory by default (it spills to ``<db>.tmp`` beyond it). Without a limit
+it keeps what an import inserts up to 80% of RAM: 40,000 answers of 18 kB inserted by one
+statement took 1.5 GB of RSS, 0.38 GB at a 100 MB limit (bench/import_scale.py measures imports
+under it)."""
 
 
 class StoreError(RuntimeError):
@@ -80,8 +75,11 @@ def schema_ddl(conn: Connection) -> list[str]:
 class Store:
     """A DuckDB file with forgetmap's schema. Use ``transaction()`` for every unit of work."""
 
-    def __init__(self, path: Path | str, *, read_only: bool = False):
+    def __init__(
+        self, path: Path | str, *, read_only: bool = False, memory_limit: str = MEMORY_LIMIT
+    ):
         self.path = Path(path)
+        self.memory_limit = memory_limit
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif not self.path.exists():
@@ -109,7 +107,7 @@ class Store:
     def _connect(self) -> Connection:
         try:
             return duckdb.connect(
-                str(self.path), read_only=self.read_only, config={"memory_limit": memory_limit()}
+                str(self.path), read_only=self.read_only, config={"memory_limit": self.memory_limit}
             )
         except duckdb.Error as exc:
             message = str(exc).splitlines()[0]

@@ -1,0 +1,167 @@
+"""Import memory and time against rows and answer length: does an import scale with its files?
+
+Writes one model's lighteval tree in the paper's layout (tests/paper_layout.py: lighteval 0.10
+flat details, a chat model reasoning before "Answer: $LETTER", one run, each answer's token ids
+in ``cont_tokens`` and the prompt's in ``input_tokens``, as lighteval keeps them) at each size
+(``--scales``: 1x = ``--tasks`` tasks of ``--per-task`` questions; 4x and 16x as many tasks) and
+answer length (``--answers``: tokens on average; 0 = the fixture's one-line answers), then runs,
+each in a fresh process measured by ``/usr/bin/time -v`` (wall time, peak RSS):
+
+- ``pyarrow``: ``pq.read_table`` of every details file, every column (the baseline);
+- ``pyarrow kept``: the same files, only the columns an import reads (its projection);
+- ``duckdb kept``: DuckDB's ``read_parquet`` over the files, the same columns, aggregated;
+- ``import``: ``forgetmap import lighteval`` of the tree into a fresh database.
+
+Prints one row per tree: rows, files' size, each reader's and the import's time and peak
+memory (medians of ``--repeat`` rounds, the four alternating), the import's ratio to pyarrow's
+read, and what the database holds: its file, the answer files beside it (``app/db/texts.py``),
+and both per million rows. Goals (issue 39): the import within 2x of pyarrow's read, long and
+short answers alike; peak memory independent of rows (4x the rows within 1.25x or +150 MB) and
+under 1 GB at 4,000-token answers.
+
+    .venv/bin/python bench/import_scale.py                     # 1x/4x/16x x 0/400/4000 tokens (~5 min)
+    .venv/bin/python bench/import_scale.py --scales 1,4 --answers 0,4000 --repeat 3
+    .venv/bin/python bench/import_scale.py --workdir /tmp/is --keep   # reuse the written trees
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.paper_layout import make_items, write_run  # noqa: E402
+
+MODEL = "Qwen/Qwen2.5-7B-Instruct"
+KEPT = ["example", "full_prompt", "predictions", "choices", "gold_index", "gold", "metrics",
+        "specifics"]  # fmt: skip
+CLI_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+PYARROW = """
+import sys, pyarrow.parquet as pq
+from pathlib import Path
+files = sorted(Path(sys.argv[1]).rglob("details_*.parquet"))
+columns = sys.argv[2].split(",") if len(sys.argv) > 2 else None
+print(sum(pq.read_table(f, columns=columns).num_rows for f in files))
+"""
+DUCKDB = """
+import sys, duckdb
+from pathlib import Path
+files = [str(f) for f in sorted(Path(sys.argv[1]).rglob("details_*.parquet"))]
+con = duckdb.connect()
+con.execute("SET memory_limit = '256MB'")
+print(con.execute(
+    "SELECT count(*), sum(length(example)), sum(length(full_prompt)), "
+    "sum(length(predictions[1])), sum(len(choices)) FROM read_parquet(?)", [files]
+).fetchall()[0][0])
+"""
+
+
+def write_tree(out: Path, tasks: int, per_task: int, tokens: int) -> int:
+    rng = random.Random(tasks)
+    items = {
+        f"community|t{i}_reasoning_letter:main|0": make_items(f"t{i}", per_task)
+        for i in range(tasks)
+    }
+    write_run(out, MODEL, "2025-07-02T10-00-00.000001",
+              {t: (its, [rng.random() < 0.6 for _ in its]) for t, its in items.items()},
+              style="chat", seed=0, answer_tokens=tokens)  # fmt: skip
+    return tasks * per_task
+
+
+def timed(command: list[str], **kwargs) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of one command, by /usr/bin/time -v."""
+    done = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True,
+                          env=CLI_ENV, **kwargs)  # fmt: skip
+    if done.returncode:
+        raise SystemExit(f"failed: {' '.join(command)}\n{done.stdout}\n{done.stderr}")
+    wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", done.stderr)
+    hours, minutes, seconds = wall.groups()
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
+    return int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds), int(rss.group(1)) / 1024
+
+
+def size_mb(path: Path) -> float:
+    if path.is_file():
+        return path.stat().st_size / 1e6
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+    return 0.0
+
+
+def measure(tree: Path, work: Path, repeat: int) -> dict:
+    python = sys.executable
+    runs: dict[str, list[tuple[float, float]]] = {"pyarrow": [], "pyarrow kept": [],
+                                                  "duckdb kept": [], "import": []}  # fmt: skip
+    db = work / "fm.duckdb"
+    for _ in range(repeat):
+        runs["pyarrow"].append(timed([python, "-c", PYARROW, str(tree)]))
+        runs["pyarrow kept"].append(timed([python, "-c", PYARROW, str(tree), ",".join(KEPT)]))
+        runs["duckdb kept"].append(timed([python, "-c", DUCKDB, str(tree)]))
+        for old in (db, db.with_name(db.name + ".texts"), db.with_name(db.name + ".wal")):
+            shutil.rmtree(old) if old.is_dir() else old.unlink(missing_ok=True)
+        forgetmap = str(Path(python).with_name("forgetmap"))
+        runs["import"].append(timed([forgetmap, "--db", str(db), "import", "lighteval", str(tree)]))
+    result = {
+        name: (statistics.median(t for t, _ in r), statistics.median(m for _, m in r))
+        for name, r in runs.items()
+    }
+    result["database"] = size_mb(db)
+    result["answers"] = size_mb(db.with_name(db.name + ".texts"))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=12)
+    parser.add_argument("--per-task", type=int, default=210)
+    parser.add_argument("--scales", default="1,4,16")
+    parser.add_argument("--answers", default="0,400,4000")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="import-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    header = (f"{'answers':>7} {'scale':>5} {'rows':>7} {'files MB':>8} | "
+              f"{'pyarrow s/MB':>13} {'pa kept s/MB':>13} {'duckdb s/MB':>13} "
+              f"{'import s/MB':>13} {'ratio':>5} | {'db MB':>6} {'answers MB':>10} "
+              f"{'MB per 1M rows':>14}")  # fmt: skip
+    print(header)
+    try:
+        for tokens in [int(a) for a in args.answers.split(",")]:
+            for scale in [int(s) for s in args.scales.split(",")]:
+                tree = work / f"tree-{tokens}-{scale}"
+                rows = args.tasks * scale * args.per_task
+                if not tree.is_dir():
+                    write_tree(tree, args.tasks * scale, args.per_task, tokens)
+                r = measure(tree, work, args.repeat)
+                stored = r["database"] + r["answers"]
+
+                def cell(name: str) -> str:
+                    return f"{r[name][0]:6.2f}/{r[name][1]:6.0f}"
+
+                print(
+                    f"{tokens:>7} {scale:>4}x {rows:>7,} {size_mb(tree):>8.0f} | "
+                    f"{cell('pyarrow')} {cell('pyarrow kept')} {cell('duckdb kept')} "
+                    f"{cell('import')} {r['import'][0] / r['pyarrow'][0]:5.2f} | "
+                    f"{r['database']:6.1f} {r['answers']:10.1f} {stored / rows * 1e6:14,.0f}",
+                    flush=True,
+                )
+    finally:
+        if not args.keep and args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
