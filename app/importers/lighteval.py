@@ -615,7 +615,7 @@ def iter_lighteval(
         raise InputError(f"{path}: the lighteval details files contain no rows")
 
 
-BATCH_BYTES = 64 << 20
+BATCH_BYTES = 32 << 20
 """Bytes of rows (in memory, answers included) a batch gathers before the store writes it: tasks
 of a tree of long answers hold a few hundred rows, and each batch costs the store a few dozen ms
 of SQL whatever its size (40,320 answers of ~4,000 tokens: 97 batches of a task each, 2.5 s of
