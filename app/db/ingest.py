@@ -331,9 +331,7 @@ class Ingest:
         del table
         if rows.num_rows:
             if self.texts is not None:
-                inline, refs = self.texts.split(conn, rows["response"])
-                rows = rows.set_column(rows.schema.get_field_index("response"), "response", inline)
-                rows = rows.append_column("response_ref", refs)
+                rows = rows.append_column("response_ref", self.texts.split(conn, rows["response"]))
             _insert(conn, rows, sort=not grouped_by_sample)
         self.rows_added += rows.num_rows
         if self.progress:
@@ -583,6 +581,8 @@ def _insert(conn: Connection, rows: pa.Table, *, sort: bool) -> None:
     def value(column: str) -> str:
         if column not in present:
             return "NULL"
+        if column == "response" and "response_ref" in present:
+            return "CASE WHEN response_ref IS NULL THEN response END"  # else in its answer file
         return _CUT_PROMPT if column == "prompt" and "cut_head" in present else column
 
     select = ", ".join(value(c) for c in _INSERTED)

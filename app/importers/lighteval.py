@@ -480,9 +480,10 @@ def _read_task(files: list[tuple[int, Path]], groups: np.ndarray, metric: str | 
     return _Part(rows, shown, [(u.prefix, u.suffix) for _, u in units], files[0][0])
 
 
-READ_AHEAD = 2
-"""Tasks read ahead of the one the import is writing: enough to keep both threads busy, few
-enough that the rows held wait for the writer, not pile up."""
+READ_AHEAD = 4
+"""Tasks read ahead of the one the import is writing: enough to keep both threads busy while the
+store writes a batch (2 left them waiting a third of a chat model's import), few enough that the
+rows held wait for the writer, not pile up."""
 
 
 def _read_tasks(

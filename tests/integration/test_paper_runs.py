@@ -466,7 +466,7 @@ def test_chain_of_thought_answers_past_one_string_arrays_limit_import_alike(tmp_
     same, row for row, as with the limit out of reach. The prediction is the letter lighteval's
     extractive metric took out of each answer, the response the whole answer."""
     from app import columns
-    from app.db import open_store
+    from app.db import open_store, texts
     from app.db.pairing import add_pair
     from app.importers import import_file, lighteval
     from tests.store_contents import table_contents
@@ -492,11 +492,14 @@ def test_chain_of_thought_answers_past_one_string_arrays_limit_import_alike(tmp_
                 add_pair(conn, BASE_MODEL, POST_MODEL, label=None, stage=None)
             with store.read() as conn:
                 contents[large] = table_contents(conn)
-                answers = conn.execute(
-                    "SELECT r.response, r.prediction FROM results r JOIN models m "
+                stored = conn.execute(
+                    "SELECT r.response, r.prediction, r.response_ref FROM results r JOIN models m "
                     "ON m.id = r.model_id WHERE m.name = ?",
                     [POST_MODEL],
                 ).fetchall()
+                # chains of thought lie in the answer files beside the database
+                in_files = texts.read_texts(conn, [ref for _, _, ref in stored])
+                answers = [(text or in_files[ref], p) for text, p, ref in stored]
         finally:
             store.close()
     for name in ("results", "prompt_templates", "transitions", "coverage", "cross_seed_cells"):
