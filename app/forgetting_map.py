@@ -33,9 +33,12 @@ BENCHMARK_FIELDS = (
 )  # fmt: skip
 INTERVAL_FIELDS = ("f_true_low", "f_true_high", "bt_true_low", "bt_true_high")
 """The paired 95% interval of the values over all seeds (app.adaptive.interval_from_counts)."""
+TRUNCATION_FIELDS = ("n_10_truncated", "n_truncated")
+"""Of the counted samples: the 1->0 flips whose answer (either side's) was cut off, and every
+sample with a cut-off answer (``results.truncated``); 0 where the map leaves them out."""
 BENCHMARK_EXTRA = (
     "pair_id", "label", "stage", "k_mix", "mcnemar_p", "noise_floor", "only_base", "only_post",
-    "mismatched", "net", "f_rel", *INTERVAL_FIELDS, "full_size", "partial",
+    "mismatched", "net", "f_rel", *INTERVAL_FIELDS, "full_size", "partial", *TRUNCATION_FIELDS,
 )  # fmt: skip
 CATEGORY_FIELDS = (
     "base", "post", "category", "n_benchmarks", "seeds", "f_true", "f_true_std", "bt_true",
@@ -43,8 +46,9 @@ CATEGORY_FIELDS = (
 )  # fmt: skip
 CATEGORY_EXTRA = (
     "pair_id", "label", "stage", "noise_floor", "net", "f_rel", "n", *INTERVAL_FIELDS, "full_size",
-    "partial",
+    "partial", "n_10_truncated",
 )  # fmt: skip
+TRUNCATED = ("include", "exclude")
 DERIVED = ("net", "f_rel")
 """Derived values the map can colour by (app.metrics: net_transfer, relative_forgetting); NaN and
 missing values travel as None."""
@@ -70,8 +74,13 @@ class MapQuery:
     q: str | None = None
     min_size: float | None = None
     max_size: float | None = None
+    truncated: str = "include"  # "exclude": samples with an answer cut off are left out
 
     def __post_init__(self) -> None:
+        if self.truncated not in TRUNCATED:
+            raise ValueError(
+                f"truncated must be one of {', '.join(TRUNCATED)}, got {self.truncated!r}"
+            )
         if self.level not in LEVELS:
             raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
         if self.aggregate not in AGGREGATES:
@@ -213,12 +222,12 @@ def _pair_noise(
 
 
 def _benchmark_columns(
-    store: Store, pair_id: int | None, pair_ids: list[int] | None = None
+    store: Store, pair_id: int | None, pair_ids: list[int] | None = None, exclude: bool = False
 ) -> dict[str, np.ndarray | list]:
     """Every per-(pair, benchmark, seed) field as columns, in contract order, sorted for display:
     by pair, category (the paper's order), benchmark name, seed."""
     with store.read() as conn:
-        counts = queries.transition_counts(conn, pair_id, pair_ids)
+        counts = queries.transition_counts(conn, pair_id, pair_ids, exclude_truncated=exclude)
         cross = queries.cross_seed_cells(conn, pair_id, pair_ids)
         pairs = queries.pair_names(conn)
         benches = queries.benchmark_names(conn)
@@ -272,6 +281,8 @@ def _benchmark_columns(
         **derived_metrics(s["f_true"], s["bt_true"], s["f_max"]),
         **{name: interval[name][pb_of[starts]] for name in INTERVAL_FIELDS},
         "full_size": full_size, "partial": full_size > s["n"],
+        "n_10_truncated": np.add.reduceat(cols["n_10_cut"], starts).astype(np.int64),
+        "n_truncated": np.add.reduceat(cols["n_cut"], starts).astype(np.int64),
     }  # fmt: skip
     categories = sorted(set(bench_cat.tolist()), key=category_sort_key)
     cat_rank = np.array([categories.index(c) for c in bench_cat.tolist()], dtype=np.int64)
@@ -290,14 +301,18 @@ def _benchmark_columns(
 
 
 def benchmark_records(
-    store: Store, pair_id: int | None = None, *, pair_ids: list[int] | None = None
+    store: Store,
+    pair_id: int | None = None,
+    *,
+    pair_ids: list[int] | None = None,
+    exclude_truncated: bool = False,
 ) -> list[dict]:
     """One record per (pair, benchmark, seed), for every pair, just ``pair_id``, or ``pair_ids``.
 
     Built column by column: each column becomes one Python list (NaN/-1 sentinels -> None), and
     the records are zipped from those lists (no per-value Arrow or numpy scalar conversion).
     """
-    cols = _benchmark_columns(store, pair_id, pair_ids)
+    cols = _benchmark_columns(store, pair_id, pair_ids, exclude_truncated)
     if not cols:
         return []
     cols["mcnemar_p"] = np.asarray(metrics.mcnemar_exact(cols["n_01"], cols["n_10"]), np.float64)
@@ -343,10 +358,12 @@ def _nan_to_none(values: np.ndarray) -> list:
     return [None if v != v else v for v in values.tolist()]
 
 
-def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "macro") -> list[dict]:
+def category_records_for(
+    conn, pair_ids: list[int] | None, aggregate: str = "macro", exclude_truncated: bool = False
+) -> list[dict]:
     """Category-level records of the given pairs (None: all), by pair then category (the paper's
     order, "Total" last). Integer ids and codes all the way: names are attached per output row."""
-    counts = queries.unit_counts(conn, pair_ids)
+    counts = queries.unit_counts(conn, pair_ids, exclude_truncated=exclude_truncated)
     if row_count(counts) == 0:
         return []
     pairs = queries.pair_names(conn)
@@ -384,9 +401,13 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
     # "Total" leaves out the categories that stay out of it (metrics.OUTSIDE_TOTAL)
     in_total_cat = np.array([c not in metrics.OUTSIDE_TOTAL for c in categories], dtype=bool)
     in_total = in_total_cat[cat]
+    cut_flips = np.add.reduceat(cols["n_10_cut"], starts).astype(np.float64)
+    cut_total = np.zeros(size)
     for key, counted in ((p_idx * n_c + cat, has), (p_idx * n_c + n_c - 1, has & in_total)):
         total += np.bincount(key[counted], weights=unit_noise[counted], minlength=size)
         count += np.bincount(key[counted], minlength=size)
+    for key, counted in ((p_idx * n_c + cat, slice(None)), (p_idx * n_c + n_c - 1, in_total)):
+        cut_total += np.bincount(key[counted], weights=cut_flips[counted], minlength=size)
     row_code = np.array([n_c - 1 if c is None else c for c in agg["category"]], dtype=np.int64)
     row_key = np.searchsorted(uniq, agg["pair"]) * n_c + row_code
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -440,6 +461,7 @@ def category_records_for(conn, pair_ids: list[int] | None, aggregate: str = "mac
         "n": row_n.astype(np.int64).tolist(), **bounds,
         "full_size": [int(f) if k else None for f, k in zip(row_full.tolist(), row_known.tolist(), strict=True)],
         "partial": (row_known & (row_full > row_n)).tolist(),
+        "n_10_truncated": cut_total[row_key].astype(np.int64).tolist(),
     }  # fmt: skip
     return _records_from_columns(tuple(columns), list(columns.values()))
 
@@ -479,6 +501,9 @@ class MapCache:
         self._json_parts: dict[int, tuple[int, bytes]] = {}
 
     def _all(self, query: MapQuery) -> list[dict]:
+        if query.truncated == "exclude":  # computed whole: the parts are of the usual map
+            return self.cache.get(("map", query.level, query.aggregate, "exclude"),
+                                  lambda: _excluding_truncated(self.store, query))  # fmt: skip
         if query.level == "benchmark":
             return self.cache.get(("map", "benchmark"), lambda: benchmark_records(self.store))
         return self.cache.get(("map", "category", query.aggregate),
@@ -545,12 +570,12 @@ class MapCache:
     def cells(self, query: MapQuery) -> list[dict]:
         if self._filtered(query):
             return heatmap_cells(self.records(query), query.level)
-        return self.cache.get(("cells", query.level, query.aggregate),
+        return self.cache.get(("cells", query.level, query.aggregate, query.truncated),
                               lambda: heatmap_cells(self._all(query), query.level))  # fmt: skip
 
     def json(self, query: MapQuery) -> bytes:
         """The records as JSON bytes (encoding 9,000 records costs more than computing them)."""
-        if self._filtered(query):
+        if self._filtered(query) or query.truncated == "exclude":
             return json.dumps(self.records(query)).encode()
         if query.level == "benchmark":
             return self.cache.get(("json", "benchmark"), self._benchmark_json)
@@ -573,7 +598,9 @@ class MapCache:
             every = ids()
             chosen = every[(page - 1) * page_size : page * page_size]
             if query.level == "benchmark":
-                records = benchmark_records(self.store, pair_ids=chosen)
+                records = benchmark_records(
+                    self.store, pair_ids=chosen, exclude_truncated=query.truncated == "exclude"
+                )
             else:
                 keep = set(chosen)
                 records = [r for r in self._all(query) if r["pair_id"] in keep]
@@ -587,8 +614,19 @@ def map_records(store: Store, query: MapQuery) -> list[dict]:
     level skips the per-pair fingerprints that a long-lived ``MapCache`` compares)."""
     if query.level == "category" and not MapCache._filtered(query):
         with store.read() as conn:
-            return category_records_for(conn, None, query.aggregate)
+            return category_records_for(
+                conn, None, query.aggregate, query.truncated == "exclude"
+            )
     return MapCache(store).records(query)
+
+
+def _excluding_truncated(store: Store, query: MapQuery) -> list[dict]:
+    """Every pair's records with the samples whose answer was cut off left out of the counts (the
+    paired intervals and noise floors still count every sample)."""
+    if query.level == "benchmark":
+        return benchmark_records(store, exclude_truncated=True)
+    with store.read() as conn:
+        return category_records_for(conn, None, query.aggregate, True)
 
 
 def heatmap_cells(records: list[dict], level: str) -> list[dict]:

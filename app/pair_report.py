@@ -13,7 +13,8 @@ from app.db.store import Store
 from app.forgetting_map import INTERVAL_FIELDS, benchmark_records, category_sort_key
 
 MEAN_FIELDS = ("acc_pre", "acc_post", "f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max")
-SUM_FIELDS = ("n_00", "n_01", "n_10", "n_11")
+CELL_FIELDS = ("n_00", "n_01", "n_10", "n_11")
+SUM_FIELDS = (*CELL_FIELDS, "n_10_truncated", "n_truncated")
 
 
 def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[dict]:
@@ -74,4 +75,4 @@ def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[d
 
 def quadrants(rows: list[dict]) -> dict[str, int]:
     """Transition counts summed over benchmarks and seeds: the four-quadrant view."""
-    return {field: sum(r[field] for r in rows) for field in SUM_FIELDS}
+    return {field: sum(r[field] for r in rows) for field in CELL_FIELDS}

@@ -27,8 +27,16 @@ from app.cli.common import (
     default="table",
     show_default=True,
 )
+@click.option(
+    "--exclude-truncated",
+    is_flag=True,
+    help="Leave out the samples whose answer was cut off (either side): a chain of thought "
+    "stopped by the token limit scores wrong without the model having lost anything.",
+)
 @click.pass_context
-def map_command(ctx: click.Context, level: str, aggregate: str, fmt: str) -> None:
+def map_command(
+    ctx: click.Context, level: str, aggregate: str, fmt: str, exclude_truncated: bool
+) -> None:
     """The forgetting map: chance-adjusted F_true / BT_true per pair and category or benchmark."""
     from app.forgetting_map import (
         BENCHMARK_EXTRA,
@@ -41,7 +49,10 @@ def map_command(ctx: click.Context, level: str, aggregate: str, fmt: str) -> Non
 
     store = store_of(ctx)
     try:
-        records = map_records(store, MapQuery(level=level, aggregate=aggregate))
+        truncated = "exclude" if exclude_truncated else "include"
+        records = map_records(
+            store, MapQuery(level=level, aggregate=aggregate, truncated=truncated)
+        )
     finally:
         store.close()
     fields = (
@@ -90,31 +101,33 @@ def _print_table(records: list[dict], level: str) -> None:
             "adaptive runs; n: paired samples per seed)"
         )
         headers = ("pair", "category", "bench", "seeds", "n", "F_true", "F_true 95%", "BT_true",
-                   "BT_true 95%", "F", "BT", "F_max", "noise")  # fmt: skip
+                   "BT_true 95%", "F", "BT", "F_max", "noise", "1->0 cut")  # fmt: skip
         rows = [
             (f"{r['base']} -> {r['post']}", r["category"], str(r["n_benchmarks"]),
              str(r["seeds"]), _n_used(r), plus_minus(r["f_true"], r["f_true_std"]),
              _interval(r["f_true_low"], r["f_true_high"]),
              plus_minus(r["bt_true"], r["bt_true_std"]),
              _interval(r["bt_true_low"], r["bt_true_high"]), format_value(r["f"]),
-             format_value(r["bt"]), format_value(r["f_max"]), format_value(r["noise_floor"]))
+             format_value(r["bt"]), format_value(r["f_max"]), format_value(r["noise_floor"]),
+             str(r["n_10_truncated"]))
             for r in records
         ]  # fmt: skip
         ends = frozenset(i for i, r in enumerate(records) if r["category"] == "Total")
         echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ", breaks=ends)
         return
     click.echo(
-        "per benchmark and seed (95%: the paired interval over all seeds, valid for adaptive runs)"
+        "per benchmark and seed (95%: the paired interval over all seeds, valid for adaptive runs;"
+        " 1->0 cut: flips whose answer was cut off)"
     )
     headers = ("pair", "benchmark", "seed", "n", "k", "acc_pre", "acc_post", "F", "BT", "F_true",
-               "F_true 95%", "BT_true", "BT_true 95%", "p")  # fmt: skip
+               "F_true 95%", "BT_true", "BT_true 95%", "p", "1->0 cut")  # fmt: skip
     rows = [
         (f"{r['base']} -> {r['post']}", r["benchmark"], str(r["seed"]), _n_used(r),
          str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")), format_value(r["acc_pre"]),
          format_value(r["acc_post"]), format_value(r["f"]), format_value(r["bt"]),
          format_value(r["f_true"]), _interval(r["f_true_low"], r["f_true_high"]),
          format_value(r["bt_true"]), _interval(r["bt_true_low"], r["bt_true_high"]),
-         f"{r['mcnemar_p']:.3g}")
+         f"{r['mcnemar_p']:.3g}", f"{r['n_10_truncated']} of {r['n_10']}")
         for r in records
     ]  # fmt: skip
     echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ")

@@ -215,7 +215,7 @@ def _duplicated(conn: Connection, table: pa.Table, unit: np.ndarray, space: int)
 
 _RESULT_COLUMNS = (
     "model_id, benchmark_id, seed, sample_id, run_id, correct, num_choices, prompt, response, "
-    "prediction, gold, choices, doc_hash, prompt_tokens, completion_tokens, question"
+    "prediction, gold, choices, doc_hash, prompt_tokens, completion_tokens, question, truncated"
 )
 _INSERTED = (*_RESULT_COLUMNS.split(", "), "prompt_template_id", "response_ref")
 _CUT_PROMPT = (

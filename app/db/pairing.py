@@ -75,7 +75,12 @@ def refresh_counts(
                count(*) FILTER (WHERE NOT pre AND NOT post),
                count(*) FILTER (WHERE NOT pre AND post),
                count(*) FILTER (WHERE pre AND NOT post),
-               count(*) FILTER (WHERE pre AND post)
+               count(*) FILTER (WHERE pre AND post),
+               -- the same cells' samples with an answer cut off on either side
+               count(*) FILTER (WHERE NOT pre AND NOT post AND cut),
+               count(*) FILTER (WHERE NOT pre AND post AND cut),
+               count(*) FILTER (WHERE pre AND NOT post AND cut),
+               count(*) FILTER (WHERE pre AND post AND cut)
         FROM joined WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched
         GROUP BY pair_id, benchmark_id, seed, k
         """
@@ -122,14 +127,14 @@ def _joined_sql(units: str) -> str:
     return f"""
         WITH base AS (
             SELECT a.pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash,
-                   r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
+                   r.truncated, r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
             FROM {units} a JOIN results r
               ON r.model_id = a.base_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
         ), post AS (
             SELECT a.pair_id, r.benchmark_id, r.seed,
                    coalesce(l.base_sample_id, r.sample_id) AS sample_id,
                    l.base_sample_id IS NOT NULL AS by_text,
-                   r.correct, r.num_choices, r.doc_hash,
+                   r.correct, r.num_choices, r.doc_hash, r.truncated,
                    r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
             FROM {units} a JOIN results r
               ON r.model_id = a.post_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
@@ -148,7 +153,8 @@ def _joined_sql(units: str) -> str:
                b.sample_id IS NULL AND NOT p.ambiguous AS only_post,
                coalesce(b.doc_hash <> p.doc_hash, false) AS mismatched,
                coalesce(p.by_text, false) AS by_text,
-               coalesce(b.sample_id LIKE '{QUESTION_KEY_PREFIX}%', false) AS by_question
+               coalesce(b.sample_id LIKE '{QUESTION_KEY_PREFIX}%', false) AS by_question,
+               coalesce(b.truncated, false) OR coalesce(p.truncated, false) AS cut
         FROM base b FULL OUTER JOIN post p
           ON b.pair_id = p.pair_id AND b.benchmark_id = p.benchmark_id
          AND b.seed = p.seed AND b.sample_id = p.sample_id

@@ -61,15 +61,31 @@ def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
     return conn.sql(sql, params={"pair_id": pair_id}).to_arrow_table()
 
 
+_CELLS = """
+    t.n_00 - CASE WHEN $exclude THEN t.t_00 ELSE 0 END AS n_00,
+    t.n_01 - CASE WHEN $exclude THEN t.t_01 ELSE 0 END AS n_01,
+    t.n_10 - CASE WHEN $exclude THEN t.t_10 ELSE 0 END AS n_10,
+    t.n_11 - CASE WHEN $exclude THEN t.t_11 ELSE 0 END AS n_11,
+    CASE WHEN $exclude THEN 0 ELSE t.t_10 END AS n_10_cut,
+    CASE WHEN $exclude THEN 0 ELSE t.t_00 + t.t_01 + t.t_10 + t.t_11 END AS n_cut
+"""
+"""A count row's four cells (``exclude``: less the samples with an answer cut off on either side)
+and, of what is counted, the cut-off 1->0 flips and all cut-off samples."""
+
+
 def transition_counts(
-    conn: Connection, pair_id: int | None = None, pair_ids: list[int] | None = None
+    conn: Connection,
+    pair_id: int | None = None,
+    pair_ids: list[int] | None = None,
+    *,
+    exclude_truncated: bool = False,
 ) -> Columns:
     """The map's input: every (pair, benchmark, seed, k-group) row of counts with its coverage,
     ids only (names come from :func:`pair_names` and :func:`benchmark_names`: joining and sorting
-    strings here cost more than the rest of the query), ordered by (pair, benchmark id, seed, k)."""
-    sql = """
-        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k,
-               t.n_00, t.n_01, t.n_10, t.n_11,
+    strings here cost more than the rest of the query), ordered by (pair, benchmark id, seed, k).
+    ``exclude_truncated``: the samples with an answer cut off left out (``_CELLS``)."""
+    sql = f"""
+        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k, {_CELLS},
                coalesce(c.only_base, 0) AS only_base, coalesce(c.only_post, 0) AS only_post,
                coalesce(c.mismatched, 0) AS mismatched
         FROM transitions t
@@ -79,7 +95,8 @@ def transition_counts(
           AND ($all OR t.pair_id IN (SELECT unnest($ids)))
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
-    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
+    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or []),
+              "exclude": exclude_truncated}  # fmt: skip
     return numpy_columns(conn.sql(sql, params=params))
 
 
@@ -252,7 +269,12 @@ def _like(q: str) -> str:
 
 
 def _flip_filter(
-    conn: Connection, pair: dict, benchmarks: list[int] | None, transition: str, q: str | None
+    conn: Connection,
+    pair: dict,
+    benchmarks: list[int] | None,
+    transition: str,
+    q: str | None,
+    exclude_truncated: bool = False,
 ):
     """FROM/WHERE shared by the listing and its count; values go in as parameters."""
     pre, post = TRANSITIONS[transition]
@@ -270,6 +292,8 @@ def _flip_filter(
           AND b.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
     """
     params: list = [pair["id"], pair["post_model_id"], pair["base_model_id"], pre, post]
+    if exclude_truncated:
+        sql += " AND NOT (coalesce(b.truncated, false) OR coalesce(p.truncated, false))"
     if benchmarks is not None:
         sql += f" AND b.benchmark_id IN ({', '.join('?' for _ in benchmarks) or 'NULL'})"
         params += benchmarks
@@ -298,12 +322,15 @@ def flipped_samples(
     q: str | None,
     page: int,
     page_size: int,
+    exclude_truncated: bool = False,
 ) -> tuple[int, list[dict]]:
     """Samples of a pair with the given transition in at least one seed, most seeds first.
 
-    Returns (total number of samples, rows of this page). A row is one (benchmark, sample).
+    Returns (total number of samples, rows of this page). A row is one (benchmark, sample);
+    ``truncated``: its answer was cut off (either side) in a seed with the transition.
+    ``exclude_truncated`` leaves out the seeds where it was.
     """
-    where, params = _flip_filter(conn, pair, benchmarks, transition, q)
+    where, params = _flip_filter(conn, pair, benchmarks, transition, q, exclude_truncated)
     total = conn.execute(
         f"SELECT count(*) FROM (SELECT DISTINCT b.benchmark_id, b.sample_id {where})", params
     ).fetchone()[0]
@@ -312,7 +339,8 @@ def flipped_samples(
         SELECT bm.name, bm.category, b.sample_id, list(b.seed ORDER BY b.seed) AS seeds,
                any_value({full_prompt("b")}) AS prompt, any_value(b.gold) AS gold,
                any_value(b.prediction) AS base_prediction, any_value(p.prediction) AS post_prediction,
-               coalesce(any_value(b.question), any_value(p.question)) AS question
+               coalesce(any_value(b.question), any_value(p.question)) AS question,
+               bool_or(coalesce(b.truncated, false) OR coalesce(p.truncated, false)) AS truncated
         {where}
         GROUP BY bm.name, bm.category, b.sample_id
         ORDER BY len(seeds) DESC, bm.name, b.sample_id
@@ -330,6 +358,7 @@ def flipped_samples(
         "base_prediction",
         "post_prediction",
         "question",
+        "truncated",
     )
     return int(total), [dict(zip(keys, r, strict=True)) for r in rows]
 
@@ -524,16 +553,18 @@ def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:
     return {name: json.loads(spec) for name, spec in rows}
 
 
-def unit_counts(conn: Connection, pair_ids: list[int] | None = None) -> Columns:
+def unit_counts(
+    conn: Connection, pair_ids: list[int] | None = None, *, exclude_truncated: bool = False
+) -> Columns:
     """The category map's input: every (pair, benchmark, seed, k-group) row of transition counts
     of the given pairs (None: all), ids only, ordered by (pair, benchmark id, seed, k)."""
-    sql = """
-        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k, t.n_00, t.n_01, t.n_10, t.n_11
+    sql = f"""
+        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k, {_CELLS}
         FROM transitions t
         WHERE $all OR t.pair_id IN (SELECT unnest($ids))
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
-    params = {"all": pair_ids is None, "ids": list(pair_ids or [])}
+    params = {"all": pair_ids is None, "ids": list(pair_ids or []), "exclude": exclude_truncated}
     return numpy_columns(conn.sql(sql, params=params))
 
 
@@ -547,7 +578,8 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
         f"""
         WITH t AS (
             SELECT pair_id, count(*) AS n,
-                   bit_xor(hash(benchmark_id, seed, num_choices, n_00, n_01, n_10, n_11)) AS h
+                   bit_xor(hash(benchmark_id, seed, num_choices, n_00, n_01, n_10, n_11,
+                                t_00, t_01, t_10, t_11)) AS h
             FROM transitions GROUP BY pair_id
         ), s AS (
             SELECT model_id, count(*) AS n,

@@ -60,7 +60,7 @@ from app.importers.common import (
 )
 from app.importers.lighteval_files import EXTRACTED, read_columns
 from app.importers.lighteval_rows import DEFAULT_METRICS, FILE_COLUMNS, row_columns
-from app.importers.lighteval_runs import DetailsRun, find_runs, plan_files
+from app.importers.lighteval_runs import find_runs, model_names, plan_files
 from app.prompt_templates import settle_unit
 from app.sample_identity import identify, question_texts, unit_affixes
 
@@ -88,6 +88,8 @@ _UNIFORM = pa.schema(
         ("n_gold", pa.int64()),
         ("gold_texts", _STRINGS),
         ("correct", pa.bool_()),
+        # tokens lighteval cut from the prompt to fit the context, > 0 (null: not said)
+        ("prompt_cut", pa.bool_()),
     ]
 )
 
@@ -202,6 +204,7 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         has_specific = doc.type.get_field_index("specific") >= 0
         extracted = _extracted(_field_chunks(doc, "specific")) if has_specific else None
         gold_texts = None
+        prompt_cut = _cut_count(_optional_field(response, "truncated_tokens_count"))
     else:
         query = table["example"]
         choices = one_array(table["choices"]) if "choices" in names else None
@@ -212,6 +215,7 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         doc_id = post = None
         extracted = _extracted(table["specifics"]) if "specifics" in names else None
         gold_texts = one_array(table["gold"]) if "gold" in names else None
+        prompt_cut = _cut_count(one_array(table["truncated"]) if "truncated" in names else None)
     if choices is None or gold_index is None or not _is_text_list(choices.type):
         raise _SlowPath
     if not (_is_text(query.type) and _is_text(prompt.type)):
@@ -264,9 +268,23 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
             n_gold,
             _strings(gold_texts) if gold_texts is not None else pa.nulls(n, _STRINGS),
             correct,
+            prompt_cut if prompt_cut is not None else pa.nulls(n, pa.bool_()),
         ],
         schema=_UNIFORM,
     )
+
+
+def _cut_count(counts: pa.Array | None) -> pa.Array | None:
+    """Whether lighteval cut tokens from each row's prompt: v0.10's ``truncated`` (a list of
+    counts, one per request) or v0.11+'s ``truncated_tokens_count``, above 0; None where the
+    file does not say in numbers (a column stored as text says nothing the kernels read)."""
+    if counts is None:
+        return None
+    if pa.types.is_list(counts.type) or pa.types.is_large_list(counts.type):
+        counts = first_items(counts)
+    if not pa.types.is_integer(counts.type):
+        return None
+    return pc.greater(counts, 0)
 
 
 def _extracted(specifics: pa.ChunkedArray | pa.Array) -> pa.Array | None:
@@ -317,6 +335,11 @@ def _from_uniform(table: pa.Table) -> dict:
     # chain of thought's answer is its letter, not its whole text again
     prediction = pc.coalesce(first_items(cols["extracted"]), first_items(cols["post"]), response)
     generative = pc.is_null(num_choices)
+    # cut off: the prompt was cut, or an extractive metric found no answer in the text (a chain
+    # of thought that the token limit ended before "Answer:"); null where the file says neither
+    no_answer = pc.equal(pc.list_value_length(cols["extracted"]), 0)
+    said = pc.or_(pc.is_valid(cols["prompt_cut"]), pc.is_valid(no_answer))
+    cut = pc.or_(pc.fill_null(cols["prompt_cut"], False), pc.fill_null(no_answer, False))
     return {
         "doc_id": cols["doc_id"],
         "choices_key": joined,
@@ -328,6 +351,7 @@ def _from_uniform(table: pa.Table) -> dict:
         "prediction": prediction,
         "gold": gold,
         "choices": pc.if_else(pc.greater(k, 0), choices_json_column(joined), None),
+        "truncated": pc.if_else(said, cut, pa.nulls(len(cut), pa.bool_())),
     }
 
 
@@ -335,7 +359,7 @@ def _rows_table(columns: dict) -> pa.Table:
     return pa.table(
         {
             name: columns[name]
-            if name in ("correct", "num_choices")
+            if name in ("correct", "num_choices", "truncated")
             else pc.cast(columns[name], pa.string())
             for name in FILE_COLUMNS
         }
@@ -540,28 +564,6 @@ def _by_sample(group: np.ndarray, unit: np.ndarray, sample_id: pa.Array) -> np.n
     return np.lexsort((unit, codes, group))
 
 
-def _model_names(path: Path, runs: list[DetailsRun], model: str | None) -> dict[str | None, str]:
-    """The name each run's model (as the tree names it) is stored under: ``model`` when given
-    (the tree then must hold one model's runs), else the tree's own ``<org>/<model>``."""
-    in_tree = sorted({run.model for run in runs}, key=lambda m: (m is None, m or ""))
-    if model is not None:
-        if len(in_tree) > 1:
-            named = ", ".join(m or "(outside details/)" for m in in_tree)
-            raise InputError(
-                f"{path}: holds the runs of {len(in_tree)} models ({named}); import each model's "
-                "folder (OUT/details/<org>/<model>) with its own --model, or leave --model out "
-                "to store each under the name lighteval gave it"
-            )
-        return {m: model for m in in_tree}
-    unnamed = next((run for run in runs if run.model is None), None)
-    if unnamed is not None:
-        raise InputError(
-            f"{unnamed.folder}: cannot tell which model run {unnamed.timestamp} evaluated "
-            "(lighteval writes OUT/details/<org>/<model>/<timestamp>/); pass --model NAME"
-        )
-    return {m: m for m in in_tree}
-
-
 def iter_lighteval(
     path: Path,
     *,
@@ -585,7 +587,7 @@ def iter_lighteval(
     side, in seed order (``ingest``'s ``grouped_by_sample``).
     """
     runs = find_runs(Path(path))
-    names = _model_names(Path(path), runs, model)
+    names = model_names(Path(path), runs, model)
     # the seeds of one (model, task) in a row: a task of files keyed together then holds
     # every seed of its groups, whose rows of one sample it puts side by side (``_keyed``)
     planned = sorted(
@@ -663,6 +665,7 @@ def _normalized(
             "prediction": table["prediction"],
             "gold": table["gold"],
             "choices": table["choices"],
+            "truncated": table["truncated"],
             "question": part.shown,
             **_template_columns(part.templates, local),
         }

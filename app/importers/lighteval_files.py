@@ -33,6 +33,7 @@ _FLAT_COLUMNS = (
     "gold",
     "metrics",
     "specifics",
+    "truncated",
 )
 _NESTED_COLUMNS = ("doc", "model_response", "metric", "metrics")
 EXTRACTED = "extracted_predictions"
@@ -43,7 +44,7 @@ ending in "Answer: B"): of those structs, only this field is read."""
 # row reader): the rest (token ids, few-shot documents, logits, ...) is never decoded
 _NESTED_FIELDS = {
     "doc": ("query", "choices", "gold_index", "id", f"specific.{EXTRACTED}"),
-    "model_response": ("input", "text", "text_post_processed", "logprobs"),
+    "model_response": ("input", "text", "text_post_processed", "logprobs", "truncated_tokens_count"),
 }
 
 

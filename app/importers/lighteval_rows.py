@@ -30,6 +30,7 @@ FILE_COLUMNS = (
     "prediction",
     "gold",
     "choices",
+    "truncated",
 )
 
 DEFAULT_METRICS = ("acc", "exact_match", "extractive_match", "em")
@@ -137,6 +138,18 @@ def _extracted_answer(specifics: Any) -> str | None:
     return json_text(extracted[0]) if extracted else None
 
 
+def _cut_off(prompt_cut: Any, specifics: Any) -> bool | None:
+    """As the kernels' ``truncated``: tokens cut from the prompt (a count, or a list of counts),
+    or an extractive metric that found no answer in the text; None where neither is said."""
+    counts = [_number(c) for c in _as_list(prompt_cut)] if prompt_cut is not None else []
+    cut = any(c is not None and c > 0 for c in counts)
+    said = any(c is not None for c in counts)
+    extracted = _as_dict(specifics).get(EXTRACTED)
+    if isinstance(extracted, (list, tuple)):
+        return cut or not extracted
+    return cut if said else None
+
+
 def _first_known(*values: str | None) -> str | None:
     """The first value that is not None (an empty answer counts), as Arrow's ``coalesce``."""
     return next((v for v in values if v is not None), None)
@@ -166,6 +179,7 @@ def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
         "response": response,
         "gold": _gold_text(golds) or _gold_text(gold_index),
         "metrics": _as_dict(row.get("metrics")),
+        "truncated": _cut_off(row.get("truncated"), row.get("specifics")),
     }
 
 
@@ -198,6 +212,7 @@ def _nested_row(row: dict[str, Any]) -> dict[str, Any]:
         "response": response,
         "gold": _gold_text(golds) or _gold_text(gold_index),
         "metrics": metrics,
+        "truncated": _cut_off(response_cell.get("truncated_tokens_count"), doc.get("specific")),
     }
 
 
@@ -230,6 +245,7 @@ def row_columns(table: pa.Table, nested: bool, metric: str | None, file: Path) -
         columns["prediction"].append(row["prediction"])
         columns["gold"].append(row["gold"])
         columns["choices"].append(choices_json(row["choices"]) if row["choices"] else None)
-    types = {"correct": pa.bool_(), "num_choices": pa.int16()}
+        columns["truncated"].append(row["truncated"])
+    types = {"correct": pa.bool_(), "num_choices": pa.int16(), "truncated": pa.bool_()}
     out = {name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()}
     return out

@@ -235,3 +235,25 @@ def _refuse_unseeded_twins(
                 "run's folder with its own --seed N (e.g. --seed 0, then --seed 1), or pass "
                 "--latest to keep the later run"
             )
+
+
+def model_names(path: Path, runs: list[DetailsRun], model: str | None) -> dict[str | None, str]:
+    """The name each run's model (as the tree names it) is stored under: ``model`` when given
+    (the tree then must hold one model's runs), else the tree's own ``<org>/<model>``."""
+    in_tree = sorted({run.model for run in runs}, key=lambda m: (m is None, m or ""))
+    if model is not None:
+        if len(in_tree) > 1:
+            named = ", ".join(m or "(outside details/)" for m in in_tree)
+            raise InputError(
+                f"{path}: holds the runs of {len(in_tree)} models ({named}); import each model's "
+                "folder (OUT/details/<org>/<model>) with its own --model, or leave --model out "
+                "to store each under the name lighteval gave it"
+            )
+        return {m: model for m in in_tree}
+    unnamed = next((run for run in runs if run.model is None), None)
+    if unnamed is not None:
+        raise InputError(
+            f"{unnamed.folder}: cannot tell which model run {unnamed.timestamp} evaluated "
+            "(lighteval writes OUT/details/<org>/<model>/<timestamp>/); pass --model NAME"
+        )
+    return {m: m for m in in_tree}

@@ -61,6 +61,7 @@ from app.importers.lm_eval_legacy import legacy_records, legacy_tasks
 from app.importers.lm_eval_rows import (
     BOOKKEEPING,
     DEFAULT_METRICS,
+    NO_ANSWER,
     argument_index,
     records,
     row_columns,
@@ -497,12 +498,14 @@ def _generative(
         if part is not None and not (pa.types.is_null(part.type) or _is_list(part.type)):
             raise _SlowPath
     k = usual_num_choices(task)
+    prediction = _text_or_nulls(None if filtered is None else _leaves(filtered), n)
     return {
         "num_choices": pa.nulls(n, pa.int16()) if k is None else pa.array(np.full(n, k, np.int16)),
         "prompt": _text_or_nulls(prompt, n),
         "response": _text_or_nulls(None if response is None else _leaves(response), n),
-        "prediction": _text_or_nulls(None if filtered is None else _leaves(filtered), n),
+        "prediction": prediction,
         "choices": pa.nulls(n, pa.string()),
+        "truncated": pc.fill_null(pc.equal(prediction, NO_ANSWER), False),
     }
 
 

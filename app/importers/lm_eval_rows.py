@@ -56,8 +56,14 @@ ROW_COLUMNS = (
     "gold",
     "choices",
     "doc_hash",
+    "truncated",
 )
 """The normalized columns one samples file gives (``common.NORMALIZED_SCHEMA``)."""
+
+NO_ANSWER = "[invalid]"
+"""What lm-eval's regex filters give when the text holds no answer (their ``fallback``): a chain
+of thought cut off by the token limit before it answered. Such a generated row is recorded as
+truncated; samples files carry no finish reason."""
 
 
 def records(file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -186,6 +192,7 @@ def _convert(
         "gold": None if target is None else str(target),
         "choices": choices,
         "doc_hash": json_text(record.get("doc_hash")),
+        "truncated": None if multiple_choice else prediction == NO_ANSWER,
     }
     return row, lls
 

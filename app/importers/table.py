@@ -2,7 +2,8 @@
 
 Required: ``benchmark, sample_id, correct`` and ``model`` (or ``--model NAME``). Optional: ``seed``
 (default 0), ``category``, ``num_choices`` (empty = generative), ``prompt``, ``response``,
-``prediction``, ``gold``, ``choices`` (a JSON list), ``doc_hash``. Other columns are ignored.
+``prediction``, ``gold``, ``choices`` (a JSON list), ``doc_hash``, ``truncated`` (0/1: the answer
+was cut off; empty = not said). Other columns are ignored.
 ``correct`` is 0/1 or true/false; anything else is refused. Rows are numbered from 1 (the first
 data row) in error messages.
 """
@@ -245,6 +246,27 @@ def _parse_correct(col: pa.ChunkedArray, source: str, first_row: int) -> pa.Chun
     return parsed
 
 
+def _parse_flag(col: pa.ChunkedArray, name: str, source: str, first_row: int) -> pa.ChunkedArray:
+    """An optional 0/1 or true/false column; empty is null (not said)."""
+    if pa.types.is_boolean(col.type):
+        return col
+
+    def classify(values: pa.Array) -> pa.Array:
+        text = pc.utf8_lower(pc.utf8_trim_whitespace(_as_string(values)))
+        flag = pc.if_else(pc.is_in(text, pa.array(_TRUE)), 1,
+                          pc.if_else(pc.is_in(text, pa.array(_FALSE)), 0, -1))  # fmt: skip
+        return pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.int8()), flag).cast(pa.int8())
+
+    kind = map_values(col, classify)
+    bad = pc.fill_null(pc.equal(kind, -1), False)
+    if pc.any(bad).as_py():
+        row, value = _first_bad(bad, col, first_row)
+        raise InputError(
+            f"{source}: row {row}: {name} must be 0/1 or true/false (or empty), got {value!r}"
+        )
+    return pc.equal(kind, 1)
+
+
 def _parse_int(
     col: pa.ChunkedArray, name: str, source: str, first_row: int, *, nullable: bool
 ) -> pa.ChunkedArray:
@@ -352,6 +374,8 @@ def _normalize(raw: pa.Table, source: str, model: str | None, first_row: int = 1
         columns["num_choices"] = _parse_int(
             raw["num_choices"], "num_choices", source, first_row, nullable=True
         )
+    if "truncated" in present:
+        columns["truncated"] = _parse_flag(raw["truncated"], "truncated", source, first_row)
     for name in TEXT_COLUMNS:
         if name in present:
             text = _as_string(raw[name])

@@ -144,14 +144,18 @@ def api_pair_samples(
     q: Annotated[str | None, Query(max_length=200)] = None,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=500)] = deps.PAGE_SIZE,
+    truncated: deps.Truncated = "include",
 ) -> dict:
-    """Samples of the pair with the given transition (1->0 by default) in at least one seed."""
+    """Samples of the pair with the given transition (1->0 by default) in at least one seed;
+    ``truncated=exclude`` leaves out the seeds whose answer was cut off (each sample says
+    ``truncated``)."""
     pair = deps.get_pair(request, pair_id)
     ids = deps.benchmark_filter(request, benchmark, category)
-    total, rows = deps.flipped(request, pair, ids, transition, q, page, page_size)
+    total, rows = deps.flipped(request, pair, ids, transition, q, page, page_size, truncated)
     return {
         "pair": _public(pair),
         "transition": transition,
+        "truncated": truncated,
         "total": total,
         "page": page,
         "page_size": page_size,

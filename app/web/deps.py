@@ -15,6 +15,10 @@ from app.pair_report import pair_benchmarks
 from app.recoverability import headline
 
 Transition = Literal["10", "01", "11", "00"]
+Truncated = Annotated[
+    Literal["include", "exclude"],
+    Query(description="exclude: leave out the samples whose answer was cut off"),
+]
 TRANSITION_LABELS = {"10": "1→0 forgotten", "01": "0→1 gained", "11": "1→1 kept", "00": "0→0 never"}
 PAGE_SIZE = 50
 
@@ -92,6 +96,7 @@ def map_query(
         float | None, Query(ge=0, le=1e6, description="the same in billions (the form's unit)")
     ] = None,
     max_size_b: Annotated[float | None, Query(ge=0, le=1e6)] = None,
+    truncated: Truncated = "include",
 ) -> MapQuery:
     if min_size_b is not None:
         min_size = min_size_b * 1e9
@@ -105,6 +110,7 @@ def map_query(
         q=q or None,
         min_size=min_size,
         max_size=max_size,
+        truncated=truncated,
     )
 
 
@@ -139,9 +145,17 @@ def pair_rows(request: Request, pair_id: int) -> list[dict]:
 
 
 def flipped(
-    request: Request, pair: dict, ids, transition: str, q: str | None, page: int, page_size: int
+    request: Request,
+    pair: dict,
+    ids,
+    transition: str,
+    q: str | None,
+    page: int,
+    page_size: int,
+    truncated: str = "include",
 ):
-    """One page of a drill-down, kept until the next write."""
+    """One page of a drill-down, kept until the next write (``truncated="exclude"``: samples
+    whose answer was cut off in every seed shown left out)."""
 
     def load():
         with store(request).read() as conn:
@@ -153,6 +167,7 @@ def flipped(
                 q=q,
                 page=page,
                 page_size=page_size,
+                exclude_truncated=truncated == "exclude",
             )
 
     key = (
@@ -163,6 +178,7 @@ def flipped(
         q,
         page,
         page_size,
+        truncated,
     )
     return map_cache(request).cache.get(key, load)
 

@@ -127,12 +127,15 @@ def samples_page(
     transition: deps.Transition = "10",
     q: Annotated[str | None, Query(max_length=200)] = None,
     page: Annotated[int, Query(ge=1)] = 1,
+    truncated: deps.Truncated = "include",
 ) -> HTMLResponse:
     pair = deps.get_pair(request, pair_id)
     benchmark = benchmark or None
     category = None if category in (None, "", TOTAL) else category
     ids = deps.benchmark_filter(request, benchmark, category)
-    total, rows = deps.flipped(request, pair, ids, transition, q or None, page, deps.PAGE_SIZE)
+    total, rows = deps.flipped(
+        request, pair, ids, transition, q or None, page, deps.PAGE_SIZE, truncated
+    )
     with deps.store(request).read() as conn:
         bench_rows = queries.pair_benchmarks(conn, pair_id)
     context = dict(
@@ -146,6 +149,7 @@ def samples_page(
         category=category,
         transition=transition,
         q=q or "",
+        truncated=truncated,
         benchmarks=[b for b, _ in bench_rows],
         categories=sorted({c for _, c in bench_rows}, key=category_sort_key),
     )
