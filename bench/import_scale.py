@@ -148,7 +148,7 @@ def main() -> None:
                 r = measure(tree, work, args.repeat)
                 stored = r["database"] + r["answers"]
 
-                def cell(name: str) -> str:
+                def cell(name: str, r: dict = r) -> str:
                     return f"{r[name][0]:6.2f}/{r[name][1]:6.0f}"
 
                 print(

@@ -84,9 +84,7 @@ def test_cut_off_answers_are_recorded_counted_and_can_be_left_out(cli, tmp_path)
     assert abs(kept["f"] - 1 / 6) < 1e-12
     table = cli("map", "--level", "benchmark").stdout
     assert "1->0 cut" in table.splitlines()[1] or "1->0 cut" in table
-    [category] = [
-        r for r in cli.json("map", "--format", "json") if r["category"] != "Total"
-    ]
+    [category] = [r for r in cli.json("map", "--format", "json") if r["category"] != "Total"]
     assert category["n_10_truncated"] == 2
 
     from app.web import create_app
