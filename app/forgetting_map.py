@@ -614,9 +614,7 @@ def map_records(store: Store, query: MapQuery) -> list[dict]:
     level skips the per-pair fingerprints that a long-lived ``MapCache`` compares)."""
     if query.level == "category" and not MapCache._filtered(query):
         with store.read() as conn:
-            return category_records_for(
-                conn, None, query.aggregate, query.truncated == "exclude"
-            )
+            return category_records_for(conn, None, query.aggregate, query.truncated == "exclude")
     return MapCache(store).records(query)
 
 

@@ -44,7 +44,13 @@ ending in "Answer: B"): of those structs, only this field is read."""
 # row reader): the rest (token ids, few-shot documents, logits, ...) is never decoded
 _NESTED_FIELDS = {
     "doc": ("query", "choices", "gold_index", "id", f"specific.{EXTRACTED}"),
-    "model_response": ("input", "text", "text_post_processed", "logprobs", "truncated_tokens_count"),
+    "model_response": (
+        "input",
+        "text",
+        "text_post_processed",
+        "logprobs",
+        "truncated_tokens_count",
+    ),
 }
 
 
