@@ -30,11 +30,11 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 SCHEMA_SNAPSHOT = MIGRATIONS_DIR / "schema.sql"
 
 
-MEMORY_LIMIT = "256MB"
-"""What DuckDB may hold in memory by default (it spills to ``<db>.tmp`` beyond it). Without a limit
-it keeps what an import inserts up to 80% of RAM: 40,000 answers of 18 kB inserted by one
-statement took 1.5 GB of RSS, 0.38 GB at a 100 MB limit (bench/import_scale.py measures imports
-under it)."""
+IMPORT_MEMORY_LIMIT = "256MB"
+"""What DuckDB may hold in memory while an import writes (``Store.limited_memory``; it spills to
+``<db>.tmp`` beyond it). Without a limit it keeps what an import inserts up to 80% of RAM: 40,000
+answers of 18 kB inserted by one statement took 1.5 GB of RSS, 0.38 GB at a 100 MB limit
+(bench/import_scale.py measures imports under it). Reads keep DuckDB's default."""
 
 
 class StoreError(RuntimeError):
@@ -75,11 +75,8 @@ def schema_ddl(conn: Connection) -> list[str]:
 class Store:
     """A DuckDB file with forgetmap's schema. Use ``transaction()`` for every unit of work."""
 
-    def __init__(
-        self, path: Path | str, *, read_only: bool = False, memory_limit: str = MEMORY_LIMIT
-    ):
+    def __init__(self, path: Path | str, *, read_only: bool = False):
         self.path = Path(path)
-        self.memory_limit = memory_limit
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif not self.path.exists():
@@ -106,9 +103,7 @@ class Store:
 
     def _connect(self) -> Connection:
         try:
-            return duckdb.connect(
-                str(self.path), read_only=self.read_only, config={"memory_limit": self.memory_limit}
-            )
+            return duckdb.connect(str(self.path), read_only=self.read_only)
         except duckdb.Error as exc:
             message = str(exc).splitlines()[0]
             if "lock" in message.lower():
@@ -134,6 +129,18 @@ class Store:
             finally:
                 conn.close()
             self.version += 1
+
+    @contextmanager
+    def limited_memory(self, limit: str = IMPORT_MEMORY_LIMIT) -> Iterator[None]:
+        """DuckDB's memory limit lowered to ``limit`` for the block (one setting of the database:
+        the app's readers share it meanwhile), then back to DuckDB's default."""
+        with self.read() as conn:
+            conn.execute(f"SET memory_limit = '{limit}'")
+        try:
+            yield
+        finally:
+            with self.read() as conn:
+                conn.execute("RESET memory_limit")
 
     @contextmanager
     def read(self) -> Iterator[Connection]:

@@ -108,7 +108,7 @@ def import_file(
         config["filter"] = filter_name if isinstance(filter_name, str) else sorted(filter_name)
     texts = TextWriter(folder_of(store.path))
     try:
-        with store.transaction() as conn:
+        with store.limited_memory(), store.transaction() as conn:
             writer = Ingest(
                 conn,
                 config=config,
