@@ -181,6 +181,8 @@ def _evaluate(engine, batch: list[Item], pool: list[Item], cfg: dict, seed: int)
                 "choices": list(item.choices) if item.choices else None,
                 "prompt_tokens": tok[0] if tok else None,
                 "completion_tokens": tok[1] if tok else None,
+                # every token allowed was used: the answer was cut off, not finished
+                "truncated": tok[1] >= cfg["max_tokens"] if tok else None,
             }
         )
     return rows

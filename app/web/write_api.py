@@ -61,6 +61,8 @@ class ResultRow(Strict):
     doc_hash: str | None = None
     prompt_tokens: Annotated[Int, Field(ge=0, le=MAX_ID)] | None = None
     completion_tokens: Annotated[Int, Field(ge=0, le=MAX_ID)] | None = None
+    # the answer was cut off: it used every token the shard allowed (null: not said)
+    truncated: bool | None = None
 
 
 class ResultsIn(Strict):
@@ -111,6 +113,7 @@ def upload_results(request: Request, body: ResultsIn, principal: Worker) -> dict
                     "doc_hash": [r.doc_hash for r in body.rows],
                     "prompt_tokens": [r.prompt_tokens for r in body.rows],
                     "completion_tokens": [r.completion_tokens for r in body.rows],
+                    "truncated": [r.truncated for r in body.rows],
                 }
             )
             table, benchmarks = prepare(table, source=f"shard {body.shard_id}")

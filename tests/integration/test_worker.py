@@ -84,6 +84,17 @@ def test_transformers_engine_end_to_end(tmp_path, models):
         dep.close()
     rows = dep.results()
     assert len(rows) == 2 * 2 * 12 and len(set(rows)) == len(rows)
+    # an answer that used every one of the shard's max_tokens (8) is recorded as cut off
+    from app.db import open_store
+
+    store = open_store(dep.db, read_only=True)
+    try:
+        with store.read() as conn:
+            cut = conn.execute("SELECT completion_tokens, truncated FROM results").fetchall()
+    finally:
+        store.close()
+    assert all(flag == (tokens >= 8) for tokens, flag in cut)
+    assert {flag for _, flag in cut} <= {True, False}
 
 
 def test_vllm_engine_end_to_end(tmp_path, models):
