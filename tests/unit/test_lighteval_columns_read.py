@@ -126,6 +126,7 @@ def test_the_nested_layout_decodes_only_the_fields_the_reader_uses(tmp_path, mon
         "text",
         "text_post_processed",
         "logprobs",
+        "truncated_tokens_count",
     ]
     assert table["metric"].type == stored.field("metric").type  # metrics are read whole
     selected = read_lighteval(folder, model="m", seed=0)
