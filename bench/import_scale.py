@@ -22,11 +22,18 @@ under 1 GB at 4,000-token answers.
     .venv/bin/python bench/import_scale.py                     # 1x/4x/16x x 0/400/4000 tokens (~5 min)
     .venv/bin/python bench/import_scale.py --scales 1,4 --answers 0,4000 --repeat 3
     .venv/bin/python bench/import_scale.py --workdir /tmp/is --keep   # reuse the written trees
+    .venv/bin/python bench/import_scale.py --lm-eval 20000,80000 --answers 2500   # lm-eval files
+
+``--lm-eval N,M``: instead, one lm-eval ``samples_gsm8k_<date>.jsonl`` of N (then M) lines, each
+answer ``--answers`` words long (tests/fixtures_formats.py's lines, 0.4.7 layout), imported by
+``forgetmap import lm-eval`` against ``pyarrow.json.read_json`` of the file (a file past
+``app.importers.lm_eval.STREAM_BYTES`` is read in blocks, twice).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
@@ -77,6 +84,50 @@ def write_tree(out: Path, tasks: int, per_task: int, tokens: int) -> int:
               {t: (its, [rng.random() < 0.6 for _ in its]) for t, its in items.items()},
               style="chat", seed=0, answer_tokens=tokens)  # fmt: skip
     return tasks * per_task
+
+
+PYARROW_JSON = """
+import sys, pyarrow.json as pj
+print(pj.read_json(sys.argv[1]).num_rows)
+"""
+
+
+def write_samples(folder: Path, lines: int, words: int) -> Path:
+    from tests.fixtures_formats import write_lm_eval_samples
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = write_lm_eval_samples(folder, "gsm8k", [1, 0], kind="generate_until")
+    template = [json.loads(line) for line in path.read_text().splitlines()]
+    rng = random.Random(lines)
+    vocabulary = "the so option answer because which means therefore first we check each".split()
+    with path.open("w") as out:
+        for i in range(lines):
+            line = dict(template[i % 2], doc_id=i, doc_hash=f"h{i}")
+            text = " ".join(rng.choice(vocabulary) for _ in range(words))
+            line["resps"] = [[text + " The answer is 5."]]
+            out.write(json.dumps(line) + "\n")
+    return path
+
+
+def lm_eval_rows(args: argparse.Namespace, work: Path) -> None:
+    words = int(args.answers.split(",")[0])
+    print(f"{'lines':>7} {'file MB':>8} | {'read_json s/MB':>14} {'import s/MB':>13} {'ratio':>5}")
+    for lines in [int(n) for n in args.lm_eval.split(",")]:
+        folder = work / f"lm-eval-{lines}-{words}"
+        path = next(folder.glob("samples_*.jsonl"), None) or write_samples(folder, lines, words)
+        python, db = sys.executable, work / "lm.duckdb"
+        reads, imports = [], []
+        for _ in range(args.repeat):
+            reads.append(timed([python, "-c", PYARROW_JSON, str(path)]))
+            for old in (db, db.with_name(db.name + ".texts"), db.with_name(db.name + ".wal")):
+                shutil.rmtree(old) if old.is_dir() else old.unlink(missing_ok=True)
+            forgetmap = str(Path(python).with_name("forgetmap"))
+            imports.append(timed([forgetmap, "--db", str(db), "import", "lm-eval", str(folder),
+                                  "--model", "m"]))  # fmt: skip
+        read = (statistics.median(t for t, _ in reads), statistics.median(m for _, m in reads))
+        ours = (statistics.median(t for t, _ in imports), statistics.median(m for _, m in imports))
+        print(f"{lines:>7,} {size_mb(path):>8.0f} | {read[0]:7.2f}/{read[1]:6.0f} "
+              f"{ours[0]:6.2f}/{ours[1]:6.0f} {ours[0] / read[0]:5.2f}", flush=True)  # fmt: skip
 
 
 def timed(command: list[str], **kwargs) -> tuple[float, float]:
@@ -130,9 +181,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--lm-eval", help="lines of lm-eval samples files to import instead")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="import-scale-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.lm_eval:
+        try:
+            lm_eval_rows(args, work)
+        finally:
+            if not args.keep and args.workdir is None:
+                shutil.rmtree(work, ignore_errors=True)
+        return
     header = (f"{'answers':>7} {'scale':>5} {'rows':>7} {'files MB':>8} | "
               f"{'pyarrow s/MB':>13} {'pa kept s/MB':>13} {'duckdb s/MB':>13} "
               f"{'import s/MB':>13} {'ratio':>5} | {'db MB':>6} {'answers MB':>10} "

@@ -188,23 +188,115 @@ def iter_lm_eval(
 
     any_rows = False
     for task, found in by_task.items():
-        columns = _read_task(found, metric, chosen_filters, on_filter)
-        if columns is None:
-            continue
-        n = len(columns["sample_id"])
-        if not n:
-            continue
-        any_rows = True
-        yield build_table(
-            {
-                "model": pa.array([model] * n, pa.string()),
-                "benchmark": pa.array([task] * n, pa.string()),
-                "seed": pa.array(np.full(n, seed, np.int32)),
-                **columns,
-            }
-        )
+        for columns in _task_batches(found, metric, chosen_filters, on_filter):
+            n = len(columns["sample_id"])
+            if not n:
+                continue
+            any_rows = True
+            yield _batch_table(columns, model, task, seed)
     if not any_rows:
         raise InputError(f"{path}: the lm-eval samples files contain no samples")
+
+
+def _batch_table(columns: dict[str, Any], model: str, task: str, seed: int) -> pa.Table:
+    n = len(columns["sample_id"])
+    return build_table(
+        {
+            "model": pa.array([model] * n, pa.string()),
+            "benchmark": pa.array([task] * n, pa.string()),
+            "seed": pa.array(np.full(n, seed, np.int32)),
+            **columns,
+        }
+    )
+
+
+STREAM_BYTES = 256 << 20
+"""A samples file at least this large is read in blocks, twice (``_streamed``), instead of whole:
+its memory then holds a block's lines, not the file's (a reasoning model's answers make files of
+gigabytes)."""
+
+
+def _task_batches(
+    found: _TaskFile,
+    metric: str | None,
+    chosen_filters: dict[str, str],
+    on_filter: Callable[[str, str, list[str], str], None] | None,
+) -> Iterator[dict[str, Any]]:
+    """``ROW_COLUMNS`` of one task's file, of the chosen filter, in one or more batches."""
+    if not found.legacy and found.samples.stat().st_size >= STREAM_BYTES:
+        streamed = _streamed(found, metric, chosen_filters, on_filter)
+        if streamed is not None:
+            yield from streamed
+            return
+    columns = _read_task(found, metric, chosen_filters, on_filter)
+    if columns is not None:
+        yield columns
+
+
+def _streamed(
+    found: _TaskFile,
+    metric: str | None,
+    chosen_filters: dict[str, str],
+    on_filter: Callable[[str, str, list[str], str], None] | None,
+) -> Iterator[dict[str, Any]] | None:
+    """The file read by pyarrow's streaming JSON reader, twice: once for each line's filter
+    (``line_filters`` needs every document's lines: the n-th line of a document is its n-th
+    filter where lines do not name theirs), once for the rows of the chosen filter, a block at
+    a time. None where the blocks are not all in the shapes the kernels read (a field whose type
+    changes, a line longer than a block, ...): the file is then read whole, as a smaller one."""
+    file, task = found.samples, found.task
+    try:
+        named, doc_ids = [], []
+        for block in _blocks(file):
+            block.validate(full=True)  # the JSON reader does not check UTF-8
+            named.append(_block_column(block, "filter", pa.string()))
+            doc_ids.append(_block_column(block, "doc_id", None))
+            # every line in the kernels' shapes (checked on all filters' lines: where a subset
+            # would pass but not all, the whole-file read decides)
+            _arrow_columns(block, task, metric)
+        if not doc_ids:
+            return None
+        filters_seen = pa.chunked_array(named, pa.string()).combine_chunks()
+        ids = pa.concat_arrays([d.cast(doc_ids[0].type) for d in doc_ids])
+    except (_SlowPath, InputError, pa.ArrowException, ValueError, OSError):
+        return None
+    per_row = line_filters(
+        filters_seen if filters_seen.null_count < len(filters_seen) else None,
+        ids,
+        file=file,
+        task=task,
+        results=found.results,
+    )
+    filters = pc.unique(per_row).to_pylist()
+    if not filters:
+        return None
+    chosen, why = _choose_filter(task, filters, chosen_filters, str(file))
+    if on_filter is not None and len(filters) > 1:
+        on_filter(task, chosen, filters, why)
+    taken = pc.equal(per_row, chosen)
+    return _chosen_blocks(file, task, metric, taken)
+
+
+def _chosen_blocks(file: Path, task: str, metric: str | None, taken: pa.Array):
+    start = 0
+    for block in _blocks(file):
+        rows = block.filter(taken.slice(start, block.num_rows))
+        start += block.num_rows
+        if rows.num_rows:
+            yield _arrow_columns(rows, task, metric)
+
+
+def _blocks(file: Path) -> Iterator[pa.Table]:
+    reader = pa_json.open_json(file, read_options=pa_json.ReadOptions(block_size=_BLOCK_SIZE))
+    for batch in reader:
+        yield pa.Table.from_batches([batch])
+
+
+def _block_column(block: pa.Table, name: str, kind: pa.DataType | None) -> pa.Array:
+    if name not in block.column_names:
+        return pa.nulls(block.num_rows, kind or pa.null())
+    column = one_array(block[name])
+    return column.cast(kind) if kind is not None else column
 
 
 def read_lm_eval(path: Path, **options) -> pa.Table:

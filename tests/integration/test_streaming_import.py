@@ -242,3 +242,52 @@ def test_nested_details_and_lm_eval_samples_with_long_answers(tmp_path):
     assert all(response is None and ref is not None for _, response, ref in rows)
     assert all(stored[ref].endswith(long_tail) for _, _, ref in rows)
     assert len(_answer_files(db)) == 2
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["0.4.7 lines", "0.4.5 lines"])
+def test_a_large_lm_eval_samples_file_streams_in_blocks_with_the_same_rows(
+    tmp_path, monkeypatch, named
+):
+    """A samples file past ``STREAM_BYTES`` is read in blocks, twice (each line's filter first:
+    in 0.4.3-0.4.6 the n-th line of a document is its n-th filter): the same rows as reading it
+    whole, the chosen filter said the same way, two filters and long answers included."""
+    from app.importers import lm_eval
+    from app.importers.lm_eval import read_lm_eval
+    from tests.fixtures_formats import write_lm_eval_results
+
+    scores = {
+        "strict-match": [1, 0, 0, 1, 0, 1, 1, 0] * 5,
+        "flexible-extract": [1, 1, 0, 1, 1, 1, 1, 0] * 5,
+    }
+    folder = tmp_path / "lm"
+    samples = write_lm_eval_samples(
+        folder, "gsm8k", scores, kind="generate_until", filters_named=named
+    )
+    if not named:
+        write_lm_eval_results(folder, {"gsm8k": ["strict-match", "flexible-extract"]})
+    lines = [json.loads(line) for line in samples.read_text().splitlines()]
+    for i, line in enumerate(lines):
+        line["resps"] = [[line["resps"][0][0] + f" step {i} and so on" * 40]]
+    samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    told = []
+    whole = read_lm_eval(folder, model="m", on_filter=lambda *a: told.append(a))
+    monkeypatch.setattr(lm_eval, "STREAM_BYTES", 1)
+    monkeypatch.setattr(lm_eval, "_BLOCK_SIZE", 16 << 10)  # ~16 lines a block
+    blocks = []
+    original = lm_eval._arrow_columns
+
+    def counted(table, *args):
+        blocks.append(table.num_rows)
+        return original(table, *args)
+
+    monkeypatch.setattr(lm_eval, "_arrow_columns", counted)
+    told_streamed = []
+    streamed = read_lm_eval(folder, model="m", on_filter=lambda *a: told_streamed.append(a))
+    assert len(blocks) > 4  # read in blocks: checked on every line, then the chosen ones
+    assert streamed.num_rows == whole.num_rows == 40
+    assert streamed.to_pylist() == whole.to_pylist()
+    assert told_streamed == told and told[0][1] == "flexible-extract"
+    assert sorted(streamed["correct"].to_pylist()) == sorted(
+        bool(v) for v in scores["flexible-extract"]
+    )
