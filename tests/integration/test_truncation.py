@@ -133,3 +133,35 @@ def test_lm_eval_answers_without_an_answer_and_a_table_column_are_truncations(cl
     bad.write_text("model,benchmark,sample_id,correct,truncated\ntab,bench,d,0,maybe\n")
     result = cli("import", "table", bad, ok=False)
     assert "truncated" in result.stderr and "row 1" in result.stderr
+
+
+def test_nested_details_say_cut_off_by_truncated_tokens_or_no_extracted_answer(cli, tmp_path):
+    """lighteval 0.11+: ``model_response.truncated_tokens_count`` above 0, or an extractive
+    metric that took no answer out of the text (``doc.specific.extracted_predictions`` empty);
+    the kernels and the row reader (a stringified file) say the same."""
+    from tests.fixtures_formats import write_lighteval_details
+
+    flags = {}
+    for stringify in (False, True):
+        path = write_lighteval_details(
+            tmp_path / f"n{stringify}", "lighteval|gsm8k|0", [1, 0, 1, 0],
+            schema="nested", kind="generative",
+        )  # fmt: skip
+        table = pq.read_table(path)
+        rows = table.to_pylist()
+        rows[1]["doc"]["specific"]["extracted_predictions"] = []
+        rows[2]["model_response"]["truncated_tokens_count"] = 37
+        fixed = type(table).from_pylist(rows, schema=table.schema)
+        if stringify:
+            fixed = fixed.from_pydict(
+                {c: [str(v) for v in fixed[c].to_pylist()] for c in fixed.column_names}
+            )
+        pq.write_table(fixed, path)
+        name = f"nested-{stringify}"
+        cli("import", "lighteval", path, "--model", name)
+        flags[stringify] = sorted(
+            (sample, cut) for (model, sample), cut in _flags(cli.db) if model == name
+        )
+    assert [cut for _, cut in flags[False]].count(True) == 2
+    assert [cut for _, cut in flags[False]].count(False) == 2
+    assert [cut for _, cut in flags[True]] == [cut for _, cut in flags[False]]
