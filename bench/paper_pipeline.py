@@ -74,7 +74,9 @@ def timed(command: list[str], cwd: Path) -> float:
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=CLI_ENV)
     if done.returncode:
-        raise SystemExit(f"failed: {' '.join(command)}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"failed: {' '.join(command)}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
     return time.perf_counter() - start
 
 
@@ -116,7 +118,9 @@ def main() -> None:
         print(f"paper's compare_models: median {p:.2f} s ({', '.join(f'{t:.2f}' for t in paper)})")
         print(f"forgetmap import + pair add + map: median {o:.2f} s "
               f"({', '.join(f'{t:.2f}' for t in ours)})")  # fmt: skip
-        print(f"paper_pipeline: forgetmap {p / o:.2f}x faster than the paper's pipeline (goal >= 3x)")
+        print(
+            f"paper_pipeline: forgetmap {p / o:.2f}x faster than the paper's pipeline (goal >= 3x)"
+        )
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
