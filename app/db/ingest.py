@@ -322,7 +322,6 @@ class Ingest:
                 )
             if stored:
                 rows = _overlapping_rows(conn, table, self.chash, self.config, self.on_conflict)
-                keys = None  # the rows kept are a subset: their own run ids, no templates
             else:
                 rows = _new_rows(conn, table, keys, self.chash, self.config)
         finally:
@@ -524,47 +523,34 @@ def _overlapping_rows(
             f"stored with correct={int(old)} but this file says {int(new)}; import it as another "
             "model name or seed if it is a different evaluation"
         )
-    position = duck.execute(
+    # the rows not stored yet, by their place in the batch; their units' runs, then run ids
+    duck.execute(
         """
-        SELECT s.position FROM incoming s
+        CREATE OR REPLACE TEMP TABLE fresh AS
+        SELECT s.position, s.model_id, s.benchmark_id, s.seed FROM incoming s
         WHERE NOT EXISTS (
             SELECT 1 FROM results r
             WHERE r.model_id = s.model_id AND r.benchmark_id = s.benchmark_id
               AND r.seed = s.seed AND r.sample_id = s.sample_id
         )
-        ORDER BY s.position
         """
-    ).fetchnumpy()["position"]
-    new = table.take(pa.array(np.asarray(position, np.int64)))
-    units = (
-        pa.table({name: new[name] for name in ("model_id", "benchmark_id", "seed")})
-        .group_by(["model_id", "benchmark_id", "seed"])
-        .aggregate([])
     )
-    duck.register("touched", units)
-    try:
-        _insert_runs(duck, "touched", chash, config)
-        duck.execute("INSERT INTO import_touched SELECT model_id, benchmark_id, seed FROM touched")
-        run_ids = duck.execute(
-            """
-            SELECT t.model_id, t.benchmark_id, t.seed, r.id FROM touched t
-            JOIN runs r ON r.model_id = t.model_id AND r.benchmark_id = t.benchmark_id
-                       AND r.seed = t.seed AND r.config_hash = ?
-            """,
-            [chash],
-        ).fetchnumpy()
-    finally:
-        duck.unregister("touched")
-    run_of = {
-        (m, b, s): r
-        for m, b, s, r in zip(
-            *(run_ids[c].tolist() for c in ("model_id", "benchmark_id", "seed", "id")), strict=True
-        )
-    }
-    unit_keys = zip(
-        *(new[c].to_pylist() for c in ("model_id", "benchmark_id", "seed")), strict=True
+    _insert_runs(duck, "fresh", chash, config)
+    duck.execute(
+        "INSERT INTO import_touched SELECT DISTINCT model_id, benchmark_id, seed FROM fresh"
     )
-    run_id = pa.array([run_of[k] for k in unit_keys], pa.int32())
+    found = duck.execute(
+        """
+        SELECT f.position, r.id FROM fresh f
+        JOIN runs r ON r.model_id = f.model_id AND r.benchmark_id = f.benchmark_id
+                   AND r.seed = f.seed AND r.config_hash = ?
+        ORDER BY f.position
+        """,
+        [chash],
+    ).fetchnumpy()
+    duck.execute("DROP TABLE fresh")
+    new = table.take(pa.array(np.asarray(found["position"], np.int64)))
+    run_id = pa.array(np.asarray(found["id"], np.int32))
     rows = new.select(_RESULT_COLUMNS.split(", ")[:4]).append_column("run_id", run_id)
     for name in _RESULT_COLUMNS.split(", ")[5:]:
         rows = rows.append_column(name, whole_prompts(new) if name == "prompt" else new[name])
