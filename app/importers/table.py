@@ -219,19 +219,19 @@ def _first_bad(
     return row + first_row, values[row].as_py()
 
 
+def _binary_codes(values: pa.Array) -> pa.Array:
+    """1 true, 0 false, -1 anything else (a null value too, as before: "got None")."""
+    text = pc.utf8_lower(pc.utf8_trim_whitespace(_as_string(values)))
+    is_true = pc.is_in(text, pa.array(_TRUE))
+    is_false = pc.is_in(text, pa.array(_FALSE))
+    return pc.if_else(is_true, 1, pc.if_else(is_false, 0, -1)).cast(pa.int8())
+
+
 def _parse_correct(col: pa.ChunkedArray, source: str, first_row: int) -> pa.ChunkedArray:
     if pa.types.is_boolean(col.type):
         parsed = col
     else:
-
-        def classify(values: pa.Array) -> pa.Array:
-            """1 true, 0 false, -1 anything else (a null value too, as before: "got None")."""
-            text = pc.utf8_lower(pc.utf8_trim_whitespace(_as_string(values)))
-            is_true = pc.is_in(text, pa.array(_TRUE))
-            is_false = pc.is_in(text, pa.array(_FALSE))
-            return pc.if_else(is_true, 1, pc.if_else(is_false, 0, -1)).cast(pa.int8())
-
-        kind = map_values(col, classify)  # per distinct value when dictionary-encoded
+        kind = map_values(col, _binary_codes)  # per distinct value when dictionary-encoded
         bad = pc.fill_null(pc.equal(kind, -1), True)
         if pc.any(bad).as_py():
             row, value = _first_bad(bad, col, first_row)
@@ -252,10 +252,8 @@ def _parse_flag(col: pa.ChunkedArray, name: str, source: str, first_row: int) ->
         return col
 
     def classify(values: pa.Array) -> pa.Array:
-        text = pc.utf8_lower(pc.utf8_trim_whitespace(_as_string(values)))
-        flag = pc.if_else(pc.is_in(text, pa.array(_TRUE)), 1,
-                          pc.if_else(pc.is_in(text, pa.array(_FALSE)), 0, -1))  # fmt: skip
-        return pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.int8()), flag).cast(pa.int8())
+        empty = pc.equal(pc.utf8_trim_whitespace(_as_string(values)), "")
+        return pc.if_else(empty, pa.scalar(None, pa.int8()), _binary_codes(values))
 
     kind = map_values(col, classify)
     bad = pc.fill_null(pc.equal(kind, -1), False)
