@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from app.taxonomy import CATEGORIES, scored_benchmarks
+from app.core.taxonomy import CATEGORIES, scored_benchmarks
 
 FULL_ROWS = 10_000_000
 FULL_MODELS = 10

@@ -16,7 +16,7 @@ after one warm-up call, and each engine's start time (make_engine until ready) a
 
 Part 2, shard reuse: a base model shared by three pairs (base, post_i). The real pipeline in
 process: the app (app.web.create_app on a temp DuckDB) answers the worker's HTTP calls through
-FastAPI's TestClient, jobs come from app.jobs.create_job, and each shard to run goes through
+FastAPI's TestClient, jobs come from app.services.jobs.create_job, and each shard to run goes through
 worker.evaluate.run_shard (transformers engine, EngineCache, uploads to /api/results, finish).
 - with reuse: one store; three jobs, one per pair, run one after the other: the base's shards of
   jobs 2 and 3 are marked reused;
@@ -205,7 +205,7 @@ class Pipeline:
     def __init__(self, db: Path, models_dir: Path, bench_dir: Path, engines):
         from fastapi.testclient import TestClient
 
-        from app.auth import create_token
+        from app.services.tokens import create_token
         from app.web import create_app
         from worker.client import AppClient
         from worker.settings import WorkerSettings
@@ -240,7 +240,7 @@ class Pipeline:
 
     def job(self, request) -> tuple[int, list[int], int]:
         """create_job; returns (job id, shard ids to run, shards reused)."""
-        from app.jobs import create_job, job_detail
+        from app.services.jobs import create_job, job_detail
 
         with self.store.transaction() as conn:
             job_id, to_run = create_job(conn, request)
@@ -275,7 +275,7 @@ class Pipeline:
 
 
 def shard_reuse(args, workdir: Path) -> None:
-    from app.jobs import EvalConfig, JobRequest, ModelSpec
+    from app.services.jobs import EvalConfig, JobRequest, ModelSpec
     from tests.tiny_model import build_tiny_model
     from worker.engines import make_engine
     from worker.evaluate import EngineCache

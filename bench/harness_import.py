@@ -54,7 +54,7 @@ import duckdb  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from app.taxonomy import scored_benchmarks  # noqa: E402
+from app.core.taxonomy import scored_benchmarks  # noqa: E402
 from tests.paper_layout import make_items, write_run  # noqa: E402
 
 BASE_MODEL, POST_MODEL = "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"
@@ -169,8 +169,8 @@ def in_process(out: Path, db: Path) -> float:
     from app.cli.common import keep_unused_out
     from app.db.pairing import add_pair
     from app.db.store import open_store
-    from app.forgetting_map import MapQuery, map_records
     from app.importers import import_file
+    from app.services.map import MapQuery, map_records
 
     # as the CLI's processes do: else pyarrow's first array built from a list imports pandas
     # here (0.23 s, in the first round's import)

@@ -27,7 +27,7 @@ under 1 GB at 4,000-token answers.
 ``--lm-eval N,M``: instead, one lm-eval ``samples_gsm8k_<date>.jsonl`` of N (then M) lines, each
 answer ``--answers`` words long (tests/fixtures_formats.py's lines, 0.4.7 layout), imported by
 ``forgetmap import lm-eval`` against ``pyarrow.json.read_json`` of the file (a file past
-``app.importers.lm_eval.STREAM_BYTES`` is read in blocks, twice).
+``app.importers.lm_eval.reader.STREAM_BYTES`` is read in blocks, twice).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow.json as pa_json  # noqa: E402
 
-from app.taxonomy import scored_benchmarks  # noqa: E402
+from app.core.taxonomy import scored_benchmarks  # noqa: E402
 from bench.harness_import import run_steps  # noqa: E402
 from tests.fixtures_formats import write_lm_eval_results, write_lm_eval_samples  # noqa: E402
 

@@ -52,10 +52,10 @@ import pyarrow.parquet as pq  # noqa: E402
 import app.importers  # noqa: E402, F401
 
 # isort: on
-from app import forgetting_map  # noqa: E402
 from app.db import queries  # noqa: E402
 from app.db.store import open_store  # noqa: E402
-from app.forgetting_map import MapQuery, map_records  # noqa: E402
+from app.services import map as forgetting_map  # noqa: E402
+from app.services.map import MapQuery, map_records  # noqa: E402
 from bench._data import (  # noqa: E402
     FULL_BENCHMARKS,
     FULL_MODELS,
@@ -258,7 +258,7 @@ def _timings(store, fn, runs: int, workdir: Path) -> tuple[float, float, float]:
     """Medians of: a cold call on a fresh MapCache (a process that just started); the first call
     after a write (one model's upload) on a long-lived MapCache, as a running fleet causes; and
     the warm cache hit."""
-    from app.forgetting_map import MapCache
+    from app.services.map import MapCache
 
     cold = [timed(fn, MapCache(store))[0] for _ in range(runs)]
     cache = MapCache(store)
@@ -277,8 +277,8 @@ _WRITES = itertools.count()
 def scale_section(store, runs: int, baseline: dict[str, float], workdir: Path) -> list[str]:
     """Cold, after-a-write and warm timings of what the app serves, against the recompute."""
     from app.db import series as series_db
-    from app.forgetting_map import MapCache
-    from app.series import series_view
+    from app.services.map import MapCache
+    from app.services.series import series_view
 
     with store.read() as conn:
         runs_list = series_db.list_series(conn)

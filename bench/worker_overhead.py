@@ -79,7 +79,7 @@ def run(args, workdir: Path) -> list[dict]:
 
 def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_dir: Path,
              workdir: Path) -> list[dict]:  # fmt: skip
-    from app.jobs import EvalConfig, JobRequest, ModelSpec
+    from app.services.jobs import EvalConfig, JobRequest, ModelSpec
     from bench.engine import Pipeline
     from worker.benchmarks.registry import load_benchmark
     from worker.engines.base import GenerationParams

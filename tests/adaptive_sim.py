@@ -1,4 +1,4 @@
-"""Simulated benchmarks with known F_true / BT_true, for the coverage of app.adaptive's interval.
+"""Simulated benchmarks with known F_true / BT_true, for the coverage of app.analysis.adaptive's interval.
 
 Used by tests/unit/test_adaptive.py (asserts the coverage) and bench/adaptive.py (prints it).
 
@@ -12,7 +12,7 @@ items); with a probability drawn per benchmark ("coupling") the post answer reus
 answer's uniform draw, so the two models agree more than independent draws would: the seeds of
 an item agree more than chance, and so do the two models. The
 benchmark's samples are drawn from the pool with replacement, so its population is the pool and
-the true F_true / BT_true are exact: the metric (``app.metrics.scores_from_arrays``) applied to
+the true F_true / BT_true are exact: the metric (``app.core.metrics.scores_from_arrays``) applied to
 the pool's expected transition rates. Skills, delta and the spread of e are drawn per benchmark so
 flip rates range from ~0 (nothing forgotten) to tens of points, accuracies from chance to ~1.
 """
@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from app.adaptive import StoppingRule, prefix_intervals, run_stopping_rule
-from app.adaptive_rounds import look, rounds_until
-from app.metrics import scores_from_arrays
+from app.analysis.adaptive import StoppingRule, prefix_intervals, run_stopping_rule
+from app.core.metrics import scores_from_arrays
+from app.services.rounds import look, rounds_until
 
 SIZES = (100, 300, 1000, 3000, 6000)
 POOL = 400
@@ -92,7 +92,7 @@ def simulate_benchmark(rng: np.random.Generator, n: int | None = None) -> Simula
 class Coverage:
     """Shares of simulated benchmarks whose interval holds the truth (F_true and BT_true each):
     at the stopping point; among the benchmarks stopped early only; reported at the end of the
-    round that holds the stopping point (what a job evaluates, app.adaptive_rounds); and after a
+    round that holds the stopping point (what a job evaluates, app.services.rounds); and after a
     continuation (stopped at twice the target, then continued to the target, as a later job
     does)."""
 
@@ -125,7 +125,7 @@ def _covers(interval: dict, bench: SimulatedBenchmark, at: int = 0) -> tuple[boo
 def _continued_stop(bench: SimulatedBenchmark, rule: StoppingRule) -> int:
     """Where a later job with ``rule`` ends when an earlier one stopped the benchmark at twice
     its target: the earlier job's rounds (``rounds_until``), then the later job's looks and
-    rounds on that stored prefix (``look``), as app/jobs.py runs them."""
+    rounds on that stored prefix (``look``), as app/services/jobs.py runs them."""
     loose = replace(rule, target_half_width=min(2 * rule.target_half_width, 0.5))
     n_total = bench.k.size
     first = run_stopping_rule(bench.pre, bench.post, bench.k, loose).n

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from app.boundary import EvaluationShardSpec, ShardStatus, problem_text
-from app.paths import ModelPathError, check_model_path
+from app.contract.jobs import EvaluationShardSpec, ShardStatus, problem_text
+from app.runtime.paths import ModelPathError, check_model_path
 from worker.adaptive_slice import slice_items
 from worker.benchmarks.grading import grade, grade_choice_logprobs
 from worker.benchmarks.items import BenchmarkError, Item

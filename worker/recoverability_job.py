@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.recoverability_fitting import LOG_BETA_GRID
-from app.paths import ModelPathError, check_model_path, confined
+from app.runtime.paths import ModelPathError, check_model_path, confined
 from worker.client import AppClient
 from worker.evaluate import ShardFailed
 from worker.fingerprint import model_fingerprint
@@ -65,7 +65,7 @@ def corpus_files(source: str, corpus_dirs: list[Path]) -> list[Path]:
 
 
 def read_documents(corpus: dict, corpus_dirs: list[Path]) -> tuple[list[str], list[str]]:
-    """(doc_ids, texts) of a corpus spec (app.recoverability.CorpusSpec as a dict), first ``max_docs``."""
+    """(doc_ids, texts) of a corpus spec (app.services.recovery.CorpusSpec as a dict), first ``max_docs``."""
     source = corpus["source"]
     if source.startswith("local:"):
         try:

@@ -9,8 +9,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
-from app.broker import BrokerSettings
-from app.config import ENVIRONMENT, PathList, read_settings
+from app.runtime.broker import BrokerSettings
+from app.runtime.config import ENVIRONMENT, PathList, read_settings
 
 
 class WorkerSettings(BaseSettings):

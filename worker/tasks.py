@@ -16,8 +16,8 @@ import os
 
 from celery import Celery
 
-from app.boundary import ShardKind, ShardStatus
-from app.broker import TASK_NAME
+from app.contract.jobs import ShardKind, ShardStatus
+from app.runtime.broker import TASK_NAME
 from worker.client import AppClient, AppRejected, AppUnavailable
 from worker.engines import make_engine
 from worker.evaluate import EngineCache, ShardFailed, run_shard

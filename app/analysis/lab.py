@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from app.analysis import theory, theory_plots
-from app.errors import InputError
+from app.core.errors import InputError
 
 CACHE_SIZE = 256
 _cache: OrderedDict[LabParams, dict | InputError] = OrderedDict()

@@ -26,7 +26,7 @@ from app.cli import (
     suite,
     tokens,
 )
-from app.paths import default_db_path
+from app.runtime.paths import default_db_path
 
 
 @click.group()

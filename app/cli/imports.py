@@ -11,7 +11,7 @@ from app.cli.common import (
     CliError,
     store_of,
 )
-from app.errors import InputError
+from app.core.errors import InputError
 
 
 @click.group("import")
@@ -21,7 +21,7 @@ def import_group() -> None:
 
 def _run_import(ctx: click.Context, kind: str, path: Path, **options) -> None:
     from app.importers import import_file
-    from app.progress import progress_reporter
+    from app.runtime.progress import progress_reporter
 
     if ctx.obj.get("quick_exit"):
         # a command's own process: the modules just loaded live to its end, so the collector

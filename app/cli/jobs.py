@@ -9,10 +9,10 @@ import click
 
 from app.cli.common import CliError
 
-ENGINES = ["vllm", "transformers"]  # app.boundary.Engine (tests/unit/test_adaptive_jobs.py)
-MODES = ["generate", "loglik"]  # app.boundary.Mode
-PROMPTINGS = ["chat", "base"]  # app.boundary.Prompting
-STAGES = ["instruct", "sft", "rl", "domain-cpt", "merge", "other"]  # app.boundary.Stage
+ENGINES = ["vllm", "transformers"]  # app.contract.jobs.Engine (tests/unit/test_adaptive_jobs.py)
+MODES = ["generate", "loglik"]  # app.contract.jobs.Mode
+PROMPTINGS = ["chat", "base"]  # app.contract.jobs.Prompting
+STAGES = ["instruct", "sft", "rl", "domain-cpt", "merge", "other"]  # app.contract.jobs.Stage
 
 
 def _model(value: str, prompting: str) -> dict:

@@ -38,7 +38,7 @@ def map_command(
     ctx: click.Context, level: str, aggregate: str, fmt: str, exclude_truncated: bool
 ) -> None:
     """The forgetting map: chance-adjusted F_true / BT_true per pair and category or benchmark."""
-    from app.forgetting_map import (
+    from app.services.map import (
         BENCHMARK_EXTRA,
         BENCHMARK_FIELDS,
         CATEGORY_EXTRA,

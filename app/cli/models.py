@@ -8,7 +8,7 @@ from app.cli.common import (
     CliError,
     store_of,
 )
-from app.errors import InputError
+from app.core.errors import InputError
 
 
 @click.group()

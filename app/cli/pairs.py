@@ -11,7 +11,7 @@ from app.cli.common import (
     echo_columns,
     store_of,
 )
-from app.errors import InputError
+from app.core.errors import InputError
 
 
 @click.group()

@@ -29,7 +29,7 @@ def recover_list(ctx: click.Context, fmt: str, correction: str) -> None:
     """The newest analysis of each pair: its symmetric share beside the noise control's."""
     from app.db import recoverability as recoveries
     from app.db.queries import list_pairs
-    from app.recoverability import headline
+    from app.services.recovery import headline
 
     store = store_of(ctx)
     with store.read() as conn:

@@ -16,7 +16,7 @@ from app.cli.common import (
     plus_minus,
     store_of,
 )
-from app.errors import InputError
+from app.core.errors import InputError
 
 
 @click.group()
@@ -35,7 +35,7 @@ def series() -> None:
 def series_add(ctx: click.Context, name: str, base: str, checkpoints: tuple[str, ...]) -> None:
     """Create series NAME (or extend it) with checkpoints; pairs (BASE, checkpoint) are added."""
     from app.db import series as series_db
-    from app.series import parse_checkpoint
+    from app.services.series import parse_checkpoint
 
     store = store_of(ctx)
     try:
@@ -83,8 +83,8 @@ def series_list(ctx: click.Context, fmt: str) -> None:
 @click.pass_context
 def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None:
     """F_true / BT_true of each checkpoint per category (and Total), in step order."""
-    from app.forgetting_map import MapCache
-    from app.series import SERIES_EXTRA, SERIES_FIELDS, find_series, series_records
+    from app.services.map import MapCache
+    from app.services.series import SERIES_EXTRA, SERIES_FIELDS, find_series, series_records
 
     store = store_of(ctx)
     try:
@@ -143,7 +143,7 @@ def watch_command(directory: Path, base: str, series_name: str, every: float, be
     """Submit each complete checkpoint-<step> folder under DIRECTORY as training writes it."""
     import logging
 
-    from app.watch import WatchSettings, watch
+    from app.services.watch import WatchSettings, watch
 
     if not token:
         raise CliError("watch needs a token: --token or $FORGETMAP_API_TOKEN "

@@ -53,7 +53,7 @@ def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None
     """The app plus a local worker on the embedded queue (no Redis needed). Ctrl-C stops both."""
     import shlex
 
-    from app.up import run_up
+    from app.web.up import run_up
 
     run_up(ctx.obj["db"], host, port, watch_args=shlex.split(watch_args) if watch_args else None)
 

@@ -8,7 +8,7 @@ from app.cli.common import (
     CliError,
     store_of,
 )
-from app.errors import InputError
+from app.core.errors import InputError
 
 
 @click.group()
@@ -29,7 +29,7 @@ def token() -> None:
 @click.pass_context
 def token_create(ctx: click.Context, name: str, role: str) -> None:
     """Create a token and print it once (only its hash is stored)."""
-    from app.auth import create_token
+    from app.services.tokens import create_token
 
     store = store_of(ctx)
     try:
@@ -47,7 +47,7 @@ def token_create(ctx: click.Context, name: str, role: str) -> None:
 @click.pass_context
 def token_revoke(ctx: click.Context, name: str) -> None:
     """Delete a token: requests carrying it are refused from now on."""
-    from app.auth import revoke_token
+    from app.services.tokens import revoke_token
 
     store = store_of(ctx)
     try:
@@ -64,7 +64,7 @@ def token_revoke(ctx: click.Context, name: str) -> None:
 @click.pass_context
 def token_list(ctx: click.Context) -> None:
     """Token names, roles and creation times (never the secrets)."""
-    from app.auth import list_tokens
+    from app.services.tokens import list_tokens
 
     store = store_of(ctx)
     with store.read() as conn:

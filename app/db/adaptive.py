@@ -1,4 +1,4 @@
-"""Adaptive jobs' reads and writes (app/jobs.py decides): how far a model is already evaluated on
+"""Adaptive jobs' reads and writes (app/services/jobs.py decides): how far a model is already evaluated on
 a benchmark, which unfinished shard already covers a slice, the jobs waiting for such a shard,
 the paired correctness a round's look needs, benchmarks' full sizes, and the samples and
 generated tokens a job used."""
@@ -57,7 +57,7 @@ def unfinished_cover(
 
 def jobs_waiting_on(conn: Connection, shard_id: int) -> list[tuple[int, str]]:
     """(job id, requested benchmark) of each unfinished adaptive job whose current round waits
-    for the shard (app/jobs.py keeps the waits in the payload's ``rounds``)."""
+    for the shard (app/services/jobs.py keeps the waits in the payload's ``rounds``)."""
     rows = conn.execute(
         "SELECT id, payload FROM jobs WHERE status IN ('queued', 'running') "
         "AND payload LIKE '%\"waiting\"%' ORDER BY id"

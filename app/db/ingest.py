@@ -19,16 +19,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from app.columns import PAIR_KEY_LIMIT, dictionary_codes, pairs_repeat
-from app.db.digests import surely_distinct
+from app.core.columns import PAIR_KEY_LIMIT, dictionary_codes, pairs_repeat
+from app.core.digests import surely_distinct
+from app.core.errors import InputError
+from app.core.naming import infer_family_and_size
+from app.core.prompt_templates import unit_templates, whole_prompts
+from app.core.taxonomy import UNCATEGORIZED, BenchmarkMeta
 from app.db.pairing import refresh_counts
 from app.db.prompts import store_template_pairs, store_templates
 from app.db.store import Connection
 from app.db.texts import TextWriter
-from app.errors import InputError
-from app.naming import infer_family_and_size
-from app.prompt_templates import unit_templates, whole_prompts
-from app.taxonomy import UNCATEGORIZED, BenchmarkMeta
 
 Progress = Callable[[str, int, int], None]
 
@@ -453,7 +453,7 @@ def _new_rows(conn: Connection, table: pa.Table, keys: _Keys, chash: str, config
     columns of the INSERT, with their run id looked up in numpy (one id per unit): no join.
 
     A unit's prompts are stored as the reader settled them (lighteval: its template and each
-    row's own part), else split into what they all share, stored once (app/prompt_templates.py),
+    row's own part), else split into what they all share, stored once (app/core/prompt_templates.py),
     and each row's own part, which the INSERT cuts out (``_CUT_PROMPT``)."""
     conn.execute(
         "INSERT INTO import_touched SELECT model_id, benchmark_id, seed FROM incoming_units"

@@ -1,4 +1,4 @@
-"""Jobs and shards: every read and write of ``jobs`` and ``shards`` (app/jobs.py holds the logic:
+"""Jobs and shards: every read and write of ``jobs`` and ``shards`` (app/services/jobs.py holds the logic:
 what a request means, which shards to run, how a job's status follows from its shards')."""
 
 from __future__ import annotations

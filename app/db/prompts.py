@@ -1,6 +1,6 @@
 """Prompts stored as a shared template plus each row's own part (migration 0008).
 
-``store_templates`` writes the templates an import found (app/prompt_templates.py) and returns
+``store_templates`` writes the templates an import found (app/core/prompt_templates.py) and returns
 their ids; ``full_prompt`` is the SQL expression that gives a results row's whole prompt back,
 for every query that shows or searches prompts. A row with a template and no prompt text is one
 whose own part is its question. Rows without a template (worker uploads, units whose prompts
@@ -16,7 +16,7 @@ from app.db.store import Connection
 if TYPE_CHECKING:  # the store's readers use full_prompt without Arrow and numpy
     import numpy as np
 
-    from app.prompt_templates import UnitTemplates
+    from app.core.prompt_templates import UnitTemplates
 
 
 def full_prompt(alias: str) -> str:
@@ -56,7 +56,7 @@ def store_template_pairs(conn: Connection, prefix, suffix) -> np.ndarray:
     import numpy as np
     import pyarrow.compute as pc
 
-    from app.columns import dictionary_codes, distinct_pairs
+    from app.core.columns import dictionary_codes, distinct_pairs
 
     valid = pc.is_valid(prefix)
     has = valid.to_numpy(zero_copy_only=False)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from app.core.sample_marks import AMBIGUOUS_MARK
 from app.db.pairing import JOINT_COLUMNS
 from app.db.prompts import full_prompt
 from app.db.store import Connection
 from app.db.texts import answer_files, read_texts
-from app.sample_marks import AMBIGUOUS_MARK
 
 if TYPE_CHECKING:  # the map's reads give numpy columns: `forgetmap map` loads no Arrow
     import numpy as np
@@ -279,7 +279,7 @@ def _flip_filter(
     """FROM/WHERE shared by the listing and its count; values go in as parameters."""
     pre, post = TRANSITIONS[transition]
     # a post sample linked by question text (sample_links) stands in for the base's id; samples
-    # whose key is ambiguous never pair (see app.sample_identity)
+    # whose key is ambiguous never pair (see app.core.sample_identity)
     sql = f"""
         FROM results b
         LEFT JOIN sample_links l ON l.pair_id = ? AND l.benchmark_id = b.benchmark_id

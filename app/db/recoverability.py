@@ -1,5 +1,5 @@
 """SQL of recoverability analyses: stored results and their per-document table (their jobs and
-shards are written by app/jobs.py like every other job).
+shards are written by app/services/jobs.py like every other job).
 
 The per-document loss sums are kept in long form (one row per document, model and correction);
 :func:`documents_table` pivots them back into the analysis' wide table. All values are parameters.

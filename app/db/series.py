@@ -1,12 +1,12 @@
 """Checkpoint series: reads and writes of ``series``, ``series_checkpoints`` and the watcher's
-``watch_submissions`` (all SQL of the series feature lives here; app/series.py holds the logic)."""
+``watch_submissions`` (all SQL of the series feature lives here; app/services/series.py holds the logic)."""
 
 from __future__ import annotations
 
+from app.core.errors import InputError
 from app.db.pairing import add_pair
 from app.db.prompts import full_prompt
 from app.db.store import Connection
-from app.errors import InputError
 
 # How a question fares along a run (see ``question_histories``).
 FATES = ("forgotten", "relearned", "learned", "kept", "never")

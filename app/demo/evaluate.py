@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.metrics import (
+from app.core.metrics import (
     TOTAL,
     VALUE_FIELDS,
     aggregate_arrays,
@@ -244,7 +244,7 @@ def forgetting(
     *,
     how: str = "macro",
 ) -> PairScores:
-    """The map of one pair: seed s of ``pre`` against seed s of ``post`` (app.metrics)."""
+    """The map of one pair: seed s of ``pre`` against seed s of ``post`` (app.core.metrics)."""
     units = []
     result = PairScores()
     for seed in seeds:
@@ -281,7 +281,7 @@ def noise_by_category(
     results: Correctness, benchmarks: Mapping[str, Sequence[Item]], seeds: Sequence[int]
 ) -> dict[str, float]:
     """A model's noise floor per category (and "Total"): the chance-adjusted flip rate of the
-    model against itself, seed s vs seed t (``app.metrics.noise_floor``), averaged like the map
+    model against itself, seed s vs seed t (``app.core.metrics.noise_floor``), averaged like the map
     (benchmarks within a category, categories for Total)."""
     seeds = list(seeds)
     per_cat: dict[str, list[float]] = {}

@@ -25,11 +25,11 @@ from app.db.pairing import add_pair
 from app.demo import suite
 from app.demo.manifest import DEFAULT_RECIPE, Recipe
 from app.demo.zoo import build_zoo, stage_names
-from app.jobs import EvalConfig, JobRequest, ModelSpec, create_job, job_detail
-from app.paths import check_model_path
-from app.progress import LineProgress
-from app.recoverability import CorpusSpec, RecoveryOptions, RecoveryRequest, create_recovery_job
-from app.up import run_up
+from app.runtime.paths import check_model_path
+from app.runtime.progress import LineProgress
+from app.services.jobs import EvalConfig, JobRequest, ModelSpec, create_job, job_detail
+from app.services.recovery import CorpusSpec, RecoveryOptions, RecoveryRequest, create_recovery_job
+from app.web.up import run_up
 
 console = Console(stderr=True)
 

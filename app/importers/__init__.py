@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from app.columns import use_jemalloc_pool
+from app.core.columns import use_jemalloc_pool
 from app.db.ingest import Ingest, IngestSummary, Progress
 from app.db.store import Store
 from app.db.texts import TextWriter, folder_of
 from app.importers.common import InputError, prepare
-from app.importers.lighteval import iter_lighteval
-from app.importers.lm_eval import iter_lm_eval
+from app.importers.lighteval.reader import iter_lighteval
+from app.importers.lm_eval.reader import iter_lm_eval
 from app.importers.table import iter_table
 
 KINDS = ("table", "lm-eval", "lighteval")

@@ -25,10 +25,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.columns import dictionary_codes, distinct_pairs, map_values, rows_where
-from app.errors import InputError
-from app.sample_identity import question_from_prompts
-from app.taxonomy import (
+from app.core.columns import dictionary_codes, distinct_pairs, map_values, rows_where
+from app.core.errors import InputError
+from app.core.sample_identity import question_from_prompts
+from app.core.taxonomy import (
     NOT_SCORED,
     UNCATEGORIZED,
     BenchmarkMeta,
@@ -63,7 +63,7 @@ NORMALIZED_SCHEMA = pa.schema(
         pa.field("question", pa.string()),
         # the prompt's template when the reader settled it (lighteval, per details file): the
         # row's whole prompt is then prompt_prefix + (prompt, or the question where prompt is
-        # null) + prompt_suffix, as the store keeps it (app/prompt_templates.py); null: ``prompt``
+        # null) + prompt_suffix, as the store keeps it (app/core/prompt_templates.py); null: ``prompt``
         # is whole, and the store finds the templates itself
         pa.field("prompt_prefix", pa.string()),
         pa.field("prompt_suffix", pa.string()),
@@ -107,7 +107,7 @@ DICTIONARY_STRING = pa.dictionary(pa.int32(), pa.string())
 def _target_type(field: pa.Field, current: pa.DataType) -> pa.DataType:
     """The field's type, except that a dictionary-encoded string column stays encoded and a
     ``large_string`` one stays large (more text than a ``string`` array holds:
-    ``app.columns.one_array``)."""
+    ``app.core.columns.one_array``)."""
     if pa.types.is_string(field.type) and pa.types.is_large_string(current):
         return current
     if (

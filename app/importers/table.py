@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from app.columns import dictionary_codes, map_values
+from app.core.columns import dictionary_codes, map_values
 from app.importers.common import NORMALIZED_SCHEMA, InputError, build_table, json_objects
 
 REQUIRED = ("benchmark", "sample_id", "correct")

@@ -16,11 +16,11 @@ from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import Match
 
-from app.broker import BrokerSettings
-from app.config import WebSettings
 from app.db import open_store
-from app.forgetting_map import MapCache
-from app.queue import Enqueuer, Reconciler
+from app.runtime.broker import BrokerSettings
+from app.runtime.config import WebSettings
+from app.services.map import MapCache
+from app.services.queue import Enqueuer, Reconciler
 from app.web import api, deps, pages, series, submit, write_api
 from app.web.openapi import install_openapi
 from app.web.session import LoginRequired, current_principal, login_redirect

@@ -12,12 +12,12 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from app.analysis.lab import LabBusy, LabParams, lab_data
+from app.core.errors import InputError
 from app.db import queries
 from app.db import recoverability as recoveries
-from app.errors import InputError
-from app.forgetting_map import MapQuery
-from app.jobs import job_detail, job_subject
-from app.pair_report import quadrants
+from app.services.jobs import job_detail, job_subject
+from app.services.map import MapQuery
+from app.services.pair_report import quadrants
 from app.web import deps, pages
 from app.web.schemas import ID_ERRORS, Id, errors
 

@@ -6,13 +6,13 @@ from typing import Annotated, Literal
 
 from fastapi import HTTPException, Query, Request
 
-from app.auth import Principal, Role, needs_role_message, token_principal
+from app.core.metrics import TOTAL
 from app.db import Store, queries
 from app.db import recoverability as recoveries
-from app.forgetting_map import MapCache, MapQuery
-from app.metrics import TOTAL
-from app.pair_report import pair_benchmarks
-from app.recoverability import headline
+from app.services.map import MapCache, MapQuery
+from app.services.pair_report import pair_benchmarks
+from app.services.recovery import headline
+from app.services.tokens import Principal, Role, needs_role_message, token_principal
 
 Transition = Literal["10", "01", "11", "00"]
 Truncated = Annotated[

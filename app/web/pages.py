@@ -14,14 +14,14 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.analysis.lab import LabBusy, LabParams, lab_data
+from app.core.errors import InputError
+from app.core.metrics import TOTAL
+from app.core.taxonomy import CATEGORIES
 from app.db import queries
-from app.errors import InputError
-from app.forgetting_map import MapQuery, category_sort_key
-from app.metrics import TOTAL
-from app.pair_report import quadrants
-from app.recoverability import base_temperatures, view_rows
-from app.series import series_groups
-from app.taxonomy import CATEGORIES
+from app.services.map import MapQuery, category_sort_key
+from app.services.pair_report import quadrants
+from app.services.recovery import base_temperatures, view_rows
+from app.services.series import series_groups
 from app.web import deps, render
 from app.web.openapi import validation_message
 from app.web.session import csrf_token

@@ -1,4 +1,4 @@
-"""The HTTP side of the typed boundary (app/boundary.py): the job body the write API takes (an
+"""The HTTP side of the typed boundary (app/contract/jobs.py): the job body the write API takes (an
 evaluation, a run, or a recoverability analysis), the one error shape, and the status codes each
 kind of route declares in the OpenAPI document.
 """
@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, Discriminator, Field, Tag
 
-from app.boundary import EvaluateJobIn, Int, ModelIn, Name, SeriesJobIn, Strict
-from app.recoverability import CONTROLS, MAX_TABLE_DOCS
+from app.contract.jobs import EvaluateJobIn, Int, ModelIn, Name, SeriesJobIn, Strict
+from app.services.recovery import CONTROLS, MAX_TABLE_DOCS
 
 MAX_ID = 2**31 - 1  # ids are INTEGER columns
 Id = Annotated[int, Path(ge=0, le=MAX_ID, description="an id (0 to 2^31 - 1)")]

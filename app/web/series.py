@@ -1,5 +1,5 @@
 """Series routes: ``GET /api/series``, ``GET /api/series/{id}``, its question histories, and the
-page ``/series/{id}``. Views are thin: numbers come from app.series, rows from app.db.series."""
+page ``/series/{id}``. Views are thin: numbers come from app.services.series, rows from app.db.series."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
+from app.core.errors import InputError
 from app.db import jobs as jobs_db
 from app.db import series as series_db
-from app.errors import InputError
-from app.queue import send_and_record
-from app.series import CheckpointSubmission, series_view, submit_checkpoint
+from app.services.queue import send_and_record
+from app.services.series import CheckpointSubmission, series_view, submit_checkpoint
 from app.web import deps, pages, write_api
 from app.web.schemas import ID_ERRORS, WRITE_ERRORS, Id
 

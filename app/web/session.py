@@ -15,7 +15,13 @@ from urllib.parse import quote
 from fastapi import HTTPException, Request
 from fastapi.responses import RedirectResponse
 
-from app.auth import Principal, Role, needs_role_message, principal_by_id, token_principal
+from app.services.tokens import (
+    Principal,
+    Role,
+    needs_role_message,
+    principal_by_id,
+    token_principal,
+)
 from app.web import deps
 
 

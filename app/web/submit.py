@@ -13,9 +13,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
-from app import jobs
-from app.auth import Role
-from app.boundary import (
+from app.contract.jobs import (
     TERMINAL,
     EvaluateJobIn,
     JobStatus,
@@ -25,21 +23,23 @@ from app.boundary import (
     Stage,
     problems,
 )
+from app.core.errors import InputError
+from app.core.taxonomy import CATEGORIES, lookup, scored_benchmarks
 from app.db import jobs as jobs_db
 from app.db import queries
 from app.db import series as series_db
-from app.errors import InputError
-from app.paths import check_model_path
-from app.queue import send_and_record
-from app.recoverability import (
+from app.runtime.paths import check_model_path
+from app.services import jobs
+from app.services.queue import send_and_record
+from app.services.recovery import (
     MAX_TABLE_DOCS,
     CorpusSpec,
     RecoveryOptions,
     RecoveryRequest,
     create_recovery_job,
 )
-from app.series import submit_run
-from app.taxonomy import CATEGORIES, lookup, scored_benchmarks
+from app.services.series import submit_run
+from app.services.tokens import Role
 from app.web import deps
 from app.web.api import api_jobs
 from app.web.pages import _is_htmx, _page
@@ -209,7 +209,7 @@ def _model(request: Request, values: dict, side: str, errors: dict) -> dict:
 
 
 def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequest | None, dict]:
-    """Validate the form (a pair) through the boundary (app.boundary.EvaluateJobIn, the API's
+    """Validate the form (a pair) through the boundary (app.contract.jobs.EvaluateJobIn, the API's
     body); returns (request, {}) or (None, {field: message})."""
     errors: dict[str, str] = {}
     models = [_model(request, values, side, errors) for side in SIDES]
@@ -239,7 +239,7 @@ def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequ
 
 def parse_series_submission(request: Request, values: dict, form) -> tuple[dict | None, dict]:
     """Validate the form (a training run: a base plus checkpoint folders or globs, one per line)
-    through the boundary (app.boundary.SeriesJobIn, the body of ``POST /api/jobs`` with
+    through the boundary (app.contract.jobs.SeriesJobIn, the body of ``POST /api/jobs`` with
     ``"kind": "series"``); returns (body, {}) or (None, {field: message})."""
     errors: dict[str, str] = {}
     base = _model(request, values, "base", errors)

@@ -1,5 +1,5 @@
 """Write endpoints: every one needs ``Authorization: Bearer <token>`` of a role allowed to call it
-(``forgetmap token create NAME --role ...``; app.auth lists the roles). A refused call is a 403
+(``forgetmap token create NAME --role ...``; app.services.tokens lists the roles). A refused call is a 403
 whose message names the role needed."""
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request
 from pydantic import Field
 
-from app import jobs
-from app import recoverability as recovery
-from app.auth import Principal, Role
-from app.boundary import EvaluateJobIn, Int, PairSpecIn, SeriesJobIn, ShardStatus, Strict
+from app.contract.jobs import EvaluateJobIn, Int, PairSpecIn, SeriesJobIn, ShardStatus, Strict
 from app.db import jobs as jobs_db
 from app.db.ingest import ingest
 from app.db.pairing import add_pair
 from app.importers.common import InputError, build_table, prepare
-from app.paths import check_model_path
-from app.queue import send_and_record
-from app.series import submit_run
+from app.runtime.paths import check_model_path
+from app.services import jobs
+from app.services import recovery as recovery
+from app.services.queue import send_and_record
+from app.services.series import submit_run
+from app.services.tokens import Principal, Role
 from app.web import deps
 from app.web.schemas import MAX_ID, WRITE_ERRORS, WRITE_ID_ERRORS, Id, JobIn, errors
 

@@ -165,7 +165,7 @@ def test_map_metric_switch_keeps_state_in_url_and_pair_page_sorts(server, page):
     page.goto(server.url + "/")
     page.select_option("#metric", "net")
     assert "metric=net" in page.url
-    # the page draws the values the app computed (app/metrics.py), it computes none itself
+    # the page draws the values the app computed (app/core/metrics.py), it computes none itself
     for metric in ("net", "f_rel"):
         page.goto(server.url + f"/?level=benchmark&metric={metric}")
         page.wait_for_function("document.getElementById('heatmap').data !== undefined")

@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.adaptive import StoppingRule, evaluation_order
+from app.analysis.adaptive import StoppingRule, evaluation_order
+from app.core.metrics import TOTAL
 from app.demo import suite
 from app.demo.adaptive import BenchmarkRun, benchmark_runs, replay
 from app.demo.evaluate import load_benchmarks, shots_by_item
 from app.demo.manifest import Recipe
-from app.metrics import TOTAL
 from worker.benchmarks.prompts import select_shots
 
 

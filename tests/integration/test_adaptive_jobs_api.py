@@ -10,8 +10,8 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app.adaptive import evaluation_order
-from app.config import WebSettings
+from app.analysis.adaptive import evaluation_order
+from app.runtime.config import WebSettings
 from app.web import create_app
 
 N = 200

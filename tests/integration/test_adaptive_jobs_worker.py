@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from app.adaptive import evaluation_order
+from app.analysis.adaptive import evaluation_order
 from tests.integration.worker_env import (
     FORGETMAP,
     Deployment,

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.forgetting_map import BENCHMARK_FIELDS, CATEGORY_FIELDS
+from app.services.map import BENCHMARK_FIELDS, CATEGORY_FIELDS
 
 # Hand-built results. mmlu_anatomy (a taxonomy benchmark, k = 4) and toy_arith (generative, unknown
 # to the taxonomy, category given in the file), two seeds each.

@@ -10,7 +10,7 @@ import collections
 import pytest
 import redis
 
-from app.queue import _shard_of
+from app.services.queue import _shard_of
 from tests.integration.test_worker import _deployment, _job, models  # noqa: F401 - shared fixture
 from tests.integration.worker_env import write_toy_benchmark
 

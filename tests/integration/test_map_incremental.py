@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 
 from app.db import open_store
 from app.db.pairing import add_pair
-from app.forgetting_map import MapCache, MapQuery
 from app.importers import import_file
+from app.services.map import MapCache, MapQuery
 from tests.series_fixtures import load_run
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.broker import BrokerSettings
-from app.config import WebSettings
+from app.runtime.broker import BrokerSettings
+from app.runtime.config import WebSettings
 from app.web import create_app
 
 

@@ -465,10 +465,11 @@ def test_chain_of_thought_answers_past_one_string_arrays_limit_import_alike(tmp_
     to 1,000 bytes so that every text column of a small tree crosses it: the store ends up the
     same, row for row, as with the limit out of reach. The prediction is the letter lighteval's
     extractive metric took out of each answer, the response the whole answer."""
-    from app import columns
+    from app.core import columns
     from app.db import open_store, texts
     from app.db.pairing import add_pair
-    from app.importers import import_file, lighteval
+    from app.importers import import_file
+    from app.importers.lighteval import reader as lighteval
     from tests.store_contents import table_contents
 
     out = tmp_path / "out"

@@ -15,8 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.analysis.recoverability_shares import shares_from_sums
-from app.broker import BrokerSettings
-from app.config import WebSettings
+from app.runtime.broker import BrokerSettings
+from app.runtime.config import WebSettings
 from app.web import create_app
 from tests import recoverability_fixtures as fixtures
 

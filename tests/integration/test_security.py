@@ -8,10 +8,10 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app.broker import BrokerSettings
-from app.config import WebSettings
-from app.errors import InputError
-from app.paths import ModelPathError, check_model_path
+from app.core.errors import InputError
+from app.runtime.broker import BrokerSettings
+from app.runtime.config import WebSettings
+from app.runtime.paths import ModelPathError, check_model_path
 from app.web import create_app
 
 
@@ -211,8 +211,8 @@ def test_private_mode_hides_pages_and_api_without_login(setup):
 def test_reconciler_resends_unsent_and_stale_shards(setup):
     """Broker down at submission, then back: the reconciler sends what never left; a running
     shard whose worker went silent is sent again."""
-    from app import jobs
-    from app.queue import Reconciler
+    from app.services import jobs
+    from app.services.queue import Reconciler
 
     class FakeBrokerUp:  # records what would be sent
         def __init__(self):

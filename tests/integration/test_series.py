@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from app.series import SERIES_EXTRA, SERIES_FIELDS
+from app.services.series import SERIES_EXTRA, SERIES_FIELDS
 from tests.series_fixtures import load_run
 
 # F_true per seed at step 2 (seeds 0, 1, 2):

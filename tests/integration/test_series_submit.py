@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import WebSettings
+from app.runtime.config import WebSettings
 from app.web import create_app
 
 

@@ -19,11 +19,12 @@ import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
 
+from app.core.errors import InputError
 from app.db import ingest as ingest_module
 from app.db import open_store, texts
 from app.db.pairing import add_pair
-from app.errors import InputError
-from app.importers import import_file, lighteval
+from app.importers import import_file
+from app.importers.lighteval import reader as lighteval
 from tests.fixtures_formats import write_lighteval_details, write_lm_eval_samples
 from tests.paper_layout import make_items, write_run
 
@@ -251,8 +252,8 @@ def test_a_large_lm_eval_samples_file_streams_in_blocks_with_the_same_rows(
     """A samples file past ``STREAM_BYTES`` is read in blocks, twice (each line's filter first:
     in 0.4.3-0.4.6 the n-th line of a document is its n-th filter): the same rows as reading it
     whole, the chosen filter said the same way, two filters and long answers included."""
-    from app.importers import lm_eval
-    from app.importers.lm_eval import read_lm_eval
+    from app.importers.lm_eval import reader as lm_eval
+    from app.importers.lm_eval.reader import read_lm_eval
     from tests.fixtures_formats import write_lm_eval_results
 
     scores = {

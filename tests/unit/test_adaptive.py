@@ -1,4 +1,4 @@
-"""Adaptive evaluation (app/adaptive.py): the shared order, the paired interval, the
+"""Adaptive evaluation (app/analysis/adaptive.py): the shared order, the paired interval, the
 stopping rule, and the coverage of the interval at the stopping point on simulated benchmarks."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import adaptive
-from app.adaptive import (
+from app.analysis import adaptive
+from app.analysis.adaptive import (
     StoppingRule,
     chunks,
     evaluation_order,
@@ -21,7 +21,7 @@ from app.adaptive import (
     prefix_intervals,
     run_stopping_rule,
 )
-from app.metrics import benchmark_scores, count_transitions
+from app.core.metrics import benchmark_scores, count_transitions
 from tests.adaptive_sim import simulate_benchmark, simulate_coverage
 
 # ---------------------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ def test_simulated_truth_is_the_large_sample_limit():
 
 
 def test_coverage_at_the_stopping_point_on_1000_simulated_benchmarks():
-    """The fixed-width rule's coverage is measured, not assumed (app.adaptive's module doc): at
+    """The fixed-width rule's coverage is measured, not assumed (app.analysis.adaptive's module doc): at
     the stopping point, among the benchmarks stopped early (where stopping could bias it), at the
     end of the round a job evaluates, and after a continuation with a tighter target."""
     start = time.perf_counter()

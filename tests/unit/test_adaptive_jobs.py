@@ -1,4 +1,4 @@
-"""Adaptive jobs, the parts without a database: the rounds' decisions (app/adaptive_rounds.py),
+"""Adaptive jobs, the parts without a database: the rounds' decisions (app/services/rounds.py),
 the boundary's limits, the worker's slice of the evaluation order, and the CLI's choices."""
 
 from __future__ import annotations
@@ -10,17 +10,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from app.adaptive import StoppingRule, evaluation_order, prefix_intervals
-from app.adaptive_rounds import (
-    PairLook,
-    Stop,
-    look,
-    model_ends,
-    round_end,
-    rounds_until,
-    rule_of,
-)
-from app.boundary import (
+from app.analysis.adaptive import StoppingRule, evaluation_order, prefix_intervals
+from app.cli import jobs as cli_jobs
+from app.cli import main
+from app.contract.jobs import (
     AdaptiveIn,
     Engine,
     EvaluateJobIn,
@@ -30,9 +23,16 @@ from app.boundary import (
     Stage,
     validated,
 )
-from app.cli import jobs as cli_jobs
-from app.cli import main
-from app.errors import InputError
+from app.core.errors import InputError
+from app.services.rounds import (
+    PairLook,
+    Stop,
+    look,
+    model_ends,
+    round_end,
+    rounds_until,
+    rule_of,
+)
 from worker.adaptive_slice import slice_items
 from worker.benchmarks.items import Item
 
@@ -64,7 +64,7 @@ def test_growing_rounds_make_few_shards_and_overshoot_less_than_half_the_stoppin
     rule = StoppingRule(0.015, min_samples=100, chunk_size=50)
     stops = [100, 150, 250, 400, 550, 800, 1050, 1600, 2000]
     table = [(s, _one_chunk_rounds(rule, s), rounds_until(rule, s, 2000)) for s in stops]
-    # the table of app/adaptive_rounds.py's module docstring
+    # the table of app/services/rounds.py's module docstring
     assert [one[0] for _, one, _ in table] == [1, 2, 4, 7, 10, 15, 20, 31, 39]
     assert [one[1] for _, one, _ in table] == stops  # one chunk per round: nothing past s
     assert [grown[0] for _, _, grown in table] == [1, 2, 3, 4, 5, 6, 7, 8, 8]

@@ -1,4 +1,4 @@
-"""The house rules of issue 17 hold: scripts/check-architecture finds no violation.
+"""The house rules hold: scripts/check-architecture finds no violation.
 
 The script reads the code itself (imports, string literals, line counts); running it here keeps
 the rules in CI: no import cycle in app/ and worker/, SQL text only in app/db and migrations, the
@@ -29,7 +29,7 @@ def test_check_architecture_catches_each_rule(tmp_path):
     script = (ROOT / "scripts" / "check-architecture").read_text()
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "check-architecture").write_text(script)
-    for folder in ("app", "app/db", "worker", "bench"):
+    for folder in ("app", "app/db", "app/core", "app/web", "worker", "bench"):
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
         (tmp_path / folder / "__init__.py").write_text("")
     (tmp_path / "app" / "a.py").write_text("import app.b\n")
@@ -40,6 +40,9 @@ def test_check_architecture_catches_each_rule(tmp_path):
     inner = "".join(f"def f{i}():\n    import app.a\n" for i in range(11))
     (tmp_path / "app" / "lazy.py").write_text(inner)
     (tmp_path / "bench" / "long.py").write_text("x = 1\n" * 701)
+    (tmp_path / "app" / "web" / "page.py").write_text("X = 1\n")
+    (tmp_path / "app" / "core" / "pure.py").write_text("import app.web.page\n")
+    (tmp_path / "worker" / "view.py").write_text("import app.web.page\n")
     done = subprocess.run(
         [sys.executable, str(tmp_path / "scripts" / "check-architecture")],
         capture_output=True, text=True, timeout=60,
@@ -51,3 +54,7 @@ def test_check_architecture_catches_each_rule(tmp_path):
     assert "worker imports a module that runs SQL: worker.task -> app.service -> app.db" in out
     assert "11 in-function imports of our own modules (at most 10)" in out
     assert "file over 700 lines: bench/long.py (701)" in out
+    assert "module outside the rooms of app/: app/service.py" in out
+    assert "import up: app.core.pure (app.core, floor 0) -> app.web.page (floor 5)" in out
+    assert "import sideways: app.db.store" not in out
+    assert "worker imports outside the shared rooms: worker.view -> app.web.page" in out

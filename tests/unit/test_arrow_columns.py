@@ -1,4 +1,4 @@
-"""app/columns.py: the list helpers the harness readers share."""
+"""app/core/columns.py: the list helpers the harness readers share."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.columns import first_items, first_max_positions
+from app.core.columns import first_items, first_max_positions
 
 
 @pytest.mark.parametrize(

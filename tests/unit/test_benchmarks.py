@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.taxonomy import scored_benchmarks
+from app.core.taxonomy import scored_benchmarks
 from worker.benchmarks.grading import Graded, grade, grade_choice_logprobs
 from worker.benchmarks.ids import permutation, shuffle_item
 from worker.benchmarks.items import (

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import save_file
 
-from app.watch import Scanner, safetensors_complete, step_of
+from app.services.watch import Scanner, safetensors_complete, step_of
 
 
 def _weights(path: Path, n: int = 1000) -> Path:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import click
 
-from app.auth import Role
-from app.boundary import Engine, Mode
 from app.cli import main
+from app.contract.jobs import Engine, Mode
+from app.services.tokens import Role
 
 
 def _choices(command: click.Command, option: str) -> list[str]:

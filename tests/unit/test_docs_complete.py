@@ -11,8 +11,8 @@ import click
 import pytest
 
 from app.cli import main
-from app.config import WebSettings
-from app.queue import BrokerSettings
+from app.runtime.config import WebSettings
+from app.services.queue import BrokerSettings
 from app.web import create_app
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.columns import dictionary_codes, distinct_pairs, map_values, pairs_repeat
+from app.core.columns import dictionary_codes, distinct_pairs, map_values, pairs_repeat
+from app.core.errors import InputError
 from app.db import ingest as ingest_mod
 from app.db.pairing import add_pair
 from app.db.store import open_store
-from app.errors import InputError
 from app.importers import import_file
 from app.importers import table as table_mod
 from app.importers.common import prepare

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.importers import lighteval_files
-from app.importers.lighteval import read_lighteval
+from app.importers.lighteval import files as lighteval_files
+from app.importers.lighteval.reader import read_lighteval
 from tests.fixtures_formats import write_lighteval_details
 from tests.paper_layout import DETAILS_SCHEMA, detail_row, details_table, make_items, write_run
 

@@ -10,9 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.importers import lighteval, lighteval_files
-from app.importers.lighteval import read_lighteval
-from app.importers.lighteval_rows import row_columns
+from app.importers.lighteval import files as lighteval_files
+from app.importers.lighteval import reader as lighteval
+from app.importers.lighteval.reader import read_lighteval
+from app.importers.lighteval.rows import row_columns
 from tests.fixtures_formats import write_lighteval_details
 
 TASK = "leaderboard|mmlu:anatomy|5"

@@ -8,10 +8,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from app.core.prompt_templates import whole_prompts
 from app.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized
-from app.importers.lighteval import read_lighteval
-from app.importers.lighteval_runs import task_from_filename
-from app.prompt_templates import whole_prompts
+from app.importers.lighteval.reader import read_lighteval
+from app.importers.lighteval.runs import task_from_filename
 from tests.fixtures_formats import MC_DOCS, write_lighteval_details
 
 TASK = "leaderboard|mmlu:anatomy|5"

@@ -11,8 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.importers import lighteval, lighteval_files
-from app.importers.lighteval import _tasks, read_lighteval
+from app.importers.lighteval import files as lighteval_files
+from app.importers.lighteval import reader as lighteval
+from app.importers.lighteval.reader import _tasks, read_lighteval
 from tests.paper_layout import make_items, write_run
 
 TASKS = (

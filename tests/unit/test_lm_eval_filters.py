@@ -1,5 +1,5 @@
 """lm-eval 0.4.3-0.4.6 samples, whose lines do not name their filter: the n-th line of a
-document is its n-th filter, named by the run's results file (app/importers/lm_eval_filters.py)."""
+document is its n-th filter, named by the run's results file (app/importers/lm_eval/filters.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from app.importers import lm_eval_filters
 from app.importers.common import InputError
-from app.importers.lm_eval import read_lm_eval
-from app.importers.lm_eval_filters import line_filters, read_results, results_filters
+from app.importers.lm_eval import filters as lm_eval_filters
+from app.importers.lm_eval.filters import line_filters, read_results, results_filters
+from app.importers.lm_eval.reader import read_lm_eval
 from tests.fixtures_formats import write_lm_eval_results, write_lm_eval_samples
 
 STRICT = [1, 0, 0, 1, 0]

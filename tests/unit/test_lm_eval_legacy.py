@@ -1,5 +1,5 @@
 """lm-eval 0.4.0-0.4.2 output: ``<model_args>_<task>.jsonl`` files holding one JSON array each,
-beside the run's ``results.json`` (app/importers/lm_eval_legacy.py)."""
+beside the run's ``results.json`` (app/importers/lm_eval/legacy.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 import pytest
 
 from app.importers.common import InputError
-from app.importers.lm_eval import read_lm_eval
-from app.importers.lm_eval_legacy import legacy_tasks
+from app.importers.lm_eval.legacy import legacy_tasks
+from app.importers.lm_eval.reader import read_lm_eval
 from tests.fixtures_formats import write_lm_eval_results, write_lm_eval_samples
 
 MODEL_ARGS = "pretrained=EleutherAI/pythia-160m,dtype=float"

@@ -11,7 +11,7 @@ import pytest
 from app.importers import import_file  # isort: skip  (first: app.db.ingest alone is circular)
 from app.db.pairing import add_pair
 from app.db.store import open_store
-from app.forgetting_map import (
+from app.services.map import (
     BENCHMARK_EXTRA,
     BENCHMARK_FIELDS,
     CATEGORY_EXTRA,

@@ -1,6 +1,6 @@
 import pytest
 
-from app.naming import infer_family_and_size
+from app.core.naming import infer_family_and_size
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,11 @@
-"""Plain progress lines for logs (app.progress.LineProgress)."""
+"""Plain progress lines for logs (app.runtime.progress.LineProgress)."""
 
 from __future__ import annotations
 
 import io
 import itertools
 
-from app.progress import LineProgress
+from app.runtime.progress import LineProgress
 
 
 def test_lines_at_start_tenths_and_end():

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.core.prompt_templates import MIN_TEMPLATE_BYTES, settle_unit, unit_templates
 from app.db.prompts import full_prompt
 from app.db.store import open_store
 from app.importers import import_file
-from app.prompt_templates import MIN_TEMPLATE_BYTES, settle_unit, unit_templates
 
 SHOTS = "Les questions suivantes — avec réponses.\n\nQuestion: 2 + 2 ?\nAnswer: 4\n\nQuestion: "
 

@@ -8,10 +8,10 @@ import math
 import pytest
 
 from app.analysis.recoverability_shares import shares_from_sums
+from app.core.errors import InputError
 from app.db import open_store
 from app.db import recoverability as store_sql
-from app.errors import InputError
-from app.recoverability import (
+from app.services.recovery import (
     CorpusSpec,
     RecoveryOptions,
     RecoveryRequest,

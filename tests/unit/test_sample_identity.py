@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from app.sample_identity import (
+from app.core.sample_identity import (
     AMBIGUOUS_MARK,
     _shares_a_key,
     identify,
@@ -124,7 +124,7 @@ def test_links_only_when_unique_both_ways():
 
 
 def test_questions_from_prompts_per_unit_and_given_ones_kept():
-    from app.sample_identity import question_from_prompts
+    from app.core.sample_identity import question_from_prompts
 
     table = pa.table(
         {

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from app.broker import BrokerSettings
-from app.config import SettingsError, WebSettings
+from app.runtime.broker import BrokerSettings
+from app.runtime.config import SettingsError, WebSettings
 from worker.settings import WorkerSettings
 
 

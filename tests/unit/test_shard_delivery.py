@@ -5,11 +5,11 @@ from __future__ import annotations
 import base64
 import json
 
-from app import jobs
-from app.broker import TASK_NAME, BrokerSettings
 from app.db import jobs as jobs_db
 from app.db import open_store
-from app.queue import Enqueuer, Reconciler, _shard_of
+from app.runtime.broker import TASK_NAME, BrokerSettings
+from app.services import jobs
+from app.services.queue import Enqueuer, Reconciler, _shard_of
 
 JOB = {"models": [{"name": "m", "path": "org/m"}], "benchmarks": ["piqa"], "seeds": [0, 1]}
 
@@ -95,7 +95,7 @@ def test_shard_ids_are_read_from_celery_messages():
 def test_a_repeated_job_reuses_finished_shards_and_big_jobs_are_refused(tmp_path):
     import pytest
 
-    from app.errors import InputError
+    from app.core.errors import InputError
 
     store, _, shard_ids = _store_with_job(tmp_path)
     with store.transaction() as conn:

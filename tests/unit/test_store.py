@@ -145,8 +145,8 @@ def test_tokens_made_before_roles_survive_0004_as_admin_tokens(tmp_path):
     """README ("Tokens and roles"): existing tokens become admin tokens, `up`'s local worker a
     worker token; jobs from before have no owner, shards no re-sends."""
 
-    from app.auth import Role, hash_token, token_principal
     from app.db.store import Store
+    from app.services.tokens import Role, hash_token, token_principal
 
     store = Store(tmp_path / "old.duckdb")
     store.upgrade("0003")

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli import main
-from app.errors import InputError
-from app.suite import check_suite, fetch_suite, read_manifest, select_benchmarks
+from app.core.errors import InputError
+from app.services.suite import check_suite, fetch_suite, read_manifest, select_benchmarks
 from tests.hub_layout import SPLITS, write_hub
 from worker.benchmarks.items import load_jsonl_benchmark
 from worker.benchmarks.registry import file_sha256, load_benchmark

@@ -1,4 +1,4 @@
-"""The benchmark taxonomy (app/taxonomy.py + app/taxonomy.yaml) against paper_suite.md."""
+"""The benchmark taxonomy (app/core/taxonomy.py + app/core/taxonomy.yaml) against paper_suite.md."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from app import taxonomy
-from app.taxonomy import (
+from app.core import taxonomy
+from app.core.taxonomy import (
     CATEGORIES,
     NOT_SCORED,
     UNCATEGORIZED,

@@ -10,9 +10,9 @@ from fastapi.testclient import TestClient
 
 from app.analysis import lab, theory
 from app.analysis.lab import LabParams, lab_data
-from app.broker import BrokerSettings
-from app.config import WebSettings
-from app.errors import InputError
+from app.core.errors import InputError
+from app.runtime.broker import BrokerSettings
+from app.runtime.config import WebSettings
 from app.web import create_app
 
 

@@ -12,7 +12,7 @@ def test_worker_loads_no_module_that_runs_sql():
     probe = (
         "import sys, worker.tasks, worker.settings; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('duckdb', 'sqlalchemy') "
-        "or m.startswith(('app.db', 'app.jobs', 'app.queue', 'app.auth'))))"
+        "or m.startswith(('app.db', 'app.services.jobs', 'app.services.queue', 'app.services.tokens'))))"
     )
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
                          check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})  # fmt: skip

@@ -1,6 +1,6 @@
 """The registry: a benchmark name -> its items, from a local copy or the Hugging Face hub.
 
-``load_benchmark`` resolves a benchmark name (any spelling that ``app.taxonomy.canonical_name``
+``load_benchmark`` resolves a benchmark name (any spelling that ``app.core.taxonomy.canonical_name``
 knows, or ``local:<path>``), and reads its rows from a local copy first (``<name>.jsonl`` in a
 benchmark folder, written by ``forgetmap suite fetch`` with the same ids and unshuffled options, so
 a copy gives exactly the hub's items), else from the hub through
@@ -17,8 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from app.paths import confined
-from app.taxonomy import canonical_name, lookup, not_scored_benchmarks, scored_benchmarks
+from app.core.taxonomy import canonical_name, lookup, not_scored_benchmarks, scored_benchmarks
+from app.runtime.paths import confined
 from worker.benchmarks.ids import shuffle_item
 from worker.benchmarks.items import BenchmarkError, Item, load_jsonl_benchmark
 from worker.benchmarks.loaders import (

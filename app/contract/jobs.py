@@ -1,0 +1,271 @@
+"""The typed boundary: what a job is made of, with its one set of limits, and the names of its
+states. The API's bodies, the submission form, the services that build jobs (app/services/jobs.py, the
+watcher) and the worker (which checks the shard spec it receives) all validate here, so a value
+one of them accepts the others accept too.
+
+A leaf module (pydantic only): the worker imports it without importing the database.
+
+Bodies are strict (a string is not an integer, unknown fields are refused) so that what the
+OpenAPI document says is valid is exactly what the app accepts; a choice (engine, mode, ...) is
+given by its value. The form validates the same models leniently (every form value is text).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from app.core.errors import InputError
+
+M = TypeVar("M", bound=BaseModel)
+
+# ------------------------------------------------------------------------------ names of states
+
+
+class JobStatus(StrEnum):
+    queued = "queued"
+    running = "running"
+    done = "done"  # every shard done or reused
+    failed = "failed"  # some shard failed
+    cancelled = "cancelled"
+
+
+class ShardStatus(StrEnum):
+    """queued -> running -> done | failed; queued -> reused | cancelled."""
+
+    queued = "queued"
+    running = "running"
+    done = "done"
+    failed = "failed"
+    reused = "reused"  # evaluated before under the same eval config: not run again
+    cancelled = "cancelled"
+
+
+TERMINAL = frozenset(
+    {ShardStatus.done, ShardStatus.failed, ShardStatus.reused, ShardStatus.cancelled}
+)
+
+
+class ShardKind(StrEnum):
+    evaluate = "evaluate"
+    recover = "recover"  # a recoverability analysis (worker/recover_job.py)
+
+
+class Engine(StrEnum):
+    vllm = "vllm"
+    transformers = "transformers"
+
+
+class Mode(StrEnum):
+    generate = "generate"  # generate and extract an answer
+    loglik = "loglik"  # score the choices
+
+
+class Prompting(StrEnum):
+    chat = "chat"  # zero-shot CoT through the chat template
+    base = "base"  # few-shot
+
+
+class Stage(StrEnum):
+    """What post-training step a pair measures."""
+
+    instruct = "instruct"
+    sft = "sft"
+    rl = "rl"
+    domain_cpt = "domain-cpt"
+    merge = "merge"
+    other = "other"
+
+
+# ------------------------------------------------------------------------------------- limits
+
+MAX_TEMPERATURE = (
+    2.0  # beyond 2 sampling is close to uniform noise (OpenAI's and vLLM's UIs stop there)
+)
+MAX_GENERATED_TOKENS = 65536
+MAX_SHOTS = 25
+MAX_SEED = 2**31 - 1  # seeds and ids are INTEGER columns
+# models x benchmarks x seeds of one job: the paper's suite for two models and three seeds is 564,
+# the form's largest (ten seeds) 1,880; saving and sending take ~2 ms a shard here (bench: 564 in
+# 1.2 s), so one request stays within a few seconds
+MAX_SHARDS_PER_JOB = 2000
+
+
+def _integral(value: Any) -> Any:
+    """JSON has one number type: 3.0 is the integer 3 (as JSON Schema says); 3.5 stays invalid."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# an integer in a strict body: no strings, no booleans, integral floats allowed
+Int = Annotated[int, BeforeValidator(_integral)]
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+Seed = Annotated[Int, Field(ge=0, le=MAX_SEED)]
+Seeds = Annotated[list[Seed], Field(min_length=1, max_length=20)]
+Benchmarks = Annotated[list[Name], Field(min_length=1, max_length=1000)]
+
+
+def choice(enum: type[StrEnum]) -> Any:
+    """A field holding one of ``enum``'s values (JSON has no enums: the value is the text)."""
+    return Annotated[enum, Field(strict=False)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+# -------------------------------------------------------------------------------------- jobs
+
+
+class ModelIn(Strict):
+    """A checkpoint: a Hugging Face id (optionally at a revision) or a local path under the roots."""
+
+    name: Name
+    path: Annotated[str, Field(min_length=1, max_length=1000)]
+    revision: Annotated[str, Field(max_length=200)] | None = None
+    prompting: choice(Prompting) = Prompting.chat
+
+
+class EvalConfigIn(Strict):
+    """Everything that changes a model's answers; its hash keys evaluation reuse."""
+
+    engine: choice(Engine) = Engine.vllm
+    mode: choice(Mode) = Mode.generate
+    temperature: Annotated[float, Field(ge=0, le=MAX_TEMPERATURE)] = 0.6
+    top_p: Annotated[float, Field(gt=0, le=1)] = 0.95
+    max_tokens: Annotated[Int, Field(ge=1, le=MAX_GENERATED_TOKENS)] = 2048
+    shots: Annotated[Int, Field(ge=0, le=MAX_SHOTS)] = 3
+    limit: Annotated[Int, Field(ge=1, le=10_000_000)] | None = None  # items per benchmark
+
+
+class PairSpecIn(Strict):
+    base: Name
+    post: Name
+    label: Annotated[str, Field(max_length=500)] | None = None
+    stage: choice(Stage) | None = None
+
+
+# adaptive evaluation (app/analysis/adaptive.py): a target below 0.1 points needs more samples than any
+# benchmark has; 50 points is a coin's whole range; a chunk over 100,000 is a full run; rounds
+# growing more than 10x are a full run in two or three rounds
+MIN_TARGET_POINTS, MAX_TARGET_POINTS = 0.1, 50.0
+MAX_ROUND_GROWTH = 10.0
+MAX_ADAPTIVE_SAMPLES = 10_000_000
+MAX_CHUNK = 100_000
+
+
+class AdaptiveIn(Strict):
+    """Adaptive evaluation of a job's pairs: per benchmark, samples in the shared evaluation order,
+    looked at every ``chunk_size``, until both F_true and BT_true are known to +-``target_points``
+    (95% fixed-width sequential interval, app.analysis.adaptive), never before ``min_samples``, never past
+    ``max_samples`` (None: all); each round after the first reaches ``round_growth`` times the
+    samples before it (app/services/rounds.py)."""
+
+    target_points: Annotated[float, Field(ge=MIN_TARGET_POINTS, le=MAX_TARGET_POINTS)] = 1.5
+    min_samples: Annotated[Int, Field(ge=1, le=MAX_ADAPTIVE_SAMPLES)] = 100
+    max_samples: Annotated[Int, Field(ge=1, le=MAX_ADAPTIVE_SAMPLES)] | None = None
+    chunk_size: Annotated[Int, Field(ge=1, le=MAX_CHUNK)] = 50
+    round_growth: Annotated[float, Field(ge=1.0, le=MAX_ROUND_GROWTH)] = 1.5
+
+    @model_validator(mode="after")
+    def _max_at_least_min(self) -> AdaptiveIn:
+        if self.max_samples is not None and self.max_samples < self.min_samples:
+            raise ValueError(
+                f"max_samples ({self.max_samples}) must be >= min_samples ({self.min_samples})"
+            )
+        return self
+
+
+class EvaluateJobIn(Strict):
+    """An evaluation: every model on every benchmark and seed (one shard each); with
+    ``adaptive``, the pairs' benchmarks in rounds of slices until their intervals are narrow."""
+
+    kind: Literal["evaluate"] = "evaluate"
+    models: Annotated[list[ModelIn], Field(min_length=1, max_length=50)]
+    benchmarks: Benchmarks
+    seeds: Seeds = [0, 1, 2]
+    config: EvalConfigIn = EvalConfigIn()
+    pairs: Annotated[list[PairSpecIn], Field(max_length=100)] = []
+    adaptive: AdaptiveIn | None = None
+
+
+class SeriesJobIn(Strict):
+    """A training run (app/services/series.py): a base plus checkpoint folders or glob patterns, each
+    evaluated once and placed in the series by step; the base is evaluated once."""
+
+    kind: Literal["series"]
+    series: Name
+    base: Name
+    base_path: Annotated[str, Field(min_length=1, max_length=1000)] | None = None
+    checkpoints: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=1000)]],
+        Field(min_length=1, max_length=200),
+    ]
+    benchmarks: Benchmarks
+    seeds: Seeds = [0, 1, 2]
+    config: EvalConfigIn = EvalConfigIn()
+    prompting: choice(Prompting) = Prompting.chat
+    base_prompting: choice(Prompting) = Prompting.base
+
+
+# ------------------------------------------------------------------------------------- shards
+
+
+class ShardConfig(EvalConfigIn):
+    """A shard's eval config: the job's, plus how its model is prompted (and, once finished, the
+    benchmark copy it ran on)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    prompting: choice(Prompting) = Prompting.chat
+    revision: Annotated[str, Field(max_length=200)] | None = None
+
+
+class ShardModel(ModelIn):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class ShardSlice(BaseModel):
+    """An adaptive round's part of a benchmark: samples ``start`` to ``end`` (excluded) of its
+    evaluation order (app.analysis.adaptive.evaluation_order keyed by ``order``, the stored benchmark
+    name); the end may pass the benchmark's size (the worker stops at it)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    start: Annotated[int, Field(ge=0)]
+    end: Annotated[int, Field(ge=1)]
+    order: Name
+    round: Annotated[int, Field(ge=0)] = 0
+
+
+class EvaluationShardSpec(BaseModel):
+    """What an evaluation shard tells its worker (``shards.spec``); the worker checks it before
+    loading anything. Unknown keys are ignored: an older worker still reads a newer spec."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    model: ShardModel
+    config: ShardConfig
+    slice: ShardSlice | None = None  # None: the whole benchmark
+
+
+# ----------------------------------------------------------------------------------- checking
+
+
+def problems(exc: ValidationError) -> list[tuple[tuple, str]]:
+    """(location, message) of each problem, e.g. ``(("config", "temperature"), "Input should be
+    less than or equal to 2")``."""
+    return [(tuple(e.get("loc", ())), e.get("msg", "invalid")) for e in exc.errors()]
+
+
+def problem_text(exc: ValidationError, limit: int = 10) -> str:
+    """One line for all problems: ``config.temperature: Input should be ...; ...``."""
+    parts = [f"{'.'.join(map(str, loc))}: {msg}" if loc else msg
+             for loc, msg in problems(exc)[:limit]]  # fmt: skip
+    return "; ".join(parts) or "invalid"
+
+
+def validated(model: type[M], data: Any, *, strict: bool | None = None) -> M:
+    """``model`` validated from ``data``; an InputError naming every problem otherwise."""
+    try:
+        return model.model_validate(data, strict=strict)
+    except ValidationError as exc:
+        raise InputError(problem_text(exc)) from None

@@ -1,0 +1,162 @@
+"""Opening one lighteval details file: its layout, and the columns the reader decodes of it.
+
+Only the columns the reader uses are read (token ids, logits and the like never are), and of them
+as little as it takes:
+
+- a flat (v0.10) file whose ``full_prompt`` is stored as the same bytes as its ``example`` (a base
+  model without a chat template: lighteval writes ``doc.ctx``, which is then ``doc.query``) has
+  its prompts decoded once (``stored_alike``);
+- of the nested (v0.11+) layout's ``doc`` and ``model_response`` only the fields the reader uses
+  are decoded (``used_fields``): token ids, few-shot documents and logits are most of such a file;
+- of the answers an extractive metric took out of the model's texts (``specifics`` in v0.10,
+  ``doc.specific`` in v0.11+) only ``extracted_predictions`` is decoded, when it is there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from app.core.errors import InputError
+
+__all__ = ["read_columns", "stored_alike", "used_fields"]
+
+# columns the reader uses (token ids, logits and the like are never read)
+_FLAT_COLUMNS = (
+    "example",
+    "full_prompt",
+    "predictions",
+    "choices",
+    "gold_index",
+    "gold",
+    "metrics",
+    "specifics",
+    "truncated",
+)
+_NESTED_COLUMNS = ("doc", "model_response", "metric", "metrics")
+EXTRACTED = "extracted_predictions"
+"""The field of lighteval's per-sample ``specifics`` (v0.10; ``doc.specific`` from v0.11) where
+its extractive metrics keep what they took out of each answer (``"B"`` out of a chain of thought
+ending in "Answer: B"): of those structs, only this field is read."""
+# the fields (dotted paths) of the nested layout's structs the reader uses (its kernels and its
+# row reader): the rest (token ids, few-shot documents, logits, ...) is never decoded
+_NESTED_FIELDS = {
+    "doc": ("query", "choices", "gold_index", "id", f"specific.{EXTRACTED}"),
+    "model_response": (
+        "input",
+        "text",
+        "text_post_processed",
+        "logprobs",
+        "truncated_tokens_count",
+    ),
+}
+
+
+def read_columns(file: Path) -> tuple[pa.Table, bool]:
+    """The columns of a details file the reader needs, and whether it is nested (v0.11+)."""
+    try:
+        parquet = pq.ParquetFile(file)
+        names = set(parquet.schema_arrow.names)
+        if {"doc", "model_response"} <= names:
+            nested = True
+        elif "metrics" in names and ({"example", "predictions"} & names):
+            nested = False
+        else:
+            raise InputError(
+                f"{file}: not a lighteval details table (columns: {', '.join(sorted(names))}); "
+                "expected doc/model_response/metric (v0.11+) or example/predictions/metrics (v0.10)"
+            )
+        wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
+        wanted = [path for c in wanted for path in used_fields(parquet.schema_arrow, c)]
+        twin = not nested and stored_alike(parquet, file, "example", "full_prompt")
+        if twin:
+            wanted.remove("full_prompt")
+        # one thread per file: the files themselves are read on two threads
+        # (``lighteval._read_tasks``)
+        table = parquet.read(columns=wanted, use_threads=False)
+        if twin:
+            table = table.append_column("full_prompt", table["example"])
+        return table, nested
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{file}: not a readable parquet file ({exc})") from None
+
+
+def used_fields(schema: pa.Schema, column: str) -> list[str]:
+    """What to read of a column: the used fields of a struct (``doc.query``, ...; of ``specifics``
+    and ``doc.specific`` only ``extracted_predictions``), else the whole column (a struct with
+    none of them, or a column stored as text). ``specifics`` without that field (a struct without
+    it, or null) is not read."""
+    kind = schema.field(column).type
+    if column == "specifics":
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            return [column]  # stored as text: the row reader parses it
+        return [f"{column}.{EXTRACTED}"] if _has_field(kind, EXTRACTED) else []
+    if column not in _NESTED_FIELDS or not pa.types.is_struct(kind):
+        return [column]
+    present = [path for path in _NESTED_FIELDS[column] if _has_path(kind, path)]
+    return [f"{column}.{path}" for path in present] or [column]
+
+
+def _has_field(kind: pa.DataType, name: str) -> bool:
+    return pa.types.is_struct(kind) and kind.get_field_index(name) >= 0
+
+
+def _has_path(kind: pa.DataType, path: str) -> bool:
+    """Whether a struct type holds a dotted path of fields (``specific.extracted_predictions``)."""
+    for name in path.split("."):
+        if not _has_field(kind, name):
+            return False
+        kind = kind.field(name).type
+    return True
+
+
+def stored_alike(parquet: pq.ParquetFile, file: Path, first: str, second: str) -> bool:
+    """Whether two top-level columns of one Arrow type are stored as the same bytes in every row
+    group (codec, pages, dictionary): then they hold the same values, and one decoded serves both.
+
+    A base model's prompt is its query (lighteval 0.10 writes ``full_prompt = doc.ctx``, which is
+    ``doc.query`` without a chat template or lighteval's own few-shot examples: the paper's base
+    runs): half of the bytes a flat file decodes, then copied and scanned twice. Comparing the
+    compressed chunks costs a fraction of decoding one of them (the paper's layout: a 141 KB chunk
+    for 811 KB of prompts), and chunks of different sizes are not read at all."""
+    arrow = parquet.schema_arrow
+    if first not in arrow.names or second not in arrow.names:
+        return False
+    if arrow.field(first).type != arrow.field(second).type:
+        return False
+    leaves = {parquet.schema.column(j).path: j for j in range(len(parquet.schema))}
+    if first not in leaves or second not in leaves:
+        return False  # a nested column: several leaves
+    described = [parquet.schema.column(leaves[name]) for name in (first, second)]
+    if len({(c.physical_type, c.logical_type.type, c.max_definition_level) for c in described}) > 1:
+        return False  # the same bytes would mean other values
+    metadata = parquet.metadata
+    spans = []
+    for group in range(metadata.num_row_groups):
+        chunks = [metadata.row_group(group).column(leaves[name]) for name in (first, second)]
+        if chunks[0].total_compressed_size != chunks[1].total_compressed_size:
+            return False
+        starts = [_chunk_start(c) for c in chunks]
+        # a writer that leaves an offset unset (0) would have both spans read the file's start
+        if starts[0] == starts[1] or min(starts) < len(b"PAR1"):
+            return False
+        spans.append((starts, chunks[0].total_compressed_size))
+    with open(file, "rb") as raw:
+        for starts, size in spans:
+            stored = []
+            for start in starts:
+                raw.seek(start)
+                stored.append(raw.read(size))
+            if stored[0] != stored[1]:
+                return False
+    return True
+
+
+def _chunk_start(chunk: pq.ColumnChunkMetaData) -> int:
+    """Where a column chunk's bytes begin: its dictionary page, when it has one, else its first
+    data page."""
+    if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
+        return min(chunk.dictionary_page_offset, chunk.data_page_offset)
+    return chunk.data_page_offset

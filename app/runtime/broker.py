@@ -1,0 +1,60 @@
+"""The broker both sides share: where shard messages go and the task they name. A leaf module:
+the worker imports it without importing anything that opens the database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+from app.runtime.config import ENVIRONMENT, read_settings
+
+TASK_NAME = "forgetmap.evaluate_shard"
+
+
+class BrokerSettings(BaseSettings):
+    """FORGETMAP_BROKER_URL, FORGETMAP_DATA_DIR, FORGETMAP_QUEUE, FORGETMAP_VISIBILITY_TIMEOUT."""
+
+    model_config = ENVIRONMENT
+
+    url: str | None = Field(None, validation_alias="FORGETMAP_BROKER_URL")  # None: embedded queue
+    data_dir: Path = Path("data")  # the embedded queue's folder is data_dir/broker
+    queue: str = "forgetmap"
+    visibility_timeout: int = 3600  # seconds before Redis re-delivers an unacknowledged task
+
+    @classmethod
+    def from_env(cls, data_dir: Path | None = None) -> BrokerSettings:
+        """The environment's broker; ``data_dir`` unless FORGETMAP_DATA_DIR names another."""
+        settings = read_settings(cls)
+        if data_dir is not None and "data_dir" not in settings.model_fields_set:
+            settings = settings.model_copy(update={"data_dir": Path(data_dir)})
+        return settings
+
+    def celery_config(self) -> dict:
+        if self.url:
+            broker = self.url
+            options = {"visibility_timeout": self.visibility_timeout}
+        else:
+            folder = (self.data_dir / "broker").resolve()
+            for sub in ("queue", "processed", "control"):
+                (folder / sub).mkdir(parents=True, exist_ok=True)
+            broker = "filesystem://"
+            options = {
+                "data_folder_in": str(folder / "queue"),
+                "data_folder_out": str(folder / "queue"),
+                "processed_folder": str(folder / "processed"),
+                "control_folder": str(folder / "control"),
+                "store_processed": False,
+            }
+        return {
+            "broker_url": broker,
+            "broker_transport_options": options,
+            "broker_connection_retry_on_startup": True,
+            "task_default_queue": self.queue,
+            "task_acks_late": True,
+            "task_reject_on_worker_lost": True,
+            "worker_prefetch_multiplier": 1,
+            "task_ignore_result": True,
+            "broker_connection_timeout": 3,
+        }

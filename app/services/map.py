@@ -1,0 +1,682 @@
+"""The forgetting map: contract records built from the materialized counts and the metric core.
+
+Shared by ``forgetmap map`` and ``GET /api/map``. Reads only the small count tables (never the
+per-sample rows), computes every number with app.core.metrics, and returns plain dicts in the field
+order of the public contract, followed by extension fields.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import warnings
+from dataclasses import dataclass
+from itertools import chain, repeat
+
+import numpy as np
+
+from app.analysis.adaptive import JOINT_CELLS, interval_from_counts
+from app.core import metrics
+from app.core.taxonomy import CATEGORIES, NOT_SCORED, UNCATEGORIZED
+from app.db import queries
+from app.db.queries import Columns, row_count
+from app.db.store import Store
+from app.services.cache import VersionCache
+
+LEVELS = ("benchmark", "category")
+AGGREGATES = ("macro", "micro")
+
+BENCHMARK_FIELDS = (
+    "base", "post", "benchmark", "category", "seed", "n", "num_choices", "acc_pre", "acc_post",
+    "n_00", "n_01", "n_10", "n_11", "f", "bt", "f_chance", "bt_chance", "f_true", "bt_true",
+    "f_max", "bt_max",
+)  # fmt: skip
+INTERVAL_FIELDS = ("f_true_low", "f_true_high", "bt_true_low", "bt_true_high")
+"""The paired 95% interval of the values over all seeds (app.analysis.adaptive.interval_from_counts)."""
+TRUNCATION_FIELDS = ("n_10_truncated", "n_truncated")
+"""Of the counted samples: the 1->0 flips whose answer (either side's) was cut off, and every
+sample with a cut-off answer (``results.truncated``); 0 where the map leaves them out."""
+BENCHMARK_EXTRA = (
+    "pair_id", "label", "stage", "k_mix", "mcnemar_p", "noise_floor", "only_base", "only_post",
+    "mismatched", "net", "f_rel", *INTERVAL_FIELDS, "full_size", "partial", *TRUNCATION_FIELDS,
+)  # fmt: skip
+CATEGORY_FIELDS = (
+    "base", "post", "category", "n_benchmarks", "seeds", "f_true", "f_true_std", "bt_true",
+    "bt_true_std", "f", "bt", "f_max", "bt_max",
+)  # fmt: skip
+CATEGORY_EXTRA = (
+    "pair_id", "label", "stage", "noise_floor", "net", "f_rel", "n", *INTERVAL_FIELDS, "full_size",
+    "partial", "n_10_truncated",
+)  # fmt: skip
+TRUNCATED = ("include", "exclude")
+DERIVED = ("net", "f_rel")
+"""Derived values the map can colour by (app.core.metrics: net_transfer, relative_forgetting); NaN and
+missing values travel as None."""
+
+
+def derived_metrics(f_true, bt_true, f_max) -> dict[str, np.ndarray]:
+    """``net`` = BT_true - F_true and ``f_rel`` = F_true / F_max (NaN where F_max = 0)."""
+    return {
+        "net": metrics.net_transfer(f_true, bt_true),
+        "f_rel": metrics.relative_forgetting(f_true, f_max),
+    }
+
+
+@dataclass(frozen=True)
+class MapQuery:
+    """What to map, and which pairs to keep (filters match the pair's label/models, stage, the
+    base model's family and size)."""
+
+    level: str = "category"
+    aggregate: str = "macro"
+    stage: str | None = None
+    family: str | None = None
+    q: str | None = None
+    min_size: float | None = None
+    max_size: float | None = None
+    truncated: str = "include"  # "exclude": samples with an answer cut off are left out
+
+    def __post_init__(self) -> None:
+        if self.truncated not in TRUNCATED:
+            raise ValueError(
+                f"truncated must be one of {', '.join(TRUNCATED)}, got {self.truncated!r}"
+            )
+        if self.level not in LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
+        if self.aggregate not in AGGREGATES:
+            raise ValueError(
+                f"aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}"
+            )
+
+
+def category_sort_key(category: str) -> tuple[int, str]:
+    if category in CATEGORIES:
+        return (CATEGORIES.index(category), "")
+    if category == metrics.TOTAL:
+        return (len(CATEGORIES) + 2, "")
+    if category == UNCATEGORIZED:
+        return (len(CATEGORIES) + 1, "")
+    if category == NOT_SCORED:
+        return (len(CATEGORIES) + 1, "~")
+    return (len(CATEGORIES), category)
+
+
+def _units(cols: Columns) -> tuple[Columns, np.ndarray, dict[str, np.ndarray]]:
+    """Collapse k-group rows into (pair, benchmark, seed) units and score them all at once."""
+    key = np.stack([cols["pair_id"], cols["benchmark_id"], cols["seed"]], axis=1)
+    # rows arrive ordered by (pair, benchmark, seed, k): a new unit starts where the key changes
+    changed = np.ones(row_count(cols), dtype=bool)
+    if len(changed) > 1:
+        changed[1:] = (key[1:] != key[:-1]).any(axis=1)
+    group = np.cumsum(changed) - 1
+    scores = metrics.scores_from_arrays(
+        cols["n_00"], cols["n_01"], cols["n_10"], cols["n_11"], cols["k"], group
+    )
+    return cols, np.flatnonzero(changed), scores
+
+
+def _intervals(cols: Columns, x: Columns) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Per (pair, benchmark): F_true and BT_true over all seeds with their paired interval
+    (app.analysis.adaptive.interval_from_counts on the transition rows and the cross-seed cells stored at
+    pairing time). Returns each count row's (pair, benchmark) index and the per-index arrays."""
+    width = int(cols["benchmark_id"].max()) + 1
+    keys, of = np.unique(
+        cols["pair_id"].astype(np.int64) * width + cols["benchmark_id"], return_inverse=True
+    )
+    of = of.reshape(-1)
+    x_key = x["pair_id"].astype(np.int64) * width + x["benchmark_id"]
+    x_unit = np.minimum(np.searchsorted(keys, x_key), keys.size - 1)
+    mine = keys[x_unit] == x_key  # cross rows of pairs and benchmarks being mapped
+    seed_rows = {"unit": of, "seed": cols["seed"], "k": cols["k"],
+                 **{c: cols[c] for c in ("n_00", "n_01", "n_10", "n_11")}}  # fmt: skip
+    cross_rows = {name: x[name][mine] for name in ("seed_a", "seed_b", "k")}
+    cross_rows["unit"] = x_unit[mine]
+    cross_rows["joint"] = np.stack([x[name][mine] for name in JOINT_CELLS], axis=1)
+    return of, interval_from_counts(seed_rows, cross_rows, keys.size)
+
+
+def combined_half_widths(
+    key: np.ndarray,
+    total_key: np.ndarray,
+    in_total: np.ndarray,
+    n: np.ndarray,
+    halves: dict[str, np.ndarray],
+    aggregate: str,
+    size: int,
+    per_pair: int,
+) -> dict[str, np.ndarray]:
+    """Half-widths of the category and "Total" means of benchmark values, per output slot.
+
+    One input per (pair, benchmark): its slot ``key`` (pair x category), its pair's "Total" slot
+    ``total_key`` (used where ``in_total``), its n and its half-widths. A mean with weights w_b
+    has half-width sqrt(sum_b (w_b h_b)^2), which assumes independent benchmarks (their samples
+    are disjoint, but the models are the same: a conservative reader widens it). Weights as in
+    ``metrics.aggregate_columns``: macro 1/B per category and 1/(C B_c) for Total (C categories
+    in Total), micro n_b over the slot's n. ``per_pair``: slots per pair (the Total slot last).
+    """
+    n = np.asarray(n, dtype=np.float64)
+    count = np.bincount(key, minlength=size).astype(np.float64)
+    if aggregate == "micro":
+        weight = n / np.bincount(key, weights=n, minlength=size)[key]
+        total_n = np.bincount(total_key[in_total], weights=n[in_total], minlength=size)
+        total_weight = n / np.where(total_n > 0, total_n, 1.0)[total_key]
+    else:
+        weight = 1.0 / count[key]
+        present = np.bincount(key[in_total], minlength=size).reshape(-1, per_pair) > 0
+        categories = np.repeat(present.sum(axis=1), per_pair)  # C of each slot's pair
+        total_weight = weight / np.maximum(categories[key], 1)
+    out = {}
+    for name, h in halves.items():
+        sq = np.bincount(key, weights=(weight * h) ** 2, minlength=size)
+        sq += np.bincount(
+            total_key[in_total], weights=((total_weight * h) ** 2)[in_total], minlength=size
+        )
+        out[name] = np.sqrt(sq)
+    return out
+
+
+def _noise_grid(store_conn) -> np.ndarray:
+    """grid[model_id, benchmark_id]: mean over seed pairs of a model's seed-vs-seed flip rate
+    (F + BT) / 2 on that benchmark; NaN where the model has fewer than two seeds."""
+    cols = queries.seed_transitions_for_pairs(store_conn)
+    if row_count(cols) == 0:
+        return np.full((1, 1), np.nan)
+    unit_key = np.stack(
+        [cols["model_id"], cols["benchmark_id"], cols["seed_a"], cols["seed_b"]], axis=1
+    )
+    changed = np.ones(row_count(cols), dtype=bool)
+    changed[1:] = (unit_key[1:] != unit_key[:-1]).any(axis=1)
+    group = np.cumsum(changed) - 1
+    s = metrics.scores_from_arrays(
+        cols["n_00"], cols["n_01"], cols["n_10"], cols["n_11"], cols["k"], group
+    )
+    flip = (s["f"] + s["bt"]) / 2.0
+    starts = np.flatnonzero(changed)
+    model, bench = (
+        cols["model_id"][starts].astype(np.int64),
+        cols["benchmark_id"][starts].astype(np.int64),
+    )
+    shape = (int(model.max()) + 1, int(bench.max()) + 1)
+    total = np.zeros(shape)
+    count = np.zeros(shape)
+    np.add.at(total, (model, bench), flip)
+    np.add.at(count, (model, bench), 1)
+    with np.errstate(invalid="ignore"):
+        return total / count
+
+
+def _pair_noise(
+    grid: np.ndarray, base: np.ndarray, post: np.ndarray, bench: np.ndarray
+) -> np.ndarray:
+    """Per unit: the mean of the base's and the post model's noise floors that exist (NaN: none)."""
+
+    def lookup(model: np.ndarray) -> np.ndarray:
+        inside = (model < grid.shape[0]) & (bench < grid.shape[1])
+        out = np.full(model.shape, np.nan)
+        out[inside] = grid[model[inside], bench[inside]]
+        return out
+
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # mean of two NaNs is NaN: no noise floor
+        return np.nanmean(np.stack([lookup(base), lookup(post)]), axis=0)
+
+
+def _benchmark_columns(
+    store: Store, pair_id: int | None, pair_ids: list[int] | None = None, exclude: bool = False
+) -> dict[str, np.ndarray | list]:
+    """Every per-(pair, benchmark, seed) field as columns, in contract order, sorted for display:
+    by pair, category (the paper's order), benchmark name, seed."""
+    with store.read() as conn:
+        counts = queries.transition_counts(conn, pair_id, pair_ids, exclude_truncated=exclude)
+        cross = queries.cross_seed_cells(conn, pair_id, pair_ids)
+        pairs = queries.pair_names(conn)
+        benches = queries.benchmark_names(conn)
+        noise = _noise_grid(conn)
+    if row_count(counts) == 0:
+        return {}
+    cols, starts, s = _units(counts)
+    pb_of, interval = _intervals(cols, cross)
+    ends = np.r_[starts[1:], row_count(counts)]
+    groups = ends - starts
+    k = cols["k"].astype(np.int64)
+    single_k = np.where(groups == 1, k[starts], 0)
+    sizes = cols["n_00"] + cols["n_01"] + cols["n_10"] + cols["n_11"]
+    k_mix = [""] * len(starts)
+    for unit in np.flatnonzero(groups > 1):
+        a, b = starts[unit], ends[unit]
+        k_mix[unit] = ",".join(
+            f"{kk or 'gen'}:{int(g)}" for kk, g in zip(k[a:b], sizes[a:b], strict=True)
+        )
+    # names: per pair and per benchmark (small tables), then taken for every unit
+    pair_ids = pairs["pair_id"]
+    p_row = np.searchsorted(pair_ids, cols["pair_id"][starts])
+    per_pair = {name: np.asarray(pairs[name], dtype=object)
+                for name in ("base", "post", "label", "stage")}  # fmt: skip
+    bench_ids = benches["id"]
+    b_row = np.searchsorted(bench_ids, cols["benchmark_id"][starts])
+    bench_name = np.asarray(benches["name"], dtype=object)
+    bench_cat = np.asarray(benches["category"], dtype=object)
+    full_size = _full_sizes(benches)[b_row]
+    at = {name: cols[name][starts] for name in ("seed", "pair_id", "only_base", "only_post",
+                                                "mismatched", "benchmark_id")}  # fmt: skip
+    at.update(
+        base=per_pair["base"][p_row], post=per_pair["post"][p_row], label=per_pair["label"][p_row],
+        stage=per_pair["stage"][p_row], benchmark=bench_name[b_row], category=bench_cat[b_row],
+        base_model_id=pairs["base_model_id"][p_row],
+        post_model_id=pairs["post_model_id"][p_row],
+    )  # fmt: skip
+    out = {
+        "base": at["base"], "post": at["post"], "benchmark": at["benchmark"], "category": at["category"],
+        "seed": at["seed"].astype(np.int64), "n": s["n"],
+        "num_choices": np.where(single_k > 0, single_k, -1),
+        "acc_pre": s["acc_pre"], "acc_post": s["acc_post"],
+        "n_00": s["n_00"], "n_01": s["n_01"], "n_10": s["n_10"], "n_11": s["n_11"],
+        **{name: s[name] for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max")},
+        "pair_id": at["pair_id"].astype(np.int64), "label": at["label"], "stage": at["stage"], "k_mix": k_mix,
+        "mcnemar_p": None,  # filled by benchmark_records only: the category map needs no test
+        "noise_floor": _pair_noise(noise, at["base_model_id"].astype(np.int64), at["post_model_id"].astype(np.int64),
+                                   at["benchmark_id"].astype(np.int64)),
+        "only_base": at["only_base"].astype(np.int64), "only_post": at["only_post"].astype(np.int64),
+        "mismatched": at["mismatched"].astype(np.int64),
+        **derived_metrics(s["f_true"], s["bt_true"], s["f_max"]),
+        **{name: interval[name][pb_of[starts]] for name in INTERVAL_FIELDS},
+        "full_size": full_size, "partial": full_size > s["n"],
+        "n_10_truncated": np.add.reduceat(cols["n_10_cut"], starts).astype(np.int64),
+        "n_truncated": np.add.reduceat(cols["n_cut"], starts).astype(np.int64),
+    }  # fmt: skip
+    categories = sorted(set(bench_cat.tolist()), key=category_sort_key)
+    cat_rank = np.array([categories.index(c) for c in bench_cat.tolist()], dtype=np.int64)
+    name_rank = np.argsort(np.argsort(bench_name.astype(str), kind="stable"), kind="stable")
+    order = np.lexsort((out["seed"], name_rank[b_row], cat_rank[b_row], out["pair_id"]))
+    return {
+        name: (
+            None
+            if v is None
+            else np.asarray(v, dtype=object)[order]
+            if isinstance(v, list)
+            else v[order]
+        )
+        for name, v in out.items()
+    }
+
+
+def benchmark_records(
+    store: Store,
+    pair_id: int | None = None,
+    *,
+    pair_ids: list[int] | None = None,
+    exclude_truncated: bool = False,
+) -> list[dict]:
+    """One record per (pair, benchmark, seed), for every pair, just ``pair_id``, or ``pair_ids``.
+
+    Built column by column: each column becomes one Python list (NaN/-1 sentinels -> None), and
+    the records are zipped from those lists (no per-value Arrow or numpy scalar conversion).
+    """
+    cols = _benchmark_columns(store, pair_id, pair_ids, exclude_truncated)
+    if not cols:
+        return []
+    cols["mcnemar_p"] = np.asarray(metrics.mcnemar_exact(cols["n_01"], cols["n_10"]), np.float64)
+
+    def column(name: str, values) -> list:
+        if isinstance(values, np.ndarray):
+            values = values.tolist()
+        elif not isinstance(values, list):
+            values = list(values)
+        if name == "num_choices":  # -1: generative or mixed
+            return [None if v < 0 else v for v in values]
+        if name in ("noise_floor", *DERIVED):  # NaN: no seed-vs-seed counts, or F_max = 0
+            return [None if v != v else v for v in values]
+        if name == "full_size":  # NaN: not known
+            return [None if v != v else int(v) for v in values]
+        return values
+
+    return _records_from_columns(
+        tuple(cols), [column(name, values) for name, values in cols.items()]
+    )
+
+
+def _records_from_columns(names: tuple[str, ...], lists: list[list]) -> list[dict]:
+    # thousands of new dicts: the cyclic GC would scan the heap several times while they are built
+    # (nothing here can form a cycle), which made this step vary from 25 to 60 ms
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return list(map(dict, map(zip, repeat(names), zip(*lists, strict=True))))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _full_sizes(benches: Columns) -> np.ndarray:
+    """Each benchmark's full size as floats, NaN where not known (imported results)."""
+    return np.array(
+        [np.nan if v is None else v for v in benches["full_size"].tolist()], dtype=np.float64
+    )
+
+
+def _nan_to_none(values: np.ndarray) -> list:
+    return [None if v != v else v for v in values.tolist()]
+
+
+def category_records_for(
+    conn, pair_ids: list[int] | None, aggregate: str = "macro", exclude_truncated: bool = False
+) -> list[dict]:
+    """Category-level records of the given pairs (None: all), by pair then category (the paper's
+    order, "Total" last). Integer ids and codes all the way: names are attached per output row."""
+    counts = queries.unit_counts(conn, pair_ids, exclude_truncated=exclude_truncated)
+    if row_count(counts) == 0:
+        return []
+    pairs = queries.pair_names(conn)
+    benches = queries.benchmark_names(conn)
+    noise = _noise_grid(conn)
+    cols, starts, s = _units(counts)
+    pb_of, interval = _intervals(cols, queries.cross_seed_cells(conn, pair_ids=pair_ids))
+    pair = cols["pair_id"][starts].astype(np.int64)
+    bench = cols["benchmark_id"][starts].astype(np.int64)
+    # category codes in the map's column order, so that aggregated rows come out in that order
+    bench_ids = benches["id"]
+    bench_cat = benches["category"].tolist()
+    categories = sorted(set(bench_cat), key=category_sort_key)
+    code_of = np.full(int(bench_ids.max()) + 1, -1, dtype=np.int64)
+    code_of[bench_ids] = [categories.index(c) for c in bench_cat]
+    cat = code_of[bench]
+    all_pairs = pairs["pair_id"]
+    p_row = np.searchsorted(all_pairs, pair)
+    base_ids = pairs["base_model_id"].astype(np.int64)
+    post_ids = pairs["post_model_id"].astype(np.int64)
+    unit_noise = _pair_noise(noise, base_ids[p_row], post_ids[p_row], bench)
+    agg = metrics.aggregate_columns(
+        pair, cat, bench, cols["seed"][starts], s["n"],
+        {name: s[name] for name in metrics.VALUE_FIELDS}, aggregate,
+        outside_total=[i for i, c in enumerate(categories) if c in metrics.OUTSIDE_TOTAL],
+    )  # fmt: skip
+    # mean noise floor per (pair, category) and per pair ("Total") over the units that have one
+    n_c = len(categories) + 1  # the last code is "Total"
+    uniq = agg["pair"][np.r_[True, agg["pair"][1:] != agg["pair"][:-1]]]
+    p_idx = np.searchsorted(uniq, pair)
+    has = ~np.isnan(unit_noise)
+    size = len(uniq) * n_c
+    total = np.zeros(size)
+    count = np.zeros(size)
+    # "Total" leaves out the categories that stay out of it (metrics.OUTSIDE_TOTAL)
+    in_total_cat = np.array([c not in metrics.OUTSIDE_TOTAL for c in categories], dtype=bool)
+    in_total = in_total_cat[cat]
+    cut_flips = np.add.reduceat(cols["n_10_cut"], starts).astype(np.float64)
+    cut_total = np.zeros(size)
+    for key, counted in ((p_idx * n_c + cat, has), (p_idx * n_c + n_c - 1, has & in_total)):
+        total += np.bincount(key[counted], weights=unit_noise[counted], minlength=size)
+        count += np.bincount(key[counted], minlength=size)
+    for key, counted in ((p_idx * n_c + cat, slice(None)), (p_idx * n_c + n_c - 1, in_total)):
+        cut_total += np.bincount(key[counted], weights=cut_flips[counted], minlength=size)
+    row_code = np.array([n_c - 1 if c is None else c for c in agg["category"]], dtype=np.int64)
+    row_key = np.searchsorted(uniq, agg["pair"]) * n_c + row_code
+    with np.errstate(invalid="ignore", divide="ignore"):
+        row_noise = np.where(count[row_key] > 0, total[row_key] / count[row_key], np.nan)
+    # per (pair, benchmark): n, half-widths, full size; summed and combined per output row
+    first = np.unique(pb_of, return_index=True)[1]
+    pb_bench = cols["benchmark_id"][first].astype(np.int64)
+    pb_key = np.searchsorted(uniq, cols["pair_id"][first]) * n_c + code_of[pb_bench]
+    pb_total = pb_key - code_of[pb_bench] + n_c - 1
+    pb_in_total = in_total_cat[code_of[pb_bench]]
+    halves = combined_half_widths(
+        pb_key, pb_total, pb_in_total, interval["n"],
+        {name: interval[f"{name}_true_half_width"] for name in ("f", "bt")}, aggregate, size, n_c,
+    )  # fmt: skip
+    full_of = np.full(int(bench_ids.max()) + 1, np.nan)
+    full_of[bench_ids] = _full_sizes(benches)
+    pb_full = np.fmax(full_of[pb_bench], interval["n"])  # unknown: the paired samples
+
+    def summed(x: np.ndarray) -> np.ndarray:
+        at = np.bincount(pb_key, weights=x, minlength=size)
+        return (at + np.bincount(pb_total[pb_in_total], weights=x[pb_in_total], minlength=size))[
+            row_key
+        ]
+
+    row_n = summed(interval["n"].astype(np.float64))
+    row_full = summed(pb_full)
+    row_known = summed((~np.isnan(full_of[pb_bench])).astype(np.float64)) > 0
+    bounds = {}
+    for name in ("f", "bt"):
+        value, half = agg[f"{name}_true"], halves[name][row_key]
+        bounds[f"{name}_true_low"] = np.maximum(value - half, 0.0).tolist()
+        bounds[f"{name}_true_high"] = np.minimum(value + half, 1.0).tolist()
+    out_row = np.searchsorted(all_pairs, agg["pair"])
+    names_of = {name: np.asarray(pairs[name], dtype=object)[out_row]
+                for name in ("base", "post", "label", "stage")}  # fmt: skip
+    labels = np.asarray([*categories, metrics.TOTAL], dtype=object)[row_code]
+    single = agg["seeds"] <= 1
+    columns = {
+        "base": names_of["base"].tolist(), "post": names_of["post"].tolist(),
+        "category": labels.tolist(), "n_benchmarks": agg["n_benchmarks"].tolist(),
+        "seeds": agg["seeds"].tolist(), "f_true": agg["f_true"].tolist(),
+        "f_true_std": _nan_to_none(np.where(single, np.nan, agg["f_true_std"])),
+        "bt_true": agg["bt_true"].tolist(),
+        "bt_true_std": _nan_to_none(np.where(single, np.nan, agg["bt_true_std"])),
+        "f": agg["f"].tolist(), "bt": agg["bt"].tolist(), "f_max": agg["f_max"].tolist(),
+        "bt_max": agg["bt_max"].tolist(), "pair_id": agg["pair"].tolist(),
+        "label": names_of["label"].tolist(), "stage": names_of["stage"].tolist(),
+        "noise_floor": _nan_to_none(row_noise),
+        **{name: _nan_to_none(v)
+           for name, v in derived_metrics(agg["f_true"], agg["bt_true"], agg["f_max"]).items()},
+        "n": row_n.astype(np.int64).tolist(), **bounds,
+        "full_size": [int(f) if k else None for f, k in zip(row_full.tolist(), row_known.tolist(), strict=True)],
+        "partial": (row_known & (row_full > row_n)).tolist(),
+        "n_10_truncated": cut_total[row_key].astype(np.int64).tolist(),
+    }  # fmt: skip
+    return _records_from_columns(tuple(columns), list(columns.values()))
+
+
+def pair_filter(pairs: list[dict], query: MapQuery) -> set[int]:
+    """Ids of the pairs that pass the query's filters (pairs as from queries.list_pairs)."""
+    keep = set()
+    needle = (query.q or "").strip().lower()
+    for p in pairs:
+        if query.stage and (p["stage"] or "") != query.stage:
+            continue
+        if query.family and (p["family"] or "") != query.family:
+            continue
+        size = p["size_params"]
+        if query.min_size is not None and (size is None or size < query.min_size):
+            continue
+        if query.max_size is not None and (size is None or size > query.max_size):
+            continue
+        text = " ".join(str(p[k] or "") for k in ("label", "base", "post")).lower()
+        if needle and needle not in text:
+            continue
+        keep.add(p["id"])
+    return keep
+
+
+class MapCache:
+    """Map records, heatmap cells and encoded JSON per (level, aggregate), kept until a write."""
+
+    def __init__(self, store: Store, cache: VersionCache | None = None):
+        self.store = store
+        self.cache = cache or VersionCache(store)
+        # per aggregate, {pair id: (fingerprint, category records)}: kept across writes, so the
+        # first map after a write recomputes only the pairs whose inputs changed (a worker's upload
+        # touches the pairs of one model), not all of them
+        self._category_parts: dict[str, dict[int, tuple[int, list[dict]]]] = {}
+        # the same for the benchmark-level JSON: per pair, its records' encoded JSON
+        self._json_parts: dict[int, tuple[int, bytes]] = {}
+
+    def _all(self, query: MapQuery) -> list[dict]:
+        if query.truncated == "exclude":  # computed whole: the parts are of the usual map
+            return self.cache.get(("map", query.level, query.aggregate, "exclude"),
+                                  lambda: _excluding_truncated(self.store, query))  # fmt: skip
+        if query.level == "benchmark":
+            return self.cache.get(("map", "benchmark"), lambda: benchmark_records(self.store))
+        return self.cache.get(("map", "category", query.aggregate),
+                              lambda: self._category(query.aggregate))  # fmt: skip
+
+    @staticmethod
+    def _stale(parts: dict, prints: dict[int, int]) -> list[int]:
+        """Pairs whose parts are missing or older than their fingerprint; drops deleted pairs."""
+        for gone in set(parts) - set(prints):
+            del parts[gone]
+        return sorted(p for p, f in prints.items() if p not in parts or parts[p][0] != f)
+
+    def _benchmark_json(self) -> bytes:
+        """All benchmark-level records as JSON, re-encoding only the pairs that changed (the bytes
+        are those of json.dumps over the whole list: items joined by ', ')."""
+        parts = self._json_parts
+        with self.store.read() as conn:
+            prints = queries.pair_fingerprints(conn, with_coverage=True)
+        stale = self._stale(parts, prints)
+        if stale:
+            fresh: dict[int, list[dict]] = {p: [] for p in stale}
+            subset = stale if len(stale) < len(prints) else None
+            for r in benchmark_records(self.store, pair_ids=subset):
+                fresh[r["pair_id"]].append(r)
+            for p in stale:
+                parts[p] = (prints[p], json.dumps(fresh[p]).encode()[1:-1])
+        return b"[" + b", ".join(parts[p][1] for p in sorted(prints) if parts[p][1]) + b"]"
+
+    def _category(self, aggregate: str) -> list[dict]:
+        """Category records of every pair, recomputing only pairs whose fingerprint changed.
+        (A write between reading the fingerprints and the counts leaves a stale fingerprint with
+        newer records: the next call sees the new fingerprint and recomputes, so this is safe.)"""
+        parts = self._category_parts.setdefault(aggregate, {})
+        with self.store.read() as conn:
+            prints = queries.pair_fingerprints(conn)
+            stale = self._stale(parts, prints)
+            if stale:
+                fresh: dict[int, list[dict]] = {p: [] for p in stale}
+                subset = stale if len(stale) < len(prints) else None
+                for r in category_records_for(conn, subset, aggregate):
+                    fresh[r["pair_id"]].append(r)
+                for p in stale:
+                    parts[p] = (prints[p], fresh[p])
+        return list(chain.from_iterable(parts[p][1] for p in sorted(prints)))
+
+    @staticmethod
+    def _filtered(query: MapQuery) -> bool:
+        return any((query.stage, query.family, query.q, query.min_size, query.max_size))
+
+    def records(self, query: MapQuery) -> list[dict]:
+        records = self._all(query)
+        if not self._filtered(query):
+            return records
+        keep = self.cache.get(("keep", query), lambda: pair_filter(self.pairs(), query))
+        return [r for r in records if r["pair_id"] in keep]
+
+    def pairs(self) -> list[dict]:
+        def load() -> list[dict]:
+            with self.store.read() as conn:
+                return queries.list_pairs(conn)
+
+        return self.cache.get(("pairs",), load)
+
+    def cells(self, query: MapQuery) -> list[dict]:
+        if self._filtered(query):
+            return heatmap_cells(self.records(query), query.level)
+        return self.cache.get(("cells", query.level, query.aggregate, query.truncated),
+                              lambda: heatmap_cells(self._all(query), query.level))  # fmt: skip
+
+    def json(self, query: MapQuery) -> bytes:
+        """The records as JSON bytes (encoding 9,000 records costs more than computing them)."""
+        if self._filtered(query) or query.truncated == "exclude":
+            return json.dumps(self.records(query)).encode()
+        if query.level == "benchmark":
+            return self.cache.get(("json", "benchmark"), self._benchmark_json)
+        return self.cache.get(
+            ("json", query.level, query.aggregate), lambda: json.dumps(self._all(query)).encode()
+        )
+
+    def page_json(self, query: MapQuery, page: int, page_size: int) -> tuple[bytes, int]:
+        """One page of the records, ``page_size`` pairs per page in pair id order, as JSON, and
+        the number of pairs in all pages. A benchmark-level page computes only its own pairs."""
+
+        def ids() -> list[int]:
+            if self._filtered(query):
+                return sorted(self.cache.get(("keep", query),
+                                             lambda: pair_filter(self.pairs(), query)))  # fmt: skip
+            with self.store.read() as conn:
+                return queries.pair_names(conn)["pair_id"].tolist()
+
+        def encode() -> tuple[bytes, int]:
+            every = ids()
+            chosen = every[(page - 1) * page_size : page * page_size]
+            if query.level == "benchmark":
+                records = benchmark_records(
+                    self.store, pair_ids=chosen, exclude_truncated=query.truncated == "exclude"
+                )
+            else:
+                keep = set(chosen)
+                records = [r for r in self._all(query) if r["pair_id"] in keep]
+            return json.dumps(records).encode(), len(every)
+
+        return self.cache.get(("page", query, page, page_size), encode)
+
+
+def map_records(store: Store, query: MapQuery) -> list[dict]:
+    """The records of one map, computed once (a command's process keeps no cache: the category
+    level skips the per-pair fingerprints that a long-lived ``MapCache`` compares)."""
+    if query.level == "category" and not MapCache._filtered(query):
+        with store.read() as conn:
+            return category_records_for(conn, None, query.aggregate, query.truncated == "exclude")
+    return MapCache(store).records(query)
+
+
+def _excluding_truncated(store: Store, query: MapQuery) -> list[dict]:
+    """Every pair's records with the samples whose answer was cut off left out of the counts (the
+    paired intervals and noise floors still count every sample)."""
+    if query.level == "benchmark":
+        return benchmark_records(store, exclude_truncated=True)
+    with store.read() as conn:
+        return category_records_for(conn, None, query.aggregate, True)
+
+
+def heatmap_cells(records: list[dict], level: str) -> list[dict]:
+    """One cell per (pair, column) for the heatmap; benchmark-level seeds are averaged here."""
+    if level == "category":
+        return [
+            {**{k: r[k] for k in ("pair_id", "f_true", "f_true_std", "bt_true", "bt_true_std", "f",
+                                  "bt", "f_max", "bt_max", "noise_floor", "n_benchmarks", "seeds",
+                                  *DERIVED, "n", *INTERVAL_FIELDS, "full_size", "partial")},
+             "column": r["category"]}
+            for r in records
+        ]  # fmt: skip
+    if not records:
+        return []
+    keys = [(r["pair_id"], r["benchmark"]) for r in records]
+    uniq = list(dict.fromkeys(keys))
+    index = {k: i for i, k in enumerate(uniq)}
+    group = np.fromiter((index[k] for k in keys), dtype=np.int64, count=len(keys))
+    count = np.bincount(group, minlength=len(uniq)).astype(np.float64)
+    cols = {}
+    for name in ("f_true", "bt_true", "f", "bt", "f_max", "bt_max"):
+        x = np.fromiter((r[name] for r in records), dtype=np.float64, count=len(records))
+        mean = np.bincount(group, weights=x, minlength=len(uniq)) / count
+        cols[name] = mean
+        if name in ("f_true", "bt_true"):
+            sq = np.bincount(group, weights=(x - mean[group]) ** 2, minlength=len(uniq))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cols[f"{name}_std"] = np.where(count > 1, np.sqrt(sq / (count - 1)), np.nan)
+    cols.update(derived_metrics(cols["f_true"], cols["bt_true"], cols["f_max"]))
+    noise = np.fromiter((np.nan if r["noise_floor"] is None else r["noise_floor"] for r in records),
+                        dtype=np.float64, count=len(records))  # fmt: skip
+    has = ~np.isnan(noise)
+    noise_n = np.bincount(group[has], minlength=len(uniq))
+    noise_sum = np.bincount(group[has], weights=noise[has], minlength=len(uniq))
+    # the interval and full size are per (pair, benchmark) already (the same on every seed's
+    # record); n: the fewest paired samples of a seed, as the interval counts them
+    first = {}
+    n_min = np.full(len(uniq), np.iinfo(np.int64).max)
+    np.minimum.at(n_min, group, np.fromiter((r["n"] for r in records), np.int64, len(records)))
+    partial = np.zeros(len(uniq), dtype=bool)
+    for g, r in zip(group.tolist(), records, strict=True):
+        first.setdefault(g, r)
+        partial[g] |= r["partial"]
+    out = []
+    for i, (pair_id, bench) in enumerate(uniq):
+        cell = {"pair_id": pair_id, "column": bench, "n_benchmarks": 1, "seeds": int(count[i])}
+        for name, values in cols.items():
+            v = float(values[i])
+            cell[name] = None if np.isnan(v) else v
+        cell["noise_floor"] = float(noise_sum[i] / noise_n[i]) if noise_n[i] else None
+        cell["n"] = int(n_min[i])
+        cell.update({name: first[i][name] for name in (*INTERVAL_FIELDS, "full_size")})
+        cell["partial"] = bool(partial[i])
+        out.append(cell)
+    return out

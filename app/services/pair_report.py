@@ -1,0 +1,78 @@
+"""One pair in detail: per-benchmark values across seeds, with the map's paired 95% interval, a
+bootstrap CI and McNemar p."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from app.core import metrics
+from app.db import queries
+from app.db.store import Store
+from app.services.map import INTERVAL_FIELDS, benchmark_records, category_sort_key
+
+MEAN_FIELDS = ("acc_pre", "acc_post", "f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max")
+CELL_FIELDS = ("n_00", "n_01", "n_10", "n_11")
+SUM_FIELDS = (*CELL_FIELDS, "n_10_truncated", "n_truncated")
+
+
+def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[dict]:
+    """Per benchmark: means across seeds (as the map reports them), counts summed over seeds, the
+    map's paired 95% interval (``f_true_low`` ... ``bt_true_high``: the one the page's table and
+    chart show, valid for adaptive runs), ``full_size`` and ``partial``, a 95% bootstrap CI of
+    F_true and BT_true (``f_true_ci``, ``bt_true_ci``: samples resampled within each seed, for a
+    fixed sample count; DESIGN.md's "bootstrap confidence intervals", in the API, the exports and
+    the table's hover), and McNemar's exact p on the counts pooled over seeds."""
+    records = benchmark_records(store, pair_id)
+    with store.read() as conn:
+        counts = queries.pair_transitions(conn, pair_id).to_pylist()
+    groups: dict[str, dict[int, dict]] = defaultdict(lambda: defaultdict(dict))
+    for row in counts:
+        k = row["k"] or None
+        groups[row["benchmark"]][row["seed"]][k] = metrics.Transitions(
+            row["n_00"], row["n_01"], row["n_10"], row["n_11"]
+        )
+    by_benchmark: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_benchmark[r["benchmark"]].append(r)
+    out = []
+    for name, rows in by_benchmark.items():
+        first = rows[0]
+        row = {
+            "benchmark": name,
+            "category": first["category"],
+            "seeds": len(rows),
+            "n": int(round(np.mean([r["n"] for r in rows]))),
+            "num_choices": first["num_choices"],
+            "k_mix": first["k_mix"],
+        }
+        for field in MEAN_FIELDS:
+            row[field] = float(np.mean([r[field] for r in rows]))
+        for field in SUM_FIELDS:
+            row[field] = int(sum(r[field] for r in rows))
+        ci = metrics.bootstrap_ci(list(groups[name].values()), n_boot=n_boot, seed=0)
+        row["f_true_ci"] = [ci["f_true"].low, ci["f_true"].high]
+        row["bt_true_ci"] = [ci["bt_true"].low, ci["bt_true"].high]
+        row["f_true_std"] = (
+            float(np.std([r["f_true"] for r in rows], ddof=1)) if len(rows) > 1 else None
+        )
+        row["mcnemar_p"] = metrics.mcnemar_exact(row["n_01"], row["n_10"])
+        noise = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
+        row["noise_floor"] = float(np.mean(noise)) if noise else None
+        # the paired interval over all seeds (app.analysis.adaptive) and the benchmark's full size are the
+        # same on every seed's record
+        for field in (*INTERVAL_FIELDS, "full_size"):
+            row[field] = first[field]
+        row["partial"] = any(r["partial"] for r in rows)
+        row["only_base"] = sum(r["only_base"] for r in rows)
+        row["only_post"] = sum(r["only_post"] for r in rows)
+        row["mismatched"] = sum(r["mismatched"] for r in rows)
+        out.append(row)
+    out.sort(key=lambda r: (category_sort_key(r["category"]), r["benchmark"]))
+    return out
+
+
+def quadrants(rows: list[dict]) -> dict[str, int]:
+    """Transition counts summed over benchmarks and seeds: the four-quadrant view."""
+    return {field: sum(r[field] for r in rows) for field in CELL_FIELDS}

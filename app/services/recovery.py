@@ -1,0 +1,365 @@
+"""Recoverability jobs: what to run, the shard that runs it, and the results the app keeps.
+
+A recoverability job asks, for a pair (base -> post) and a text corpus, how much of the post model's
+loss rise on that text a context-free correction of its logits takes back (the analysis itself is
+``app/analysis/recoverability_fitting.py``; the worker's torch side is ``worker/recoverability_scoring.py``). It is one
+shard of kind ``recover`` in the same shard machinery as evaluations (queue, heartbeat, retry,
+cancel), run by the same Celery task; the worker uploads the per-document loss sums and the fitted
+corrections, and **the app recomputes every share and its bootstrap interval from those sums**
+(:func:`summarize`), so what is shown is exactly what the exported table gives.
+
+The known-answer controls (planted bias, doubled logits, Gaussian noise on the output weights) run
+beside every pair on the base model: their shares are stored and shown next to the pair's.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from app.analysis.recoverability_fitting import (
+    ALL_CORRECTIONS,
+    CONTROLS,
+    DEFAULT_K,
+    DEFAULT_MAX_TOKENS,
+    KINDS,
+    SPLITS,
+)
+from app.analysis.recoverability_shares import (
+    bootstrap_shares,
+    loss_column,
+    shares_from_sums,
+    table_models,
+)
+from app.core.errors import InputError
+from app.db import recoverability as store
+from app.db.jobs import insert_job, insert_shard
+from app.db.pairing import add_pair
+from app.db.queries import pair_id_by_names
+from app.db.store import Connection
+from app.services.jobs import ModelSpec, config_hash, register_models, update_job_status
+
+# what a pair's share is read against: damage that is neither a bias nor a temperature
+YARDSTICK = "weight_noise"
+MODEL_ROLES = ("base", "post", *CONTROLS)
+_HF_DATASET = re.compile(r"^hf:[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_LOCAL = re.compile(r"^local:[\w.-]+$")
+MAX_TABLE_DOCS = 200_000
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """Where the documents come from.
+
+    ``source``: ``local:NAME`` (a .txt / .jsonl file, or a folder of them, directly inside one of
+    the corpus folders, FORGETMAP_CORPUS_DIRS) or ``hf:ORG/NAME`` (a Hugging Face dataset, loaded
+    with ``datasets.load_dataset(NAME, config, split=split)``). ``text_field`` names the text
+    column of JSONL rows and datasets; ``separator`` splits a .txt file into documents (default:
+    one document per file); ``max_docs`` keeps the first documents (None: all).
+    """
+
+    source: str
+    text_field: str = "text"
+    separator: str | None = None
+    max_docs: int | None = 2000
+    config: str | None = None  # HF dataset config
+    split: str = "train"  # HF dataset split
+
+    def validate(self) -> None:
+        if not (_LOCAL.match(self.source) or _HF_DATASET.match(self.source)):
+            raise InputError(
+                f"corpus {self.source!r} is not 'local:NAME' (a file or folder in the corpus "
+                "folders) or 'hf:ORG/NAME' (a Hugging Face dataset id)"
+            )
+        if self.max_docs is not None and not 3 <= self.max_docs <= MAX_TABLE_DOCS:
+            raise InputError(f"max_docs must be between 3 and {MAX_TABLE_DOCS}")
+        if not self.text_field:
+            raise InputError("text_field may not be empty")
+
+
+@dataclass(frozen=True)
+class RecoveryOptions:
+    """The analysis settings (module doc of app.analysis.recoverability_fitting)."""
+
+    max_tokens: int = DEFAULT_MAX_TOKENS  # document tokens kept after BOS
+    k: int = DEFAULT_K  # bias tokens: the K most frequent targets on FIT
+    eval_fraction: float = 0.2  # documents held out as EVAL
+    select_fraction: float = 0.1  # last part of FIT used to choose the L2 penalty
+    seed: int = 0
+    n_boot: int = 2000
+    controls: tuple[str, ...] = CONTROLS
+
+    def validate(self) -> None:
+        if not 16 <= self.max_tokens <= 32768:
+            raise InputError("max_tokens must be between 16 and 32768")
+        if not 1 <= self.k <= 262144:
+            raise InputError("k must be between 1 and 262144")
+        if not 0.05 <= self.eval_fraction <= 0.5:
+            raise InputError("eval_fraction must be between 0.05 and 0.5")
+        if not 0.05 <= self.select_fraction <= 0.5:
+            raise InputError("select_fraction must be between 0.05 and 0.5")
+        if not 100 <= self.n_boot <= 20000:
+            raise InputError("n_boot must be between 100 and 20000")
+        unknown = [c for c in self.controls if c not in CONTROLS]
+        if unknown:
+            raise InputError(f"unknown control {unknown[0]!r}; choose from {', '.join(CONTROLS)}")
+
+
+@dataclass(frozen=True)
+class RecoveryRequest:
+    base: ModelSpec
+    post: ModelSpec
+    corpus: CorpusSpec
+    options: RecoveryOptions = field(default_factory=RecoveryOptions)
+    label: str | None = None
+    stage: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RecoveryRequest:
+        try:
+            options = dict(data.get("options") or {})
+            if "controls" in options:
+                options["controls"] = tuple(options["controls"])
+            request = cls(
+                base=ModelSpec(**data["base"]),
+                post=ModelSpec(**data["post"]),
+                corpus=CorpusSpec(**data["corpus"]),
+                options=RecoveryOptions(**options),
+                label=data.get("label"),
+                stage=data.get("stage"),
+            )
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"malformed recoverability request: {exc}") from exc
+        request.validate()
+        return request
+
+    def validate(self) -> None:
+        if self.base.name == self.post.name:
+            raise InputError("the base and the post-trained model need different names")
+        self.corpus.validate()
+        self.options.validate()
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": "recover",
+            **self.shard_spec(),
+            "label": self.label,
+            "stage": self.stage,
+            # the job page links the pair through this list, as for evaluation jobs
+            "pairs": [{"base": self.base.name, "post": self.post.name, "label": self.label,
+                       "stage": self.stage}],
+        }  # fmt: skip
+
+    def shard_spec(self) -> dict:
+        """What the worker needs; its hash keys reuse (same models, corpus and settings)."""
+        return {
+            "base": asdict(self.base),
+            "post": asdict(self.post),
+            "corpus": asdict(self.corpus),
+            "options": {**asdict(self.options), "controls": list(self.options.controls)},
+        }
+
+
+def create_recovery_job(conn: Connection, request: RecoveryRequest) -> tuple[int, list[int]]:
+    """Write a recoverability job (one shard) and its pair; returns (job id, shard ids to send).
+
+    A finished analysis with the same models, corpus and settings is reused, not run again.
+    """
+    request.validate()
+    register_models(conn, [request.base, request.post])
+    pair_id, _, _ = add_pair(
+        conn, request.base.name, request.post.name, label=request.label, stage=request.stage
+    )
+    spec = request.shard_spec()
+    chash = config_hash(spec)
+    job_id = insert_job(conn, "recover", request.to_dict())
+    reused = store.finished_recovery(conn, pair_id, chash) is not None
+    shard_id = insert_shard(
+        conn,
+        job_id=job_id,
+        model=request.post.name,
+        benchmark=f"recover:{request.corpus.source}",
+        seed=request.options.seed,
+        config_hash=chash,
+        spec=spec,
+        status="reused" if reused else "queued",
+        kind="recover",
+    )
+    update_job_status(conn, job_id)
+    return job_id, [] if reused else [shard_id]
+
+
+# ------------------------------------------------------------------------------ results
+
+
+def check_table(table: dict[str, list], controls: tuple[str, ...] | list[str]) -> None:
+    """Refuse an uploaded per-document table that cannot be the analysis' output."""
+    for column in ("doc_id", "split", "n_tokens"):
+        if column not in table:
+            raise InputError(f"the document table has no {column!r} column")
+    n = len(table["doc_id"])
+    if n < 3:
+        raise InputError("the document table needs at least 3 documents")
+    if n > MAX_TABLE_DOCS:
+        raise InputError(f"the document table has {n} documents; at most {MAX_TABLE_DOCS}")
+    for column, values in table.items():
+        if not isinstance(values, list) or len(values) != n:
+            raise InputError(f"column {column!r} does not have one value per document ({n})")
+    bad_split = {s for s in table["split"]} - set(SPLITS)
+    if bad_split:
+        raise InputError(f"unknown split {sorted(bad_split)[0]!r}; splits are {', '.join(SPLITS)}")
+    if "eval" not in table["split"]:
+        raise InputError("the document table has no EVAL documents")
+    if any(not isinstance(t, int) or isinstance(t, bool) or t < 1 for t in table["n_tokens"]):
+        raise InputError("n_tokens must be positive integers")
+    models = table_models(table)
+    extra = [c for c in table if c not in ("doc_id", "split", "n_tokens") and "/" not in c]
+    if extra:
+        raise InputError(f"unexpected column {extra[0]!r} (loss columns are 'model/correction')")
+    for role in ("base", "post", *controls):
+        if role not in models or "none" not in models[role]:
+            raise InputError(f"the document table has no uncorrected losses for {role!r}")
+    for model, corrections in models.items():
+        if model not in MODEL_ROLES:
+            raise InputError(f"unknown model {model!r} in the document table")
+        for c in corrections:
+            if c not in ALL_CORRECTIONS:
+                raise InputError(f"unknown correction {c!r} for {model!r}")
+            values = table[loss_column(model, c)]
+            if any(
+                not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
+                or v < 0 for v in values
+            ):  # fmt: skip
+                raise InputError(f"column {model}/{c} must hold finite, non-negative loss sums")
+
+
+def finite_or_none(value: Any) -> Any:
+    """JSON-safe copy: NaN and infinities (a zero gap) become None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(v) for v in value]
+    return value
+
+
+def summarize(table: dict[str, list], *, n_boot: int, seed: int) -> dict[str, Any]:
+    """Shares of the post model and of every control against the base, recomputed from the
+    per-document loss sums: on EVAL with bootstrap intervals, and in-sample on FIT."""
+    shares, in_sample = {}, {}
+    for model in table_models(table):
+        if model == "base":
+            continue
+        shares[model] = bootstrap_shares(table, n_boot=n_boot, seed=seed, base="base", post=model)
+        in_sample[model] = shares_from_sums(table, base="base", post=model, split="fit")
+    return finite_or_none({"shares": shares, "in_sample": in_sample})
+
+
+@dataclass(frozen=True)
+class RecoveryUpload:
+    """What a worker sends when a recoverability shard is done."""
+
+    table: dict[str, list]
+    corrections: dict[str, dict[str, dict]]  # model -> kind -> Correction.summary()
+    controls: dict[str, dict]  # what each control planted
+    timing: dict[str, dict]
+    config: dict[str, Any]
+
+
+def store_upload(conn: Connection, shard: dict, upload: RecoveryUpload) -> int:
+    """Check and keep a shard's recoverability results (replacing an earlier upload of the same
+    shard, so a repeated delivery is harmless); returns the recovery id."""
+    spec = shard["spec"]
+    options = spec["options"]
+    check_table(upload.table, options["controls"])
+    pair_id = pair_id_by_names(conn, spec["base"]["name"], spec["post"]["name"])
+    if pair_id is None:
+        raise InputError("the pair of this recoverability shard no longer exists")
+    summary = summarize(upload.table, n_boot=options["n_boot"], seed=options["seed"])
+    summary.update(
+        corrections=finite_or_none(upload.corrections),
+        controls=finite_or_none(upload.controls),
+        timing=finite_or_none(upload.timing),
+    )
+    config = {**finite_or_none(upload.config), "corpus": spec["corpus"], "options": options,
+              "base": spec["base"], "post": spec["post"], "config_hash": shard["config_hash"]}  # fmt: skip
+    return store.save_recovery(
+        conn,
+        pair_id=pair_id,
+        shard_id=shard["id"],
+        corpus=spec["corpus"]["source"],
+        config=config,
+        summary=summary,
+        table=upload.table,
+    )
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+CORRECTION_LABELS = {
+    "bias": "bias",
+    "temp": "temperature",
+    "bias_temp": "bias + temperature",
+    "closed_bias": "closed-form bias",
+}
+ROLE_LABELS = {
+    "post": "post-trained model",
+    "weight_noise": "control: noise on the output weights",
+    "planted_bias": "control: planted output bias",
+    "doubled_logits": "control: doubled logits",
+}
+
+
+def view_rows(recovery: dict) -> list[dict]:
+    """One row per (model, correction) for the pair page: share and symmetric share with their
+    intervals, the fitted temperature, and the loss gap they divide."""
+    summary = recovery["summary"]
+    rows = []
+    for role in ("post", YARDSTICK, "planted_bias", "doubled_logits"):
+        s = summary["shares"].get(role)
+        if s is None:
+            continue
+        fitted = summary.get("corrections", {}).get(role, {})
+        for kind in KINDS:
+            if kind not in s["share"]:
+                continue
+            rows.append(
+                {
+                    "first": not rows or rows[-1]["role"] != role,
+                    "role": role,
+                    "role_label": ROLE_LABELS[role],
+                    "correction": kind,
+                    "correction_label": CORRECTION_LABELS[kind],
+                    "share": s["share"][kind],
+                    "symmetric": s["symmetric"][kind],
+                    "gap": s["gap"],
+                    "temperature": (fitted.get(kind) or {}).get("temperature"),
+                }
+            )
+    return rows
+
+
+def base_temperatures(recovery: dict) -> dict[str, float]:
+    """The temperatures fitted on the base itself (what the symmetric share subtracts)."""
+    fitted = recovery["summary"].get("corrections", {}).get("base", {})
+    return {kind: c["temperature"] for kind, c in fitted.items()
+            if kind in ("temp", "bias_temp") and c.get("temperature") is not None}  # fmt: skip
+
+
+def headline(recovery: dict, correction: str = "bias_temp") -> dict[str, Any]:
+    """The pair's symmetric share under one correction beside the noise control's (for the map)."""
+    shares = recovery["summary"]["shares"]
+    out: dict[str, Any] = {"recovery_id": recovery["id"], "pair_id": recovery["pair_id"],
+                           "corpus": recovery["corpus"], "correction": correction}  # fmt: skip
+    for role, key in (("post", "symmetric"), (YARDSTICK, "control_symmetric")):
+        s = (shares.get(role) or {}).get("symmetric", {}).get(correction)
+        out[key] = s["estimate"] if s else None
+        out[f"{key}_lo"] = s["lo"] if s else None
+        out[f"{key}_hi"] = s["hi"] if s else None
+    gap = (shares.get("post") or {}).get("gap")
+    out["gap"] = gap["estimate"] if gap else None
+    return out

@@ -1,0 +1,242 @@
+"""Forgetting along a training run: a series' records per (checkpoint, category).
+
+A series is a base model and its checkpoints in step order; each checkpoint is scored as the pair
+(base, checkpoint), so every number here is the map's own category record of that pair (same
+macro/micro aggregation, same noise floor), taken from the map's cache and put in step order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from app.contract.jobs import (
+    Benchmarks,
+    EvalConfigIn,
+    JobStatus,
+    Name,
+    Prompting,
+    Seeds,
+    SeriesJobIn,
+    choice,
+    validated,
+)
+from app.core import metrics
+from app.core.errors import InputError
+from app.db import series as series_db
+from app.db.queries import model_specs
+from app.db.store import Store
+from app.runtime.paths import check_model_path
+from app.services import jobs
+from app.services.map import MapCache, MapQuery, category_sort_key
+from app.services.watch import step_of
+
+SERIES_FIELDS = (
+    "series", "step", "post", "category", "f_true", "f_true_std", "bt_true", "bt_true_std",
+    "noise_floor", "n_benchmarks",
+)  # fmt: skip
+SERIES_EXTRA = ("seeds", "f", "bt", "f_max", "bt_max", "pair_id", "clears_noise")
+
+
+def parse_checkpoint(text: str) -> tuple[str, int]:
+    """``MODEL@STEP`` -> (model, step); the model name may itself contain '@'."""
+    model, sep, step = text.rpartition("@")
+    if not sep or not model.strip():
+        raise InputError(f"checkpoint {text!r} must be MODEL@STEP, e.g. sft-run-ckpt500@500")
+    try:
+        value = int(step)
+    except ValueError:
+        raise InputError(f"step in {text!r} must be an integer, e.g. {model}@500") from None
+    if value < 0:
+        raise InputError(f"step in {text!r} must be >= 0")
+    return model.strip(), value
+
+
+def series_groups(cache: MapCache) -> list[dict]:
+    """Every series with its (step, pair id) list: the map shows a series as one row."""
+
+    def load() -> list[dict]:
+        with cache.store.read() as conn:
+            steps = series_db.pair_steps(conn)
+        groups: dict[int, dict] = {}
+        for pair_id, (series_id, name, step) in steps.items():
+            group = groups.setdefault(series_id, {"id": series_id, "name": name, "steps": []})
+            group["steps"].append({"step": step, "pair_id": pair_id})
+        return list(groups.values())
+
+    return cache.cache.get(("series-groups",), load)
+
+
+def find_series(store: Store, *, series_id: int | None = None, name: str | None = None):
+    with store.read() as conn:
+        return series_db.get_series(conn, series_id=series_id, name=name)
+
+
+def _by_pair(cache: MapCache, aggregate: str) -> dict[int, list[dict]]:
+    """The map's category records grouped by pair (cached until the next write)."""
+
+    def group() -> dict[int, list[dict]]:
+        out: dict[int, list[dict]] = {}
+        for r in cache.records(MapQuery(level="category", aggregate=aggregate)):
+            out.setdefault(r["pair_id"], []).append(r)
+        return out
+
+    return cache.cache.get(("map-by-pair", aggregate), group)
+
+
+def series_records(cache: MapCache, series: dict, aggregate: str = "macro") -> list[dict]:
+    """One record per (checkpoint, category) and per checkpoint "Total", by step then category.
+
+    ``clears_noise``: F_true lies above its noise floor beyond its 95% t-interval across seeds
+    (None with one seed or no noise floor)."""
+    by_pair = _by_pair(cache, aggregate)
+    out = []
+    for ck in series["checkpoints"]:
+        rows = sorted(
+            by_pair.get(ck["pair_id"], []), key=lambda r: category_sort_key(r["category"])
+        )
+        for r in rows:
+            record = {"series": series["name"], "step": ck["step"], "post": ck["post"]}
+            for name in SERIES_FIELDS[3:] + SERIES_EXTRA[:-1]:
+                record[name] = r[name]
+            record["clears_noise"] = metrics.clears_noise_floor(
+                r["f_true"], r["f_true_std"], r["seeds"], r["noise_floor"]
+            )
+            out.append(record)
+    return out
+
+
+def first_clear_steps(records: list[dict]) -> dict[str, int]:
+    """Per category, the first step whose F_true clears its noise floor beyond its CI."""
+    first: dict[str, int] = {}
+    for r in sorted(records, key=lambda r: r["step"]):
+        if r["clears_noise"] and r["category"] not in first:
+            first[r["category"]] = r["step"]
+    return first
+
+
+def series_view(cache: MapCache, series: dict, aggregate: str = "macro") -> dict:
+    """Everything the series page and ``GET /api/series/{id}`` show, kept until the next write."""
+
+    def build() -> dict:
+        records = series_records(cache, series, aggregate)
+        categories = sorted({r["category"] for r in records}, key=category_sort_key)
+        return {
+            "id": series["id"],
+            "name": series["name"],
+            "base": series["base"],
+            "steps": [c["step"] for c in series["checkpoints"]],
+            "checkpoints": [
+                {k: c[k] for k in ("step", "post", "pair_id")} for c in series["checkpoints"]
+            ],
+            "categories": categories,
+            "first_clear": first_clear_steps(records),
+            "records": records,
+        }
+
+    return cache.cache.get(("series", series["id"], aggregate), build)
+
+
+# ------------------------------------------------------------------------ submitting a checkpoint
+
+MAX_ATTEMPTS = 3  # evaluations of one checkpoint folder before the watcher gives up on it
+
+
+class CheckpointSubmission(BaseModel):
+    """One checkpoint folder of a training run to evaluate and add to a series (the watcher's
+    request, ``POST /api/checkpoints``); its parts and limits are the boundary's."""
+
+    series: Name
+    base: Name = Field(description="the base model's name")
+    base_path: str | None = Field(None, description="its checkpoint (default: the stored spec)")
+    folder: str = Field(min_length=1, description="the checkpoint folder (under a model root)")
+    step: int = Field(ge=0)
+    benchmarks: Benchmarks
+    seeds: Seeds = [0, 1, 2]
+    config: EvalConfigIn = EvalConfigIn()
+    prompting: choice(Prompting) = Prompting.chat
+    base_prompting: choice(Prompting) = Prompting.base
+
+
+def checkpoint_model_name(series: str, step: int) -> str:
+    return f"{series}/checkpoint-{step}"
+
+
+def submit_checkpoint(
+    conn, body: CheckpointSubmission, model_roots: list
+) -> tuple[dict, list[int]]:
+    """Evaluate a checkpoint folder once and place it in its series by step.
+
+    A folder already submitted is not submitted again (the record is in the database, so this
+    holds across watcher restarts); if its evaluation failed it is retried, up to MAX_ATTEMPTS.
+    The base is left out of the job when its shards under the same eval config are already done
+    or on their way. Returns (what happened, shard ids to send)."""
+    folder = check_model_path(body.folder, model_roots)
+    found = series_db.get_series(conn, name=body.series)
+    if found is not None:
+        before = series_db.submission(conn, found["id"], folder)
+        if before is not None:
+            if before["job_status"] != JobStatus.failed:
+                return {"status": "already", "job_id": before["job_id"], "step": body.step}, []
+            if before["attempts"] >= MAX_ATTEMPTS:
+                return {"status": "gave_up", "job_id": before["job_id"], "step": body.step}, []
+            shard_ids = jobs.retry_failed(conn, before["job_id"])
+            series_db.record_submission(conn, found["id"], folder, body.step,
+                                        checkpoint_model_name(body.series, body.step), before["job_id"])  # fmt: skip
+            return {"status": "retried", "job_id": before["job_id"], "step": body.step,
+                    "attempt": before["attempts"] + 1}, shard_ids  # fmt: skip
+    base_path = body.base_path or model_specs(conn, [body.base]).get(body.base, {}).get("path")
+    if not base_path:
+        raise InputError(
+            f"no checkpoint known for base {body.base!r}: give its path or Hub id (--base-path)"
+        )
+    base = jobs.ModelSpec(name=body.base, path=check_model_path(base_path, model_roots),
+                          prompting=body.base_prompting)  # fmt: skip
+    name = checkpoint_model_name(body.series, body.step)
+    checkpoint = jobs.ModelSpec(name=name, path=folder, prompting=body.prompting)
+    config = jobs.EvalConfig(**body.config.model_dump())
+    chash = jobs.config_hash(jobs.shard_config(base, config))
+    names = [list({b, jobs.stored_benchmark_name(b)}) for b in body.benchmarks]
+    base_pending = series_db.covered_by_shards(conn, body.base, names, body.seeds, chash)
+    request = jobs.JobRequest(models=[checkpoint] if base_pending else [base, checkpoint],
+                              benchmarks=body.benchmarks, seeds=body.seeds, config=config)  # fmt: skip
+    job_id, shard_ids = jobs.create_job(conn, request)
+    series_id, _, _ = series_db.add_checkpoints(conn, body.series, body.base, [(name, body.step)])
+    series_db.record_submission(conn, series_id, folder, body.step, name, job_id)
+    return {"status": "submitted", "job_id": job_id, "step": body.step, "model": name}, shard_ids
+
+
+def submit_run(conn, body: dict, model_roots: list) -> tuple[dict, list[int]]:
+    """A whole run at once (``POST /api/jobs`` with ``"kind": "series"``): a base plus a list of
+    checkpoint folders or glob patterns (``/runs/sft/checkpoint-*``), each submitted as the watcher
+    would (steps from the folder names or trainer_state.json; folders already submitted are not
+    evaluated again; the base once). Returns (summary, shard ids to send)."""
+    import glob
+
+    run = validated(SeriesJobIn, {**body, "kind": "series"}, strict=False)
+    folders: dict[str, int] = {}
+    for entry in run.checkpoints:
+        matches = sorted(glob.glob(entry)) if glob.has_magic(entry) else [entry]
+        if not matches:
+            raise InputError(f"no checkpoint folder matches {entry!r}")
+        for match in matches:
+            folder = Path(check_model_path(match, model_roots))
+            if not folder.is_dir():
+                raise InputError(f"{match!r} is not a checkpoint folder")
+            step = step_of(folder)
+            if step is None:
+                raise InputError(
+                    f"no step for {match!r}: name it checkpoint-<step> or add trainer_state.json"
+                )
+            folders[str(folder)] = step
+    answers, shard_ids = [], []
+    for folder, step in sorted(folders.items(), key=lambda item: item[1]):
+        fields = run.model_dump(exclude={"checkpoints", "kind"})
+        answer, to_send = submit_checkpoint(
+            conn, CheckpointSubmission(**fields, folder=folder, step=step), model_roots
+        )
+        answers.append(answer)
+        shard_ids += to_send
+    job_ids = list(dict.fromkeys(a["job_id"] for a in answers))
+    return {"series": run.series, "jobs": job_ids, "checkpoints": answers}, shard_ids
