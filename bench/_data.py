@@ -169,10 +169,8 @@ def write_dataset(spec: Spec, directory: Path) -> list[Path]:
 
 def load_dataset(spec: Spec, store, paths: list[Path], *, pairs: bool = True) -> None:
     """Import every file with the app's own path and add the pairs (for benchmarks that need data)."""
-    # isort: off
-    from app.importers import import_file  # first: app.db.ingest alone hits a circular import
     from app.db.pairing import add_pair
-    # isort: on
+    from app.importers import import_file
 
     for path in paths:
         import_file(store, "table", path)

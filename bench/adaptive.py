@@ -1,7 +1,7 @@
 """Adaptive evaluation: coverage of the stopping-point interval, and the stopping rule replayed
 on the demo zoo's per-sample results against its full map.
 
-1. **Coverage C** (tests/adaptive_sim.py): simulated benchmarks with a known F_true / BT_true
+1. **Coverage C** (app/demo/adaptive_sim.py): simulated benchmarks with a known F_true / BT_true
    (k = 2..10, mixed, generative, greedy and sampled seeds, accuracies from chance to ~1, flip
    rates from 0 to tens of points, n = 100..6000, 3 seeds); app.analysis.adaptive's rule stops each one and
    C is the share whose 95% interval at the stopping point holds the truth (the lower of the
@@ -52,10 +52,10 @@ from app.analysis.adaptive import StoppingRule, evaluation_order, run_stopping_r
 from app.core.metrics import TOTAL  # noqa: E402
 from app.core.taxonomy import scored_benchmarks  # noqa: E402
 from app.demo.adaptive import BenchmarkRun, Replay, benchmark_runs, replay  # noqa: E402
+from app.demo.adaptive_sim import simulate_coverage  # noqa: E402
 from app.demo.evaluate import evaluate_zoo, load_benchmarks  # noqa: E402
 from app.demo.manifest import Recipe  # noqa: E402
 from app.demo.zoo import build_zoo  # noqa: E402
-from tests.adaptive_sim import simulate_coverage  # noqa: E402
 
 SEEDS = 3
 

@@ -4,7 +4,7 @@
     .venv/bin/python bench/engine.py --quick      # tiny model only, fewer prompts, ~2 min
     .venv/bin/python bench/engine.py --skip-vllm  # transformers only (e.g. on a GPU node)
 
-Part 1, throughput. Random-initialized models built by tests/tiny_model.py (the tiny one: hidden
+Part 1, throughput. Random-initialized models built by app/demo/tiny_model.py (the tiny one: hidden
 128, 2 layers; a larger one: hidden 256, 4 layers), fp32. The same --prompts chat prompts (the
 model's chat template around varied questions), --max-tokens new tokens, greedy and temperature 0.6
 (seeded), through:
@@ -275,8 +275,8 @@ class Pipeline:
 
 
 def shard_reuse(args, workdir: Path) -> None:
+    from app.demo.tiny_model import build_tiny_model
     from app.services.jobs import EvalConfig, JobRequest, ModelSpec
-    from tests.tiny_model import build_tiny_model
     from worker.engines import make_engine
     from worker.evaluate import EngineCache
 
@@ -416,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="forgetmap-engine-")) if own_tmp else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        from tests.tiny_model import build_tiny_model
+        from app.demo.tiny_model import build_tiny_model
 
         if not args.skip_vllm:
             from worker.engines import engine_available

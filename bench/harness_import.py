@@ -1,6 +1,6 @@
 """The paper's lighteval output, end to end: import two models' trees, pair, map.
 
-Writes the paper's layout (tests/paper_layout.py: lighteval 0.10 flat details, the paper's task
+Writes the paper's layout (app/demo/layouts/paper.py: lighteval 0.10 flat details, the paper's task
 names, one run per seed with its seed in results_<ts>.json, few-shot base vs chat post) for the 94
 scored benchmarks x 3 seeds x 2 models, N questions each (default 2,000: ~1.1M rows), then times
 
@@ -28,7 +28,7 @@ The files hold what the paper's runs hold (chat models reasoning before "Answer:
 32,768 new tokens; lighteval 0.10 keeps each answer's text, its token ids in ``cont_tokens`` and
 the prompt's in ``input_tokens``): answers of ``--answer-tokens`` tokens on average (default 150,
 a short chain of thought; 2.6 GB of files) with their token ids and the prompts'
-(``tests/paper_layout.py`` ``with_generations``). ``--answer-tokens 0`` keeps the fixture's
+(``app/demo/layouts/paper.py`` ``with_generations``). ``--answer-tokens 0`` keeps the fixture's
 short answers ("Let me think." then "Answer: B") and a few ids per row: the same rows at a tenth of
 their bytes, where pyarrow's read has the least to do (the bench's default before 2026-12-04).
 """
@@ -55,7 +55,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from app.core.taxonomy import scored_benchmarks  # noqa: E402
-from tests.paper_layout import make_items, write_run  # noqa: E402
+from app.demo.layouts.paper import make_items, write_run  # noqa: E402
 
 BASE_MODEL, POST_MODEL = "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"
 
@@ -237,7 +237,7 @@ def main() -> None:
         type=int,
         default=150,
         help="generative answers as long as a chain of thought: this many tokens on average, "
-        "with their token ids and the prompts' (tests/paper_layout.py with_generations); 0: the "
+        "with their token ids and the prompts' (app/demo/layouts/paper.py with_generations); 0: the "
         "fixture's one-line answers",
     )
     parser.add_argument("--workdir", type=Path, default=None)

@@ -1,6 +1,6 @@
 """Import memory and time against rows and answer length: does an import scale with its files?
 
-Writes one model's lighteval tree in the paper's layout (tests/paper_layout.py: lighteval 0.10
+Writes one model's lighteval tree in the paper's layout (app/demo/layouts/paper.py: lighteval 0.10
 flat details, a chat model reasoning before "Answer: $LETTER", one run, each answer's token ids
 in ``cont_tokens`` and the prompt's in ``input_tokens``, as lighteval keeps them) at each size
 (``--scales``: 1x = ``--tasks`` tasks of ``--per-task`` questions; 4x and 16x as many tasks) and
@@ -15,7 +15,7 @@ each in a fresh process measured by ``/usr/bin/time -v`` (wall time, peak RSS):
 Prints one row per tree: rows, files' size, each reader's and the import's time and peak
 memory (medians of ``--repeat`` rounds, the four alternating), the import's ratio to pyarrow's
 read, and what the database holds: its file, the answer files beside it (``app/db/texts.py``),
-and both per million rows. Goals (issue 39): the import within 2x of pyarrow's read, long and
+and both per million rows. Goals: the import within 2x of pyarrow's read, long and
 short answers alike; peak memory independent of rows (4x the rows within 1.25x or +150 MB) and
 under 1 GB at 4,000-token answers.
 
@@ -25,7 +25,7 @@ under 1 GB at 4,000-token answers.
     .venv/bin/python bench/import_scale.py --lm-eval 20000,80000 --answers 2500   # lm-eval files
 
 ``--lm-eval N,M``: instead, one lm-eval ``samples_gsm8k_<date>.jsonl`` of N (then M) lines, each
-answer ``--answers`` words long (tests/fixtures_formats.py's lines, 0.4.7 layout), imported by
+answer ``--answers`` words long (app/demo/layouts/lm_eval.py and lighteval.py's lines, 0.4.7 layout), imported by
 ``forgetmap import lm-eval`` against ``pyarrow.json.read_json`` of the file (a file past
 ``app.importers.lm_eval.reader.STREAM_BYTES`` is read in blocks, twice).
 """
@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.paper_layout import make_items, write_run  # noqa: E402
+from app.demo.layouts.paper import make_items, write_run  # noqa: E402
 
 MODEL = "Qwen/Qwen2.5-7B-Instruct"
 KEPT = ["example", "full_prompt", "predictions", "choices", "gold_index", "gold", "metrics",
@@ -93,7 +93,7 @@ print(pj.read_json(sys.argv[1]).num_rows)
 
 
 def write_samples(folder: Path, lines: int, words: int) -> Path:
-    from tests.fixtures_formats import write_lm_eval_samples
+    from app.demo.layouts.lm_eval import write_lm_eval_samples
 
     folder.mkdir(parents=True, exist_ok=True)
     path = write_lm_eval_samples(folder, "gsm8k", [1, 0], kind="generate_until")

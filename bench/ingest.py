@@ -47,14 +47,10 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-# isort: off
-# app.importers first: `import app.db.ingest` on its own hits a circular import (reported)
-from app.importers import import_file  # noqa: E402
-
-# isort: on
 from app.db import ingest as ingest_mod  # noqa: E402
 from app.db.pairing import add_pair  # noqa: E402
 from app.db.store import open_store  # noqa: E402
+from app.importers import import_file  # noqa: E402
 from bench._data import (  # noqa: E402
     FULL_BENCHMARKS,
     FULL_MODELS,

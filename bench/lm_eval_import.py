@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 import pyarrow.json as pa_json  # noqa: E402
 
 from app.core.taxonomy import scored_benchmarks  # noqa: E402
+from app.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples  # noqa: E402
 from bench.harness_import import run_steps  # noqa: E402
-from tests.fixtures_formats import write_lm_eval_results, write_lm_eval_samples  # noqa: E402
 
 MODELS = ("base", "post")
 RELEASES = ("0.4.7", "0.4.5", "0.4.2")

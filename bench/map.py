@@ -47,11 +47,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow.parquet as pq  # noqa: E402
 
-# isort: off
-# app.importers first: importing app.db.ingest before it hits a circular import (reported)
-import app.importers  # noqa: E402, F401
-
-# isort: on
 from app.db import queries  # noqa: E402
 from app.db.store import open_store  # noqa: E402
 from app.services import map as forgetting_map  # noqa: E402

@@ -1,4 +1,4 @@
-"""forgetmap against the paper's own pipeline, on the same files: the end-to-end ratio of issue 39.
+"""forgetmap against the paper's own pipeline, on the same files: the end-to-end ratio (goal: at least 3x faster).
 
 The paper's release (github.com/post-forget/post-forget) turns its lighteval details into flip
 counts with ``src/analyze/process_data.py``: ``compare_models(details_dirs, results_dirs, before,
@@ -9,7 +9,7 @@ into tables; it needs openpyxl, which this bench leaves out). The release is not
 at ``/work/.mirror/post-forget+post-forget/repo``), read at run time; the module's functions are
 executed as its file defines them, without its ``__main__`` block (hard-coded model lists).
 
-Writes the paper's layout (bench/harness_import.py's tree: tests/paper_layout.py, lighteval 0.10
+Writes the paper's layout (bench/harness_import.py's tree: app/demo/layouts/paper.py, lighteval 0.10
 flat details, one run per seed with its seed in ``results_<ts>.json``) and times, each in a fresh
 process, alternating for ``--repeat`` rounds (medians):
 

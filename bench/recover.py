@@ -4,7 +4,7 @@
     .venv/bin/python bench/recover.py --quick      # tiny model only, fewer documents
     .venv/bin/python bench/recover.py --json out.json
 
-Models: random-initialized Llamas built by tests/tiny_model.py, fp32, vocabulary 501: "tiny"
+Models: random-initialized Llamas built by app/demo/tiny_model.py, fp32, vocabulary 501: "tiny"
 (hidden 128, 2 layers) and "larger" (hidden 256, 4 layers, 4 heads). Documents: --docs x --tokens
 tokens sampled from each model (as the integration tests do). Threads: --threads (default 1; with
 2 shared cores more threads are slower).
@@ -61,7 +61,7 @@ def bench_model(label: str, sizes: dict, args, root: Path) -> dict:
         split_documents,
         top_k_tokens,
     )
-    from tests.tiny_model import build_tiny_model
+    from app.demo.tiny_model import build_tiny_model
     from worker import recoverability_scoring as scoring
 
     path = build_tiny_model(root / label, seed=0, **sizes)

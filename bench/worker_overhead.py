@@ -15,9 +15,9 @@ engine start is in neither. For each seed, alternating:
   to the app and finish (the app in process, over FastAPI's TestClient, writing a real DuckDB).
 
 Reported per seed and as medians: generated tokens, wall seconds, tokens/s of each side, and the
-ratio worker/raw of tokens/s. Goal (issue 15): >= 0.9. On this 2-core machine the in-process app
+ratio worker/raw of tokens/s. Goal: >= 0.9. On this 2-core machine the in-process app
 shares the cores with the engine; on a GPU node the app is elsewhere and the ratio is the worker's
-own cost. Default model: a random tiny Llama (tests/tiny_model.py), whose answers run to max_tokens.
+own cost. Default model: a random tiny Llama (app/demo/tiny_model.py), whose answers run to max_tokens.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def raw_requests(items, seed: int, cfg: dict, engine) -> tuple[list[dict], objec
 
 
 def run(args, workdir: Path) -> list[dict]:
+    from app.demo.tiny_model import build_tiny_model
     from bench.engine import write_benchmark
-    from tests.tiny_model import build_tiny_model
     from worker.engines import make_engine
     from worker.evaluate import EngineCache
 

@@ -2,7 +2,7 @@
 
 The tokenizer is a byte-level BPE trained locally on the demo's own texts (``suite.tokenizer_text``)
 with a fixed set of special tokens and a chat template; the test suite's tiny models
-(``tests/tiny_model.py``) reuse this tokenizer builder. Models are ``LlamaForCausalLM`` with head_dim 64 (vLLM's CPU
+(``app/demo/tiny_model.py``) reuse this tokenizer builder. Models are ``LlamaForCausalLM`` with head_dim 64 (vLLM's CPU
 attention needs head_dim >= 64), fp32, written with ``save_pretrained`` so that ``AutoTokenizer``,
 ``AutoModelForCausalLM`` and ``vllm.LLM`` load the folder.
 
@@ -82,7 +82,7 @@ ALPHABET = _byte_level_chars([9, 10, 13, *range(32, 127)])
 def build_tokenizer(texts: Sequence[str], vocab_size: int = 768, *, chat_template: bool = True):
     """A byte-level BPE tokenizer trained on ``texts``, as a PreTrainedTokenizerFast (with the chat
     template unless told otherwise). Deterministic for the same texts. No post-processor: prompts
-    carry BOS through the chat template, or get none (like Qwen2). tests/tiny_model.py uses it."""
+    carry BOS through the chat template, or get none (like Qwen2). app/demo/tiny_model.py uses it."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 

@@ -126,7 +126,7 @@ def look(
 
     The half-widths reported are those of the whole prefix (``n``, what the map's interval uses
     too): the round's end is a later stopping time, where the interval's coverage holds as well
-    (tests/adaptive_sim.py measures it), so the samples a round evaluated past the stopping look
+    (app/demo/adaptive_sim.py measures it), so the samples a round evaluated past the stopping look
     narrow the interval rather than being left out."""
     n = int(pre.shape[1]) if pre.ndim == 2 else 0
     halves: tuple[float | None, float | None] = (None, None)

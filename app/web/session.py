@@ -42,11 +42,6 @@ def current_principal(request: Request) -> Principal | None:
     return principal
 
 
-def current_user(request: Request) -> str | None:
-    principal = current_principal(request)
-    return principal.name if principal else None
-
-
 def csrf_token(request: Request) -> str:
     token = request.session.get("csrf")
     if not token:

@@ -8,7 +8,7 @@ import csv
 
 import pytest
 
-from tests.browser.conftest import Server
+from tests.support.server import Server
 
 LABEL = '<a href="https://evil.example/label">LABEL</a><b>bold label</b>'
 BENCH = '<b>BENCH</b><a href="https://evil.example/bench">bench link</a>'

@@ -6,7 +6,7 @@ import csv
 
 import pytest
 
-from tests.browser.conftest import Server
+from tests.support.server import Server
 
 XSS = '<script>alert("xss")</script><img src=x onerror=alert("img")> Answer: B'
 

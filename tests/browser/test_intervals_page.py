@@ -8,8 +8,8 @@ import csv
 import duckdb
 import pytest
 
-from tests.browser.conftest import Server
 from tests.browser.test_chart_text import CHART_STATE, _assert_inert, _hover
+from tests.support.server import Server
 
 BASE, POST = 'base<a href="https://evil.example/m">M</a>', "post<b>B</b><br>x"
 BENCH = "<b>BENCH</b>"

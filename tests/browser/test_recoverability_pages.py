@@ -7,8 +7,8 @@ import csv
 import httpx
 import pytest
 
-from tests import recoverability_fixtures as fixtures
-from tests.browser.conftest import Server
+from tests.support import recoverability_fixtures as fixtures
+from tests.support.server import Server
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli import main
-from tests.browser.conftest import Server
-from tests.series_fixtures import CHECKPOINTS, write_results
+from tests.support.series_fixtures import CHECKPOINTS, write_results
+from tests.support.server import Server
 
 NAME = "<b>run</b>"  # Plotly would render the tag: the page must show it as text
 

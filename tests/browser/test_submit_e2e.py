@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import free_port
-from tests.conftest import service_missing
-from tests.integration.worker_env import write_toy_benchmark
+from tests.support.server import free_port
+from tests.support.services import service_missing
+from tests.support.worker_env import write_toy_benchmark
 
 pytestmark = [pytest.mark.slow]
 FORGETMAP = str(Path(sys.executable).parent / "forgetmap")
@@ -25,7 +25,7 @@ FORGETMAP = str(Path(sys.executable).parent / "forgetmap")
 @pytest.fixture(scope="module")
 def up(tmp_path_factory):
     try:
-        from tests.tiny_model import build_tiny_model
+        from app.demo.tiny_model import build_tiny_model
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")
     root = tmp_path_factory.mktemp("up")

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from app.cli import main
 from app.demo.evaluate import load_benchmarks
-from tests.browser.conftest import Server
+from tests.support.server import Server
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from app.analysis.adaptive import evaluation_order
-from tests.integration.worker_env import (
+from tests.support.worker_env import (
     FORGETMAP,
     Deployment,
     require_redis,
@@ -27,10 +27,10 @@ N = 200
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    from tests.conftest import service_missing
+    from tests.support.services import service_missing
 
     try:
-        from tests.tiny_model import build_tiny_model
+        from app.demo.tiny_model import build_tiny_model
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")
     root = tmp_path_factory.mktemp("zoo")

@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.web import create_app
-from tests.integration.test_import_and_map import BASE, POST, rows_for, write_csv
+from tests.support.tables import BASE, POST, rows_for, write_csv
 
 
 @pytest.fixture

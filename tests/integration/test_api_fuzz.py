@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.browser.conftest import free_port
-from tests.conftest import Cli
-from tests.integration.test_import_and_map import BASE, POST, rows_for, write_csv
+from tests.support.cli import Cli
+from tests.support.server import free_port
+from tests.support.tables import BASE, POST, rows_for, write_csv
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ST = Path(sys.executable).parent / "st"

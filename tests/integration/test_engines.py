@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import service_missing
+from tests.support.services import service_missing
 from worker.engines import GenerationParams, encode_prompt, make_engine, split_choice_ids
 
 pytestmark = pytest.mark.integration
@@ -65,7 +65,7 @@ def _max_diff(a: list[list[float]], b: list[list[float]]) -> float:
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
     _need("torch", "transformers", "tokenizers")
-    from tests.tiny_model import build_tiny_model
+    from app.demo.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "llama", arch="llama", seed=0)
 
@@ -120,7 +120,7 @@ def test_tiny_model_is_deterministic_and_loads(tmp_path, arch):
     _need("torch", "transformers", "tokenizers")
     from transformers import AutoTokenizer
 
-    from tests.tiny_model import build_tiny_model
+    from app.demo.tiny_model import build_tiny_model
 
     def digest(path: Path) -> dict[str, str]:
         return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(path.iterdir())}

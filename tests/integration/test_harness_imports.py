@@ -6,11 +6,8 @@ import json
 
 import pytest
 
-from tests.fixtures_formats import (
-    write_lighteval_details,
-    write_lm_eval_results,
-    write_lm_eval_samples,
-)
+from app.demo.layouts.lighteval import write_lighteval_details
+from app.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples
 
 BASE = [1, 1, 1, 0, 0, 1, 1, 1]
 POST = [1, 0, 1, 0, 1, 1, 1, 1]

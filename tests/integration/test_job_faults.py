@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from tests.conftest import service_missing
 from tests.integration.test_worker import _job, models  # noqa: F401 - shared fixture
-from tests.integration.worker_env import Deployment, require_redis, write_toy_benchmark
+from tests.support.services import service_missing
+from tests.support.worker_env import Deployment, require_redis, write_toy_benchmark
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

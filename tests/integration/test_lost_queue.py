@@ -12,7 +12,7 @@ import redis
 
 from app.services.queue import _shard_of
 from tests.integration.test_worker import _deployment, _job, models  # noqa: F401 - shared fixture
-from tests.integration.worker_env import write_toy_benchmark
+from tests.support.worker_env import write_toy_benchmark
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 N_ITEMS = 6

@@ -10,7 +10,7 @@ from app.db import open_store
 from app.db.pairing import add_pair
 from app.importers import import_file
 from app.services.map import MapCache, MapQuery
-from tests.series_fixtures import load_run
+from tests.support.series_fixtures import load_run
 
 
 def _extra(path, model: str, bench: str, category: str | None, seeds=(0, 1)):

@@ -1,6 +1,6 @@
 """The paper's own lighteval runs, as they come: a whole output tree per model in one command.
 
-Files are written exactly as lighteval 0.10 writes them (tests/paper_layout.py): flat details with
+Files are written exactly as lighteval 0.10 writes them (app/demo/layouts/paper.py): flat details with
 the paper's task names, rows shuffled per file, one run per seed with the seed in its results
 JSON; the base model prompted few-shot, the post model through a chain-of-thought chat template.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.paper_layout import Item, make_items, write_run
+from app.demo.layouts.paper import Item, make_items, write_run
 
 NAVIGATE = "community|bbh_reasoning_letter:navigate|0"
 ANATOMY = "community|mmlu_reasoning_letter:anatomy|0"
@@ -415,7 +415,7 @@ def test_the_seeds_of_a_sample_are_stored_side_by_side_as_a_sorted_insert_stores
     from app.db import open_store
     from app.db.ingest import ingest
     from app.importers import prepare, read_source
-    from tests.store_contents import table_contents
+    from tests.support.store_contents import table_contents
 
     out = tmp_path / "out"
     _write_tree(out, post_seeds=())
@@ -470,7 +470,7 @@ def test_chain_of_thought_answers_past_one_string_arrays_limit_import_alike(tmp_
     from app.db.pairing import add_pair
     from app.importers import import_file
     from app.importers.lighteval import reader as lighteval
-    from tests.store_contents import table_contents
+    from tests.support.store_contents import table_contents
 
     out = tmp_path / "out"
     for s in SEEDS:

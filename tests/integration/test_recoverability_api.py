@@ -2,7 +2,7 @@
 
 The worker side is played by HTTP calls with the worker's token (the real worker process runs the
 whole thing in tests/integration/test_recoverability_job.py); here the uploads are hand-made tables with
-known shares (tests/recoverability_fixtures.py), so every number on the page can be checked by hand.
+known shares (tests/support/recoverability_fixtures.py), so every number on the page can be checked by hand.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from app.analysis.recoverability_shares import shares_from_sums
 from app.runtime.broker import BrokerSettings
 from app.runtime.config import WebSettings
 from app.web import create_app
-from tests import recoverability_fixtures as fixtures
+from tests.support import recoverability_fixtures as fixtures
 
 
 @pytest.fixture

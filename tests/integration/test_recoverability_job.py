@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from tests.integration.worker_env import Deployment, require_redis
+from tests.support.worker_env import Deployment, require_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 N_DOCS, DOC_TOKENS = 48, 128
@@ -21,13 +21,13 @@ N_DOCS, DOC_TOKENS = 48, 128
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
-    from tests.conftest import service_missing
+    from tests.support.services import service_missing
 
     try:
         import torch
         from transformers import AutoTokenizer
 
-        from tests.tiny_model import build_tiny_model
+        from app.demo.tiny_model import build_tiny_model
         from worker import recoverability_scoring as scoring
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")

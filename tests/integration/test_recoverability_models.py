@@ -20,12 +20,12 @@ import pytest
 from app.analysis.recoverability_fitting import (
     KINDS,
     Correction,
-    summarize_logits,
     token_nll,
     top_k_tokens,
 )
 from app.analysis.recoverability_shares import shares_from_sums
-from tests.conftest import service_missing
+from tests.support.recoverability_reference import summarize_logits
+from tests.support.services import service_missing
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ def tiny(tmp_path_factory):
     _need("torch", "transformers", "tokenizers")
     import torch
 
-    from tests.tiny_model import build_tiny_model
+    from app.demo.tiny_model import build_tiny_model
     from worker import recoverability_scoring as scoring
 
     threads = torch.get_num_threads()
@@ -65,7 +65,7 @@ def controls(tiny):
 
 
 def _texts():
-    from tests.tiny_model import TRAINING_TEXT
+    from app.demo.tiny_model import TRAINING_TEXT
 
     lines = TRAINING_TEXT[: len(TRAINING_TEXT) // 4]
     return [" ".join(lines[i : i + 1 + i % 7]) for i in range(len(lines))] + ["", "Hi"]

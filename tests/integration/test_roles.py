@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from app.runtime.broker import BrokerSettings
 from app.runtime.config import WebSettings
 from app.web import create_app
-from tests.conftest import Cli
+from tests.support.cli import Cli
 
 ROLES = ("read", "submit", "worker", "admin")
 JOB = {"models": [{"name": "m-base", "path": "org/base"}, {"name": "m-post", "path": "org/post"}],

@@ -1,6 +1,6 @@
 """`forgetmap series add/list/show` on a real DuckDB file against hand-computed values.
 
-The run is tests/series_fixtures.py. mixbench's chance term sums its k-groups with weights n_g/N:
+The run is tests/support/series_fixtures.py. mixbench's chance term sums its k-groups with weights n_g/N:
 the k = 2 group (s0, s1) is always right under the base, so its term is 0; the k = 4 group (s2, s3)
 has acc_pre = 1/2, so c = (2/4) * (1/2) * (1 - acc_post_k4) / 3 = (1 - acc_post_k4) / 12.
 """
@@ -14,7 +14,7 @@ import math
 import pytest
 
 from app.services.series import SERIES_EXTRA, SERIES_FIELDS
-from tests.series_fixtures import load_run
+from tests.support.series_fixtures import load_run
 
 # F_true per seed at step 2 (seeds 0, 1, 2):
 #   mixbench: seed 0/1 post 0110 -> n_10 = 1, k4 post 10 (acc 1/2), c = 1/24: F_true = 1/4 - 1/24 = 5/24

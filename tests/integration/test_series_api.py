@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.web import create_app
-from tests.series_fixtures import load_run
+from tests.support.series_fixtures import load_run
 
 
 @pytest.fixture

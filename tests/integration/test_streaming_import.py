@@ -1,8 +1,8 @@
 """Imports stream: a tree is read and written batch by batch in one transaction, long answers go
 to the answer files beside the database, and nothing of a failed import remains.
 
-Files in the real layouts (tests/paper_layout.py: lighteval 0.10 flat details as the paper's runs
-hold them, chains of thought with their token ids; tests/fixtures_formats.py: lighteval 0.11+
+Files in the real layouts (app/demo/layouts/paper.py: lighteval 0.10 flat details as the paper's runs
+hold them, chains of thought with their token ids; app/demo/layouts/lm_eval.py and lighteval.py: lighteval 0.11+
 nested details and lm-eval samples), imported through the real store and read back through the
 real app.
 """
@@ -23,10 +23,11 @@ from app.core.errors import InputError
 from app.db import ingest as ingest_module
 from app.db import open_store, texts
 from app.db.pairing import add_pair
+from app.demo.layouts.lighteval import write_lighteval_details
+from app.demo.layouts.lm_eval import write_lm_eval_samples
+from app.demo.layouts.paper import make_items, write_run
 from app.importers import import_file
 from app.importers.lighteval import reader as lighteval
-from tests.fixtures_formats import write_lighteval_details, write_lm_eval_samples
-from tests.paper_layout import make_items, write_run
 
 BASE_MODEL, POST_MODEL = "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"
 TASKS = [f"community|t{i}_reasoning_letter:main|0" for i in range(6)]
@@ -252,9 +253,9 @@ def test_a_large_lm_eval_samples_file_streams_in_blocks_with_the_same_rows(
     """A samples file past ``STREAM_BYTES`` is read in blocks, twice (each line's filter first:
     in 0.4.3-0.4.6 the n-th line of a document is its n-th filter): the same rows as reading it
     whole, the chosen filter said the same way, two filters and long answers included."""
+    from app.demo.layouts.lm_eval import write_lm_eval_results
     from app.importers.lm_eval import reader as lm_eval
     from app.importers.lm_eval.reader import read_lm_eval
-    from tests.fixtures_formats import write_lm_eval_results
 
     scores = {
         "strict-match": [1, 0, 0, 1, 0, 1, 1, 0] * 5,

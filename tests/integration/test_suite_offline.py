@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from tests.hub_layout import write_hub
-from tests.integration.worker_env import FORGETMAP, Deployment, require_redis
+from tests.support.hub_layout import write_hub
+from tests.support.worker_env import FORGETMAP, Deployment, require_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -29,7 +29,7 @@ def test_fetch_check_offline_then_a_worker_job_on_the_copies(tmp_path):
     pytest.importorskip("datasets")
     require_redis()
     try:
-        from tests.tiny_model import build_tiny_model
+        from app.demo.tiny_model import build_tiny_model
     except ImportError as exc:
         pytest.skip(f"torch/transformers not installed: {exc}")
     models = tmp_path / "zoo"

@@ -2,7 +2,7 @@
 per sample, counted per map cell among the 1->0 flips, and can be left out of the map and the
 drill-down.
 
-Files in the real layouts: lighteval 0.10 flat details (tests/paper_layout.py) where some of the
+Files in the real layouts: lighteval 0.10 flat details (app/demo/layouts/paper.py) where some of the
 chat model's answers stop before "Answer:" (lighteval's extractive metric then extracts nothing
 and scores 0) and one row's prompt was cut to fit the context (``truncated``); lm-eval samples
 whose filter found no answer (``[invalid]``); a table with a ``truncated`` column.
@@ -15,8 +15,8 @@ import json
 import pyarrow.parquet as pq
 from fastapi.testclient import TestClient
 
-from tests.fixtures_formats import write_lm_eval_samples
-from tests.paper_layout import make_items, write_run
+from app.demo.layouts.lm_eval import write_lm_eval_samples
+from app.demo.layouts.paper import make_items, write_run
 
 BASE_MODEL, POST_MODEL = "org/base", "org/chat"
 TASK = "community|t0_reasoning_letter:main|0"
@@ -139,7 +139,7 @@ def test_nested_details_say_cut_off_by_truncated_tokens_or_no_extracted_answer(c
     """lighteval 0.11+: ``model_response.truncated_tokens_count`` above 0, or an extractive
     metric that took no answer out of the text (``doc.specific.extracted_predictions`` empty);
     the kernels and the row reader (a stringified file) say the same."""
-    from tests.fixtures_formats import write_lighteval_details
+    from app.demo.layouts.lighteval import write_lighteval_details
 
     flags = {}
     for stringify in (False, True):

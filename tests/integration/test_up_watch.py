@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from tests.browser.conftest import free_port
-from tests.integration.worker_env import FORGETMAP
+from tests.support.server import free_port
+from tests.support.worker_env import FORGETMAP
 
 pytestmark = [pytest.mark.integration]
 

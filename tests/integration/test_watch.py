@@ -12,17 +12,17 @@ import time
 
 import pytest
 
-from tests.integration.worker_env import FORGETMAP, Deployment, require_redis, write_toy_benchmark
+from tests.support.worker_env import FORGETMAP, Deployment, require_redis, write_toy_benchmark
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    from tests.conftest import service_missing
+    from tests.support.services import service_missing
 
     try:
-        from tests.tiny_model import build_tiny_model
+        from app.demo.tiny_model import build_tiny_model
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")
     root = tmp_path_factory.mktemp("zoo")

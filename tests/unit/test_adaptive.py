@@ -22,7 +22,7 @@ from app.analysis.adaptive import (
     run_stopping_rule,
 )
 from app.core.metrics import benchmark_scores, count_transitions
-from tests.adaptive_sim import simulate_benchmark, simulate_coverage
+from app.demo.adaptive_sim import simulate_benchmark, simulate_coverage
 
 # ---------------------------------------------------------------------------------------------
 # The order

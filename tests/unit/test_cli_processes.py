@@ -1,6 +1,6 @@
 """The quick commands' processes load only what they use: no pandas, cloudpickle or dateutil in
 `import`, `pair` and `map` (pyarrow would load them), no Arrow, YAML parser or rich in `pair` and
-`map` (issue 12: `map` on a small database answers in under 0.5 s)."""
+`map` (`map` on a small database answers in under 0.5 s)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_import_pair_and_map_processes_load_only_what_they_use(tmp_path):
     and `map` read through DuckDB's numpy results and print plain columns: no Arrow (0.1 s), YAML
     parser or rich (0.05 s), and `pair` no numpy (0.06 s). The commands of
     bench/harness_import.py, and `map`'s table."""
-    from tests.paper_layout import make_items, write_run
+    from app.demo.layouts.paper import make_items, write_run
 
     items = {"community|piqa_reasoning_letter:main|0": make_items("piqa", 30, options=2)}
     out = tmp_path / "out"

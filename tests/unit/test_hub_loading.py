@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hub_layout import MCTEST, SPLITS, write_hub, write_split
+from tests.support.hub_layout import MCTEST, SPLITS, write_hub, write_split
 from worker.benchmarks.items import BenchmarkError
 from worker.benchmarks.loaders import load_bbh, load_piqa
 from worker.benchmarks.registry import load_benchmark

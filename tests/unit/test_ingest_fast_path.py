@@ -26,7 +26,7 @@ from app.importers import import_file
 from app.importers import table as table_mod
 from app.importers.common import prepare
 from app.importers.table import read_table
-from tests.store_contents import table_contents
+from tests.support.store_contents import table_contents
 
 
 @pytest.fixture

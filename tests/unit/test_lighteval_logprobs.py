@@ -10,11 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from app.demo.layouts.lighteval import write_lighteval_details
 from app.importers.lighteval import files as lighteval_files
 from app.importers.lighteval import reader as lighteval
 from app.importers.lighteval.reader import read_lighteval
 from app.importers.lighteval.rows import row_columns
-from tests.fixtures_formats import write_lighteval_details
 
 TASK = "leaderboard|mmlu:anatomy|5"
 CORRECT = [1, 0, 1, 1, 0, 0, 1, 0]

@@ -9,10 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from app.core.prompt_templates import whole_prompts
+from app.demo.layouts.common import MC_DOCS
+from app.demo.layouts.lighteval import write_lighteval_details
 from app.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized
 from app.importers.lighteval.reader import read_lighteval
 from app.importers.lighteval.runs import task_from_filename
-from tests.fixtures_formats import MC_DOCS, write_lighteval_details
 
 TASK = "leaderboard|mmlu:anatomy|5"
 CORRECT = [1, 0, 1, 1, 0, 0]

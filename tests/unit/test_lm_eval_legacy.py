@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from app.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples
 from app.importers.common import InputError
 from app.importers.lm_eval.legacy import legacy_tasks
 from app.importers.lm_eval.reader import read_lm_eval
-from tests.fixtures_formats import write_lm_eval_results, write_lm_eval_samples
 
 MODEL_ARGS = "pretrained=EleutherAI/pythia-160m,dtype=float"
 PREFIX = "pretrained__EleutherAI__pythia-160m,dtype__float"

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from app.demo.layouts.common import MC_DOCS
+from app.demo.layouts.lm_eval import write_lm_eval_samples
 from app.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized
 from app.importers.lm_eval.reader import read_lm_eval, task_from_filename
-from tests.fixtures_formats import MC_DOCS, write_lm_eval_samples
 
 CORRECT = [1, 0, 1, 1, 0, 1, 0, 0]
 

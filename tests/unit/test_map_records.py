@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from app.importers import import_file  # isort: skip  (first: app.db.ingest alone is circular)
 from app.db.pairing import add_pair
 from app.db.store import open_store
+from app.importers import import_file
 from app.services.map import (
     BENCHMARK_EXTRA,
     BENCHMARK_FIELDS,

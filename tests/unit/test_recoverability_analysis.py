@@ -23,10 +23,7 @@ from app.analysis.recoverability_fitting import (
     doc_loss_sums,
     fit_correction,
     fit_corrections,
-    mean_nll,
     split_documents,
-    stats_from_logits,
-    summarize_logits,
     token_nll,
     top_k_tokens,
 )
@@ -37,6 +34,7 @@ from app.analysis.recoverability_shares import (
     shares_from_sums,
     table_models,
 )
+from tests.support.recoverability_reference import mean_nll, stats_from_logits, summarize_logits
 
 
 def _log_softmax(a: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from app.services.recovery import (
     summarize,
     view_rows,
 )
-from tests import recoverability_fixtures as fixtures
+from tests.support import recoverability_fixtures as fixtures
 
 
 def _request(**corpus) -> dict:

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from app.cli import main
 from app.core.errors import InputError
 from app.services.suite import check_suite, fetch_suite, read_manifest, select_benchmarks
-from tests.hub_layout import SPLITS, write_hub
+from tests.support.hub_layout import SPLITS, write_hub
 from worker.benchmarks.items import load_jsonl_benchmark
 from worker.benchmarks.registry import file_sha256, load_benchmark
 from worker.benchmarks.sources import load_hub_rows

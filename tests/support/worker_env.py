@@ -17,8 +17,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.browser.conftest import Server
-from tests.conftest import service_missing
+from tests.support.server import Server
+from tests.support.services import service_missing
 
 REDIS_URL = os.environ.get("FORGETMAP_TEST_REDIS", "redis://127.0.0.1:6379/15")
 FORGETMAP = str(Path(sys.executable).parent / "forgetmap")

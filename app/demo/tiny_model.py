@@ -9,7 +9,7 @@ output-head init so its next-token distributions are peaked: greedy decoding the
 margins, and engines that differ by float rounding still agree on greedy outputs. The tokenizer is
 byte-level BPE over printable ASCII, so generated text is always plain ASCII.
 
-    python -m tests.tiny_model OUT_DIR [--arch llama|qwen2] [--seed 0]
+    python -m app.demo.tiny_model OUT_DIR [--arch llama|qwen2] [--seed 0]
 """
 
 from __future__ import annotations
