@@ -142,7 +142,7 @@ def test_upgrade_from_0002_keeps_shards_and_marks_them_evaluations(tmp_path):
 
 
 def test_tokens_made_before_roles_survive_0004_as_admin_tokens(tmp_path):
-    """README ("Tokens and roles"): existing tokens become admin tokens, `up`'s local worker a
+    """docs/api.md ("Tokens and roles"): existing tokens become admin tokens, `up`'s local worker a
     worker token; jobs from before have no owner, shards no re-sends."""
 
     from app.db.store import Store
