@@ -22,11 +22,13 @@ from pathlib import Path
 
 import duckdb
 
+from app.runtime.resources import resource_dir
+
 Connection = duckdb.DuckDBPyConnection
 """What ``Store.transaction()`` and ``Store.read()`` yield: a DuckDB connection (a cursor of the
 store's database)."""
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS_DIR = resource_dir("migrations")
 SCHEMA_SNAPSHOT = MIGRATIONS_DIR / "schema.sql"
 
 

@@ -19,6 +19,7 @@ from starlette.routing import Match
 from app.db import open_store
 from app.runtime.broker import BrokerSettings
 from app.runtime.config import WebSettings
+from app.runtime.resources import resource_dir
 from app.services.map import MapCache
 from app.services.queue import Enqueuer, Reconciler
 from app.web import api, deps, pages, series, submit, write_api
@@ -115,7 +116,7 @@ def create_app(
                                        f"{' or '.join(allowed)}"}, status_code=405,
                             headers={"Allow": ", ".join(allowed)})  # fmt: skip
 
-    app.mount("/static", StaticFiles(directory=pages.ROOT / "static"), name="static")
+    app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
     app.include_router(api.router)
     app.include_router(series.router)
     app.include_router(write_api.router)
