@@ -4,7 +4,8 @@ After "Mapping Post-Training Forgetting in Language Models at Scale" (ICLR 2026,
 
 For one benchmark and one seed, N samples are paired between a base model (pre) and its
 post-trained descendant (post); each sample is correct (1) or not (0) under each model, and shows k
-options (k = None for a generative item). With n_ab the number of samples going from a to b:
+options (k = None for a generative item; ``GENERATIVE`` = 0 in arrays). With n_ab the number of
+samples going from a to b:
 
     acc_pre  = (n_10 + n_11) / N            acc_post = (n_01 + n_11) / N
     F        = n_10 / N   (forgetting)      BT       = n_01 / N   (backward transfer)
@@ -96,28 +97,70 @@ def count_transitions(
     )
 
 
-def _check_k(k: int | None) -> None:
+GENERATIVE = 0
+"""The option count of a generative item in arrays of option counts (numpy integer arrays hold no
+None): ``scores_from_arrays``, the map's count tables and the adaptive sampler all write 0. The
+Python-level API (``benchmark_scores``' group keys, ``chance_term``, ``ceiling``) spells the same
+item ``k = None`` and turns it into this code before any arithmetic (``_option_count``)."""
+
+
+def _option_count(k: int | None) -> int:
+    """``k`` (None: generative) as an array code; a ValueError for anything but None or k >= 2."""
     if k is not None and (int(k) != k or k < 2):
         raise ValueError(f"number of options k must be an integer >= 2 or None, got {k!r}")
+    return GENERATIVE if k is None else int(k)
+
+
+def _option_counts(k: np.ndarray | Sequence[int]) -> np.ndarray:
+    """Option-count codes as floats, checked: integers >= 2, or ``GENERATIVE``."""
+    k = np.asarray(k, dtype=np.float64)
+    bad = ((k < 2) & (k != GENERATIVE)) | (k != np.floor(k))
+    if bad.any():
+        raise ValueError(
+            f"option counts must be integers >= 2 or {GENERATIVE} (generative), got {k[bad][0]!r}"
+        )
+    return k
+
+
+def chance_and_ceilings(
+    acc_pre: np.ndarray, acc_post: np.ndarray, k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chance term and both ceilings of groups of samples shown k options, elementwise.
+
+    With a group's accuracies before and after and its option count k (the paper's Eqs., "Mapping
+    Post-Training Forgetting in Language Models at Scale", arXiv 2510.17776):
+
+        c      = (1 - acc_pre)(1 - acc_post) / (k - 1)
+        F_max  = max((k acc_pre - 1) / (k - 1), 0)        BT_max = max((k acc_post - 1) / (k - 1), 0)
+
+    Generative groups (``k == GENERATIVE``, i.e. 0: no options to guess among) have c = 0,
+    F_max = acc_pre and BT_max = acc_post. The only implementation of these formulas: the scalar
+    ``chance_term`` and ``ceiling`` and every scorer call it. Returns (c, F_max, BT_max) as arrays.
+    """
+    acc_pre = np.asarray(acc_pre, dtype=np.float64)
+    acc_post = np.asarray(acc_post, dtype=np.float64)
+    k = _option_counts(k)
+    generative = k == GENERATIVE
+    km1 = np.where(generative, 1.0, k - 1.0)
+    chance = np.where(generative, 0.0, (1 - acc_pre) * (1 - acc_post) / km1)
+    f_max = np.where(generative, acc_pre, np.maximum((k * acc_pre - 1) / km1, 0.0))
+    bt_max = np.where(generative, acc_post, np.maximum((k * acc_post - 1) / km1, 0.0))
+    return chance, f_max, bt_max
 
 
 def chance_term(acc_pre: float, acc_post: float, k: int | None) -> float:
-    """c = (1 - acc_pre)(1 - acc_post) / (k - 1); 0 for generative items (k = None)."""
-    _check_k(k)
-    if k is None:
-        return 0.0
-    return (1.0 - acc_pre) * (1.0 - acc_post) / (k - 1)
+    """c = (1 - acc_pre)(1 - acc_post) / (k - 1); 0 for generative items (k = None).
+    One group's value of ``chance_and_ceilings``."""
+    return float(chance_and_ceilings(acc_pre, acc_post, _option_count(k))[0])
 
 
 def ceiling(acc: float, k: int | None) -> float:
     """Largest chance-adjusted flip rate possible at accuracy ``acc``: max((k acc - 1)/(k - 1), 0).
 
-    For generative items (k = None) the ceiling is ``acc`` itself.
+    For generative items (k = None) the ceiling is ``acc`` itself. One group's F_max of
+    ``chance_and_ceilings``.
     """
-    _check_k(k)
-    if k is None:
-        return acc
-    return max((k * acc - 1.0) / (k - 1), 0.0)
+    return float(chance_and_ceilings(acc, acc, _option_count(k))[1])
 
 
 @dataclass(frozen=True)
@@ -147,10 +190,17 @@ class BenchmarkScores:
         return asdict(self)
 
 
+SCORE_FIELDS = (
+    "acc_pre", "acc_post", "f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max",
+    "bt_max",
+)  # fmt: skip
+"""The rates ``scores_from_arrays`` returns beside the counts ``n`` and ``n_00`` .. ``n_11``."""
+
+
 def benchmark_scores(
     groups: Mapping[int | None, Transitions] | Transitions, k: int | None = None
 ) -> BenchmarkScores:
-    """Scores for one benchmark and seed.
+    """Scores for one benchmark and seed: ``scores_from_arrays`` on its k-groups.
 
     ``groups`` maps each option count k (None = generative) to the transitions of the samples shown
     that many options; a bare ``Transitions`` with ``k`` is the single-group case. The chance term
@@ -160,42 +210,19 @@ def benchmark_scores(
     """
     if isinstance(groups, Transitions):
         groups = {k: groups}
-    for key in groups:
-        _check_k(key)
-    groups = {key: t for key, t in groups.items() if t.n > 0}
-    total = sum(groups.values(), Transitions())
-    n = total.n
-    if n == 0:
+    codes = [_option_count(key) for key in groups]
+    kept = [(key, code, t) for (key, t), code in zip(groups.items(), codes, strict=True) if t.n > 0]
+    if not kept:
         raise ValueError("cannot score a benchmark with no paired samples")
-    chance = f_max = bt_max = 0.0
-    for key, t in groups.items():
-        acc_pre_g = (t.n_10 + t.n_11) / t.n
-        acc_post_g = (t.n_01 + t.n_11) / t.n
-        weight = t.n / n
-        chance += weight * chance_term(acc_pre_g, acc_post_g, key)
-        f_max += weight * ceiling(acc_pre_g, key)
-        bt_max += weight * ceiling(acc_post_g, key)
-    f = total.n_10 / n
-    bt = total.n_01 / n
-    keys = list(groups)
+    cells = np.array([[t.n_00, t.n_01, t.n_10, t.n_11] for _, _, t in kept], dtype=np.int64)
+    s = scores_from_arrays(*cells.T, [code for _, code, _ in kept], np.zeros(len(kept), np.int64))
+    keys = [key for key, _, _ in kept]
     return BenchmarkScores(
-        n=n,
+        n=int(s["n"][0]),
         num_choices=keys[0] if len(keys) == 1 else None,
-        acc_pre=(total.n_10 + total.n_11) / n,
-        acc_post=(total.n_01 + total.n_11) / n,
-        n_00=total.n_00,
-        n_01=total.n_01,
-        n_10=total.n_10,
-        n_11=total.n_11,
-        f=f,
-        bt=bt,
-        f_chance=chance,
-        bt_chance=chance,
-        f_true=max(f - chance, 0.0),
-        bt_true=max(bt - chance, 0.0),
-        f_max=f_max,
-        bt_max=bt_max,
-        k_groups={key: t.n for key, t in groups.items()} if len(keys) > 1 else {},
+        **{name: int(s[name][0]) for name in ("n_00", "n_01", "n_10", "n_11")},
+        **{name: float(s[name][0]) for name in SCORE_FIELDS},
+        k_groups={key: t.n for key, _, t in kept} if len(keys) > 1 else {},
     )
 
 
@@ -207,27 +234,20 @@ def scores_from_arrays(
     k: np.ndarray,
     group: np.ndarray,
 ) -> dict[str, np.ndarray]:
-    """Vectorized ``benchmark_scores`` over many (benchmark, seed) units at once.
+    """Scores of many (benchmark, seed) units at once (module docstring for the formulas).
 
     Each input row is one k-group of one unit; ``group`` holds the unit index of each row (0..U-1,
-    rows of a unit contiguous or not). ``k`` is the option count with 0 for generative groups.
-    Returns arrays of length U with the fields of BenchmarkScores (without num_choices/k_groups).
-    The same formulas as ``benchmark_scores``; the map uses this to stay fast at any scale.
+    rows of a unit contiguous or not). ``k`` is the option count, ``GENERATIVE`` (0) for generative
+    groups. Per group ``chance_and_ceilings``; per unit their sums weighted n_g / N. Returns arrays
+    of length U: ``n``, ``n_00`` .. ``n_11`` and ``SCORE_FIELDS``.
     """
     n_00, n_01, n_10, n_11 = (np.asarray(x, dtype=np.float64) for x in (n_00, n_01, n_10, n_11))
-    k = np.asarray(k, dtype=np.float64)
     group = np.asarray(group, dtype=np.int64)
     units = int(group.max()) + 1 if group.size else 0
     n_g = n_00 + n_01 + n_10 + n_11
     if np.any(n_g <= 0):
         raise ValueError("every k-group row needs at least one sample")
-    acc_pre_g = (n_10 + n_11) / n_g
-    acc_post_g = (n_01 + n_11) / n_g
-    generative = k == 0
-    km1 = np.where(generative, 1.0, k - 1.0)
-    chance_g = np.where(generative, 0.0, (1 - acc_pre_g) * (1 - acc_post_g) / km1)
-    fmax_g = np.where(generative, acc_pre_g, np.maximum((k * acc_pre_g - 1) / km1, 0.0))
-    btmax_g = np.where(generative, acc_post_g, np.maximum((k * acc_post_g - 1) / km1, 0.0))
+    chance_g, fmax_g, btmax_g = chance_and_ceilings((n_10 + n_11) / n_g, (n_01 + n_11) / n_g, k)
 
     def total(x: np.ndarray) -> np.ndarray:
         return np.bincount(group, weights=x, minlength=units)
@@ -267,9 +287,10 @@ def net_transfer(f_true: np.ndarray, bt_true: np.ndarray) -> np.ndarray:
 
 def relative_forgetting(f_true: np.ndarray, f_max: np.ndarray) -> np.ndarray:
     """F_true / F_max: the share of what the base could forget beyond chance that it did forget
-    (in [0, 1] per benchmark and seed; F_max = max((k acc_pre - 1)/(k - 1), 0)). NaN where
-    F_max = 0 (a base at or below chance has nothing to forget). Of aggregated values it is the
-    ratio of the means."""
+    (F_max = max((k acc_pre - 1)/(k - 1), 0)). Usually in [0, 1], but not bounded by 1: where
+    post-training also turns wrong answers right, F_true can exceed F_max (acc_pre = .5, every
+    answer swapped, k = 4: F_true = .42 > F_max = .33). NaN where F_max = 0 (a base at or below
+    chance has nothing to forget). Of aggregated values it is the ratio of the means."""
     f_true = np.asarray(f_true, dtype=np.float64)
     f_max = np.asarray(f_max, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -344,9 +365,7 @@ def bootstrap_ci(
         if n == 0:
             raise ValueError("cannot bootstrap a benchmark with no paired samples")
         draws = rng.multinomial(n, cells.ravel() / n, size=n_boot).reshape(-1, 4)
-        k_rows = np.tile(
-            np.array([0 if key is None else key for key in keys], dtype=np.float64), n_boot
-        )
+        k_rows = np.tile(np.array([_option_count(key) for key in keys], dtype=np.float64), n_boot)
         unit = np.repeat(np.arange(n_boot), len(keys))
         keep = draws.sum(axis=1) > 0
         scores = scores_from_arrays(
@@ -444,6 +463,25 @@ def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array(uniques, dtype=object), rank[codes]
 
 
+AGGREGATES = ("macro", "micro")
+
+
+def benchmark_weights(n: np.ndarray, how: str) -> np.ndarray:
+    """Each benchmark's weight in a mean over benchmarks: 1 under "macro" (the paper's: every
+    benchmark counts alike) or its paired sample count n_b under "micro" (every sample alike)."""
+    if how not in AGGREGATES:
+        raise ValueError(f"aggregation must be 'macro' or 'micro', got {how!r}")
+    n = np.asarray(n, dtype=np.float64)
+    return n if how == "micro" else np.ones(n.shape)
+
+
+def mean_weights(key: np.ndarray, n: np.ndarray, how: str, size: int) -> np.ndarray:
+    """Each row's share w_b / sum_{b' in its group} w_b' of the mean of its group ``key`` (codes in
+    [0, size)), with ``benchmark_weights``: 1/B under macro, n_b / N under micro."""
+    weight = benchmark_weights(n, how)
+    return weight / np.bincount(key, weights=weight, minlength=size)[key]
+
+
 def aggregate_columns(
     pair: np.ndarray,
     category: np.ndarray,
@@ -474,16 +512,14 @@ def aggregate_columns(
     this to aggregate hundreds of thousands of units in milliseconds; a property test holds it to
     the definition above written plainly (tests/unit/test_metrics_properties.py).
     """
-    if how not in ("macro", "micro"):
-        raise ValueError(f"aggregation must be 'macro' or 'micro', got {how!r}")
     pair = np.asarray(pair)
+    weight = benchmark_weights(n, how)
     if pair.size == 0:
         return {}
     pairs, p_code = factorize(pair)
     cats, c_code = factorize(np.asarray(category))
     seeds, s_code = factorize(np.asarray(seed))
     benchmarks, b_code = factorize(np.asarray(benchmark))
-    weight = np.asarray(n, dtype=np.float64) if how == "micro" else np.ones(pair.size)
     names = [name for name in VALUE_FIELDS if name in values]
     n_p, n_c, n_s = len(pairs), len(cats), len(seeds)
     outside = set(outside_total)

@@ -24,7 +24,6 @@ from app.db.store import Store
 from app.services.cache import VersionCache
 
 LEVELS = ("benchmark", "category")
-AGGREGATES = ("macro", "micro")
 
 BENCHMARK_FIELDS = (
     "base", "post", "benchmark", "category", "seed", "n", "num_choices", "acc_pre", "acc_post",
@@ -83,9 +82,9 @@ class MapQuery:
             )
         if self.level not in LEVELS:
             raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
-        if self.aggregate not in AGGREGATES:
+        if self.aggregate not in metrics.AGGREGATES:
             raise ValueError(
-                f"aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}"
+                f"aggregate must be one of {', '.join(metrics.AGGREGATES)}, got {self.aggregate!r}"
             )
 
 
@@ -151,26 +150,21 @@ def combined_half_widths(
     ``total_key`` (used where ``in_total``), its n and its half-widths. A mean with weights w_b
     has half-width sqrt(sum_b (w_b h_b)^2), which assumes independent benchmarks (their samples
     are disjoint, but the models are the same: a conservative reader widens it). Weights as in
-    ``metrics.aggregate_columns``: macro 1/B per category and 1/(C B_c) for Total (C categories
-    in Total), micro n_b over the slot's n. ``per_pair``: slots per pair (the Total slot last).
+    ``metrics.aggregate_columns`` (``metrics.mean_weights``): macro 1/B per category and 1/(C B_c)
+    for Total (C categories in Total), micro n_b over the slot's n. ``per_pair``: slots per pair (the Total slot last).
     """
-    n = np.asarray(n, dtype=np.float64)
-    count = np.bincount(key, minlength=size).astype(np.float64)
+    weight = metrics.mean_weights(key, n, aggregate, size)
     if aggregate == "micro":
-        weight = n / np.bincount(key, weights=n, minlength=size)[key]
-        total_n = np.bincount(total_key[in_total], weights=n[in_total], minlength=size)
-        total_weight = n / np.where(total_n > 0, total_n, 1.0)[total_key]
+        total_weight = metrics.mean_weights(total_key[in_total], n[in_total], aggregate, size)
     else:
-        weight = 1.0 / count[key]
         present = np.bincount(key[in_total], minlength=size).reshape(-1, per_pair) > 0
         categories = np.repeat(present.sum(axis=1), per_pair)  # C of each slot's pair
-        total_weight = weight / np.maximum(categories[key], 1)
+        total_weight = (weight / np.maximum(categories[key], 1))[in_total]
     out = {}
     for name, h in halves.items():
         sq = np.bincount(key, weights=(weight * h) ** 2, minlength=size)
-        sq += np.bincount(
-            total_key[in_total], weights=((total_weight * h) ** 2)[in_total], minlength=size
-        )
+        sq += np.bincount(total_key[in_total], weights=(total_weight * h[in_total]) ** 2,
+                          minlength=size)  # fmt: skip
         out[name] = np.sqrt(sq)
     return out
 

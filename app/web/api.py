@@ -136,48 +136,33 @@ def _table_response(table, fmt: str, stem: str) -> Response:
 
 @router.get("/api/pairs/{pair_id}/samples", responses=ID_ERRORS)
 def api_pair_samples(
-    request: Request,
-    pair_id: Id,
-    benchmark: Annotated[str | None, Query(max_length=500)] = None,
-    category: Annotated[str | None, Query(max_length=200)] = None,
-    transition: deps.Transition = "10",
-    q: Annotated[str | None, Query(max_length=200)] = None,
-    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
-    page_size: Annotated[int, Query(ge=1, le=500)] = deps.PAGE_SIZE,
-    truncated: deps.Truncated = "include",
+    request: Request, pair_id: Id, query: Annotated[deps.SamplesQuery, Depends(deps.samples_query)]
 ) -> dict:
     """Samples of the pair with the given transition (1->0 by default) in at least one seed;
     ``truncated=exclude`` leaves out the seeds whose answer was cut off (each sample says
     ``truncated``)."""
     pair = deps.get_pair(request, pair_id)
-    ids = deps.benchmark_filter(request, benchmark, category)
-    total, rows = deps.flipped(request, pair, ids, transition, q, page, page_size, truncated)
+    total, rows = deps.flipped(request, pair, query)
     return {
         "pair": _public(pair),
-        "transition": transition,
-        "truncated": truncated,
+        "transition": query.transition,
+        "truncated": query.truncated,
         "total": total,
-        "page": page,
-        "page_size": page_size,
+        "page": query.page,
+        "page_size": query.page_size,
         "samples": rows,
     }
 
 
 @router.get("/api/pairs/{pair_id}/sample", responses=ID_ERRORS)
 def api_pair_sample(
-    request: Request,
-    pair_id: Id,
-    benchmark: Annotated[str, Query(min_length=1, max_length=500)],
-    sample_id: Annotated[str, Query(min_length=1, max_length=1000)],
+    request: Request, pair_id: Id, ref: Annotated[deps.SampleRef, Depends(deps.sample_ref)]
 ) -> dict:
     """One sample: prompt, choices, gold, and both models' answers for every seed."""
     pair = deps.get_pair(request, pair_id)
-    [bench_id] = deps.benchmark_filter(request, benchmark, None)
-    with deps.store(request).read() as conn:
-        seeds = queries.sample_detail(conn, pair, bench_id, sample_id)
-    if not seeds:
-        raise HTTPException(404, f"sample {sample_id!r} of {benchmark!r} is not in pair {pair_id}")
-    return {"pair": _public(pair), "benchmark": benchmark, "sample_id": sample_id, "seeds": seeds}
+    seeds = deps.sample_seeds(request, pair, ref)
+    return {"pair": _public(pair), "benchmark": ref.benchmark, "sample_id": ref.sample_id,
+            "seeds": seeds}  # fmt: skip
 
 
 @router.get("/api/jobs")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from fastapi import HTTPException, Query, Request
@@ -114,6 +115,55 @@ def map_query(
     )
 
 
+@dataclass(frozen=True)
+class SamplesQuery:
+    """A drill-down's query, the same for the samples page and ``GET /api/pairs/{id}/samples``:
+    empty texts read as not given, and the "Total" column as every category."""
+
+    benchmark: str | None
+    category: str | None
+    transition: Transition
+    q: str | None
+    page: int
+    page_size: int
+    truncated: Literal["include", "exclude"]
+
+
+def samples_query(
+    benchmark: Annotated[str | None, Query(max_length=500)] = None,
+    category: Annotated[str | None, Query(max_length=200)] = None,
+    transition: Transition = "10",
+    q: Annotated[str | None, Query(max_length=200)] = None,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=500)] = PAGE_SIZE,
+    truncated: Truncated = "include",
+) -> SamplesQuery:
+    return SamplesQuery(
+        benchmark=benchmark or None,
+        category=None if category in (None, "", TOTAL) else category,
+        transition=transition,
+        q=q or None,
+        page=page,
+        page_size=page_size,
+        truncated=truncated,
+    )
+
+
+@dataclass(frozen=True)
+class SampleRef:
+    """One sample of a pair, named the same way by the sample page and ``GET .../sample``."""
+
+    benchmark: str
+    sample_id: str
+
+
+def sample_ref(
+    benchmark: Annotated[str, Query(min_length=1, max_length=500)],
+    sample_id: Annotated[str, Query(min_length=1, max_length=1000)],
+) -> SampleRef:
+    return SampleRef(benchmark, sample_id)
+
+
 def benchmark_filter(
     request: Request, benchmark: str | None, category: str | None
 ) -> list[int] | None:
@@ -144,18 +194,11 @@ def pair_rows(request: Request, pair_id: int) -> list[dict]:
     )
 
 
-def flipped(
-    request: Request,
-    pair: dict,
-    ids,
-    transition: str,
-    q: str | None,
-    page: int,
-    page_size: int,
-    truncated: str = "include",
-):
+def flipped(request: Request, pair: dict, query: SamplesQuery):
     """One page of a drill-down, kept until the next write (``truncated="exclude"``: samples
-    whose answer was cut off in every seed shown left out)."""
+    whose answer was cut off in every seed shown left out); 404 for a benchmark or category the
+    store does not know."""
+    ids = benchmark_filter(request, query.benchmark, query.category)
 
     def load():
         with store(request).read() as conn:
@@ -163,24 +206,27 @@ def flipped(
                 conn,
                 pair,
                 benchmarks=ids,
-                transition=transition,
-                q=q,
-                page=page,
-                page_size=page_size,
-                exclude_truncated=truncated == "exclude",
+                transition=query.transition,
+                q=query.q,
+                page=query.page,
+                page_size=query.page_size,
+                exclude_truncated=query.truncated == "exclude",
             )
 
-    key = (
-        "flipped",
-        pair["id"],
-        tuple(ids) if ids is not None else None,
-        transition,
-        q,
-        page,
-        page_size,
-        truncated,
-    )
+    key = ("flipped", pair["id"], tuple(ids) if ids is not None else None, query)
     return map_cache(request).cache.get(key, load)
+
+
+def sample_seeds(request: Request, pair: dict, ref: SampleRef) -> list[dict]:
+    """Both models' answers to one sample, per seed; 404 for a benchmark or sample not there."""
+    [bench_id] = benchmark_filter(request, ref.benchmark, None)
+    with store(request).read() as conn:
+        seeds = queries.sample_detail(conn, pair, bench_id, ref.sample_id)
+    if not seeds:
+        raise HTTPException(
+            404, f"sample {ref.sample_id!r} of {ref.benchmark!r} is not in pair {pair['id']}"
+        )
+    return seeds
 
 
 def pairing(request: Request, pair_id: int) -> list[dict]:

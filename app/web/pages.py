@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
@@ -15,20 +14,20 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.analysis.lab import LabBusy, LabParams, lab_data
 from app.core.errors import InputError
-from app.core.metrics import TOTAL
 from app.core.taxonomy import CATEGORIES
 from app.db import queries
+from app.runtime.resources import resource_dir
 from app.services.map import MapQuery, category_sort_key
 from app.services.pair_report import quadrants
 from app.services.recovery import base_temperatures, view_rows
 from app.services.series import series_groups
 from app.web import deps, render
 from app.web.openapi import validation_message
+from app.web.schemas import Id
 from app.web.session import csrf_token
 
 router = APIRouter(include_in_schema=False)
-ROOT = Path(__file__).resolve().parents[2]
-templates = Jinja2Templates(directory=ROOT / "templates")
+templates = Jinja2Templates(directory=resource_dir("templates"))
 templates.env.globals.update(render=render, transition_labels=deps.TRANSITION_LABELS)
 
 
@@ -105,7 +104,7 @@ def map_page(
 
 @router.get("/pairs/{pair_id}", response_class=HTMLResponse)
 @cached_for_readers
-def pair_page(request: Request, pair_id: int) -> HTMLResponse:
+def pair_page(request: Request, pair_id: Id) -> HTMLResponse:
     pair = deps.get_pair(request, pair_id)
     rows = deps.pair_rows(request, pair_id)
     recoveries = deps.pair_recoveries(request, pair_id)
@@ -120,36 +119,24 @@ def pair_page(request: Request, pair_id: int) -> HTMLResponse:
 @router.get("/pairs/{pair_id}/samples", response_class=HTMLResponse)
 @cached_for_readers
 def samples_page(
-    request: Request,
-    pair_id: int,
-    benchmark: str | None = None,
-    category: str | None = None,
-    transition: deps.Transition = "10",
-    q: Annotated[str | None, Query(max_length=200)] = None,
-    page: Annotated[int, Query(ge=1)] = 1,
-    truncated: deps.Truncated = "include",
+    request: Request, pair_id: Id, query: Annotated[deps.SamplesQuery, Depends(deps.samples_query)]
 ) -> HTMLResponse:
     pair = deps.get_pair(request, pair_id)
-    benchmark = benchmark or None
-    category = None if category in (None, "", TOTAL) else category
-    ids = deps.benchmark_filter(request, benchmark, category)
-    total, rows = deps.flipped(
-        request, pair, ids, transition, q or None, page, deps.PAGE_SIZE, truncated
-    )
+    total, rows = deps.flipped(request, pair, query)
     with deps.store(request).read() as conn:
         bench_rows = queries.pair_benchmarks(conn, pair_id)
     context = dict(
         pair=pair,
         rows=rows,
         total=total,
-        page=page,
-        page_size=deps.PAGE_SIZE,
-        pages=max((total + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1),
-        benchmark=benchmark,
-        category=category,
-        transition=transition,
-        q=q or "",
-        truncated=truncated,
+        page=query.page,
+        page_size=query.page_size,
+        pages=max((total + query.page_size - 1) // query.page_size, 1),
+        benchmark=query.benchmark,
+        category=query.category,
+        transition=query.transition,
+        q=query.q or "",
+        truncated=query.truncated,
         benchmarks=[b for b, _ in bench_rows],
         categories=sorted({c for _, c in bench_rows}, key=category_sort_key),
     )
@@ -158,14 +145,13 @@ def samples_page(
 
 @router.get("/pairs/{pair_id}/sample", response_class=HTMLResponse)
 @cached_for_readers
-def sample_page(request: Request, pair_id: int, benchmark: str, sample_id: str) -> HTMLResponse:
+def sample_page(
+    request: Request, pair_id: Id, ref: Annotated[deps.SampleRef, Depends(deps.sample_ref)]
+) -> HTMLResponse:
     pair = deps.get_pair(request, pair_id)
-    [bench_id] = deps.benchmark_filter(request, benchmark, None)
-    with deps.store(request).read() as conn:
-        seeds = queries.sample_detail(conn, pair, bench_id, sample_id)
-    if not seeds:
-        raise HTTPException(404, f"sample {sample_id!r} of {benchmark!r} is not in pair {pair_id}")
-    context = dict(pair=pair, benchmark=benchmark, sample_id=sample_id, seeds=seeds, first=seeds[0])
+    seeds = deps.sample_seeds(request, pair, ref)
+    context = dict(pair=pair, benchmark=ref.benchmark, sample_id=ref.sample_id, seeds=seeds,
+                   first=seeds[0])  # fmt: skip
     return _page(request, "_sample.html" if _is_htmx(request) else "sample.html", **context)
 
 
@@ -206,15 +192,13 @@ def install_error_pages(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
-        if not _wants_html(request):  # the API's one error shape: {"detail": "..."}
+        # the same message either way: the API's one error shape {"detail": "..."}, or a page
+        if not _wants_html(request):
             return JSONResponse({"detail": validation_message(exc)}, status_code=422)
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}" for e in exc.errors()
-        )
         return templates.TemplateResponse(
             request,
             "error.html",
-            {"status": 422, "title": "bad parameters", "message": problems},
+            {"status": 422, "title": "bad parameters", "message": validation_message(exc)},
             status_code=422,
         )
 

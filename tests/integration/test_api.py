@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -101,6 +103,15 @@ def test_api_flipped_samples_filters_and_paging(client):
     assert [s["sample_id"] for s in found["samples"]] == ["q7"]
     # LIKE wildcards in the search text are literal, not patterns
     assert client.get("/api/pairs/1/samples", params={"q": "%"}).json()["total"] == 0
+
+
+def test_samples_page_links_keep_the_page_size(client):
+    """The page's previous/next links carry page_size, so page 2 has as many rows as page 1."""
+    first = client.get("/pairs/1/samples", params={"transition": "11", "page_size": 5})
+    assert first.status_code == 200
+    assert "&amp;page_size=5&page=2" in first.text
+    second = client.get("/pairs/1/samples", params={"transition": "11", "page_size": 5, "page": 2})
+    assert "&amp;page_size=5&page=1" in second.text
 
 
 def test_api_sample_detail(client):
@@ -210,3 +221,38 @@ def test_map_size_filter_in_billions(client):
     assert len(client.get("/api/map", params={"min_size_b": 6, "max_size_b": 8}).json()) == 3
     assert client.get("/api/map", params={"max_size_b": 3}).json() == []
     assert 'name="min_size_b" value="6.0"' in client.get("/", params={"min_size_b": 6}).text
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "text"),
+    [
+        ("/pairs/1/samples", "page=0", "greater than or equal to 1"),
+        ("/pairs/1/samples", "page=1000001", "less than or equal to 1000000"),
+        ("/pairs/1/samples", "page_size=501", "less than or equal to 500"),
+        ("/pairs/1/samples", "q=" + "x" * 201, "at most 200 characters"),
+        ("/pairs/1/samples", "benchmark=" + "b" * 501, "at most 500 characters"),
+        ("/pairs/1/samples", "transition=5", "transition"),
+        ("/pairs/-1/samples", "", "greater than or equal to 0"),
+        ("/pairs/1/sample", "benchmark=toy_arith", "sample_id"),
+        ("/pairs/1/sample", "benchmark=toy_arith&sample_id=", "at least 1 character"),
+        ("/pairs/-1", "", "greater than or equal to 0"),
+    ],
+)
+def test_a_page_and_its_json_route_reject_a_query_alike(client, path, query, text):
+    page = client.get(f"{path}?{query}")
+    api = client.get(f"/api{path}?{query}")
+    assert page.status_code == api.status_code == 422
+    message = api.json()["detail"]
+    assert text in message
+    assert "text/html" in page.headers["content-type"]
+    assert message in html.unescape(page.text)
+
+
+def test_a_page_and_its_json_route_read_a_query_alike(client):
+    query = "transition=11&category=Total&q=&page=1&page_size=2"
+    api = client.get(f"/api/pairs/1/samples?{query}").json()
+    assert (api["page"], api["page_size"], api["transition"]) == (1, 2, "11")
+    assert 0 < len(api["samples"]) <= 2
+    page = client.get(f"/pairs/1/samples?{query}", headers={"HX-Request": "true"}).text
+    for sample in api["samples"]:
+        assert html.escape(sample["sample_id"]) in page

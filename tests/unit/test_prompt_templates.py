@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.prompt_templates import MIN_TEMPLATE_BYTES, settle_unit, unit_templates
+from app.core.prompt_templates import (
+    MIN_TEMPLATE_BYTES,
+    settle_unit,
+    unit_templates,
+    whole_prompts,
+)
 from app.db.prompts import full_prompt
 from app.db.store import open_store
 from app.importers import import_file
@@ -222,3 +227,26 @@ def test_downgrading_below_templates_writes_every_prompt_back_whole(store, tmp_p
         ).fetchall()}  # fmt: skip
     assert [p for (p,) in rows] == prompts
     assert "prompt_template_id" not in columns
+
+
+def test_the_arrow_and_the_sql_rebuild_give_the_same_prompts(store, tmp_path):
+    """Two rebuilds of one rule: ``whole_prompts`` (Arrow, the ingest's rows not stored yet) and
+    ``full_prompt`` (SQL, every stored row), on rows around their question, rows with an own
+    part, and a row kept whole."""
+    around = [SHOTS + q + "\nAnswer:" for q in ("Où est Zoë ?", "Qui a 3 ans ?")]
+    _import(store, tmp_path, around)
+    with store.read() as conn:
+        stored = conn.sql(
+            f"SELECT r.prompt, r.question, t.prefix AS prompt_prefix, t.suffix AS prompt_suffix, "
+            f"{full_prompt('r')} AS whole FROM results r "
+            "LEFT JOIN prompt_templates t ON t.id = r.prompt_template_id ORDER BY r.sample_id"
+        ).to_arrow_table()
+    assert stored["prompt"].null_count == 2  # each own part is the row's question
+    assert whole_prompts(stored).to_pylist() == stored["whole"].to_pylist() == around
+    settled = settle_unit(pa.array(around), pa.array(["not in it", "nor this"]))
+    rows = pa.table({"prompt": pa.concat_arrays([settled.own, pa.array(["kept whole"])]),
+                     "question": pa.array(["x", "y", "z"]),
+                     "prompt_prefix": pa.array([settled.prefix, settled.prefix, None]),
+                     "prompt_suffix": pa.array([settled.suffix, settled.suffix, None])})  # fmt: skip
+    assert settled.own.null_count == 0
+    assert whole_prompts(rows).to_pylist() == [*around, "kept whole"]

@@ -85,6 +85,60 @@ def _check_index(index: int, k: int, what: str, where: str) -> int:
     return index
 
 
+def _is_letter(value: Any) -> bool:
+    return isinstance(value, str) and len(value.strip()) == 1 and value.strip().isalpha()
+
+
+def _option_index(
+    value: Any, k: int, what: str, where: str, *, letters: bool = False, base: int = 0
+) -> int:
+    """The index of an option named by a dataset value, checked against the k options shown: an
+    integer counted from ``base`` (1: the dataset numbers its options from 1), or with ``letters``
+    a single letter A, B, ... as well."""
+    if letters and _is_letter(value):
+        return _check_index(LETTERS.index(value.strip().upper()), k, what, where)
+    shown = f"{what} - {base}" if base else what
+    return _check_index(_int(value, what, where) - base, k, shown, where)
+
+
+def _labeled_choices(row: Row, where: str, hint: str = "") -> tuple[list[str], int, list[str]]:
+    """(texts, gold index, labels) of ``choices`` {``text``: [...], ``label``: [...]} and the
+    ``answerKey`` label (ARC, CommonsenseQA); ``hint`` ends the message of a key not found."""
+    column = _col(row, "choices", where)
+    if not isinstance(column, Mapping):
+        raise BenchmarkError(f"{where}: column 'choices' must be {{'text': [...], 'label': [...]}}")
+    texts = _str_list(_col(column, "text", where), "choices.text", where)
+    labels = [str(x) for x in _col(column, "label", where)]
+    key = str(_col(row, "answerKey", where)).strip()
+    if len(labels) != len(texts) or key not in labels:
+        raise BenchmarkError(f"{where}: answerKey {key!r} is not one of the labels {labels}{hint}")
+    return texts, labels.index(key), labels
+
+
+def _add_choice_item(
+    out: ItemCollector,
+    question: str,
+    choices: Sequence[str],
+    gold: int,
+    *,
+    context: str | None = None,
+    sample_id: Any = None,
+    metadata: dict[str, Any] | None = None,
+    hash_of: tuple[str, Sequence[str] | None, str | None] | None = None,
+) -> None:
+    """Add a multiple-choice item. Without a dataset id its sample id hashes ``hash_of``: by
+    default (question, choices, context), the texts the item shows."""
+    out.add(
+        sample_id=sample_id,
+        hash_of=hash_of or (question, choices, context),
+        question=question,
+        choices=choices,
+        gold_index=gold,
+        context=context,
+        metadata=metadata,
+    )
+
+
 def load_mmlu(
     rows: Rows, benchmark: str = "mmlu:abstract_algebra", *, seed: int = 0, shuffle: bool = False
 ) -> list[Item]:
@@ -95,21 +149,11 @@ def load_mmlu(
         where = f"{benchmark} row {i}"
         question = _str(row, "question", where)
         choices = _str_list(_col(row, "choices", where), "'choices'", where)
-        answer = _col(row, "answer", where)
-        if isinstance(answer, str) and len(answer.strip()) == 1 and answer.strip().isalpha():
-            gold = LETTERS.index(answer.strip().upper())
-        else:
-            gold = _int(answer, "'answer'", where)
-        _check_index(gold, len(choices), "'answer'", where)
-        metadata = {"subject": row["subject"]} if row.get("subject") else {}
-        out.add(
-            sample_id=None,
-            hash_of=(question, choices, None),
-            question=question,
-            choices=choices,
-            gold_index=gold,
-            metadata=metadata,
+        gold = _option_index(
+            _col(row, "answer", where), len(choices), "'answer'", where, letters=True
         )
+        metadata = {"subject": row["subject"]} if row.get("subject") else {}
+        _add_choice_item(out, question, choices, gold, metadata=metadata)
     return out.finish(seed=seed, shuffle=shuffle)
 
 
@@ -219,14 +263,8 @@ def load_bbh(
             if target.casefold() not in folded:
                 out.skip(where, f"target {target!r} is not one of {list(fixed)}")
                 continue
-            out.add(
-                sample_id=None,
-                hash_of=hash_of,
-                question=question,
-                choices=fixed,
-                gold_index=folded.index(target.casefold()),
-                metadata=metadata,
-            )
+            gold = folded.index(target.casefold())
+            _add_choice_item(out, question, fixed, gold, metadata=metadata, hash_of=hash_of)
             continue
         parsed = parse_bbh_options(text)
         if parsed is None:
@@ -244,14 +282,7 @@ def load_bbh(
                 out.skip(where, f"target {target!r} names none of the {len(options)} options")
                 continue
             gold = matches[0]
-        out.add(
-            sample_id=None,
-            hash_of=hash_of,
-            question=question,
-            choices=options,
-            gold_index=gold,
-            metadata=metadata,
-        )
+        _add_choice_item(out, question, options, gold, metadata=metadata, hash_of=hash_of)
     return out.finish(seed=seed, shuffle=shuffle)
 
 
@@ -265,23 +296,9 @@ def load_arc(
     for i, row in enumerate(rows):
         where = f"{benchmark} row {i}"
         question = _str(row, "question", where)
-        choices_col = _col(row, "choices", where)
-        if not isinstance(choices_col, Mapping):
-            raise BenchmarkError(
-                f"{where}: column 'choices' must be {{'text': [...], 'label': [...]}}"
-            )
-        texts = _str_list(_col(choices_col, "text", where), "choices.text", where)
-        labels = [str(x) for x in _col(choices_col, "label", where)]
-        key = str(_col(row, "answerKey", where)).strip()
-        if len(labels) != len(texts) or key not in labels:
-            raise BenchmarkError(f"{where}: answerKey {key!r} is not one of the labels {labels}")
-        out.add(
-            sample_id=row.get("id"),
-            hash_of=(question, texts, None),
-            question=question,
-            choices=texts,
-            gold_index=labels.index(key),
-            metadata={"labels": labels},
+        texts, gold, labels = _labeled_choices(row, where)
+        _add_choice_item(
+            out, question, texts, gold, sample_id=row.get("id"), metadata={"labels": labels}
         )
     return out.finish(seed=seed, shuffle=shuffle)
 
@@ -310,13 +327,8 @@ def load_gpqa(
             for k, c in (("subdomain", "Subdomain"), ("domain", "High-level domain"))
             if row.get(c)
         }
-        out.add(
-            sample_id=row.get("Record ID"),
-            hash_of=(question, choices, None),
-            question=question,
-            choices=choices,
-            gold_index=0,
-            metadata=metadata,
+        _add_choice_item(
+            out, question, choices, 0, sample_id=row.get("Record ID"), metadata=metadata
         )
     return out.finish(seed=seed, shuffle=shuffle)
 
@@ -338,20 +350,10 @@ def load_musr(
             except (ValueError, SyntaxError) as exc:
                 raise BenchmarkError(f"{where}: cannot parse 'choices' {raw!r}: {exc}") from None
         choices = _str_list(raw, "'choices'", where)
-        gold = _check_index(
-            _int(_col(row, "answer_index", where), "'answer_index'", where),
-            len(choices),
-            "'answer_index'",
-            where,
+        gold = _option_index(
+            _col(row, "answer_index", where), len(choices), "'answer_index'", where
         )
-        out.add(
-            sample_id=None,
-            hash_of=(question, choices, narrative),
-            question=question,
-            choices=choices,
-            gold_index=gold,
-            context=narrative,
-        )
+        _add_choice_item(out, question, choices, gold, context=narrative)
     return out.finish(seed=seed, shuffle=shuffle)
 
 
@@ -377,13 +379,7 @@ def load_truthfulqa_mc1(
             raise BenchmarkError(
                 f"{where}: mc1_targets.labels must mark exactly one choice: {labels}"
             )
-        out.add(
-            sample_id=None,
-            hash_of=(question, choices, None),
-            question=question,
-            choices=choices,
-            gold_index=labels.index(1),
-        )
+        _add_choice_item(out, question, choices, labels.index(1))
     return out.finish(seed=seed, shuffle=shuffle)
 
 
@@ -409,16 +405,17 @@ def load_hellaswag(
         label = _col(row, "label", where)
         if label in ("", None):
             raise BenchmarkError(f"{where}: no label (the test split has none; use validation)")
-        gold = _check_index(_int(label, "'label'", where), len(endings), "'label'", where)
+        gold = _option_index(label, len(endings), "'label'", where)
         context = _hellaswag_clean(f"{activity}: {ctx_a} {ctx_b.capitalize()}")
         ind = row.get("ind")
-        out.add(
+        _add_choice_item(
+            out,
+            f"Which ending is the most plausible continuation of this text?\n\n{context}",
+            [_hellaswag_clean(e) for e in endings],
+            gold,
             sample_id=None if ind is None else str(ind),
-            hash_of=(f"{activity}: {ctx_a} {ctx_b}", endings, None),
-            question=f"Which ending is the most plausible continuation of this text?\n\n{context}",
-            choices=[_hellaswag_clean(e) for e in endings],
-            gold_index=gold,
             metadata={"source_id": row["source_id"]} if row.get("source_id") else {},
+            hash_of=(f"{activity}: {ctx_a} {ctx_b}", endings, None),
         )
     return out.finish(seed=seed, shuffle=shuffle)
 
@@ -434,17 +431,8 @@ def load_social_iqa(
         context = _str(row, "context", where)
         question = _str(row, "question", where)
         choices = [_str(row, f"answer{x}", where) for x in "ABC"]
-        gold = _check_index(
-            _int(_col(row, "label", where), "'label'", where) - 1, 3, "'label' - 1", where
-        )
-        out.add(
-            sample_id=None,
-            hash_of=(question, choices, context),
-            question=question,
-            choices=choices,
-            gold_index=gold,
-            context=context,
-        )
+        gold = _option_index(_col(row, "label", where), 3, "'label'", where, base=1)
+        _add_choice_item(out, question, choices, gold, context=context)
     return out.finish(seed=seed, shuffle=shuffle)
 
 
@@ -469,13 +457,13 @@ def load_mctest(
         answer = str(_col(row, "answer", where)).strip().upper()
         if answer not in keys:
             raise BenchmarkError(f"{where}: 'answer' {answer!r} is not one of {keys}")
-        out.add(
-            sample_id=None,
-            hash_of=(question, choices, story),
-            question=question,
-            choices=choices,
-            gold_index=keys.index(answer),
+        _add_choice_item(
+            out,
+            question,
+            choices,
+            keys.index(answer),
             context=story.replace("\\newline", "\n").strip(),
+            hash_of=(question, choices, story),
         )
     return out.finish(seed=seed, shuffle=shuffle)
 
@@ -489,14 +477,8 @@ def load_piqa(
         where = f"{benchmark} row {i}"
         goal = _str(row, "goal", where)
         choices = [_str(row, "sol1", where), _str(row, "sol2", where)]
-        gold = _check_index(_int(_col(row, "label", where), "'label'", where), 2, "'label'", where)
-        out.add(
-            sample_id=None,
-            hash_of=(goal, choices, None),
-            question=goal,
-            choices=choices,
-            gold_index=gold,
-        )
+        gold = _option_index(_col(row, "label", where), 2, "'label'", where)
+        _add_choice_item(out, goal, choices, gold)
     return out.finish(seed=seed, shuffle=shuffle)
 
 
@@ -509,28 +491,11 @@ def load_commonsense_qa(
     for i, row in enumerate(rows):
         where = f"{benchmark} row {i}"
         question = _str(row, "question", where)
-        choices_col = _col(row, "choices", where)
-        if not isinstance(choices_col, Mapping):
-            raise BenchmarkError(
-                f"{where}: column 'choices' must be {{'label': [...], 'text': [...]}}"
-            )
-        texts = _str_list(_col(choices_col, "text", where), "choices.text", where)
-        labels = [str(x) for x in _col(choices_col, "label", where)]
-        key = str(_col(row, "answerKey", where)).strip()
-        if len(labels) != len(texts) or key not in labels:
-            raise BenchmarkError(
-                f"{where}: answerKey {key!r} is not one of the labels {labels} (the test split has "
-                "no answers; use validation)"
-            )
-        metadata = {"concept": row["question_concept"]} if row.get("question_concept") else {}
-        out.add(
-            sample_id=row.get("id"),
-            hash_of=(question, texts, None),
-            question=question,
-            choices=texts,
-            gold_index=labels.index(key),
-            metadata=metadata,
+        texts, gold, _ = _labeled_choices(
+            row, where, " (the test split has no answers; use validation)"
         )
+        metadata = {"concept": row["question_concept"]} if row.get("question_concept") else {}
+        _add_choice_item(out, question, texts, gold, sample_id=row.get("id"), metadata=metadata)
     return out.finish(seed=seed, shuffle=shuffle)
 
 
@@ -555,24 +520,14 @@ def load_salad_bench_mrq(
             or not answers
         ):
             raise BenchmarkError(f"{where}: 'answers' must be a non-empty list, got {answers!r}")
-        golds: set[int] = set()
-        for a in answers:
-            if isinstance(a, str) and len(a.strip()) == 1 and a.strip().isalpha():
-                golds.add(LETTERS.index(a.strip().upper()))
-            else:
-                golds.add(_int(a, "'answers' entry", where))
-        for g in golds:
-            _check_index(g, len(choices), "'answers' entry", where)
-        ordered = sorted(golds)
+        ordered = sorted(
+            {
+                _option_index(a, len(choices), "'answers' entry", where, letters=True)
+                for a in answers
+            }
+        )
         metadata: dict[str, Any] = {"gold_letters": [LETTERS[g] for g in ordered]}
         if row.get("categories"):
             metadata["categories"] = list(row["categories"])
-        out.add(
-            sample_id=None,
-            hash_of=(question, choices, None),
-            question=question,
-            choices=choices,
-            gold_index=ordered[0],
-            metadata=metadata,
-        )
+        _add_choice_item(out, question, choices, ordered[0], metadata=metadata)
     return out.finish(seed=seed, shuffle=shuffle)
