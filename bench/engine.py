@@ -223,7 +223,7 @@ class Pipeline:
         self.app_calls: dict[str, list[float]] = {}
         post = self.client.post
 
-        def timed_post(path: str, body: dict) -> dict:
+        def timed_post(path: str, body) -> dict:
             t0 = now()
             try:
                 return post(path, body)
@@ -275,8 +275,8 @@ class Pipeline:
 
 
 def shard_reuse(args, workdir: Path) -> None:
+    from app.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn, PairSpecIn
     from app.demo.tiny_model import build_tiny_model
-    from app.services.jobs import EvalConfig, JobRequest, ModelSpec
     from worker.engines import make_engine
     from worker.evaluate import EngineCache
 
@@ -292,16 +292,16 @@ def shard_reuse(args, workdir: Path) -> None:
         loads.append(now() - t0)
         return engine
 
-    config = EvalConfig(engine="transformers", mode="generate", temperature=0.6, top_p=0.95,
-                        max_tokens=args.reuse_max_tokens)  # fmt: skip
+    config = EvalConfigIn(engine="transformers", mode="generate", temperature=0.6, top_p=0.95,
+                          max_tokens=args.reuse_max_tokens)  # fmt: skip
     seeds = list(range(args.reuse_seeds))
 
-    def request(post: str) -> JobRequest:
-        return JobRequest(
-            models=[ModelSpec("base", str(paths["base"]), prompting="base"),
-                    ModelSpec(post, str(paths[post]), prompting="chat")],
+    def request(post: str) -> EvaluateJobIn:
+        return EvaluateJobIn(
+            models=[ModelIn(name="base", path=str(paths["base"]), prompting="base"),
+                    ModelIn(name=post, path=str(paths[post]), prompting="chat")],
             benchmarks=["local:toy.jsonl"], seeds=seeds, config=config,
-            pairs=[("base", post, f"base -> {post}", "sft")],
+            pairs=[PairSpecIn(base="base", post=post, label=f"base -> {post}", stage="sft")],
         )  # fmt: skip
 
     posts = ["post1", "post2", "post3"]

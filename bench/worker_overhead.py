@@ -79,19 +79,19 @@ def run(args, workdir: Path) -> list[dict]:
 
 def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_dir: Path,
              workdir: Path) -> list[dict]:  # fmt: skip
-    from app.services.jobs import EvalConfig, JobRequest, ModelSpec
+    from app.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn
     from bench.engine import Pipeline
     from worker.benchmarks.registry import load_benchmark
     from worker.engines.base import GenerationParams
 
     pipe = Pipeline(workdir / "overhead.duckdb", models_dir, bench_dir, engines)
     pipe.settings = pipe.settings.model_copy(update={"upload_batch": args.upload_batch})
-    config = EvalConfig(engine="vllm", mode="generate", temperature=args.temperature, top_p=0.95,
-                        max_tokens=args.max_tokens)  # fmt: skip
+    config = EvalConfigIn(engine="vllm", mode="generate", temperature=args.temperature,
+                          top_p=0.95, max_tokens=args.max_tokens)  # fmt: skip
     seeds = list(range(args.seeds))
-    job_id, to_run, _ = pipe.job(JobRequest(
-        models=[ModelSpec("tiny", str(model_path), prompting="chat")],
-        benchmarks=["local:overhead.jsonl"], seeds=seeds, config=config, pairs=[],
+    job_id, to_run, _ = pipe.job(EvaluateJobIn(
+        models=[ModelIn(name="tiny", path=str(model_path), prompting="chat")],
+        benchmarks=["local:overhead.jsonl"], seeds=seeds, config=config,
     ))  # fmt: skip
     cfg = {"temperature": args.temperature, "top_p": 0.95, "max_tokens": args.max_tokens}
     engine.generate(["warm-up"] * 4, GenerationParams(temperature=0.0, top_p=1.0, max_tokens=4,

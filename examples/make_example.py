@@ -38,10 +38,16 @@ def _texts(bench: str, i: int, k: int | None, correct: bool, model: str, rng) ->
     if k is None:
         gold = str(12 + 7 * i)
         answer = gold if correct else str(12 + 7 * i + int(rng.integers(1, 9)))
-        prompt = f"Question {i}: a shop sells {i + 2} boxes of 7 pens and 12 loose pens. How many pens?"
-        return {"prompt": prompt, "gold": gold, "prediction": answer,
-                "response": f"Each box holds 7 pens, so {i + 2} boxes hold {7 * (i + 2)}; with the 12 loose"
-                            f" ones that is ... The final answer is {answer}."}
+        prompt = (
+            f"Question {i}: a shop sells {i + 2} boxes of 7 pens and 12 loose pens. How many pens?"
+        )
+        return {
+            "prompt": prompt,
+            "gold": gold,
+            "prediction": answer,
+            "response": f"Each box holds 7 pens, so {i + 2} boxes hold {7 * (i + 2)}; with the 12 loose"
+            f" ones that is ... The final answer is {answer}.",
+        }
     gold_index = (i * 7) % k
     gold = LETTERS[gold_index]
     pick = gold if correct else LETTERS[(gold_index + 1 + int(rng.integers(0, k - 1))) % k]
@@ -50,12 +56,19 @@ def _texts(bench: str, i: int, k: int | None, correct: bool, model: str, rng) ->
         f"{LETTERS[j]}. {o}" for j, o in enumerate(options)
     )
     if model == "instruct":
-        reasoning = " ".join(f"Step {s}: consider option {LETTERS[s % k]}." for s in range(1 + i % 40))
+        reasoning = " ".join(
+            f"Step {s}: consider option {LETTERS[s % k]}." for s in range(1 + i % 40)
+        )
         response = f"Let's think step by step. {reasoning}\nAnswer: {pick}"
     else:
         response = f" {pick}\n\nQuestion {i + 1}:"
-    return {"prompt": prompt, "gold": gold, "prediction": pick, "response": response,
-            "choices": "[" + ", ".join(f'"{o}"' for o in options) + "]"}
+    return {
+        "prompt": prompt,
+        "gold": gold,
+        "prediction": pick,
+        "response": response,
+        "choices": "[" + ", ".join(f'"{o}"' for o in options) + "]",
+    }
 
 
 def main(out: Path) -> None:

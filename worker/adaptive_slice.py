@@ -1,11 +1,11 @@
-"""An adaptive round's slice of a benchmark (app.contract.jobs.ShardSlice): the items a shard
+"""An adaptive round's slice of a benchmark (app.contract.shards.ShardSlice): the items a shard
 evaluates, in the benchmark's shared evaluation order (app.analysis.adaptive.evaluation_order, the same
 for every model, so a base's first n samples serve every pair built on it)."""
 
 from __future__ import annotations
 
 from app.analysis.adaptive import evaluation_order
-from app.contract.jobs import ShardSlice
+from app.contract.shards import ShardSlice
 from worker.benchmarks.items import Item
 
 

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from app.contract.jobs import EvaluationShardSpec, ShardStatus, problem_text
+from app.contract.base import problem_text
+from app.contract.jobs import Engine, Mode, Prompting, ShardStatus
+from app.contract.results import ResultRow
+from app.contract.shards import EvaluationShardSpec, ShardConfig, ShardData
 from app.runtime.paths import ModelPathError, check_model_path
 from worker.adaptive_slice import slice_items
 from worker.benchmarks.grading import grade, grade_choice_logprobs
@@ -68,10 +71,10 @@ def run_shard(
         checked = EvaluationShardSpec.model_validate(shard["spec"])
     except ValidationError as exc:
         raise ShardFailed(f"the shard's spec is not valid: {problem_text(exc)}") from exc
-    spec, cfg = checked.model.model_dump(), checked.config.model_dump()
+    model, cfg = checked.model, checked.config
     shard_id, seed = shard["id"], shard["seed"]
     try:
-        path = check_model_path(spec["path"], settings.model_roots)
+        path = check_model_path(model.path, settings.model_roots)
     except ModelPathError as exc:
         raise ShardFailed(str(exc)) from exc
     if shard["benchmark"].startswith("local:") and not settings.benchmark_dirs:
@@ -83,31 +86,31 @@ def run_shard(
         loaded = load_benchmark(
             shard["benchmark"],
             local_dirs=settings.benchmark_dirs,
-            limit=cfg.get("limit"),
+            limit=cfg.limit,
             seed=seed,
         )
     except BenchmarkError as exc:
         raise ShardFailed(str(exc)) from exc
     items = loaded.items  # the few-shot pool: the whole benchmark, also for a slice
     todo = slice_items(items, checked.slice)
-    options = {"trust_remote_code": settings.trust_remote_code, "revision": spec.get("revision")}
-    if cfg["engine"] == "transformers" and settings.torch_threads:
+    options = {"trust_remote_code": settings.trust_remote_code, "revision": model.revision}
+    if cfg.engine == Engine.transformers and settings.torch_threads:
         # on a shared CPU node torch's default (every core) slowed generation 6-20x (bench/engine)
         options["num_threads"] = settings.torch_threads
-    if cfg["engine"] == "vllm":
+    if cfg.engine == Engine.vllm:
         options.update(tensor_parallel_size=settings.tensor_parallel_size,
                        gpu_memory_utilization=settings.gpu_memory_utilization,
                        batch_invariant=settings.batch_invariant)  # fmt: skip
     try:
-        engine = engines.get(cfg["engine"], path, **options)
+        engine = engines.get(cfg.engine.value, path, **options)
     except Exception as exc:  # unreachable or unloadable model: nothing to retry
         raise ShardFailed(
-            f"cannot load model {spec['path']!r} with {cfg['engine']}: {type(exc).__name__}: {exc}"
+            f"cannot load model {model.path!r} with {cfg.engine}: {type(exc).__name__}: {exc}"
         ) from exc
 
     total = len(todo)
-    log.info("shard %d: %s on %s seed %d, %d items (%s, %s prompting)", shard_id, spec["name"],
-             shard["benchmark"], seed, total, cfg["mode"], cfg["prompting"])  # fmt: skip
+    log.info("shard %d: %s on %s seed %d, %d items (%s, %s prompting)", shard_id, model.name,
+             shard["benchmark"], seed, total, cfg.mode, cfg.prompting)  # fmt: skip
     if client.progress(shard_id, 0, total) == ShardStatus.cancelled:
         return ShardStatus.cancelled
     started = time.monotonic()
@@ -127,8 +130,8 @@ def run_shard(
         if done < total and client.progress(shard_id, done, total) == ShardStatus.cancelled:
             log.info("shard %d cancelled; stopping", shard_id)
             return ShardStatus.cancelled
-    status = client.finish(shard_id, model_fingerprint(path, spec.get("revision")),
-                           loaded.data_record(), full_size=len(items))  # fmt: skip
+    status = client.finish(shard_id, model_fingerprint(path, model.revision),
+                           ShardData.model_validate(loaded.data_record()), full_size=len(items))  # fmt: skip
     if status == ShardStatus.cancelled:
         log.info("shard %d was cancelled while its last batch ran", shard_id)
         return ShardStatus.cancelled
@@ -136,11 +139,13 @@ def run_shard(
     return ShardStatus.done
 
 
-def _evaluate(engine, batch: list[Item], pool: list[Item], cfg: dict, seed: int) -> list[dict]:
-    base = cfg["prompting"] == "base"
-    shots = {item.sample_id: select_shots(item, pool, cfg.get("shots", 3), seed=seed) if base else []
+def _evaluate(
+    engine, batch: list[Item], pool: list[Item], cfg: ShardConfig, seed: int
+) -> list[ResultRow]:
+    base = cfg.prompting == Prompting.base
+    shots = {item.sample_id: select_shots(item, pool, cfg.shots, seed=seed) if base else []
              for item in batch}  # fmt: skip
-    if cfg["mode"] == "loglik":
+    if cfg.mode == Mode.loglik:
         contexts, continuations = [], []
         for item in batch:
             context, options = choice_continuations(item, shots=shots[item.sample_id])
@@ -157,32 +162,30 @@ def _evaluate(engine, batch: list[Item], pool: list[Item], cfg: dict, seed: int)
         ]
         prompts = [p.render(engine.apply_chat_template) for p in built]
         params = GenerationParams(
-            temperature=cfg["temperature"], top_p=cfg["top_p"], max_tokens=cfg["max_tokens"],
+            temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens,
             seed=seed, stop=tuple(built[0].stop),
         )  # fmt: skip
         generations = engine.generate(prompts, params)
         responses = [g.text for g in generations]
         graded = [grade(item, g.text) for item, g in zip(batch, generations, strict=True)]
         tokens = [(g.prompt_tokens, g.completion_tokens) for g in generations]
-    rows = []
-    for item, prompt, response, g, tok in zip(
-        batch, prompts, responses, graded, tokens, strict=True
-    ):
-        rows.append(
-            {
-                "sample_id": item.sample_id,
-                "correct": bool(g.correct),
-                "num_choices": len(item.choices) if item.choices else None,
-                "category": item.category,
-                "prompt": prompt,
-                "response": response,
-                "prediction": g.prediction,
-                "gold": item.gold,
-                "choices": list(item.choices) if item.choices else None,
-                "prompt_tokens": tok[0] if tok else None,
-                "completion_tokens": tok[1] if tok else None,
-                # every token allowed was used: the answer was cut off, not finished
-                "truncated": tok[1] >= cfg["max_tokens"] if tok else None,
-            }
+    return [
+        ResultRow(
+            sample_id=item.sample_id,
+            correct=bool(g.correct),
+            num_choices=len(item.choices) if item.choices else None,
+            category=item.category,
+            prompt=prompt,
+            response=response,
+            prediction=g.prediction,
+            gold=item.gold,
+            choices=list(item.choices) if item.choices else None,
+            prompt_tokens=tok[0] if tok else None,
+            completion_tokens=tok[1] if tok else None,
+            # every token allowed was used: the answer was cut off, not finished
+            truncated=tok[1] >= cfg.max_tokens if tok else None,
         )
-    return rows
+        for item, prompt, response, g, tok in zip(
+            batch, prompts, responses, graded, tokens, strict=True
+        )
+    ]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.recoverability_fitting import LOG_BETA_GRID
+from app.contract.recovery import RecoveryIn
 from app.runtime.paths import ModelPathError, check_model_path, confined
 from worker.client import AppClient
 from worker.evaluate import ShardFailed
@@ -65,7 +66,7 @@ def corpus_files(source: str, corpus_dirs: list[Path]) -> list[Path]:
 
 
 def read_documents(corpus: dict, corpus_dirs: list[Path]) -> tuple[list[str], list[str]]:
-    """(doc_ids, texts) of a corpus spec (app.services.recovery.CorpusSpec as a dict), first ``max_docs``."""
+    """(doc_ids, texts) of a corpus spec (app.contract.recovery.CorpusIn as a dict), first ``max_docs``."""
     source = corpus["source"]
     if source.startswith("local:"):
         try:
@@ -216,13 +217,13 @@ def statistics_bytes(n_tokens: int, vocab_size: int, k: int) -> int:
     return n_tokens * (min(k, vocab_size) * 2 + 8 + 2 * len(LOG_BETA_GRID) * 4)
 
 
-def upload_body(result: Any) -> dict:
-    """The JSON the app's /api/shards/{id}/recovery takes, from a RecoverabilityResult."""
+def upload_body(result: Any) -> RecoveryIn:
+    """The body the app's /api/shards/{id}/recovery takes, from a RecoverabilityResult."""
     d = result.to_dict()
     table = dict(d["table"])
     table["doc_id"] = [str(x) for x in table["doc_id"]]
-    return {"table": table, "corrections": d["corrections"], "controls": d["controls"],
-            "timing": d["timing"], "config": d["config"]}  # fmt: skip
+    return RecoveryIn(table=table, corrections=d["corrections"], controls=d["controls"],
+                      timing=d["timing"], config=d["config"])  # fmt: skip
 
 
 def _torch(settings: WorkerSettings):

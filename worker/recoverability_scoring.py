@@ -54,9 +54,6 @@ from typing import Any
 import numpy as np
 
 from app.analysis.recoverability_fitting import (
-    CONTROLS,
-    DEFAULT_K,
-    DEFAULT_MAX_TOKENS,
     KINDS,
     L2_GRID,
     LOG_BETA_GRID,
@@ -69,6 +66,7 @@ from app.analysis.recoverability_fitting import (
     top_k_tokens,
 )
 from app.analysis.recoverability_shares import bootstrap_shares, build_table, shares_from_sums
+from app.core.recoverability_names import CONTROLS, DEFAULT_K, DEFAULT_MAX_TOKENS
 
 log = logging.getLogger(__name__)
 

@@ -81,13 +81,11 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
+from app.core.recoverability_names import DEFAULT_K
+
 KINDS = ("bias", "temp", "bias_temp", "closed_bias")
 ALL_CORRECTIONS = ("none", *KINDS)
-# the known-answer controls built from the base (worker/recoverability_scoring.py builds them)
-CONTROLS = ("planted_bias", "doubled_logits", "weight_noise")
 SPLITS = ("fit_train", "fit_select", "eval")
-DEFAULT_K = 4096
-DEFAULT_MAX_TOKENS = 2047
 L2_GRID = (1e-3, 1e-4, 1e-5, 1e-6, 0.0)
 T_RANGE = 8.0  # the grid covers T in [1/T_RANGE, T_RANGE]
 LOG_BETA_GRID = np.linspace(-math.log(T_RANGE), math.log(T_RANGE), 97)

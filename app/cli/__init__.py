@@ -1,4 +1,4 @@
-"""The ``forgetmap`` command line (public contract: see README.md and DESIGN.md).
+"""The ``forgetmap`` command line (public contract: docs/cli.md and docs/design.md).
 
 One module per command group (``app/cli/<group>.py``); this one holds the root group and adds the
 others to it. Heavy modules are imported inside the commands, so ``forgetmap --help`` stays fast.
@@ -73,7 +73,7 @@ def quick_exit(code: int | str | None) -> None:
     collection, the modules' and the native libraries' teardown (DuckDB, Arrow and their
     allocators hand back their memory page by page), which the system frees at once: on the
     paper's layout 0.15-0.25 s of an ``import`` process (0.06 s this way), about 0.05 s of
-    ``pair`` and ``map`` (bench/harness_import.py, bench/README.md).
+    ``pair`` and ``map`` (bench/harness_import.py, docs/performance.md).
     Only for commands that leave no thread running and close their database (``LEAN_COMMANDS``).
     """
     if code is not None and not isinstance(code, int):

@@ -75,7 +75,7 @@ def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None
     default=1,
     show_default=True,
     help="Each benchmark N times its size (1-60), the world grown with it; a larger zoo builds "
-    "and evaluates for much longer (README: the demo suite).",
+    "and evaluates for much longer (docs/demo.md).",
 )
 @click.pass_context
 def demo(ctx: click.Context, host: str, port: int, zoo_dir: Path, scale: int) -> None:

@@ -1,25 +1,20 @@
-"""The typed boundary: what a job is made of, with its one set of limits, and the names of its
-states. The API's bodies, the submission form, the services that build jobs (app/services/jobs.py, the
-watcher) and the worker (which checks the shard spec it receives) all validate here, so a value
-one of them accepts the others accept too.
+"""What a job is made of, with its one set of limits, and the names of its states. The API's
+bodies, the submission form, the CLI, the services that build jobs (app/services/jobs.py, the
+watcher, the demo) and the worker all use these models, so a value one of them accepts the others
+accept too.
 
 A leaf module (pydantic only): the worker imports it without importing the database.
-
-Bodies are strict (a string is not an integer, unknown fields are refused) so that what the
-OpenAPI document says is valid is exactly what the app accepts; a choice (engine, mode, ...) is
-given by its value. The form validates the same models leniently (every form value is text).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, model_validator
 
+from app.contract.base import MAX_ID, Int, Name, Strict, choice
 from app.core.errors import InputError
-
-M = TypeVar("M", bound=BaseModel)
 
 # ------------------------------------------------------------------------------ names of states
 
@@ -86,33 +81,14 @@ MAX_TEMPERATURE = (
 )
 MAX_GENERATED_TOKENS = 65536
 MAX_SHOTS = 25
-MAX_SEED = 2**31 - 1  # seeds and ids are INTEGER columns
 # models x benchmarks x seeds of one job: the paper's suite for two models and three seeds is 564,
 # the form's largest (ten seeds) 1,880; saving and sending take ~2 ms a shard here (bench: 564 in
 # 1.2 s), so one request stays within a few seconds
 MAX_SHARDS_PER_JOB = 2000
 
-
-def _integral(value: Any) -> Any:
-    """JSON has one number type: 3.0 is the integer 3 (as JSON Schema says); 3.5 stays invalid."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-# an integer in a strict body: no strings, no booleans, integral floats allowed
-Int = Annotated[int, BeforeValidator(_integral)]
-Name = Annotated[str, Field(min_length=1, max_length=200)]
-Seed = Annotated[Int, Field(ge=0, le=MAX_SEED)]
+Seed = Annotated[Int, Field(ge=0, le=MAX_ID)]
 Seeds = Annotated[list[Seed], Field(min_length=1, max_length=20)]
 Benchmarks = Annotated[list[Name], Field(min_length=1, max_length=1000)]
-
-
-def choice(enum: type[StrEnum]) -> Any:
-    """A field holding one of ``enum``'s values (JSON has no enums: the value is the text)."""
-    return Annotated[enum, Field(strict=False)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
 
 
 # -------------------------------------------------------------------------------------- jobs
@@ -189,6 +165,39 @@ class EvaluateJobIn(Strict):
     pairs: Annotated[list[PairSpecIn], Field(max_length=100)] = []
     adaptive: AdaptiveIn | None = None
 
+    def check(self) -> EvaluateJobIn:
+        """What the fields cannot see one by one: the job's size and its names. Returns the job;
+        an InputError says what is wrong (the API answers it as a 422 with this message)."""
+        shards = len(self.models) * len(self.benchmarks) * len(self.seeds)
+        if shards > MAX_SHARDS_PER_JOB:
+            raise InputError(
+                f"this job has {shards} shards (models x benchmarks x seeds), over the limit of "
+                f"{MAX_SHARDS_PER_JOB}; split it into several jobs"
+            )
+        names = [m.name for m in self.models]
+        if len(set(names)) != len(names):
+            raise InputError("model names in a job must be distinct")
+        for pair in self.pairs:
+            for name in (pair.base, pair.post):
+                if name not in names:
+                    raise InputError(f"pair names {name!r}, which is not one of the job's models")
+        if self.adaptive is not None:
+            paired = {name for pair in self.pairs for name in (pair.base, pair.post)}
+            alone = [n for n in names if n not in paired]
+            if not self.pairs or alone:
+                raise InputError(
+                    "adaptive evaluation stops on a pair's interval: every model needs a pair"
+                    + (f" ({', '.join(alone)} has none)" if alone and self.pairs else "")
+                )
+        return self
+
+    def payload(self) -> dict:
+        """The job as stored (``jobs.request``, shown by ``GET /api/jobs/{id}``): the body
+        without its kind, and without ``adaptive`` when the job is not adaptive."""
+        return self.model_dump(
+            mode="json", exclude={"kind", *([] if self.adaptive else ["adaptive"])}
+        )
+
 
 class SeriesJobIn(Strict):
     """A training run (app/services/series.py): a base plus checkpoint folders or glob patterns, each
@@ -209,63 +218,17 @@ class SeriesJobIn(Strict):
     base_prompting: choice(Prompting) = Prompting.base
 
 
-# ------------------------------------------------------------------------------------- shards
+class CheckpointSubmission(BaseModel):
+    """One checkpoint folder of a training run to evaluate and add to a series (the watcher's
+    request, ``POST /api/checkpoints``); its parts and limits are the boundary's."""
 
-
-class ShardConfig(EvalConfigIn):
-    """A shard's eval config: the job's, plus how its model is prompted (and, once finished, the
-    benchmark copy it ran on)."""
-
-    model_config = ConfigDict(strict=True, extra="ignore")
+    series: Name
+    base: Name = Field(description="the base model's name")
+    base_path: str | None = Field(None, description="its checkpoint (default: the stored spec)")
+    folder: str = Field(min_length=1, description="the checkpoint folder (under a model root)")
+    step: int = Field(ge=0)
+    benchmarks: Benchmarks
+    seeds: Seeds = [0, 1, 2]
+    config: EvalConfigIn = EvalConfigIn()
     prompting: choice(Prompting) = Prompting.chat
-    revision: Annotated[str, Field(max_length=200)] | None = None
-
-
-class ShardModel(ModelIn):
-    model_config = ConfigDict(strict=True, extra="ignore")
-
-
-class ShardSlice(BaseModel):
-    """An adaptive round's part of a benchmark: samples ``start`` to ``end`` (excluded) of its
-    evaluation order (app.analysis.adaptive.evaluation_order keyed by ``order``, the stored benchmark
-    name); the end may pass the benchmark's size (the worker stops at it)."""
-
-    model_config = ConfigDict(strict=True, extra="ignore")
-    start: Annotated[int, Field(ge=0)]
-    end: Annotated[int, Field(ge=1)]
-    order: Name
-    round: Annotated[int, Field(ge=0)] = 0
-
-
-class EvaluationShardSpec(BaseModel):
-    """What an evaluation shard tells its worker (``shards.spec``); the worker checks it before
-    loading anything. Unknown keys are ignored: an older worker still reads a newer spec."""
-
-    model_config = ConfigDict(strict=True, extra="ignore")
-    model: ShardModel
-    config: ShardConfig
-    slice: ShardSlice | None = None  # None: the whole benchmark
-
-
-# ----------------------------------------------------------------------------------- checking
-
-
-def problems(exc: ValidationError) -> list[tuple[tuple, str]]:
-    """(location, message) of each problem, e.g. ``(("config", "temperature"), "Input should be
-    less than or equal to 2")``."""
-    return [(tuple(e.get("loc", ())), e.get("msg", "invalid")) for e in exc.errors()]
-
-
-def problem_text(exc: ValidationError, limit: int = 10) -> str:
-    """One line for all problems: ``config.temperature: Input should be ...; ...``."""
-    parts = [f"{'.'.join(map(str, loc))}: {msg}" if loc else msg
-             for loc, msg in problems(exc)[:limit]]  # fmt: skip
-    return "; ".join(parts) or "invalid"
-
-
-def validated(model: type[M], data: Any, *, strict: bool | None = None) -> M:
-    """``model`` validated from ``data``; an InputError naming every problem otherwise."""
-    try:
-        return model.model_validate(data, strict=strict)
-    except ValidationError as exc:
-        raise InputError(problem_text(exc)) from None
+    base_prompting: choice(Prompting) = Prompting.base

@@ -12,7 +12,7 @@ DuckDB's commit time grows with the bytes written (bench/harness_import.py).
   row's stored question (the usual case: the importers cut the question out of the query, and the
   query sits whole in the prompt). The row then stores no prompt text at all: its question is
   its own part, so an import writes the question once instead of twice (the paper's layout: an
-  import 0.6 s faster on this machine's 564k rows, bench/README.md);
+  import 0.6 s faster on this machine's 564k rows, docs/performance.md);
 - else the longest prefix and suffix every prompt of the unit shares, cut back to whitespace so
   that a cut never splits a character or a word shared by chance.
 

@@ -18,7 +18,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.analysis.recoverability_fitting import CONTROLS
+from app.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn
+from app.contract.recovery import CorpusIn, RecoverJobIn, RecoveryOptionsIn
+from app.core.recoverability_names import CONTROLS
 from app.db import open_store
 from app.db import series as series_db
 from app.db.pairing import add_pair
@@ -27,8 +29,8 @@ from app.demo.manifest import DEFAULT_RECIPE, Recipe
 from app.demo.zoo import build_zoo, stage_names
 from app.runtime.paths import check_model_path
 from app.runtime.progress import LineProgress
-from app.services.jobs import EvalConfig, JobRequest, ModelSpec, create_job, job_detail
-from app.services.recovery import CorpusSpec, RecoveryOptions, RecoveryRequest, create_recovery_job
+from app.services.jobs import create_job, job_detail
+from app.services.recovery import create_recovery_job
 from app.web.up import run_up
 
 console = Console(stderr=True)
@@ -81,25 +83,25 @@ def job_requests(manifest) -> list:
     models = [*manifest.models, *manifest.checkpoint_models()]
     roots = [model_root(manifest)]
     base_models = [
-        ModelSpec(m.name, check_model_path(str(m.path), roots), prompting="base")
+        ModelIn(name=m.name, path=check_model_path(str(m.path), roots), prompting="base")
         for m in models
         if m.prompting == "base"
     ]
     chat_models = [
-        ModelSpec(m.name, check_model_path(str(m.path), roots), prompting="chat")
+        ModelIn(name=m.name, path=check_model_path(str(m.path), roots), prompting="chat")
         for m in models
         if m.prompting == "chat"
     ]
     greedy = {"engine": "transformers", "temperature": 0.0, "top_p": 1.0,
               "max_tokens": int(manifest.eval.get("max_tokens", 8)), "shots": int(manifest.eval.get("shots", 3))}  # fmt: skip
-    requests = [
-        JobRequest(base_models, mc, seeds, EvalConfig(mode="loglik", **greedy)),
-        JobRequest(base_models, gen, seeds, EvalConfig(mode="generate", **greedy)),
-    ]
+
+    def job(models: list[ModelIn], benchmarks: list[str], mode: str) -> EvaluateJobIn:
+        return EvaluateJobIn(models=models, benchmarks=benchmarks, seeds=seeds,
+                             config=EvalConfigIn(mode=mode, **greedy))  # fmt: skip
+
+    requests = [job(base_models, mc, "loglik"), job(base_models, gen, "generate")]
     if chat_models:
-        requests.append(
-            JobRequest(chat_models, mc + gen, seeds, EvalConfig(mode="generate", **greedy))
-        )
+        requests.append(job(chat_models, mc + gen, "generate"))
     return requests
 
 
@@ -140,11 +142,12 @@ def recovery_requests(manifest) -> list:
         if pair is None:
             continue
         base, post = manifest.model(pair.base), manifest.model(pair.post)
-        requests.append(RecoveryRequest(
-            base=ModelSpec(base.name, str(base.path), prompting=base.prompting),
-            post=ModelSpec(post.name, str(post.path), prompting=post.prompting),
-            corpus=CorpusSpec(source=f"local:{CORPUS}", max_docs=RECOVERY_DOCS),
-            options=RecoveryOptions(max_tokens=512, controls=controls), label=pair.label,
+        requests.append(RecoverJobIn(
+            kind="recover",
+            base=ModelIn(name=base.name, path=str(base.path), prompting=base.prompting),
+            post=ModelIn(name=post.name, path=str(post.path), prompting=post.prompting),
+            corpus=CorpusIn(source=f"local:{CORPUS}", max_docs=RECOVERY_DOCS),
+            options=RecoveryOptionsIn(max_tokens=512, controls=list(controls)), label=pair.label,
             stage=pair.stage,
         ))  # fmt: skip
     return requests

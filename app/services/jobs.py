@@ -31,158 +31,40 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
-from pydantic import BaseModel
 
 from app.analysis.adaptive import evaluation_order
+from app.contract.base import validated
 from app.contract.jobs import (
-    MAX_SHARDS_PER_JOB,
     TERMINAL,
-    Engine,
     EvalConfigIn,
     EvaluateJobIn,
     JobStatus,
-    Mode,
     ModelIn,
-    Prompting,
+    PairSpecIn,
     ShardKind,
     ShardStatus,
-    Stage,
-    validated,
 )
+from app.contract.results import ResultsIn
 from app.core.errors import InputError
 from app.core.taxonomy import canonical_name
 from app.db import adaptive as adaptive_db
 from app.db import jobs as jobs_db
 from app.db import queries
+from app.db.ingest import IngestSummary, ingest
 from app.db.pairing import add_pair
 from app.db.store import Connection
+from app.importers.common import build_table, prepare
 from app.services.rounds import PairLook, Stop, look, model_ends, rule_of
 
 
-def _check(model: type[BaseModel], spec) -> BaseModel:
-    """Validate a service dataclass through its boundary model (lenient: it is built in Python)
-    and store its choices as their enums; an InputError names every problem."""
-    checked = validated(model, asdict(spec), strict=False)
-    for name in spec.__dataclass_fields__:
-        value = getattr(checked, name)
-        if isinstance(value, StrEnum):
-            object.__setattr__(spec, name, value)
-    return checked
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A checkpoint: a Hugging Face id (optionally at a revision) or a local path under the roots."""
-
-    name: str
-    path: str
-    revision: str | None = None
-    prompting: Prompting = Prompting.chat
-
-    def __post_init__(self) -> None:
-        _check(ModelIn, self)
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    """Everything that changes a model's answers; its hash keys evaluation reuse. Limits: the
-    boundary's (app.contract.jobs.EvalConfigIn)."""
-
-    engine: Engine = Engine.vllm
-    mode: Mode = Mode.generate
-    temperature: float = 0.6
-    top_p: float = 0.95
-    max_tokens: int = 2048
-    shots: int = 3
-    limit: int | None = None  # items per benchmark (None: all)
-
-    def __post_init__(self) -> None:
-        _check(EvalConfigIn, self)
-
-
-@dataclass(frozen=True)
-class JobRequest:
-    models: list[ModelSpec]
-    benchmarks: list[str]
-    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    config: EvalConfig = field(default_factory=EvalConfig)
-    # (base name, post name, label, stage): pairs to create over the job's models
-    pairs: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
-    # app.contract.jobs.AdaptiveIn as a dict; None: every sample of every benchmark
-    adaptive: dict | None = None
-
-    @classmethod
-    def from_dict(cls, data: dict) -> JobRequest:
-        """A job from its JSON form (``POST /api/jobs``, a stored payload), checked by the
-        boundary (app.contract.jobs.EvaluateJobIn) and then by :meth:`validate`."""
-        data = {k: v for k, v in data.items() if k != "rounds"}  # a stored payload's round state
-        body = validated(EvaluateJobIn, {"kind": "evaluate", **data}, strict=False)
-        request = cls(
-            models=[ModelSpec(**m.model_dump()) for m in body.models],
-            benchmarks=list(body.benchmarks),
-            seeds=list(body.seeds),
-            config=EvalConfig(**body.config.model_dump()),
-            pairs=[(p.base, p.post, p.label, p.stage) for p in body.pairs],
-            adaptive=body.adaptive.model_dump() if body.adaptive else None,
-        )
-        request.validate()
-        return request
-
-    def validate(self) -> None:
-        """What the boundary cannot see field by field: the job's size and its names."""
-        if not self.models:
-            raise InputError("a job needs at least one model")
-        if not self.benchmarks:
-            raise InputError("a job needs at least one benchmark")
-        if not self.seeds:
-            raise InputError("a job needs at least one seed")
-        shards = len(self.models) * len(self.benchmarks) * len(self.seeds)
-        if shards > MAX_SHARDS_PER_JOB:
-            raise InputError(
-                f"this job has {shards} shards (models x benchmarks x seeds), over the limit of "
-                f"{MAX_SHARDS_PER_JOB}; split it into several jobs"
-            )
-        names = [m.name for m in self.models]
-        if len(set(names)) != len(names):
-            raise InputError("model names in a job must be distinct")
-        for base, post, _, stage in self.pairs:
-            for name in (base, post):
-                if name not in names:
-                    raise InputError(f"pair names {name!r}, which is not one of the job's models")
-            if stage is not None and stage not in set(Stage):
-                raise InputError(f"stage must be one of {', '.join(Stage)}, got {stage!r}")
-        if self.adaptive is not None:
-            paired = {name for base, post, _, _ in self.pairs for name in (base, post)}
-            alone = [n for n in names if n not in paired]
-            if not self.pairs or alone:
-                raise InputError(
-                    "adaptive evaluation stops on a pair's interval: every model needs a pair"
-                    + (f" ({', '.join(alone)} has none)" if alone and self.pairs else "")
-                )
-
-    def to_dict(self) -> dict:
-        out = {
-            "models": [asdict(m) for m in self.models],
-            "benchmarks": self.benchmarks,
-            "seeds": self.seeds,
-            "config": asdict(self.config),
-            "pairs": [
-                {"base": b, "post": p, "label": lab, "stage": st} for b, p, lab, st in self.pairs
-            ],
-        }
-        if self.adaptive is not None:
-            out["adaptive"] = self.adaptive
-        return out
-
-
-def shard_config(model: ModelSpec, config: EvalConfig) -> dict:
-    """The eval config of one shard: the job's settings plus how this model is prompted."""
-    return {**asdict(config), "prompting": model.prompting, "revision": model.revision}
+def shard_config(model: ModelIn, config: EvalConfigIn) -> dict:
+    """The eval config of one shard (app.contract.shards.ShardConfig): the job's settings plus
+    how this model is prompted."""
+    return {**config.model_dump(mode="json"), "prompting": model.prompting.value,
+            "revision": model.revision}  # fmt: skip
 
 
 def stored_benchmark_name(name: str) -> str:
@@ -200,20 +82,19 @@ def config_hash(config: dict) -> str:
 # ------------------------------------------------------------------------------------ jobs
 
 
-def register_models(conn: Connection, models: list[ModelSpec]) -> None:
+def register_models(conn: Connection, models: list[ModelIn]) -> None:
     """Make sure the models exist and remember the checkpoint each names (later forms prefill it)."""
-    jobs_db.save_model_specs(conn, {m.name: asdict(m) for m in models})
+    jobs_db.save_model_specs(conn, {m.name: m.model_dump(mode="json") for m in models})
 
 
-def create_job(conn: Connection, request: JobRequest) -> tuple[int, list[int]]:
+def create_job(conn: Connection, request: EvaluateJobIn) -> tuple[int, list[int]]:
     """Write a job and its shards; returns (job id, ids of the shards to enqueue)."""
-    request.validate()
+    request.check()
     register_models(conn, request.models)
-    job_id = jobs_db.insert_job(conn, ShardKind.evaluate, request.to_dict())
+    job_id = jobs_db.insert_job(conn, ShardKind.evaluate, request.payload())
     to_enqueue = []
     if request.adaptive is not None:
-        for base, post, label, stage in request.pairs:
-            add_pair(conn, base, post, label=label, stage=stage)
+        _add_pairs(conn, request.pairs)
         for bench in dict.fromkeys(request.benchmarks):
             to_enqueue += _advance(conn, job_id, bench)
         update_job_status(conn, job_id)
@@ -236,14 +117,18 @@ def create_job(conn: Connection, request: JobRequest) -> tuple[int, list[int]]:
             for bench in request.benchmarks
             for seed in request.seeds
         ]
+        spec = {"model": m.model_dump(mode="json"), "config": cfg}
         ids = jobs_db.insert_evaluation_shards(conn, job_id=job_id, model_id=model_id,
-                                               config_hash=chash,
-                                               spec={"model": asdict(m), "config": cfg}, rows=rows)  # fmt: skip
+                                               config_hash=chash, spec=spec, rows=rows)  # fmt: skip
         to_enqueue += sorted(i for i, status in ids if status == ShardStatus.queued)
-    for base, post, label, stage in request.pairs:
-        add_pair(conn, base, post, label=label, stage=stage)
+    _add_pairs(conn, request.pairs)
     update_job_status(conn, job_id)
     return job_id, to_enqueue
+
+
+def _add_pairs(conn: Connection, pairs: list[PairSpecIn]) -> None:
+    for pair in pairs:
+        add_pair(conn, pair.base, pair.post, label=pair.label, stage=pair.stage)
 
 
 def job_status_of(counts: dict[str, int]) -> JobStatus:
@@ -453,6 +338,18 @@ def results_target(conn: Connection, shard_id: int) -> dict:
     return {**s, "benchmark": stored_benchmark_name(s["benchmark"])}
 
 
+def store_results(conn: Connection, body: ResultsIn) -> IngestSummary:
+    """Keep a batch of a shard's per-sample results under its model, benchmark, seed and eval
+    config. Idempotent: a sample already stored is kept as it is."""
+    target = results_target(conn, body.shard_id)
+    n = len(body.rows)
+    table = build_table({"model": [target["model"]] * n, "benchmark": [target["benchmark"]] * n,
+                         "seed": [target["seed"]] * n, **body.columns()})  # fmt: skip
+    table, benchmarks = prepare(table, source=f"shard {body.shard_id}")
+    config = {"source": "worker", **target["spec"]["config"]}
+    return ingest(conn, table, benchmarks, config=config, on_conflict="keep")
+
+
 # ------------------------------------------------------------------------- adaptive rounds
 
 
@@ -529,11 +426,12 @@ def _advance(
     return sorted(ids)
 
 
-def _shard_target(conn: Connection, payload: dict, name: str) -> tuple[ModelSpec, dict, str, int]:
-    """A model of an adaptive job as its shards evaluate it: (spec, shard config, config hash,
+def _shard_target(conn: Connection, payload: dict, name: str) -> tuple[ModelIn, dict, str, int]:
+    """A model of an adaptive job as its shards evaluate it: (model, shard config, config hash,
     model id); the hash is what stored prefixes and other jobs' shards are matched on."""
-    model = ModelSpec(**next(m for m in payload["models"] if m["name"] == name))
-    cfg = shard_config(model, EvalConfig(**payload["config"]))
+    model = validated(ModelIn, next(m for m in payload["models"] if m["name"] == name),
+                      strict=False)  # fmt: skip
+    cfg = shard_config(model, validated(EvalConfigIn, payload["config"], strict=False))
     return model, cfg, config_hash(cfg), jobs_db.model_id(conn, name)
 
 
@@ -546,7 +444,7 @@ def _write_or_wait(conn: Connection, job_id: int, benchmark: str, payload: dict,
     cover = adaptive_db.unfinished_cover(conn, model_id, benchmark, seed, chash, start)
     if cover is not None:
         return None, {"shard": cover, "model": name, "seed": seed, "start": start, "end": end}
-    spec = {"model": asdict(model), "config": cfg,
+    spec = {"model": model.model_dump(mode="json"), "config": cfg,
             "slice": {"start": start, "end": end, "order": stored_benchmark_name(benchmark),
                       "round": number}}  # fmt: skip
     [(shard_id, _)] = jobs_db.insert_evaluation_shards(

@@ -22,7 +22,7 @@ def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[d
     map's paired 95% interval (``f_true_low`` ... ``bt_true_high``: the one the page's table and
     chart show, valid for adaptive runs), ``full_size`` and ``partial``, a 95% bootstrap CI of
     F_true and BT_true (``f_true_ci``, ``bt_true_ci``: samples resampled within each seed, for a
-    fixed sample count; DESIGN.md's "bootstrap confidence intervals", in the API, the exports and
+    fixed sample count; docs/metric.md's bootstrap confidence intervals, in the API, the exports and
     the table's hover), and McNemar's exact p on the counts pooled over seeds."""
     records = benchmark_records(store, pair_id)
     with store.read() as conn:

@@ -15,166 +15,43 @@ beside every pair on the base model: their shares are stored and shown next to t
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from app.analysis.recoverability_fitting import (
-    ALL_CORRECTIONS,
-    CONTROLS,
-    DEFAULT_K,
-    DEFAULT_MAX_TOKENS,
-    KINDS,
-    SPLITS,
-)
+from app.analysis.recoverability_fitting import ALL_CORRECTIONS, KINDS, SPLITS
 from app.analysis.recoverability_shares import (
     bootstrap_shares,
     loss_column,
     shares_from_sums,
     table_models,
 )
+from app.contract.recovery import MAX_TABLE_DOCS, RecoverJobIn, RecoveryIn
 from app.core.errors import InputError
+from app.core.recoverability_names import CONTROLS
 from app.db import recoverability as store
 from app.db.jobs import insert_job, insert_shard
 from app.db.pairing import add_pair
 from app.db.queries import pair_id_by_names
 from app.db.store import Connection
-from app.services.jobs import ModelSpec, config_hash, register_models, update_job_status
+from app.services.jobs import config_hash, register_models, update_job_status
 
 # what a pair's share is read against: damage that is neither a bias nor a temperature
 YARDSTICK = "weight_noise"
 MODEL_ROLES = ("base", "post", *CONTROLS)
-_HF_DATASET = re.compile(r"^hf:[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
-_LOCAL = re.compile(r"^local:[\w.-]+$")
-MAX_TABLE_DOCS = 200_000
 
 
-@dataclass(frozen=True)
-class CorpusSpec:
-    """Where the documents come from.
-
-    ``source``: ``local:NAME`` (a .txt / .jsonl file, or a folder of them, directly inside one of
-    the corpus folders, FORGETMAP_CORPUS_DIRS) or ``hf:ORG/NAME`` (a Hugging Face dataset, loaded
-    with ``datasets.load_dataset(NAME, config, split=split)``). ``text_field`` names the text
-    column of JSONL rows and datasets; ``separator`` splits a .txt file into documents (default:
-    one document per file); ``max_docs`` keeps the first documents (None: all).
-    """
-
-    source: str
-    text_field: str = "text"
-    separator: str | None = None
-    max_docs: int | None = 2000
-    config: str | None = None  # HF dataset config
-    split: str = "train"  # HF dataset split
-
-    def validate(self) -> None:
-        if not (_LOCAL.match(self.source) or _HF_DATASET.match(self.source)):
-            raise InputError(
-                f"corpus {self.source!r} is not 'local:NAME' (a file or folder in the corpus "
-                "folders) or 'hf:ORG/NAME' (a Hugging Face dataset id)"
-            )
-        if self.max_docs is not None and not 3 <= self.max_docs <= MAX_TABLE_DOCS:
-            raise InputError(f"max_docs must be between 3 and {MAX_TABLE_DOCS}")
-        if not self.text_field:
-            raise InputError("text_field may not be empty")
-
-
-@dataclass(frozen=True)
-class RecoveryOptions:
-    """The analysis settings (module doc of app.analysis.recoverability_fitting)."""
-
-    max_tokens: int = DEFAULT_MAX_TOKENS  # document tokens kept after BOS
-    k: int = DEFAULT_K  # bias tokens: the K most frequent targets on FIT
-    eval_fraction: float = 0.2  # documents held out as EVAL
-    select_fraction: float = 0.1  # last part of FIT used to choose the L2 penalty
-    seed: int = 0
-    n_boot: int = 2000
-    controls: tuple[str, ...] = CONTROLS
-
-    def validate(self) -> None:
-        if not 16 <= self.max_tokens <= 32768:
-            raise InputError("max_tokens must be between 16 and 32768")
-        if not 1 <= self.k <= 262144:
-            raise InputError("k must be between 1 and 262144")
-        if not 0.05 <= self.eval_fraction <= 0.5:
-            raise InputError("eval_fraction must be between 0.05 and 0.5")
-        if not 0.05 <= self.select_fraction <= 0.5:
-            raise InputError("select_fraction must be between 0.05 and 0.5")
-        if not 100 <= self.n_boot <= 20000:
-            raise InputError("n_boot must be between 100 and 20000")
-        unknown = [c for c in self.controls if c not in CONTROLS]
-        if unknown:
-            raise InputError(f"unknown control {unknown[0]!r}; choose from {', '.join(CONTROLS)}")
-
-
-@dataclass(frozen=True)
-class RecoveryRequest:
-    base: ModelSpec
-    post: ModelSpec
-    corpus: CorpusSpec
-    options: RecoveryOptions = field(default_factory=RecoveryOptions)
-    label: str | None = None
-    stage: str | None = None
-
-    @classmethod
-    def from_dict(cls, data: dict) -> RecoveryRequest:
-        try:
-            options = dict(data.get("options") or {})
-            if "controls" in options:
-                options["controls"] = tuple(options["controls"])
-            request = cls(
-                base=ModelSpec(**data["base"]),
-                post=ModelSpec(**data["post"]),
-                corpus=CorpusSpec(**data["corpus"]),
-                options=RecoveryOptions(**options),
-                label=data.get("label"),
-                stage=data.get("stage"),
-            )
-        except (KeyError, TypeError) as exc:
-            raise InputError(f"malformed recoverability request: {exc}") from exc
-        request.validate()
-        return request
-
-    def validate(self) -> None:
-        if self.base.name == self.post.name:
-            raise InputError("the base and the post-trained model need different names")
-        self.corpus.validate()
-        self.options.validate()
-
-    def to_dict(self) -> dict:
-        return {
-            "kind": "recover",
-            **self.shard_spec(),
-            "label": self.label,
-            "stage": self.stage,
-            # the job page links the pair through this list, as for evaluation jobs
-            "pairs": [{"base": self.base.name, "post": self.post.name, "label": self.label,
-                       "stage": self.stage}],
-        }  # fmt: skip
-
-    def shard_spec(self) -> dict:
-        """What the worker needs; its hash keys reuse (same models, corpus and settings)."""
-        return {
-            "base": asdict(self.base),
-            "post": asdict(self.post),
-            "corpus": asdict(self.corpus),
-            "options": {**asdict(self.options), "controls": list(self.options.controls)},
-        }
-
-
-def create_recovery_job(conn: Connection, request: RecoveryRequest) -> tuple[int, list[int]]:
+def create_recovery_job(conn: Connection, request: RecoverJobIn) -> tuple[int, list[int]]:
     """Write a recoverability job (one shard) and its pair; returns (job id, shard ids to send).
 
     A finished analysis with the same models, corpus and settings is reused, not run again.
     """
-    request.validate()
+    request.check()
     register_models(conn, [request.base, request.post])
     pair_id, _, _ = add_pair(
         conn, request.base.name, request.post.name, label=request.label, stage=request.stage
     )
     spec = request.shard_spec()
     chash = config_hash(spec)
-    job_id = insert_job(conn, "recover", request.to_dict())
+    job_id = insert_job(conn, "recover", request.payload())
     reused = store.finished_recovery(conn, pair_id, chash) is not None
     shard_id = insert_shard(
         conn,
@@ -258,18 +135,7 @@ def summarize(table: dict[str, list], *, n_boot: int, seed: int) -> dict[str, An
     return finite_or_none({"shares": shares, "in_sample": in_sample})
 
 
-@dataclass(frozen=True)
-class RecoveryUpload:
-    """What a worker sends when a recoverability shard is done."""
-
-    table: dict[str, list]
-    corrections: dict[str, dict[str, dict]]  # model -> kind -> Correction.summary()
-    controls: dict[str, dict]  # what each control planted
-    timing: dict[str, dict]
-    config: dict[str, Any]
-
-
-def store_upload(conn: Connection, shard: dict, upload: RecoveryUpload) -> int:
+def store_upload(conn: Connection, shard: dict, upload: RecoveryIn) -> int:
     """Check and keep a shard's recoverability results (replacing an earlier upload of the same
     shard, so a repeated delivery is harmless); returns the recovery id."""
     spec = shard["spec"]

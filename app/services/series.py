@@ -9,19 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
-from app.contract.jobs import (
-    Benchmarks,
-    EvalConfigIn,
-    JobStatus,
-    Name,
-    Prompting,
-    Seeds,
-    SeriesJobIn,
-    choice,
-    validated,
-)
+from app.contract.base import validated
+from app.contract.jobs import CheckpointSubmission, EvaluateJobIn, JobStatus, ModelIn, SeriesJobIn
 from app.core import metrics
 from app.core.errors import InputError
 from app.db import series as series_db
@@ -143,22 +132,6 @@ def series_view(cache: MapCache, series: dict, aggregate: str = "macro") -> dict
 MAX_ATTEMPTS = 3  # evaluations of one checkpoint folder before the watcher gives up on it
 
 
-class CheckpointSubmission(BaseModel):
-    """One checkpoint folder of a training run to evaluate and add to a series (the watcher's
-    request, ``POST /api/checkpoints``); its parts and limits are the boundary's."""
-
-    series: Name
-    base: Name = Field(description="the base model's name")
-    base_path: str | None = Field(None, description="its checkpoint (default: the stored spec)")
-    folder: str = Field(min_length=1, description="the checkpoint folder (under a model root)")
-    step: int = Field(ge=0)
-    benchmarks: Benchmarks
-    seeds: Seeds = [0, 1, 2]
-    config: EvalConfigIn = EvalConfigIn()
-    prompting: choice(Prompting) = Prompting.chat
-    base_prompting: choice(Prompting) = Prompting.base
-
-
 def checkpoint_model_name(series: str, step: int) -> str:
     return f"{series}/checkpoint-{step}"
 
@@ -191,30 +164,28 @@ def submit_checkpoint(
         raise InputError(
             f"no checkpoint known for base {body.base!r}: give its path or Hub id (--base-path)"
         )
-    base = jobs.ModelSpec(name=body.base, path=check_model_path(base_path, model_roots),
-                          prompting=body.base_prompting)  # fmt: skip
+    base = validated(ModelIn, {"name": body.base, "path": check_model_path(base_path, model_roots),
+                               "prompting": body.base_prompting})  # fmt: skip
     name = checkpoint_model_name(body.series, body.step)
-    checkpoint = jobs.ModelSpec(name=name, path=folder, prompting=body.prompting)
-    config = jobs.EvalConfig(**body.config.model_dump())
-    chash = jobs.config_hash(jobs.shard_config(base, config))
+    checkpoint = validated(ModelIn, {"name": name, "path": folder, "prompting": body.prompting})
+    chash = jobs.config_hash(jobs.shard_config(base, body.config))
     names = [list({b, jobs.stored_benchmark_name(b)}) for b in body.benchmarks]
     base_pending = series_db.covered_by_shards(conn, body.base, names, body.seeds, chash)
-    request = jobs.JobRequest(models=[checkpoint] if base_pending else [base, checkpoint],
-                              benchmarks=body.benchmarks, seeds=body.seeds, config=config)  # fmt: skip
+    request = EvaluateJobIn(models=[checkpoint] if base_pending else [base, checkpoint],
+                            benchmarks=body.benchmarks, seeds=body.seeds, config=body.config)  # fmt: skip
     job_id, shard_ids = jobs.create_job(conn, request)
     series_id, _, _ = series_db.add_checkpoints(conn, body.series, body.base, [(name, body.step)])
     series_db.record_submission(conn, series_id, folder, body.step, name, job_id)
     return {"status": "submitted", "job_id": job_id, "step": body.step, "model": name}, shard_ids
 
 
-def submit_run(conn, body: dict, model_roots: list) -> tuple[dict, list[int]]:
+def submit_run(conn, run: SeriesJobIn, model_roots: list) -> tuple[dict, list[int]]:
     """A whole run at once (``POST /api/jobs`` with ``"kind": "series"``): a base plus a list of
     checkpoint folders or glob patterns (``/runs/sft/checkpoint-*``), each submitted as the watcher
     would (steps from the folder names or trainer_state.json; folders already submitted are not
     evaluated again; the base once). Returns (summary, shard ids to send)."""
     import glob
 
-    run = validated(SeriesJobIn, {**body, "kind": "series"}, strict=False)
     folders: dict[str, int] = {}
     for entry in run.checkpoints:
         matches = sorted(glob.glob(entry)) if glob.has_magic(entry) else [entry]

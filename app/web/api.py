@@ -1,4 +1,4 @@
-"""JSON endpoints (public contract in README.md). Every page's data is available here too."""
+"""JSON endpoints (public contract: docs/api.md and docs/design.md). Every page's data is available here too."""
 
 from __future__ import annotations
 

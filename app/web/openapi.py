@@ -6,7 +6,8 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 
-from app.web.schemas import ErrorBody, errors
+from app.contract.errors import ErrorBody
+from app.web.schemas import errors
 
 
 def validation_message(exc: RequestValidationError) -> str:
@@ -21,7 +22,7 @@ def validation_message(exc: RequestValidationError) -> str:
 def install_openapi(app: FastAPI) -> None:
     """The OpenAPI document, honest about errors: every operation with parameters or a body
     declares 422, every one but /healthz declares 401 (a revoked token, or FORGETMAP_PRIVATE=1),
-    all in the one error shape (app.web.schemas.ErrorBody). Routes declare their own 403/404/413."""
+    all in the one error shape (app.contract.errors.ErrorBody). Routes declare their own 403/404/413."""
 
     def openapi() -> dict:
         if app.openapi_schema is None:

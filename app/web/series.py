@@ -8,11 +8,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
+from app.contract.jobs import CheckpointSubmission
 from app.core.errors import InputError
 from app.db import jobs as jobs_db
 from app.db import series as series_db
 from app.services.queue import send_and_record
-from app.services.series import CheckpointSubmission, series_view, submit_checkpoint
+from app.services.series import series_view, submit_checkpoint
 from app.web import deps, pages, write_api
 from app.web.schemas import ID_ERRORS, WRITE_ERRORS, Id
 

@@ -13,15 +13,22 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
+from app.contract.base import problems, validated
 from app.contract.jobs import (
     TERMINAL,
     EvaluateJobIn,
     JobStatus,
+    ModelIn,
     Prompting,
     SeriesJobIn,
     ShardStatus,
     Stage,
-    problems,
+)
+from app.contract.recovery import (
+    MAX_TABLE_DOCS,
+    CorpusIn,
+    RecoverJobIn,
+    RecoveryOptionsIn,
 )
 from app.core.errors import InputError
 from app.core.taxonomy import CATEGORIES, lookup, scored_benchmarks
@@ -31,13 +38,7 @@ from app.db import series as series_db
 from app.runtime.paths import check_model_path
 from app.services import jobs
 from app.services.queue import send_and_record
-from app.services.recovery import (
-    MAX_TABLE_DOCS,
-    CorpusSpec,
-    RecoveryOptions,
-    RecoveryRequest,
-    create_recovery_job,
-)
+from app.services.recovery import create_recovery_job
 from app.services.series import submit_run
 from app.services.tokens import Role
 from app.web import deps
@@ -208,7 +209,7 @@ def _model(request: Request, values: dict, side: str, errors: dict) -> dict:
     return {"name": name, "path": path, "revision": revision, "prompting": prompting}
 
 
-def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequest | None, dict]:
+def parse_submission(request: Request, values: dict, form) -> tuple[EvaluateJobIn | None, dict]:
     """Validate the form (a pair) through the boundary (app.contract.jobs.EvaluateJobIn, the API's
     body); returns (request, {}) or (None, {field: message})."""
     errors: dict[str, str] = {}
@@ -234,10 +235,12 @@ def parse_submission(request: Request, values: dict, form) -> tuple[jobs.JobRequ
         return None, errors
     if errors:
         return None, errors
-    return jobs.JobRequest.from_dict(body.model_dump()), {}
+    return body, {}
 
 
-def parse_series_submission(request: Request, values: dict, form) -> tuple[dict | None, dict]:
+def parse_series_submission(
+    request: Request, values: dict, form
+) -> tuple[SeriesJobIn | None, dict]:
     """Validate the form (a training run: a base plus checkpoint folders or globs, one per line)
     through the boundary (app.contract.jobs.SeriesJobIn, the body of ``POST /api/jobs`` with
     ``"kind": "series"``); returns (body, {}) or (None, {field: message})."""
@@ -268,7 +271,7 @@ def parse_series_submission(request: Request, values: dict, form) -> tuple[dict 
         return None, errors
     if errors:
         return None, errors
-    return body.model_dump(mode="json"), {}
+    return body, {}
 
 
 @router.post("/submit")
@@ -356,9 +359,7 @@ def recover_page(request: Request, pair_id: int) -> HTMLResponse:
     return _recover_page(request, pair, values, {})
 
 
-def parse_recovery(
-    request: Request, pair: dict, values: dict
-) -> tuple[RecoveryRequest | None, dict]:
+def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoverJobIn | None, dict]:
     """Validate the recoverability form; returns (request, {}) or (None, {field: message})."""
     settings = request.app.state.settings
     errors: dict[str, str] = {}
@@ -375,7 +376,7 @@ def parse_recovery(
             errors[f"{side}_path"] = str(exc)
             continue
         revision = (values.get(f"{side}_revision") or "").strip() or None
-        models[side] = jobs.ModelSpec(name=pair[side], path=path, revision=revision)
+        models[side] = ModelIn(name=pair[side], path=path, revision=revision)
     if values.get("corpus_kind") == "hf":
         hf_id = (values.get("hf_id") or "").strip()
         source = f"hf:{hf_id}"
@@ -390,17 +391,17 @@ def parse_recovery(
     seed = _number(values, errors, "seed", int, 0, 2**31 - 1, "seed")
     if errors:
         return None, errors
+    corpus = {"source": source, "text_field": (values.get("text_field") or "text").strip(),
+              "separator": "\n\n" if values.get("split_paragraphs") else None, "max_docs": max_docs,
+              "config": (values.get("hf_config") or "").strip() or None,
+              "split": (values.get("hf_split") or "train").strip()}  # fmt: skip
     try:
-        corpus = CorpusSpec(source=source, text_field=(values.get("text_field") or "text").strip(),
-                            separator="\n\n" if values.get("split_paragraphs") else None,
-                            max_docs=max_docs, config=(values.get("hf_config") or "").strip() or None,
-                            split=(values.get("hf_split") or "train").strip())  # fmt: skip
-        corpus.validate()
+        checked = validated(CorpusIn, corpus).check()
     except InputError as exc:
         return None, {"corpus": str(exc)}
-    options = RecoveryOptions(max_tokens=max_tokens, k=k, seed=seed)
-    return RecoveryRequest(base=models["base"], post=models["post"], corpus=corpus,
-                           options=options), {}  # fmt: skip
+    options = RecoveryOptionsIn(max_tokens=max_tokens, k=k, seed=seed)
+    return RecoverJobIn(kind="recover", base=models["base"], post=models["post"], corpus=checked,
+                        options=options), {}  # fmt: skip
 
 
 @router.post("/pairs/{pair_id}/recover")

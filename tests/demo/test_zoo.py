@@ -246,6 +246,7 @@ def test_worker_evaluation_agrees(zoo, report):
     """The worker's own shard evaluation (worker.evaluate._evaluate, the engine's per-option
     choice_logprobs) gives the same per-sample correctness as the in-process evaluator, with the
     eval settings the manifest recommends."""
+    from app.contract.shards import ShardConfig
     from worker.engines.transformers_engine import TransformersEngine
     from worker.evaluate import _evaluate
 
@@ -276,11 +277,11 @@ def test_worker_evaluation_agrees(zoo, report):
         }
         engine = TransformersEngine(model.path, num_threads=1, batch_size=16)
         try:
-            rows = _evaluate(engine, items, items, cfg, 1)
+            rows = _evaluate(engine, items, items, ShardConfig(**cfg), 1)
         finally:
             engine.close()
         expected = [report.results[model_name][(bench, it.sample_id, 1)] for it in items]
-        assert [r["correct"] for r in rows] == expected, (model_name, bench)
+        assert [r.correct for r in rows] == expected, (model_name, bench)
 
 
 def test_recoverability_of_the_sft_pairs(zoo):
@@ -297,12 +298,10 @@ def test_recoverability_of_the_sft_pairs(zoo):
     draws depend on the seed and the documents alone, and a control is the same whichever other
     controls run beside it (asserted at the end, on a few documents).
     """
-    import dataclasses
-
     import torch
     from transformers import AutoTokenizer
 
-    from app.analysis.recoverability_fitting import CONTROLS
+    from app.core.recoverability_names import CONTROLS
     from app.demo.run import corpus_dir, recovery_requests, write_corpus
     from worker import recoverability_scoring as scoring
     from worker.recoverability_job import read_documents
@@ -310,9 +309,9 @@ def test_recoverability_of_the_sft_pairs(zoo):
     write_corpus(zoo)
     requests = {r.stage: r for r in recovery_requests(zoo)}
     assert [requests["sft"].options.controls, requests["sft+replay"].options.controls] == [
-        CONTROLS, ("weight_noise",),
+        list(CONTROLS), ["weight_noise"],
     ]  # fmt: skip
-    _, texts = read_documents(dataclasses.asdict(requests["sft"].corpus), [corpus_dir(zoo)])
+    _, texts = read_documents(requests["sft"].corpus.model_dump(), [corpus_dir(zoo)])
     tokenizer = AutoTokenizer.from_pretrained(requests["sft"].base.path)
     docs, _ = scoring.prepare_documents(
         tokenizer, texts, max_tokens=requests["sft"].options.max_tokens

@@ -13,16 +13,9 @@ from click.testing import CliRunner
 from app.analysis.adaptive import StoppingRule, evaluation_order, prefix_intervals
 from app.cli import jobs as cli_jobs
 from app.cli import main
-from app.contract.jobs import (
-    AdaptiveIn,
-    Engine,
-    EvaluateJobIn,
-    EvaluationShardSpec,
-    Mode,
-    Prompting,
-    Stage,
-    validated,
-)
+from app.contract.base import validated
+from app.contract.jobs import AdaptiveIn, Engine, EvaluateJobIn, Mode, Prompting, Stage
+from app.contract.shards import EvaluationShardSpec
 from app.core.errors import InputError
 from app.services.rounds import (
     PairLook,

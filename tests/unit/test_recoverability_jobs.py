@@ -8,13 +8,12 @@ import math
 import pytest
 
 from app.analysis.recoverability_shares import shares_from_sums
+from app.contract.base import validated
+from app.contract.recovery import CorpusIn, RecoverJobIn, RecoveryOptionsIn
 from app.core.errors import InputError
 from app.db import open_store
 from app.db import recoverability as store_sql
 from app.services.recovery import (
-    CorpusSpec,
-    RecoveryOptions,
-    RecoveryRequest,
     check_table,
     finite_or_none,
     headline,
@@ -30,15 +29,19 @@ def _request(**corpus) -> dict:
             "corpus": {"source": "local:web.jsonl", **corpus}}  # fmt: skip
 
 
+def _checked(body: dict) -> RecoverJobIn:
+    return validated(RecoverJobIn, body).check()
+
+
 def test_request_round_trip_and_validation():
-    request = RecoveryRequest.from_dict({**_request(), "label": "SFT", "stage": "sft"})
-    assert request.options == RecoveryOptions()
+    request = _checked({**_request(), "label": "SFT", "stage": "sft"})
+    assert request.options == RecoveryOptionsIn()
     assert request.options.max_tokens == 2047 and request.options.k == 4096
-    again = RecoveryRequest.from_dict(request.to_dict())
+    payload = request.payload()
+    again = _checked({k: v for k, v in payload.items() if k != "pairs"})
     assert again == request
-    assert request.to_dict()["pairs"] == [
-        {"base": "b", "post": "p", "label": "SFT", "stage": "sft"}
-    ]
+    assert payload["pairs"] == [{"base": "b", "post": "p", "label": "SFT", "stage": "sft"}]
+    assert request.shard_spec() == {k: payload[k] for k in ("base", "post", "corpus", "options")}
 
 
 @pytest.mark.parametrize(
@@ -48,22 +51,22 @@ def test_request_round_trip_and_validation():
         ({"corpus": {"source": "local:../secret"}}, "is not 'local:NAME'"),
         ({"corpus": {"source": "hf:allenai/c4", "max_docs": 2}}, "max_docs"),
         ({"options": {"eval_fraction": 0.9}}, "eval_fraction"),
-        ({"options": {"controls": ["nonsense"]}}, "unknown control"),
+        ({"options": {"controls": ["nonsense"]}}, "options.controls.0: Input should be"),
         ({"options": {"max_tokens": 4}}, "max_tokens"),
         ({"post": {"name": "b", "path": "org/post"}}, "different names"),
-        ({"corpus": {}}, "malformed"),
+        ({"corpus": {}}, "corpus.source: Field required"),
     ],
 )
 def test_bad_requests_say_what_is_wrong(change, message):
     body = _request()
     body.update(change)
     with pytest.raises(InputError, match=message):
-        RecoveryRequest.from_dict(body)
+        _checked(body)
 
 
 def test_hf_corpus_ids_are_accepted():
-    CorpusSpec(source="hf:allenai/c4", config="en", split="validation").validate()
-    CorpusSpec(source="hf:wikitext").validate()
+    CorpusIn(source="hf:allenai/c4", config="en", split="validation").check()
+    CorpusIn(source="hf:wikitext").check()
 
 
 def test_shares_are_recomputed_from_the_sums_golden():

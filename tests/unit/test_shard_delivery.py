@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import json
 
+from app.contract.base import validated
+from app.contract.jobs import EvaluateJobIn
 from app.db import jobs as jobs_db
 from app.db import open_store
 from app.runtime.broker import TASK_NAME, BrokerSettings
@@ -17,7 +19,7 @@ JOB = {"models": [{"name": "m", "path": "org/m"}], "benchmarks": ["piqa"], "seed
 def _store_with_job(tmp_path):
     store = open_store(tmp_path / "fm.duckdb")
     with store.transaction() as conn:
-        job_id, shard_ids = jobs.create_job(conn, jobs.JobRequest.from_dict(JOB))
+        job_id, shard_ids = jobs.create_job(conn, validated(EvaluateJobIn, JOB))
     return store, job_id, shard_ids
 
 
@@ -100,17 +102,17 @@ def test_a_repeated_job_reuses_finished_shards_and_big_jobs_are_refused(tmp_path
     store, _, shard_ids = _store_with_job(tmp_path)
     with store.transaction() as conn:
         jobs.finish_shard(conn, shard_ids[0])
-        again, to_send = jobs.create_job(conn, jobs.JobRequest.from_dict(JOB))
+        again, to_send = jobs.create_job(conn, validated(EvaluateJobIn, JOB))
         statuses = [s["status"] for s in jobs.job_detail(conn, again)["shards"]]
     assert statuses == ["reused", "queued"] and len(to_send) == 1
     # within every list's own limit (1,000 benchmarks, 20 seeds), over the limit on shards
     big = {**JOB, "benchmarks": [f"b{i}" for i in range(101)], "seeds": list(range(20))}
     with pytest.raises(InputError, match="2020 shards .* over the limit of 2000; split it"):
-        jobs.JobRequest.from_dict(big)
+        validated(EvaluateJobIn, big).check()
     with pytest.raises(
         InputError, match="config.temperature: Input should be less than or equal to 2"
     ):
-        jobs.JobRequest.from_dict({**JOB, "config": {"temperature": 2.5}})
+        validated(EvaluateJobIn, {**JOB, "config": {"temperature": 2.5}})
     with pytest.raises(InputError, match="pairs.0.stage: Input should be 'instruct'"):
-        jobs.JobRequest.from_dict({**JOB, "pairs": [{"base": "m", "post": "m", "stage": "dpo"}]})
+        validated(EvaluateJobIn, {**JOB, "pairs": [{"base": "m", "post": "m", "stage": "dpo"}]})
     store.close()

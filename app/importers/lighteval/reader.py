@@ -458,7 +458,7 @@ within these bounds (``_tasks``): large tasks pay the per-task work (a few dozen
 DuckDB query) seldom, and the last, small ones keep both threads busy to the end. One model of
 the paper's layout (84 MB: 14 tasks of 6-33 files instead of 33 of 2 MB) read in 1.04 s
 instead of 1.19 s, the other in 1.12 s instead of 1.20 s (medians of 5 alternating runs,
-bench/README.md)."""
+docs/performance.md)."""
 
 
 class _Part(NamedTuple):

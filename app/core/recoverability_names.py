@@ -1,0 +1,7 @@
+"""Names and defaults of the recoverability analysis that its request body, the analysis
+(app.analysis.recoverability_fitting) and the worker share (a leaf module: imports nothing)."""
+
+# the known-answer controls built from the base (worker/recoverability_scoring.py builds them)
+CONTROLS = ("planted_bias", "doubled_logits", "weight_noise")
+DEFAULT_K = 4096  # bias tokens: the K most frequent targets on FIT
+DEFAULT_MAX_TOKENS = 2047  # document tokens kept after BOS
