@@ -13,8 +13,9 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from app.contract.base import problem_text
 from app.contract.jobs import Engine, Mode, Prompting, ShardStatus
@@ -32,10 +33,20 @@ from worker.fingerprint import model_fingerprint
 from worker.settings import WorkerSettings
 
 log = logging.getLogger("forgetmap.worker")
+Spec = TypeVar("Spec", bound=BaseModel)
 
 
 class ShardFailed(RuntimeError):
     """The shard cannot succeed as specified (bad model, bad benchmark, engine error)."""
+
+
+def shard_spec(shard: dict, spec_model: type[Spec]) -> Spec:
+    """The claimed shard's spec as ``spec_model`` (app/contract); a spec it refuses fails the
+    shard before anything is loaded."""
+    try:
+        return spec_model.model_validate(shard["spec"])
+    except ValidationError as exc:
+        raise ShardFailed(f"the shard's spec is not valid: {problem_text(exc)}") from exc
 
 
 @dataclass
@@ -67,10 +78,7 @@ def run_shard(
     shard: dict, *, client: AppClient, engines: EngineCache, settings: WorkerSettings
 ) -> str:
     """Evaluate a claimed shard and report it. Returns 'done' or 'cancelled'; raises ShardFailed."""
-    try:
-        checked = EvaluationShardSpec.model_validate(shard["spec"])
-    except ValidationError as exc:
-        raise ShardFailed(f"the shard's spec is not valid: {problem_text(exc)}") from exc
+    checked = shard_spec(shard, EvaluationShardSpec)
     model, cfg = checked.model, checked.config
     shard_id, seed = shard["id"], shard["seed"]
     try:

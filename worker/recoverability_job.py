@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.recoverability_fitting import LOG_BETA_GRID
-from app.contract.recovery import RecoveryIn
+from app.contract.jobs import ShardStatus
+from app.contract.recovery import CorpusIn, RecoveryIn, RecoveryShardSpec
 from app.runtime.paths import ModelPathError, check_model_path, confined
 from worker.client import AppClient
-from worker.evaluate import ShardFailed
+from worker.evaluate import ShardFailed, shard_spec
 from worker.fingerprint import model_fingerprint
 from worker.recoverability_scoring import (
     FULL_VOCAB_MAX,
@@ -65,15 +66,15 @@ def corpus_files(source: str, corpus_dirs: list[Path]) -> list[Path]:
     raise ShardFailed(f"local corpus {name!r} not found in the corpus folders ({where})")
 
 
-def read_documents(corpus: dict, corpus_dirs: list[Path]) -> tuple[list[str], list[str]]:
-    """(doc_ids, texts) of a corpus spec (app.contract.recovery.CorpusIn as a dict), first ``max_docs``."""
-    source = corpus["source"]
+def read_documents(corpus: CorpusIn, corpus_dirs: list[Path]) -> tuple[list[str], list[str]]:
+    """(doc_ids, texts) of a corpus, its first ``max_docs``."""
+    source = corpus.source
     if source.startswith("local:"):
         try:
             ids, texts = read_corpus(
                 corpus_files(source, corpus_dirs),
-                text_field=corpus.get("text_field") or "text",
-                txt_separator=corpus.get("separator"),
+                text_field=corpus.text_field,
+                txt_separator=corpus.separator,
             )
         except (ValueError, UnicodeDecodeError) as exc:
             raise ShardFailed(f"cannot read corpus {source!r}: {exc}") from exc
@@ -81,21 +82,19 @@ def read_documents(corpus: dict, corpus_dirs: list[Path]) -> tuple[list[str], li
         ids, texts = _hub_documents(source[3:], corpus)
     else:
         raise ShardFailed(f"unknown corpus source {source!r}")
-    limit = corpus.get("max_docs")
+    limit = corpus.max_docs
     if limit:
         ids, texts = ids[:limit], texts[:limit]
     return ids, texts
 
 
-def _hub_documents(dataset_id: str, corpus: dict) -> tuple[list[str], list[str]]:
-    field = corpus.get("text_field") or "text"
-    split = corpus.get("split") or "train"
-    limit = corpus.get("max_docs")
+def _hub_documents(dataset_id: str, corpus: CorpusIn) -> tuple[list[str], list[str]]:
+    field, split, limit = corpus.text_field, corpus.split, corpus.max_docs
     try:
         import datasets
 
         ds = datasets.load_dataset(
-            dataset_id, corpus.get("config"), split=f"{split}[:{limit}]" if limit else split
+            dataset_id, corpus.config, split=f"{split}[:{limit}]" if limit else split
         )
     except Exception as exc:  # no network, unknown id, gated dataset...
         raise ShardFailed(
@@ -113,41 +112,41 @@ def _hub_documents(dataset_id: str, corpus: dict) -> tuple[list[str], list[str]]
 def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSettings) -> str:
     """Run a claimed recoverability shard and report it. Returns 'done' or 'cancelled'; raises
     ShardFailed when the shard cannot succeed as specified."""
-    spec = shard["spec"]
-    shard_id, options = shard["id"], spec["options"]
+    spec = shard_spec(shard, RecoveryShardSpec)
+    shard_id, options = shard["id"], spec.options
+    models = {"base": spec.base, "post": spec.post}
     paths = {}
-    for role in ("base", "post"):
+    for role, model in models.items():
         try:
-            paths[role] = check_model_path(spec[role]["path"], settings.model_roots)
+            paths[role] = check_model_path(model.path, settings.model_roots)
         except ModelPathError as exc:
             raise ShardFailed(str(exc)) from exc
     corpus_dirs = list(settings.corpus_dirs or settings.benchmark_dirs)
-    doc_ids, texts = read_documents(spec["corpus"], corpus_dirs)
+    doc_ids, texts = read_documents(spec.corpus, corpus_dirs)
     torch = _torch(settings)
     try:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(
-            paths["base"], revision=spec["base"].get("revision"),
-            trust_remote_code=settings.trust_remote_code,
-        )  # fmt: skip
+            paths["base"], revision=spec.base.revision, trust_remote_code=settings.trust_remote_code
+        )
     except Exception as exc:
-        raise ShardFailed(f"cannot load the tokenizer of {spec['base']['path']!r}: {exc}") from exc
-    docs, kept = prepare_documents(tokenizer, texts, max_tokens=options["max_tokens"])
+        raise ShardFailed(f"cannot load the tokenizer of {spec.base.path!r}: {exc}") from exc
+    docs, kept = prepare_documents(tokenizer, texts, max_tokens=options.max_tokens)
     if len(docs) < 3:
         raise ShardFailed(
-            f"corpus {spec['corpus']['source']!r} gave {len(docs)} documents with text to score; "
+            f"corpus {spec.corpus.source!r} gave {len(docs)} documents with text to score; "
             "a recoverability analysis needs at least 3 (10+ for useful intervals)"
         )
     doc_ids = [doc_ids[i] for i in kept]
-    stages = ["base", *options["controls"], "post"]
+    stages = ["base", *options.controls, "post"]
     total = len(stages) * len(docs)
     n_tokens = sum(len(d) - 1 for d in docs)
     log.info("shard %d: recoverability of %s -> %s on %s: %d documents, %d tokens, K=%d, controls %s",
-             shard_id, spec["base"]["name"], spec["post"]["name"], spec["corpus"]["source"],
-             len(docs), n_tokens, options["k"], ", ".join(options["controls"]) or "none")  # fmt: skip
-    if client.progress(shard_id, 0, total) == "cancelled":
-        return "cancelled"
+             shard_id, spec.base.name, spec.post.name, spec.corpus.source, len(docs), n_tokens,
+             options.k, ", ".join(options.controls) or "none")  # fmt: skip
+    if client.progress(shard_id, 0, total) == ShardStatus.cancelled:
+        return ShardStatus.cancelled
     last = {"t": 0.0}
     started = time.monotonic()
 
@@ -162,21 +161,21 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
         if finished:
             log.info("shard %d: %s scored (%d documents, %.0fs so far)", shard_id, stage, done,
                      now - started)  # fmt: skip
-        if client.progress(shard_id, overall, total) == "cancelled":
+        if client.progress(shard_id, overall, total) == ShardStatus.cancelled:
             raise Cancelled
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
 
     def load(role: str):
         try:
-            return load_model(paths[role], device=device, revision=spec[role].get("revision"),
-                                trust_remote_code=settings.trust_remote_code)  # fmt: skip
+            return load_model(paths[role], device=device, revision=models[role].revision,
+                              trust_remote_code=settings.trust_remote_code)  # fmt: skip
         except Exception as exc:
             raise ShardFailed(
-                f"cannot load {role} model {spec[role]['path']!r}: {type(exc).__name__}: {exc}"
+                f"cannot load {role} model {models[role].path!r}: {type(exc).__name__}: {exc}"
             ) from exc
 
-    per_model = statistics_bytes(n_tokens, len(tokenizer), options["k"])
+    per_model = statistics_bytes(n_tokens, len(tokenizer), options.k)
     scratch = None
     if per_model > settings.recover_memory_gb * 2**30:
         scratch = tempfile.mkdtemp(
@@ -186,14 +185,14 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
                  shard_id, per_model / 2**30, scratch)  # fmt: skip
     try:
         result = run_recoverability(
-            "base", "post", docs, doc_ids=doc_ids, k=options["k"],
-            eval_fraction=options["eval_fraction"], select_fraction=options["select_fraction"],
-            seed=options["seed"], controls=options["controls"], n_boot=200,
+            "base", "post", docs, doc_ids=doc_ids, k=options.k,
+            eval_fraction=options.eval_fraction, select_fraction=options.select_fraction,
+            seed=options.seed, controls=options.controls, n_boot=200,
             load=load, progress=progress, scratch_dir=scratch,
         )  # fmt: skip
     except Cancelled:
         log.info("shard %d cancelled; stopping", shard_id)
-        return "cancelled"
+        return ShardStatus.cancelled
     except ShardFailed:
         raise
     except (ValueError, RuntimeError) as exc:
@@ -201,12 +200,12 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    if client.progress(shard_id, total, total) == "cancelled":
-        return "cancelled"
+    if client.progress(shard_id, total, total) == ShardStatus.cancelled:
+        return ShardStatus.cancelled
     client.recovery(shard_id, upload_body(result))
-    client.finish(shard_id, model_fingerprint(paths["post"], spec["post"].get("revision")))
+    client.finish(shard_id, model_fingerprint(paths["post"], spec.post.revision))
     log.info("shard %d done in %.1fs", shard_id, time.monotonic() - started)
-    return "done"
+    return ShardStatus.done
 
 
 def statistics_bytes(n_tokens: int, vocab_size: int, k: int) -> int:

@@ -4,10 +4,14 @@ submit token, as ``forgetmap watch`` does), optionally adaptive, and show a job.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from app.cli.common import CliError
+
+if TYPE_CHECKING:
+    from app.contract.jobs import EvaluateJobIn
 
 ENGINES = ["vllm", "transformers"]  # app.contract.jobs.Engine (tests/unit/test_adaptive_jobs.py)
 MODES = ["generate", "loglik"]  # app.contract.jobs.Mode
@@ -22,13 +26,14 @@ def _model(value: str, prompting: str) -> dict:
     return {"name": name, "path": path, "prompting": prompting}
 
 
-def job_body(*, base: str, post: str, benchmarks: str, seeds: str, base_prompting: str,
-             post_prompting: str, engine: str, mode: str, temperature: float, top_p: float,
-             max_tokens: int, shots: int, limit: int | None, label: str | None, stage: str | None,
-             adaptive: bool, target: float | None, min_samples: int | None,
-             max_samples: int | None, chunk: int | None,
-             round_growth: float | None = None) -> dict:  # fmt: skip
-    """The ``POST /api/jobs`` body of the command's options (the app validates it)."""
+def job_request(*, base: str, post: str, benchmarks: str, seeds: str, base_prompting: str,
+                post_prompting: str, engine: str, mode: str, temperature: float, top_p: float,
+                max_tokens: int, shots: int, limit: int | None, label: str | None,
+                stage: str | None, adaptive: bool, target: float | None,
+                min_samples: int | None, max_samples: int | None, chunk: int | None,
+                round_growth: float | None = None) -> EvaluateJobIn:  # fmt: skip
+    """The job of the command's options, checked as the app checks a ``POST /api/jobs`` body: a
+    job the app would refuse is refused here with the line its answer would give."""
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:
@@ -52,7 +57,36 @@ def job_body(*, base: str, post: str, benchmarks: str, seeds: str, base_promptin
         )
     if adaptive:
         body["adaptive"] = given
-    return body
+    return _checked(body)
+
+
+def _checked(body: dict) -> EvaluateJobIn:
+    from pydantic import ValidationError
+
+    from app.contract.jobs import EvaluateJobIn
+    from app.core.errors import InputError
+
+    try:
+        return EvaluateJobIn.model_validate(body).check()
+    except ValidationError as exc:
+        # the app's 422 line (app.web.openapi.validation_message) for the same body: each problem
+        # located in the body under the job's kind; the web app is too heavy to import for it
+        # (tests/integration/test_job_submit_cli.py compares the two)
+        parts = [f"{' '.join(map(str, ('body', 'evaluate', *e['loc'])))}: {e['msg']}"
+                 for e in exc.errors()[:10]]  # fmt: skip
+        raise _refused("; ".join(parts)) from None
+    except InputError as exc:
+        raise _refused(str(exc)) from None
+
+
+def _refused(detail: str, status: int = 422) -> CliError:
+    return CliError(f"the app refused the job ({status}): {detail}")
+
+
+def wire_body(job: EvaluateJobIn) -> dict:
+    """The body the command sends (and its dry run prints): the fields its options set; the
+    rest (the kind, a model's revision, adaptive settings not given) the app fills in."""
+    return job.model_dump(mode="json", exclude_unset=True)
 
 
 def _post(app_url: str, token: str | None, path: str, body: dict | None = None) -> dict:
@@ -75,7 +109,7 @@ def _post(app_url: str, token: str | None, path: str, body: dict | None = None) 
         if isinstance(detail, list):  # the boundary's problems: field and message each
             detail = "; ".join(f"{'.'.join(str(p) for p in d.get('loc', [])[1:])}: {d.get('msg')}"
                                for d in detail)  # fmt: skip
-        raise CliError(f"the app refused the job ({r.status_code}): {detail}")
+        raise _refused(detail, r.status_code)
     return r.json()
 
 
@@ -122,7 +156,7 @@ def job() -> None:
 @_TOKEN
 def job_submit(app_url: str, token: str | None, dry_run: bool, **options) -> None:
     """Evaluate a pair (POST /api/jobs); prints the job's id and shards as JSON."""
-    body = job_body(**options)
+    body = wire_body(job_request(**options))
     if dry_run:
         click.echo(json.dumps(body, indent=2))
         return

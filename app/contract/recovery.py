@@ -1,15 +1,17 @@
 """A recoverability analysis on both ends: the job a submitter asks for (a pair, a text corpus and
-the analysis' settings) and what the worker uploads when its shard is done."""
+the analysis' settings), the spec its shard carries to the worker, and what the worker uploads
+when its shard is done."""
 
 from __future__ import annotations
 
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.contract.base import MAX_ID, Int, Name, Strict
 from app.contract.jobs import ModelIn
+from app.contract.shards import ShardModel
 from app.core.errors import InputError
 from app.core.recoverability_names import CONTROLS, DEFAULT_K, DEFAULT_MAX_TOKENS
 
@@ -59,6 +61,27 @@ class RecoveryOptionsIn(Strict):
     controls: list[Literal[CONTROLS]] = list(CONTROLS)  # type: ignore[valid-type]
 
 
+class ShardCorpus(CorpusIn):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class ShardOptions(RecoveryOptionsIn):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class RecoveryShardSpec(BaseModel):
+    """What a recoverability shard tells its worker (``shards.spec``): the pair, the corpus and the
+    settings, as RecoverJobIn.shard_spec writes them. The worker checks it before loading anything
+    and the app reads it again when the results come. Unknown keys are ignored: an older worker
+    still reads a newer spec."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+    base: ShardModel
+    post: ShardModel
+    corpus: ShardCorpus
+    options: ShardOptions
+
+
 class RecoverJobIn(Strict):
     """A recoverability analysis of a pair on a text corpus (one shard)."""
 
@@ -77,9 +100,10 @@ class RecoverJobIn(Strict):
         self.corpus.check()
         return self
 
-    def shard_spec(self) -> dict:
+    def shard_spec(self) -> RecoveryShardSpec:
         """What the worker needs; its hash keys reuse (same models, corpus and settings)."""
-        return self.model_dump(mode="json", include={"base", "post", "corpus", "options"})
+        parts = self.model_dump(mode="json", include={"base", "post", "corpus", "options"})
+        return RecoveryShardSpec.model_validate(parts)
 
     def payload(self) -> dict:
         """The job as stored (``jobs.request``); the job page links the pair through ``pairs``,

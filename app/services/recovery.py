@@ -24,7 +24,7 @@ from app.analysis.recoverability_shares import (
     shares_from_sums,
     table_models,
 )
-from app.contract.recovery import MAX_TABLE_DOCS, RecoverJobIn, RecoveryIn
+from app.contract.recovery import MAX_TABLE_DOCS, RecoverJobIn, RecoveryIn, RecoveryShardSpec
 from app.core.errors import InputError
 from app.core.recoverability_names import CONTROLS
 from app.db import recoverability as store
@@ -49,7 +49,7 @@ def create_recovery_job(conn: Connection, request: RecoverJobIn) -> tuple[int, l
     pair_id, _, _ = add_pair(
         conn, request.base.name, request.post.name, label=request.label, stage=request.stage
     )
-    spec = request.shard_spec()
+    spec = request.shard_spec().model_dump(mode="json")
     chash = config_hash(spec)
     job_id = insert_job(conn, "recover", request.payload())
     reused = store.finished_recovery(conn, pair_id, chash) is not None
@@ -138,25 +138,26 @@ def summarize(table: dict[str, list], *, n_boot: int, seed: int) -> dict[str, An
 def store_upload(conn: Connection, shard: dict, upload: RecoveryIn) -> int:
     """Check and keep a shard's recoverability results (replacing an earlier upload of the same
     shard, so a repeated delivery is harmless); returns the recovery id."""
-    spec = shard["spec"]
-    options = spec["options"]
-    check_table(upload.table, options["controls"])
-    pair_id = pair_id_by_names(conn, spec["base"]["name"], spec["post"]["name"])
+    spec = RecoveryShardSpec.model_validate(shard["spec"])
+    options = spec.options
+    check_table(upload.table, options.controls)
+    pair_id = pair_id_by_names(conn, spec.base.name, spec.post.name)
     if pair_id is None:
         raise InputError("the pair of this recoverability shard no longer exists")
-    summary = summarize(upload.table, n_boot=options["n_boot"], seed=options["seed"])
+    summary = summarize(upload.table, n_boot=options.n_boot, seed=options.seed)
     summary.update(
         corrections=finite_or_none(upload.corrections),
         controls=finite_or_none(upload.controls),
         timing=finite_or_none(upload.timing),
     )
-    config = {**finite_or_none(upload.config), "corpus": spec["corpus"], "options": options,
-              "base": spec["base"], "post": spec["post"], "config_hash": shard["config_hash"]}  # fmt: skip
+    parts = spec.model_dump(mode="json")
+    config = {**finite_or_none(upload.config), "corpus": parts["corpus"], "options": parts["options"],
+              "base": parts["base"], "post": parts["post"], "config_hash": shard["config_hash"]}  # fmt: skip
     return store.save_recovery(
         conn,
         pair_id=pair_id,
         shard_id=shard["id"],
-        corpus=spec["corpus"]["source"],
+        corpus=spec.corpus.source,
         config=config,
         summary=summary,
         table=upload.table,

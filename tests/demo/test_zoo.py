@@ -311,7 +311,7 @@ def test_recoverability_of_the_sft_pairs(zoo):
     assert [requests["sft"].options.controls, requests["sft+replay"].options.controls] == [
         list(CONTROLS), ["weight_noise"],
     ]  # fmt: skip
-    _, texts = read_documents(requests["sft"].corpus.model_dump(), [corpus_dir(zoo)])
+    _, texts = read_documents(requests["sft"].corpus, [corpus_dir(zoo)])
     tokenizer = AutoTokenizer.from_pretrained(requests["sft"].base.path)
     docs, _ = scoring.prepare_documents(
         tokenizer, texts, max_tokens=requests["sft"].options.max_tokens

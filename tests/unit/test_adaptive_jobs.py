@@ -200,7 +200,15 @@ def test_the_cli_builds_the_apis_body_and_refuses_adaptive_flags_alone():
     plain = runner.invoke(main, args)
     assert plain.exit_code == 0, plain.output
     body = json.loads(plain.output)
-    assert "adaptive" not in body and body["seeds"] == [0, 1]
+    # the options the command sets, nothing more: the app's defaults fill the rest
+    assert body == {
+        "models": [{"name": "a", "path": "org/a", "prompting": "base"},
+                   {"name": "b", "path": "org/b", "prompting": "chat"}],
+        "benchmarks": ["piqa", "arc"], "seeds": [0, 1],
+        "config": {"engine": "vllm", "mode": "generate", "temperature": 0.6, "top_p": 0.95,
+                   "max_tokens": 2048, "shots": 3, "limit": None},
+        "pairs": [{"base": "a", "post": "b", "label": None, "stage": None}],
+    }  # fmt: skip
     adaptive = json.loads(runner.invoke(main, [*args, "--adaptive", "--target", "2",
                                                "--max-samples", "500"]).output)  # fmt: skip
     assert adaptive["adaptive"] == {"target_points": 2.0, "max_samples": 500}

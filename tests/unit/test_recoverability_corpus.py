@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from app.contract.recovery import CorpusIn
 from worker.evaluate import ShardFailed
 from worker.recoverability_job import read_documents
 
@@ -26,12 +27,12 @@ def corpora(tmp_path):
 
 
 def test_a_file_a_folder_and_max_docs(corpora):
-    ids, texts = read_documents({"source": "local:book.txt"}, [corpora])
+    ids, texts = read_documents(CorpusIn(source="local:book.txt"), [corpora])
     assert ids == ["book.txt"] and texts == ["a whole book"]
-    ids, texts = read_documents({"source": "local:web", "separator": "\n\n"}, [corpora])
+    ids, texts = read_documents(CorpusIn(source="local:web", separator="\n\n"), [corpora])
     assert texts == ["doc 0", "doc 1", "doc 2", "doc 3", "para one", "para two"]
     assert ids[0] == "a.jsonl:1" and ids[-1] == "b.txt#1"
-    ids, _ = read_documents({"source": "local:web", "max_docs": 3}, [corpora])
+    ids, _ = read_documents(CorpusIn(source="local:web", max_docs=3), [corpora])
     assert len(ids) == 3
 
 
@@ -44,20 +45,20 @@ def test_a_file_a_folder_and_max_docs(corpora):
 )
 def test_paths_outside_or_missing_fail_clearly(corpora, source, message):
     with pytest.raises(ShardFailed, match=message):
-        read_documents({"source": source}, [corpora])
+        read_documents(CorpusIn(source=source), [corpora])
 
 
 def test_symlink_out_of_the_folder_is_refused(corpora, tmp_path):
     (corpora / "link.txt").symlink_to(tmp_path / "secret.txt")
     with pytest.raises(ShardFailed, match="outside the corpus folders"):
-        read_documents({"source": "local:link.txt"}, [corpora])
+        read_documents(CorpusIn(source="local:link.txt"), [corpora])
 
 
 def test_no_folders_configured_or_a_bad_field(corpora):
     with pytest.raises(ShardFailed, match="no corpus folders configured"):
-        read_documents({"source": "local:book.txt"}, [])
+        read_documents(CorpusIn(source="local:book.txt"), [])
     with pytest.raises(ShardFailed, match="no string field 'body'"):
-        read_documents({"source": "local:web", "text_field": "body"}, [corpora])
+        read_documents(CorpusIn(source="local:web", text_field="body"), [corpora])
 
 
 def test_hub_dataset(monkeypatch):
@@ -69,13 +70,13 @@ def test_hub_dataset(monkeypatch):
         return datasets.Dataset.from_dict({"content": ["first", "  ", "second", None]})
 
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
-    corpus = {"source": "hf:org/web", "config": "en", "split": "validation", "max_docs": 10,
-              "text_field": "content"}  # fmt: skip
+    corpus = CorpusIn(source="hf:org/web", config="en", split="validation", max_docs=10,
+                      text_field="content")  # fmt: skip
     ids, texts = read_documents(corpus, [])
     assert calls == [("org/web", "en", "validation[:10]")]
     assert texts == ["first", "second"] and ids == ["org/web:0", "org/web:1"]
     with pytest.raises(ShardFailed, match="has no column 'text'"):
-        read_documents({**corpus, "text_field": "text"}, [])
+        read_documents(corpus.model_copy(update={"text_field": "text"}), [])
 
 
 def test_hub_unreachable_says_so(monkeypatch):
@@ -86,4 +87,4 @@ def test_hub_unreachable_says_so(monkeypatch):
 
     monkeypatch.setattr(datasets, "load_dataset", unreachable)
     with pytest.raises(ShardFailed, match="cannot load corpus no-such-org/no-such-set"):
-        read_documents({"source": "hf:no-such-org/no-such-set", "max_docs": 5}, [])
+        read_documents(CorpusIn(source="hf:no-such-org/no-such-set", max_docs=5), [])

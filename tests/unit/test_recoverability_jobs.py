@@ -9,7 +9,7 @@ import pytest
 
 from app.analysis.recoverability_shares import shares_from_sums
 from app.contract.base import validated
-from app.contract.recovery import CorpusIn, RecoverJobIn, RecoveryOptionsIn
+from app.contract.recovery import CorpusIn, RecoverJobIn, RecoveryOptionsIn, RecoveryShardSpec
 from app.core.errors import InputError
 from app.db import open_store
 from app.db import recoverability as store_sql
@@ -41,7 +41,32 @@ def test_request_round_trip_and_validation():
     again = _checked({k: v for k, v in payload.items() if k != "pairs"})
     assert again == request
     assert payload["pairs"] == [{"base": "b", "post": "p", "label": "SFT", "stage": "sft"}]
-    assert request.shard_spec() == {k: payload[k] for k in ("base", "post", "corpus", "options")}
+    spec = request.shard_spec().model_dump(mode="json")
+    assert spec == {k: payload[k] for k in ("base", "post", "corpus", "options")}
+
+
+# a shard spec as the app has stored it since recoverability jobs began (every field written)
+STORED_SPEC = {
+    "base": {"name": "b", "path": "org/base", "revision": None, "prompting": "chat"},
+    "post": {"name": "p", "path": "org/post", "revision": "main", "prompting": "chat"},
+    "corpus": {"source": "hf:org/web", "text_field": "content", "separator": None,
+               "max_docs": None, "config": "en", "split": "validation"},
+    "options": {"max_tokens": 512, "k": 64, "eval_fraction": 0.25, "select_fraction": 0.1,
+                "seed": 3, "n_boot": 500, "controls": ["weight_noise"]},
+}  # fmt: skip
+
+
+def test_a_stored_spec_parses_to_what_was_stored():
+    spec = RecoveryShardSpec.model_validate(STORED_SPEC)
+    assert spec.model_dump(mode="json") == STORED_SPEC
+    assert spec.options.controls == ["weight_noise"] and spec.corpus.max_docs is None
+    # what the worker reads with defaults may be missing; a newer key is ignored
+    sparse = {"base": {"name": "b", "path": "org/base"}, "post": {"name": "p", "path": "org/post"},
+              "corpus": {"source": "local:web.jsonl", "added_later": 1},
+              "options": {"k": 64}}  # fmt: skip
+    read = RecoveryShardSpec.model_validate(sparse)
+    assert read.base.revision is None and read.corpus.text_field == "text"
+    assert read.options.model_dump() == RecoveryOptionsIn(k=64).model_dump()
 
 
 @pytest.mark.parametrize(

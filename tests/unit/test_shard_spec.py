@@ -1,8 +1,10 @@
-"""The worker checks the shard spec it receives against the boundary before loading anything."""
+"""The worker checks the shard spec it receives (an evaluation's or a recoverability analysis's)
+against the boundary before loading anything."""
 
 import pytest
 
 from worker.evaluate import ShardFailed, run_shard
+from worker.recoverability_job import run_recover_shard
 from worker.settings import WorkerSettings
 
 SPEC = {
@@ -38,3 +40,37 @@ def test_a_valid_spec_passes_the_check():
     # past the spec check, the next refusal is the local benchmark without benchmark folders
     with pytest.raises(ShardFailed, match="no benchmark folders configured"):
         _run(SPEC)
+
+
+RECOVER_SPEC = {
+    "base": {"name": "b", "path": "org/base"},
+    "post": {"name": "p", "path": "org/post"},
+    "corpus": {"source": "local:web.jsonl"},
+    "options": {"k": 64, "controls": ["weight_noise"]},
+}
+
+
+def _recover(spec: dict):
+    shard = {"id": 1, "job_id": 1, "kind": "recover", "seed": 0, "benchmark": "recover:x",
+             "spec": spec}  # fmt: skip
+    settings = WorkerSettings(name="w", benchmark_dirs=[], corpus_dirs=[])
+    return run_recover_shard(shard, client=None, settings=settings)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"options": {"k": 0}}, "options.k: Input should be greater than or equal to 1"),
+        ({"options": {"controls": ["nonsense"]}}, "options.controls.0: Input should be"),
+        ({"corpus": {}}, "corpus.source: Field required"),
+    ],
+)
+def test_a_bad_recovery_spec_fails_the_shard_with_the_boundarys_message(change, problem):
+    with pytest.raises(ShardFailed, match=f"the shard's spec is not valid: {problem}"):
+        _recover({**RECOVER_SPEC, **change})
+
+
+def test_a_valid_recovery_spec_passes_the_check():
+    # past the spec check, the next refusal is the local corpus without corpus folders
+    with pytest.raises(ShardFailed, match="no corpus folders configured"):
+        _recover(RECOVER_SPEC)
