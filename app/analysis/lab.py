@@ -1,6 +1,6 @@
 """The theory lab's page data: the four plots of app.analysis.theory for one set of parameters.
 
-Bounded per request: the parameters have documented ranges (app.web.pages.lab_params), one
+Bounded per request: the parameters have documented ranges (app.web.deps.lab_params), one
 computation runs at a time under a time budget (``FORGETMAP_THEORY_SECONDS``, 30), diverging
 dynamics stop at a grid cap (theory.MAX_GRID_POINTS), and every outcome, result or error, is
 cached per parameter set.

@@ -63,18 +63,16 @@ def job_request(*, base: str, post: str, benchmarks: str, seeds: str, base_promp
 def _checked(body: dict) -> EvaluateJobIn:
     from pydantic import ValidationError
 
+    from app.contract.base import request_problem_text
     from app.contract.jobs import EvaluateJobIn
     from app.core.errors import InputError
 
     try:
         return EvaluateJobIn.model_validate(body).check()
     except ValidationError as exc:
-        # the app's 422 line (app.web.openapi.validation_message) for the same body: each problem
-        # located in the body under the job's kind; the web app is too heavy to import for it
+        # the app's 422 line for the same body, located under the job's kind
         # (tests/integration/test_job_submit_cli.py compares the two)
-        parts = [f"{' '.join(map(str, ('body', 'evaluate', *e['loc'])))}: {e['msg']}"
-                 for e in exc.errors()[:10]]  # fmt: skip
-        raise _refused("; ".join(parts)) from None
+        raise _refused(request_problem_text(exc.errors(), ("body", "evaluate"))) from None
     except InputError as exc:
         raise _refused(str(exc)) from None
 

@@ -9,6 +9,7 @@ Bodies are frozen: a job, a checkpoint or an upload is a value, built once and p
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, TypeVar
 
@@ -51,6 +52,17 @@ def problem_text(exc: ValidationError, limit: int = 10) -> str:
     parts = [f"{'.'.join(map(str, loc))}: {msg}" if loc else msg
              for loc, msg in problems(exc)[:limit]]  # fmt: skip
     return "; ".join(parts) or "invalid"
+
+
+def request_problem_text(
+    errors: Sequence[Mapping[str, Any]], where: tuple = (), limit: int = 10
+) -> str:
+    """The app's one line for an invalid request (its 422 ``detail``): each problem located by
+    its path, blank-separated, under ``where`` (e.g. ``body evaluate config temperature: Input
+    should be ...``). The CLI checks a body before sending it with the same words."""
+    parts = [f"{' '.join(map(str, (*where, *e.get('loc', ()))))}: {e.get('msg', 'invalid')}"
+             for e in errors[:limit]]  # fmt: skip
+    return "; ".join(parts) or "invalid request"
 
 
 def validated(model: type[M], data: Any, *, strict: bool | None = None) -> M:

@@ -1,4 +1,7 @@
-"""The web app: JSON API (api.py, write_api.py) and HTML pages (pages.py, submit.py) over one Store.
+"""The web app over one Store: one module per resource, each with its pages and its JSON, reads
+and writes (map, pairs, samples, recovery, cross, theory, series, jobs, shards, login). A page
+and its JSON twin take their query through the same dependency (deps.py); what pages share is in
+templating.py, what the OpenAPI document declares in responses.py and openapi.py.
 
 ``create_app`` opens the DuckDB file once; this process is then its only writer. A background
 reconciler sends queued shards that could not reach the broker when their job was saved.
@@ -22,9 +25,11 @@ from app.runtime.config import WebSettings
 from app.runtime.resources import resource_dir
 from app.services.map import MapCache
 from app.services.queue import Enqueuer, Reconciler
-from app.web import api, deps, pages, series, submit, write_api
+from app.web import cross, deps, jobs, login, pairs, recovery, samples, series, shards, theory
+from app.web import map as forgetting_map
 from app.web.openapi import install_openapi
 from app.web.session import LoginRequired, current_principal, login_redirect
+from app.web.templating import install_error_pages
 
 OPEN_WHEN_PRIVATE = ("/login", "/static/", "/healthz")
 
@@ -116,11 +121,24 @@ def create_app(
                                        f"{' or '.join(allowed)}"}, status_code=405,
                             headers={"Allow": ", ".join(allowed)})  # fmt: skip
 
+    @app.get("/healthz", tags=["api"])
+    def healthz(request: Request) -> dict:
+        deps.store(request).ping()
+        return {"status": "ok"}
+
     app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
-    app.include_router(api.router)
-    app.include_router(series.router)
-    app.include_router(write_api.router)
-    app.include_router(submit.router)
-    app.include_router(pages.router)
-    pages.install_error_pages(app)
+    for resource in (
+        forgetting_map,
+        pairs,
+        samples,
+        recovery,
+        cross,
+        theory,
+        series,
+        jobs,
+        shards,
+        login,
+    ):
+        app.include_router(resource.router)
+    install_error_pages(app)
     return app

@@ -1,15 +1,24 @@
-"""Request-scoped access to the app's store and shared parameter parsing."""
+"""Request-scoped access to the app's store, and the dependencies that parse a route's parameters.
+
+A page and its JSON twin take their query through the same dependency here (the map's filters, a
+drill-down, a sample, the theory lab's parameters), so they accept the same values and answer the
+same 422 texts. Ids come as path parameters (``Id``) and are looked up in the view (get_pair,
+get_job): a request that is not valid is a 422 before anything is looked up.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from fastapi import HTTPException, Query, Request
+from fastapi import Depends, HTTPException, Path, Query, Request
 
+from app.analysis.lab import LabParams
+from app.contract.base import MAX_ID
 from app.core.metrics import TOTAL
 from app.db import Store, queries
 from app.db import recoverability as recoveries
+from app.services.jobs import job_detail
 from app.services.map import MapCache, MapQuery
 from app.services.pair_report import pair_benchmarks
 from app.services.recovery import headline
@@ -22,6 +31,7 @@ Truncated = Annotated[
 ]
 TRANSITION_LABELS = {"10": "1→0 forgotten", "01": "0→1 gained", "11": "1→1 kept", "00": "0→0 never"}
 PAGE_SIZE = 50
+Id = Annotated[int, Path(ge=0, le=MAX_ID, description="an id (0 to 2^31 - 1)")]
 
 
 def store(request: Request) -> Store:
@@ -65,12 +75,25 @@ def require_role(*roles: Role):
     return dependency
 
 
+Submitter = Annotated[Principal, Depends(require_role(Role.submit))]
+Worker = Annotated[Principal, Depends(require_role(Role.worker))]
+
+
 def get_pair(request: Request, pair_id: int) -> dict:
     with store(request).read() as conn:
         pair = queries.pair_info(conn, pair_id)
     if pair is None:
         raise HTTPException(404, f"pair {pair_id} does not exist; GET /api/pairs lists the pairs")
     return pair
+
+
+def get_job(request: Request, job_id: int) -> dict:
+    """A job with every shard's state, progress and error."""
+    with store(request).read() as conn:
+        job = job_detail(conn, job_id)
+    if job is None:
+        raise HTTPException(404, f"job {job_id} does not exist; GET /api/jobs lists the jobs")
+    return job
 
 
 def map_query(
@@ -256,3 +279,18 @@ def recovery_column(request: Request, correction: str = "bias_temp") -> list[dic
             return [headline(r, correction) for r in recoveries.latest_recoveries(conn)]
 
     return map_cache(request).cache.get(("recovery", correction), load)
+
+
+def lab_params(
+    separation: Annotated[
+        float, Query(ge=2.0, le=12.0, description="distance between the modes")
+    ] = 6.0,
+    sigma: Annotated[float, Query(ge=0.25, le=4.0)] = 1.0,
+    replay: Annotated[float, Query(ge=0.0, le=0.9, description="replay fraction lambda")] = 0.3,
+    # above ~2.5 the lab's dynamics diverge; the grid cap and time budget back this range up
+    lr: Annotated[float, Query(gt=0.0, le=2.0, description="gradient step size")] = 1.0,
+    steps: Annotated[int, Query(ge=10, le=1000)] = 300,
+    batch_size: Annotated[int, Query(ge=1, le=256)] = 8,
+) -> LabParams:
+    """The theory lab's parameters, for its page and ``GET /api/theory``."""
+    return LabParams(separation, sigma, replay, lr, steps, batch_size)

@@ -6,17 +6,14 @@ from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 
+from app.contract.base import request_problem_text
 from app.contract.errors import ErrorBody
-from app.web.schemas import errors
+from app.web.responses import errors
 
 
 def validation_message(exc: RequestValidationError) -> str:
     """One line per problem, e.g. ``query lr: Input should be less than or equal to 2``."""
-    parts = []
-    for error in exc.errors()[:10]:
-        where = " ".join(str(p) for p in error.get("loc", ()))
-        parts.append(f"{where}: {error.get('msg', 'invalid')}")
-    return "; ".join(parts) or "invalid request"
+    return request_problem_text(exc.errors())
 
 
 def install_openapi(app: FastAPI) -> None:

@@ -14,8 +14,9 @@ from app.db import jobs as jobs_db
 from app.db import series as series_db
 from app.services.queue import send_and_record
 from app.services.series import series_view, submit_checkpoint
-from app.web import deps, pages, write_api
-from app.web.schemas import ID_ERRORS, WRITE_ERRORS, Id
+from app.web import deps
+from app.web.responses import ID_ERRORS, WRITE_ERRORS
+from app.web.templating import cached_for_readers, templates
 
 router = APIRouter(tags=["series"])
 # the question-history filter, as the API and the page take it
@@ -69,7 +70,7 @@ def api_series_list(request: Request) -> list[dict]:
 
 @router.get("/api/series/{series_id}", responses=ID_ERRORS)
 def api_series(
-    request: Request, series_id: Id, aggregate: Literal["macro", "micro"] = "macro"
+    request: Request, series_id: deps.Id, aggregate: Literal["macro", "micro"] = "macro"
 ) -> dict:
     """A series with one record per (checkpoint, category) and Total (the records of
     `forgetmap series show NAME --format json`) and, per category, the first step whose F_true
@@ -80,7 +81,7 @@ def api_series(
 @router.get("/api/series/{series_id}/questions", responses=ID_ERRORS)
 def api_series_questions(
     request: Request,
-    series_id: Id,
+    series_id: deps.Id,
     fate: Fate = None,
     benchmark: str | None = None,
     category: str | None = None,
@@ -96,7 +97,7 @@ def api_series_questions(
 
 
 @router.get("/series/{series_id}", response_class=HTMLResponse, include_in_schema=False)
-@pages.cached_for_readers
+@cached_for_readers
 def series_page(
     request: Request,
     series_id: int,
@@ -115,7 +116,7 @@ def series_page(
         request, series, benchmark, category, fate, page, deps.PAGE_SIZE
     )
     pair_of_step = {c["step"]: c["pair_id"] for c in series["checkpoints"]}
-    return pages.templates.TemplateResponse(
+    return templates.TemplateResponse(
         request,
         "series.html",
         dict(view=view, series=series, questions=rows, total=total, counts=counts, fate=fate,
@@ -127,7 +128,7 @@ def series_page(
 
 @router.post("/api/checkpoints", status_code=200, responses=WRITE_ERRORS)
 def api_submit_checkpoint(
-    request: Request, body: CheckpointSubmission, principal: write_api.Submitter
+    request: Request, body: CheckpointSubmission, principal: deps.Submitter
 ) -> dict:
     """Evaluate one checkpoint folder of a run and place it in its series by step (what
     `forgetmap watch` sends). Idempotent per (series, folder): a folder already submitted answers

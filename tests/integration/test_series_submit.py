@@ -122,7 +122,7 @@ def test_post_api_jobs_takes_a_whole_run_by_glob(app_client):
     [
         ({"checkpoints": ["/nowhere/checkpoint-*"]}, "no checkpoint folder matches"),
         ({"checkpoints": ["/etc"]}, "outside the configured roots"),
-        # typed body (app/web/schemas.py SeriesJobIn): refused before anything runs
+        # typed body (app/contract/jobs.py SeriesJobIn): refused before anything runs
         ({"checkpoints": []}, "checkpoints"),
         ({"series": None}, "series"),
     ],

@@ -1,0 +1,86 @@
+"""The forgetting map: its page ``/``, its JSON (``/api/map``, ``/api/map/cells``) and the models
+and benchmarks it is drawn from (``/api/models``, ``/api/benchmarks``). The page and its JSON take
+their filters through one dependency (deps.map_query)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from app.core.taxonomy import CATEGORIES
+from app.db import queries
+from app.services.map import MapQuery, category_sort_key
+from app.services.series import series_groups
+from app.web import deps
+from app.web.templating import cached_for_readers, html_page
+
+router = APIRouter()
+Filters = Annotated[MapQuery, Depends(deps.map_query)]
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+@cached_for_readers
+def map_page(
+    request: Request, query: Filters, metric: str = "f_true", recovery: bool = False
+) -> HTMLResponse:
+    cache = deps.map_cache(request)
+    pairs = cache.pairs()
+    records = cache.records(query)
+    cells = cache.cells(query)
+    shown = {c["pair_id"] for c in cells}
+    columns = sorted(
+        {c["column"] for c in cells}, key=category_sort_key if query.level == "category" else str
+    )
+    if query.level == "benchmark":
+        category_of = {r["benchmark"]: r["category"] for r in records}
+        columns.sort(key=lambda b: (category_sort_key(category_of[b]), b))
+    return html_page(
+        request,
+        "map.html",
+        query=query,
+        metric=metric,
+        pairs=[p for p in pairs if p["id"] in shown],
+        all_pairs=pairs,
+        cells=cells,
+        columns=columns,
+        stages=sorted({p["stage"] for p in pairs if p["stage"]}),
+        families=sorted({p["family"] for p in pairs if p["family"]}),
+        categories=CATEGORIES,
+        recovery={r["pair_id"]: r for r in deps.recovery_column(request)} if recovery else None,
+        series=series_groups(cache),
+    )
+
+
+@router.get("/api/map", tags=["api"])
+def api_map(
+    request: Request,
+    query: Filters,
+    page: Annotated[int | None, Query(ge=1, description="pages of page_size pairs")] = None,
+    page_size: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> JSONResponse:
+    """The forgetting map: the same records as `forgetmap map --format json`; with ``page``, the
+    records of page_size pairs at a time (header X-Total-Pairs: pairs in all pages)."""
+    if page is None:
+        return Response(deps.map_cache(request).json(query), media_type="application/json")
+    body, total = deps.map_cache(request).page_json(query, page, page_size)
+    return Response(body, media_type="application/json", headers={"X-Total-Pairs": str(total)})
+
+
+@router.get("/api/map/cells", tags=["api"])
+def api_map_cells(request: Request, query: Filters) -> list[dict]:
+    """The heatmap's cells: one per (pair, category or benchmark), seeds averaged."""
+    return deps.map_cache(request).cells(query)
+
+
+@router.get("/api/models", tags=["api"])
+def api_models(request: Request) -> list[dict]:
+    with deps.store(request).read() as conn:
+        return queries.models(conn)
+
+
+@router.get("/api/benchmarks", tags=["api"])
+def api_benchmarks(request: Request) -> list[dict]:
+    with deps.store(request).read() as conn:
+        return queries.benchmarks(conn)

@@ -1,0 +1,132 @@
+"""The worker's routes: claiming a shard, its progress, its end (finished or failed), and its
+uploads (``POST /api/results`` for per-sample rows, ``POST /api/shards/{id}/recovery`` for a
+recoverability shard's loss sums). Every one needs a token of role worker."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+
+from app.contract.jobs import ShardStatus
+from app.contract.recovery import RecoveryIn
+from app.contract.results import ResultsIn
+from app.contract.shards import FailIn, FinishIn, ProgressIn, ShardClaim, ShardState, StartIn
+from app.core.errors import InputError
+from app.db import jobs as jobs_db
+from app.services import jobs, recovery
+from app.services.queue import send_and_record
+from app.web import deps
+from app.web.responses import WRITE_ID_ERRORS, errors
+
+router = APIRouter(tags=["write"])
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+
+
+def refuse_oversize(request: Request) -> None:
+    length = int(request.headers.get("content-length") or 0)
+    if length > MAX_UPLOAD_BYTES:
+        raise HTTPException(
+            413, f"upload of {length} bytes is over {MAX_UPLOAD_BYTES}; send smaller batches"
+        )
+
+
+@router.post("/api/results", responses={**WRITE_ID_ERRORS, **errors(413)})
+def upload_results(request: Request, body: ResultsIn, principal: deps.Worker) -> dict:
+    """A batch of per-sample results of one shard (role worker). Idempotent: a (model,
+    benchmark, seed, sample) already stored is kept as it is, so a retried batch or a re-run
+    shard adds nothing twice."""
+    refuse_oversize(request)
+    if not body.rows:
+        return {"rows_added": 0, "rows_unchanged": 0}
+    try:
+        with deps.store(request).transaction() as conn:
+            _shard_or_404(conn, body.shard_id)
+            summary = jobs.store_results(conn, body)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    return {"rows_added": summary.rows_added, "rows_unchanged": summary.rows_unchanged}
+
+
+def _shard_or_404(conn, shard_id: int) -> dict:
+    s = jobs_db.shard(conn, shard_id)
+    if s is None:
+        raise HTTPException(404, f"shard {shard_id} does not exist")
+    return s
+
+
+@router.post("/api/shards/{shard_id}/start", responses=WRITE_ID_ERRORS)
+def shard_start(
+    request: Request, shard_id: deps.Id, body: StartIn, principal: deps.Worker
+) -> ShardClaim:
+    """Claim a shard (role worker). Idempotent: a shard that is finished, cancelled, or already
+    running (a duplicate delivery of a re-sent message) answers ``run: false``."""
+    with deps.store(request).transaction() as conn:
+        _shard_or_404(conn, shard_id)
+        s = jobs.start_shard(conn, shard_id, body.worker, body.delivery,
+                             stale_seconds=request.app.state.settings.stale_seconds)  # fmt: skip
+    return ShardClaim(run=s is not None, shard=s)
+
+
+@router.post("/api/shards/{shard_id}/progress", responses=WRITE_ID_ERRORS)
+def shard_progress(
+    request: Request, shard_id: deps.Id, body: ProgressIn, principal: deps.Worker
+) -> ShardState:
+    """Items done so far (role worker); answers the shard's status ('cancelled': stop)."""
+    with deps.store(request).transaction() as conn:
+        _shard_or_404(conn, shard_id)
+        status = jobs.shard_progress(conn, shard_id, body.done, body.total)
+    return ShardState(status=status)
+
+
+@router.post("/api/shards/{shard_id}/finish", responses=WRITE_ID_ERRORS)
+def shard_finish(
+    request: Request, shard_id: deps.Id, body: FinishIn, principal: deps.Worker
+) -> ShardState:
+    try:
+        with deps.store(request).transaction() as conn:
+            _shard_or_404(conn, shard_id)
+            data = body.data.model_dump(exclude_none=True) if body.data else None
+            to_send = jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint, data=data,
+                                        full_size=body.full_size)  # fmt: skip
+            status = jobs_db.shard_status(conn, shard_id)  # cancelled while its last batch ran
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    # an adaptive job's next round (the reconciler sends it if the queue is down now)
+    if to_send:
+        send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
+    return ShardState(status=status)
+
+
+@router.post("/api/shards/{shard_id}/fail", responses=WRITE_ID_ERRORS)
+def shard_fail(
+    request: Request, shard_id: deps.Id, body: FailIn, principal: deps.Worker
+) -> ShardState:
+    try:
+        with deps.store(request).transaction() as conn:
+            to_send = jobs.fail_shard(conn, shard_id, body.error)
+    except InputError as exc:
+        raise HTTPException(404, str(exc)) from exc
+    # adaptive jobs that waited for this shard evaluate its slice themselves
+    if to_send:
+        send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
+    return ShardState(status=ShardStatus.failed)
+
+
+@router.post("/api/shards/{shard_id}/recovery", responses={**WRITE_ID_ERRORS, **errors(413)})
+def shard_recovery(
+    request: Request, shard_id: deps.Id, body: RecoveryIn, principal: deps.Worker
+) -> dict:
+    """The results of a recoverability shard (role worker): per-document loss sums and fitted
+    corrections.
+    The app recomputes every share from the sums; a repeated upload replaces the earlier one."""
+    refuse_oversize(request)
+    try:
+        with deps.store(request).transaction() as conn:
+            s = _shard_or_404(conn, shard_id)
+            if s["kind"] != "recover":
+                raise InputError(f"shard {shard_id} is not a recoverability shard")
+            if s["status"] == ShardStatus.cancelled:
+                raise InputError(f"shard {shard_id} was cancelled; its results are not stored")
+            recovery_id = recovery.store_upload(conn, s, body)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    return {"recovery_id": recovery_id}
