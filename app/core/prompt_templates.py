@@ -167,15 +167,3 @@ def _shared(texts: pa.Array | pa.ChunkedArray) -> tuple[str, str] | None:
         return None
     first = texts[0].as_py().encode()
     return first[:head].decode(), first[len(first) - tail :].decode() if tail else ""
-
-
-def whole_prompts(table: pa.Table) -> pa.ChunkedArray:
-    """Each row's whole prompt, as the source gave it: the template put back around the own part
-    where the reader settled one (``prompt_prefix``), else ``prompt`` itself."""
-    prefix, suffix = (
-        table["prompt_prefix"].cast(pa.string()),
-        table["prompt_suffix"].cast(pa.string()),
-    )
-    own = pc.coalesce(table["prompt"], table["question"])
-    rebuilt = pc.binary_join_element_wise(prefix, own, suffix, "")
-    return pc.if_else(pc.is_null(prefix), table["prompt"], rebuilt)

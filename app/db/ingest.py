@@ -23,7 +23,7 @@ from app.core.columns import PAIR_KEY_LIMIT, dictionary_codes, pairs_repeat
 from app.core.digests import surely_distinct
 from app.core.errors import InputError
 from app.core.naming import infer_family_and_size
-from app.core.prompt_templates import unit_templates, whole_prompts
+from app.core.prompt_templates import unit_templates
 from app.core.taxonomy import UNCATEGORIZED, BenchmarkMeta
 from app.db.pairing import refresh_counts
 from app.db.prompts import store_template_pairs, store_templates
@@ -483,9 +483,7 @@ def _new_rows(conn: Connection, table: pa.Table, keys: _Keys, chash: str, config
     table = table.append_column("run_id", pa.array(run_id))
     extra = {}
     if table["prompt_prefix"].null_count < table.num_rows:
-        # the reader settled each row's template and own part (lighteval): store them as given
-        template_id = store_template_pairs(conn, table["prompt_prefix"], table["prompt_suffix"])
-        extra["prompt_template_id"] = pa.array(template_id, pa.int32(), mask=template_id < 0)
+        extra["prompt_template_id"] = _settled_template_ids(conn, table)
     elif table["prompt"].null_count < table.num_rows:
         unit_index = np.searchsorted(unit_code, keys.unit)
         questions = table["question"] if table["question"].null_count < table.num_rows else None
@@ -505,7 +503,7 @@ def _overlapping_rows(
     duck, table: pa.Table, chash: str, config: dict, on_conflict: str
 ) -> pa.Table:
     """Some units have stored rows: refuse contradictions (or keep the stored row); returns the
-    rows not stored yet, prompts whole (``whole_prompts``), in the columns of the INSERT."""
+    rows not stored yet, in the columns of the INSERT (templates as the fresh rows store them)."""
     conflict = (
         on_conflict == "error"
         and duck.execute(
@@ -553,8 +551,18 @@ def _overlapping_rows(
     run_id = pa.array(np.asarray(found["id"], np.int32))
     rows = new.select(_RESULT_COLUMNS.split(", ")[:4]).append_column("run_id", run_id)
     for name in _RESULT_COLUMNS.split(", ")[5:]:
-        rows = rows.append_column(name, whole_prompts(new) if name == "prompt" else new[name])
+        rows = rows.append_column(name, new[name])
+    if new["prompt_prefix"].null_count < new.num_rows:
+        rows = rows.append_column("prompt_template_id", _settled_template_ids(duck, new))
     return rows
+
+
+def _settled_template_ids(conn: Connection, table: pa.Table) -> pa.Array:
+    """The reader settled each row's template and own part (lighteval): the templates stored
+    once, each row's id (null where it has none), the own part stored as given. Reads put the
+    prompt back together in SQL (``app.db.prompts.full_prompt``), the only place that does."""
+    template_id = store_template_pairs(conn, table["prompt_prefix"], table["prompt_suffix"])
+    return pa.array(template_id, pa.int32(), mask=template_id < 0)
 
 
 def _insert(conn: Connection, rows: pa.Table, *, sort: bool) -> None:

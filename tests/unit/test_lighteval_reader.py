@@ -8,12 +8,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from app.core.prompt_templates import whole_prompts
 from app.demo.layouts.common import MC_DOCS
 from app.demo.layouts.lighteval import write_lighteval_details
 from app.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized
 from app.importers.lighteval.reader import read_lighteval
 from app.importers.lighteval.runs import task_from_filename
+from tests.support.prompts import whole_prompts
 
 TASK = "leaderboard|mmlu:anatomy|5"
 CORRECT = [1, 0, 1, 1, 0, 0]

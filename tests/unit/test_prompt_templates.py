@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,11 +14,11 @@ from app.core.prompt_templates import (
     MIN_TEMPLATE_BYTES,
     settle_unit,
     unit_templates,
-    whole_prompts,
 )
 from app.db.prompts import full_prompt
 from app.db.store import open_store
 from app.importers import import_file
+from tests.support.prompts import whole_prompts
 
 SHOTS = "Les questions suivantes — avec réponses.\n\nQuestion: 2 + 2 ?\nAnswer: 4\n\nQuestion: "
 
@@ -230,9 +231,9 @@ def test_downgrading_below_templates_writes_every_prompt_back_whole(store, tmp_p
 
 
 def test_the_arrow_and_the_sql_rebuild_give_the_same_prompts(store, tmp_path):
-    """Two rebuilds of one rule: ``whole_prompts`` (Arrow, the ingest's rows not stored yet) and
-    ``full_prompt`` (SQL, every stored row), on rows around their question, rows with an own
-    part, and a row kept whole."""
+    """The tests' Arrow reference (tests/support/prompts.py) and the product's SQL rebuild
+    (``full_prompt``) agree, on rows around their question, rows with an own part, and a row kept
+    whole."""
     around = [SHOTS + q + "\nAnswer:" for q in ("Où est Zoë ?", "Qui a 3 ans ?")]
     _import(store, tmp_path, around)
     with store.read() as conn:
@@ -250,3 +251,26 @@ def test_the_arrow_and_the_sql_rebuild_give_the_same_prompts(store, tmp_path):
                      "prompt_suffix": pa.array([settled.suffix, settled.suffix, None])})  # fmt: skip
     assert settled.own.null_count == 0
     assert whole_prompts(rows).to_pylist() == [*around, "kept whole"]
+
+
+def test_rows_added_to_stored_units_keep_their_template_and_read_back_whole(store, tmp_path):
+    """A second lighteval file of the same task and seed with more rows: the rows not stored yet
+    go in with their template (as fresh rows do) and read back whole through SQL."""
+    from app.demo.layouts.lighteval import write_lighteval_details
+
+    def details(n: int, folder: str):
+        task = "leaderboard|mmlu:anatomy|5"
+        path = write_lighteval_details(tmp_path / folder, task, [1, 0] * (n // 2))  # ids 0..n-1
+        inputs = pq.read_table(path, columns=["model_response"])["model_response"].combine_chunks()
+        return path, inputs.field("input").to_pylist()
+
+    first, _ = details(6, "a")
+    second, prompts = details(10, "b")
+    for path in (first, second):
+        import_file(store, "lighteval", path, model="m", seed=0)
+    with store.read() as conn:
+        rows = conn.execute(
+            f"SELECT r.sample_id, r.prompt_template_id, {full_prompt('r')} FROM results r"
+        ).fetchall()
+    assert len(rows) == 10 and all(template is not None for _, template, _ in rows)
+    assert sorted(p for _, _, p in rows) == sorted(prompts)
