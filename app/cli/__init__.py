@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from app.cli import (
+    backup,
     common,
     imports,
     jobs,
@@ -88,6 +89,8 @@ def quick_exit(code: int | str | None) -> None:
     os._exit(code or 0)
 
 
+main.add_command(backup.backup_command)
+main.add_command(backup.restore_command)
 main.add_command(imports.import_group)
 main.add_command(jobs.job)
 main.add_command(maps.map_command)
