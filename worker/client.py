@@ -1,8 +1,9 @@
 """The worker's only line to the app: HTTP calls with a token, retried with backoff. Bodies
 and answers are the app's own models (app/contract), so a body the app would refuse fails here.
 
-Transient problems (connection refused, timeouts, 5xx, 429) are retried; a 4xx means the request
-itself is wrong and raises ``AppRejected`` at once.
+Transient problems (connection refused, timeouts, 5xx, 429) are retried; a 401 or 403 means the
+app refuses this worker's token, whatever it asks, and raises ``TokenRefused`` at once; any other 4xx
+means the request itself is wrong and raises ``AppRejected`` at once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import BaseModel
 from app.contract.recovery import RecoveryIn
 from app.contract.results import ResultRow, ResultsIn
 from app.contract.shards import (
+    WORKER_HEADER,
     FailIn,
     FinishIn,
     ProgressIn,
@@ -36,6 +38,26 @@ class AppRejected(RuntimeError):
     """The app refused a request (4xx): retrying will not help."""
 
 
+class TokenRefused(Exception):
+    """The app refused the worker's token (401: unknown or revoked) or its role (403): no call
+    will succeed until the token is replaced. Not a RuntimeError, so no shard code that turns
+    errors into a failed shard catches it: the worker stops instead and its shard goes back."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(f"HTTP {status}: {detail}")
+        self.status = status
+        self.detail = detail
+
+
+def _detail(response: httpx.Response) -> str:
+    """The app's one-line error (``{"detail": ...}``), else the start of the body."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    return str(detail) if detail else response.text[:500]
+
+
 class AppClient:
     def __init__(
         self,
@@ -45,41 +67,47 @@ class AppClient:
         attempts: int = 6,
         backoff: float = 0.5,
         timeout: float = 60,
+        worker_name: str | None = None,
     ):
         self.base_url = base_url.rstrip("/")
         self.attempts = attempts
         self.backoff = backoff
-        self._http = httpx.Client(timeout=timeout, headers={"Authorization": f"Bearer {token}"})
+        headers = {"Authorization": f"Bearer {token}"}
+        if worker_name:
+            headers[WORKER_HEADER] = worker_name
+        self._http = httpx.Client(timeout=timeout, headers=headers)
 
     def post(self, path: str, body: BaseModel) -> dict:
         """POST a contract body (app/contract) as its JSON; the app's answer as parsed JSON."""
-        payload = body.model_dump(mode="json")
+        return self._call("POST", path, body.model_dump(mode="json"))
+
+    def whoami(self) -> dict:
+        """The token's holder as the app sees it (``GET /api/workers/me``): one cheap call that
+        raises ``TokenRefused`` for a token the app would refuse on every shard."""
+        return self._call("GET", "/api/workers/me", None)
+
+    def _call(self, method: str, path: str, payload: dict | None) -> dict:
         delay = self.backoff
         for attempt in range(1, self.attempts + 1):
             try:
-                response = self._http.post(self.base_url + path, json=payload)
+                response = self._http.request(method, self.base_url + path, json=payload)
             except httpx.TransportError as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             else:
-                if response.status_code < 400:
+                status = response.status_code
+                if status < 400:
                     return response.json()
-                if response.status_code < 500 and response.status_code != 429:
-                    raise AppRejected(
-                        f"POST {path} -> {response.status_code}: {response.text[:500]}"
-                    )
-                problem = f"HTTP {response.status_code}"
+                if status in (401, 403):
+                    raise TokenRefused(status, _detail(response))
+                if status < 500 and status != 429:
+                    raise AppRejected(f"{method} {path} -> {status}: {response.text[:500]}")
+                problem = f"HTTP {status}"
             if attempt < self.attempts:
-                log.warning(
-                    "POST %s failed (%s); retry %d/%d in %.1fs",
-                    path,
-                    problem,
-                    attempt,
-                    self.attempts - 1,
-                    delay,
-                )
+                log.warning("%s %s failed (%s); retry %d/%d in %.1fs",
+                            method, path, problem, attempt, self.attempts - 1, delay)  # fmt: skip
                 time.sleep(delay)
                 delay = min(delay * 2, 30)
-        raise AppUnavailable(f"POST {path} failed {self.attempts} times: {problem}")
+        raise AppUnavailable(f"{method} {path} failed {self.attempts} times: {problem}")
 
     def start(self, shard_id: int, worker: str, delivery: str | None = None) -> dict | None:
         """Claim the shard; None when there is nothing to run (finished, cancelled, or running

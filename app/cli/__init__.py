@@ -16,6 +16,7 @@ import click
 from app.cli import (
     backup,
     common,
+    door,
     imports,
     jobs,
     maps,
@@ -30,19 +31,42 @@ from app.cli import (
 from app.runtime.paths import default_db_path
 
 
-@click.group()
+class ForgetmapGroup(click.Group):
+    """The root group. It keeps the command line from the subcommand on, which a command sent
+    to the app that owns the database carries (``door.run_through_app``)."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        ctx.meta[door.COMMAND_LINE] = list(args)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=ForgetmapGroup)
 @click.option(
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="DuckDB file (default: $FORGETMAP_DB or data/forgetmap.duckdb).",
 )
+@click.option(
+    "--url",
+    envvar="FORGETMAP_APP_URL",
+    help="Run the command through the forgetmap app at this URL ($FORGETMAP_APP_URL), with "
+    "--token. Default: through the app serving --db on this machine if one runs, else on the "
+    "file itself.",
+)
+@click.option(
+    "--token",
+    envvar="FORGETMAP_API_TOKEN",
+    help="A token for --url ($FORGETMAP_API_TOKEN) with the role the command needs: read for "
+    "reads, submit for imports, pairs, series and models, admin for tokens and the rest.",
+)
 @click.pass_context
-def main(ctx: click.Context, db: Path | None) -> None:
+def main(ctx: click.Context, db: Path | None, url: str | None, token: str | None) -> None:
     """forgetmap: what did post-training make a model forget?"""
     ctx.ensure_object(dict)
     ctx.obj["db"] = db or default_db_path()
     ctx.obj["db_given"] = db is not None or bool(os.environ.get("FORGETMAP_DB"))
+    door.run_through_app(ctx, url, token)
     if ctx.obj.get("own_process") and ctx.invoked_subcommand in LEAN_COMMANDS:
         common.keep_unused_out()
         common.lean_native_settings()

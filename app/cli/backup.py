@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from app.cli.common import CliError, store_of
+from app.cli.common import ClientPath, CliError, store_of
 
 
 def _size(folder: Path) -> str:
@@ -16,7 +16,7 @@ def _size(folder: Path) -> str:
 
 
 @click.command("backup")
-@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("path", type=ClientPath(file_okay=False, path_type=Path))
 @click.pass_context
 def backup_command(ctx: click.Context, path: Path) -> None:
     """Write a consistent snapshot of the database to the new folder PATH: every table as of one

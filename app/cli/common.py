@@ -121,13 +121,49 @@ class CliError(click.ClickException):
 
 
 def store_of(ctx: click.Context) -> Store:
+    """The command's store: the file opened (the command closes it when done), or, for a
+    command the app runs (app.web.cli), the app's own open store, lent."""
     from app.db import StoreError, open_store
+    from app.runtime.owner import APP_STORE_KEY
 
+    lent = ctx.obj.get(APP_STORE_KEY)
+    if lent is not None:
+        return LentStore(lent)  # type: ignore[return-value]
     path = ctx.obj["db"]
     try:
         return open_store(path)
     except StoreError as exc:
         raise CliError(str(exc)) from exc
+
+
+class LentStore:
+    """The app's store as a command that runs inside the app sees it: the same in every way
+    but ``close()``, which leaves it open for the app."""
+
+    def __init__(self, store: Store):
+        self._store = store
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def close(self) -> None:
+        pass
+
+
+class ClientPath(click.Path):
+    """A file or folder named on the command line, relative to the folder the command was typed
+    in: made absolute against it, also when the app runs the command for a client elsewhere
+    (the client's folder comes with the command)."""
+
+    def convert(self, value, param, ctx):
+        from app.runtime.owner import CLIENT_CWD_KEY
+
+        root = ctx.find_root().obj if ctx is not None else None
+        cwd = root.get(CLIENT_CWD_KEY) if isinstance(root, dict) else None
+        text = os.fspath(value)
+        if text and not os.path.isabs(text):
+            value = os.path.join(cwd or os.getcwd(), text)
+        return super().convert(value, param, ctx)
 
 
 def format_value(value: object) -> str:

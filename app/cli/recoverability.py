@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from app.cli.common import (
+    ClientPath,
     CliError,
     Console,
     Table,
@@ -63,7 +64,7 @@ def recover_list(ctx: click.Context, fmt: str, correction: str) -> None:
 
 @recover.command("export")
 @click.argument("recovery_id", type=int)
-@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("out", type=ClientPath(dir_okay=False, path_type=Path))
 @click.pass_context
 def recover_export(ctx: click.Context, recovery_id: int, out: Path) -> None:
     """Write an analysis' per-document loss sums to OUT (.csv or .parquet)."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from app.cli.common import CliError
+from app.core.errors import InputError
 
 if TYPE_CHECKING:
     from app.demo.manifest import Recipe
@@ -19,13 +20,16 @@ if TYPE_CHECKING:
 @click.option("--port", default=8000, show_default=True, type=int)
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int) -> None:
-    """Serve the dashboard and the JSON API."""
-    import uvicorn
-
-    from app.web import create_app
+    """Serve the dashboard and the JSON API. While it serves, the other commands on its database
+    run through it (the owner file beside the database; --port 0 picks a free port)."""
+    from app.db import StoreError
+    from app.web.up import serve as serve_app
 
     os.environ.setdefault("FORGETMAP_DB", str(ctx.obj["db"]))
-    uvicorn.run(create_app(ctx.obj["db"]), host=host, port=port, log_level="info")
+    try:
+        serve_app(ctx.obj["db"], host, port, commands=ctx.find_root().command)
+    except (InputError, StoreError) as exc:  # the port is taken, or the database
+        raise CliError(str(exc)) from None
 
 
 @click.command()
@@ -53,9 +57,14 @@ def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None
     """The app plus a local worker on the embedded queue (no Redis needed). Ctrl-C stops both."""
     import shlex
 
+    from app.db import StoreError
     from app.web.up import run_up
 
-    run_up(ctx.obj["db"], host, port, watch_args=shlex.split(watch_args) if watch_args else None)
+    try:
+        run_up(ctx.obj["db"], host, port, commands=ctx.find_root().command,
+               watch_args=shlex.split(watch_args) if watch_args else None)  # fmt: skip
+    except (InputError, StoreError) as exc:
+        raise CliError(str(exc)) from None
 
 
 @click.command()

@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.contract.base import MAX_ID, Int, Name, Strict, choice
 from app.contract.jobs import EvalConfigIn, ModelIn, Prompting
 
+# the worker names itself in this header on every call, so the app can say which worker it refused
+WORKER_HEADER = "X-Forgetmap-Worker"
+
 # ---------------------------------------------------------------------------------- the spec
 
 

@@ -75,11 +75,46 @@ def shard_status_counts(conn: Connection, job_id: int) -> dict[str, int]:
 
 
 def job_row(conn: Connection, job_id: int) -> tuple | None:
-    """(id, kind, status, payload, created_at, updated_at, owner), or None."""
+    """(id, kind, status, payload, created_at, updated_at, owner, error), or None."""
     return conn.execute(
-        "SELECT id, kind, status, payload, created_at, updated_at, owner FROM jobs WHERE id = ?",
+        "SELECT id, kind, status, payload, created_at, updated_at, owner, error FROM jobs "
+        "WHERE id = ?",
         [job_id],
     ).fetchone()
+
+
+def job_kind(conn: Connection, job_id: int) -> str | None:
+    row = conn.execute("SELECT kind FROM jobs WHERE id = ?", [job_id]).fetchone()
+    return row[0] if row else None
+
+
+def job_payload(conn: Connection, job_id: int) -> dict:
+    return json.loads(conn.execute("SELECT payload FROM jobs WHERE id = ?", [job_id]).fetchone()[0])
+
+
+def unfinished_jobs(conn: Connection, kind: str) -> list[int]:
+    """Ids of the jobs of ``kind`` still queued or running."""
+    rows = conn.execute(
+        "SELECT id FROM jobs WHERE kind = ? AND status IN ('queued', 'running') ORDER BY id",
+        [kind],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def end_job(
+    conn: Connection,
+    job_id: int,
+    status: str,
+    *,
+    payload: dict | None = None,
+    error: str | None = None,
+) -> None:
+    """A job without shards (an import) ends: its status, its error, and its payload if given."""
+    conn.execute(
+        "UPDATE jobs SET status = ?, error = ?, payload = coalesce(?, payload), updated_at = now() "
+        "WHERE id = ?",
+        [status, error, json.dumps(payload) if payload is not None else None, job_id],
+    )
 
 
 def job_shards(conn: Connection, job_id: int) -> list[dict]:

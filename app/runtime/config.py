@@ -65,6 +65,11 @@ class WebSettings(BaseSettings):
     # a queued shard sent this long ago that no worker has started is sent again (lost message)
     resend_seconds: float = 300.0
     session_days: float = 7.0  # a login lasts this long
+    # an upload to import (POST /api/imports): larger is refused with 413
+    import_max_bytes: int = Field(8 << 30, gt=0)
+    # what an uploaded archive may unpack to (zip bombs): larger, or over IMPORT_MAX_MEMBERS
+    # members, is refused
+    import_max_unpacked_bytes: int = Field(32 << 30, gt=0)
 
     @property
     def session_seconds(self) -> float:

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 
 from app.analysis.adaptive import evaluation_order
 from app.contract.base import validated
+from app.contract.imports import IMPORT_JOB_KIND
 from app.contract.jobs import (
     TERMINAL,
     EvalConfigIn,
@@ -57,6 +59,7 @@ from app.db.ingest import IngestSummary, ingest
 from app.db.pairing import add_pair
 from app.db.store import Connection
 from app.importers.common import build_table, prepare
+from app.services.rejections import Rejection
 from app.services.rounds import PairLook, Stop, look, model_ends, rule_of
 
 
@@ -280,7 +283,10 @@ def retry_failed(conn: Connection, job_id: int) -> list[int]:
 def cancel_job(conn: Connection, job_id: int) -> tuple[int, list[int]]:
     """Cancel a job: queued shards will not run, running ones stop at their next progress report.
     Returns (shards stopped, shards to send: those of adaptive jobs that waited for a stopped
-    shard and now evaluate its slice themselves)."""
+    shard and now evaluate its slice themselves). An import is not cancelled: it runs in the app
+    as one transaction, and ends by itself in success or in nothing."""
+    if jobs_db.job_kind(conn, job_id) == IMPORT_JOB_KIND:
+        return 0, []
     stopped = jobs_db.cancel_job(conn, job_id)
     return len(stopped), [i for shard_id in stopped for i in _wake_waiting(conn, shard_id)]
 
@@ -290,6 +296,8 @@ def job_subject(payload: dict, series: tuple[str, int] | None = None) -> str:
     ``base -> post``), else its models. Plain text: pages and charts escape it."""
     if series is not None:
         return f"series {series[0]}, step {series[1]}"
+    if "import" in payload:  # an upload imported by the app (app/services/imports.py)
+        return f"{payload['import']['file']} ({payload['import']['kind']})"
     pairs = payload.get("pairs") or []
     if pairs:
         return "; ".join(p.get("label") or f"{p['base']} -> {p['post']}" for p in pairs)
@@ -319,10 +327,25 @@ def job_detail(conn: Connection, job_id: int) -> dict | None:
         "created_at": row[4].isoformat(),
         "updated_at": row[5].isoformat(),
         "owner": row[6],
+        "error": row[7],
         "resends": sum(r["resends"] for r in shard_rows),
         "shards": shard_rows,
         "adaptive": adaptive_summary(conn, request),
     }
+
+
+def waiting_reason(job: dict, rejection: Rejection | None, now: float) -> str | None:
+    """Why a job's queued shards do not move, when a worker was refused (``RejectionLog.blocking``)
+    and none of its shards runs: "waiting: worker W rejected: REASON (N s ago, at HH:MM:SS UTC)".
+    None otherwise (nothing queued, something running, or no recent refusal)."""
+    statuses = {s["status"] for s in job["shards"]}
+    if rejection is None or ShardStatus.queued not in statuses or ShardStatus.running in statuses:
+        return None
+    ago = max(0, round(now - rejection.at))
+    clock = time.strftime("%H:%M:%S UTC", time.gmtime(rejection.at))
+    return (
+        f"waiting: worker {rejection.worker} rejected: {rejection.reason} ({ago} s ago, at {clock})"
+    )
 
 
 def results_target(conn: Connection, shard_id: int) -> dict:

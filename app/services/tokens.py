@@ -15,6 +15,7 @@ Roles (what each may do beyond reading; every role may read, which matters when
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 from dataclasses import dataclass
 from enum import StrEnum
@@ -92,6 +93,19 @@ def revoke_token(conn: Connection, name: str) -> None:
     if not tokens_db.token_exists(conn, name):
         raise InputError(f"no token named {name!r}")
     tokens_db.delete_token(conn, name)
+
+
+LOCAL_PRINCIPAL = Principal(token_id=0, name="local", role=Role.admin)
+"""Who holds the app's local credential (app.runtime.owner): the command line on the app's own
+machine, an admin of that app process only. Token ids start at 1."""
+
+
+def local_principal(credential: str | None, token: str) -> Principal | None:
+    """``LOCAL_PRINCIPAL`` when ``token`` is the app's local credential (compared in constant
+    time), else None."""
+    if credential and hmac.compare_digest(token.encode(), credential.encode()):
+        return LOCAL_PRINCIPAL
+    return None
 
 
 def _principal(row) -> Principal | None:

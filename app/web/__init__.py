@@ -4,7 +4,9 @@ and its JSON twin take their query through the same dependency (deps.py); what p
 templating.py, what the OpenAPI document declares in responses.py and openapi.py.
 
 ``create_app`` opens the DuckDB file once; this process is then its only writer. A background
-reconciler sends queued shards that could not reach the broker when their job was saved.
+reconciler sends queued shards that could not reach the broker when their job was saved. Given a
+``Door`` (by `forgetmap serve` and `up`), the app publishes itself in the owner file beside the
+database while it runs and runs the CLI's commands on it (app.runtime.owner, app.web.cli).
 """
 
 from __future__ import annotations
@@ -14,18 +16,32 @@ from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import Match
 
 from app.db import open_store
+from app.runtime import owner
 from app.runtime.broker import BrokerSettings
 from app.runtime.config import WebSettings
 from app.runtime.resources import resource_dir
 from app.services.map import MapCache
 from app.services.queue import Enqueuer, Reconciler
-from app.web import cross, deps, jobs, login, pairs, recovery, samples, series, shards, theory
+from app.web import (
+    cli,
+    cross,
+    deps,
+    imports,
+    jobs,
+    login,
+    pairs,
+    recovery,
+    samples,
+    series,
+    shards,
+    theory,
+)
 from app.web import map as forgetting_map
 from app.web.openapi import install_openapi
 from app.web.session import LoginRequired, current_principal, login_redirect
@@ -39,6 +55,7 @@ def create_app(
     *,
     broker: BrokerSettings | None = None,
     settings: WebSettings | None = None,
+    door: cli.Door | None = None,
 ) -> FastAPI:
     data_dir = Path(db_path).resolve().parent
     store = open_store(db_path)
@@ -47,11 +64,19 @@ def create_app(
     reconciler = Reconciler(store, enqueuer, settings.reconcile_seconds, settings.stale_seconds,
                             settings.resend_seconds)  # fmt: skip
 
+    published = owner.new_owner(door.url) if door is not None else None
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         reconciler.start()
-        yield
-        reconciler.stop()
+        if published is not None:
+            owner.publish(db_path, published)
+        try:
+            yield
+        finally:
+            if published is not None:
+                owner.withdraw(db_path, published)
+            reconciler.stop()
 
     app = FastAPI(
         title="forgetmap",
@@ -66,6 +91,9 @@ def create_app(
     app.state.map_cache = MapCache(store)
     app.state.enqueuer = enqueuer
     app.state.reconciler = reconciler
+    app.state.door = door
+    app.state.local_credential = published.credential if published is not None else None
+    imports.install(app)  # uploads imported as jobs; what a stopped app left is settled
 
     @app.middleware("http")
     async def sessions_and_private_mode(request: Request, call_next):
@@ -122,12 +150,15 @@ def create_app(
                             headers={"Allow": ", ".join(allowed)})  # fmt: skip
 
     @app.get("/healthz", tags=["api"])
-    def healthz(request: Request) -> dict:
+    def healthz(request: Request, response: Response) -> dict:
         deps.store(request).ping()
+        if published is not None:  # which app answers: a reader of the owner file checks it
+            response.headers[owner.APP_ID_HEADER] = published.app_id
         return {"status": "ok"}
 
     app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
     for resource in (
+        cli,
         forgetting_map,
         pairs,
         samples,
@@ -136,6 +167,7 @@ def create_app(
         theory,
         series,
         jobs,
+        imports,
         shards,
         login,
     ):

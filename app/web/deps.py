@@ -8,6 +8,7 @@ get_job): a request that is not valid is a 422 before anything is looked up.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -15,6 +16,8 @@ from fastapi import Depends, HTTPException, Path, Query, Request
 
 from app.analysis.lab import LabParams
 from app.contract.base import MAX_ID
+from app.contract.imports import IMPORT_JOB_KIND
+from app.contract.shards import WORKER_HEADER
 from app.core.metrics import TOTAL
 from app.db import Store, queries
 from app.db import recoverability as recoveries
@@ -22,7 +25,14 @@ from app.services.jobs import job_detail
 from app.services.map import MapCache, MapQuery
 from app.services.pair_report import pair_benchmarks
 from app.services.recovery import headline
-from app.services.tokens import Principal, Role, needs_role_message, token_principal
+from app.services.rejections import RejectionLog
+from app.services.tokens import (
+    Principal,
+    Role,
+    local_principal,
+    needs_role_message,
+    token_principal,
+)
 
 Transition = Literal["10", "01", "11", "00"]
 Truncated = Annotated[
@@ -43,11 +53,14 @@ def map_cache(request: Request) -> MapCache:
 
 
 def bearer_principal(request: Request) -> Principal | None:
-    """The holder of the request's ``Authorization: Bearer`` token; None without a header,
-    401 for a token that is not (or no longer) valid."""
+    """The holder of the request's ``Authorization: Bearer`` token (an API token, or the app's
+    local credential); None without a header, 401 for a token that is not (or no longer) valid."""
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if not token.strip() or scheme.lower() != "bearer":
         return None
+    local = local_principal(getattr(request.app.state, "local_credential", None), token.strip())
+    if local is not None:
+        return local
     with store(request).read() as conn:
         principal = token_principal(conn, token.strip())
     if principal is None:
@@ -75,8 +88,33 @@ def require_role(*roles: Role):
     return dependency
 
 
+_REJECTIONS_LOCK = threading.Lock()
+_worker_role = require_role(Role.worker)
+
+
+def worker_rejections(request: Request) -> RejectionLog:
+    """The app's memory of refused workers (app.services.rejections), made on first use."""
+    state = request.app.state
+    with _REJECTIONS_LOCK:
+        if not hasattr(state, "worker_rejections"):
+            state.worker_rejections = RejectionLog()
+        return state.worker_rejections
+
+
+def worker_principal(request: Request) -> Principal:
+    """``require_role(Role.worker)``, remembering who was refused and why (the worker names
+    itself in a header), so a job page can say why its shards do not move."""
+    try:
+        principal = _worker_role(request)
+    except HTTPException as exc:
+        worker_rejections(request).refused(request.headers.get(WORKER_HEADER), str(exc.detail))
+        raise
+    worker_rejections(request).accepted()
+    return principal
+
+
 Submitter = Annotated[Principal, Depends(require_role(Role.submit))]
-Worker = Annotated[Principal, Depends(require_role(Role.worker))]
+Worker = Annotated[Principal, Depends(worker_principal)]
 
 
 def get_pair(request: Request, pair_id: int) -> dict:
@@ -93,6 +131,8 @@ def get_job(request: Request, job_id: int) -> dict:
         job = job_detail(conn, job_id)
     if job is None:
         raise HTTPException(404, f"job {job_id} does not exist; GET /api/jobs lists the jobs")
+    if job["kind"] == IMPORT_JOB_KIND:  # a running import's progress is kept in the app
+        job["progress"] = request.app.state.imports.progress(job_id)
     return job
 
 

@@ -83,9 +83,19 @@ def _progress(job: dict) -> dict:
             "failures": [s for s in job["shards"] if s["status"] == ShardStatus.failed]}  # fmt: skip
 
 
+def job_with_waiting(request: Request, job_id: int) -> dict:
+    """A job with every shard (deps.get_job) and ``waiting_reason``: why its queued shards do not
+    move when the app recently refused a worker's token (null otherwise)."""
+    job = deps.get_job(request, job_id)
+    now = time.time()
+    refusal = deps.worker_rejections(request).blocking(now)
+    job["waiting_reason"] = jobs.waiting_reason(job, refusal, now)
+    return job
+
+
 @router.get("/jobs/{job_id}", response_class=HTMLResponse, include_in_schema=False)
 def job_page(request: Request, job_id: int, queue: str | None = None) -> HTMLResponse:
-    job = deps.get_job(request, job_id)
+    job = job_with_waiting(request, job_id)
     pair_id = None
     with deps.store(request).read() as conn:
         for p in job["request"].get("pairs", []):
@@ -99,8 +109,9 @@ def job_page(request: Request, job_id: int, queue: str | None = None) -> HTMLRes
 
 @router.get("/api/jobs/{job_id}", tags=["api"], responses=ID_ERRORS)
 def api_job(request: Request, job_id: deps.Id) -> dict:
-    """A job with every shard's state, progress and error."""
-    return deps.get_job(request, job_id)
+    """A job with every shard's state, progress and error; ``waiting_reason``: why its queued
+    shards do not move when the app recently refused a worker (null otherwise)."""
+    return job_with_waiting(request, job_id)
 
 
 # ---------------------------------------------------------------------------------- submitting

@@ -1,6 +1,7 @@
-"""The worker's routes: claiming a shard, its progress, its end (finished or failed), and its
-uploads (``POST /api/results`` for per-sample rows, ``POST /api/shards/{id}/recovery`` for a
-recoverability shard's loss sums). Every one needs a token of role worker."""
+"""The worker's routes: its token check at start (``GET /api/workers/me``), claiming a shard, its
+progress, its end (finished or failed), and its uploads (``POST /api/results`` for per-sample
+rows, ``POST /api/shards/{id}/recovery`` for a recoverability shard's loss sums). Every one needs
+a token of role worker; a refused call is remembered (app.services.rejections) for the job pages."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from fastapi import APIRouter, HTTPException, Request
 from app.contract.jobs import ShardStatus
 from app.contract.recovery import RecoveryIn
 from app.contract.results import ResultsIn
-from app.contract.shards import FailIn, FinishIn, ProgressIn, ShardClaim, ShardState, StartIn
+from app.contract.shards import (
+    WORKER_HEADER,
+    FailIn,
+    FinishIn,
+    ProgressIn,
+    ShardClaim,
+    ShardState,
+    StartIn,
+)
 from app.core.errors import InputError
 from app.db import jobs as jobs_db
 from app.services import jobs, recovery
@@ -27,6 +36,15 @@ def refuse_oversize(request: Request) -> None:
         raise HTTPException(
             413, f"upload of {length} bytes is over {MAX_UPLOAD_BYTES}; send smaller batches"
         )
+
+
+@router.get("/api/workers/me", responses=errors(401, 403))
+def worker_me(request: Request, principal: deps.Worker) -> dict:
+    """Who the app takes this worker for (role worker): its token's name and role, and the name
+    the worker sent in ``X-Forgetmap-Worker``. A worker calls it once at start, so a token the
+    app refuses stops it before it takes a shard."""
+    return {"token": principal.name, "role": principal.role.value,
+            "worker": request.headers.get(WORKER_HEADER)}  # fmt: skip
 
 
 @router.post("/api/results", responses={**WRITE_ID_ERRORS, **errors(413)})

@@ -1,8 +1,11 @@
-"""`forgetmap up`: the app and one local worker, one command, no Redis needed.
+"""Serving the app: `forgetmap serve`, and `forgetmap up` (the app and one local worker, one
+command, no Redis needed).
 
-The worker runs in its own process (it loads the inference engine) and talks to the app over
-HTTP with a token made for it at start; the queue is the embedded filesystem broker under the
-data folder unless FORGETMAP_BROKER_URL names one. Ctrl-C stops both.
+The app listens on a socket bound before it starts, so that it knows the URL it is reached at
+(port 0 picks a free port) and publishes it in the owner file (app.runtime.owner) when given the
+command line. `up`'s worker runs in its own process (it loads the inference engine) and talks to
+the app over HTTP with a token made for it at start; the queue is the embedded filesystem broker
+under the data folder unless FORGETMAP_BROKER_URL names one. Ctrl-C stops both.
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
+
 from app.core.errors import InputError
 from app.db import open_store
+from app.runtime.owner import listening_socket
 from app.services.tokens import Role, create_token, revoke_token
 from app.web import create_app
+from app.web.cli import Door
 
 log = logging.getLogger("forgetmap.up")
 LOCAL_WORKER = "local-worker"
@@ -43,16 +50,46 @@ def local_worker_token(db_path: Path) -> str:
     return local_token(db_path, LOCAL_WORKER, "worker")
 
 
-def run_up(
-    db_path: Path, host: str, port: int, *, on_started=None, watch_args: list[str] | None = None
-) -> None:
-    """Serve the app with a local worker; ``on_started(app)`` runs in a thread once it serves.
-    ``watch_args``: the arguments of a `forgetmap watch` to run beside them."""
-    import threading
+def serve(db_path: Path, host: str, port: int, *, commands: click.Group | None = None) -> None:
+    """Serve the app on (host, port); given the ``forgetmap`` group, it publishes itself in the
+    owner file and runs the CLI's commands on its database while it serves."""
+    sock, url = bind(host, port)
+    app = create_app(db_path, door=Door(commands, url) if commands is not None else None)
+    print(f"forgetmap serves {db_path} at {url} (Ctrl-C stops it)", flush=True)
+    run_server(app, sock, "info")
 
+
+def bind(host: str, port: int):
+    """The listening socket and its URL; an InputError when (host, port) cannot be bound."""
+    try:
+        return listening_socket(host, port)
+    except OSError as exc:  # the port is taken, the host unknown
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def run_server(app, sock, log_level: str) -> None:
+    """uvicorn on the bound socket until Ctrl-C or SIGTERM (the app's shutdown runs either way)."""
     import uvicorn
 
+    uvicorn.Server(uvicorn.Config(app, log_level=log_level)).run(sockets=[sock])
+
+
+def run_up(
+    db_path: Path,
+    host: str,
+    port: int,
+    *,
+    on_started=None,
+    watch_args: list[str] | None = None,
+    commands: click.Group | None = None,
+) -> None:
+    """Serve the app with a local worker; ``on_started(app)`` runs in a thread once it serves.
+    ``watch_args``: the arguments of a `forgetmap watch` to run beside them; ``commands``: the
+    ``forgetmap`` group, for the app to run the CLI's commands (as ``serve``)."""
+    import threading
+
     db_path = Path(db_path)
+    sock, url = bind(host, port)
     data_dir = db_path.resolve().parent
     os.environ.setdefault("FORGETMAP_DATA_DIR", str(data_dir))
     if not os.environ.get("FORGETMAP_MODEL_ROOTS"):
@@ -64,16 +101,12 @@ def run_up(
         bench.mkdir(parents=True, exist_ok=True)
         os.environ["FORGETMAP_BENCHMARK_DIRS"] = str(bench)
     token = local_worker_token(db_path)
-    env = {
-        **os.environ,
-        "FORGETMAP_APP_URL": f"http://127.0.0.1:{port}",
-        "FORGETMAP_API_TOKEN": token,
-    }
+    env = {**os.environ, "FORGETMAP_APP_URL": url, "FORGETMAP_API_TOKEN": token}
     worker = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "worker"], env=env, start_new_session=True
     )
     print(
-        f"forgetmap is up: http://{host}:{port}  (local worker pid {worker.pid}, queue: "
+        f"forgetmap is up: {url}  (local worker pid {worker.pid}, queue: "
         f"{os.environ.get('FORGETMAP_BROKER_URL') or 'embedded, ' + str(data_dir / 'broker')})\n"
         f"local checkpoints go under {os.environ['FORGETMAP_MODEL_ROOTS']}, local benchmarks under "
         f"{os.environ['FORGETMAP_BENCHMARK_DIRS']}; log in with a token from `forgetmap token create NAME`",
@@ -87,13 +120,13 @@ def run_up(
             env=watcher_env,
             start_new_session=True,
         )
-    app = create_app(db_path)
+    app = create_app(db_path, door=Door(commands, url) if commands is not None else None)
     if on_started is not None:
         threading.Thread(
             target=on_started, args=(app,), name="forgetmap-up-monitor", daemon=True
         ).start()
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning" if on_started else "info")
+        run_server(app, sock, "warning" if on_started else "info")
     finally:
         stop_worker(worker)
         if watcher is not None:

@@ -9,6 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.cli import cli_both_ways
+
+# every test with the owner absent, then through one real serve that owns the module's database:
+# each test imports GOOD (a no-op the second time) and checks that a bad file changes nothing
+cli = cli_both_ways(shared_owner=True)
+
 GOOD = "model,benchmark,sample_id,seed,correct\nm,piqa,1,0,1\nm,piqa,2,0,0\n"
 
 

@@ -8,6 +8,9 @@ import pytest
 
 from app.demo.layouts.lighteval import write_lighteval_details
 from app.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples
+from tests.support.cli import cli_both_ways
+
+cli = cli_both_ways()  # every test with the owner absent, then with a real serve owning the file
 
 BASE = [1, 1, 1, 0, 0, 1, 1, 1]
 POST = [1, 0, 1, 0, 1, 1, 1, 1]

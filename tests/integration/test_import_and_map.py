@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from app.services.map import BENCHMARK_FIELDS, CATEGORY_FIELDS
+from tests.support.cli import cli_both_ways
 
 # Hand-built results. mmlu_anatomy (a taxonomy benchmark, k = 4) and toy_arith (generative, unknown
 # to the taxonomy, category given in the file), two seeds each.
@@ -30,6 +31,9 @@ def loaded(cli, tmp_path):
     )
     assert "added pair 1" in out.stdout
     return cli
+
+
+cli = cli_both_ways()  # every test with the owner absent, then with a real serve owning the file
 
 
 def by_key(records, *keys):
@@ -238,19 +242,23 @@ def test_empty_map_tells_the_user_what_to_do(cli):
     assert cli.json("map", "--format", "json") == []
 
 
-def test_locked_database_gives_a_clear_error(loaded):
+def test_locked_database_gives_a_clear_error(cli, tmp_path):
+    if cli.owner:
+        pytest.skip("with an app owning the file, the commands go through it")
+    write_csv(tmp_path / "base.csv", rows_for("base-7b", BASE))
+    cli("import", "table", tmp_path / "base.csv")
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            f"import duckdb, time; c = duckdb.connect({str(loaded.db)!r}); print('held', flush=True); time.sleep(60)",
+            f"import duckdb, time; c = duckdb.connect({str(cli.db)!r}); print('held', flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"
-        out = loaded("map", ok=False)
+        out = cli("map", ok=False)
         assert out.exit_code == 2
         assert "in use by another process" in out.stderr
     finally:

@@ -14,7 +14,10 @@ import math
 import pytest
 
 from app.services.series import SERIES_EXTRA, SERIES_FIELDS
+from tests.support.cli import cli_both_ways
 from tests.support.series_fixtures import load_run
+
+cli = cli_both_ways()  # every test with the owner absent, then with a real serve owning the file
 
 # F_true per seed at step 2 (seeds 0, 1, 2):
 #   mixbench: seed 0/1 post 0110 -> n_10 = 1, k4 post 10 (acc 1/2), c = 1/24: F_true = 1/4 - 1/24 = 5/24

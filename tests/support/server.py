@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -17,16 +18,23 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, db: Path):
+    """`forgetmap --db DB serve` until ``stop()``; its output goes to ``log`` (a pipe nobody
+    read would stall a server that answers many requests)."""
+
+    def __init__(self, db: Path, *, env: dict | None = None):
+        self.db = db
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.log = db.with_name(db.name + f".serve-{self.port}.log")
         exe = Path(sys.executable).parent / "forgetmap"
-        self.proc = subprocess.Popen(
-            [str(exe), "--db", str(db), "serve", "--port", str(self.port)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen(
+                [str(exe), "--db", str(db), "serve", "--port", str(self.port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=env,
+            )
         deadline = time.time() + 60
         while time.time() < deadline:
             try:
@@ -34,11 +42,21 @@ class Server:
                 return
             except OSError:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"server exited: {self.proc.stdout.read()}") from None
-                time.sleep(0.2)
+                    raise RuntimeError(f"server exited: {self.output()}") from None
+                time.sleep(0.1)
         raise RuntimeError("server did not start in 60 s")
 
+    def output(self) -> str:
+        return self.log.read_text()
+
     def stop(self) -> str:
-        self.proc.terminate()
-        out, _ = self.proc.communicate(timeout=20)
-        return out
+        """SIGTERM, as Ctrl-C or a service manager ends it; what it printed."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+        return self.output()
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown runs."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=20)

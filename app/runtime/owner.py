@@ -1,0 +1,149 @@
+"""The owner file: how a running app tells the command line that it owns a database.
+
+Only one process may open a DuckDB file, so while ``forgetmap serve`` (or ``up``) runs, the other
+commands on that database run through it (docs/many-users.md). On start the app writes
+``<db>.app.json`` beside the database: the URL it listens on, its pid, its start time, an id it
+also sends on ``/healthz`` (``APP_ID_HEADER``) and a fresh local credential that acts as an admin
+token of that process only (the app keeps it in memory, never in the database). The file is
+created owner-only (0600) and removed on a clean exit; a reader ignores it when it is stale: its
+pid is not alive, or its URL does not answer ``/healthz`` with the same app id (an app killed
+with SIGKILL leaves the file behind).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+APP_ID_HEADER = "X-Forgetmap-App-Id"
+LOCAL_CREDENTIAL_PREFIX = "fml_"
+HEALTH_TIMEOUT_SECONDS = 2.0
+OWNER_FILE_SUFFIX = ".app.json"
+
+LOCAL_ONLY = frozenset({"serve", "up", "worker", "watch", "demo", "suite", "job", "restore"})
+"""Commands that never run through the app: they start processes, use no database, or (restore)
+write a new database file themselves."""
+
+# what a command that the app runs finds in its click context's ``obj`` (app.web.cli sets them,
+# app.cli.common reads them): the app's open store, and the folder the client runs in
+APP_STORE_KEY = "app_store"
+CLIENT_CWD_KEY = "client_cwd"
+
+
+@dataclass(frozen=True)
+class Owner:
+    """What the owner file holds."""
+
+    url: str
+    pid: int
+    credential: str
+    app_id: str
+    started_at: str
+
+
+def owner_path(db_path: Path | str) -> Path:
+    """``<db>.app.json``, beside the database (the path resolved, as the app and the CLI may
+    name the database from different folders)."""
+    resolved = Path(db_path).resolve()
+    return resolved.with_name(resolved.name + OWNER_FILE_SUFFIX)
+
+
+def new_owner(url: str) -> Owner:
+    """This process as the owner at ``url``, with a fresh credential and app id."""
+    return Owner(
+        url=url,
+        pid=os.getpid(),
+        credential=LOCAL_CREDENTIAL_PREFIX + secrets.token_urlsafe(32),
+        app_id=secrets.token_hex(8),
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def publish(db_path: Path | str, owner: Owner) -> Path:
+    """Write the owner file, created 0600 under a temporary name and renamed over any file a
+    dead owner left (this process holds the database, so no other owner is alive)."""
+    path = owner_path(db_path)
+    temporary = path.with_name(f"{path.name}.{owner.pid}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        json.dump(asdict(owner), out)
+    os.replace(temporary, path)
+    return path
+
+
+def withdraw(db_path: Path | str, owner: Owner) -> None:
+    """Remove the owner file if it is still this owner's."""
+    path = owner_path(db_path)
+    if read_owner(path) == owner:
+        path.unlink(missing_ok=True)
+
+
+def read_owner(path: Path) -> Owner | None:
+    """The owner file's content; None when there is none or it cannot be read as one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Owner(
+            url=str(data["url"]),
+            pid=int(data["pid"]),
+            credential=str(data["credential"]),
+            app_id=str(data["app_id"]),
+            started_at=str(data["started_at"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def live_owner(db_path: Path | str) -> Owner | None:
+    """The app that owns the database now, or None: no owner file, or a stale one."""
+    path = owner_path(db_path)
+    if not path.exists():  # the common case, one stat
+        return None
+    owner = read_owner(path)
+    if owner is None or not _pid_alive(owner.pid):
+        return None
+    return owner if answering_app_id(owner.url) == owner.app_id else None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return pid > 0
+
+
+def answering_app_id(url: str) -> str | None:
+    """The app id that the app at ``url`` sends on ``/healthz``; None when nothing answers."""
+    try:
+        with urllib.request.urlopen(url + "/healthz", timeout=HEALTH_TIMEOUT_SECONDS) as answer:
+            return answer.headers.get(APP_ID_HEADER)
+    except (OSError, urllib.error.URLError, ValueError):
+        return None
+
+
+def listening_socket(host: str, port: int) -> tuple[socket.socket, str]:
+    """A socket bound to (host, port) and listening, and the URL a client on this machine
+    reaches it at: the port actually bound (port 0 picks a free one), the loopback address for
+    a wildcard host."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    bound_port = sock.getsockname()[1]
+    reach = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(host, host)
+    shown = f"[{reach}]" if ":" in reach else reach
+    return sock, f"http://{shown}:{bound_port}"
