@@ -22,6 +22,7 @@ from app.importers import import_file
 from app.importers.lighteval import reader as lighteval
 from tests.support.cli import Cli
 from tests.support.series_fixtures import load_run
+from tests.support.server import Server
 
 BASE, POST = "org/base-7b", "org/base-7b-instruct"
 TASKS = [f"community|t{i}_reasoning_letter:main|0" for i in range(3)]
@@ -280,3 +281,19 @@ def test_backups_taken_while_imports_commit_are_never_a_mix(tmp_path, small_batc
         assert found == frozenset(models[:k])  # imports commit in order
         assert (results, runs, len(names)) == (k * rows, k * len(TASKS), k // 2)
     assert len({s[0] for s in states}) > 1  # backups did overlap the imports
+
+
+def test_a_backup_while_the_app_serves_is_taken_by_the_app_and_restores_whole(filled, tmp_path):
+    """With `forgetmap serve` owning the file, `backup` runs inside the app (the file is locked
+    to anyone else: a local run would fail with "in use") and restores to the same tables."""
+    before, answers = filled.contents(), _answer_bytes(filled.db)
+    server = Server(filled.db)
+    try:
+        done = filled("backup", tmp_path / "served")
+        assert "in use" not in done.stderr
+    finally:
+        server.stop()
+    restored = Cli(tmp_path / "restored" / "fm.duckdb")
+    restored("restore", tmp_path / "served")
+    assert restored.contents() == before
+    assert _answer_bytes(restored.db) == answers
