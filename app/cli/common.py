@@ -71,8 +71,16 @@ def lean_native_settings() -> None:
 
 
 def Console(*args, **kwargs):  # noqa: N802 - stands in for rich's class
+    """rich's console; for a command the app runs for a client, as wide as the client's
+    terminal (rich would measure the app's)."""
     from rich.console import Console as RichConsole
 
+    from app.runtime.owner import CLIENT_WIDTH_KEY
+
+    context = click.get_current_context(silent=True)
+    root = context.find_root().obj if context is not None else None
+    if isinstance(root, dict) and CLIENT_WIDTH_KEY in root:
+        kwargs.setdefault("width", root[CLIENT_WIDTH_KEY])
     return RichConsole(*args, **kwargs)
 
 

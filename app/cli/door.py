@@ -4,22 +4,30 @@ Only one process may open a DuckDB file. When `forgetmap serve` (or `up`) runs o
 database, it has published itself in the owner file beside it (app.runtime.owner); a command
 that uses the database is then sent to that app (``POST /api/cli`` with the file's local
 credential), which runs the very same command on its open store and answers its output and exit
-code, printed and exited with here. ``--url`` (or $FORGETMAP_APP_URL) with a token sends it to
-a remote app instead. A stale owner file is ignored: the command runs on the file as ever.
+code, printed here as they come and exited with. ``--url`` (or $FORGETMAP_APP_URL) with a token
+sends it to a remote app instead; an import into a remote app runs here and uploads its files
+(``POST /api/imports``). A stale owner file is ignored: the command runs on the file as ever.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import click
 
 from app.cli.common import CliError
 
+if TYPE_CHECKING:
+    from app.contract.cli import Terminal
+
 COMMAND_LINE = "forgetmap.command_line"
 """Where the root group keeps the command line from the subcommand on (``ctx.meta``)."""
+REMOTE_APP = "forgetmap.remote_app"
+"""Where an import that runs here for a remote app finds it (``ctx.obj``: an ``AppDoor``)."""
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 
@@ -49,25 +57,34 @@ def find_door(db: Path, url: str | None, token: str | None) -> AppDoor | None:
     return AppDoor(owner.url, owner.credential, remote=False) if owner is not None else None
 
 
-def remote_refusal(ctx: click.Context, argv: list[str]) -> str | None:
-    """Why the command cannot be sent to a remote app, or None: the one place that decides what
-    becomes of the files a command names when the app runs on another machine (for now: refused;
-    they are this machine's files, not the app's)."""
+UPLOADED = frozenset({("import", "table"), ("import", "lm-eval"), ("import", "lighteval")})
+"""Commands that, through a remote app, run here and send the files they name to it
+(``POST /api/imports``) instead of being forwarded (``imports.upload_to_app``)."""
+
+
+def remote_way(ctx: click.Context, argv: list[str]) -> Literal["forward", "here"]:
+    """How a command goes to a remote app (--url): "forward" (the app runs it) or "here" (it runs
+    on this machine and sends its files to the app); a CliError for a command whose files the
+    app cannot reach. The one place that decides what becomes of the files a command names
+    when the app runs on another machine."""
     from app.contract.cli import command_named, touches_files
 
     names, command = command_named(ctx.command, argv)
+    if names in UPLOADED:
+        return "here"
     if command is not None and touches_files(command):
-        return (
+        raise CliError(
             f"`forgetmap {' '.join(names)}` reads or writes files on this machine, which a remote "
-            "app (--url) cannot do yet: run it on the app's machine"
+            "app (--url) cannot do: run it on the app's machine"
         )
-    return None
+    return "forward"
 
 
 def run_through_app(ctx: click.Context, url: str | None, token: str | None) -> None:
-    """Send the command to the app that owns the database, print what it printed and exit with
-    its exit code; return (to run it here) when no app owns it, or for a command that never
-    goes through one (``LOCAL_ONLY``, help)."""
+    """Send the command to the app that owns the database, print what it prints as it comes
+    and exit with its exit code; return (to run it here) when no app owns it, for a command
+    that never goes through one (``LOCAL_ONLY``, help), or for an import into a remote app
+    (it runs here with ``REMOTE_APP`` set: ``remote_way``)."""
     from app.runtime.owner import APP_STORE_KEY, LOCAL_ONLY
 
     argv = ctx.meta.get(COMMAND_LINE, [])
@@ -78,38 +95,66 @@ def run_through_app(ctx: click.Context, url: str | None, token: str | None) -> N
     door = find_door(ctx.obj["db"], url, token)
     if door is None:
         return
-    if door.remote:
-        refusal = remote_refusal(ctx, argv)
-        if refusal is not None:
-            raise CliError(refusal)
+    if door.remote and remote_way(ctx, argv) == "here":
+        ctx.obj[REMOTE_APP] = door
+        return
     ctx.exit(forward(door, argv, ctx.find_root().info_name or "forgetmap"))
 
 
+def terminal() -> Terminal:
+    """This process's terminal as rich sees it: whether stdout is one, and its width (of the
+    first of stdin, stdout, stderr that is a terminal, $COLUMNS first; 80 when none is)."""
+    from app.contract.cli import MAX_TERMINAL_WIDTH, Terminal
+
+    width = 80
+    for descriptor in (0, 1, 2):
+        try:
+            width = os.get_terminal_size(descriptor).columns or width
+            break
+        except OSError:
+            continue
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        width = int(columns)
+    is_tty = getattr(sys.stdout, "isatty", None)
+    return Terminal(stdout_is_tty=bool(is_tty and is_tty()), width=min(width, MAX_TERMINAL_WIDTH))
+
+
 def forward(door: AppDoor, argv: list[str], prog_name: str) -> int:
-    """``POST /api/cli``: the app runs the command; its output is printed here, its exit code
-    returned. No time limit once connected: an import runs as long as it takes."""
+    """``POST /api/cli``: the app runs the command; what it prints is printed here as it comes
+    (an import's progress as it goes), its exit code returned. No time limit once connected:
+    an import runs as long as it takes."""
     import httpx
 
-    from app.contract.cli import CommandCall, CommandOutcome
+    from app.contract.cli import CommandCall, CommandEnd, answer_line
 
-    call = CommandCall(argv=argv, cwd=os.getcwd(), prog_name=prog_name)
+    call = CommandCall(argv=argv, cwd=os.getcwd(), prog_name=prog_name, terminal=terminal())
+    started = False
     try:
-        with httpx.Client(timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_SECONDS)) as http:
-            answer = http.post(
-                door.url + "/api/cli",
-                json=call.model_dump(),
-                headers={"Authorization": f"Bearer {door.credential}"},
-            )
+        with (
+            httpx.Client(timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_SECONDS)) as http,
+            http.stream("POST", door.url + "/api/cli", json=call.model_dump(),
+                        headers={"Authorization": f"Bearer {door.credential}"}) as answer,
+        ):  # fmt: skip
+            if answer.status_code != 200:
+                answer.read()
+                raise CliError(
+                    f"the app at {door.url} refused the command ({answer.status_code}): "
+                    f"{_detail(answer)}"
+                )
+            started = True
+            for line in answer.iter_lines():
+                piece = answer_line.validate_json(line)
+                if isinstance(piece, CommandEnd):
+                    return piece.exit_code
+                click.echo(piece.text, nl=False, err=piece.stream == "stderr")
     except httpx.TransportError as exc:
-        raise CliError(f"cannot reach the app at {door.url}: {exc}") from None
-    if answer.status_code != 200:
-        raise CliError(
-            f"the app at {door.url} refused the command ({answer.status_code}): {_detail(answer)}"
-        )
-    outcome = CommandOutcome.model_validate(answer.json())
-    click.echo(outcome.stdout, nl=False)
-    click.echo(outcome.stderr, nl=False, err=True)
-    return outcome.exit_code
+        if not started:
+            raise CliError(f"cannot reach the app at {door.url}: {exc}") from None
+    raise CliError(
+        f"the connection to the app at {door.url} ended before the command did: it finished "
+        "there, or it ended with the app and wrote nothing"
+    )
 
 
 def _detail(answer) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,7 +13,11 @@ from app.cli.common import (
     CliError,
     store_of,
 )
+from app.cli.door import REMOTE_APP, AppDoor
 from app.core.errors import InputError
+
+if TYPE_CHECKING:
+    from app.contract.imports import ImportOptions
 
 
 @click.group("import")
@@ -36,6 +41,12 @@ def _run_import(
         checked = import_options(kind, **options)  # the same checks as the upload route's
     except InputError as exc:
         raise CliError(f"{exc} (nothing was imported)") from exc
+    remote = ctx.obj.get(REMOTE_APP)
+    if remote is not None:
+        if not path.exists():  # told in the reader's own words, as on the file
+            _refuse_missing(kind, path, checked)
+        upload_to_app(remote, path, checked)
+        return
     store = store_of(ctx)
     try:
         with progress_reporter(f"importing {path.name}") as progress:
@@ -46,6 +57,40 @@ def _run_import(
     finally:
         store.close()
     for line in summary_lines(summary_of(summary)):
+        click.echo(line)
+
+
+def _refuse_missing(kind: str, path: Path, options: ImportOptions) -> None:
+    """The one-line error the import on the file gives for a path that is not there: the
+    reader's, which it raises before it reads anything."""
+    from app.importers import iter_source
+
+    try:
+        next(iter(iter_source(kind, path, **options.importer_kwargs())))
+    except InputError as exc:
+        raise CliError(f"{exc} (nothing was imported)") from exc
+
+
+def upload_to_app(app: AppDoor, path: Path, options: ImportOptions) -> None:
+    """The import into a remote app: ``path`` uploaded (``POST /api/imports``) and its job
+    followed to its end, told as the import on the file tells it: progress on stderr as it
+    goes, then the readers' notices, then the summary on stdout; a failure is the one line the
+    app gives (``ImportFailed``: nothing was imported)."""
+    import httpx
+
+    from app.runtime.progress import progress_reporter
+    from app.services.import_upload import ImportFailed, upload_import
+
+    try:
+        with progress_reporter(f"importing {path.name}") as progress:
+            job = upload_import(app.url, app.credential, path, options, on_progress=progress)
+    except ImportFailed as exc:
+        raise CliError(str(exc)) from exc
+    except httpx.TransportError as exc:
+        raise CliError(f"cannot reach the app at {app.url}: {exc}") from None
+    for notice in job["request"].get("notices", []):
+        click.echo(notice, err=True)
+    for line in job["request"]["lines"]:
         click.echo(line)
 
 

@@ -1,26 +1,39 @@
-"""A command line run by the app (``POST /api/cli``): what the CLI sends and what it gets back.
+"""A command line run by the app (``POST /api/cli``): what the CLI sends and what comes back.
 
 The CLI forwards a command on a database that a running app owns (app.runtime.owner); the app
-runs the very same click command against its own store and answers what it printed and its exit
-code, which the CLI prints and exits with (docs/many-users.md).
+runs the very same click command against its own store and streams what it prints as it prints
+it, then its exit code, which the CLI prints and exits with (docs/many-users.md). The answer is
+JSON lines (``application/x-ndjson``): an :class:`OutputPiece` per write, in the order written,
+then one :class:`CommandEnd`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import click
-from pydantic import Field
+from pydantic import Field, TypeAdapter
 
 from app.contract.base import Int, Strict
 
 MAX_ARGUMENTS = 200
 MAX_ARGUMENT_CHARS = 4096
+MAX_TERMINAL_WIDTH = 10_000
+OUTPUT_MEDIA_TYPE = "application/x-ndjson"
+
+
+class Terminal(Strict):
+    """The client's terminal, for output rendered as it would be there: whether its stdout is a
+    terminal (rich tables in colour) and how wide the terminal is (rich tables' width)."""
+
+    stdout_is_tty: bool
+    width: Annotated[Int, Field(ge=1, le=MAX_TERMINAL_WIDTH)]
 
 
 class CommandCall(Strict):
-    """A command line after ``forgetmap [--db ...]``: its arguments, and the folder the client
-    runs in (relative paths in the arguments are the client's)."""
+    """A command line after ``forgetmap [--db ...]``: its arguments, the folder the client runs
+    in (relative paths in the arguments are the client's), and the client's terminal (without
+    it: the output is rendered as for a file)."""
 
     argv: Annotated[
         list[Annotated[str, Field(max_length=MAX_ARGUMENT_CHARS)]],
@@ -28,14 +41,24 @@ class CommandCall(Strict):
     ]
     cwd: Annotated[str, Field(min_length=1, max_length=MAX_ARGUMENT_CHARS)]
     prog_name: Annotated[str, Field(min_length=1, max_length=100)] = "forgetmap"
+    terminal: Terminal | None = None
 
 
-class CommandOutcome(Strict):
-    """What the command printed, and its exit code."""
+class OutputPiece(Strict):
+    """Text the command wrote to its stdout or stderr."""
 
-    stdout: str
-    stderr: str
+    stream: Literal["stdout", "stderr"]
+    text: str
+
+
+class CommandEnd(Strict):
+    """The command's exit code: the answer's last line."""
+
     exit_code: Int
+
+
+answer_line = TypeAdapter(OutputPiece | CommandEnd)
+"""One line of the answer, parsed: ``answer_line.validate_json(line)``."""
 
 
 def command_named(

@@ -32,9 +32,11 @@ LOCAL_ONLY = frozenset({"serve", "up", "worker", "watch", "demo", "suite", "job"
 write a new database file themselves."""
 
 # what a command that the app runs finds in its click context's ``obj`` (app.web.cli sets them,
-# app.cli.common reads them): the app's open store, and the folder the client runs in
+# app.cli.common reads them): the app's open store, the folder the client runs in, and the width
+# of the client's terminal (when it told it)
 APP_STORE_KEY = "app_store"
 CLIENT_CWD_KEY = "client_cwd"
+CLIENT_WIDTH_KEY = "client_terminal_width"
 
 
 @dataclass(frozen=True)

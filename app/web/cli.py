@@ -2,10 +2,12 @@
 
 While the app owns the database no other process may open it, so the CLI forwards its command
 here (app.runtime.owner, docs/many-users.md). The app runs the very same click command in a
-worker thread: the command's ``store_of`` answers the app's open store, its relative paths are
-the client's (``app.cli.common.ClientPath``), and what it prints goes to buffers of its own (the
-other threads keep printing where they did). Output, exit code and one-line errors are those of
-the local command by construction.
+thread of its own: the command's ``store_of`` answers the app's open store, its relative paths
+are the client's (``app.cli.common.ClientPath``), and what it prints goes to streams of its own
+(the other threads keep printing where they did), sent to the client as it is written: an
+import's progress arrives as it goes. Output, exit code and one-line errors are those of the
+local command by construction; tables are rendered for the client's terminal (its width, and
+colour when its stdout is one).
 
 The command group comes from the CLI that started the app (``Door``): the app sits below the CLI
 and imports nothing of it.
@@ -15,16 +17,26 @@ from __future__ import annotations
 
 import contextvars
 import io
+import queue
 import sys
 import threading
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import click
 from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import StreamingResponse
 
-from app.contract.cli import CommandCall, CommandOutcome, command_named, touches_files
-from app.runtime.owner import APP_STORE_KEY, CLIENT_CWD_KEY, LOCAL_ONLY
+from app.contract.cli import (
+    OUTPUT_MEDIA_TYPE,
+    CommandCall,
+    CommandEnd,
+    OutputPiece,
+    command_named,
+    touches_files,
+)
+from app.runtime.owner import APP_STORE_KEY, CLIENT_CWD_KEY, CLIENT_WIDTH_KEY, LOCAL_ONLY
 from app.services.tokens import LOCAL_PRINCIPAL, Role, needs_role_message
 from app.web import deps
 from app.web.responses import errors
@@ -58,16 +70,23 @@ def needed_role(path: tuple[str, ...], command: click.Command | None) -> Role:
     return Role.submit if name in SUBMIT_COMMANDS else Role.admin
 
 
+STREAMED_ANSWER = {200: {"description": "JSON lines, sent as the command writes: "
+                         '{"stream": "stdout"|"stderr", "text": ...} for each piece of its '
+                         'output, then {"exit_code": N}',
+                         "content": {OUTPUT_MEDIA_TYPE: {"schema": {"type": "string"}}}}}  # fmt: skip
+
+
 @router.post(
     "/api/cli",
-    responses=errors(400, 401, 403, 404),
+    response_class=StreamingResponse,
+    responses={**STREAMED_ANSWER, **errors(400, 401, 403, 404)},
     summary="Run a forgetmap command line against the app's database",
 )
-def run_cli(call: CommandCall, request: Request) -> CommandOutcome:
+def run_cli(call: CommandCall, request: Request) -> StreamingResponse:
     """Runs ``forgetmap ARGV`` (the part after ``--db``) in the app, as the CLI does when the app
-    owns its database; answers what it printed and its exit code. The role needed is the
-    command's: read for reads, submit for imports and pairs, admin for tokens and the rest;
-    commands that name files run only for the app's local credential."""
+    owns its database; streams what it prints as it prints it, then its exit code (JSON lines).
+    The role needed is the command's: read for reads, submit for imports and pairs, admin for
+    tokens and the rest; commands that name files run only for the app's local credential."""
     principal = deps.bearer_principal(request)
     if principal is None:
         raise HTTPException(401, "this endpoint needs a token: send 'Authorization: Bearer <token>'",
@@ -86,25 +105,47 @@ def run_cli(call: CommandCall, request: Request) -> CommandOutcome:
     if command is not None and touches_files(command) and principal != LOCAL_PRINCIPAL:
         raise HTTPException(400, f"`forgetmap {' '.join(path)}` names files, which the app reads "
                                  "and writes only for a command line on its own machine")  # fmt: skip
-    return run_command_line(door.commands, call, deps.store(request))
+    lines = start_command_line(door.commands, call, deps.store(request))
+    return StreamingResponse(lines, media_type=OUTPUT_MEDIA_TYPE)
 
 
-_command_streams: contextvars.ContextVar[tuple[io.StringIO, io.StringIO] | None] = (
+_command_streams: contextvars.ContextVar[tuple[CommandStream, CommandStream] | None] = (
     contextvars.ContextVar("forgetmap_command_streams", default=None)
 )
 
 
+class CommandStream(io.TextIOBase):
+    """One of a running command's two outputs: each write goes to the command's queue at once
+    (what the answer streams), tagged with the stream's name; a terminal or not as the client's
+    is."""
+
+    def __init__(self, name: str, pieces: queue.SimpleQueue, is_tty: bool):
+        self.name = name
+        self.pieces = pieces
+        self.is_tty = is_tty
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):  # a text stream, as click finds out by writing b""
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if text:
+            self.pieces.put(OutputPiece(stream=self.name, text=text))
+        return len(text)
+
+    def isatty(self) -> bool:
+        return self.is_tty
+
+
 class _SelectedStream(io.TextIOBase):
     """``sys.stdout`` or ``sys.stderr`` for every thread: a thread that runs a command line
-    writes to that command's buffer, every other one to the stream this replaced."""
+    writes to that command's stream, every other one to the stream this replaced."""
 
     def __init__(self, replaced, index: int):
         self.replaced = replaced
         self.index = index
 
     def _target(self):
-        buffers = _command_streams.get()
-        return self.replaced if buffers is None else buffers[self.index]
+        streams = _command_streams.get()
+        return self.replaced if streams is None else streams[self.index]
 
     def write(self, text: str) -> int:
         return self._target().write(text)
@@ -116,7 +157,7 @@ class _SelectedStream(io.TextIOBase):
         return self._target().isatty()
 
     @property
-    def encoding(self) -> str:  # click and rich ask; the buffers hold text
+    def encoding(self) -> str:  # click and rich ask; the command's streams hold text
         return getattr(self.replaced, "encoding", None) or "utf-8"
 
     @property
@@ -137,7 +178,7 @@ def _select_streams() -> None:
             sys.stderr = _SelectedStream(sys.stderr, 1)
 
 
-def exit_code(code: object, stderr: io.StringIO) -> int:
+def exit_code(code: object, stderr: CommandStream) -> int:
     """What a process ending with ``sys.exit(code)`` exits with (a text is printed, exit 1)."""
     if code is None:
         return 0
@@ -147,19 +188,29 @@ def exit_code(code: object, stderr: io.StringIO) -> int:
     return 1
 
 
-def run_command_line(commands: click.Group, call: CommandCall, store) -> CommandOutcome:
-    """Run the command line as ``forgetmap`` would in its own process, against ``store``, with
-    its output captured."""
+def start_command_line(commands: click.Group, call: CommandCall, store) -> Iterator[bytes]:
+    """Start the command line on a thread of its own, as ``forgetmap`` would run it in its own
+    process, against ``store``; answer the lines of its output as it writes it, then its exit
+    code. The command runs to its end whether or not anyone reads (a client that hangs up does
+    not cut an import short)."""
     _select_streams()
-    stdout, stderr = io.StringIO(), io.StringIO()
+    pieces: queue.SimpleQueue = queue.SimpleQueue()
+    # stderr is never a terminal here: a live progress bar redraws from a thread of rich's own,
+    # which would write outside the command's stream; progress is told in lines instead
+    stdout = CommandStream(
+        "stdout", pieces, call.terminal is not None and call.terminal.stdout_is_tty
+    )
+    stderr = CommandStream("stderr", pieces, False)
+    obj = {APP_STORE_KEY: store, CLIENT_CWD_KEY: call.cwd}
+    if call.terminal is not None:
+        obj[CLIENT_WIDTH_KEY] = call.terminal.width
 
     def run() -> int:
         _command_streams.set((stdout, stderr))
         try:
             # --db names the app's own file, for a command that reads the path itself
             commands.main(args=["--db", str(store.path), *call.argv], prog_name=call.prog_name,
-                          standalone_mode=True,
-                          obj={APP_STORE_KEY: store, CLIENT_CWD_KEY: call.cwd})  # fmt: skip
+                          standalone_mode=True, obj=obj)  # fmt: skip
         except SystemExit as done:
             return exit_code(done.code, stderr)
         except Exception:  # a command's bug: a traceback and exit 1, as in its own process
@@ -167,5 +218,36 @@ def run_command_line(commands: click.Group, call: CommandCall, store) -> Command
             return 1
         return 0
 
-    code = contextvars.copy_context().run(run)
-    return CommandOutcome(stdout=stdout.getvalue(), stderr=stderr.getvalue(), exit_code=code)
+    def run_and_end() -> None:
+        code = 1
+        try:
+            code = contextvars.copy_context().run(run)
+        finally:
+            pieces.put(CommandEnd(exit_code=code))
+
+    threading.Thread(target=run_and_end, name="forgetmap-command", daemon=True).start()
+    return answer_lines(pieces)
+
+
+def answer_lines(pieces: queue.SimpleQueue) -> Iterator[bytes]:
+    """The queued output as JSON lines, each sent as soon as it is there: the pieces waiting at
+    once are joined while they come from one stream (a table printed cell by cell is one line
+    of the answer, not hundreds)."""
+    while True:
+        waiting = [pieces.get()]
+        while not isinstance(waiting[-1], CommandEnd) and not pieces.empty():
+            waiting.append(pieces.get())
+        joined: list[OutputPiece | CommandEnd] = []
+        for piece in waiting:
+            last = joined[-1] if joined else None
+            if (
+                isinstance(piece, OutputPiece)
+                and isinstance(last, OutputPiece)
+                and last.stream == piece.stream
+            ):
+                joined[-1] = OutputPiece(stream=piece.stream, text=last.text + piece.text)
+            else:
+                joined.append(piece)
+        yield b"".join(piece.model_dump_json().encode() + b"\n" for piece in joined)
+        if isinstance(joined[-1], CommandEnd):
+            return

@@ -129,9 +129,13 @@ def test_remote_app_takes_a_token_of_the_commands_role(served, tmp_path):
         f"error: the app at {server.url} refused the command (403): this needs a token with "
         "role submit or admin; token 'reader' has role read\n"
     )
-    files = elsewhere(*remote, "import", "table", tmp_path / "base.csv", ok=False)
-    assert files.exit_code == 2 and files.stderr.count("\n") == 1
-    assert "reads or writes files on this machine" in files.stderr
+    files = elsewhere(*remote, "recover", "export", "1", tmp_path / "out.csv", ok=False)
+    assert files.exit_code == 2
+    assert files.stderr == (
+        "error: `forgetmap recover export` reads or writes files on this machine, which a "
+        "remote app (--url) cannot do: run it on the app's machine\n"
+    )
+    assert not (tmp_path / "out.csv").exists()
     missing = elsewhere("--url", server.url, "map", ok=False)
     assert missing.exit_code == 2 and "needs a token" in missing.stderr
     assert not (tmp_path / "not-this-one.duckdb").exists()
