@@ -73,6 +73,14 @@ def _revoked_worker_gives_its_message_back(
     doomed = dep.start_worker()
     dep.wait_ready()
     dep.workers.remove(doomed)  # dep.wait treats a worker that exits as a failure
+    try:
+        return _refused_after_revocation(dep, zoo, monkeypatch, queued, doomed)
+    finally:
+        if doomed.poll() is None:  # a failed check must not leave it consuming the queue
+            dep.kill(doomed)
+
+
+def _refused_after_revocation(dep: Deployment, zoo: dict, monkeypatch, queued, doomed) -> tuple:
     _, good_token = _restart_server(dep, monkeypatch, ("token", "revoke", "worker"),
                                     ("token", "create", "worker-2", "--role", "worker"))  # fmt: skip
     job_id = dep.submit(_job(zoo, "transformers", seeds=SEEDS, mode="loglik"))
