@@ -84,9 +84,13 @@ def free_port() -> int:
 class Server:
     """`forgetmap --db DB serve --port P` as a subprocess, log to a file."""
 
-    def __init__(self, db: Path, log_path: Path):
+    def __init__(self, db: Path, log_path: Path, *, settings: dict[str, str] | None = None):
+        """``settings``: FORGETMAP_* variables for the app (the caller's own are left out)."""
         self.port = free_port()
+        self.url = f"http://{HOST}:{self.port}"
+        self.workdir = db.parent
         env = {k: v for k, v in os.environ.items() if not k.startswith("FORGETMAP_")}
+        env.update(settings or {})
         self.log = log_path.open("w")
         t0 = now()
         self.proc = subprocess.Popen(

@@ -37,10 +37,7 @@ import argparse
 import http.client
 import json
 import logging
-import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -64,7 +61,7 @@ from app.db import open_store  # noqa: E402
 from app.services.import_upload import upload_import  # noqa: E402
 from app.services.tokens import Role, create_token  # noqa: E402
 from bench._data import Spec, load_dataset, machine_line, write_dataset  # noqa: E402
-from bench._http import FORGETMAP, HOST, Conn, free_port  # noqa: E402
+from bench._http import Conn, Server  # noqa: E402
 from bench.web import pick_targets  # noqa: E402
 from worker.client import AppClient  # noqa: E402
 
@@ -195,47 +192,6 @@ def write_import_file(path: Path, model: str, rows: int, text_chars: int, seed: 
 
 
 # ---------------------------------------------------------------------------------- the app
-
-
-class App:
-    """`forgetmap --db DB serve` with the broker settings in its environment."""
-
-    def __init__(self, db: Path, broker: str, queue: str, log: Path):
-        self.port = free_port()
-        self.url = f"http://{HOST}:{self.port}"
-        self.workdir = db.parent
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FORGETMAP_")}
-        env.update(FORGETMAP_BROKER_URL=broker, FORGETMAP_QUEUE=queue)
-        self.log = log.open("w")
-        self.proc = subprocess.Popen(
-            [FORGETMAP, "--db", str(db), "serve", "--host", HOST, "--port", str(self.port)],
-            stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=db.parent,
-        )  # fmt: skip
-        deadline = time.time() + 120
-        while True:
-            try:
-                conn = Conn(self.port)
-                status, _, _ = conn.get(("/healthz", {}))
-                conn.close()
-                if status == 200:
-                    return
-            except OSError:
-                pass
-            if self.proc.poll() is not None or time.time() > deadline:
-                self.stop()
-                raise RuntimeError(f"the app did not start: {log.read_text()[-3000:]}")
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        """SIGTERM, as a service manager stops it; the database is then free."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
 
 
 def check_broker(url: str) -> str | None:
@@ -396,7 +352,7 @@ def page_list(targets: list[tuple[int, str, int]]) -> list[tuple[str, str]]:
     return pages
 
 
-def write_round(app: App, args, tokens: dict, round_: int, record: Record) -> dict:
+def write_round(app: Server, args, tokens: dict, round_: int, record: Record) -> dict:
     """One round of writes at once: the imports and the workers; its window and what it wrote."""
     imports = [write_import_file(app.workdir / f"import-{round_}-{k}.parquet",
                                  f"load-import-{round_}-{k}", args.import_rows, args.text_chars,
@@ -436,7 +392,11 @@ def run(args, workdir: Path) -> dict:
     seeded = seed_database(db, workdir, args.seed_rows, args.seed_benchmarks)
     expected = dict(seeded["expected"])
     queue = f"fm-load-{uuid.uuid4().hex[:8]}"
-    app = App(db, args.broker, queue, workdir / "serve.log")
+    app = Server(
+        db,
+        workdir / "serve.log",
+        settings={"FORGETMAP_BROKER_URL": args.broker, "FORGETMAP_QUEUE": queue},
+    )
     record, stop, retries = Record(), threading.Event(), RetryCounter()
     logging.getLogger("forgetmap.worker").addHandler(retries)
     rounds = []
