@@ -14,6 +14,7 @@ import time
 import httpx
 from pydantic import BaseModel
 
+from app.contract.errors import reply_detail
 from app.contract.recovery import RecoveryIn
 from app.contract.results import ResultRow, ResultsIn
 from app.contract.shards import (
@@ -51,11 +52,7 @@ class TokenRefused(Exception):
 
 def _detail(response: httpx.Response) -> str:
     """The app's one-line error (``{"detail": ...}``), else the start of the body."""
-    try:
-        detail = response.json().get("detail")
-    except (ValueError, AttributeError):
-        detail = None
-    return str(detail) if detail else response.text[:500]
+    return reply_detail(response) or response.text[:500]
 
 
 class AppClient:

@@ -158,8 +158,6 @@ def forward(door: AppDoor, argv: list[str], prog_name: str) -> int:
 
 
 def _detail(answer) -> str:
-    try:
-        detail = answer.json().get("detail")
-    except ValueError:
-        detail = None
-    return str(detail) if detail else answer.text[:200]
+    from app.contract.errors import reply_detail
+
+    return reply_detail(answer) or answer.text[:200]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from app.contract.errors import reply_detail
 from app.contract.imports import ImportOptions
 from app.core.errors import InputError
 
@@ -71,10 +72,7 @@ def upload_body(path: Path) -> tuple[str, int, Iterator[bytes]]:
 
 
 def _detail(reply: httpx.Response) -> str:
-    try:
-        return str(reply.json()["detail"])
-    except (ValueError, KeyError, TypeError):
-        return f"the app answered {reply.status_code}"
+    return reply_detail(reply) or f"the app answered {reply.status_code}"
 
 
 def upload_import(
