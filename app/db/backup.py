@@ -31,7 +31,7 @@ from pathlib import Path
 import duckdb
 
 from app.db.store import HEAD_REVISION, Connection, Store, StoreError, open_store
-from app.db.texts import PARTIAL, folder_of
+from app.db.texts import PARTIAL, committed_names, folder_of
 
 FORMAT = 1
 """The layout of a backup folder; a restore refuses others."""
@@ -81,7 +81,7 @@ def _snapshot(store: Store, folder: Path) -> dict:
                     "WHERE database_name = current_database() ORDER BY sequence_name"
                 ).fetchall()
             )
-            names = _answer_file_names(conn) if "text_files" in tables else []
+            names = committed_names(conn) if "text_files" in tables else []
             conn.execute(
                 f"EXPORT DATABASE {_literal(folder / TABLES)} (FORMAT parquet, COMPRESSION zstd)"
             )
@@ -186,7 +186,7 @@ def _build(source: Path, staging: Path, manifest: dict) -> None:
         with store.transaction() as conn:
             _load_tables(conn, source / TABLES, manifest)
             _advance_sequences(conn, manifest["sequences"])
-            named = set(_answer_file_names(conn)) if "text_files" in manifest["tables"] else set()
+            named = set(committed_names(conn)) if "text_files" in manifest["tables"] else set()
         listed = set(manifest["answer_files"]) | set(manifest["missing_answer_files"])
         if named != listed:
             raise BackupError("the backup's answer files are not the ones its text_files names")
@@ -311,11 +311,6 @@ def _tables(conn: Connection) -> list[str]:
             "AND schema_name = 'main' ORDER BY table_name"
         ).fetchall()
     ]
-
-
-def _answer_file_names(conn: Connection) -> list[str]:
-    """The answer files committed imports name (a schema before 0010 has none)."""
-    return [n for (n,) in conn.execute("SELECT name FROM text_files ORDER BY id").fetchall()]
 
 
 def _columns(conn: Connection, table: str) -> list[str]:

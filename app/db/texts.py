@@ -159,7 +159,7 @@ def reconcile(conn: Connection, folder: Path) -> None:
     committed import names (its import rolled back, or never committed) is deleted."""
     if not folder.is_dir():
         return
-    named = {name for (name,) in conn.execute("SELECT name FROM text_files").fetchall()}
+    named = set(committed_names(conn))
     for path in folder.iterdir():
         name = path.name.removesuffix(PARTIAL)
         if name not in named:
@@ -206,8 +206,12 @@ def read_texts(conn: Connection, refs: list[int]) -> dict[int, str]:
     return found
 
 
+def committed_names(conn: Connection) -> list[str]:
+    """The answer files that committed imports name, oldest first."""
+    return [name for (name,) in conn.execute("SELECT name FROM text_files ORDER BY id").fetchall()]
+
+
 def answer_files(conn: Connection) -> list[str]:
     """The paths of the database's answer files that are in place (for ``read_parquet``)."""
     folder = folder_of(database_path(conn))
-    names = [name for (name,) in conn.execute("SELECT name FROM text_files").fetchall()]
-    return [str(folder / n) for n in names if (folder / n).is_file()]
+    return [str(folder / n) for n in committed_names(conn) if (folder / n).is_file()]
