@@ -395,7 +395,11 @@ def run(args, workdir: Path) -> dict:
     app = Server(
         db,
         workdir / "serve.log",
-        settings={"FORGETMAP_BROKER_URL": args.broker, "FORGETMAP_QUEUE": queue},
+        settings={
+            "FORGETMAP_BROKER_URL": args.broker,
+            "FORGETMAP_QUEUE": queue,
+            **dict(s.split("=", 1) for s in args.app_setting),
+        },  # fmt: skip
     )
     record, stop, retries = Record(), threading.Event(), RetryCounter()
     logging.getLogger("forgetmap.worker").addHandler(retries)
@@ -497,6 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, help="where the database goes (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the workdir")
     ap.add_argument("--json", type=Path, help="write the figures here as JSON")
+    ap.add_argument("--app-setting", action="append", default=[], metavar="FORGETMAP_X=V",
+                    help="a setting for the app (repeatable), e.g. to compare a setting's values")  # fmt: skip
     args = ap.parse_args(argv)
     quick = args.quick
     defaults = {"clients": (20, 10), "import_rows": (65_000, 13_000), "worker_rows": (2_560, 1_024),

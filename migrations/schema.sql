@@ -1,7 +1,8 @@
--- The schema after every migration (head 0010): new database files are created
+-- The schema after every migration (head 0011): new database files are created
 -- from it. Written by scripts/dump-schema; do not edit by hand.
 CREATE SEQUENCE api_tokens_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE benchmarks_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
+CREATE SEQUENCE flipped_questions_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE jobs_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE models_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE pairs_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
@@ -16,10 +17,12 @@ CREATE TABLE api_tokens(id INTEGER DEFAULT(nextval('api_tokens_id_seq')) PRIMARY
 CREATE TABLE benchmarks(id INTEGER DEFAULT(nextval('benchmarks_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, category VARCHAR NOT NULL, num_choices SMALLINT, full_size BIGINT);
 CREATE TABLE coverage(pair_id INTEGER, benchmark_id INTEGER, seed INTEGER, paired BIGINT NOT NULL, only_base BIGINT NOT NULL, only_post BIGINT NOT NULL, mismatched BIGINT NOT NULL, ambiguous BIGINT DEFAULT(0), by_question BIGINT DEFAULT(0), by_text BIGINT DEFAULT(0), PRIMARY KEY(pair_id, benchmark_id, seed));
 CREATE TABLE cross_seed_cells(pair_id INTEGER NOT NULL, benchmark_id INTEGER NOT NULL, seed_a INTEGER NOT NULL, seed_b INTEGER NOT NULL, num_choices SMALLINT NOT NULL, n_00_00 BIGINT NOT NULL, n_00_01 BIGINT NOT NULL, n_00_10 BIGINT NOT NULL, n_00_11 BIGINT NOT NULL, n_01_00 BIGINT NOT NULL, n_01_01 BIGINT NOT NULL, n_01_10 BIGINT NOT NULL, n_01_11 BIGINT NOT NULL, n_10_00 BIGINT NOT NULL, n_10_01 BIGINT NOT NULL, n_10_10 BIGINT NOT NULL, n_10_11 BIGINT NOT NULL, n_11_00 BIGINT NOT NULL, n_11_01 BIGINT NOT NULL, n_11_10 BIGINT NOT NULL, n_11_11 BIGINT NOT NULL);
+CREATE TABLE flipped_questions(id INTEGER DEFAULT(nextval('flipped_questions_id_seq')) PRIMARY KEY, benchmark_id INTEGER NOT NULL, sample_id VARCHAR NOT NULL, question VARCHAR, UNIQUE(benchmark_id, sample_id));
 CREATE TABLE jobs(id INTEGER DEFAULT(nextval('jobs_id_seq')) PRIMARY KEY, kind VARCHAR NOT NULL, status VARCHAR NOT NULL, payload VARCHAR NOT NULL, "error" VARCHAR, created_at TIMESTAMP DEFAULT(now()) NOT NULL, updated_at TIMESTAMP DEFAULT(now()) NOT NULL, "owner" VARCHAR);
 CREATE TABLE models(id INTEGER DEFAULT(nextval('models_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, fingerprint VARCHAR, "family" VARCHAR, size_params BIGINT, created_at TIMESTAMP DEFAULT(now()) NOT NULL, spec VARCHAR);
 CREATE TABLE pairs(id INTEGER DEFAULT(nextval('pairs_id_seq')) PRIMARY KEY, base_model_id INTEGER NOT NULL, post_model_id INTEGER NOT NULL, "label" VARCHAR, stage VARCHAR, created_at TIMESTAMP DEFAULT(now()) NOT NULL, UNIQUE(base_model_id, post_model_id));
 CREATE TABLE prompt_templates(id INTEGER DEFAULT(nextval('prompt_templates_id_seq')) PRIMARY KEY, prefix VARCHAR NOT NULL, suffix VARCHAR NOT NULL);
+CREATE TABLE question_flips(pair_id INTEGER NOT NULL, benchmark_id INTEGER NOT NULL, question_id INTEGER NOT NULL, seed INTEGER NOT NULL, num_choices SMALLINT NOT NULL, forgot BOOLEAN NOT NULL);
 CREATE TABLE recoveries(id INTEGER DEFAULT(nextval('recoveries_id_seq')) PRIMARY KEY, pair_id INTEGER NOT NULL, shard_id INTEGER UNIQUE, corpus VARCHAR NOT NULL, config VARCHAR NOT NULL, summary VARCHAR NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL);
 CREATE TABLE recovery_documents(recovery_id INTEGER NOT NULL, doc_index INTEGER NOT NULL, doc_id VARCHAR NOT NULL, split VARCHAR NOT NULL, n_tokens INTEGER NOT NULL, model VARCHAR NOT NULL, correction VARCHAR NOT NULL, loss_sum DOUBLE NOT NULL);
 CREATE TABLE results(model_id INTEGER NOT NULL, benchmark_id INTEGER NOT NULL, seed INTEGER NOT NULL, sample_id VARCHAR NOT NULL, run_id INTEGER NOT NULL, correct BOOLEAN NOT NULL, num_choices SMALLINT, prompt VARCHAR, response VARCHAR, prediction VARCHAR, gold VARCHAR, choices VARCHAR, doc_hash VARCHAR, prompt_tokens INTEGER, completion_tokens INTEGER, question VARCHAR, prompt_template_id INTEGER, response_ref BIGINT, truncated BOOLEAN);
@@ -32,4 +35,4 @@ CREATE TABLE shards(id INTEGER DEFAULT(nextval('shards_id_seq')) PRIMARY KEY, jo
 CREATE TABLE text_files(id INTEGER DEFAULT(nextval('text_files_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, "rows" BIGINT NOT NULL, bytes BIGINT NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL);
 CREATE TABLE transitions(pair_id INTEGER, benchmark_id INTEGER, seed INTEGER, num_choices SMALLINT, n_00 BIGINT NOT NULL, n_01 BIGINT NOT NULL, n_10 BIGINT NOT NULL, n_11 BIGINT NOT NULL, t_00 BIGINT DEFAULT(0) NOT NULL, t_01 BIGINT DEFAULT(0) NOT NULL, t_10 BIGINT DEFAULT(0) NOT NULL, t_11 BIGINT DEFAULT(0) NOT NULL, PRIMARY KEY(pair_id, benchmark_id, seed, num_choices));
 CREATE TABLE watch_submissions(series_id INTEGER, path VARCHAR, step BIGINT NOT NULL, model_id INTEGER NOT NULL, job_id INTEGER, attempts INTEGER DEFAULT(0) NOT NULL, submitted_at TIMESTAMP DEFAULT(now()) NOT NULL, PRIMARY KEY(series_id, path));
-INSERT INTO alembic_version VALUES ('0010');
+INSERT INTO alembic_version VALUES ('0011');

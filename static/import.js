@@ -113,7 +113,7 @@
       const input = form.querySelector("[name=" + name + "]");
       return input && !input.closest("[hidden]");
     };
-    for (const name of ["model", "metric"]) {
+    for (const name of ["model", "metric", "evaluation_result_id", "scorer"]) {
       if (visible(name) && data.get(name)) query.append(name, data.get(name));
     }
     if (visible("filter")) {

@@ -17,6 +17,7 @@ from app.cli import (
     backup,
     common,
     door,
+    export,
     imports,
     jobs,
     maps,
@@ -115,6 +116,7 @@ def quick_exit(code: int | str | None) -> None:
 
 main.add_command(backup.backup_command)
 main.add_command(backup.restore_command)
+main.add_command(export.export_group)
 main.add_command(imports.import_group)
 main.add_command(jobs.job)
 main.add_command(maps.map_command)

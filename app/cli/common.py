@@ -54,6 +54,12 @@ def keep_unused_out() -> None:
         sys.meta_path.insert(0, _KeptOut(absent))
 
 
+def let_kept_out_in() -> None:
+    """Undo ``keep_unused_out``, for a command whose library needs one of ``KEPT_OUT``
+    (inspect_ai loads dateutil)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _KeptOut)]
+
+
 def lean_native_settings() -> None:
     """Native libraries' defaults for a short command in its own process, set before they load
     (a user's own settings of these variables win).

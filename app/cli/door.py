@@ -57,9 +57,22 @@ def find_door(db: Path, url: str | None, token: str | None) -> AppDoor | None:
     return AppDoor(owner.url, owner.credential, remote=False) if owner is not None else None
 
 
-UPLOADED = frozenset({("import", "table"), ("import", "lm-eval"), ("import", "lighteval")})
+FETCHED = frozenset({("series", "export")})
+"""Commands that run here whenever an app owns the database (or with --url): they fetch what they
+read from the app over HTTP with the door's credential (found at ``APP_DOOR``) and write to this
+machine, with the user's own tracker login and files, instead of being forwarded."""
+APP_DOOR = "forgetmap.app_door"
+
+UPLOADED = frozenset({("import", "table"), ("import", "lm-eval"), ("import", "lighteval"),
+                      ("import", "inspect"), ("import", "eee")})  # fmt: skip
 """Commands that, through a remote app, run here and send the files they name to it
 (``POST /api/imports``) instead of being forwarded (``imports.upload_to_app``)."""
+
+DOWNLOADED = frozenset({("import", "hub")})
+"""Commands that run here whenever an app owns the database (or with --url): they download with
+this machine's Hugging Face token and cache, which the app (on another machine, or a service of
+another user) may not have, then send the files to the app as uploads (``POST /api/imports``,
+with ``REMOTE_APP`` set) instead of being forwarded."""
 
 
 def remote_way(ctx: click.Context, argv: list[str]) -> Literal["forward", "here"]:
@@ -80,11 +93,27 @@ def remote_way(ctx: click.Context, argv: list[str]) -> Literal["forward", "here"
     return "forward"
 
 
+def reads_through_app(ctx: click.Context, argv: list[str]) -> bool:
+    """Whether the command runs here and reads from the app (``FETCHED``)."""
+    from app.contract.cli import command_named
+
+    return command_named(ctx.command, argv)[0] in FETCHED
+
+
+def downloads_here(ctx: click.Context, argv: list[str]) -> bool:
+    """Whether the command downloads here and uploads to the app (``DOWNLOADED``)."""
+    from app.contract.cli import command_named
+
+    return command_named(ctx.command, argv)[0] in DOWNLOADED
+
+
 def run_through_app(ctx: click.Context, url: str | None, token: str | None) -> None:
     """Send the command to the app that owns the database, print what it prints as it comes
     and exit with its exit code; return (to run it here) when no app owns it, for a command
-    that never goes through one (``LOCAL_ONLY``, help), or for an import into a remote app
-    (it runs here with ``REMOTE_APP`` set: ``remote_way``)."""
+    that never goes through one (``LOCAL_ONLY``, help), for an import into a remote app
+    (it runs here with ``REMOTE_APP`` set: ``remote_way``), for a command that reads
+    through the app (``FETCHED``: it runs here with ``APP_DOOR`` set), or for one that
+    downloads here and uploads to the app (``DOWNLOADED``: ``REMOTE_APP`` set, any app)."""
     from app.runtime.owner import APP_STORE_KEY, LOCAL_ONLY
 
     argv = ctx.meta.get(COMMAND_LINE, [])
@@ -94,6 +123,12 @@ def run_through_app(ctx: click.Context, url: str | None, token: str | None) -> N
         return
     door = find_door(ctx.obj["db"], url, token)
     if door is None:
+        return
+    if reads_through_app(ctx, argv):
+        ctx.obj[APP_DOOR] = door
+        return
+    if downloads_here(ctx, argv):
+        ctx.obj[REMOTE_APP] = door
         return
     if door.remote and remote_way(ctx, argv) == "here":
         ctx.obj[REMOTE_APP] = door

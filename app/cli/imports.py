@@ -1,4 +1,4 @@
-"""`forgetmap import table|lm-eval|lighteval`: per-sample results into the store."""
+"""`forgetmap import table|lm-eval|lighteval|inspect|eee`: per-sample results into the store."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import click
 from app.cli.common import (
     ClientPath,
     CliError,
+    let_kept_out_in,
     store_of,
 )
 from app.cli.door import REMOTE_APP, AppDoor
@@ -187,3 +188,118 @@ def import_lighteval(
     _run_import(
         ctx, "lighteval", path, model=model, metric=metric, seed=seed, latest=latest, notice=told
     )
+
+
+@import_group.command("inspect")
+@click.argument("path", type=ClientPath(path_type=Path))
+@click.option(
+    "--model",
+    help="Name of the evaluated model (default: each log's own, eval.model, e.g. openai/gpt-4o).",
+)
+@click.option(
+    "--scorer",
+    help="Scorer whose value means 'correct', for logs scored by several: NAME, or NAME:KEY for "
+    "a scorer with several values per sample (default: the log's only scorer).",
+)
+@click.pass_context
+def import_inspect(ctx: click.Context, path: Path, model: str | None, scorer: str | None) -> None:
+    """inspect_ai eval logs: a .eval or .json log, or a folder of them; each epoch is a seed
+    (epoch 1 is seed 0)."""
+
+    def told(message: str) -> None:
+        click.echo(message, err=True)
+
+    let_kept_out_in()  # inspect_ai needs dateutil, which a lean import keeps out
+    _run_import(ctx, "inspect", path, model=model, scorer=scorer, notice=told)
+
+
+@import_group.command("eee")
+@click.argument("path", type=ClientPath(path_type=Path))
+@click.option("--model", help="Store every line under this name (default: each line's model_id).")
+@click.option(
+    "--evaluation-result-id",
+    "evaluation_result_id",
+    help="For files with one line per sample and metric: import the lines of this "
+    "evaluation_result_id (of every evaluation that has several).",
+)
+@click.pass_context
+def import_eee(
+    ctx: click.Context, path: Path, model: str | None, evaluation_result_id: str | None
+) -> None:
+    """Every Eval Ever instance files: <uuid>_samples.jsonl (its aggregate <uuid>.json beside it
+    is checked when present), the aggregate itself, or a folder of them."""
+
+    def told(message: str) -> None:
+        click.echo(message, err=True)
+
+    _run_import(
+        ctx, "eee", path, model=model, evaluation_result_id=evaluation_result_id, notice=told
+    )
+
+
+@import_group.command("hub")
+@click.argument("repo_id")
+@click.option("--revision", help="The dataset's branch, tag or commit (default: main).")
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="PATTERN",
+    help="Fetch and import only the dataset's files whose path matches this glob (repeatable; "
+    "e.g. '*hendrycksTest*'). Default: each scored task's file of its latest run; for Every "
+    "Eval Ever files, all of them.",
+)
+@click.option(
+    "--model",
+    help="Store the rows under this name (default: the model the dataset's results files name; "
+    "for Every Eval Ever files, each line's own).",
+)
+@click.pass_context
+def import_hub(
+    ctx: click.Context,
+    repo_id: str,
+    revision: str | None,
+    include: tuple[str, ...],
+    model: str | None,
+) -> None:
+    """A details dataset on the Hugging Face hub, fetched on this machine (huggingface_hub, with
+    its HF_TOKEN, HF_ENDPOINT, cache and HF_HUB_OFFLINE): an Open LLM Leaderboard's
+    (open-llm-leaderboard-old/details_ORG__MODEL, open-llm-leaderboard/ORG__MODEL-details) or
+    Every Eval Ever instance files. Through a running app, the files are uploaded to it."""
+    import tempfile
+
+    import httpx
+
+    from app.contract.imports import summary_lines
+    from app.importers.hub import fetch_plan
+    from app.runtime.progress import progress_reporter
+    from app.services import hub_import
+
+    def told(message: str) -> None:
+        click.echo(message, err=True)
+
+    door = ctx.obj.get(REMOTE_APP)
+    with tempfile.TemporaryDirectory(prefix="forgetmap-hub-") as staging:
+        try:
+            plan = fetch_plan(repo_id, revision=revision, include=include, staging=Path(staging))
+        except InputError as exc:
+            raise CliError(f"{exc} (nothing was imported)") from exc
+        for line in plan.notices:
+            told(line)
+        store = store_of(ctx) if door is None else None
+        try:
+            with progress_reporter(f"importing {repo_id}") as progress:
+                if store is not None:
+                    summary = hub_import.import_hub(store, plan, model=model, progress=progress,
+                                                    notice=told)  # fmt: skip
+                else:
+                    summary = hub_import.upload_hub(door.url, door.credential, plan, model=model,
+                                                    progress=progress, notice=told)  # fmt: skip
+        except InputError as exc:
+            raise CliError(str(exc)) from exc
+        except httpx.TransportError as exc:
+            raise CliError(f"cannot reach the app at {door.url}: {exc}") from None
+        finally:
+            if store is not None:
+                store.close()
+    for line in summary_lines(summary):
+        click.echo(line)

@@ -1,4 +1,4 @@
-"""`forgetmap pair add|list`: base -> post-trained model pairs."""
+"""`forgetmap pair add|list|suggest`: base -> post-trained model pairs."""
 
 from __future__ import annotations
 
@@ -105,3 +105,74 @@ def pair_list(ctx: click.Context) -> None:
             f"{p['paired_samples']:,}",
         )
     Console().print(table)
+
+
+@pair.command("suggest")
+@click.option("--accept", help="Add suggestions as pairs: 'all', or their numbers (e.g. 1,3).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)  # fmt: skip
+@click.pass_context
+def pair_suggest(ctx: click.Context, accept: str | None, fmt: str) -> None:
+    """Propose base -> post pairs among the stored models, from model cards' base_model in the
+    local hub cache and from names (X -> X-Instruct, -Chat, -it, -SFT, -DPO); with --accept, add
+    them."""
+    import json
+
+    from app.db.pairing import add_pair
+    from app.db.queries import list_pairs, models
+    from app.services.pair_suggest import suggest_pairs
+
+    store = store_of(ctx)
+    try:
+        with store.read() as conn:
+            existing = {(p["base"], p["post"]) for p in list_pairs(conn)}
+            suggestions = suggest_pairs([m["name"] for m in models(conn)], existing)
+        chosen = _chosen(accept, len(suggestions)) if accept else []
+        added = []
+        for number in chosen:
+            s = suggestions[number - 1]
+            with store.transaction() as conn:
+                pair_id, _, _ = add_pair(conn, s.base, s.post, label=s.label, stage=s.stage)
+            added.append((pair_id, s))
+    except InputError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        store.close()
+    if fmt == "json":
+        click.echo(json.dumps([
+            {"number": i, "base": s.base, "post": s.post, "evidence": list(s.evidence),
+             "stage": s.stage, "label": s.label, "added_pair": next(
+                 (pid for pid, a in added if a == s), None)}
+            for i, s in enumerate(suggestions, 1)
+        ], indent=2))  # fmt: skip
+        return
+    if not suggestions:
+        click.echo("no pairs to suggest: every base/post pair the names or cached model cards "
+                   "show is already a pair (or import more models)")  # fmt: skip
+        return
+    echo_columns(
+        ("#", "base", "post", "evidence", "stage"),
+        [
+            (str(i), s.base, s.post, ", ".join(s.evidence), s.stage or "")
+            for i, s in enumerate(suggestions, 1)
+        ],  # fmt: skip
+        right=frozenset({0}),
+    )
+    for pair_id, s in added:
+        click.echo(f"added pair {pair_id}: {s.base} -> {s.post}")
+    if not accept:
+        click.echo("accept with `forgetmap pair suggest --accept all` (or --accept 1,3)")
+
+
+def _chosen(accept: str, count: int) -> list[int]:
+    """Suggestion numbers from --accept ('all' or '1,3')."""
+    if accept.strip().lower() == "all":
+        return list(range(1, count + 1))
+    try:
+        numbers = [int(n) for n in accept.split(",") if n.strip()]
+    except ValueError:
+        raise CliError(f"--accept takes 'all' or numbers like 1,3, got {accept!r}") from None
+    wrong = [n for n in numbers if not 1 <= n <= count]
+    if wrong:
+        raise CliError(f"--accept: no suggestion {wrong[0]} (there are {count})")
+    return list(dict.fromkeys(numbers))

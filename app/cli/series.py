@@ -1,4 +1,5 @@
-"""`forgetmap series add|list|show` and `forgetmap watch`: checkpoints along a training run."""
+"""`forgetmap series add|list|show|export` and `forgetmap watch`: checkpoints along a training
+run."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import click
 
 from app.cli.common import (
+    ClientPath,
     CliError,
     Console,
     Table,
@@ -16,6 +18,7 @@ from app.cli.common import (
     plus_minus,
     store_of,
 )
+from app.cli.door import APP_DOOR
 from app.core.errors import InputError
 
 
@@ -110,6 +113,62 @@ def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None
                           {True: "yes", False: "no", None: ""}[r["clears_noise"]],
                           end_section=r["category"] == "Total")  # fmt: skip
         Console(width=200).print(table)
+
+
+@series.command("export")
+@click.argument("name")
+@click.option("--to", "target", type=click.Choice(["wandb", "mlflow", "tensorboard"]),
+              required=True, help="The tracker to write into.")  # fmt: skip
+@click.option("--project", help="W&B project, or MLflow experiment (default: forgetmap).")
+@click.option("--entity", help="W&B entity (user or team; default: your W&B default).")
+@click.option("--run-id", help="An existing W&B or MLflow run to write into (W&B resumes it); "
+              "default: a new run.")  # fmt: skip
+@click.option("--run-name", help="The name of the new run.")
+@click.option("--tracking-uri", help="MLflow's tracking URI (default: $MLFLOW_TRACKING_URI).")
+@click.option("--logdir", type=ClientPath(file_okay=False, path_type=Path),
+              help="TensorBoard's log folder (required); for W&B, where it keeps its files.")  # fmt: skip
+@click.option("--aggregate", type=click.Choice(["macro", "micro"]), default="macro",
+              show_default=True)  # fmt: skip
+@click.option("--max-flips", type=click.IntRange(min=0),
+              help="Flipped samples written per step, forgotten ones first (default: 1000).")  # fmt: skip
+@click.pass_context
+def series_export_command(ctx: click.Context, name: str, target: str, project: str | None,
+                          entity: str | None, run_id: str | None, run_name: str | None,
+                          tracking_uri: str | None, logdir: Path | None, aggregate: str,
+                          max_flips: int | None) -> None:  # fmt: skip
+    """Write series NAME into a tracker run: per step (the checkpoint's training step) and category,
+    F_true and BT_true with their 95% margins and the counts of forgotten and learned samples, plus
+    a table of the flipped samples (W&B, MLflow). It writes from this machine, with your tracker
+    login and files, also while an app owns the database (it reads the series from the app)."""
+    from app.integrations.trackers import writer_for
+    from app.services.series_export import fetch_series_export, series_export
+
+    door = ctx.obj.get(APP_DOOR)
+    # the contract's own default unless given (app.contract.series is not loaded for --help)
+    options = {"aggregate": aggregate, **({} if max_flips is None else {"max_flips": max_flips})}
+    try:
+        if door is not None:
+            export = fetch_series_export(door.url, door.credential, name, **options)
+        else:
+            store = store_of(ctx)
+            try:
+                export = series_export(store, name, **options)
+            finally:
+                store.close()
+        if not export.steps:
+            raise CliError(f"series {name!r} has no scored checkpoints yet (evaluate or import "
+                           "them); nothing was written")  # fmt: skip
+        writer = writer_for(target, project=project, entity=entity, run_id=run_id,
+                            run_name=run_name, tracking_uri=tracking_uri, logdir=logdir)  # fmt: skip
+        try:
+            written = writer.write(export)
+        finally:
+            writer.close()
+    except InputError as exc:
+        raise CliError(str(exc)) from exc
+    cut = f", at most {export.max_flips} per step" if export.flips_truncated else ""
+    click.echo(f"wrote {len(written)} steps of series {name} to {writer.target} "
+               f"({len(export.results)} results, {len(export.flips)} flipped samples{cut})")  # fmt: skip
 
 
 @click.command("watch")

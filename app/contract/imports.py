@@ -4,7 +4,9 @@ summary is told in, the same on a terminal and on the job page.
 
 Which option a kind takes follows the command line: ``table`` takes ``model``; ``lm-eval`` needs
 ``model`` and takes ``metric``, ``filters`` and ``seed`` (default 0); ``lighteval`` takes
-``model``, ``metric``, ``seed`` (default: each run's own) and ``latest``.
+``model``, ``metric``, ``seed`` (default: each run's own) and ``latest``; ``eee`` takes ``model``
+(default: each line's own) and ``evaluation_result_id``; ``inspect`` takes ``model`` (default:
+each log's own) and ``scorer``.
 """
 
 from __future__ import annotations
@@ -15,15 +17,18 @@ from dataclasses import dataclass
 from app.contract.base import MAX_ID
 from app.core.errors import InputError
 
-KINDS = ("table", "lm-eval", "lighteval")
+KINDS = ("table", "lm-eval", "lighteval", "inspect", "eee")
 IMPORT_JOB_KIND = "import"  # the kind of a job that imports an upload (``jobs.kind``)
 TAKES = {
     "table": ("model",),
     "lm-eval": ("model", "metric", "filters", "seed"),
     "lighteval": ("model", "metric", "seed", "latest"),
+    "inspect": ("model", "scorer"),
+    "eee": ("model", "evaluation_result_id"),
 }
 OPTION_FLAGS = {"model": "--model", "metric": "--metric", "filters": "--filter", "seed": "--seed",
-                "latest": "--latest"}  # fmt: skip
+                "latest": "--latest", "evaluation_result_id": "--evaluation-result-id",
+                "scorer": "--scorer"}  # fmt: skip
 MAX_NAME = 200
 
 
@@ -37,12 +42,19 @@ class ImportOptions:
     filters: tuple[str, ...] = ()
     seed: int | None = None
     latest: bool = False
+    evaluation_result_id: str | None = None
+    scorer: str | None = None
 
     def importer_kwargs(self) -> dict:
         """The keyword arguments of ``app.importers.import_file`` these options mean."""
-        return {"model": self.model, "metric": self.metric,
-                "filter_name": list(self.filters) or None, "seed": self.seed,
-                "latest": self.latest}  # fmt: skip
+        kwargs = {"model": self.model, "metric": self.metric,
+                  "filter_name": list(self.filters) or None, "seed": self.seed,
+                  "latest": self.latest}  # fmt: skip
+        if self.evaluation_result_id is not None:  # eee's alone
+            kwargs["evaluation_result_id"] = self.evaluation_result_id
+        if self.scorer is not None:  # inspect's alone
+            kwargs["scorer"] = self.scorer
+        return kwargs
 
     def as_query(self) -> list[tuple[str, str]]:
         """The options as the upload route's query parameters (``filter`` repeated)."""
@@ -53,12 +65,17 @@ class ImportOptions:
         query += [("filter", f) for f in self.filters]
         if self.latest:
             query.append(("latest", "true"))
+        if self.evaluation_result_id is not None:
+            query.append(("evaluation_result_id", self.evaluation_result_id))
+        if self.scorer is not None:
+            query.append(("scorer", self.scorer))
         return query
 
     def described(self) -> dict:
         """The options a job page shows (those given)."""
         given = {"model": self.model, "metric": self.metric, "filters": list(self.filters) or None,
-                 "seed": self.seed, "latest": self.latest or None}  # fmt: skip
+                 "seed": self.seed, "latest": self.latest or None,
+                 "evaluation_result_id": self.evaluation_result_id, "scorer": self.scorer}  # fmt: skip
         return {k: v for k, v in given.items() if v is not None}
 
 
@@ -78,6 +95,8 @@ def import_options(
     filters: Iterable[str] = (),
     seed: int | None = None,
     latest: bool = False,
+    evaluation_result_id: str | None = None,
+    scorer: str | None = None,
 ) -> ImportOptions:
     """The options of one import, checked: an InputError in the command line's words for a kind
     that does not exist, an option the kind does not take, or a value out of range. Empty texts
@@ -87,7 +106,9 @@ def import_options(
         raise InputError(f"unknown import kind {kind!r}; use one of {', '.join(KINDS)}")
     filters = tuple(f for f in filters if f and f.strip())
     given = {"model": _name("--model", model), "metric": _name("--metric", metric),
-             "filters": filters, "seed": seed, "latest": latest}  # fmt: skip
+             "filters": filters, "seed": seed, "latest": latest,
+             "evaluation_result_id": _name("--evaluation-result-id", evaluation_result_id),
+             "scorer": _name("--scorer", scorer)}  # fmt: skip
     for option, value in given.items():
         if value not in (None, (), False) and option not in TAKES[kind]:
             takers = [k for k in KINDS if option in TAKES[k]]
@@ -102,7 +123,8 @@ def import_options(
         raise InputError(f"--seed must be between {-MAX_ID} and {MAX_ID}")
     if kind == "lm-eval" and seed is None:
         seed = 0  # one run per file: seed 0 unless told
-    return ImportOptions(kind, given["model"], given["metric"], filters, seed, latest)
+    return ImportOptions(kind, given["model"], given["metric"], filters, seed, latest,
+                         given["evaluation_result_id"], scorer=given["scorer"])  # fmt: skip
 
 
 def summary_lines(summary: dict) -> list[str]:

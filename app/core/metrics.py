@@ -420,10 +420,18 @@ def clears_noise_floor(
     The interval is Student's t over the seeds: mean - t_{(1+level)/2, seeds-1} * std / sqrt(seeds)
     must exceed the floor. None when it cannot be decided (one seed: no std; no noise floor).
     """
-    if std is None or floor is None or seeds < 2:
+    margin = t_margin(std, seeds, level)
+    if margin is None or floor is None:
         return None
-    low = mean - _t_quantile((1 + level) / 2, seeds - 1) * std / np.sqrt(seeds)
-    return bool(low > floor)
+    return bool(mean - margin > floor)
+
+
+def t_margin(std: float | None, seeds: int, level: float = 0.95) -> float | None:
+    """Half-width of the Student-t interval of a mean across seeds:
+    t_{(1+level)/2, seeds-1} * std / sqrt(seeds). None with one seed (no std)."""
+    if std is None or seeds < 2:
+        return None
+    return float(_t_quantile((1 + level) / 2, seeds - 1) * std / np.sqrt(seeds))
 
 
 @functools.lru_cache(maxsize=64)

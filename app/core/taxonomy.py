@@ -9,10 +9,18 @@ in any source (lm-eval-harness, lighteval, a generic table):
 - which category does it belong to (``category_for``);
 - how many options does it usually have (``usual_num_choices``; ``None`` = unknown or varies per
   question: take k from the options actually shown for each sample);
-- is it one of the paper's scored benchmarks (``is_scored``).
+- is it a scored benchmark (``is_scored``): one of the paper's, or of a leaderboard's.
+
+Beside the paper's suite it knows the Open LLM Leaderboards' (v1: lighteval's
+``harness|<task>|<shots>``, v2: lm-eval's ``leaderboard_<task>``): the tasks they share with the
+paper's suite are its entries (``harness|hendrycksTest-anatomy|5`` -> ``mmlu:anatomy``), and the
+ones it lacks (``winogrande``, ``gsm8k``, ``mmlu_pro``, ``gpqa:main``, ``math_hard:algebra``, ...)
+have entries of their own: ``lookup`` and ``category_for`` know them, so a map counts them, while
+``scored_benchmarks`` stays the paper's 94 (what the suite commands and the workers load).
+``suite_benchmarks`` lists a leaderboard's tasks.
 
 Canonicalization is conservative: a name maps only to a canonical name that exists in the
-taxonomy, through an explicit table of known spellings. Anything else (``mmlu_pro``,
+taxonomy, through an explicit table of known spellings. Anything else (``mmlu_redux``,
 ``bbh_foo_unknown``) comes back unchanged, only stripped of surrounding whitespace.
 """
 
@@ -35,6 +43,8 @@ __all__ = [
     "lookup",
     "not_scored_benchmarks",
     "scored_benchmarks",
+    "suite_benchmarks",
+    "suites",
     "usual_num_choices",
 ]
 
@@ -99,6 +109,8 @@ class BenchmarkInfo:
         source: Hugging Face dataset id the paper used, or ``None`` if not known.
         subsets: the dataset configs the benchmark pools, where the paper named none and we
             chose (MCTest: ``mc160`` and ``mc500``); empty when the loader's config is implied.
+        paper: one of the paper's suite (``scored_benchmarks``); False for a task only the Open
+            LLM Leaderboards ran (``gsm8k``, ``mmlu_pro``, ...).
     """
 
     name: str
@@ -106,16 +118,19 @@ class BenchmarkInfo:
     num_choices: int | None
     source: str | None
     subsets: tuple[str, ...] = ()
+    paper: bool = True
 
 
 @dataclass(frozen=True)
 class _Taxonomy:
-    """The parsed YAML: scored benchmarks in order, and the spelling -> canonical-name table."""
+    """The parsed YAML: the paper's scored benchmarks in order, every known benchmark by name
+    (the leaderboards' too), the spelling -> canonical-name table, and the leaderboards' suites."""
 
     scored: tuple[BenchmarkInfo, ...]
     by_name: MappingProxyType[str, BenchmarkInfo]
     not_scored: tuple[str, ...]
     spellings: MappingProxyType[str, str]
+    suites: MappingProxyType[str, tuple[str, ...]]
 
 
 def _spellings_of(name: str) -> set[str]:
@@ -128,6 +143,8 @@ def _spellings_of(name: str) -> set[str]:
     out.add(f"{family}_{task}")
     if family == "mmlu":
         out.update(f"mmlu_{p}{task}{s}" for p in _MMLU_PREFIXES for s in _MMLU_SUFFIXES)
+        # lm-eval before 0.4 and the Open LLM Leaderboard v1: hendrycksTest-<subject>
+        out.add(f"hendryckstest-{task}")
     elif family == "bbh":
         out.update(f"bbh_{p}{task}" for p in _BBH_PREFIXES)
         out.add(f"bigbench_hard:{task}")  # lighteval >= 0.10
@@ -196,12 +213,56 @@ def _parse(data: dict[str, Any]) -> _Taxonomy:
         not_scored.append(name)
         register(name, [str(a) for a in aliases])
 
+    boards = data.get("leaderboards") or {}
+    for entry in boards.get("benchmarks") or []:
+        name = str(entry["name"]).strip().lower()
+        if name in by_name or name in not_scored:
+            raise ValueError(f"taxonomy.yaml: leaderboard benchmark {name} is listed twice")
+        category = str(entry.get("category"))
+        if category not in CATEGORIES:
+            raise ValueError(
+                f"taxonomy.yaml: {name}: category {category!r} is not one of CATEGORIES"
+            )
+        source = entry.get("source")
+        by_name[name] = BenchmarkInfo(
+            name=name,
+            category=category,
+            num_choices=_check_k(entry.get("k"), name),
+            source=None if source is None else str(source),
+            paper=False,
+        )
+        register(name, [str(a) for a in entry.get("aliases") or []])
+    suites = {
+        str(suite): _suite_members(str(suite), members, by_name, not_scored)
+        for suite, members in (boards.get("suites") or {}).items()
+    }
+
     return _Taxonomy(
         scored=tuple(scored),
         by_name=MappingProxyType(by_name),
         not_scored=tuple(not_scored),
         spellings=MappingProxyType(spellings),
+        suites=MappingProxyType(suites),
     )
+
+
+def _suite_members(
+    suite: str, members: list[Any], by_name: dict[str, BenchmarkInfo], not_scored: list[str]
+) -> tuple[str, ...]:
+    """A suite's canonical names, in YAML order: ``family:*`` stands for every scored entry of
+    the family (the paper's or a leaderboard's), any other member must be a known name."""
+    out: list[str] = []
+    for member in members:
+        member = str(member).strip().lower()
+        if member.endswith(":*"):
+            family = member[:-1]
+            found = [name for name in by_name if name.startswith(family)]
+        else:
+            found = [member] if member in by_name or member in not_scored else []
+        if not found:
+            raise ValueError(f"taxonomy.yaml: suite {suite}: {member!r} names no benchmark")
+        out.extend(name for name in found if name not in out)
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=1)
@@ -266,7 +327,7 @@ def canonical_name(raw: str) -> str:
     canonicalized too.
 
     A name that is not a known spelling of a taxonomy benchmark is returned as ``raw.strip()``,
-    unchanged otherwise: ``mmlu_pro`` stays ``mmlu_pro``, never ``mmlu``.
+    unchanged otherwise: ``mmlu_redux`` stays ``mmlu_redux``, never ``mmlu``.
     """
     stripped = raw.strip()
     key = stripped.lower()
@@ -284,7 +345,8 @@ def canonical_name(raw: str) -> str:
 
 
 def lookup(name: str) -> BenchmarkInfo | None:
-    """The scored benchmark a name refers to (canonicalized first), or None if it is not scored."""
+    """The scored benchmark a name refers to (canonicalized first): one of the paper's suite or a
+    leaderboard's (``BenchmarkInfo.paper`` tells which); None if it is not scored."""
     return _taxonomy().by_name.get(canonical_name(name))
 
 
@@ -311,12 +373,22 @@ def category_for(name: str, given: str | None) -> str:
 
 
 def scored_benchmarks() -> tuple[BenchmarkInfo, ...]:
-    """All scored benchmarks, in YAML order (category by category, in display order)."""
+    """The paper's scored benchmarks, in YAML order (category by category, in display order)."""
     return _taxonomy().scored
 
 
+def suites() -> tuple[str, ...]:
+    """The names of the leaderboards' suites (``open_llm_leaderboard_v1``, ``..._v2``)."""
+    return tuple(_taxonomy().suites)
+
+
+def suite_benchmarks(suite: str) -> tuple[str, ...]:
+    """A leaderboard suite's tasks as canonical names; KeyError for a suite the taxonomy lacks."""
+    return _taxonomy().suites[suite]
+
+
 def is_scored(name: str) -> bool:
-    """Whether a name (any known spelling) is one of the paper's scored benchmarks."""
+    """Whether a name (any known spelling) is a scored benchmark: the paper's or a leaderboard's."""
     return lookup(name) is not None
 
 

@@ -1,4 +1,5 @@
-"""Pairing counts: the transition, coverage and seed-vs-seed tables the map reads, kept current.
+"""Pairing counts: the transition, coverage and seed-vs-seed tables the map reads, and the flipped
+questions the atlas reads, kept current.
 
 ``refresh_counts`` recomputes every (pair, benchmark, seed) unit that a set of touched
 (model, benchmark, seed) units reaches; an import (``app.db.ingest.ingest``) and a new pair
@@ -63,7 +64,7 @@ def refresh_counts(
         "HAVING bool_or(only_base) AND bool_or(only_post))"
     ).fetchall()[0][0] and link_by_text(conn):
         conn.execute(f"CREATE OR REPLACE TEMP TABLE joined AS {_joined_sql('affected')}")
-    for table in ("transitions", "coverage"):
+    for table in ("transitions", "coverage", "question_flips"):
         conn.execute(
             f"DELETE FROM {table} USING affected a WHERE {table}.pair_id = a.pair_id "
             f"AND {table}.benchmark_id = a.benchmark_id AND {table}.seed = a.seed"
@@ -85,6 +86,7 @@ def refresh_counts(
         GROUP BY pair_id, benchmark_id, seed, k
         """
     )
+    _refresh_question_flips(conn)
     conn.execute(
         """
         INSERT INTO coverage (pair_id, benchmark_id, seed, paired, only_base, only_post,
@@ -118,6 +120,38 @@ def refresh_counts(
         for pid, a, b, c, d in rows
     }
     return [r[0] for r in rows], unpaired
+
+
+def _refresh_question_flips(conn: Connection) -> None:
+    """The atlas's rows (migration 0011): each paired sample of the refreshed units whose answer
+    changed, and which way; a question flipped for the first time gets its id and its text (read
+    from its base rows, so only the new questions' rows are looked up)."""
+    conn.execute(
+        """
+        CREATE OR REPLACE TEMP TABLE flips AS
+        SELECT pair_id, benchmark_id, seed, sample_id, k, pre FROM joined
+        WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched AND pre <> post
+        """
+    )
+    conn.execute(
+        f"""
+        INSERT INTO flipped_questions (benchmark_id, sample_id, question)
+        SELECT n.benchmark_id, n.sample_id, any_value(coalesce(r.question, {full_prompt("r")}))
+        FROM (SELECT DISTINCT f.benchmark_id, f.sample_id FROM flips f
+              ANTI JOIN flipped_questions q USING (benchmark_id, sample_id)) n
+        JOIN (SELECT DISTINCT base_model_id, benchmark_id FROM affected) a USING (benchmark_id)
+        JOIN results r ON r.model_id = a.base_model_id AND r.benchmark_id = n.benchmark_id
+                      AND r.sample_id = n.sample_id
+        GROUP BY n.benchmark_id, n.sample_id
+        ORDER BY n.benchmark_id, n.sample_id
+        """
+    )
+    conn.execute(
+        "INSERT INTO question_flips "
+        "SELECT f.pair_id, f.benchmark_id, q.id, f.seed, f.k, f.pre "
+        "FROM flips f JOIN flipped_questions q USING (benchmark_id, sample_id)"
+    )
+    conn.execute("DROP TABLE flips")
 
 
 def _joined_sql(units: str) -> str:

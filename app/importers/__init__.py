@@ -17,11 +17,13 @@ from app.db.ingest import Ingest, IngestSummary, Progress
 from app.db.store import Store
 from app.db.texts import TextWriter, folder_of
 from app.importers.common import InputError, prepare
+from app.importers.eee.reader import iter_eee
+from app.importers.inspect_logs.reader import iter_inspect
 from app.importers.lighteval.reader import iter_lighteval
 from app.importers.lm_eval.reader import iter_lm_eval
 from app.importers.table import iter_table
 
-KINDS = ("table", "lm-eval", "lighteval")
+KINDS = ("table", "lm-eval", "lighteval", "inspect", "eee")
 
 
 def iter_source(
@@ -36,6 +38,8 @@ def iter_source(
     progress: Progress | None = None,
     on_filter=None,
     notice=None,
+    evaluation_result_id: str | None = None,
+    scorer: str | None = None,
 ) -> Iterator[pa.Table]:
     """Parse a file (or a tree) of the given kind into normalized tables, batch by batch (no
     validation of keys yet): a lighteval task of files, an lm-eval task, a table file."""
@@ -52,6 +56,10 @@ def iter_source(
             progress=progress,
             notice=notice,
         )
+    if kind == "eee":  # each line names its model
+        return iter_eee(path, model=model, result_id=evaluation_result_id, notice=notice)
+    if kind == "inspect":  # each log's header names its model
+        return iter_inspect(path, model=model, scorer=scorer, progress=progress, notice=notice)
     if model is None:
         raise InputError(f"import {kind} needs --model NAME (the files do not name the model)")
     if kind == "lm-eval":
@@ -84,6 +92,8 @@ def import_file(
     progress: Progress | None = None,
     on_filter=None,
     notice=None,
+    evaluation_result_id: str | None = None,
+    scorer: str | None = None,
 ) -> IngestSummary:
     """Read, validate and store one file (or a tree of result files) in one transaction, batch
     by batch: memory holds one batch of rows, and a bad batch (the last file's too) leaves
@@ -100,12 +110,18 @@ def import_file(
         progress=progress,
         on_filter=on_filter,
         notice=notice,
+        evaluation_result_id=evaluation_result_id,
+        scorer=scorer,
     )
     config = {"source": f"import:{kind}"}
     if metric:
         config["metric"] = metric
     if filter_name:
         config["filter"] = filter_name if isinstance(filter_name, str) else sorted(filter_name)
+    if evaluation_result_id:
+        config["evaluation_result_id"] = evaluation_result_id
+    if scorer:
+        config["scorer"] = scorer
     texts = TextWriter(folder_of(store.path))
     try:
         with store.limited_memory(), store.transaction() as conn:

@@ -336,7 +336,9 @@ class ImportRunner:
         notices: list[str] = []
         tree = upload.folder / "files"
         try:
-            kind = archive_kind(upload.path)
+            # an inspect_ai .eval log is a zip archive that its reader opens itself
+            eval_log = options.kind == "inspect" and upload.name.endswith(".eval")
+            kind = None if eval_log else archive_kind(upload.path)
             if kind is None:
                 path = upload.path.rename(upload.folder / upload.name)
             else:

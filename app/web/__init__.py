@@ -1,5 +1,5 @@
 """The web app over one Store: one module per resource, each with its pages and its JSON, reads
-and writes (map, pairs, samples, recovery, cross, theory, series, jobs, shards, login). A page
+and writes (map, pairs, samples, recovery, atlas, cross, theory, series, jobs, shards, login). A page
 and its JSON twin take their query through the same dependency (deps.py); what pages share is in
 templating.py, what the OpenAPI document declares in responses.py and openapi.py.
 
@@ -29,6 +29,7 @@ from app.runtime.resources import resource_dir
 from app.services.map import MapCache
 from app.services.queue import Enqueuer, Reconciler
 from app.web import (
+    atlas,
     cli,
     cross,
     deps,
@@ -163,6 +164,7 @@ def create_app(
         pairs,
         samples,
         recovery,
+        atlas,
         cross,
         theory,
         series,

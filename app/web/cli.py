@@ -55,7 +55,17 @@ class Door:
 
 READ_COMMANDS = frozenset({"map", "pair list", "series list", "series show", "recover list"})
 SUBMIT_COMMANDS = frozenset(
-    {"import table", "import lm-eval", "import lighteval", "pair add", "series add", "model set"}
+    {
+        "import table",
+        "import lm-eval",
+        "import lighteval",
+        "import inspect",
+        "import eee",
+        "pair add",
+        "pair suggest",
+        "series add",
+        "model set",
+    }
 )
 """The role a forwarded command needs: read for these, submit for these writes, admin for every
 other (tokens, exports, and any command not named here)."""

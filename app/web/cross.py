@@ -1,30 +1,19 @@
-"""Across pairs: the page ``/cross`` and its JSON, the samples forgotten by the most pairs
-(``/api/cross/forgotten``) and forgetting against model size (``/api/cross/size``, which the page's
-scatter plot fetches)."""
+"""Across pairs, as JSON: the samples forgotten by the most pairs (``/api/cross/forgotten``) and
+forgetting against model size (``/api/cross/size``, which the atlas page's scatter fetches). The
+page is the atlas (app/web/atlas.py)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
 
 from app.db import queries
 from app.services.map import MapQuery
 from app.web import deps
-from app.web.templating import cached_for_readers, html_page
 
 router = APIRouter()
 MOST_FORGOTTEN_SHOWN = 50
-
-
-@router.get("/cross", response_class=HTMLResponse, include_in_schema=False)
-@cached_for_readers
-def cross_page(request: Request) -> HTMLResponse:
-    with deps.store(request).read() as conn:
-        forgotten = queries.most_forgotten(conn, limit=MOST_FORGOTTEN_SHOWN)
-        pairs = {p["id"]: p for p in queries.list_pairs(conn)}
-    return html_page(request, "cross.html", forgotten=forgotten, pairs=pairs)
 
 
 @router.get("/api/cross/forgotten", tags=["api"])

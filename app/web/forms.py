@@ -77,7 +77,8 @@ def _benchmarks(request: Request, values: dict, form, errors: dict) -> list[str]
             for b in (values.get("benchmarks") or "").replace(",", "\n").splitlines()
             if b.strip()
         ]
-        unknown = [b for b in benchmarks if lookup(b) is None]
+        # the workers load the paper's benchmarks (the leaderboards' are known only for imports)
+        unknown = [b for b in benchmarks if lookup(b) is None or not lookup(b).paper]
         if not benchmarks:
             errors["suite"] = "list at least one benchmark"
         elif unknown:

@@ -57,17 +57,20 @@ class ImportQuery:
 
     def __init__(
         self,
-        kind: Annotated[Literal["table", "lm-eval", "lighteval"], Query(description="the import's kind")],
-        filename: Annotated[str, Query(min_length=1, max_length=255, description="the file's own name: its suffix tells a table's format, an lm-eval samples file's name its task; an archive (.zip, .tar, .tar.gz) is unpacked")],
+        kind: Annotated[Literal["table", "lm-eval", "lighteval", "inspect", "eee"], Query(description="the import's kind")],
+        filename: Annotated[str, Query(min_length=1, max_length=255, description="the file's own name: its suffix tells a table's format, an lm-eval samples file's name its task; an archive (.zip, .tar, .tar.gz) is unpacked, except an inspect .eval log")],
         model: Annotated[str | None, Query(max_length=200, description="--model")] = None,
         metric: Annotated[str | None, Query(max_length=200, description="--metric (lm-eval, lighteval)")] = None,
         filter: Annotated[list[str], Query(max_length=50, description="--filter, repeatable (lm-eval)")] = [],  # noqa: A002, B006 - the CLI's name; FastAPI copies defaults
         seed: Annotated[int | None, Query(description="--seed (lm-eval, lighteval)")] = None,
         latest: Annotated[bool, Query(description="--latest (lighteval)")] = False,
+        evaluation_result_id: Annotated[str | None, Query(max_length=200, description="--evaluation-result-id (eee)")] = None,
+        scorer: Annotated[str | None, Query(max_length=200, description="--scorer (inspect)")] = None,
     ):  # fmt: skip
         self.filename = filename
         self.values = dict(kind=kind, model=model, metric=metric, filters=filter, seed=seed,
-                           latest=latest)  # fmt: skip
+                           latest=latest, evaluation_result_id=evaluation_result_id,
+                           scorer=scorer)  # fmt: skip
 
 
 async def receive(request: Request, query: ImportQuery, owner: str) -> dict:

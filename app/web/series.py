@@ -1,5 +1,6 @@
-"""Series routes: ``GET /api/series``, ``GET /api/series/{id}``, its question histories, and the
-page ``/series/{id}``. Views are thin: numbers come from app.services.series, rows from app.db.series."""
+"""Series routes: ``GET /api/series``, ``GET /api/series/{id}``, its question histories, its
+export to a tracker (``GET /api/series/{id}/export``), and the page ``/series/{id}``. Views are
+thin: numbers come from app.services.series, rows from app.db.series."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 
 from app.contract.jobs import CheckpointSubmission
+from app.contract.series import MAX_FLIPS, SeriesExport
 from app.core.errors import InputError
 from app.db import jobs as jobs_db
 from app.db import series as series_db
 from app.services.queue import send_and_record
 from app.services.series import series_view, submit_checkpoint
+from app.services.series_export import series_export
 from app.web import deps
 from app.web.responses import ID_ERRORS, WRITE_ERRORS
 from app.web.templating import cached_for_readers, templates
@@ -21,6 +24,9 @@ from app.web.templating import cached_for_readers, templates
 router = APIRouter(tags=["series"])
 # the question-history filter, as the API and the page take it
 Fate = Annotated[str | None, Query(description="forgotten, relearned, learned, kept, never")]
+# what an export takes: its steps (the parameter repeated; all by default), flip rows per step
+Steps = Annotated[list[int] | None, Query(description="a step to export (repeat it); default all")]
+MaxFlips = Annotated[int, Query(ge=0, le=100_000, description="flip rows per step")]
 FATE_LABELS = {
     "forgotten": "forgotten, never recovered",
     "relearned": "forgotten, then relearned",
@@ -58,14 +64,19 @@ def histories(request: Request, series: dict, benchmark, category, fate, page, p
 
 
 @router.get("/api/series")
-def api_series_list(request: Request) -> list[dict]:
-    """Every series: id, name, base and its checkpoints' steps in order."""
+def api_series_list(
+    request: Request,
+    name: Annotated[str | None, Query(description="only the series of this name")] = None,
+) -> list[dict]:
+    """Every series: id, name, base and its checkpoints' steps in order (``name``: the one series
+    of that name, or none)."""
 
     def load():
         with deps.store(request).read() as conn:
             return series_db.list_series(conn)
 
-    return deps.map_cache(request).cache.get(("series-list",), load)
+    listed = deps.map_cache(request).cache.get(("series-list",), load)
+    return listed if name is None else [s for s in listed if s["name"] == name]
 
 
 @router.get("/api/series/{series_id}", responses=ID_ERRORS)
@@ -78,6 +89,32 @@ def api_series(
     return series_view(deps.map_cache(request), get_series(request, series_id), aggregate)
 
 
+@router.get("/api/series/{series_id}/export", responses=ID_ERRORS)
+def api_series_export(
+    request: Request,
+    series_id: deps.Id,
+    aggregate: Literal["macro", "micro"] = "macro",
+    steps: Steps = None,
+    max_flips: MaxFlips = MAX_FLIPS,
+) -> SeriesExport:
+    """A series' results as a tracker takes them (what `forgetmap series export` writes): per
+    (step, category) and Total F_true and BT_true with their 95% margins, the noise floor and
+    exact flip counts, plus the flipped samples (at most ``max_flips`` per step)."""
+    series = get_series(request, series_id)
+    chosen = None if steps is None else tuple(sorted(set(steps)))
+
+    def build() -> SeriesExport:
+        return series_export(deps.map_cache(request), series, aggregate=aggregate, steps=chosen,
+                             max_flips=max_flips)  # fmt: skip
+
+    try:
+        return deps.map_cache(request).cache.get(
+            ("series-export", series_id, aggregate, chosen, max_flips), build
+        )
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+
+
 @router.get("/api/series/{series_id}/questions", responses=ID_ERRORS)
 def api_series_questions(
     request: Request,
@@ -85,7 +122,7 @@ def api_series_questions(
     fate: Fate = None,
     benchmark: str | None = None,
     category: str | None = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=500)] = deps.PAGE_SIZE,
 ) -> dict:
     """Each question's correctness at the base and at every checkpoint (all seeds), the step where
@@ -104,7 +141,7 @@ def series_page(
     fate: Fate = None,
     benchmark: str | None = None,
     category: str | None = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
 ) -> HTMLResponse:
     series = get_series(request, series_id)
     view = series_view(deps.map_cache(request), series)

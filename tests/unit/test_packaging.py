@@ -1,5 +1,5 @@
 """The wheel: templates, static files and migrations ride inside the app package (app/assets/),
-every module of app/ and worker/ ships, and nothing else lands at the top of site-packages.
+every module of app/, worker/ and forgetmap/ ships, and nothing else lands at the top of site-packages.
 scripts/check-wheel installs that wheel in a clean venv and uses it; CI runs it."""
 
 from __future__ import annotations
@@ -56,18 +56,21 @@ def test_wheel_carries_every_template_static_file_and_migration(wheel_files):
     } <= wheel_files
 
 
-def test_wheel_carries_every_module_of_app_and_worker(wheel_files):
+def test_wheel_carries_every_module_of_app_worker_and_forgetmap(wheel_files):
     # pyproject.toml lists the packages by name (the asset folders are mapped into app)
-    modules = _source_files("app", "*.py") | _source_files("worker", "*.py")
+    modules = {
+        name for top in ("app", "worker", "forgetmap") for name in _source_files(top, "*.py")
+    }
     assert modules - wheel_files == set()
 
 
-def test_wheel_puts_only_app_and_worker_at_the_top_of_site_packages(wheel_files):
+def test_wheel_puts_only_app_worker_and_forgetmap_at_the_top_of_site_packages(wheel_files):
     top = {name.split("/")[0] for name in wheel_files}
     dist_info = {
         name for name in top if name.startswith("forgetmap-") and name.endswith(".dist-info")
     }
-    assert top - dist_info == {"app", "worker"}
+    # forgetmap: the public names (``from forgetmap import ForgetmapCallback``)
+    assert top - dist_info == {"app", "worker", "forgetmap"}
 
 
 def test_checkout_reads_its_top_level_folders():

@@ -114,7 +114,7 @@ def test_family_coverage():
         ("siqa", 3),
         ("bbh_cot_fewshot_geometric_shapes", None),
         # unknown
-        ("mmlu_pro", None),
+        ("mmlu_redux", None),
         ("my_private_eval", None),
     ],
 )
@@ -239,8 +239,8 @@ def test_canonical_name_maps(raw, expected):
 @pytest.mark.parametrize(
     "raw",
     [
-        "mmlu_pro",
-        "leaderboard_mmlu_pro",
+        "mmlu_redux",
+        "leaderboard_mmlu_redux",
         "mmlu_pro_philosophy",
         "mmlu",
         "mmlu_stem",
@@ -254,7 +254,6 @@ def test_canonical_name_maps(raw, expected):
         "bigbench:causal_judgment",
         "arc_challenge_mt_de",
         "truthfulqa_gen",
-        "gpqa_main_zeroshot",
         "leaderboard_math_hard",
         "hellaswag_de",
         "lighteval|truthfulqa:mc|0",
@@ -281,7 +280,7 @@ def test_lookup():
     assert info is not None
     assert (info.name, info.category, info.num_choices) == ("bbh:navigate", "Logic", 2)
     assert lookup("arc_challenge").category == "Logic"  # not lost in a hidden category
-    assert lookup("mmlu_pro") is None
+    assert lookup("mmlu_redux") is None
     assert lookup("bbh:dyck_languages") is None
 
 
@@ -300,7 +299,7 @@ def test_lookup():
         ("mmlu_econometrics", None, "Math"),
         # unknown benchmarks keep the given category, stripped
         ("my_eval", "Coding", "Coding"),
-        ("mmlu_pro", "  Knowledge  ", "Knowledge"),
+        ("mmlu_redux", "  Knowledge  ", "Knowledge"),
         # ... or fall back to Uncategorized
         ("my_eval", None, UNCATEGORIZED),
         ("my_eval", "", UNCATEGORIZED),

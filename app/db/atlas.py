@@ -1,0 +1,135 @@
+"""The atlas's reads: per question, how many of the chosen pairs forgot or learned it, the chance
+counts those pairs' benchmarks imply, and one question across every pair.
+
+``question_flips`` (migration 0011, kept by ``app.db.pairing.refresh_counts``) holds each paired
+sample whose answer changed; a pair forgets a question when it went 1->0 in at least half of the
+seeds the pair has paired on that benchmark (the same rule as the series' "known"), and learns it
+when it went 0->1 in at least half.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from app.db.prompts import full_prompt
+from app.db.store import Connection
+from app.db.texts import read_texts
+
+_FLIPS_SQL = """
+WITH chosen AS (
+    SELECT unnest($pairs::INTEGER[]) AS pair_id
+), benchmark AS (
+    SELECT id AS benchmark_id, name, category FROM benchmarks
+    WHERE ($category IS NULL OR category = $category) AND ($benchmark IS NULL OR name = $benchmark)
+), seeds AS (
+    SELECT c.pair_id, c.benchmark_id, count(*) AS seeds
+    FROM coverage c JOIN chosen USING (pair_id) JOIN benchmark USING (benchmark_id)
+    WHERE c.paired > 0 GROUP BY ALL
+), per_pair AS (
+    SELECT f.pair_id, f.benchmark_id, f.question_id, max(f.num_choices) AS k,
+           count(*) FILTER (WHERE f.forgot) AS forgot_seeds,
+           count(*) FILTER (WHERE NOT f.forgot) AS learned_seeds
+    FROM question_flips f JOIN chosen USING (pair_id) SEMI JOIN benchmark USING (benchmark_id)
+    GROUP BY ALL
+), per_question AS (
+    SELECT p.question_id, any_value(p.benchmark_id) AS benchmark_id, max(p.k) AS k,
+           count(*) FILTER (WHERE 2 * p.forgot_seeds >= s.seeds) AS forgot,
+           count(*) FILTER (WHERE 2 * p.learned_seeds >= s.seeds) AS learned
+    FROM per_pair p JOIN seeds s USING (pair_id, benchmark_id)
+    GROUP BY p.question_id
+    HAVING forgot > 0 OR learned > 0
+)
+SELECT q.question_id, q.benchmark_id, b.name AS benchmark, b.category, fq.sample_id, q.k,
+       q.forgot, q.learned
+FROM per_question q JOIN benchmark b USING (benchmark_id)
+JOIN flipped_questions fq ON fq.id = q.question_id
+"""
+
+
+def question_flip_counts(
+    conn: Connection, pair_ids: list[int], *, category: str | None, benchmark: str | None
+) -> pa.Table:
+    """Per question with a flip among ``pair_ids``: question_id, benchmark_id, benchmark,
+    category, sample_id, k (0: generative), forgot and learned (how many of the pairs)."""
+    params = {"pairs": pair_ids, "category": category, "benchmark": benchmark}
+    return conn.sql(_FLIPS_SQL, params=params).to_arrow_table()
+
+
+def benchmark_transitions(conn: Connection, pair_ids: list[int]) -> pa.Table:
+    """The transition counts of ``pair_ids`` per (pair, benchmark, seed, k): what the chance
+    term of each pair's benchmarks is computed from."""
+    return conn.sql(
+        """
+        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k,
+               t.n_00, t.n_01, t.n_10, t.n_11
+        FROM transitions t WHERE list_contains($pairs::INTEGER[], t.pair_id)
+        """,
+        params={"pairs": pair_ids},
+    ).to_arrow_table()
+
+
+def question_texts(conn: Connection, question_ids: list[int]) -> dict[int, str | None]:
+    """The text of each flipped question, by its id (``flipped_questions``)."""
+    rows = conn.execute(
+        "SELECT id, question FROM flipped_questions WHERE list_contains($ids::INTEGER[], id)",
+        {"ids": question_ids},
+    ).fetchall()
+    return dict(rows)
+
+
+def question_text(conn: Connection, benchmark: int, sample_id: str) -> str | None:
+    """One question's text: kept with it once some pair flipped it, else read from its rows."""
+    rows = conn.execute(
+        "SELECT question FROM flipped_questions WHERE benchmark_id = ? AND sample_id = ?",
+        [benchmark, sample_id],
+    ).fetchall()
+    if rows:
+        return rows[0][0]
+    rows = conn.execute(
+        f"SELECT any_value(coalesce(r.question, {full_prompt('r')})), count(*) FROM results r "
+        "WHERE r.benchmark_id = ? AND r.sample_id = ?",
+        [benchmark, sample_id],
+    ).fetchall()
+    return rows[0][0] if rows[0][1] else None
+
+
+def benchmark_id(conn: Connection, name: str) -> int | None:
+    row = conn.execute("SELECT id FROM benchmarks WHERE name = ?", [name]).fetchall()
+    return row[0][0] if row else None
+
+
+def question_across_pairs(conn: Connection, benchmark: int, sample_id: str) -> list[dict]:
+    """One question's answers in every pair that holds it on both sides, per seed: the pair, the
+    seed, and each side's correctness, extracted answer and answer text (the post side found
+    through the pair's links by question text where it has another id)."""
+    rows = conn.execute(
+        """
+        WITH post_ids AS (
+            SELECT pr.id AS pair_id, coalesce(l.post_sample_id, $sample) AS post_sample
+            FROM pairs pr
+            LEFT JOIN sample_links l ON l.pair_id = pr.id AND l.benchmark_id = $benchmark
+                                    AND l.base_sample_id = $sample
+        )
+        SELECT pr.id, b.seed, b.correct, b.prediction, b.response, p.correct, p.prediction,
+               p.response, b.gold, b.response_ref, p.response_ref
+        FROM pairs pr JOIN post_ids i ON i.pair_id = pr.id
+        JOIN results b ON b.model_id = pr.base_model_id AND b.benchmark_id = $benchmark
+                      AND b.sample_id = $sample
+        JOIN results p ON p.model_id = pr.post_model_id AND p.benchmark_id = $benchmark
+                      AND p.sample_id = i.post_sample AND p.seed = b.seed
+        ORDER BY pr.id, b.seed
+        """,
+        {"benchmark": benchmark, "sample": sample_id},
+    ).fetchall()
+    keys = ("pair_id", "seed", "base_correct", "base_prediction", "base_response",
+            "post_correct", "post_prediction", "post_response", "gold")  # fmt: skip
+    texts = read_texts(conn, [ref for r in rows for ref in r[-2:]])
+    out = []
+    for *values, base_ref, post_ref in rows:
+        record = dict(zip(keys, values, strict=True))
+        if base_ref is not None:  # a long answer lives in its answer file (app/db/texts.py)
+            record["base_response"] = texts[base_ref]
+        if post_ref is not None:
+            record["post_response"] = texts[post_ref]
+        out.append(record)
+    return out

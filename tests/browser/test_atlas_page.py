@@ -1,0 +1,66 @@
+"""The atlas in Chromium: ranked questions in pages of 50, filters, a question's page across every
+pair, a series counted once, and model text that stays text."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.cli import Cli
+from tests.support.server import Server
+
+EVIL = "<img src=x onerror=window.pwned=1>"
+
+
+@pytest.fixture
+def served(tmp_path):
+    lines = ["model,benchmark,sample_id,correct,num_choices,prompt,response"]
+    for i in range(80):
+        q = f"q{i:03d}"
+        text = f"Question {i} {EVIL}" if i == 0 else f"Question {i}?"
+        rows = {"base-7b": 1, "base-7b-sft": int(i >= 70), "other-1b": 1,
+                "other-1b-it": int(i >= 20), "run-1": 0 if i < 5 else 1, "run-2": 1}  # fmt: skip
+        for model, correct in rows.items():
+            lines.append(f'{model},mmlu:anatomy,{q},{correct},4,"{text}","{EVIL} answer {correct}"')
+    (tmp_path / "rows.csv").write_text("\n".join(lines) + "\n")
+    cli = Cli(tmp_path / "app.duckdb")
+    cli("import", "table", tmp_path / "rows.csv")
+    cli("pair", "add", "base-7b", "base-7b-sft", "--stage", "sft")
+    cli("pair", "add", "other-1b", "other-1b-it", "--stage", "instruct")
+    cli("series", "add", "run", "--base", "base-7b", "--checkpoint", "run-1@1",
+        "--checkpoint", "run-2@2")  # fmt: skip
+    server = Server(cli.db)
+    yield server
+    server.stop()
+
+
+def test_pages_filters_and_a_question_across_pairs(served, page):
+    page.goto(served.url + "/atlas")
+    assert "3 recipes" in page.inner_text(".sub") and "70 questions" in page.inner_text(".sub")
+    rows = page.locator("#atlas-table tbody tr")
+    assert rows.count() == 50
+    # q000..q019 are forgotten by both recipes that forgot anything, then the sft pair's alone
+    assert rows.nth(0).inner_text().split("\t")[1].startswith("mmlu:anatomy")
+    assert "page 1 of 2" in page.inner_text(".pager")
+    page.click("a[rel=next]")
+    page.wait_for_url("**page=2")
+    assert page.locator("#atlas-table tbody tr").count() == 20
+
+    page.goto(served.url + "/atlas")
+    page.select_option("select[name=stage]", "instruct")
+    page.click("#atlas-filters button[type=submit]")
+    page.wait_for_url("**stage=instruct**")
+    assert "1 recipes" in page.inner_text(".sub")
+    assert page.locator("#atlas-table tbody tr").count() == 20
+
+    page.goto(served.url + "/atlas")
+    page.click("#atlas-table tbody tr:first-child td.prompt a")
+    page.wait_for_url("**/atlas/question**")
+    assert page.inner_text("h1") == "mmlu:anatomy · q000"
+    # the series' step 1 forgot q000 too, but the run counts once, through step 2, which kept it
+    counts = page.inner_text("#recipe-counts")
+    assert "forgot 2" in counts and "kept 1" in counts
+    table = page.inner_text("#question-pairs")
+    assert "an earlier checkpoint: not counted" in table
+    assert EVIL in page.inner_text(".prompt-text") and EVIL in table  # shown as text
+    assert page.evaluate("window.pwned") is None
+    assert page.locator("img").count() == 0
