@@ -77,16 +77,25 @@ def schema_ddl(conn: Connection) -> list[str]:
 class Store:
     """A DuckDB file with forgetmap's schema. Use ``transaction()`` for every unit of work."""
 
-    def __init__(self, path: Path | str, *, read_only: bool = False):
+    def __init__(
+        self, path: Path | str, *, read_only: bool = False, checkpoint_mb: int | None = None
+    ):
+        """``checkpoint_mb``: the write-ahead log's size that makes a commit checkpoint the file
+        (DuckDB's default, 16 MB, when None). A checkpoint holds every reader until it is done:
+        the app, whose pages are read while imports commit, sets it high (``WebSettings``)."""
         self.path = Path(path)
+        self.checkpoint_mb = checkpoint_mb
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif not self.path.exists():
             raise StoreError(f"database {self.path} does not exist; import results first")
         self.read_only = read_only
-        # bumped after every committed write through this Store: readers key caches on it (this
-        # process is the only writer, so nothing else can change the file behind its back)
+        # bumped after every committed write through this Store (this process is the only
+        # writer, so nothing else can change the file behind its back); ``page_version`` only
+        # after the writes that can change what a read page shows: the read caches key on it
         self.version = 0
+        self.page_version = 0
+        self._pages_unchanged = False
         # DuckDB allows one writer; serialize write transactions of this process (web threads)
         self._write_lock = threading.RLock()
         # One database instance per process; each unit of work gets a cursor of it (a connection
@@ -105,7 +114,10 @@ class Store:
 
     def _connect(self) -> Connection:
         try:
-            return duckdb.connect(str(self.path), read_only=self.read_only)
+            database = duckdb.connect(str(self.path), read_only=self.read_only)
+            if self.checkpoint_mb is not None and not self.read_only:
+                database.execute(f"SET checkpoint_threshold = '{int(self.checkpoint_mb)}MB'")
+            return database
         except duckdb.Error as exc:
             message = str(exc).splitlines()[0]
             if "lock" in message.lower():
@@ -119,6 +131,7 @@ class Store:
     def transaction(self) -> Iterator[Connection]:
         """One write transaction: committed on success, rolled back on any exception."""
         with self._write_lock:
+            self._pages_unchanged = False
             conn = self._cursor()
             try:
                 conn.begin()
@@ -131,6 +144,14 @@ class Store:
             finally:
                 conn.close()
             self.version += 1
+            if not self._pages_unchanged:
+                self.page_version += 1
+
+    def pages_unchanged(self) -> None:
+        """Say that the write transaction under way changes nothing a read page shows (a shard's
+        bookkeeping, results of a model no pair holds): the read caches keep their values when
+        it commits. Only the thread inside the transaction calls it (the write lock is held)."""
+        self._pages_unchanged = True
 
     @contextmanager
     def limited_memory(self, limit: str = IMPORT_MEMORY_LIMIT) -> Iterator[None]:
@@ -222,12 +243,14 @@ class Store:
                 self._database = None
 
 
-def open_store(path: Path | str, *, read_only: bool = False) -> Store:
+def open_store(
+    path: Path | str, *, read_only: bool = False, checkpoint_mb: int | None = None
+) -> Store:
     """A store at the newest schema; opened read-write, its answer files are reconciled with
     the imports that committed (``app.db.texts.reconcile``)."""
     from app.db.texts import folder_of, reconcile
 
-    store = Store(path, read_only=read_only)
+    store = Store(path, read_only=read_only, checkpoint_mb=checkpoint_mb)
     store.upgrade()
     if not read_only:
         with store.read() as conn:

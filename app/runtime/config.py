@@ -70,11 +70,11 @@ class WebSettings(BaseSettings):
     # what an uploaded archive may unpack to (zip bombs): larger, or over IMPORT_MAX_MEMBERS
     # members, is refused
     import_max_unpacked_bytes: int = Field(32 << 30, gt=0)
-    # how long a thread may hold the GIL while another waits (Python's default: 5 ms). A page's
-    # request gives the GIL up at every socket and DuckDB call and waits up to this long to get it
-    # back while an import's thread computes: dozens of such waits made the map's p99 during
-    # imports 139-345 ms; shorter turns (docs/performance.md, "Under load") bring it back
-    gil_switch_interval_ms: float = Field(0.5, gt=0, le=100)
+    # the write-ahead log's size at which a commit checkpoints the file. A checkpoint holds every
+    # reader until it is done (0.3-0.5 s after a 65,000-row import): at DuckDB's 16 MB nearly
+    # every import's commit did one, and the map's p99 during imports was 130-530 ms; at 1 GB it
+    # was 72-135 ms (docs/performance.md, "Under load"). The app checkpoints when it stops.
+    checkpoint_mb: int = Field(1024, ge=1, le=1 << 20)
 
     @property
     def session_seconds(self) -> float:

@@ -1,5 +1,6 @@
-"""Results cached until the next write: this process is the database's only writer, so a value
-computed at store version v stays right until the version moves."""
+"""Results cached until the next write a page can show: this process is the database's only
+writer, so a value computed at the store's page version v stays right until that version moves
+(``Store.page_version``: a shard's bookkeeping and results of models no pair holds leave it)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ MAX_ENTRIES = 512
 
 
 class VersionCache:
-    """Values per key, dropped together when the store's version moves.
+    """Values per key, dropped together when the store's page version moves.
 
     Each key computes under a lock of its own: a burst of identical requests after a write
     computes the value once, while requests for other keys (the map, a pair page, a drill-down)
@@ -30,7 +31,7 @@ class VersionCache:
     def _current(self, key: Hashable) -> tuple[int, bool, Any]:
         """(version, found, value) under the dicts' lock, dropping entries of an older version."""
         with self._lock:
-            version = self.store.version
+            version = self.store.page_version
             if self._version != version:
                 self._entries.clear()
                 self._computing.clear()

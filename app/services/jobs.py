@@ -361,16 +361,20 @@ def results_target(conn: Connection, shard_id: int) -> dict:
     return {**s, "benchmark": stored_benchmark_name(s["benchmark"])}
 
 
-def store_results(conn: Connection, body: ResultsIn) -> IngestSummary:
+def store_results(conn: Connection, body: ResultsIn) -> tuple[IngestSummary, bool]:
     """Keep a batch of a shard's per-sample results under its model, benchmark, seed and eval
-    config. Idempotent: a sample already stored is kept as it is."""
+    config. Idempotent: a sample already stored is kept as it is. Returns what the ingest did and
+    whether a read page can show it: not when no pair holds the model (no count moved) and the
+    benchmark was known before (the lists are unchanged), the case of most batches of a job."""
     target = results_target(conn, body.shard_id)
+    known = bool(queries.benchmark_ids(conn, name=target["benchmark"]))
     n = len(body.rows)
     table = build_table({"model": [target["model"]] * n, "benchmark": [target["benchmark"]] * n,
                          "seed": [target["seed"]] * n, **body.columns()})  # fmt: skip
     table, benchmarks = prepare(table, source=f"shard {body.shard_id}")
     config = {"source": "worker", **target["spec"]["config"]}
-    return ingest(conn, table, benchmarks, config=config, on_conflict="keep")
+    summary = ingest(conn, table, benchmarks, config=config, on_conflict="keep")
+    return summary, bool(summary.pairs_refreshed) or not known
 
 
 # ------------------------------------------------------------------------- adaptive rounds

@@ -59,8 +59,8 @@ def create_app(
     door: cli.Door | None = None,
 ) -> FastAPI:
     data_dir = Path(db_path).resolve().parent
-    store = open_store(db_path)
     settings = settings or WebSettings.from_env(data_dir)
+    store = open_store(db_path, checkpoint_mb=settings.checkpoint_mb)
     enqueuer = Enqueuer(broker or BrokerSettings.from_env(data_dir=data_dir))
     reconciler = Reconciler(store, enqueuer, settings.reconcile_seconds, settings.stale_seconds,
                             settings.resend_seconds)  # fmt: skip
@@ -78,6 +78,7 @@ def create_app(
             if published is not None:
                 owner.withdraw(db_path, published)
             reconciler.stop()
+            store.close()  # DuckDB checkpoints the file as it closes it: no log left to replay
 
     app = FastAPI(
         title="forgetmap",

@@ -56,9 +56,12 @@ def upload_results(request: Request, body: ResultsIn, principal: deps.Worker) ->
     if not body.rows:
         return {"rows_added": 0, "rows_unchanged": 0}
     try:
-        with deps.store(request).transaction() as conn:
+        store = deps.store(request)
+        with store.transaction() as conn:
             _shard_or_404(conn, body.shard_id)
-            summary = jobs.store_results(conn, body)
+            summary, shown = jobs.store_results(conn, body)
+            if not shown:  # the pages' caches stay: the map does not move while a job runs
+                store.pages_unchanged()
     except InputError as exc:
         raise HTTPException(422, str(exc)) from exc
     return {"rows_added": summary.rows_added, "rows_unchanged": summary.rows_unchanged}
@@ -77,7 +80,9 @@ def shard_start(
 ) -> ShardClaim:
     """Claim a shard (role worker). Idempotent: a shard that is finished, cancelled, or already
     running (a duplicate delivery of a re-sent message) answers ``run: false``."""
-    with deps.store(request).transaction() as conn:
+    store = deps.store(request)
+    with store.transaction() as conn:
+        store.pages_unchanged()  # a shard's bookkeeping: no read page shows it
         _shard_or_404(conn, shard_id)
         s = jobs.start_shard(conn, shard_id, body.worker, body.delivery,
                              stale_seconds=request.app.state.settings.stale_seconds)  # fmt: skip
@@ -89,7 +94,9 @@ def shard_progress(
     request: Request, shard_id: deps.Id, body: ProgressIn, principal: deps.Worker
 ) -> ShardState:
     """Items done so far (role worker); answers the shard's status ('cancelled': stop)."""
-    with deps.store(request).transaction() as conn:
+    store = deps.store(request)
+    with store.transaction() as conn:
+        store.pages_unchanged()
         _shard_or_404(conn, shard_id)
         status = jobs.shard_progress(conn, shard_id, body.done, body.total)
     return ShardState(status=status)

@@ -69,11 +69,7 @@ def bind(host: str, port: int):
 
 def run_server(app, sock, log_level: str) -> None:
     """uvicorn on the bound socket until Ctrl-C or SIGTERM (the app's shutdown runs either way)."""
-    import sys
-
     import uvicorn
-
-    sys.setswitchinterval(app.state.settings.gil_switch_interval_ms / 1000)
 
     uvicorn.Server(uvicorn.Config(app, log_level=log_level)).run(sockets=[sock])
 

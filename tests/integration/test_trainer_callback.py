@@ -6,6 +6,7 @@ app unreachable, training runs to its end all the same."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -100,8 +101,13 @@ def test_a_trainer_run_fills_the_series_and_its_trackers(tmp_path, base_model, m
             {"id": 1, "name": "run", "base": "tiny-base", "steps": [2, 4]}
         ]
         view = dep.http.get("/api/series/1").json()
-        page = dep.http.get("/series/1")
-        assert page.status_code == 200 and "run" in page.text
+        page = dep.http.get("/series/1")  # its charts are drawn from the data it embeds
+        embedded = json.loads(page.text.split('id="series-data">', 1)[1].split("</script>", 1)[0])
+        assert embedded["steps"] == [2, 4] and embedded["records"] == view["records"]
+        flips = {
+            step: [f for f in dep.http.get("/api/series/1/export").json()["flips"] if f["step"] == step]
+            for step in (2, 4)
+        }  # fmt: skip
         expected = {
             (r["step"], r["category"]): r for r in view["records"] if r["seeds"] == 2
         }  # fmt: skip
@@ -134,6 +140,16 @@ def test_a_trainer_run_fills_the_series_and_its_trackers(tmp_path, base_model, m
             ), (step, category, name, wandb_rows)
             assert (step, pytest.approx(want)) in mlflow[key(category, name)]
             assert (step, pytest.approx(want, abs=1e-6)) in scalars[key(category, name)]
+    # each step's flipped questions: a W&B table and an MLflow JSON table beside the metrics
+    run_dir = runs[0].parent
+    for step, rows in flips.items():
+        table = run_dir / "artifacts" / "forgetmap" / f"flips_step{step}.json"
+        assert table.exists() == bool(rows)
+        if rows:
+            assert len(json.loads(table.read_text())["data"]) == len(rows)
+            assert any(
+                row["forgetmap/step"] == step and "forgetmap/flips" in row for row in history
+            )
     # the training's own metrics are in the same runs (the results joined them, not new ones)
     assert any("train/loss" in row for row in history)
     assert "loss" in mlflow

@@ -11,16 +11,16 @@ from app.services.cache import VersionCache
 
 
 def test_a_value_is_computed_once_per_version():
-    store = SimpleNamespace(version=0)
+    store = SimpleNamespace(page_version=0)
     cache, calls = VersionCache(store), []
     assert cache.get("k", lambda: calls.append(1) or len(calls)) == 1
     assert cache.get("k", lambda: calls.append(1) or len(calls)) == 1
-    store.version += 1  # a write
+    store.page_version += 1  # a write
     assert cache.get("k", lambda: calls.append(1) or len(calls)) == 2
 
 
 def test_a_burst_of_identical_requests_computes_once():
-    cache, calls = VersionCache(SimpleNamespace(version=0)), []
+    cache, calls = VersionCache(SimpleNamespace(page_version=0)), []
 
     def slow():
         calls.append(1)
@@ -38,7 +38,7 @@ def test_a_burst_of_identical_requests_computes_once():
 def test_different_keys_compute_side_by_side():
     """Each compute waits for the other to start: one lock for every key would never let the
     second start (the barrier breaks)."""
-    cache = VersionCache(SimpleNamespace(version=0))
+    cache = VersionCache(SimpleNamespace(page_version=0))
     both = threading.Barrier(2, timeout=5)
     got = {}
 
@@ -54,11 +54,11 @@ def test_different_keys_compute_side_by_side():
 
 
 def test_a_compute_overtaken_by_a_write_is_not_kept():
-    store = SimpleNamespace(version=0)
+    store = SimpleNamespace(page_version=0)
     cache = VersionCache(store)
 
     def while_a_write_lands():
-        store.version += 1
+        store.page_version += 1
         return "old"
 
     assert cache.get("k", while_a_write_lands) == "old"
@@ -66,5 +66,5 @@ def test_a_compute_overtaken_by_a_write_is_not_kept():
 
 
 def test_a_compute_may_read_other_keys():
-    cache = VersionCache(SimpleNamespace(version=0))
+    cache = VersionCache(SimpleNamespace(page_version=0))
     assert cache.get("page", lambda: cache.get("records", lambda: 3) + 1) == 4
