@@ -76,6 +76,7 @@ def _hover(page, selector: str) -> None:
     x, y = page.evaluate(
         """(selector) => {
             const el = document.querySelector(selector);
+            el.scrollIntoView({block: "center"});  // a chart below the fold: scroll to it first
             const fl = el._fullLayout, box = el.getBoundingClientRect(), t = el._fullData[0];
             const px = fl.xaxis._offset + fl.xaxis.l2p(fl.xaxis.d2l(t.x[0]));
             const py = fl.yaxis._offset + fl.yaxis.l2p(fl.yaxis.d2l(t.y[0]));
@@ -112,12 +113,12 @@ def test_map_without_a_label_shows_model_names_as_text(server, page):
     _assert_inert(page.evaluate(CHART_STATE), LABEL)
 
 
-def test_pair_chart_and_cross_scatter_keep_text(server, page):
+def test_pair_chart_and_atlas_scatter_keep_text(server, page):
     state = _charts(page, server.url + "/pairs/1", 1)
     _assert_inert(state, BENCH, "F_true")
     _hover(page, "#pair-chart")
     _assert_inert(page.evaluate(CHART_STATE), BENCH)
-    state = _charts(page, server.url + "/cross", 1)
+    state = _charts(page, server.url + "/atlas", 1)
     _assert_inert(state)
     _hover(page, "#size-scatter")
     _assert_inert(page.evaluate(CHART_STATE), LABEL)
