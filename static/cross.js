@@ -1,10 +1,16 @@
-// Scatter of Total F_true vs base model size, one trace per stage.
+// Scatter of Total F_true vs base model size, one trace per stage, one dot per recipe (a pair, or
+// a series through its latest checkpoint: the atlas's count).
 document.addEventListener("DOMContentLoaded", async () => {
   const el = document.getElementById("size-scatter");
   if (!el || !window.Plotly) return;
-  const rows = await (await fetch("/api/cross/size")).json();
+  const rows = await (await fetch("/api/cross/size?recipes=true")).json();
   const sized = rows.filter((r) => r.size_params);
-  if (!sized.length) { el.innerHTML = "<p class='empty'>No pair has a base model size yet.</p>"; return; }
+  if (!sized.length) {
+    el.innerHTML = "<p class='empty' id='size-scatter-empty'>No recipe has a base model size yet: set one with "
+      + "<code>forgetmap model set NAME --size 7e9</code>, or fill the unknown ones from the local Hugging Face cache "
+      + "with <code>forgetmap model sizes --from-hub</code>.</p>";
+    return;
+  }
   const esc = window.plotlyText;  // static/text.js: user text stays text in Plotly
   const stages = [...new Set(sized.map((r) => r.stage || "unspecified"))];
   const traces = stages.map((stage) => {

@@ -118,31 +118,22 @@ def pair_suggest(ctx: click.Context, accept: str | None, fmt: str) -> None:
     them."""
     import json
 
-    from app.db.pairing import add_pair
-    from app.db.queries import list_pairs, models
-    from app.services.pair_suggest import suggest_pairs
+    from app.services.pair_suggest import accept as accept_suggestions
+    from app.services.pair_suggest import stored_suggestions, suggestion_record
 
     store = store_of(ctx)
     try:
-        with store.read() as conn:
-            existing = {(p["base"], p["post"]) for p in list_pairs(conn)}
-            suggestions = suggest_pairs([m["name"] for m in models(conn)], existing)
+        suggestions = stored_suggestions(store)
         chosen = _chosen(accept, len(suggestions)) if accept else []
-        added = []
-        for number in chosen:
-            s = suggestions[number - 1]
-            with store.transaction() as conn:
-                pair_id, _, _ = add_pair(conn, s.base, s.post, label=s.label, stage=s.stage)
-            added.append((pair_id, s))
+        added = accept_suggestions(store, [suggestions[number - 1] for number in chosen])
     except InputError as exc:
         raise CliError(str(exc)) from exc
     finally:
         store.close()
     if fmt == "json":
+        added_ids = {(s.base, s.post): pair_id for pair_id, s in added}
         click.echo(json.dumps([
-            {"number": i, "base": s.base, "post": s.post, "evidence": list(s.evidence),
-             "stage": s.stage, "label": s.label, "added_pair": next(
-                 (pid for pid, a in added if a == s), None)}
+            {**suggestion_record(s, i), "added_pair": added_ids.get((s.base, s.post))}
             for i, s in enumerate(suggestions, 1)
         ], indent=2))  # fmt: skip
         return

@@ -14,15 +14,21 @@ Two kinds of evidence, each named on every suggestion:
 
 Pairs already stored are not suggested again. The stage follows the tag (``instruct``/``chat``/
 ``it`` -> instruct, ``sft`` -> sft, preference tuning -> rl); a card alone says nothing of it.
+
+`forgetmap pair suggest --accept` and the page ``/pairs/suggest`` both find the suggestions with
+``stored_suggestions`` and add the chosen ones with ``accept``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from app.contract.jobs import Stage
+from app.core.errors import InputError
+from app.db import Store, queries
+from app.db.pairing import add_pair
 
 TAG_STAGES = {
     "instruct": Stage.instruct, "chat": Stage.instruct, "it": Stage.instruct, "sft": Stage.sft,
@@ -111,3 +117,48 @@ def suggest_pairs(
         if (base, post) not in existing
     ]
     return sorted(out, key=lambda s: (-len(s.evidence), s.evidence, s.base, s.post))
+
+
+def stored_suggestions(
+    store: Store, card_bases: Callable[[str], list[str]] = card_bases_from_cache
+) -> list[Suggestion]:
+    """The suggestions among the models stored now (the cards read after the store's read)."""
+    with store.read() as conn:
+        existing = {(p["base"], p["post"]) for p in queries.list_pairs(conn)}
+        names = [m["name"] for m in queries.models(conn)]
+    return suggest_pairs(names, existing, card_bases)
+
+
+def suggestion_record(s: Suggestion, number: int) -> dict:
+    """A suggestion as the JSON of `pair suggest --format json` and ``/api/pairs/suggestions``
+    have it; ``number`` is the one `--accept` takes."""
+    return {"number": number, "base": s.base, "post": s.post, "evidence": list(s.evidence),
+            "stage": s.stage, "label": s.label}  # fmt: skip
+
+
+def named(suggestions: Sequence[Suggestion], wanted: Iterable[tuple[str, str]]) -> list[Suggestion]:
+    """The suggestions ``wanted`` names by (base, post), once each, in the order given;
+    InputError for a pair that is not (or no longer) suggested."""
+    by_names = {(s.base, s.post): s for s in suggestions}
+    chosen: dict[tuple[str, str], Suggestion] = {}
+    for base, post in wanted:
+        if (base, post) not in by_names:
+            raise InputError(
+                f"{base} -> {post} is not a suggested pair (any more): it may have been added "
+                "meanwhile; reload the suggestions"
+            )
+        chosen.setdefault((base, post), by_names[(base, post)])
+    return list(chosen.values())
+
+
+def accept(store: Store, chosen: Sequence[Suggestion]) -> list[tuple[int, Suggestion]]:
+    """Add the chosen suggestions as pairs, each labelled ``Base -> Post`` with its stage, in one
+    transaction (all or none); answers (pair id, suggestion) per pair added."""
+    added: list[tuple[int, Suggestion]] = []
+    if not chosen:
+        return added
+    with store.transaction() as conn:
+        for s in chosen:
+            pair_id, _, _ = add_pair(conn, s.base, s.post, label=s.label, stage=s.stage)
+            added.append((pair_id, s))
+    return added

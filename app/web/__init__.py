@@ -1,7 +1,8 @@
 """The web app over one Store: one module per resource, each with its pages and its JSON, reads
-and writes (map, pairs, samples, recovery, atlas, cross, theory, series, jobs, shards, login). A page
-and its JSON twin take their query through the same dependency (deps.py); what pages share is in
-templating.py, what the OpenAPI document declares in responses.py and openapi.py.
+and writes (map, pairs, suggest, samples, recovery, atlas, cross, theory, series, jobs, shards,
+login). A page and its JSON twin take their query through the same dependency (deps.py); what
+pages share is in templating.py, what the OpenAPI document declares in responses.py and
+openapi.py.
 
 ``create_app`` opens the DuckDB file once; this process is then its only writer. A background
 reconciler sends queued shards that could not reach the broker when their job was saved. Given a
@@ -41,6 +42,7 @@ from app.web import (
     samples,
     series,
     shards,
+    suggest,
     theory,
 )
 from app.web import map as forgetting_map
@@ -162,6 +164,7 @@ def create_app(
     for resource in (
         cli,
         forgetting_map,
+        suggest,  # before pairs: /pairs/{id} would take "suggest" for an id
         pairs,
         samples,
         recovery,

@@ -65,6 +65,7 @@ SUBMIT_COMMANDS = frozenset(
         "pair suggest",
         "series add",
         "model set",
+        "model sizes",
     }
 )
 """The role a forwarded command needs: read for these, submit for these writes, admin for every

@@ -1,6 +1,7 @@
 """Across pairs, as JSON: the samples forgotten by the most pairs (``/api/cross/forgotten``) and
-forgetting against model size (``/api/cross/size``, which the atlas page's scatter fetches). The
-page is the atlas (app/web/atlas.py)."""
+forgetting against model size (``/api/cross/size``; the atlas page's scatter fetches it with
+``recipes=true``: one dot per recipe, app.services.atlas). The page is the atlas
+(app/web/atlas.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 
 from app.db import queries
+from app.services.atlas import recipes as atlas_recipes
 from app.services.map import MapQuery
 from app.web import deps
 
@@ -27,15 +29,34 @@ def api_most_forgotten(
 
 @router.get("/api/cross/size", tags=["api"])
 def api_size_scatter(
-    request: Request, aggregate: Literal["macro", "micro"] = "macro"
+    request: Request,
+    aggregate: Literal["macro", "micro"] = "macro",
+    recipes: Annotated[
+        bool,
+        Query(
+            description="one record per recipe (a pair outside any series, or a series "
+            "through its latest checkpoint), as the atlas counts; else one per pair"
+        ),
+    ] = False,
 ) -> list[dict]:
-    """Total F_true and BT_true per pair with the base model's size and the pair's stage."""
-    records = deps.map_cache(request).records(MapQuery(level="category", aggregate=aggregate))
-    pairs = {p["id"]: p for p in deps.map_cache(request).pairs()}
-    return [
-        {"pair_id": r["pair_id"], "label": r["label"] or f"{r['base']} → {r['post']}",
-         "stage": pairs[r["pair_id"]]["stage"], "family": pairs[r["pair_id"]]["family"],
-         "size_params": pairs[r["pair_id"]]["size_params"], "f_true": r["f_true"],
-         "f_true_std": r["f_true_std"], "bt_true": r["bt_true"]}
-        for r in records if r["category"] == "Total"
-    ]  # fmt: skip
+    """Total F_true and BT_true per pair (or per recipe) with the base model's size and the
+    pair's stage; ``series``: the series a recipe's checkpoint belongs to (null for a pair)."""
+    cache = deps.map_cache(request)
+    records = cache.records(MapQuery(level="category", aggregate=aggregate))
+    pairs = {p["id"]: p for p in cache.pairs()}
+    chosen = {r["pair_id"]: r for r in atlas_recipes(cache)} if recipes else None
+    out = []
+    for r in records:
+        if r["category"] != "Total" or (chosen is not None and r["pair_id"] not in chosen):
+            continue
+        pair = pairs[r["pair_id"]]
+        record = {
+            "pair_id": r["pair_id"], "label": r["label"] or f"{r['base']} → {r['post']}",
+            "stage": pair["stage"], "family": pair["family"], "size_params": pair["size_params"],
+            "f_true": r["f_true"], "f_true_std": r["f_true_std"], "bt_true": r["bt_true"],
+        }  # fmt: skip
+        if chosen is not None:
+            record["label"] = chosen[r["pair_id"]]["label"]
+            record["series"] = chosen[r["pair_id"]]["series"]
+        out.append(record)
+    return out

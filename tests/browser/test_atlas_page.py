@@ -64,3 +64,31 @@ def test_pages_filters_and_a_question_across_pairs(served, page):
     assert EVIL in page.inner_text(".prompt-text") and EVIL in table  # shown as text
     assert page.evaluate("window.pwned") is None
     assert page.locator("img").count() == 0
+
+
+def test_the_size_scatter_has_one_dot_per_recipe(served, page):
+    page.goto(served.url + "/atlas")
+    page.wait_for_selector("#size-scatter .main-svg")
+    # four pairs, three recipes: the series' two steps make one dot, through step 2
+    assert page.locator("#size-scatter .scatterlayer path.point").count() == 3
+    labels = page.evaluate("document.getElementById('size-scatter').data.flatMap(t => t.text)")
+    assert sorted(labels) == ["base-7b → base-7b-sft", "other-1b → other-1b-it",
+                              "series run (step 2)"]  # fmt: skip
+
+
+def test_without_sizes_the_scatter_says_how_to_set_them(tmp_path, page):
+    (tmp_path / "rows.csv").write_text(
+        "model,benchmark,sample_id,correct\nbase,mmlu:anatomy,q0,1\ntuned,mmlu:anatomy,q0,0\n"
+    )
+    cli = Cli(tmp_path / "app.duckdb")
+    cli("import", "table", tmp_path / "rows.csv")
+    cli("pair", "add", "base", "tuned")
+    server = Server(cli.db)
+    try:
+        page.goto(server.url + "/atlas")
+        hint = page.inner_text("#size-scatter-empty")
+        assert "No recipe has a base model size yet" in hint
+        assert "forgetmap model set NAME --size 7e9" in hint
+        assert "forgetmap model sizes --from-hub" in hint
+    finally:
+        server.stop()

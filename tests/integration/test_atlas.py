@@ -30,11 +30,14 @@ CHANCE = 1 / 32 + 1 / 8 + 1 / 24  # 19/96
 
 @pytest.fixture
 def stored(cli, tmp_path):
-    lines = ["model,benchmark,sample_id,seed,correct,num_choices,prompt,prediction"]
+    # a category of the paper's, so that the map's Total (the size scatter's) counts it
+    lines = ["model,benchmark,sample_id,seed,correct,num_choices,prompt,prediction,category"]
     for model, answers in ANSWERS.items():
         for q, seeds in answers.items():
             for seed, correct in enumerate(seeds):
-                lines.append(f"{model},quad,{q},{seed},{correct},4,Which is {q}?,{'AB'[correct]}")
+                lines.append(
+                    f"{model},quad,{q},{seed},{correct},4,Which is {q}?,{'AB'[correct]},Logic"
+                )
     (tmp_path / "rows.csv").write_text("\n".join(lines) + "\n")
     cli("import", "table", tmp_path / "rows.csv")
     cli("pair", "add", "llama-7b", "llama-7b-sft", "--stage", "sft")
@@ -122,6 +125,30 @@ def test_the_page_and_the_old_address(client):
     assert 'id="atlas-table"' in page.text and "Which is q1?" in page.text
     old = client.get("/cross", follow_redirects=False)
     assert (old.status_code, old.headers["location"]) == (308, "/atlas")
+
+
+def test_the_size_scatter_counts_recipes(client):
+    def dots(**params):
+        answer = client.get("/api/cross/size", params=params)
+        assert answer.status_code == 200, answer.text
+        return {d["pair_id"]: d for d in answer.json()}
+
+    assert sorted(dots()) == [1, 2, 3, 4]  # by default one dot per pair: both series steps
+    recipes = dots(recipes="true")
+    # the series counts once, through its latest checkpoint (step 2 is pair 4)
+    assert sorted(recipes) == [1, 2, 4]
+    got = {i: (d["label"], d["series"], d["stage"], d["size_params"]) for i, d in recipes.items()}
+    assert got == {
+        1: ("llama-7b → llama-7b-sft", None, "sft", 7_000_000_000),
+        2: ("qwen-1b → qwen-1b-instruct", None, "instruct", 1_000_000_000),
+        4: ("series run (step 2)", "run", None, 7_000_000_000),  # a series gives no stage
+    }
+    # Total F_true per seed, F - c: the sft pair 2/4 - 1/24 and 1/4 - 1/48 (mean 11/32, sample
+    # std (11/48) / sqrt 2); qwen 1/4 - 1/8 in both seeds; step 2 forgot q2 only: 1/4 - 1/24
+    assert recipes[1]["f_true"] == pytest.approx(11 / 32)
+    assert recipes[1]["f_true_std"] == pytest.approx(11 / 48 / 2**0.5)
+    assert (recipes[2]["f_true"], recipes[2]["f_true_std"]) == (pytest.approx(1 / 8), 0)
+    assert recipes[4]["f_true"] == pytest.approx(5 / 24)
 
 
 FLIPS = """

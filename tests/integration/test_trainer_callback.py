@@ -41,6 +41,9 @@ def train(base: Path, out: Path, env: dict, *extra: str) -> subprocess.Completed
                "--seeds", "0,1", "--engine", "transformers", "--max-tokens", "8",
                "--max-steps", "4", "--save-steps", "2", "--save-total-limit", "1",
                "--poll-every", "1", *extra]  # fmt: skip
+    # a W&B service this test process started (the trackers' tests) is not the training's: the
+    # training starts its own, whose run ends with the process
+    env = {k: v for k, v in env.items() if k != "WANDB_SERVICE"}
     env = {**env, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
 

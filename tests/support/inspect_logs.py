@@ -16,6 +16,7 @@ import argparse
 import os
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -63,16 +64,20 @@ def run_eval(
     previous = os.environ.get("INSPECT_LOG_DIR")
     os.environ["INSPECT_LOG_DIR"] = str(log_dir)
     try:
-        logs = inspect_eval(
-            tasks,
-            model=get_model(f"mockllm/{model}", custom_outputs=reply_with(answers)),
-            log_format=log_format,
-            log_dir=str(log_dir),
-            epochs=epochs,
-            display="none",
-            max_samples=1,
-            **options,
-        )
+        # in a thread of its own: inspect_ai runs its own event loop, and the test session's
+        # Chromium (Playwright's sync API) keeps one running on the main thread
+        with ThreadPoolExecutor(1) as pool:
+            logs = pool.submit(
+                inspect_eval,
+                tasks,
+                model=get_model(f"mockllm/{model}", custom_outputs=reply_with(answers)),
+                log_format=log_format,
+                log_dir=str(log_dir),
+                epochs=epochs,
+                display="none",
+                max_samples=1,
+                **options,
+            ).result()
     finally:
         if previous is None:
             os.environ.pop("INSPECT_LOG_DIR", None)
