@@ -9,9 +9,8 @@ when it went 0->1 in at least half.
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 from app.db.prompts import full_prompt
+from app.db.queries import Columns, numpy_columns
 from app.db.store import Connection
 from app.db.texts import read_texts
 
@@ -48,24 +47,26 @@ JOIN flipped_questions fq ON fq.id = q.question_id
 
 def question_flip_counts(
     conn: Connection, pair_ids: list[int], *, category: str | None, benchmark: str | None
-) -> pa.Table:
+) -> Columns:
     """Per question with a flip among ``pair_ids``: question_id, benchmark_id, benchmark,
     category, sample_id, k (0: generative), forgot and learned (how many of the pairs)."""
     params = {"pairs": pair_ids, "category": category, "benchmark": benchmark}
-    return conn.sql(_FLIPS_SQL, params=params).to_arrow_table()
+    return numpy_columns(conn.execute(_FLIPS_SQL, params))
 
 
-def benchmark_transitions(conn: Connection, pair_ids: list[int]) -> pa.Table:
+def benchmark_transitions(conn: Connection, pair_ids: list[int]) -> Columns:
     """The transition counts of ``pair_ids`` per (pair, benchmark, seed, k): what the chance
     term of each pair's benchmarks is computed from."""
-    return conn.sql(
-        """
-        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k,
-               t.n_00, t.n_01, t.n_10, t.n_11
-        FROM transitions t WHERE list_contains($pairs::INTEGER[], t.pair_id)
-        """,
-        params={"pairs": pair_ids},
-    ).to_arrow_table()
+    return numpy_columns(
+        conn.execute(
+            """
+            SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k,
+                   t.n_00, t.n_01, t.n_10, t.n_11
+            FROM transitions t WHERE list_contains($pairs::INTEGER[], t.pair_id)
+            """,
+            {"pairs": pair_ids},
+        )
+    )
 
 
 def question_texts(conn: Connection, question_ids: list[int]) -> dict[int, str | None]:

@@ -20,6 +20,7 @@ from app.core import metrics
 from app.db import atlas as atlas_db
 from app.db import queries
 from app.db import series as series_db
+from app.db.queries import Columns, row_count
 from app.services.map import MapCache
 
 RANK_FIELDS = ("benchmark", "category", "sample_id", "k", "forgot", "learned", "chance", "beyond")
@@ -75,24 +76,25 @@ def recipes(cache: MapCache) -> list[dict]:
     return cache.cache.get(("atlas-recipes",), load)
 
 
-def _chance_by_benchmark(transitions) -> dict[tuple[int, int], float]:
+def _chance_by_benchmark(t: Columns) -> dict[tuple[int, int], float]:
     """(benchmark id, k) -> the chance terms of the recipes that ran it, each the mean over its
     seeds, summed over the recipes."""
-    if transitions.num_rows == 0:
+    if not row_count(t):
         return {}
-    n = {c: transitions[c].to_numpy().astype(np.float64) for c in ("n_00", "n_01", "n_10", "n_11")}
+    n = {c: t[c].astype(np.float64) for c in ("n_00", "n_01", "n_10", "n_11")}
     total = n["n_00"] + n["n_01"] + n["n_10"] + n["n_11"]
     chance, _, _ = metrics.chance_and_ceilings(
-        (n["n_10"] + n["n_11"]) / total, (n["n_01"] + n["n_11"]) / total,
-        transitions["k"].to_numpy(),
-    )  # fmt: skip
-    # the mean over seeds per (pair, benchmark, k), then the sum over pairs per (benchmark, k)
-    keys = np.stack([transitions[c].to_numpy() for c in ("pair_id", "benchmark_id", "k")], axis=1)
-    recipe_keys, recipe_of_row = np.unique(keys, axis=0, return_inverse=True)
+        (n["n_10"] + n["n_11"]) / total, (n["n_01"] + n["n_11"]) / total, t["k"]
+    )
+    # the mean over seeds per (pair, benchmark, k), then the sum over pairs per (benchmark, k);
+    # each key packed in one integer (k < 256, benchmark ids < 2^24)
+    group = (t["benchmark_id"].astype(np.int64) << 8) | t["k"].astype(np.int64)
+    recipe = (t["pair_id"].astype(np.int64) << 32) | group
+    recipes_found, recipe_of_row = np.unique(recipe, return_inverse=True)
     per_recipe = np.bincount(recipe_of_row, weights=chance) / np.bincount(recipe_of_row)
-    groups, group_of_recipe = np.unique(recipe_keys[:, 1:], axis=0, return_inverse=True)
+    groups, group_of_recipe = np.unique(recipes_found & 0xFFFFFFFF, return_inverse=True)
     sums = np.bincount(group_of_recipe, weights=per_recipe)
-    return {(int(b), int(k)): float(s) for (b, k), s in zip(groups, sums, strict=True)}
+    return {(int(g >> 8), int(g & 0xFF)): float(s) for g, s in zip(groups, sums, strict=True)}
 
 
 def ranking(cache: MapCache, query: AtlasQuery) -> dict:
@@ -107,7 +109,9 @@ def ranking(cache: MapCache, query: AtlasQuery) -> dict:
                 conn, pair_ids, category=query.category, benchmark=query.benchmark
             )
             chance = _chance_by_benchmark(atlas_db.benchmark_transitions(conn, pair_ids))
-        rows = flips.to_pylist()
+        names = list(flips)
+        rows = [dict(zip(names, values, strict=True))
+                for values in zip(*(flips[c].tolist() for c in names), strict=True)]  # fmt: skip
         for row in rows:
             row["chance"] = chance.get((row["benchmark_id"], row["k"]), 0.0)
             row["beyond"] = row["forgot"] - row["chance"]
