@@ -75,6 +75,9 @@ class WebSettings(BaseSettings):
     # every import's commit did one, and the map's p99 during imports was 130-530 ms; at 1 GB it
     # was 72-135 ms (docs/performance.md, "Under load"). The app checkpoints when it stops.
     checkpoint_mb: int = Field(1024, ge=1, le=1 << 20)
+    # compute the default map and the atlas as the app starts, so that the first visitor after a
+    # restart finds them ready (app.services.warm); the start takes as long longer
+    warm_start: bool = True
 
     @property
     def session_seconds(self) -> float:

@@ -29,6 +29,7 @@ from app.runtime.config import WebSettings
 from app.runtime.resources import resource_dir
 from app.services.map import MapCache
 from app.services.queue import Enqueuer, Reconciler
+from app.services.warm import warm_start
 from app.web import (
     atlas,
     cli,
@@ -71,6 +72,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        if settings.warm_start:  # before the first request: it finds the map and the atlas ready
+            warm_start(app.state.map_cache)
         reconciler.start()
         if published is not None:
             owner.publish(db_path, published)

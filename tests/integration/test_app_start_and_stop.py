@@ -1,6 +1,8 @@
 """The app keeps checkpoints rare (a checkpoint holds every reader until it is done): its store
 sets DuckDB's checkpoint threshold from FORGETMAP_CHECKPOINT_MB; a command's own store keeps
-DuckDB's default, and what the app committed is in the file after it stops."""
+DuckDB's default, and what the app committed is in the file after it stops. And the app computes
+the default map and the atlas before it serves (FORGETMAP_WARM_START), so its first visitor finds
+them ready."""
 
 from __future__ import annotations
 
@@ -34,3 +36,19 @@ def test_the_app_sets_the_checkpoint_threshold_and_a_command_does_not(tmp_path, 
     assert not db.with_name(db.name + ".wal").exists()
     names = duckdb.connect(str(db), read_only=True).execute("SELECT name FROM models").fetchall()
     assert names == [("kept",)]
+
+
+def test_the_app_computes_the_map_and_the_atlas_before_it_serves(cli, tmp_path, monkeypatch):
+    rows = ["model,benchmark,sample_id,correct,num_choices"]
+    rows += [f"{m},toy,q{i},{(i + n) % 2},4" for n, m in enumerate(("a", "b")) for i in range(6)]
+    (tmp_path / "rows.csv").write_text("\n".join(rows) + "\n")
+    cli("import", "table", tmp_path / "rows.csv")
+    cli("pair", "add", "a", "b")
+    for warm in (True, False):
+        settings = WebSettings(secret_key="k", reconcile_seconds=3600, warm_start=warm)
+        with TestClient(create_app(cli.db, settings=settings)) as client:
+            cache = client.app.state.map_cache.cache
+            keys = set(cache._entries)  # what the read cache holds before any request
+            assert (("map", "category", "macro") in keys) is warm
+            assert any(k[0] == "atlas" for k in keys) is warm
+            assert client.get("/api/map").json()[0]["n"] == 6
