@@ -16,7 +16,8 @@ staged copy is submitted and removed once its results are in. Without one, and w
 protect.
 
 Training never waits and never fails because of forgetmap: submissions and result polling run in
-one background thread; an app that cannot be reached is a warning and a retry at the next poll.
+one background thread; an app that cannot be reached is a warning and a retry, later each time
+(up to every 10 minutes).
 Results of finished steps are written by ``app.integrations.trackers`` to the trackers the
 trainer reports to (``args.report_to``: W&B, MLflow, TensorBoard) at their training steps, late
 or not. ``on_train_end`` waits up to ``wait_at_end`` seconds for steps still being evaluated;
@@ -42,6 +43,9 @@ from app.contract.jobs import CheckpointSubmission
 from app.services.watch import Checkpoint, WatchSettings, submit_all
 
 log = logging.getLogger("forgetmap.trainer")
+
+MAX_RETRY_SECONDS = 600.0
+"""The longest wait between two submissions of checkpoints the app did not take."""
 
 TRACKERS = ("wandb", "mlflow", "tensorboard")
 """The trackers of ``args.report_to`` that results are written back to."""
@@ -132,6 +136,8 @@ class ForgetmapCallback(TrainerCallback):
         self._thread: threading.Thread | None = None
         self._series_id: int | None = None
         self._warned: set[str] = set()
+        self._retry_wait = 0.0  # seconds between submissions while the app refuses them
+        self._retry_at = 0.0
 
     # ------------------------------------------------------------------ the trainer's events
 
@@ -224,10 +230,17 @@ class ForgetmapCallback(TrainerCallback):
         with self._lock:
             steps = list(self.steps.values())
         unsent = [s for s in steps if s.job_id is None]
-        if unsent:
+        if unsent and time.monotonic() >= self._retry_at:
             checkpoints = [Checkpoint(s.step, s.folder) for s in unsent]
             for answer in submit_all(client, self.settings, checkpoints):
                 self.steps[answer["step"]].job_id = answer["job_id"]
+            # an app that refused or could not be reached is asked again later and later (each
+            # try logs a warning per step): twice the wait each time, up to MAX_RETRY_SECONDS
+            if any(s.job_id is None for s in unsent):
+                self._retry_wait = min(2 * self._retry_wait or self.poll_every, MAX_RETRY_SECONDS)
+                self._retry_at = time.monotonic() + self._retry_wait
+            else:
+                self._retry_wait = 0.0
         for s in steps:
             if s.job_id is not None and not s.done:
                 job = _get(client, f"/api/jobs/{s.job_id}")

@@ -156,3 +156,29 @@ def test_a_trainer_run_fills_the_series_and_its_trackers(tmp_path, base_model, m
     # the training's own metrics are in the same runs (the results joined them, not new ones)
     assert any("train/loss" in row for row in history)
     assert "loss" in mlflow
+
+
+def test_an_unreachable_app_is_asked_again_later_and_later(tmp_path, caplog):
+    import logging
+
+    import httpx
+
+    from app.integrations.trainer import MAX_RETRY_SECONDS, ForgetmapCallback, _Step
+
+    callback = ForgetmapCallback("run", base="b", benchmarks=["mmlu"], token="t",
+                                 app_url="http://127.0.0.1:9", poll_every=5)  # fmt: skip
+    callback.steps[2] = _Step(2, tmp_path, staged=False)
+    caplog.set_level(logging.WARNING)
+    with httpx.Client(base_url=callback.settings.app_url) as client:
+        for _ in range(3):  # three rounds at once: only the first asks the app
+            callback._round(client)
+        tries = [r for r in caplog.records if "app unreachable" in r.getMessage()]
+        assert len(tries) == 1 and callback._retry_wait == 5
+        for expected in (10, 20, 40):  # each failed try doubles the wait
+            callback._retry_at = 0.0
+            callback._round(client)
+            assert callback._retry_wait == expected
+        callback._retry_wait = MAX_RETRY_SECONDS
+        callback._retry_at = 0.0
+        callback._round(client)
+        assert callback._retry_wait == MAX_RETRY_SECONDS  # and no more than that
