@@ -28,6 +28,7 @@ def recover() -> None:
 @click.pass_context
 def recover_list(ctx: click.Context, fmt: str, correction: str) -> None:
     """The newest analysis of each pair: its symmetric share beside the noise control's."""
+    from app.core.naming import pair_label
     from app.db import recoverability as recoveries
     from app.db.queries import list_pairs
     from app.services.recovery import headline
@@ -35,7 +36,7 @@ def recover_list(ctx: click.Context, fmt: str, correction: str) -> None:
     store = store_of(ctx)
     with store.read() as conn:
         rows = [headline(r, correction) for r in recoveries.latest_recoveries(conn)]
-        names = {p["id"]: p["label"] or f"{p['base']} → {p['post']}" for p in list_pairs(conn)}
+        names = {p["id"]: pair_label(p) for p in list_pairs(conn)}
     store.close()
     for row in rows:
         row["pair"] = names.get(row["pair_id"], str(row["pair_id"]))

@@ -25,3 +25,8 @@ def infer_family_and_size(name: str) -> tuple[str | None, int | None]:
             r"[-_](?:instruct|chat|base|sft|dpo|rl|it)\b", family_part, flags=re.I
         )[0]
     return (family_part or None), size
+
+
+def pair_label(pair: dict) -> str:
+    """What a pair is called on pages and in tables: its label, else ``base → post``."""
+    return pair["label"] or f"{pair['base']} → {pair['post']}"

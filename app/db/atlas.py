@@ -94,11 +94,6 @@ def question_text(conn: Connection, benchmark: int, sample_id: str) -> str | Non
     return rows[0][0] if rows[0][1] else None
 
 
-def benchmark_id(conn: Connection, name: str) -> int | None:
-    row = conn.execute("SELECT id FROM benchmarks WHERE name = ?", [name]).fetchall()
-    return row[0][0] if row else None
-
-
 def question_across_pairs(conn: Connection, benchmark: int, sample_id: str) -> list[dict]:
     """One question's answers in every pair that holds it on both sides, per seed: the pair, the
     seed, and each side's correctness, extracted answer and answer text (the post side found

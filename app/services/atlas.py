@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.core import metrics
+from app.core.naming import pair_label
 from app.db import atlas as atlas_db
 from app.db import queries
 from app.db import series as series_db
@@ -52,8 +53,8 @@ def recipes(cache: MapCache) -> list[dict]:
     """Every recipe: a pair outside any series, or a series through its latest checkpoint."""
 
     def load() -> list[dict]:
+        pairs = cache.pairs()
         with cache.store.read() as conn:
-            pairs = queries.list_pairs(conn)
             steps = series_db.pair_steps(conn)
         latest: dict[int, tuple[int, int]] = {}  # series id -> (step, pair id)
         for pair_id, (series_id, _, step) in steps.items():
@@ -65,7 +66,7 @@ def recipes(cache: MapCache) -> list[dict]:
             in_series = steps.get(p["id"])
             if in_series is not None and p["id"] not in chosen:
                 continue
-            label = p["label"] or f"{p['base']} → {p['post']}"
+            label = pair_label(p)
             if in_series is not None:
                 label = f"series {in_series[1]} (step {in_series[2]})"
             out.append({"pair_id": p["id"], "label": label, "base": p["base"], "post": p["post"],
@@ -163,9 +164,10 @@ def question_view(cache: MapCache, benchmark: str, sample_id: str) -> dict | Non
     """One question in every pair that holds it: per pair its fate, each seed's answers, and
     which recipe it belongs to; None when the benchmark or the question is not stored."""
     with cache.store.read() as conn:
-        bench = atlas_db.benchmark_id(conn, benchmark)
-        if bench is None:
+        found = queries.benchmark_ids(conn, name=benchmark)
+        if not found:
             return None
+        bench = found[0]
         rows = atlas_db.question_across_pairs(conn, bench, sample_id)
         text = atlas_db.question_text(conn, bench, sample_id)
         steps = series_db.pair_steps(conn)
@@ -181,7 +183,7 @@ def question_view(cache: MapCache, benchmark: str, sample_id: str) -> dict | Non
         p = pairs[pair_id]
         in_series = steps.get(pair_id)
         out.append({
-            "pair_id": pair_id, "label": p["label"] or f"{p['base']} → {p['post']}",
+            "pair_id": pair_id, "label": pair_label(p),
             "base": p["base"], "post": p["post"], "stage": p["stage"],
             "series": in_series[1] if in_series else None,
             "step": in_series[2] if in_series else None, "recipe": pair_id in recipe_ids,

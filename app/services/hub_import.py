@@ -51,12 +51,12 @@ def merged(summaries: list[dict]) -> dict:
     return out
 
 
-def _failed(exc: InputError, done: int, total: int) -> InputError:
-    """A part's failure, told with what the parts before it stored."""
+def _failed(exc: InputError, done: int, total: int, what: str = "parts") -> InputError:
+    """A part's (or an uploaded file's) failure, told with what those before it stored."""
     if done == 0:
         return InputError(f"{exc} (nothing was imported)")
     return InputError(
-        f"{exc} ({done} of {total} parts were imported before it: run the import again once "
+        f"{exc} ({done} of {total} {what} were imported before it: run the import again once "
         "this is solved, it stores nothing twice)"
     )
 
@@ -111,10 +111,7 @@ def upload_hub(
         except ImportFailed as exc:  # its line says this file's import stored nothing
             if not summaries:
                 raise
-            raise InputError(
-                f"{exc} ({len(summaries)} of {len(files)} files were imported before it: run "
-                "the import again once this is solved, it stores nothing twice)"
-            ) from exc
+            raise _failed(exc, len(summaries), len(files), "files") from exc
         for line in job["request"].get("notices", []):
             if notice is not None:
                 notice(line)

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 
+from app.core.naming import pair_label
 from app.db import queries
 from app.services.atlas import recipes as atlas_recipes
 from app.services.map import MapQuery
@@ -51,7 +52,7 @@ def api_size_scatter(
             continue
         pair = pairs[r["pair_id"]]
         record = {
-            "pair_id": r["pair_id"], "label": r["label"] or f"{r['base']} → {r['post']}",
+            "pair_id": r["pair_id"], "label": pair_label(r),
             "stage": pair["stage"], "family": pair["family"], "size_params": pair["size_params"],
             "f_true": r["f_true"], "f_true_std": r["f_true_std"], "bt_true": r["bt_true"],
         }  # fmt: skip
