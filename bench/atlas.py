@@ -19,8 +19,10 @@ Then `forgetmap serve` starts on the file, a fresh process, and each page is ask
 first request: what a visitor gets from a process that just started) and then ``--runs`` times
 (cached until the next write): ``/api/map``, the map page, ``/atlas``, its 20th page, ``/api/atlas``
 filtered by stage and by category, a question's page ``/atlas/question`` and ``/api/atlas.parquet``
-(the whole ranking). Baseline: ``GET /healthz`` the same way. Goals: map under 100 ms and the atlas's
-pages under 300 ms, first request from a fresh process. Twice: with ``FORGETMAP_WARM_START=false``
+(the whole ranking). Baseline: ``GET /healthz`` the same way. Then the map page alone as the first
+request of another fresh process (a visitor who opens the dashboard first). Goals: map (``/api/map``
+and the map page) under 100 ms and the atlas's pages under 300 ms, first request from a fresh
+process. Twice: with ``FORGETMAP_WARM_START=false``
 (every first request computes cold) and as the app starts by default (it computes the map and the
 atlas before it serves: its start is reported beside).
 """
@@ -170,6 +172,22 @@ def measure(db: Path, runs: int, warm: bool) -> tuple[float, list[tuple[str, flo
         server.stop()
 
 
+def page_first(db: Path, path: str, warm: bool) -> float:
+    """The first request of a fresh server being ``path`` (the pages above come after /api/map
+    computed the map: a visitor opening the map page first waits for both)."""
+    settings = {"FORGETMAP_WARM_START": "true" if warm else "false"}
+    server = Server(db, db.with_suffix(".serve.log"), settings=settings)
+    try:
+        conn = Conn(server.port)
+        status, _, first = conn.get((path, {}))
+        conn.close()
+        if status != 200:
+            raise RuntimeError(f"{path}: {status}")
+        return first
+    finally:
+        server.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -191,17 +209,21 @@ def main(argv: list[str] | None = None) -> int:
                   f"{info['flips']:,} flipped (question, pair) rows in {info['build_s']:.1f} s")  # fmt: skip
         cold_start, cold = measure(db, args.runs, warm=False)
         warm_start, warm = measure(db, args.runs, warm=True)
+        page = {warm: page_first(db, "/", warm) for warm in (False, True)}
         print(f"\nserver start: {cold_start:.2f} s cold (FORGETMAP_WARM_START=false), "
               f"{warm_start:.2f} s computing the map and the atlas first (the default)")  # fmt: skip
         print(f"\n{'page':<24}{'cold first':>12}{'warm first':>12}{'again (ms)':>12}")
         for (name, first, _), (_, warm_first, again) in zip(cold, warm, strict=True):
             print(f"{name:<24}{first * 1000:>12.1f}{warm_first * 1000:>12.1f}{again * 1000:>12.1f}")
-        for label, results in (("cold", cold), ("warm", warm)):
+        print(f"{'map page, asked first':<24}{page[False] * 1000:>12.1f}{page[True] * 1000:>12.1f}")
+        for label, results, page_s in (("cold", cold, page[False]), ("warm", warm, page[True])):
             first = {name: t for name, t, _ in results}
             pages = [n for n in first if "atlas" in n and "parquet" not in n]
             worst = max(first[n] for n in pages)
-            print(f"atlas, {label} start: map first request {first['/api/map'] * 1000:.0f} ms "
-                  f"(goal < 100 ms: {'met' if first['/api/map'] < 0.1 else 'missed'}); atlas "
+            slowest_map = max(first["/api/map"], page_s)
+            print(f"atlas, {label} start: map first request {first['/api/map'] * 1000:.0f} ms, "
+                  f"map page asked first {page_s * 1000:.0f} ms (goal < 100 ms: "
+                  f"{'met' if slowest_map < 0.1 else 'missed'}); atlas "
                   f"pages' slowest first request {worst * 1000:.0f} ms (goal < 300 ms: "
                   f"{'met' if worst < 0.3 else 'missed'})")  # fmt: skip
         return 0

@@ -247,7 +247,11 @@ def interval_from_counts(
         miss_post[:, None] * (1 - CELL_PRE) + miss_pre[:, None] * (1 - CELL_POST)
         - (miss_pre * miss_post)[:, None]
     )  # fmt: skip
-    flip = {"f": np.array([0.0, 0.0, 1.0, 0.0]), "bt": np.array([0.0, 1.0, 0.0, 0.0])}
+    flip = {"f": 2, "bt": 1}  # the cell of the flip each value counts: 10 (F) and 01 (BT)
+    # per row, sum_c N[c] v[c] and sum_c N[c] v[c]^2 with v = [c is the flip] - chance, from
+    # the two chance moments shared by both values (three (rows, 4) products, not eight)
+    n_chance = (cells * chance).sum(axis=1)
+    n_chance_sq = (cells * chance * chance).sum(axis=1)
 
     # each side of a cross row is the per-seed row of its (unit, seed, k)
     seed_of_row = np.asarray(seed_rows["seed"]).reshape(-1)
@@ -284,14 +288,19 @@ def interval_from_counts(
     s_count = np.maximum(seeds, 1).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         for name in ("f", "bt"):
-            v = flip[name][None, :] - chance
-            m = np.bincount(us_of, weights=(cells * v).sum(axis=1), minlength=us_keys.size) / n_s
-            second = np.bincount(us_of, weights=(cells * v * v).sum(axis=1), minlength=us_keys.size)
+            c = flip[name]
+            first_row = cells[:, c] - n_chance
+            second_row = n_chance_sq + cells[:, c] * (1.0 - 2.0 * chance[:, c])
+            m = np.bincount(us_of, weights=first_row, minlength=us_keys.size) / n_s
+            second = np.bincount(us_of, weights=second_row, minlength=us_keys.size)
             var = np.maximum(second / n_s - m * m, 0.0)
             sd = np.sqrt(var)
             # worst case first (all seeds perfectly correlated), then each shared pair's covariance
             worst = np.bincount(us_unit, weights=sd, minlength=units) ** 2
-            product = np.einsum("rc,rcd,rd->r", v[x_rows[0]], x_joint, v[x_rows[1]])
+            v_a, v_b = -chance[x_rows[0]], -chance[x_rows[1]]  # v of each side's row
+            v_a[:, c] += 1.0
+            v_b[:, c] += 1.0
+            product = np.einsum("rc,rcd,rd->r", v_a, x_joint, v_b)
             cov = np.bincount(pair_of, weights=product, minlength=seed_pair.size) / n_ab
             bound = sd[pair_a] * sd[pair_b]
             cov = np.clip(cov - m[pair_a] * m[pair_b], -bound, bound)

@@ -444,6 +444,16 @@ def _t_quantile(q: float, df: int) -> float:
     return float(stdtrit(df, q))
 
 
+def distinct_below(keys: np.ndarray, space: int) -> np.ndarray:
+    """np.unique(keys) for integer keys in [0, space): a presence table where the space is at
+    most 16 times the keys (sorting 50,000 keys cost 3 ms of a 500-pair map; the table 0.3)."""
+    if space <= 16 * keys.size + 4096:
+        present = np.zeros(space, dtype=bool)
+        present[keys] = True
+        return np.flatnonzero(present)
+    return np.unique(keys)
+
+
 def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct values, code of each value): np.unique's answer. Strings are factorized
     through a dict first (sorting thousands of strings costs more than hashing them)."""
@@ -586,10 +596,10 @@ def aggregate_columns(
     tot_stats, tot_seeds = across_seeds(total_means, total_present, n_p)
     # distinct benchmarks per (pair, category) and per pair, from one integer key per row
     n_b = len(benchmarks)
-    bench_key = np.unique((p_code * n_c + c_code) * n_b + b_code)
+    bench_key = distinct_below((p_code * n_c + c_code) * n_b + b_code, n_p * n_c * n_b)
     cat_benchmarks = np.bincount(bench_key // n_b, minlength=n_p * n_c)
     tot_benchmarks = np.bincount(
-        np.unique((p_code * n_b + b_code)[row_in_total]) // n_b, minlength=n_p
+        distinct_below((p_code * n_b + b_code)[row_in_total], n_p * n_b) // n_b, minlength=n_p
     )
 
     # rows: per pair, its categories present (in code order), then its Total (when the pair has

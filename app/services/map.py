@@ -8,12 +8,14 @@ order of the public contract, followed by extension fields.
 from __future__ import annotations
 
 import gc
-import json
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain, repeat
 
 import numpy as np
+import numpy.ma  # noqa: F401  numpy loads it on first use (7 ms of a cold map): at import instead
+import orjson
 
 from app.analysis.adaptive import JOINT_CELLS, interval_from_counts
 from app.core import metrics
@@ -119,10 +121,7 @@ def _intervals(cols: Columns, x: Columns) -> tuple[np.ndarray, dict[str, np.ndar
     (app.analysis.adaptive.interval_from_counts on the transition rows and the cross-seed cells stored at
     pairing time). Returns each count row's (pair, benchmark) index and the per-index arrays."""
     width = int(cols["benchmark_id"].max()) + 1
-    keys, of = np.unique(
-        cols["pair_id"].astype(np.int64) * width + cols["benchmark_id"], return_inverse=True
-    )
-    of = of.reshape(-1)
+    keys, of = metrics.factorize(cols["pair_id"].astype(np.int64) * width + cols["benchmark_id"])
     x_key = x["pair_id"].astype(np.int64) * width + x["benchmark_id"]
     x_unit = np.minimum(np.searchsorted(keys, x_key), keys.size - 1)
     mine = keys[x_unit] == x_key  # cross rows of pairs and benchmarks being mapped
@@ -512,7 +511,7 @@ class MapCache:
 
     def _benchmark_json(self) -> bytes:
         """All benchmark-level records as JSON, re-encoding only the pairs that changed (the bytes
-        are those of json.dumps over the whole list: items joined by ', ')."""
+        are those of orjson.dumps over the whole list: items joined by ',')."""
         parts = self._json_parts
         with self.store.read() as conn:
             prints = queries.pair_fingerprints(conn, with_coverage=True)
@@ -523,14 +522,16 @@ class MapCache:
             for r in benchmark_records(self.store, pair_ids=subset):
                 fresh[r["pair_id"]].append(r)
             for p in stale:
-                parts[p] = (prints[p], json.dumps(fresh[p]).encode()[1:-1])
-        return b"[" + b", ".join(parts[p][1] for p in sorted(prints) if parts[p][1]) + b"]"
+                parts[p] = (prints[p], orjson.dumps(fresh[p])[1:-1])
+        return b"[" + b",".join(parts[p][1] for p in sorted(prints) if parts[p][1]) + b"]"
 
     def _category(self, aggregate: str) -> list[dict]:
         """Category records of every pair, recomputing only pairs whose fingerprint changed.
         (A write between reading the fingerprints and the counts leaves a stale fingerprint with
         newer records: the next call sees the new fingerprint and recomputes, so this is safe.)"""
         parts = self._category_parts.setdefault(aggregate, {})
+        if not parts:
+            return self._category_first(aggregate, parts)
         with self.store.read() as conn:
             prints = queries.pair_fingerprints(conn)
             stale = self._stale(parts, prints)
@@ -542,6 +543,28 @@ class MapCache:
                 for p in stale:
                     parts[p] = (prints[p], fresh[p])
         return list(chain.from_iterable(parts[p][1] for p in sorted(prints)))
+
+    def _category_first(self, aggregate: str, parts: dict) -> list[dict]:
+        """Every pair's category records, with nothing kept yet: the fingerprints are read on
+        another cursor while the records are computed (a fresh process's first map: 15 of its
+        100 ms were the fingerprints' query). Both reads may see different commits, so the parts
+        are kept only when no write committed from before the first read to after the last."""
+        version = self.store.version
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            prints_read = pool.submit(self._fingerprints)
+            with self.store.read() as conn:
+                records = category_records_for(conn, None, aggregate)
+            prints = prints_read.result()
+        if self.store.version == version:
+            fresh: dict[int, list[dict]] = {p: [] for p in prints}
+            for r in records:
+                fresh[r["pair_id"]].append(r)
+            parts.update((p, (f, fresh[p])) for p, f in prints.items())
+        return records
+
+    def _fingerprints(self) -> dict[int, int]:
+        with self.store.read() as conn:
+            return queries.pair_fingerprints(conn)
 
     @staticmethod
     def _filtered(query: MapQuery) -> bool:
@@ -570,11 +593,11 @@ class MapCache:
     def json(self, query: MapQuery) -> bytes:
         """The records as JSON bytes (encoding 9,000 records costs more than computing them)."""
         if self._filtered(query) or query.truncated == "exclude":
-            return json.dumps(self.records(query)).encode()
+            return orjson.dumps(self.records(query))
         if query.level == "benchmark":
             return self.cache.get(("json", "benchmark"), self._benchmark_json)
         return self.cache.get(
-            ("json", query.level, query.aggregate), lambda: json.dumps(self._all(query)).encode()
+            ("json", query.level, query.aggregate), lambda: orjson.dumps(self._all(query))
         )
 
     def page_json(self, query: MapQuery, page: int, page_size: int) -> tuple[bytes, int]:
@@ -598,7 +621,7 @@ class MapCache:
             else:
                 keep = set(chosen)
                 records = [r for r in self._all(query) if r["pair_id"] in keep]
-            return json.dumps(records).encode(), len(every)
+            return orjson.dumps(records), len(every)
 
         return self.cache.get(("page", query, page, page_size), encode)
 

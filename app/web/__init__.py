@@ -49,7 +49,7 @@ from app.web import (
 from app.web import map as forgetting_map
 from app.web.openapi import install_openapi
 from app.web.session import LoginRequired, current_principal, login_redirect
-from app.web.templating import install_error_pages
+from app.web.templating import compile_templates, install_error_pages
 
 OPEN_WHEN_PRIVATE = ("/login", "/static/", "/healthz")
 
@@ -72,6 +72,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        compile_templates()
         if settings.warm_start:  # before the first request: it finds the map and the atlas ready
             warm_start(app.state.map_cache)
         reconciler.start()

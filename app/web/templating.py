@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -21,6 +22,26 @@ templates = Jinja2Templates(directory=resource_dir("templates"))
 templates.env.globals.update(
     render=render, transition_labels=deps.TRANSITION_LABELS, csrf_token=csrf_token
 )
+_PAGE_JSON = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+
+
+def page_json(value, **_: object) -> str:
+    """The encoder behind the templates' ``tojson`` (which still escapes ``<``, ``>``, ``&`` and
+    ``'`` for the page): keys sorted and non-string keys as strings, as Jinja's default
+    ``json.dumps`` gives them, but NaN as null (JSON.parse refuses NaN) and 15 times as fast (the
+    map page embeds its 500 pairs' cells: 2 MB, 40 of its 67 ms with json.dumps)."""
+    return orjson.dumps(value, option=_PAGE_JSON).decode()
+
+
+templates.env.policies["json.dumps_function"] = page_json
+templates.env.policies["json.dumps_kwargs"] = {}
+
+
+def compile_templates() -> None:
+    """Compile every template now, before the app serves: a page's first render compiled its
+    templates (the map page's 30 of 70 ms in a fresh process)."""
+    for name in templates.env.list_templates(extensions=["html"]):
+        templates.env.get_template(name)
 
 
 def html_page(request: Request, name: str, **context) -> HTMLResponse:

@@ -67,6 +67,8 @@ def test_incremental_category_map_equals_a_full_recompute(cli, tmp_path):
 def test_incremental_benchmark_json_is_byte_for_byte_a_full_encoding(cli, tmp_path):
     import json
 
+    import orjson
+
     store = open_store(cli.db)
     query = MapQuery(level="benchmark")
     try:
@@ -77,16 +79,45 @@ def test_incremental_benchmark_json_is_byte_for_byte_a_full_encoding(cli, tmp_pa
         store = open_store(cli.db)
         cache = MapCache(store)
         first = cache.json(query)
-        assert first == json.dumps(MapCache(store).records(query)).encode()
+        assert first == orjson.dumps(MapCache(store).records(query))
         import_file(store, "table", _extra(tmp_path / "a.parquet", "run-step4", "extra", "Math"))
         import_file(
             store, "table", _extra(tmp_path / "b.parquet", "base", "extra", "Math", seeds=(0,))
         )
         second = cache.json(query)
         assert second != first
-        assert second == json.dumps(MapCache(store).records(query)).encode()
+        assert second == orjson.dumps(MapCache(store).records(query))
         # the base has seed 0 only: seed 0 is paired, the checkpoint's seed 1 is not
         records = json.loads(second)
         assert {(r["benchmark"], r["seed"]) for r in records if r["pair_id"] == 4} >= {("extra", 0)}
+    finally:
+        store.close()
+
+
+def test_a_write_during_the_first_map_keeps_no_parts_older_than_their_fingerprints(cli, tmp_path):
+    """A fresh cache reads the fingerprints beside the records (MapCache._category_first); an
+    import that commits between the two reads must not leave the new fingerprints on the old
+    records, or the next map would show the old records until the pair changes again."""
+    load_run(cli, tmp_path)
+    store = open_store(cli.db)
+    rows = [{"model": model, "benchmark": "extra", "sample_id": f"x{i}", "seed": 0,
+             "correct": i % 3 == 0, "num_choices": 4, "category": "Culture"}
+            for model in ("base", "run-step2") for i in range(20_000)]  # fmt: skip
+    late = tmp_path / "late.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), late)
+
+    class ImportMeanwhile(MapCache):
+        def _fingerprints(self):  # the records are read while this import runs (~0.5 s)
+            import_file(store, "table", late)
+            return super()._fingerprints()
+
+    try:
+        query = MapQuery(level="category")
+        cache = ImportMeanwhile(store)
+        first = cache.records(query)
+        assert "Culture" not in {r["category"] for r in first}  # read before the import
+        again = cache.records(query)
+        assert again == MapCache(store).records(query)
+        assert "Culture" in {r["category"] for r in again if r["pair_id"] == 2}
     finally:
         store.close()

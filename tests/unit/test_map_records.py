@@ -104,3 +104,23 @@ def test_benchmark_records_of_an_empty_store(tmp_path):
         assert benchmark_records(store) == []
     finally:
         store.close()
+
+
+def test_count_rows_come_in_key_order_whatever_order_they_are_stored_in():
+    import numpy as np
+
+    from app.db.queries import _in_order
+
+    rng = np.random.default_rng(7)
+    keys = ("pair_id", "benchmark_id", "seed", "k")
+    grid = np.array(np.meshgrid(range(5), range(4), [0, 3, 1000], [0, 2, 4], indexing="ij"))
+    rows = {name: grid[i].reshape(-1) for i, name in enumerate(keys)}
+    rows["n_00"] = np.arange(len(rows["k"]))  # which stored row each one is
+    ordered = _in_order(rows, keys)
+    assert ordered is rows  # written in order: not sorted again
+    stored = rng.permutation(len(rows["k"]))  # as a table rewritten pair by pair may hold them
+    shuffled = {name: values[stored] for name, values in rows.items()}
+    again = _in_order(shuffled, keys)
+    assert np.array_equal(again["n_00"], np.arange(len(rows["k"])))
+    for name in keys:
+        assert np.array_equal(again[name], rows[name])

@@ -240,3 +240,11 @@ def test_vectorized_aggregate_equals_the_plain_definition(rows, how):
                 assert row[name] is None
             else:
                 assert row[name] == pytest.approx(e[name], abs=1e-12)
+
+
+@given(st.lists(st.integers(0, 5_000), max_size=300), st.integers(0, 200_000))
+@settings(max_examples=200, deadline=None)
+def test_distinct_below_is_np_unique_with_a_table_or_a_sort(keys, extra):
+    keys = np.asarray(keys, dtype=np.int64)
+    space = 5_001 + extra  # a presence table up to 16 keys' space per key, a sort past it
+    assert np.array_equal(metrics.distinct_below(keys, space), np.unique(keys))
