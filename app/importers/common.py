@@ -17,7 +17,7 @@ and, where possible, how to fix it. The CLI prints it as ``error: <message>`` an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,33 @@ NORMALIZED_SCHEMA = pa.schema(
 )
 
 KEY_COLUMNS = ("model", "benchmark", "sample_id", "seed")
+
+
+def files_at(
+    path: Path,
+    *,
+    pattern: str,
+    kind: str,
+    one: str,
+    expected: str,
+    is_one: Callable[[Path], bool],
+    below: Callable[[Path], bool] = lambda _: True,
+) -> list[Path]:
+    """The files an import reads at ``path``: the file itself when ``is_one`` takes it, or the
+    files below a folder that match ``pattern`` and ``below``, sorted. Otherwise one line that
+    says what was there and what was ``expected`` (``kind``: what the files are, plural; ``one``:
+    what the given file is not)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory (expected {expected})")
+    if path.is_dir():
+        files = sorted(p for p in path.rglob(pattern) if p.is_file() and below(p))
+        if not files:
+            raise InputError(f"{path}: no {kind} found; expected {expected}")
+        return files
+    if not is_one(path):
+        raise InputError(f"{path}: not {one}; expected {expected}")
+    return [path]
 
 
 def build_table(columns: dict[str, Sequence | pa.Array]) -> pa.Table:

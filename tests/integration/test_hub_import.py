@@ -37,6 +37,7 @@ from tests.support.worker_env import FORGETMAP
 pytestmark = pytest.mark.integration
 
 V1_BASE, V1_CHAT = "open-llm-leaderboard-old/details_acme__Tiny-7B", "open-llm-leaderboard-old/details_acme__Tiny-7B-Chat"  # fmt: skip
+V1_LIGHTEVAL = "open-llm-leaderboard-old/details_acme__Tiny-7B-Instruct"
 V2_BASE = "open-llm-leaderboard/acme__Tiny-8B-details"
 V2_INSTRUCT = "open-llm-leaderboard/acme__Tiny-8B-Instruct-details"
 
@@ -120,13 +121,16 @@ def test_both_leaderboards_to_the_hand_computed_map(hub, tmp_path):
         again.stdout == "imported 0 new rows (22 already stored) for acme/Tiny-7B on 5 benchmarks\n"
     )
     forgetmap(db, hub, "import", "hub", V1_CHAT)
+    forgetmap(db, hub, "import", "hub", V1_LIGHTEVAL)
     v2 = forgetmap(db, hub, "import", "hub", V2_BASE)
     assert v2.stdout == "imported 20 new rows (0 already stored) for acme/Tiny-8B on 7 benchmarks\n"
     forgetmap(db, hub, "import", "hub", V2_INSTRUCT)
     forgetmap(db, hub, "pair", "add", "acme/Tiny-7B", "acme/Tiny-7B-Chat")
+    forgetmap(db, hub, "pair", "add", "acme/Tiny-7B", "acme/Tiny-7B-Instruct")
     forgetmap(db, hub, "pair", "add", "acme/Tiny-8B", "acme/Tiny-8B-Instruct")
     records = benchmark_map(db, hub)
-    _check(records, "acme/Tiny-7B-Chat", V1_EXPECTED)
+    _check(records, "acme/Tiny-7B-Chat", V1_EXPECTED)  # the harness's columns, ids or not
+    _check(records, "acme/Tiny-7B-Instruct", V1_EXPECTED)  # lighteval's rows against them
     _check(records, "acme/Tiny-8B-Instruct", V2_EXPECTED)
     # k per sample where a task mixes them (ARC's 3- and 5-option items, MMLU-Pro's 9)
     assert records[("acme/Tiny-7B-Chat", "arc:challenge")]["k_mix"] == "3:2,4:4,5:1"

@@ -87,19 +87,23 @@ def _v1_tasks(arc, anatomy, truthful, winogrande, gsm8k) -> dict:
     }
 
 
-def _v1(model: str, latest: dict) -> dict:
+def _v1(model: str, latest: dict, layout: str) -> dict:
     older = {"harness|arc:challenge|25": (
         [_mc(f"arc {i}", k, False) for i, k in enumerate(ARC_K)],
         {"acc": [0] * len(ARC_K), "acc_norm": [0] * len(ARC_K)})}  # fmt: skip
-    return v1_repo(model, [(V1_OLD, older), (V1_NEW, latest)])
+    return v1_repo(model, [(V1_OLD, older), (V1_NEW, latest)], layout=layout)
 
 
+# the base's files keep the datasets' own ids in ``example`` (the question in ``query``), the
+# chat model's the question; a third model answers as the chat model, in lighteval's rows: all
+# three pair on the questions
 V1_BASE = _v1("acme/Tiny-7B", _v1_tasks(
     arc=[1, 1, 0, 0, 0, 1, 0], anatomy=[1, 1, 1, 0], truthful=[1, 1, 1, 0],
-    winogrande=[1, 1, 1, 0], gsm8k=[1, 1, 0]))  # fmt: skip
-V1_CHAT = _v1("acme/Tiny-7B-Chat", _v1_tasks(
-    arc=[1, 0, 0, 1, 0, 0, 1], anatomy=[1, 0, 1, 1], truthful=[0, 1, 0, 0],
-    winogrande=[1, 1, 0, 0], gsm8k=[0, 1, 1]))  # fmt: skip
+    winogrande=[1, 1, 1, 0], gsm8k=[1, 1, 0]), "harness-ids")  # fmt: skip
+_CHAT = dict(arc=[1, 0, 0, 1, 0, 0, 1], anatomy=[1, 0, 1, 1], truthful=[0, 1, 0, 0],
+             winogrande=[1, 1, 0, 0], gsm8k=[0, 1, 1])  # fmt: skip
+V1_CHAT = _v1("acme/Tiny-7B-Chat", _v1_tasks(**_CHAT), "harness")
+V1_LIGHTEVAL = _v1("acme/Tiny-7B-Instruct", _v1_tasks(**_CHAT), "lighteval")
 
 
 def _v2(model: str, navigate, gpqa, pro, placements, team, algebra, ifeval) -> dict:
@@ -142,6 +146,7 @@ V2_INSTRUCT = _v2("acme/Tiny-8B-Instruct", navigate=[1, 1, 0, 1], gpqa=[0, 0, 0,
 DATASETS = {
     "open-llm-leaderboard-old/details_acme__Tiny-7B": V1_BASE,
     "open-llm-leaderboard-old/details_acme__Tiny-7B-Chat": V1_CHAT,
+    "open-llm-leaderboard-old/details_acme__Tiny-7B-Instruct": V1_LIGHTEVAL,
     "open-llm-leaderboard/acme__Tiny-8B-details": V2_BASE,
     "open-llm-leaderboard/acme__Tiny-8B-Instruct-details": V2_INSTRUCT,
 }

@@ -157,3 +157,29 @@ def test_a_nested_column_stored_as_text_is_read_whole(tmp_path):
     table, nested = lighteval_files.read_columns(path)
     assert nested and pa.types.is_string(table["doc"].type)
     assert read_lighteval(path, model="m", seed=0)["correct"].to_pylist() == [True, False, True]
+
+
+def _harness_file(path: Path, **columns) -> Path:
+    base = {"example": ["q0", "q1"], "predictions": [[-1.0, -2.0], [-3.0, -0.5]],
+            "choices": [["a", "b"], ["a", "b"]], "gold": [0, 1]}  # fmt: skip
+    pq.write_table(pa.table({**base, **columns}), path)
+    return path
+
+
+def test_the_leaderboard_v1_harness_columns_read_as_the_flat_layout(tmp_path):
+    # DROP's f1 was stored as text; em as numbers; a metric column that holds no numbers is left
+    file = _harness_file(tmp_path / "d.parquet", em=[1, 0], f1=["1.0", "0.25"], acc=["x", "y"])
+    table, nested = lighteval_files.read_columns(file)
+    assert not nested
+    assert table["metrics"].to_pylist() == [{"em": 1, "f1": 1.0}, {"em": 0, "f1": 0.25}]
+    assert table["gold_index"].to_pylist() == [[0], [1]]
+    assert table["example"].to_pylist() == ["q0", "q1"]
+    assert "gold" not in table.column_names  # an index, not v0.10's gold texts
+
+
+def test_a_leaderboard_v1_file_without_a_numeric_metric_is_one_clear_error(tmp_path):
+    file = _harness_file(tmp_path / "d.parquet", acc=["x", "y"])
+    with pytest.raises(
+        lighteval_files.InputError, match=r"d\.parquet: no per-sample metric of acc"
+    ):
+        lighteval_files.read_columns(file)

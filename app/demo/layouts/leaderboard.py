@@ -13,8 +13,9 @@ The datasets, from their own READMEs and the writers' source (``app.importers.hu
 
 - v1 ``open-llm-leaderboard-old/details_<org>__<model>``: ``results_<run>.json`` at the root
   (lighteval's ``config_general`` and ``results``), ``<run>/details_harness|<task>|<shots>_<run>
-  .parquet`` in lighteval's flat ``Detail`` columns (columns sorted), the prompt's token ids
-  once per option in ``input_tokens``; 2023's first runs spell times with colons.
+  .parquet`` as the leaderboard's harness wrote them (a column per metric; ``V1_LAYOUTS`` for the
+  others), the prompt's token ids once per option in ``input_tokens``; 2023's first runs spell
+  times with colons.
 - v2 ``open-llm-leaderboard/<org>__<model>-details``: ``<org>__<model>/results_<run>.json``
   (lm-eval's ``results``, ``configs``, ``config.model_args``, ``model_name``) beside
   ``samples_leaderboard_<task>_<run>.jsonl`` lines of lm-eval 0.4.3 (no ``filter``; the context
@@ -188,15 +189,54 @@ def _v1_row(item: Item, metrics: dict[str, Any], shots: int) -> dict[str, Any]:
     return row
 
 
-def v1_table(task: str, items: list[Item], metric_values: Mapping[str, list[Any]]) -> pa.Table:
-    """A task's details as lighteval's flat ``Detail`` rows (columns sorted, as it writes):
+def _harness_row(item: Item, metrics: dict[str, Any], shots: int, ids: bool) -> dict[str, Any]:
+    """A row as the leaderboard v1's harness wrote it (``V1_LAYOUTS``)."""
+    asked = item.options or (item.said,)
+    row: dict[str, Any] = {
+        "example": f"Mercury_{_sha(item.question)[:7]}" if ids else item.question,
+        "num_asked_few_shots": shots,
+        "num_effective_few_shots": shots,
+        "truncated": [0] * len(asked),
+        "non_truncated": len(asked),
+        "padded": [0] * len(asked),
+        "non_padded": len(asked),
+        **metrics,
+        "hashes": {"example": _sha(item.question), "full_prompt": _sha(item.context + item.question),
+                   "input_tokens": _sha(item.context), "cont_tokens": _sha("".join(asked))},
+    }  # fmt: skip
+    if ids:
+        row["query"] = item.question
+    if item.options is None:  # generative: the text, the reference answer
+        return {**row, "predictions": [item.said], "gold": item.answer}
+    return {**row, "predictions": loglikelihoods(item), "choices": list(item.options),
+            "gold": item.gold}  # fmt: skip
+
+
+V1_LAYOUTS = ("harness", "harness-ids", "lighteval")
+"""How the leaderboard v1's details files are written. ``harness``: as its fork of lm-eval's
+harness wrote them (``app.importers.lighteval.files``), a column per metric, ``gold`` the
+gold option's index, ``predictions`` one log-likelihood per option, ``hashes``; ``harness-ids``:
+the same with the dataset's own id in ``example`` and the question in ``query`` (2023's first
+ARC files); ``lighteval``: lighteval's flat ``Detail`` rows (a ``metrics`` struct,
+``gold_index``, ``(log-likelihood, is greedy)`` pairs). TruthfulQA's multiple choice is always
+written in lighteval's rows (its harness columns are not known here)."""
+
+
+def v1_table(
+    task: str, items: list[Item], metric_values: Mapping[str, list[Any]], layout: str = "harness"
+) -> pa.Table:
+    """A task's details in ``layout`` (``V1_LAYOUTS``; columns sorted, as lighteval writes):
     per option the prompt's token ids (``input_tokens``) and the option's (``cont_tokens``;
     a generative row: its text's)."""
+    if layout not in V1_LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(V1_LAYOUTS)}, got {layout!r}")
     shots = int(task.rsplit("|", 1)[1])
-    rows = [
-        _v1_row(item, {m: v[i] for m, v in metric_values.items()}, shots)
-        for i, item in enumerate(items)
-    ]
+    per_row = [{m: v[i] for m, v in metric_values.items()} for i in range(len(items))]
+    if layout == "lighteval" or task == "harness|truthfulqa:mc|0":
+        rows = [_v1_row(item, m, shots) for item, m in zip(items, per_row, strict=True)]
+    else:
+        ids = layout == "harness-ids"
+        rows = [_harness_row(item, m, shots, ids) for item, m in zip(items, per_row, strict=True)]
     table = pa.Table.from_pylist(rows)
     prompts = [_token_ids(item.context + item.question) for item in items]
     answers = [item.options or (item.said,) for item in items]
@@ -209,10 +249,12 @@ def v1_table(task: str, items: list[Item], metric_values: Mapping[str, list[Any]
     return table.select(sorted(table.column_names))
 
 
-def v1_details(task: str, items: list[Item], metric_values: Mapping[str, list[Any]]) -> bytes:
+def v1_details(
+    task: str, items: list[Item], metric_values: Mapping[str, list[Any]], layout: str = "harness"
+) -> bytes:
     """``v1_table`` as the bytes of its parquet file."""
     sink = pa.BufferOutputStream()
-    pq.write_table(v1_table(task, items, metric_values), sink)
+    pq.write_table(v1_table(task, items, metric_values, layout), sink)
     return sink.getvalue().to_pybytes()
 
 
@@ -288,14 +330,17 @@ Tasks = dict[str, tuple[list[Item], dict[str, list[Any]]]]
 """A run's tasks: per task (as the files name it) its items and per metric the items' values."""
 
 
-def v1_repo(model: str, runs: list[tuple[str, Tasks]], revision: str = "a" * 40) -> dict:
+def v1_repo(
+    model: str, runs: list[tuple[str, Tasks]], revision: str = "a" * 40, layout: str = "harness"
+) -> dict:
     """{path in the repo: bytes} of a v1 dataset: per run (its timestamp as written, its tasks)
-    the results file at the root and the details files."""
+    the results file at the root and the details files, in ``layout`` (``V1_LAYOUTS``)."""
     files = {}
     for stamp, tasks in runs:
         files[f"results_{stamp}.json"] = v1_results(model, revision, list(tasks))
         for task, (items, metrics) in tasks.items():
-            files[f"{stamp}/details_{task}_{stamp}.parquet"] = v1_details(task, items, metrics)
+            details = v1_details(task, items, metrics, layout)
+            files[f"{stamp}/details_{task}_{stamp}.parquet"] = details
     return files
 
 
@@ -578,10 +623,11 @@ def write_dataset(
     seed: int = 0,
     answer_tokens: int = 0,
     stamp: str | None = None,
+    layout: str = "harness",
 ) -> Written:
     """``model``'s details dataset of ``generation`` ("v1", "v2") in the cache: one run of
     ``tasks`` ({task: ``questions``}), answered with ``skill``, its files streamed into the
-    cache."""
+    cache (v1's in ``layout``: ``V1_LAYOUTS``)."""
     shapes = {s.task: s for s in SHAPES[generation]}
     rng = random.Random(f"{seed}:{model}")
     stamp = stamp or ("2023-12-02T13-00-54.924067" if generation == "v1"
@@ -596,7 +642,7 @@ def write_dataset(
         rows += len(done)
         if generation == "v1":
             path = f"{stamp}/details_{task}_{stamp}.parquet"
-            size += dataset.add(path, v1_details(task, done, values))
+            size += dataset.add(path, v1_details(task, done, values, layout))
         else:
             path = f"{folder}samples_{task}_{stamp}.jsonl"
             size += dataset.add(path, _batched(v2_lines(done, values)))

@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import Any
 
 from app.core.errors import InputError
+from app.importers.common import files_at
 
 MISSING_LIBRARY = "import inspect needs inspect_ai: pip install 'forgetmap[inspect]'"
 LOG_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}")
@@ -78,26 +79,14 @@ def library() -> ModuleType:
 
 
 def find_logs(path: Path) -> list[Path]:
-    """The logs at ``path``: the file itself, or those below a folder (see the module docstring)."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory (expected {EXPECTED})")
-    if path.is_dir():
-        found = sorted(
-            p
-            for p in path.rglob("*")
-            if p.is_file()
-            and (p.suffix == ".eval" or (p.suffix == ".json" and LOG_NAME.match(p.name)))
-        )
-        if not found:
-            raise InputError(
-                f"{path}: no inspect_ai logs found (expected .eval files, or .json logs named "
-                "<timestamp>_<task>_<id>.json as inspect_ai writes them)"
-            )
-        return found
-    if path.suffix not in (".eval", ".json"):
-        raise InputError(f"{path}: not an inspect_ai log name (expected {EXPECTED})")
-    return [path]
+    """The logs at ``path``: the file itself, or those below a folder (see the module docstring):
+    ``.eval`` files, and ``.json`` ones named as inspect_ai names its logs."""
+    return files_at(
+        path, pattern="*", kind="inspect_ai logs", one="an inspect_ai log name",
+        expected=f"{EXPECTED}: .eval files, or .json logs named <timestamp>_<task>_<id>.json",
+        is_one=lambda file: file.suffix in (".eval", ".json"),
+        below=lambda file: file.suffix == ".eval" or (file.suffix == ".json" and bool(LOG_NAME.match(file.name))),
+    )  # fmt: skip
 
 
 def read_header(path: Path, inspect_log: ModuleType) -> LogHeader:

@@ -10,6 +10,16 @@ as little as it takes:
   are decoded (``used_fields``): token ids, few-shot documents and logits are most of such a file;
 - of the answers an extractive metric took out of the model's texts (``specifics`` in v0.10,
   ``doc.specific`` in v0.11+) only ``extracted_predictions`` is decoded, when it is there.
+
+A third layout is the Open LLM Leaderboard v1's own (``open-llm-leaderboard-old/details_*``,
+2023-2024, written by its fork of lm-eval's harness): flat like v0.10, but each metric in a
+column of its own (``acc``, ``acc_norm``, ``mc1``, ...), ``gold`` the gold option's index (a
+generative task's: the reference text), ``predictions`` one log-likelihood per option, and the
+question in ``query`` where ``example`` holds the dataset's own id (2023's first ARC files), else
+in ``example``. Those columns are read into the v0.10 layout's (``_from_harness``). Known from
+code that reads the published files (their columns ``example``, ``query``, ``choices``, ``gold``,
+``acc``, ``acc_norm``, ``predictions``, ``truncated``, ``hashes``), not from the files themselves:
+no network here.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from app.core.errors import InputError
@@ -36,6 +47,10 @@ _FLAT_COLUMNS = (
     "truncated",
 )
 _NESTED_COLUMNS = ("doc", "model_response", "metric", "metrics")
+HARNESS_METRICS = ("acc", "acc_norm", "mc1", "mc2", "em", "f1", "exact_match")
+"""The per-sample metrics the leaderboard v1's harness wrote as columns of their own."""
+_HARNESS_COLUMNS = ("example", "query", "full_prompt", "predictions", "choices", "gold",
+                    "truncated", *HARNESS_METRICS)  # fmt: skip
 EXTRACTED = "extracted_predictions"
 """The field of lighteval's per-sample ``specifics`` (v0.10; ``doc.specific`` from v0.11) where
 its extractive metrics keep what they took out of each answer (``"B"`` out of a chain of thought
@@ -63,10 +78,14 @@ def read_columns(file: Path) -> tuple[pa.Table, bool]:
             nested = True
         elif "metrics" in names and ({"example", "predictions"} & names):
             nested = False
+        elif {"example", "predictions"} <= names and names & set(HARNESS_METRICS):
+            wanted = [c for c in _HARNESS_COLUMNS if c in names]
+            return _from_harness(parquet.read(columns=wanted, use_threads=False), file), False
         else:
             raise InputError(
                 f"{file}: not a lighteval details table (columns: {', '.join(sorted(names))}); "
-                "expected doc/model_response/metric (v0.11+) or example/predictions/metrics (v0.10)"
+                "expected doc/model_response/metric (v0.11+), example/predictions/metrics (v0.10) "
+                "or example/predictions with a column per metric (the Open LLM Leaderboard v1's)"
             )
         wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
         wanted = [path for c in wanted for path in used_fields(parquet.schema_arrow, c)]
@@ -81,6 +100,61 @@ def read_columns(file: Path) -> tuple[pa.Table, bool]:
         return table, nested
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{file}: not a readable parquet file ({exc})") from None
+
+
+def _from_harness(table: pa.Table, file: Path) -> pa.Table:
+    """The Open LLM Leaderboard v1's harness columns (module doc) as the v0.10 layout's: the
+    metric columns in one ``metrics`` struct (a metric stored as text, as DROP's ``f1``, where it
+    reads as numbers), ``gold`` as ``gold_index`` (a reference text: the one choice and gold of a
+    generative row), the question in ``example``."""
+    names = table.column_names
+    metrics = {}
+    for name in HARNESS_METRICS:
+        if name not in names:
+            continue
+        values = table[name]
+        if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+            try:
+                values = pc.cast(values, pa.float64())
+            except pa.ArrowInvalid:
+                continue  # not numbers: no per-sample score forgetmap could count
+        metrics[name] = values.combine_chunks()
+    columns = {name: table[name] for name in ("full_prompt", "predictions", "truncated")
+               if name in names}  # fmt: skip
+    columns["example"] = table["query" if "query" in names else "example"]
+    if not metrics:
+        raise InputError(
+            f"{file}: no per-sample metric of "
+            f"{', '.join(n for n in HARNESS_METRICS if n in names)} "
+            "reads as numbers"
+        )
+    columns["metrics"] = pa.StructArray.from_arrays(list(metrics.values()), list(metrics))
+    gold = table["gold"] if "gold" in names else None
+    if gold is not None and pa.types.is_integer(gold.type):
+        one_each = pa.array(range(len(table) + 1), pa.int32())
+        columns["gold_index"] = pa.ListArray.from_arrays(
+            one_each, pc.cast(gold, pa.int64()).combine_chunks()
+        )
+    elif (
+        gold is not None
+        and pa.types.is_list(gold.type)
+        and pa.types.is_integer(gold.type.value_type)
+    ):
+        columns["gold_index"] = gold
+    elif gold is not None and (
+        pa.types.is_string(gold.type) or pa.types.is_large_string(gold.type)
+    ):
+        one_each = pa.array(range(len(table) + 1), pa.int32())
+        texts = pa.ListArray.from_arrays(one_each, pc.cast(gold, pa.string()).combine_chunks())
+        columns["gold"] = texts
+        columns["gold_index"] = pa.ListArray.from_arrays(
+            one_each, pa.array([0] * len(table), pa.int64())
+        )
+        if "choices" not in names:
+            columns["choices"] = texts
+    if "choices" in names:
+        columns["choices"] = table["choices"]
+    return pa.table(columns)
 
 
 def used_fields(schema: pa.Schema, column: str) -> list[str]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.core.errors import InputError
+from app.importers.common import files_at
 
 _DATE_ID = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _DETAILS_NAME = re.compile(rf"^details_(?P<task>.+)_(?P<date>{_DATE_ID})\.parquet$")
@@ -39,17 +40,11 @@ def task_from_filename(name: str) -> str | None:
 
 def find_details_files(path: Path) -> list[Path]:
     """The details files at ``path``: the file itself, or ``details_*.parquet`` below a folder."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory (expected {_EXPECTED})")
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("details_*.parquet") if p.is_file())
-        if not files:
-            raise InputError(f"{path}: no lighteval details files found; expected {_EXPECTED}")
-        return files
-    if task_from_filename(path.name) is None:
-        raise InputError(f"{path}: not a lighteval details file name; expected {_EXPECTED}")
-    return [path]
+    return files_at(
+        path, pattern="details_*.parquet", kind="lighteval details files",
+        one="a lighteval details file name", expected=_EXPECTED,
+        is_one=lambda file: task_from_filename(file.name) is not None,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

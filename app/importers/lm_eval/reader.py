@@ -55,6 +55,7 @@ from app.importers.common import (
     binary_column,
     build_table,
     choices_json_column,
+    files_at,
     logprob_lists_json,
 )
 from app.importers.lm_eval.filters import line_filters
@@ -103,17 +104,11 @@ def task_from_filename(name: str) -> str | None:
 
 def find_samples_files(path: Path) -> list[Path]:
     """The samples files at ``path``: the file itself, or ``samples_*.jsonl`` below a directory."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory (expected {_EXPECTED})")
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("samples_*.jsonl") if p.is_file())
-        if not files:
-            raise InputError(f"{path}: no lm-eval samples files found; expected {_EXPECTED}")
-        return files
-    if task_from_filename(path.name) is None:
-        raise InputError(f"{path}: not an lm-eval samples file name; expected {_EXPECTED}")
-    return [path]
+    return files_at(
+        path, pattern="samples_*.jsonl", kind="lm-eval samples files",
+        one="an lm-eval samples file name", expected=_EXPECTED,
+        is_one=lambda file: task_from_filename(file.name) is not None,
+    )  # fmt: skip
 
 
 def parse_filter_options(options: list[str] | tuple[str, ...] | str | None) -> dict[str, str]:
