@@ -10,8 +10,9 @@ same questions for every model, each model right where its skill beats a questio
   option's request repeating its few-shot context, as lm-eval logs it) beside
   ``results_<run>.json``;
 - v1 (``--generation v1``): ARC, HellaSwag, MMLU's 57 subjects, TruthfulQA, Winogrande and
-  GSM8K, 28,659 questions a model, as lighteval's flat details parquet (the prompt's token ids
-  once per option) beside ``results_<run>.json``.
+  GSM8K, 28,659 questions a model, as the leaderboard's harness wrote its details parquet (a
+  column per metric, the prompt's token ids once per option; TruthfulQA in lighteval's rows)
+  beside ``results_<run>.json``.
 
 Generative answers (GSM8K, MATH, IFEval) hold ``--answer-tokens`` words of reasoning on average.
 Then times, each round on a fresh database:

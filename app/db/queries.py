@@ -73,9 +73,9 @@ def _cells(exclude_truncated: bool) -> str:
 
 
 def _in_order(columns: Columns, keys: tuple[str, ...]) -> Columns:
-    """``columns`` with their rows in the order of ``keys`` (the most significant first); rows
-    that already are (the count tables are written a pair at a time) are not sorted again. An
-    ORDER BY cost 5 of the 9 ms of reading a 500-pair map's 50,000 count rows."""
+    """``columns`` with their rows in the order of ``keys`` (the most significant first), sorted
+    only when they are not in it already (one pass per key to tell). DuckDB's ORDER BY took 5 of
+    the 9 ms of reading a 500-pair map's 50,000 count rows; numpy's sort, 3.6."""
     import numpy as np
 
     n = row_count(columns)
