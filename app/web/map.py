@@ -26,9 +26,9 @@ def map_page(
     request: Request, query: Filters, metric: str = "f_true", recovery: bool = False
 ) -> HTMLResponse:
     cache = deps.map_cache(request)
-    pairs = cache.pairs()
     records = cache.records(query)
     cells = cache.cells(query)
+    pairs = cache.pairs()
     shown = {c["pair_id"] for c in cells}
     columns = sorted(
         {c["column"] for c in cells}, key=category_sort_key if query.level == "category" else str
