@@ -8,11 +8,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from fastapi.testclient import TestClient
 
 from app.analysis.adaptive import evaluation_order
-from app.runtime.config import WebSettings
-from app.web import create_app
+from tests.support.app_client import admin_client
 
 N = 200
 IDS = [f"g{i:03d}" for i in range(N)]
@@ -21,12 +19,7 @@ ORDER = evaluation_order("toy", IDS)
 
 @pytest.fixture
 def client(cli, tmp_path):
-    token = cli("token", "create", "admin").stdout.strip()
-    worker = cli("token", "create", "worker", "--role", "worker").stdout.strip()
-    settings = WebSettings(secret_key="k", reconcile_seconds=3600)
-    with TestClient(create_app(cli.db, settings=settings)) as c:
-        c.headers["Authorization"] = f"Bearer {token}"
-        c.worker = {"Authorization": f"Bearer {worker}"}
+    with admin_client(cli) as c:
         yield c
 
 

@@ -6,10 +6,8 @@ a benchmark the store did not know, move them."""
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
 
-from app.runtime.config import WebSettings
-from app.web import create_app
+from tests.support.app_client import admin_client
 
 
 @pytest.fixture
@@ -19,12 +17,7 @@ def client(cli, tmp_path):
     (tmp_path / "rows.csv").write_text("\n".join(rows) + "\n")
     cli("import", "table", tmp_path / "rows.csv")
     cli("pair", "add", "a", "b")
-    token = cli("token", "create", "admin").stdout.strip()
-    worker = cli("token", "create", "worker", "--role", "worker").stdout.strip()
-    settings = WebSettings(secret_key="k", reconcile_seconds=3600)
-    with TestClient(create_app(cli.db, settings=settings)) as c:
-        c.headers["Authorization"] = f"Bearer {token}"
-        c.worker = {"Authorization": f"Bearer {worker}"}
+    with admin_client(cli) as c:
         c.store = c.app.state.store
         yield c
 
