@@ -61,6 +61,14 @@ def _failed(exc: InputError, done: int, total: int, what: str = "parts") -> Inpu
     )
 
 
+def _all_options(plan: HubPlan, model: str | None) -> list[ImportOptions]:
+    """Every unit's options, all checked before anything is imported or sent."""
+    try:
+        return [unit_options(plan, unit, model) for unit in plan.units]
+    except InputError as exc:
+        raise _failed(exc, 0, len(plan.units)) from exc
+
+
 def import_hub(
     store: Store,
     plan: HubPlan,
@@ -71,10 +79,7 @@ def import_hub(
 ) -> dict:
     """Import every unit of ``plan`` into ``store``, one transaction each; the merged summary.
     InputError when one fails (the parts before it stay imported; the message says so)."""
-    try:
-        options = [unit_options(plan, unit, model) for unit in plan.units]  # all checked first
-    except InputError as exc:
-        raise _failed(exc, 0, len(plan.units)) from exc
+    options = _all_options(plan, model)
     summaries = []
     for unit, checked in zip(plan.units, options, strict=True):
         try:
@@ -98,10 +103,7 @@ def upload_hub(
     """Send every staged file of ``plan`` to the app at ``url`` (``POST /api/imports``, one job
     each, followed to its end); the merged summary. InputError with the app's line when one is
     refused (the files sent before it stay imported; the message says so)."""
-    try:
-        options = [unit_options(plan, unit, model) for unit in plan.units]
-    except InputError as exc:
-        raise _failed(exc, 0, len(plan.units)) from exc
+    options = _all_options(plan, model)
     files = [(path, checked) for unit, checked in zip(plan.units, options, strict=True)
              for path in unit.files]  # fmt: skip
     summaries = []
