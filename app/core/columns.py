@@ -166,6 +166,13 @@ def one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col
 
 
+def one_item_lists(values: pa.Array | pa.ChunkedArray) -> pa.ListArray:
+    """Each value as a list of its own (``[v]``): the inverse of ``first_items``."""
+    values = one_array(values)
+    offsets = pa.array(np.arange(len(values) + 1, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, values)
+
+
 def first_items(lists: pa.Array) -> pa.Array:
     """First item of each list (null for an empty or null list)."""
     n = len(lists)

@@ -27,6 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from app.core.columns import one_item_lists
+
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 FEWSHOT_BLOCK = (
@@ -219,11 +221,10 @@ def with_generations(table: pa.Table, tokens: int, rng: np.random.Generator) -> 
     reasoning = [" ".join(part) for part in np.split(words, cuts)]
     answers = [r[0] for r in table["predictions"].to_pylist()]
     texts = [f"{r}.\n{a}" for r, a in zip(reasoning, answers, strict=True)]
-    one_each = pa.array(np.arange(n + 1, dtype=np.int32))
     prompt_chars = np.asarray([len(t) for t in table["full_prompt"].to_pylist()], np.int64)
     prompt_tokens = np.maximum(prompt_chars // CHARS_PER_TOKEN, 1)
     columns = {
-        "predictions": pa.ListArray.from_arrays(one_each, pa.array(texts, pa.string())),
+        "predictions": one_item_lists(pa.array(texts, pa.string())),
         "cont_tokens": _token_lists(counts, rng),
         "input_tokens": _token_lists(prompt_tokens, rng),
     }

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from app.core.columns import one_item_lists
 from app.core.errors import InputError
 
 __all__ = ["read_columns", "stored_alike", "used_fields"]
@@ -131,10 +133,7 @@ def _from_harness(table: pa.Table, file: Path) -> pa.Table:
     columns["metrics"] = pa.StructArray.from_arrays(list(metrics.values()), list(metrics))
     gold = table["gold"] if "gold" in names else None
     if gold is not None and pa.types.is_integer(gold.type):
-        one_each = pa.array(range(len(table) + 1), pa.int32())
-        columns["gold_index"] = pa.ListArray.from_arrays(
-            one_each, pc.cast(gold, pa.int64()).combine_chunks()
-        )
+        columns["gold_index"] = one_item_lists(pc.cast(gold, pa.int64()))
     elif (
         gold is not None
         and pa.types.is_list(gold.type)
@@ -144,12 +143,9 @@ def _from_harness(table: pa.Table, file: Path) -> pa.Table:
     elif gold is not None and (
         pa.types.is_string(gold.type) or pa.types.is_large_string(gold.type)
     ):
-        one_each = pa.array(range(len(table) + 1), pa.int32())
-        texts = pa.ListArray.from_arrays(one_each, pc.cast(gold, pa.string()).combine_chunks())
+        texts = one_item_lists(pc.cast(gold, pa.string()))
         columns["gold"] = texts
-        columns["gold_index"] = pa.ListArray.from_arrays(
-            one_each, pa.array([0] * len(table), pa.int64())
-        )
+        columns["gold_index"] = one_item_lists(pa.array(np.zeros(len(table), np.int64)))
         if "choices" not in names:
             columns["choices"] = texts
     if "choices" in names:

@@ -50,7 +50,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from app.core.columns import dictionary_codes, first_items, first_max_positions, one_array
+from app.core.columns import (
+    dictionary_codes,
+    first_items,
+    first_max_positions,
+    one_array,
+    one_item_lists,
+)
 from app.core.prompt_templates import settle_unit
 from app.core.sample_identity import identify, question_texts, unit_affixes
 from app.importers.common import (
@@ -178,11 +184,7 @@ def _logprob_texts(scores: pa.Array, choices: pa.Array | None) -> tuple[pa.Array
     response = logprob_lists_json(pa.array(values), lengths)
     if missing.any():
         response = pc.if_else(pa.array(missing), pa.nulls(n, pa.string()), response)
-    one_each = pa.array(np.arange(n + 1, dtype=np.int32))
-    return (
-        pa.ListArray.from_arrays(one_each, response),
-        pa.ListArray.from_arrays(one_each, prediction),
-    )
+    return one_item_lists(response), one_item_lists(prediction)
 
 
 def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
