@@ -22,7 +22,7 @@ import click
 from app.cli.common import CliError
 
 if TYPE_CHECKING:
-    from app.contract.cli import Terminal
+    from app.contract.cli import CommandLine, Terminal
 
 COMMAND_LINE = "forgetmap.command_line"
 """Where the root group keeps the command line from the subcommand on (``ctx.meta``)."""
@@ -75,19 +75,28 @@ another user) may not have, then send the files to the app as uploads (``POST /a
 with ``REMOTE_APP`` set) instead of being forwarded."""
 
 
+def command_line(ctx: click.Context, argv: list[str]) -> CommandLine:
+    """The command click runs for ``argv`` (the words after the root's options), as the app
+    resolves it: the client decides where a command runs from the same reading."""
+    from app.contract.cli import resolve_command_line
+
+    assert isinstance(ctx.command, click.Group)
+    return resolve_command_line(ctx.command, argv)
+
+
 def remote_way(ctx: click.Context, argv: list[str]) -> Literal["forward", "here"]:
     """How a command goes to a remote app (--url): "forward" (the app runs it) or "here" (it runs
     on this machine and sends its files to the app); a CliError for a command whose files the
     app cannot reach. The one place that decides what becomes of the files a command names
     when the app runs on another machine."""
-    from app.contract.cli import command_named, touches_files
+    from app.contract.cli import touches_files
 
-    names, command = command_named(ctx.command, argv)
-    if names in UPLOADED:
+    line = command_line(ctx, argv)
+    if line.path in UPLOADED:
         return "here"
-    if command is not None and touches_files(command):
+    if line.command is not None and touches_files(line.command):
         raise CliError(
-            f"`forgetmap {' '.join(names)}` reads or writes files on this machine, which a remote "
+            f"`forgetmap {line.name}` reads or writes files on this machine, which a remote "
             "app (--url) cannot do: run it on the app's machine"
         )
     return "forward"
@@ -95,16 +104,12 @@ def remote_way(ctx: click.Context, argv: list[str]) -> Literal["forward", "here"
 
 def reads_through_app(ctx: click.Context, argv: list[str]) -> bool:
     """Whether the command runs here and reads from the app (``FETCHED``)."""
-    from app.contract.cli import command_named
-
-    return command_named(ctx.command, argv)[0] in FETCHED
+    return command_line(ctx, argv).path in FETCHED
 
 
 def downloads_here(ctx: click.Context, argv: list[str]) -> bool:
     """Whether the command downloads here and uploads to the app (``DOWNLOADED``)."""
-    from app.contract.cli import command_named
-
-    return command_named(ctx.command, argv)[0] in DOWNLOADED
+    return command_line(ctx, argv).path in DOWNLOADED
 
 
 def run_through_app(ctx: click.Context, url: str | None, token: str | None) -> None:

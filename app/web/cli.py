@@ -32,12 +32,14 @@ from app.contract.cli import (
     OUTPUT_MEDIA_TYPE,
     CommandCall,
     CommandEnd,
+    CommandLine,
     OutputPiece,
-    command_named,
+    RootOptionsGiven,
+    resolve_command_line,
     touches_files,
 )
 from app.runtime.owner import APP_STORE_KEY, CLIENT_CWD_KEY, CLIENT_WIDTH_KEY, LOCAL_ONLY
-from app.services.tokens import LOCAL_PRINCIPAL, Role, needs_role_message
+from app.services.tokens import LOCAL_PRINCIPAL, Principal, Role, needs_role_message
 from app.web import deps
 from app.web.responses import errors
 
@@ -53,32 +55,61 @@ class Door:
     url: str
 
 
-READ_COMMANDS = frozenset({"map", "pair list", "series list", "series show", "recover list"})
-SUBMIT_COMMANDS = frozenset(
-    {
-        "import table",
-        "import lm-eval",
-        "import lighteval",
-        "import inspect",
-        "import eee",
-        "pair add",
-        "pair suggest",
-        "series add",
-        "model set",
-        "model sizes",
-    }
-)
-"""The role a forwarded command needs: read for these, submit for these writes, admin for every
-other (tokens, exports, and any command not named here)."""
+COMMAND_ROLES: dict[str, Role] = {
+    # reads: every role may read
+    "map": Role.read,
+    "pair list": Role.read,
+    "series list": Role.read,
+    "series show": Role.read,
+    "recover list": Role.read,
+    "recover export": Role.read,
+    # writes of results, pairs, series and models
+    "import table": Role.submit,
+    "import lm-eval": Role.submit,
+    "import lighteval": Role.submit,
+    "import inspect": Role.submit,
+    "import eee": Role.submit,
+    "import hub": Role.submit,
+    "pair add": Role.submit,
+    "pair suggest": Role.submit,
+    "series add": Role.submit,
+    "model set": Role.submit,
+    "model sizes": Role.submit,
+    # tokens, backups, exports to files and trackers
+    "token create": Role.admin,
+    "token list": Role.admin,
+    "token revoke": Role.admin,
+    "backup": Role.admin,
+    "export eee": Role.admin,
+    "series export": Role.admin,
+}
+"""The role each command needs when the app runs it for a token: the one table. A command that
+is not here (a new one, until it is added) needs admin; the commands of ``LOCAL_ONLY`` never
+run through the app. tests/unit/test_cli_door_roles.py walks every command of the CLI against
+it."""
+
+REMOTE_REFUSED = frozenset({"import hub"})
+"""Commands that read the app machine's own files without naming them (the hub cache): run for
+the app's local credential only, like every command with a path parameter (``touches_files``).
+A client runs them on its machine and uploads what they read (app.cli.door)."""
 
 
-def needed_role(path: tuple[str, ...], command: click.Command | None) -> Role:
-    if command is None or isinstance(command, click.Group):  # usage or help only
+def needed_role(line: CommandLine) -> Role:
+    """The role ``line`` needs: its command's (``COMMAND_ROLES``, admin when missing); read
+    when it runs no command (a group's usage, a usage error)."""
+    if not line.runs_command:
         return Role.read
-    name = " ".join(path)
-    if name in READ_COMMANDS:
-        return Role.read
-    return Role.submit if name in SUBMIT_COMMANDS else Role.admin
+    return COMMAND_ROLES.get(line.name, Role.admin)
+
+
+def may_run(principal: Principal, role: Role) -> bool:
+    """Every role may read; the rest as ``Principal.may``."""
+    return role == Role.read or principal.may(role)
+
+
+def app_machine_only(line: CommandLine) -> bool:
+    """True when the command reads or writes files of the machine the app runs on."""
+    return line.command is not None and (touches_files(line.command) or line.name in REMOTE_REFUSED)
 
 
 STREAMED_ANSWER = {200: {"description": "JSON lines, sent as the command writes: "
@@ -96,8 +127,11 @@ STREAMED_ANSWER = {200: {"description": "JSON lines, sent as the command writes:
 def run_cli(call: CommandCall, request: Request) -> StreamingResponse:
     """Runs ``forgetmap ARGV`` (the part after ``--db``) in the app, as the CLI does when the app
     owns its database; streams what it prints as it prints it, then its exit code (JSON lines).
-    The role needed is the command's: read for reads, submit for imports and pairs, admin for
-    tokens and the rest; commands that name files run only for the app's local credential."""
+    The role needed is that of the command click resolves (``--`` and options before a
+    subcommand included): every role reads, submit imports and adds pairs, series and models,
+    admin manages tokens and the rest; commands that name files of the app's machine run only
+    for the app's local credential. Options of ``forgetmap`` itself (``--db``, ``--url``,
+    ``--token``) are refused (400)."""
     principal = deps.bearer_principal(request)
     if principal is None:
         raise HTTPException(401, "this endpoint needs a token: send 'Authorization: Bearer <token>'",
@@ -105,17 +139,23 @@ def run_cli(call: CommandCall, request: Request) -> StreamingResponse:
     door: Door | None = request.app.state.door
     if door is None:
         raise HTTPException(404, "this app runs no command lines (start it with `forgetmap serve`)")
-    path, command = command_named(door.commands, call.argv)
-    if path and path[0] in LOCAL_ONLY:
+    try:
+        line = resolve_command_line(door.commands, call.argv)
+    except RootOptionsGiven as exc:
+        raise HTTPException(400, str(exc)) from None
+    if line.path and line.path[0] in LOCAL_ONLY:
         raise HTTPException(
-            400, f"`forgetmap {path[0]}` does not run through the app; run it in a shell of its own"
+            400,
+            f"`forgetmap {line.path[0]}` does not run through the app; run it in a shell of its own",
         )
-    role = needed_role(path, command)
-    if not principal.may(role):
+    role = needed_role(line)
+    if not may_run(principal, role):
         raise HTTPException(403, needs_role_message(principal, role))
-    if command is not None and touches_files(command) and principal != LOCAL_PRINCIPAL:
-        raise HTTPException(400, f"`forgetmap {' '.join(path)}` names files, which the app reads "
-                                 "and writes only for a command line on its own machine")  # fmt: skip
+    if app_machine_only(line) and principal != LOCAL_PRINCIPAL:
+        raise HTTPException(400, f"`forgetmap {line.name}` reads or writes files of the app's "
+                                 "machine, which it does only for a command line on that machine")  # fmt: skip
+    if line.runs_command:  # the command click resolved, spelled so that nothing else can run
+        call = call.model_copy(update={"argv": line.canonical_argv()})
     lines = start_command_line(door.commands, call, deps.store(request))
     return StreamingResponse(lines, media_type=OUTPUT_MEDIA_TYPE)
 
