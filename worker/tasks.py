@@ -142,9 +142,11 @@ def run_worker(settings: WorkerSettings, *, loglevel: str = "INFO") -> None:
         )
     check_token(settings)
     celery = make_worker_app(settings)
-    log.info("worker %s: queue %s on %s, app %s, model roots %s", settings.name, settings.broker.queue,
-             settings.broker.url or "embedded filesystem broker", settings.app_url,
-             ", ".join(map(str, settings.model_roots)) or "none (hub ids only)")  # fmt: skip
+    log.info("worker %s: queue %s on %s, app %s, model roots %s, hub ids %s", settings.name,
+             settings.broker.queue,
+             settings.broker.url or f"the embedded queue in {settings.broker.data_dir.resolve() / 'broker'}",
+             settings.app_url, ", ".join(map(str, settings.model_roots)) or "none",
+             "allowed" if settings.allow_hub_models else "off")  # fmt: skip
     celery.worker_main(
         ["worker", "--pool=solo", "--concurrency=1", f"--loglevel={loglevel}", "-Q", settings.broker.queue,
          "-n", settings.name, "--without-gossip", "--without-mingle", "--without-heartbeat"]

@@ -8,7 +8,6 @@ cached per parameter set.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
@@ -37,16 +36,21 @@ class LabParams:
     batch_size: int = 8
 
 
-def budget_seconds() -> float:
-    return float(os.environ.get("FORGETMAP_THEORY_SECONDS", "30"))
+DEFAULT_BUDGET_SECONDS = 30.0
+"""How long one parameter set may compute (FORGETMAP_THEORY_SECONDS, read with the app's
+settings at start)."""
 
 
-def lab_data(p: LabParams) -> dict:
+def is_cached(p: LabParams) -> bool:
+    """True when ``p``'s outcome is at hand: ``lab_data`` answers it without computing."""
+    return p in _cache
+
+
+def lab_data(p: LabParams, budget: float = DEFAULT_BUDGET_SECONDS) -> dict:
     """The lab's plots for ``p`` (cached). Raises InputError when the dynamics diverge or the
     computation runs past its budget, LabBusy when another one holds the lab for too long."""
     found = _cache.get(p)
     if found is None:
-        budget = budget_seconds()
         if not _compute.acquire(timeout=budget):
             raise LabBusy("the theory lab is busy with another computation; retry shortly")
         try:

@@ -50,8 +50,9 @@ class ForgetmapGroup(click.Group):
 )
 @click.option(
     "--url",
-    envvar="FORGETMAP_APP_URL",
-    help="Run the command through the forgetmap app at this URL ($FORGETMAP_APP_URL), with "
+    envvar="FORGETMAP_URL",
+    help="Run the command through the forgetmap app at this URL ($FORGETMAP_URL; never "
+    "$FORGETMAP_APP_URL, which names the app for workers, `job` and `watch`), with "
     "--token. Default: through the app serving --db on this machine if one runs, else on the "
     "file itself.",
 )

@@ -23,28 +23,40 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
     """Serve the dashboard and the JSON API. While it serves, the other commands on its database
     run through it (the owner file beside the database; --port 0 picks a free port)."""
     from app.db import StoreError
+    from app.runtime.config import SettingsError
     from app.web.up import serve as serve_app
 
     os.environ.setdefault("FORGETMAP_DB", str(ctx.obj["db"]))
     try:
         serve_app(ctx.obj["db"], host, port, commands=ctx.find_root().command)
+    except SettingsError as exc:  # read before the app serves: it never starts with a bad one
+        raise CliError(f"a setting does not parse: {exc}") from None
     except (InputError, StoreError) as exc:  # the port is taken, or the database
         raise CliError(str(exc)) from None
 
 
 @click.command()
 @click.option("--loglevel", default="INFO", show_default=True)
-def worker(loglevel: str) -> None:
+@click.pass_context
+def worker(ctx: click.Context, loglevel: str) -> None:
     """Evaluation worker: runs shards from the queue with vLLM or transformers.
 
     Configured by the environment: FORGETMAP_APP_URL, FORGETMAP_API_TOKEN, FORGETMAP_BROKER_URL
-    (none: the embedded queue under FORGETMAP_DATA_DIR), FORGETMAP_MODEL_ROOTS,
+    (none: the embedded queue under FORGETMAP_DATA_DIR, by default the --db database's folder,
+    where `serve` and `up` on that database keep it), FORGETMAP_MODEL_ROOTS,
     FORGETMAP_BENCHMARK_DIRS, FORGETMAP_TRUST_REMOTE_CODE (off by default).
     """
+    from app.runtime.config import SettingsError
     from worker.settings import WorkerSettings
     from worker.tasks import run_worker
 
-    run_worker(WorkerSettings.from_env(), loglevel=loglevel)
+    # the embedded queue beside the database, as `serve` and `up` on it keep it
+    os.environ.setdefault("FORGETMAP_DATA_DIR", str(Path(ctx.obj["db"]).resolve().parent))
+    try:
+        settings = WorkerSettings.from_env()
+    except SettingsError as exc:
+        raise CliError(f"a setting does not parse: {exc}") from None
+    run_worker(settings, loglevel=loglevel)
 
 
 @click.command()
@@ -58,11 +70,16 @@ def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None
     import shlex
 
     from app.db import StoreError
+    from app.runtime.config import SettingsError
     from app.web.up import run_up
+    from worker.settings import WorkerSettings
 
     try:
+        WorkerSettings.from_env()  # the local worker's, read here: it would fail on its own
         run_up(ctx.obj["db"], host, port, commands=ctx.find_root().command,
                watch_args=shlex.split(watch_args) if watch_args else None)  # fmt: skip
+    except SettingsError as exc:
+        raise CliError(f"a setting does not parse: {exc}") from None
     except (InputError, StoreError) as exc:
         raise CliError(str(exc)) from None
 

@@ -102,6 +102,10 @@ def run_up(
         os.environ["FORGETMAP_BENCHMARK_DIRS"] = str(bench)
     token = local_worker_token(db_path)
     env = {**os.environ, "FORGETMAP_APP_URL": url, "FORGETMAP_API_TOKEN": token}
+    watcher_token = local_token(db_path, LOCAL_WATCHER, "submit") if watch_args else None
+    # the app (its settings read, its database opened) before any process is started: a
+    # setting that does not parse stops `up` here, with no worker left running behind it
+    app = create_app(db_path, door=Door(commands, url) if commands is not None else None)
     worker = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "worker"], env=env, start_new_session=True
     )
@@ -114,13 +118,11 @@ def run_up(
     )
     watcher = None
     if watch_args:  # the watcher submits checkpoints: a submit token of its own
-        watcher_env = {**env, "FORGETMAP_API_TOKEN": local_token(db_path, LOCAL_WATCHER, "submit")}
         watcher = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "watch", *watch_args],
-            env=watcher_env,
+            env={**env, "FORGETMAP_API_TOKEN": watcher_token},
             start_new_session=True,
         )
-    app = create_app(db_path, door=Door(commands, url) if commands is not None else None)
     if on_started is not None:
         threading.Thread(
             target=on_started, args=(app,), name="forgetmap-up-monitor", daemon=True
