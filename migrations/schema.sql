@@ -1,4 +1,4 @@
--- The schema after every migration (head 0011): new database files are created
+-- The schema after every migration (head 0012): new database files are created
 -- from it. Written by scripts/dump-schema; do not edit by hand.
 CREATE SEQUENCE api_tokens_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE benchmarks_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
@@ -35,4 +35,5 @@ CREATE TABLE shards(id INTEGER DEFAULT(nextval('shards_id_seq')) PRIMARY KEY, jo
 CREATE TABLE text_files(id INTEGER DEFAULT(nextval('text_files_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, "rows" BIGINT NOT NULL, bytes BIGINT NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL);
 CREATE TABLE transitions(pair_id INTEGER, benchmark_id INTEGER, seed INTEGER, num_choices SMALLINT, n_00 BIGINT NOT NULL, n_01 BIGINT NOT NULL, n_10 BIGINT NOT NULL, n_11 BIGINT NOT NULL, t_00 BIGINT DEFAULT(0) NOT NULL, t_01 BIGINT DEFAULT(0) NOT NULL, t_10 BIGINT DEFAULT(0) NOT NULL, t_11 BIGINT DEFAULT(0) NOT NULL, PRIMARY KEY(pair_id, benchmark_id, seed, num_choices));
 CREATE TABLE watch_submissions(series_id INTEGER, path VARCHAR, step BIGINT NOT NULL, model_id INTEGER NOT NULL, job_id INTEGER, attempts INTEGER DEFAULT(0) NOT NULL, submitted_at TIMESTAMP DEFAULT(now()) NOT NULL, PRIMARY KEY(series_id, path));
-INSERT INTO alembic_version VALUES ('0011');
+CREATE TABLE web_sessions(id_hash VARCHAR PRIMARY KEY, token_id INTEGER NOT NULL, created_at TIMESTAMP NOT NULL, expires_at TIMESTAMP NOT NULL);
+INSERT INTO alembic_version VALUES ('0012');

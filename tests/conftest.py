@@ -34,5 +34,24 @@ def browser():
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
-        yield b
+        yield CspBypassingBrowser(b)
         b.close()
+
+
+class CspBypassingBrowser:
+    """The session's Chromium, whose pages bypass the app's Content-Security-Policy unless a test
+    asks otherwise (``bypass_csp=False``): the policy forbids eval, and Playwright's polling
+    ``wait_for_function`` evaluates its predicate with eval inside the page. The pages under the
+    policy itself: tests/browser/test_content_security_policy.py."""
+
+    def __init__(self, browser):
+        self._browser = browser
+
+    def new_context(self, **options):
+        return self._browser.new_context(**{"bypass_csp": True, **options})
+
+    def new_page(self, **options):
+        return self._browser.new_page(**{"bypass_csp": True, **options})
+
+    def __getattr__(self, name: str):
+        return getattr(self._browser, name)

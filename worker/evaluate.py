@@ -21,7 +21,7 @@ from app.contract.base import problem_text
 from app.contract.jobs import Engine, Mode, Prompting, ShardStatus
 from app.contract.results import ResultRow
 from app.contract.shards import EvaluationShardSpec, ShardConfig, ShardData
-from app.runtime.paths import ModelPathError, check_model_path
+from app.runtime.paths import ModelPathError, ModelRules
 from worker.adaptive_slice import slice_items
 from worker.benchmarks.grading import grade, grade_choice_logprobs
 from worker.benchmarks.items import BenchmarkError, Item
@@ -81,8 +81,8 @@ def run_shard(
     checked = shard_spec(shard, EvaluationShardSpec)
     model, cfg = checked.model, checked.config
     shard_id, seed = shard["id"], shard["seed"]
-    try:
-        path = check_model_path(model.path, settings.model_roots)
+    try:  # checked again here: a job row that reached the queue another way loads nothing outside
+        path = ModelRules.of(settings).check(model.path)
     except ModelPathError as exc:
         raise ShardFailed(str(exc)) from exc
     if shard["benchmark"].startswith("local:") and not settings.benchmark_dirs:

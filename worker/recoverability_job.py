@@ -20,7 +20,7 @@ from typing import Any
 from app.analysis.recoverability_fitting import LOG_BETA_GRID
 from app.contract.jobs import ShardStatus
 from app.contract.recovery import CorpusIn, RecoveryIn, RecoveryShardSpec
-from app.runtime.paths import ModelPathError, check_model_path, confined
+from app.runtime.paths import ModelPathError, ModelRules, confined
 from worker.client import AppClient
 from worker.evaluate import ShardFailed, shard_spec
 from worker.fingerprint import model_fingerprint
@@ -118,7 +118,9 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
     paths = {}
     for role, model in models.items():
         try:
-            paths[role] = check_model_path(model.path, settings.model_roots)
+            # checked again here: a job row that reached the queue another way loads nothing
+            # outside the roots
+            paths[role] = ModelRules.of(settings).check(model.path)
         except ModelPathError as exc:
             raise ShardFailed(str(exc)) from exc
     corpus_dirs = list(settings.corpus_dirs or settings.benchmark_dirs)

@@ -20,6 +20,8 @@ class WorkerSettings(BaseSettings):
     token: str = Field("", validation_alias="FORGETMAP_API_TOKEN", repr=False)
     broker: BrokerSettings = Field(default_factory=BrokerSettings)
     model_roots: PathList = ()
+    # False: only folders under model_roots load; True: also Hugging Face ids (org/name)
+    allow_hub_models: bool = True
     benchmark_dirs: PathList = ()  # where local:NAME benchmarks live
     corpus_dirs: PathList = ()  # recoverability corpora (default: the above)
     trust_remote_code: bool = False

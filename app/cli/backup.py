@@ -42,19 +42,32 @@ def backup_command(ctx: click.Context, path: Path) -> None:
 
 @click.command("restore")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--without-tokens", is_flag=True,
+              help="Restore no API tokens (create new ones after); login sessions are never "
+                   "restored.")  # fmt: skip
 @click.pass_context
-def restore_command(ctx: click.Context, path: Path) -> None:
+def restore_command(ctx: click.Context, path: Path, without_tokens: bool) -> None:
     """Restore the backup in folder PATH into the --db file, which must not exist yet or hold no
-    rows; an older backup is upgraded to the newest schema. All or nothing."""
+    rows; an older backup is upgraded to the newest schema. All or nothing: a backup with a link,
+    a repeated key or a value the app never writes (an unknown token role, a negative seed) is
+    refused in one line. Prints the tokens it restored."""
     from app.db.backup import BackupError, restore_backup
+    from app.services.tokens import Role
 
     database = ctx.obj["db"]
     try:
-        manifest = restore_backup(path, database)
+        restored = restore_backup(
+            path, database, roles=[r.value for r in Role], tokens=not without_tokens
+        )
     except (BackupError, OSError) as exc:
         raise CliError(str(exc)) from exc
-    rows = sum(manifest["tables"].values())
+    manifest = restored.manifest
     click.echo(
-        f"restored {rows} rows and {len(manifest['answer_files'])} answer files "
+        f"restored {restored.rows} rows and {len(manifest['answer_files'])} answer files "
         f"(backup of {manifest['created_at']}, schema {manifest['schema_revision']}) into {database}"
     )
+    if without_tokens:
+        click.echo("restored no tokens (--without-tokens)")
+    else:
+        shown = ", ".join(f"{name} ({role})" for name, role in restored.tokens) or "none"
+        click.echo(f"restored tokens: {shown}")

@@ -193,11 +193,13 @@ def echo_records(records: list[dict], fields, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(records, indent=1))
         return
+    from app.core.spreadsheet_cells import inert_value
+
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")
     writer.writeheader()
-    for r in records:
-        writer.writerow({k: "" if r[k] is None else r[k] for k in fields})
+    for r in records:  # text a spreadsheet would run as a formula is quoted (spreadsheet_cells)
+        writer.writerow({k: "" if r[k] is None else inert_value(r[k]) for k in fields})
     click.echo(buf.getvalue(), nl=False)
 
 

@@ -4,7 +4,7 @@ Only one process may open a DuckDB file. When `forgetmap serve` (or `up`) runs o
 database, it has published itself in the owner file beside it (app.runtime.owner); a command
 that uses the database is then sent to that app (``POST /api/cli`` with the file's local
 credential), which runs the very same command on its open store and answers its output and exit
-code, printed here as they come and exited with. ``--url`` (or $FORGETMAP_APP_URL) with a token
+code, printed here as they come and exited with. ``--url`` (or $FORGETMAP_URL) with a token
 sends it to a remote app instead; an import into a remote app runs here and uploads its files
 (``POST /api/imports``). A stale owner file is ignored: the command runs on the file as ever.
 """

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from app.cli.common import CliError
+from app.cli.pairs import stage_option
 
 if TYPE_CHECKING:
     from app.contract.jobs import EvaluateJobIn
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
 ENGINES = ["vllm", "transformers"]  # app.contract.jobs.Engine (tests/unit/test_adaptive_jobs.py)
 MODES = ["generate", "loglik"]  # app.contract.jobs.Mode
 PROMPTINGS = ["chat", "base"]  # app.contract.jobs.Prompting
-STAGES = ["instruct", "sft", "rl", "domain-cpt", "merge", "other"]  # app.contract.jobs.Stage
 
 
 def _model(value: str, prompting: str) -> dict:
@@ -138,9 +138,7 @@ def job() -> None:
 @click.option("--shots", type=int, default=3, show_default=True, help="Few-shot examples (base).")
 @click.option("--limit", type=int, help="Items per benchmark (default: all).")
 @click.option("--label", help="The pair's label.")
-@click.option(
-    "--stage", type=click.Choice(STAGES), help="What post-training step the pair measures."
-)
+@stage_option("What post-training step the pair measures")
 @click.option("--adaptive", is_flag=True,
               help="Stop each benchmark once F_true and BT_true are known to +-TARGET points.")  # fmt: skip
 @click.option("--target", type=float, help="Adaptive: half-width in points (1.5).")

@@ -12,6 +12,24 @@ from app.cli.common import (
     store_of,
 )
 from app.core.errors import InputError
+from app.core.stages import STAGE_NAMES, Stage, parse_stage
+
+
+def _checked_stage(ctx: click.Context, param: click.Parameter, value: str | None) -> Stage | None:
+    """``--stage`` through the one stage check the API's bodies use (app.core.stages): a stage
+    not in the list is refused in one line, before anything is opened or sent."""
+    if value is None:
+        return None
+    try:
+        return parse_stage(value, where="--stage")
+    except InputError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def stage_option(what: str):
+    """The ``--stage`` option of every command that stores a pair's stage."""
+    return click.option("--stage", callback=_checked_stage, metavar="STAGE",
+                        help=f"{what}: {', '.join(STAGE_NAMES)}.")  # fmt: skip
 
 
 @click.group()
@@ -23,10 +41,10 @@ def pair() -> None:
 @click.argument("base")
 @click.argument("post")
 @click.option("--label", help="Display label, e.g. 'Qwen2.5-7B -> Instruct'.")
-@click.option("--stage", help="Post-training stage: instruct, sft, rl, domain-cpt, merge, other.")
+@stage_option("Post-training stage")
 @click.pass_context
 def pair_add(
-    ctx: click.Context, base: str, post: str, label: str | None, stage: str | None
+    ctx: click.Context, base: str, post: str, label: str | None, stage: Stage | None
 ) -> None:
     """Pair BASE with its post-trained descendant POST and compute their transition counts."""
     from app.db.pairing import add_pair

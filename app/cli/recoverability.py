@@ -73,6 +73,7 @@ def recover_export(ctx: click.Context, recovery_id: int, out: Path) -> None:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
+    from app.core.spreadsheet_cells import inert_table
     from app.db import recoverability as recoveries
 
     if out.suffix not in (".csv", ".parquet"):
@@ -86,5 +87,8 @@ def recover_export(ctx: click.Context, recovery_id: int, out: Path) -> None:
             f"recovery analysis {recovery_id} does not exist (see `forgetmap recover list`)"
         )
     arrow = pa.table(table)
-    (pacsv.write_csv if out.suffix == ".csv" else pq.write_table)(arrow, out)
+    if out.suffix == ".csv":  # text a spreadsheet would run as a formula gets a leading '
+        pacsv.write_csv(inert_table(arrow), out)
+    else:
+        pq.write_table(arrow, out)
     click.echo(f"{out}: {arrow.num_rows} documents, {arrow.num_columns - 3} loss columns")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.contract.base import MAX_ID
+from app.contract.base import seed_problem
 from app.core.errors import InputError
 
 KINDS = ("table", "lm-eval", "lighteval", "inspect", "eee")
@@ -119,8 +119,8 @@ def import_options(
         raise InputError(f"import {kind} needs --model NAME (the files do not name the model)")
     if any(len(f) > MAX_NAME for f in filters):
         raise InputError(f"--filter values must be at most {MAX_NAME} characters")
-    if seed is not None and not -MAX_ID <= seed <= MAX_ID:
-        raise InputError(f"--seed must be between {-MAX_ID} and {MAX_ID}")
+    if seed is not None and (problem := seed_problem(seed, "--seed")):
+        raise InputError(problem)
     if kind == "lm-eval" and seed is None:
         seed = 0  # one run per file: seed 0 unless told
     return ImportOptions(kind, given["model"], given["metric"], filters, seed, latest,

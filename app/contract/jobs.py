@@ -13,8 +13,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from app.contract.base import MAX_ID, Int, Name, Strict, choice
+from app.contract.base import MAX_SEED, MIN_SEED, Int, Name, Strict, choice
 from app.core.errors import InputError
+from app.core.stages import Stage  # the one list of stages (CLI included)
 
 # ------------------------------------------------------------------------------ names of states
 
@@ -63,17 +64,6 @@ class Prompting(StrEnum):
     base = "base"  # few-shot
 
 
-class Stage(StrEnum):
-    """What post-training step a pair measures."""
-
-    instruct = "instruct"
-    sft = "sft"
-    rl = "rl"
-    domain_cpt = "domain-cpt"
-    merge = "merge"
-    other = "other"
-
-
 # ------------------------------------------------------------------------------------- limits
 
 MAX_TEMPERATURE = (
@@ -86,7 +76,7 @@ MAX_SHOTS = 25
 # 1.2 s), so one request stays within a few seconds
 MAX_SHARDS_PER_JOB = 2000
 
-Seed = Annotated[Int, Field(ge=0, le=MAX_ID)]
+Seed = Annotated[Int, Field(ge=MIN_SEED, le=MAX_SEED)]  # base.seed_problem's range
 Seeds = Annotated[list[Seed], Field(min_length=1, max_length=20)]
 Benchmarks = Annotated[list[Name], Field(min_length=1, max_length=1000)]
 

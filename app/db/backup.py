@@ -17,21 +17,38 @@ A restore trusts no SQL of the backup: it creates a new file at the backup's sch
 forgetmap's own migrations, loads each table it knows from its Parquet file, checks the rows
 against the manifest, sets each sequence past its ids, copies the answer files, upgrades the file
 to the newest schema, and only then gives it the database's name: a failed restore leaves nothing.
+
+Nor does it trust the backup's data: a backup folder is input like an uploaded file, and one
+anyone could write to could plant an admin token. So a restore refuses, in one line, a folder that
+holds anything but plain files and folders (a link is never followed), a column whose type is not
+the schema's, a key that comes twice (the schema's primary and unique keys, and a result's
+(model, benchmark, seed, sample_id)), and a value the app never writes (``_value_rules``: a
+token's role outside ``roles``, a negative seed or count, a ``num_choices`` of 1, a job state
+outside the contract's). Login sessions are never restored (everyone logs in again), and tokens
+only unless ``tokens=False``; a checksum in the backup would not help: whoever can rewrite a
+table can rewrite its checksum too. Backups are written private (folders 0700, files 0600).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import stat
 import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
+from app.contract.base import MIN_SEED
+from app.contract.jobs import JobStatus, ShardKind, ShardStatus
 from app.db.store import HEAD_REVISION, Connection, Store, StoreError, open_store
 from app.db.texts import PARTIAL, committed_names, folder_of
+from app.runtime.private import keep_new_files_private, make_private
 
 FORMAT = 1
 """The layout of a backup folder; a restore refuses others."""
@@ -42,6 +59,17 @@ ANSWER_FILE_NAME = re.compile(r"\d{8}-[0-9a-f]{32}\.parquet")
 """How ``TextWriter`` names an answer file; a restore copies no other name."""
 REVISION = re.compile(r"\d{4}")
 LARGEST_ID = 2**31 - 1  # the id columns are INTEGER
+TOKEN_TABLES = ("api_tokens",)
+"""What ``tokens=False`` leaves out of a restore."""
+NEVER_RESTORED = ("web_sessions",)
+"""Login sessions: a restored database starts with none (everyone logs in again), so a cookie
+of a session that was logged out after the backup was taken cannot come back with it."""
+UNDECLARED_KEYS = {
+    "results": ("model_id", "benchmark_id", "seed", "sample_id"),
+    "cross_seed_cells": ("pair_id", "benchmark_id", "seed_a", "seed_b", "num_choices"),
+}
+"""Keys the schema does not declare but the app keeps unique (ingest refuses a repeated result:
+a second copy would count twice in every flip)."""
 
 
 class BackupError(StoreError):
@@ -57,10 +85,12 @@ def take_backup(store: Store, target: Path) -> dict:
         raise BackupError(f"{target} already exists and is not an empty folder; choose a new path")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.partial-{uuid.uuid4().hex[:12]}")
-    staging.mkdir()
+    staging.mkdir(mode=0o700)  # it holds every result and the tokens' hashes
     try:
         manifest = _snapshot(store, staging)
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        with _private_file(staging / MANIFEST) as out:
+            out.write((json.dumps(manifest, indent=1) + "\n").encode())
+        _make_tree_private(staging)  # what DuckDB's EXPORT wrote, under any umask
         staging.rename(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -111,8 +141,8 @@ def _copy_committed_answer_files(
         # an import that just committed renames its file from ``.partial`` right after the commit
         for candidate in (name, name + PARTIAL, name):
             try:
-                target.mkdir(exist_ok=True)
-                shutil.copyfile(source / candidate, target / name)
+                target.mkdir(mode=0o700, exist_ok=True)
+                _copy_plain_file(source / candidate, target / name)
             except FileNotFoundError:
                 continue
             copied[name] = (target / name).stat().st_size
@@ -157,25 +187,69 @@ def read_manifest(folder: Path) -> dict:
     return manifest
 
 
-def restore_backup(source: Path, database: Path) -> dict:
+@dataclass(frozen=True)
+class Restored:
+    """What a restore brought back: the backup's manifest, (name, role) of each token, and the
+    tables it left empty (``NEVER_RESTORED``, and ``TOKEN_TABLES`` with ``tokens=False``)."""
+
+    manifest: dict
+    tokens: list[tuple[str, str]]
+    skipped: tuple[str, ...]
+
+    @property
+    def rows(self) -> int:
+        return sum(n for t, n in self.manifest["tables"].items() if t not in self.skipped)
+
+
+def restore_backup(
+    source: Path, database: Path, *, roles: Collection[str], tokens: bool = True
+) -> Restored:
     """Restore the backup in ``source`` into ``database`` (absent, or a file with no rows) and
-    its answer files; return the manifest. Built under another name and renamed at the end."""
+    its answer files. ``roles``: the token roles there are (app.services.tokens.Role: the store
+    sits below it); ``tokens=False`` restores none. Built under another name and renamed at the
+    end; a BackupError says in one line what was refused."""
     source, database = Path(source), Path(database)
+    _check_plain_tree(source)
     manifest = read_manifest(source)
     _check_target(database)
-    database.parent.mkdir(parents=True, exist_ok=True)
+    keep_new_files_private()  # as every process that writes a database (app.db.store)
+    database.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     staging = database.with_name(f".{database.name}.restoring-{uuid.uuid4().hex[:12]}")
+    skipped = NEVER_RESTORED if tokens else (*NEVER_RESTORED, *TOKEN_TABLES)
     try:
-        _build(source, staging, manifest)
+        restored = _build(source, staging, manifest, roles=roles, skipped=skipped)
         open_store(staging).close()  # the newest schema, when the backup is older
         _move_into_place(staging, database)
     except BaseException:
         _remove_database(staging)
         raise
-    return manifest
+    return Restored(manifest, restored, skipped)
 
 
-def _build(source: Path, staging: Path, manifest: dict) -> None:
+def _check_plain_tree(source: Path) -> None:
+    """Refuse a backup folder that holds a link, a device, a pipe or a socket: a restore reads
+    and copies plain files only, and never follows a link out of the folder."""
+    if not source.is_dir():
+        raise BackupError(f"{source} is not a folder; name a backup folder")
+    for folder, folders, files in os.walk(source):  # does not follow links
+        for name in (*folders, *files):
+            path = Path(folder) / name
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                raise BackupError(
+                    f"refused: the backup holds {path.relative_to(source)}, a symbolic link "
+                    "(a backup holds plain files and folders only)"
+                )
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise BackupError(
+                    f"refused: the backup holds {path.relative_to(source)}, a device, pipe or "
+                    "socket (a backup holds plain files and folders only)"
+                )
+
+
+def _build(
+    source: Path, staging: Path, manifest: dict, *, roles: Collection[str], skipped: tuple
+) -> list[tuple[str, str]]:
     revision = manifest["schema_revision"]
     store = Store(staging)
     try:
@@ -184,9 +258,11 @@ def _build(source: Path, staging: Path, manifest: dict) -> None:
         except Exception as exc:  # Alembic's own errors, e.g. an unknown revision
             raise BackupError(f"cannot create a database at schema {revision}: {exc}") from exc
         with store.transaction() as conn:
-            _load_tables(conn, source / TABLES, manifest)
+            _load_tables(conn, source / TABLES, manifest, skipped=skipped)
+            _check_values(conn, roles)
             _advance_sequences(conn, manifest["sequences"])
             named = set(committed_names(conn)) if "text_files" in manifest["tables"] else set()
+            restored = conn.execute("SELECT name, role FROM api_tokens ORDER BY name").fetchall()
         listed = set(manifest["answer_files"]) | set(manifest["missing_answer_files"])
         if named != listed:
             raise BackupError("the backup's answer files are not the ones its text_files names")
@@ -195,10 +271,12 @@ def _build(source: Path, staging: Path, manifest: dict) -> None:
         raise BackupError(f"cannot restore {source}: {str(exc).splitlines()[0]}") from exc
     finally:
         store.close()
+    return [(name, role) for name, role in restored]
 
 
-def _load_tables(conn: Connection, folder: Path, manifest: dict) -> None:
-    """Every table of the schema from its Parquet file, its columns and rows checked."""
+def _load_tables(conn: Connection, folder: Path, manifest: dict, *, skipped: tuple) -> None:
+    """Every table of the schema from its Parquet file (but ``skipped``), its columns, keys and
+    rows checked."""
     tables = [t for t in _tables(conn) if t != "alembic_version"]
     expected = set(manifest["tables"]) - {"alembic_version"}
     if set(tables) != expected:
@@ -211,20 +289,135 @@ def _load_tables(conn: Connection, folder: Path, manifest: dict) -> None:
     ).fetchall()[0]
     if stamped != [manifest["schema_revision"]]:
         raise BackupError(f"the backup's tables are stamped {stamped}, its manifest says otherwise")
+    keys = _keys(conn)
     for table in tables:
+        if table in skipped:
+            continue
         path = str(folder / f"{table}.parquet")
         columns = _columns(conn, table)
-        found = [
-            r[0] for r in conn.execute("DESCRIBE SELECT * FROM read_parquet(?)", [path]).fetchall()
-        ]
+        found = dict(
+            (r[0], r[1])
+            for r in conn.execute("DESCRIBE SELECT * FROM read_parquet(?)", [path]).fetchall()
+        )
         if sorted(found) != sorted(columns):
-            raise BackupError(f"the backup's {table} has columns {found}, the schema {columns}")
+            raise BackupError(
+                f"the backup's {table} has columns {list(found)}, the schema {list(columns)}"
+            )
+        for column, kind in columns.items():
+            if found[column] != kind:  # an INTEGER "correct" of 5 would be cast to true
+                raise BackupError(
+                    f"refused: the backup's {table}.{column} is {found[column]}, the schema's "
+                    f"{kind}"
+                )
+        for key in keys.get(table, ()):
+            _check_unique(conn, table, path, key)
         conn.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM read_parquet(?)', [path])
         (count,) = conn.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0]
         if count != manifest["tables"][table]:
             raise BackupError(
                 f"the backup's {table} holds {count} rows, its manifest says "
                 f"{manifest['tables'][table]}"
+            )
+
+
+def _keys(conn: Connection) -> dict[str, list[tuple[str, ...]]]:
+    """Each table's primary and unique keys (the schema's, and ``UNDECLARED_KEYS``)."""
+    keys: dict[str, list[tuple[str, ...]]] = {t: [k] for t, k in UNDECLARED_KEYS.items()}
+    for table, columns in conn.execute(
+        "SELECT table_name, constraint_column_names FROM duckdb_constraints() "
+        "WHERE database_name = current_database() AND constraint_type IN ('PRIMARY KEY', 'UNIQUE') "
+        "ORDER BY table_name, constraint_index"
+    ).fetchall():
+        keys.setdefault(table, []).append(tuple(columns))
+    return keys
+
+
+def _check_unique(conn: Connection, table: str, path: str, key: tuple[str, ...]) -> None:
+    """Refuse a key that comes twice in the table's Parquet file (rows with a NULL in the key
+    may repeat, as the schema's UNIQUE allows), naming the first one."""
+    columns = ", ".join(f'"{c}"' for c in key)
+    not_null = " AND ".join(f'"{c}" IS NOT NULL' for c in key)
+    repeated = conn.execute(
+        f"SELECT {columns}, count(*) FROM read_parquet(?) WHERE {not_null} "
+        f"GROUP BY ALL HAVING count(*) > 1 LIMIT 1",
+        [path],
+    ).fetchall()
+    if repeated:
+        *values, times = repeated[0]
+        shown = ", ".join(f"{c}={v!r}" for c, v in zip(key, values, strict=True))
+        raise BackupError(f"refused: the backup's {table} holds the key ({shown}) {times} times")
+
+
+def _value_rules(roles: Collection[str]) -> list[tuple[str, str, str]]:
+    """(table, column, an SQL condition that every row the app writes meets); a rule whose
+    table or column a schema revision lacks is not asked."""
+    listed = ", ".join(f"'{r}'" for r in roles)
+    choices_stored = "num_choices IS NULL OR num_choices >= 2"  # as imports check them
+    choices_counted = "num_choices = 0 OR num_choices >= 2"  # 0: a generative item
+    rules = [
+        ("api_tokens", "role", f'"role" IN ({listed})'),
+        ("api_tokens", "token_hash", "regexp_full_match(token_hash, '[0-9a-f]{64}')"),
+        ("api_tokens", "name", "\"name\" <> ''"),
+        ("results", "num_choices", choices_stored),
+        ("benchmarks", "num_choices", choices_stored),
+        ("benchmarks", "full_size", "full_size IS NULL OR full_size >= 0"),
+        ("results", "response_ref", "response_ref IS NULL OR response_ref >= 0"),
+        ("jobs", "status", _one_of("status", JobStatus)),
+        ("shards", "status", _one_of("status", ShardStatus)),
+        ("shards", "kind", f"kind IS NULL OR {_one_of('kind', ShardKind)}"),
+        ("series_checkpoints", "step", "step >= 0"),
+        ("watch_submissions", "step", "step >= 0"),
+        ("text_files", "rows", '"rows" >= 0 AND bytes >= 0'),
+    ]
+    rules += [
+        (t, "num_choices", choices_counted)
+        for t in ("transitions", "seed_transitions", "cross_seed_cells", "question_flips")
+    ]
+    seeds = {
+        "results": ("seed",), "runs": ("seed",), "shards": ("seed",), "coverage": ("seed",),
+        "transitions": ("seed",), "question_flips": ("seed",),
+        "seed_transitions": ("seed_a", "seed_b"), "cross_seed_cells": ("seed_a", "seed_b"),
+    }  # fmt: skip
+    rules += [(t, c, f"{c} >= {MIN_SEED}") for t, columns in seeds.items() for c in columns]
+    counts = {
+        "results": ("prompt_tokens", "completion_tokens"),
+        "shards": ("done", "total", "attempts", "resends"),
+        "coverage": ("paired", "only_base", "only_post", "mismatched", "ambiguous", "by_question",
+                     "by_text"),
+        "transitions": ("n_00", "n_01", "n_10", "n_11", "t_00", "t_01", "t_10", "t_11"),
+        "seed_transitions": ("n_00", "n_01", "n_10", "n_11"),
+        "cross_seed_cells": tuple(f"n_{a}_{b}" for a in ("00", "01", "10", "11")
+                                  for b in ("00", "01", "10", "11")),
+        "recovery_documents": ("doc_index", "n_tokens"),
+        "watch_submissions": ("attempts",),
+    }  # fmt: skip
+    rules += [(t, c, f"{c} IS NULL OR {c} >= 0") for t, columns in counts.items() for c in columns]
+    return rules
+
+
+def _one_of(column: str, values) -> str:
+    return f"{column} IN ({', '.join(repr(str(v.value)) for v in values)})"
+
+
+def _check_values(conn: Connection, roles: Collection[str]) -> None:
+    """Refuse the first value outside ``_value_rules``, naming its table, column and value."""
+    present = {
+        (t, c)
+        for t, c in conn.execute(
+            "SELECT table_name, column_name FROM duckdb_columns() "
+            "WHERE database_name = current_database()"
+        ).fetchall()
+    }
+    for table, column, condition in _value_rules(roles):
+        if (table, column) not in present:
+            continue
+        bad = conn.execute(
+            f'SELECT "{column}" FROM "{table}" WHERE NOT coalesce({condition}, false) LIMIT 1'
+        ).fetchall()
+        if bad:
+            raise BackupError(
+                f"refused: the backup's {table}.{column} holds {bad[0][0]!r}, which the app never "
+                f"writes (it must meet: {condition})"
             )
 
 
@@ -248,12 +441,47 @@ def _advance_sequences(conn: Connection, recorded: dict[str, int]) -> None:
 def _copy_answer_files(source: Path, target: Path, sizes: dict[str, int]) -> None:
     if not sizes:
         return
-    target.mkdir()
+    target.mkdir(mode=0o700)
     for name, size in sizes.items():
-        path = source / name
-        if not path.is_file() or path.stat().st_size != size:
+        try:
+            copied = _copy_plain_file(source / name, target / name)
+        except FileNotFoundError:
+            copied = None
+        if copied != size:
             raise BackupError(f"the backup's answer file {name} is missing or not whole")
-        shutil.copyfile(path, target / name)
+
+
+def _copy_plain_file(source: Path, target: Path) -> int:
+    """Copy ``source`` to a new file ``target`` created 0600; its size. A link is not followed
+    and anything but a plain file refused (checked on the file opened: it cannot be swapped)."""
+    try:
+        descriptor = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise BackupError(
+            f"refused: {source} is a link or cannot be read ({exc.strerror})"
+        ) from exc
+    with os.fdopen(descriptor, "rb") as reading:
+        if not stat.S_ISREG(os.fstat(reading.fileno()).st_mode):
+            raise BackupError(f"refused: {source} is not a plain file")
+        with _private_file(target) as out:
+            shutil.copyfileobj(reading, out, 1 << 20)
+            return out.tell()
+
+
+def _private_file(path: Path):
+    """A new file at ``path``, created 0600 (not through a link), open for writing bytes."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.fdopen(os.open(path, flags, 0o600), "wb")
+
+
+def _make_tree_private(folder: Path) -> None:
+    """No group or other bits on anything under ``folder`` (itself included)."""
+    make_private(folder)
+    for parent, folders, files in os.walk(folder):
+        for name in (*folders, *files):
+            make_private(Path(parent) / name)
 
 
 def _check_target(database: Path) -> None:
@@ -313,15 +541,15 @@ def _tables(conn: Connection) -> list[str]:
     ]
 
 
-def _columns(conn: Connection, table: str) -> list[str]:
-    return [
-        c
-        for (c,) in conn.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
-            "AND table_name = ? ORDER BY column_index",
+def _columns(conn: Connection, table: str) -> dict[str, str]:
+    """The table's columns and their types, in order."""
+    return dict(
+        conn.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() "
+            "WHERE database_name = current_database() AND table_name = ? ORDER BY column_index",
             [table],
         ).fetchall()
-    ]
+    )
 
 
 def _literal(path: Path) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import duckdb
 
+from app.runtime.private import keep_new_files_private, make_private
 from app.runtime.resources import resource_dir
 
 Connection = duckdb.DuckDBPyConnection
@@ -43,9 +44,15 @@ class StoreError(RuntimeError):
     """The database cannot be used (locked by another process, unreadable, ...)."""
 
 
+def database_files(path: Path) -> tuple[Path, Path, Path]:
+    """The files DuckDB keeps for the database ``path``: the file, its write-ahead log, its
+    spill folder."""
+    return path, path.with_name(path.name + ".wal"), path.with_name(path.name + ".tmp")
+
+
 # The newest migration's revision id; a test checks it against Alembic's own head. Comparing with a
 # constant keeps every CLI start from importing Alembic when the schema is current.
-HEAD_REVISION = "0011"
+HEAD_REVISION = "0012"
 
 
 def alembic_config():
@@ -86,7 +93,8 @@ class Store:
         self.path = Path(path)
         self.checkpoint_mb = checkpoint_mb
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            keep_new_files_private()
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         elif not self.path.exists():
             raise StoreError(f"database {self.path} does not exist; import results first")
         self.read_only = read_only
@@ -115,6 +123,9 @@ class Store:
     def _connect(self) -> Connection:
         try:
             database = duckdb.connect(str(self.path), read_only=self.read_only)
+            if not self.read_only:
+                for path in database_files(self.path):  # made under a looser umask before
+                    make_private(path)
             if self.checkpoint_mb is not None and not self.read_only:
                 database.execute(f"SET checkpoint_threshold = '{int(self.checkpoint_mb)}MB'")
             return database

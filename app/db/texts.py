@@ -27,12 +27,15 @@ short and deletes files no committed import names.
 
 from __future__ import annotations
 
+import os
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
+
+from app.runtime.private import make_private
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -118,11 +121,15 @@ class TextWriter:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private(self.folder)  # made before forgetmap set modes
         self.file_id = conn.execute("SELECT nextval('text_files_id_seq')").fetchall()[0][0]
         self.name = f"{self.file_id:08d}-{uuid.uuid4().hex}{SUFFIX}"
+        path = self.folder / (self.name + PARTIAL)
+        # created 0600 here: pyarrow opens it again with O_TRUNC, which keeps the mode
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
         self.writer = pq.ParquetWriter(
-            self.folder / (self.name + PARTIAL),
+            path,
             pa.schema([("ref", pa.int64()), ("text", pa.string())]), compression="zstd",
             compression_level=1, use_dictionary=False,
         )  # fmt: skip
@@ -156,15 +163,20 @@ class TextWriter:
 
 def reconcile(conn: Connection, folder: Path) -> None:
     """Finish what a crash left: a committed file still ``.partial`` is renamed, a file no
-    committed import names (its import rolled back, or never committed) is deleted."""
+    committed import names (its import rolled back, or never committed) is deleted. The folder
+    and the files it keeps are made private (0700, 0600) where an older forgetmap left them
+    readable to others."""
     if not folder.is_dir():
         return
+    make_private(folder)
     named = set(committed_names(conn))
     for path in folder.iterdir():
         name = path.name.removesuffix(PARTIAL)
         if name not in named:
             path.unlink(missing_ok=True)
-        elif path.name.endswith(PARTIAL):
+            continue
+        make_private(path)
+        if path.name.endswith(PARTIAL):
             path.rename(folder / name)
 
 

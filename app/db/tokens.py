@@ -18,6 +18,11 @@ def insert_token(conn: Connection, name: str, token_hash: str, role: str) -> Non
 
 
 def delete_token(conn: Connection, name: str) -> None:
+    """Delete a token and its login sessions."""
+    conn.execute(
+        "DELETE FROM web_sessions WHERE token_id IN (SELECT id FROM api_tokens WHERE name = ?)",
+        [name],
+    )
     conn.execute("DELETE FROM api_tokens WHERE name = ?", [name])
 
 
@@ -26,11 +31,6 @@ def token_by_hash(conn: Connection, token_hash: str) -> tuple[int, str, str] | N
     return conn.execute(
         "SELECT id, name, role FROM api_tokens WHERE token_hash = ?", [token_hash]
     ).fetchone()
-
-
-def token_by_id(conn: Connection, token_id: int) -> tuple[int, str, str] | None:
-    """(id, name, role) of the token, or None (revoked)."""
-    return conn.execute("SELECT id, name, role FROM api_tokens WHERE id = ?", [token_id]).fetchone()
 
 
 def tokens(conn: Connection) -> list[tuple]:

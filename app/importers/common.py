@@ -17,6 +17,7 @@ and, where possible, how to fix it. The CLI prints it as ``error: <message>`` an
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -156,35 +157,90 @@ def normalized_schema_for(table: pa.Table) -> pa.Schema:
     return pa.schema(fields)
 
 
+MAX_LINE_BYTES = 16 << 20
+"""Bytes a line of a JSON-lines file may have (16 MiB; a reasoning model's chain of thought of
+100,000 tokens is about 0.4 MB): a longer line is refused before it is parsed, since parsing
+holds it several times over. Also the most a text value of a table may hold (a CSV value must
+fit in one 16 MiB block anyway)."""
+MAX_JSON_DEPTH = 64
+"""Levels of lists and objects a JSON line may nest (an lm-eval or EEE line needs about 6)."""
+
+
 def json_objects(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line of a JSON-lines file (a leading byte-order
-    mark is skipped). A line that is not UTF-8, not JSON or not an object raises InputError naming
-    ``label`` and the line."""
+    mark is skipped). A line that is not UTF-8, not JSON, not an object, longer than
+    ``MAX_LINE_BYTES``, nested deeper than ``MAX_JSON_DEPTH`` or with a number too long to read
+    raises InputError naming ``label`` and the line."""
+    for number, record, _ in json_lines(path, label):
+        yield number, record
+
+
+def json_lines(path: Path, label: str) -> Iterator[tuple[int, dict[str, Any], int]]:
+    """``json_objects`` with each line's size in bytes: (line number, object, bytes)."""
     with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
+        number = 0
+        while raw := fh.readline(MAX_LINE_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_LINE_BYTES and raw[MAX_LINE_BYTES:] != b"\n":
                 raise InputError(
-                    f"{label}: line {number} is not UTF-8 ({exc.reason} at byte {exc.start}); "
-                    "save the file as UTF-8"
-                ) from None
-            if number == 1:
-                text = text.lstrip("\ufeff")
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"{label}: line {number} is not valid JSON ({exc.msg} at column {exc.colno}); "
-                    "each line must be one JSON object"
-                ) from None
-            if not isinstance(record, dict):
-                raise InputError(
-                    f"{label}: line {number} is not a JSON object (got {type(record).__name__})"
+                    f"{label}: line {number} is longer than {MAX_LINE_BYTES:,} bytes (16 MiB), "
+                    "the most a line may have; split its text or leave the long columns out"
                 )
-            yield number, record
+            record = _json_object(raw, number, label)
+            if record is not None:
+                yield number, record, len(raw)
+
+
+def _json_object(raw: bytes, number: int, label: str) -> dict[str, Any] | None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{label}: line {number} is not UTF-8 ({exc.reason} at byte {exc.start}); "
+            "save the file as UTF-8"
+        ) from None
+    if number == 1:
+        text = text.lstrip("\ufeff")
+    if not text.strip():
+        return None
+    too_deep = InputError(
+        f"{label}: line {number} nests lists and objects more than {MAX_JSON_DEPTH} deep, "
+        "the most a line may; a results line needs a few levels"
+    )
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{label}: line {number} is not valid JSON ({exc.msg} at column {exc.colno}); "
+            "each line must be one JSON object"
+        ) from None
+    except RecursionError:  # deeper than the parser's own stack allows
+        raise too_deep from None
+    except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits)
+        raise InputError(
+            f"{label}: line {number} holds a number of more than "
+            f"{sys.get_int_max_str_digits():,} digits; no column takes a number that long"
+        ) from None
+    if not isinstance(record, dict):
+        raise InputError(
+            f"{label}: line {number} is not a JSON object (got {type(record).__name__})"
+        )
+    # a line with few brackets cannot nest deeply: only the others are walked
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and deeper_than(record, MAX_JSON_DEPTH):
+        raise too_deep
+    return record
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and dicts more than ``limit`` levels (itself level 1)."""
+    waiting = [(value, 1)]
+    while waiting:
+        item, depth = waiting.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        waiting.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
 
 
 def json_text(value: Any) -> str | None:

@@ -22,8 +22,17 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from app.contract.base import MAX_SEED, MIN_SEED, seed_problem
 from app.core.columns import dictionary_codes, map_values
-from app.importers.common import NORMALIZED_SCHEMA, InputError, build_table, json_objects
+from app.importers.common import (
+    MAX_JSON_DEPTH,
+    MAX_LINE_BYTES,
+    NORMALIZED_SCHEMA,
+    InputError,
+    build_table,
+    deeper_than,
+    json_lines,
+)
 
 REQUIRED = ("benchmark", "sample_id", "correct")
 TEXT_COLUMNS = ("category", "prompt", "response", "prediction", "gold", "choices", "doc_hash")
@@ -52,6 +61,18 @@ DICTIONARY_COLUMNS = (
 
 BATCH_ROWS = 200_000
 """Rows of a table file read, checked and stored at a time: an import's memory holds one batch."""
+BATCH_BYTES = 64 << 20
+"""...or fewer rows, once they hold this many bytes (long answers): a batch stays this small."""
+MAX_TABLE_COLUMNS = 1_000
+"""Columns a table file may have: forgetmap reads 14, and a wider file is refused before its rows
+are read (each column costs memory and time whether it is read or not)."""
+MAX_HEADER_BYTES = 1 << 20
+"""Bytes a CSV file's header line may have (1 MiB: 1,000 names of 1,000 characters)."""
+MAX_PARQUET_FOOTER_BYTES = 16 << 20
+"""Bytes a Parquet file's footer (its schema and row-group index) may have: reading it takes
+about 15 times as much memory, and 1,000 columns in 100 row groups need about 20 MB less."""
+NUM_CHOICES_MAX = (1 << 15) - 1
+"""The most options a row may have (``num_choices`` is stored as int16)."""
 
 
 def iter_table(
@@ -85,33 +106,58 @@ def read_table(path: Path, *, model: str | None = None) -> pa.Table:
 
 
 def _rebatched(tables: Iterator[pa.Table], size: int) -> Iterator[pa.Table]:
-    """The rows of ``tables`` in tables of ``size`` rows (the last one fewer), none empty."""
+    """The rows of ``tables`` in tables of ``size`` rows (the last one fewer), none empty; fewer
+    rows where they hold ``BATCH_BYTES`` before (a table of long answers)."""
     waiting: list[pa.Table] = []
-    held = 0
+    held = held_bytes = 0
     for table in tables:
         while table.num_rows:
             take = min(size - held, table.num_rows)
             waiting.append(table.slice(0, take))
             held += take
+            held_bytes += waiting[-1].nbytes
             table = table.slice(take)
-            if held == size:
+            if held == size or held_bytes >= BATCH_BYTES:
                 yield pa.concat_tables(waiting).unify_dictionaries()
-                waiting, held = [], 0
+                waiting, held, held_bytes = [], 0, 0
     if held:
         yield pa.concat_tables(waiting).unify_dictionaries()
 
 
-def _csv_batches(path: Path, size: int) -> Iterator[pa.Table]:
+def _too_wide(source: str, count: int, more: bool = False) -> InputError:
+    return InputError(
+        f"{source}: the file has {'more than ' if more else ''}{count:,} columns; a table may "
+        f"have at most {MAX_TABLE_COLUMNS:,} (forgetmap reads model, benchmark, sample_id, "
+        "correct, seed and a few more: docs/formats.md); leave the other columns out"
+    )
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The names of a CSV file's columns, from a bounded read of its first line."""
     with path.open("rb") as fh:
-        first = fh.readline()
+        first = fh.readline(MAX_HEADER_BYTES + 1)
+    whole = len(first) <= MAX_HEADER_BYTES or first[MAX_HEADER_BYTES:] == b"\n"
+    if not whole:
+        first = first[: first.rfind(b",") + 1]  # the names read in full, to count them
     try:
         header_line = first.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(
             f"{path.name}: not UTF-8 text (byte {exc.start} of the header); save it as UTF-8"
         ) from exc
-    header = next(csv.reader(io.StringIO(header_line)), [])
-    names = [h.strip() for h in header]
+    names = [h.strip() for h in next(csv.reader(io.StringIO(header_line)), [])]
+    if len(names) > MAX_TABLE_COLUMNS:
+        raise _too_wide(path.name, len(names) - (not whole), more=not whole)
+    if not whole:
+        raise InputError(
+            f"{path.name}: the header line is longer than {MAX_HEADER_BYTES:,} bytes (1 MiB), "
+            "the most it may have; shorten the column names"
+        )
+    return names
+
+
+def _csv_batches(path: Path, size: int) -> Iterator[pa.Table]:
+    names = _csv_header(path)
     if not any(names):
         raise InputError(
             f"{path.name}: the file has no header row; the first line must name the columns"
@@ -136,7 +182,15 @@ def _csv_batches(path: Path, size: int) -> Iterator[pa.Table]:
         message = str(exc)
         if "UTF8" in message or "utf8" in message.lower():
             raise InputError(f"{path.name}: not UTF-8 text; save the file as UTF-8") from exc
-        raise InputError(f"{path.name}: malformed CSV: {message.splitlines()[0]}") from exc
+        # Arrow's message quotes the row, which may be long
+        raise InputError(
+            f"{path.name}: malformed CSV: {_clipped(message.splitlines()[0])}"
+        ) from exc
+
+
+def _clipped(message: str, most: int = 300) -> str:
+    """At most ``most`` characters of a reader's message (Arrow quotes whole rows)."""
+    return message if len(message) <= most else message[:most] + "..."
 
 
 CSV_BLOCK_BYTES = 16 << 20
@@ -145,17 +199,24 @@ CSV_BLOCK_BYTES = 16 << 20
 
 def _jsonl_batches(path: Path, size: int) -> Iterator[pa.Table]:
     rows: list[dict] = []
-    for _, record in json_objects(path, path.name):
+    names: dict[str, None] = {}  # every key of the batch's rows, in order
+    held = 0
+    for _, record, length in json_lines(path, path.name):
         rows.append(record)
-        if len(rows) == size:
-            yield _json_table(rows)
-            rows = []
+        held += length
+        if len(record) > MAX_TABLE_COLUMNS:
+            raise _too_wide(path.name, len(record))
+        names.update(dict.fromkeys(record))
+        if len(names) > MAX_TABLE_COLUMNS:
+            raise _too_wide(path.name, MAX_TABLE_COLUMNS, more=True)
+        if len(rows) == size or held >= BATCH_BYTES:
+            yield _json_table(rows, list(names))
+            rows, names, held = [], {}, 0
     if rows:
-        yield _json_table(rows)
+        yield _json_table(rows, list(names))
 
 
-def _json_table(rows: list[dict]) -> pa.Table:
-    names = list(dict.fromkeys(key for row in rows for key in row))
+def _json_table(rows: list[dict], names: list[str]) -> pa.Table:
     return pa.table(
         {n: pa.array([_json_cell(row.get(n)) for row in rows], type=pa.string()) for n in names}
     )
@@ -171,9 +232,28 @@ def _json_cell(value: object) -> str | None:
     return str(value)
 
 
+def _parquet_footer_bytes(path: Path) -> int | None:
+    """The length its last 8 bytes give a Parquet file's footer; None if they do not end "PAR1"."""
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - 8))
+        tail = fh.read(8)
+    if len(tail) < 8 or tail[4:] != b"PAR1":
+        return None
+    return int.from_bytes(tail[:4], "little")
+
+
 def _parquet_batches(path: Path, size: int) -> Iterator[pa.Table]:
+    footer = _parquet_footer_bytes(path)
+    if footer is not None and footer > MAX_PARQUET_FOOTER_BYTES:
+        raise InputError(
+            f"{path.name}: the Parquet footer (its schema and row-group index) has {footer:,} "
+            f"bytes, over the {MAX_PARQUET_FOOTER_BYTES:,} (16 MiB) a table's may have; write "
+            f"at most {MAX_TABLE_COLUMNS:,} columns, in larger row groups"
+        )
     try:
         parquet = pq.ParquetFile(path)
+        if parquet.metadata.num_columns > MAX_TABLE_COLUMNS:
+            raise _too_wide(path.name, parquet.metadata.num_columns)
         wanted = {c.strip() for c in DICTIONARY_COLUMNS}
         as_dictionary = [
             f.name
@@ -188,7 +268,7 @@ def _parquet_batches(path: Path, size: int) -> Iterator[pa.Table]:
             yield table.rename_columns([c.strip() for c in table.column_names])
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(
-            f"{path.name}: not a readable Parquet file ({str(exc).splitlines()[0]})"
+            f"{path.name}: not a readable Parquet file ({_clipped(str(exc).splitlines()[0])})"
         ) from exc
 
 
@@ -216,7 +296,10 @@ def _first_bad(
     """(the number of the first row ``mask`` marks, counting the batch's first as ``first_row``;
     its value)."""
     row = pc.index(mask, True).as_py()
-    return row + first_row, values[row].as_py()
+    value = values[row].as_py()
+    if isinstance(value, str) and len(value) > 60:  # a 5,000-digit "seed" is not told back whole
+        value = value[:60] + "..."
+    return row + first_row, value
 
 
 def _binary_codes(values: pa.Array) -> pa.Array:
@@ -265,6 +348,19 @@ def _parse_flag(col: pa.ChunkedArray, name: str, source: str, first_row: int) ->
     return pc.equal(kind, 1)
 
 
+# an integer of at most 18 digits (leading zeros aside): it fits int64, so the cast cannot fail;
+# a longer one is refused as not an integer
+_INTEGER = r"^[+-]?0*\d{1,18}$"
+
+
+def _check_seeds(seeds: pa.ChunkedArray, source: str, first_row: int) -> None:
+    """Seeds in the range every door takes (app.contract.base.seed_problem): 0 up, an INTEGER."""
+    bad = pc.or_(pc.less(seeds, MIN_SEED), pc.greater(seeds, MAX_SEED))
+    if pc.any(bad).as_py():
+        row, value = _first_bad(bad, seeds, first_row)
+        raise InputError(f"{source}: row {row}: {seed_problem(value)}")
+
+
 def _parse_int(
     col: pa.ChunkedArray, name: str, source: str, first_row: int, *, nullable: bool
 ) -> pa.ChunkedArray:
@@ -290,7 +386,7 @@ def _parse_int(
     if not nullable and text.null_count:
         row, _ = _first_bad(pc.is_null(text), text, first_row)
         raise InputError(f"{source}: row {row}: {name} is empty; it must be an integer")
-    ok = pc.match_substring_regex(text, r"^[+-]?\d+$")
+    ok = pc.match_substring_regex(text, _INTEGER)
     bad = pc.fill_null(pc.invert(ok), False)
     if pc.any(bad).as_py():
         row, value = _first_bad(bad, col, first_row)
@@ -314,7 +410,7 @@ def _parse_int_values(values: pa.Array) -> pa.Array:
     """Distinct values -> int64: empty -> null, not an integer -> _BAD_INT."""
     text = pc.utf8_trim_whitespace(_as_string(values))
     text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
-    ok = pc.match_substring_regex(text, r"^[+-]?\d+$")
+    ok = pc.match_substring_regex(text, _INTEGER)
     good = pc.fill_null(ok, False)
     safe = pc.if_else(good, text, pa.scalar("0", pa.string()))
     number = pc.cast(_without_plus(pc.fill_null(safe, "0")), pa.int64())
@@ -332,7 +428,7 @@ def _normalize(raw: pa.Table, source: str, model: str | None, first_row: int = 1
         hint = " (or pass --model NAME)" if missing == ["model"] else ""
         raise InputError(
             f"{source}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}{hint}; "
-            f"found: {', '.join(raw.column_names) or 'none'}"
+            f"found: {_names(raw.column_names)}"
         )
     n = raw.num_rows
     if n == 0:
@@ -366,12 +462,14 @@ def _normalize(raw: pa.Table, source: str, model: str | None, first_row: int = 1
     columns["correct"] = _parse_correct(raw["correct"], source, first_row)
     if "seed" in present:
         columns["seed"] = _parse_int(raw["seed"], "seed", source, first_row, nullable=False)
+        _check_seeds(columns["seed"], source, first_row)
     else:
         columns["seed"] = pa.array(np.zeros(n, np.int32))
     if "num_choices" in present:
         columns["num_choices"] = _parse_int(
             raw["num_choices"], "num_choices", source, first_row, nullable=True
         )
+        _check_most(columns["num_choices"], "num_choices", NUM_CHOICES_MAX, source, first_row)
     if "truncated" in present:
         columns["truncated"] = _parse_flag(raw["truncated"], "truncated", source, first_row)
     for name in TEXT_COLUMNS:
@@ -381,10 +479,56 @@ def _normalize(raw: pa.Table, source: str, model: str | None, first_row: int = 1
                 text = map_values(
                     text, lambda v: pc.if_else(pc.equal(v, ""), pa.scalar(None, pa.string()), v)
                 )
+            if not pa.types.is_dictionary(text.type):
+                _check_most(pc.binary_length(text), name, MAX_LINE_BYTES, source, first_row,
+                            unit=" bytes")  # fmt: skip
+            if name == "choices":
+                _check_nesting(text, source, first_row)
             columns[name] = text
     table = build_table(columns)
     assert table.schema.names == NORMALIZED_SCHEMA.names
     return table
+
+
+def _names(names: list[str], most: int = 20) -> str:
+    """The first ``most`` column names, for a message ("none" for none)."""
+    shown = ", ".join(_clipped(n, 60) for n in names[:most]) or "none"
+    return shown + (f" and {len(names) - most:,} more" if len(names) > most else "")
+
+
+def _check_most(
+    values: pa.ChunkedArray, name: str, most: int, source: str, first_row: int, unit: str = ""
+) -> None:
+    """Refuse the first row whose value (a number, or a text's length) is over ``most``."""
+    over = pc.fill_null(pc.greater(values, most), False)
+    if pc.any(over).as_py():
+        row, value = _first_bad(over, values, first_row)
+        raise InputError(
+            f"{source}: row {row}: {name} is {value:,}{unit}, over the {most:,}{unit} it may be"
+        )
+
+
+def _check_nesting(choices: pa.ChunkedArray, source: str, first_row: int) -> None:
+    """Refuse a ``choices`` text nested deeper than a JSON line may be (the pages parse it); only
+    values with that many brackets are parsed here."""
+    if pa.types.is_dictionary(choices.type):
+        choices = pc.cast(choices, choices.type.value_type)
+    brackets = pc.add(pc.count_substring(choices, "["), pc.count_substring(choices, "{"))
+    suspect = pc.fill_null(pc.greater(brackets, MAX_JSON_DEPTH), False)
+    if not pc.any(suspect).as_py():
+        return
+    for row in pc.indices_nonzero(suspect).to_pylist():
+        try:
+            too_deep = deeper_than(json.loads(choices[row].as_py()), MAX_JSON_DEPTH)
+        except RecursionError:
+            too_deep = True
+        except ValueError:  # not JSON: kept as the one option it reads as
+            too_deep = False
+        if too_deep:
+            raise InputError(
+                f"{source}: row {row + first_row}: choices nests lists more than "
+                f"{MAX_JSON_DEPTH} deep; it must be a JSON list of the options' texts"
+            )
 
 
 def _distinct(col: pa.ChunkedArray) -> list:

@@ -120,7 +120,7 @@ class ForgetmapCallback(TrainerCallback):
             root=Path("."), series=request.series, base=request.base,
             app_url=app_url or os.environ.get("FORGETMAP_APP_URL", "http://127.0.0.1:8000"),
             token=token, benchmarks=request.benchmarks, seeds=request.seeds,
-            config=request.config.model_dump(), base_path=request.base_path,
+            config=request.config.model_dump(), base_path=_local_or_hub(request.base_path),
         )  # fmt: skip
         self.staging_dir = Path(staging).resolve() if staging else None
         self.report_to = list(report_to) if report_to is not None else None
@@ -356,3 +356,12 @@ def _tensorboard_logdir(args) -> str | None:
         return os.path.expanduser(os.environ["TENSORBOARD_LOGGING_DIR"])
     folders = {p.parent for p in Path(args.output_dir, "runs").glob("*/events.out.tfevents.*")}
     return str(max(folders, key=lambda p: p.stat().st_mtime)) if folders else None
+
+
+def _local_or_hub(base_path: str | None) -> str | None:
+    """A base model folder that exists here, made absolute: the app looks a relative path up
+    under its model roots, never in this script's working directory. Anything else (a hub id)
+    as given."""
+    if base_path and Path(base_path).expanduser().is_dir():
+        return str(Path(base_path).expanduser().resolve())
+    return base_path

@@ -9,6 +9,8 @@ from pydantic import Field
 from pydantic_settings import BaseSettings
 
 from app.runtime.config import ENVIRONMENT, read_settings
+from app.runtime.paths import default_db_path
+from app.runtime.private import make_private
 
 TASK_NAME = "forgetmap.evaluate_shard"
 
@@ -19,7 +21,9 @@ class BrokerSettings(BaseSettings):
     model_config = ENVIRONMENT
 
     url: str | None = Field(None, validation_alias="FORGETMAP_BROKER_URL")  # None: embedded queue
-    data_dir: Path = Path("data")  # the embedded queue's folder is data_dir/broker
+    # the embedded queue's folder is data_dir/broker; by default beside the database, which
+    # `serve`, `up` and `worker` all name the same way (--db, else $FORGETMAP_DB, else data/)
+    data_dir: Path = Field(default_factory=lambda: default_db_path().parent)
     queue: str = "forgetmap"
     visibility_timeout: int = 3600  # seconds before Redis re-delivers an unacknowledged task
 
@@ -37,8 +41,10 @@ class BrokerSettings(BaseSettings):
             options = {"visibility_timeout": self.visibility_timeout}
         else:
             folder = (self.data_dir / "broker").resolve()
-            for sub in ("queue", "processed", "control"):
-                (folder / sub).mkdir(parents=True, exist_ok=True)
+            # private (0700, also when an older forgetmap made it): the messages name models
+            for sub in (folder, folder / "queue", folder / "processed", folder / "control"):
+                sub.mkdir(mode=0o700, parents=True, exist_ok=True)
+                make_private(sub)
             broker = "filesystem://"
             options = {
                 "data_folder_in": str(folder / "queue"),

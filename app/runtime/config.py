@@ -58,18 +58,22 @@ class WebSettings(BaseSettings):
     secret_key: str = Field("", repr=False)
     private: bool = False  # True: every page and API read needs a login or a token
     model_roots: PathList = ()
+    # False: only folders under model_roots load; True: also Hugging Face ids (org/name)
+    allow_hub_models: bool = True
     benchmark_dirs: PathList = ()
     corpus_dirs: PathList = ()  # recoverability corpora; empty: the benchmark folders
     reconcile_seconds: float = 10.0
+    # how long the theory lab computes one parameter set before it answers 422
+    theory_seconds: float = Field(30.0, gt=0, le=3600)
     stale_seconds: float = 1800.0  # a running shard silent this long is sent again
     # a queued shard sent this long ago that no worker has started is sent again (lost message)
     resend_seconds: float = 300.0
     session_days: float = 7.0  # a login lasts this long
     # an upload to import (POST /api/imports): larger is refused with 413
     import_max_bytes: int = Field(8 << 30, gt=0)
-    # what an uploaded archive may unpack to (zip bombs): larger, or over IMPORT_MAX_MEMBERS
-    # members, is refused
-    import_max_unpacked_bytes: int = Field(32 << 30, gt=0)
+    # what an uploaded archive may unpack to on disk (zip bombs): larger, over 200x its own size
+    # (app.services.imports.MAX_UNPACK_RATIO) or over 100,000 members is refused
+    import_max_unpacked_bytes: int = Field(8 << 30, gt=0)
     # the write-ahead log's size at which a commit checkpoints the file. A checkpoint holds every
     # reader until it is done (0.3-0.5 s after a 65,000-row import): at DuckDB's 16 MB nearly
     # every import's commit did one, and the map's p99 during imports was 130-530 ms; at 1 GB it

@@ -8,15 +8,27 @@ token of that process only (the app keeps it in memory, never in the database). 
 created owner-only (0600) and removed on a clean exit; a reader ignores it when it is stale: its
 pid is not alive, or its URL does not answer ``/healthz`` with the same app id (an app killed
 with SIGKILL leaves the file behind).
+
+The CLI sends its commands, with the file's credential, to the URL the file names, so a reader
+trusts the file only when no one but its own user could have written it, and only for an app on
+this machine (``untrusted_because``): a plain file (not a link), of the reader's own user, mode
+0600 (no group or other bits), naming a loopback URL (127.0.0.0/8, ::1, localhost). Another file
+is ignored with a warning on stderr that says why; the command then runs on the database file
+itself (and fails, as it would, when an app holds the file).
 """
 
 from __future__ import annotations
 
+import errno
+import ipaddress
 import json
 import os
 import secrets
 import socket
+import stat
+import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -26,6 +38,7 @@ APP_ID_HEADER = "X-Forgetmap-App-Id"
 LOCAL_CREDENTIAL_PREFIX = "fml_"
 HEALTH_TIMEOUT_SECONDS = 2.0
 OWNER_FILE_SUFFIX = ".app.json"
+OWNER_FILE_MAX_BYTES = 4096  # what publish writes is about 250 bytes: read no more than this
 
 LOCAL_ONLY = frozenset({"serve", "up", "worker", "watch", "demo", "suite", "job", "restore"})
 """Commands that never run through the app: they start processes, use no database, or (restore)
@@ -90,7 +103,14 @@ def withdraw(db_path: Path | str, owner: Owner) -> None:
 def read_owner(path: Path) -> Owner | None:
     """The owner file's content; None when there is none or it cannot be read as one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return _parse_owner(path.read_bytes()[:OWNER_FILE_MAX_BYTES])
+    except OSError:
+        return None
+
+
+def _parse_owner(text: bytes) -> Owner | None:
+    try:
+        data = json.loads(text.decode("utf-8"))
         return Owner(
             url=str(data["url"]),
             pid=int(data["pid"]),
@@ -98,19 +118,86 @@ def read_owner(path: Path) -> Owner | None:
             app_id=str(data["app_id"]),
             started_at=str(data["started_at"]),
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 
 def live_owner(db_path: Path | str) -> Owner | None:
-    """The app that owns the database now, or None: no owner file, or a stale one."""
+    """The app that owns the database now, or None: no owner file, a stale one, or one that is
+    not trusted (a warning on stderr says why)."""
     path = owner_path(db_path)
-    if not path.exists():  # the common case, one stat
+    if not os.path.lexists(path):  # the common case, one stat
         return None
-    owner = read_owner(path)
+    owner, distrust = trusted_owner(path)
+    if distrust is not None:
+        print(
+            f"warning: ignoring the owner file {path}: {distrust}; the command runs on the "
+            "database file itself",
+            file=sys.stderr,
+        )
+        return None
     if owner is None or not _pid_alive(owner.pid):
         return None
     return owner if answering_app_id(owner.url) == owner.app_id else None
+
+
+def trusted_owner(path: Path) -> tuple[Owner | None, str | None]:
+    """The owner file at ``path`` and None, or None and why it is not trusted (None and None:
+    it went away meanwhile). It is opened without following a link and without waiting on a
+    pipe, and the checks are made on what was opened: nothing can be swapped in between."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, "it is a symbolic link (the app writes a plain file)"
+        return None, f"it cannot be read ({exc.strerror})"
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        distrust = untrusted_because(status)
+        if distrust is not None:
+            return None, distrust
+        owner = _parse_owner(handle.read(OWNER_FILE_MAX_BYTES))
+    if owner is None:
+        return None, "it does not hold an app's url, pid, credential, app_id and started_at"
+    if not is_loopback_url(owner.url):
+        return None, (
+            f"its url {owner.url[:200]!r} is not on this machine (a loopback address: "
+            "127.0.0.0/8, ::1 or localhost); use --url and --token for an app elsewhere"
+        )
+    return owner, None
+
+
+def untrusted_because(status: os.stat_result) -> str | None:
+    """Why an owner file of this ``status`` could have been written by someone else; None: it
+    could not (a plain file of this user, mode 0600 or stricter)."""
+    if not stat.S_ISREG(status.st_mode):
+        return "it is not a plain file"
+    if status.st_uid != os.geteuid():
+        return f"it belongs to uid {status.st_uid}, not to this user (uid {os.geteuid()})"
+    mode = stat.S_IMODE(status.st_mode)
+    if mode & 0o077:
+        return f"its mode is {mode:04o}, not 0600 (others could have written it)"
+    return None
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether ``url`` is an http(s) URL of this machine: 127.0.0.0/8, ::1 or localhost."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not host or parts.username or parts.password:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _pid_alive(pid: int) -> bool:

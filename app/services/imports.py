@@ -40,10 +40,16 @@ from app.db import jobs as jobs_db
 from app.db.store import Store
 from app.importers import import_file
 from app.importers.lm_eval.reader import parse_filter_options
+from app.runtime.private import make_private
 
 STAGING_SUFFIX = ".imports"
 MAX_MEMBERS = 100_000
 """Members an archive may hold (files and folders): more is refused before anything is written."""
+MAX_UNPACK_RATIO = 200
+"""The most an archive may unpack to, as a multiple of its own size. Result files compress 10-45x
+(deflate: a results CSV 10x, lm-eval samples with 5- and 25-shot prompts 18x and 44x; xz on the
+25-shot file 93x), a compression bomb 1,000x (deflate's most) and far beyond (bzip2, xz); past
+this the archive is refused as it unpacks, whatever its headers say."""
 MAX_NAME = 255
 COPY_CHUNK = 1 << 20
 INTERRUPTED = (
@@ -97,7 +103,8 @@ class StagedUpload:
     """An upload being written to a private folder of the staging area, its bytes counted."""
 
     def __init__(self, staging: Path, name: str, limit: int):
-        staging.mkdir(parents=True, exist_ok=True)
+        staging.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private(staging)  # one an older forgetmap made 0755
         self.folder = Path(tempfile.mkdtemp(prefix="upload-", dir=staging))  # mode 0700
         self.name, self.limit, self.size = name, limit, 0
         self.path = self.folder / "upload"
@@ -157,13 +164,16 @@ class Unpacker:
     that are links, devices or pipes, that leave the folder, come twice, or pass the member
     and byte limits are refused (the import fails, and its folder is removed)."""
 
-    def __init__(self, root: Path, max_bytes: int, max_members: int, report: Callable):
+    def __init__(
+        self, root: Path, max_bytes: int, max_members: int, report: Callable, packed: int = 0
+    ):
         self.root, self.max_bytes, self.max_members, self.report = (
             root,
             max_bytes,
             max_members,
             report,
         )
+        self.packed = packed  # the archive's own size in bytes; 0: no ratio check
         self.members = self.bytes = 0
         root.mkdir(mode=0o700)
 
@@ -193,17 +203,28 @@ class Unpacker:
         with open(fd, "wb") as out:
             while chunk := source.read(COPY_CHUNK):
                 self.bytes += len(chunk)
-                if self.bytes > self.max_bytes:
-                    raise InputError(
-                        f"the archive unpacks to more than {self.max_bytes:,} bytes "
-                        "(FORGETMAP_IMPORT_MAX_UNPACKED_BYTES): refused"
-                    )
+                self._check_size()
                 out.write(chunk)
+
+    def _check_size(self) -> None:
+        """Refuse the archive once the bytes written pass either limit (counted, not read from
+        its headers, which an archive may state falsely)."""
+        if self.packed and self.bytes > MAX_UNPACK_RATIO * self.packed:
+            raise InputError(
+                f"the archive unpacks to more than {MAX_UNPACK_RATIO} times its own "
+                f"{self.packed:,} bytes (a compression bomb?): refused; send the files "
+                "uncompressed or less compressed"
+            )
+        if self.bytes > self.max_bytes:
+            raise InputError(
+                f"the archive unpacks to more than {self.max_bytes:,} bytes "
+                "(FORGETMAP_IMPORT_MAX_UNPACKED_BYTES): refused"
+            )
 
 
 def unpack(archive: Path, kind: str, root: Path, *, max_bytes: int, report: Callable) -> None:
     """Unpack a zip or tar (.tar, .tar.gz, .tar.bz2, .tar.xz) into the new folder ``root``."""
-    unpacker = Unpacker(root, max_bytes, MAX_MEMBERS, report)
+    unpacker = Unpacker(root, max_bytes, MAX_MEMBERS, report, packed=archive.stat().st_size)
     if kind == "zip":
         try:
             with zipfile.ZipFile(archive) as zf:

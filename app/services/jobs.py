@@ -33,8 +33,10 @@ import hashlib
 import json
 import time
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from app.analysis.adaptive import evaluation_order
 from app.contract.base import validated
@@ -59,8 +61,11 @@ from app.db.ingest import IngestSummary, ingest
 from app.db.pairing import add_pair
 from app.db.store import Connection
 from app.importers.common import build_table, prepare
+from app.runtime.paths import ModelRules
 from app.services.rejections import Rejection
 from app.services.rounds import PairLook, Stop, look, model_ends, rule_of
+
+Body = TypeVar("Body", bound=BaseModel)
 
 
 def shard_config(model: ModelIn, config: EvalConfigIn) -> dict:
@@ -83,6 +88,21 @@ def config_hash(config: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------ jobs
+
+
+def with_checked_models(body: Body, rules: ModelRules) -> Body:
+    """``body`` (any job kind) with each model's path replaced by what the worker will load,
+    checked by ``rules`` (app.runtime.paths: inside a root, or a hub id where allowed); a
+    ModelPathError for the first refused one. Every field holding a model (``models``, ``base``,
+    ``post``, of whatever kind) passes here, so a new kind cannot skip the check."""
+    update = {}
+    for field in type(body).model_fields:
+        value = getattr(body, field)
+        if isinstance(value, ModelIn):
+            update[field] = value.model_copy(update={"path": rules.check(value.path)})
+        elif isinstance(value, list) and any(isinstance(v, ModelIn) for v in value):
+            update[field] = [v.model_copy(update={"path": rules.check(v.path)}) for v in value]
+    return body.model_copy(update=update)
 
 
 def register_models(conn: Connection, models: list[ModelIn]) -> None:

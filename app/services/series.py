@@ -16,7 +16,7 @@ from app.core.errors import InputError
 from app.db import series as series_db
 from app.db.queries import model_specs
 from app.db.store import Store
-from app.runtime.paths import check_model_path
+from app.runtime.paths import ModelRules
 from app.services import jobs
 from app.services.map import MapCache, MapQuery, category_sort_key
 from app.services.watch import step_of
@@ -137,15 +137,16 @@ def checkpoint_model_name(series: str, step: int) -> str:
 
 
 def submit_checkpoint(
-    conn, body: CheckpointSubmission, model_roots: list
+    conn, body: CheckpointSubmission, rules: ModelRules
 ) -> tuple[dict, list[int]]:
     """Evaluate a checkpoint folder once and place it in its series by step.
 
     A folder already submitted is not submitted again (the record is in the database, so this
     holds across watcher restarts); if its evaluation failed it is retried, up to MAX_ATTEMPTS.
     The base is left out of the job when its shards under the same eval config are already done
-    or on their way. Returns (what happened, shard ids to send)."""
-    folder = check_model_path(body.folder, model_roots)
+    or on their way. The folder and the base are checked by ``rules`` (app.runtime.paths).
+    Returns (what happened, shard ids to send)."""
+    folder = rules.check_folder(body.folder)
     found = series_db.get_series(conn, name=body.series)
     if found is not None:
         before = series_db.submission(conn, found["id"], folder)
@@ -164,7 +165,7 @@ def submit_checkpoint(
         raise InputError(
             f"no checkpoint known for base {body.base!r}: give its path or Hub id (--base-path)"
         )
-    base = validated(ModelIn, {"name": body.base, "path": check_model_path(base_path, model_roots),
+    base = validated(ModelIn, {"name": body.base, "path": rules.check(base_path),
                                "prompting": body.base_prompting})  # fmt: skip
     name = checkpoint_model_name(body.series, body.step)
     checkpoint = validated(ModelIn, {"name": name, "path": folder, "prompting": body.prompting})
@@ -179,20 +180,19 @@ def submit_checkpoint(
     return {"status": "submitted", "job_id": job_id, "step": body.step, "model": name}, shard_ids
 
 
-def submit_run(conn, run: SeriesJobIn, model_roots: list) -> tuple[dict, list[int]]:
+def submit_run(conn, run: SeriesJobIn, rules: ModelRules) -> tuple[dict, list[int]]:
     """A whole run at once (``POST /api/jobs`` with ``"kind": "series"``): a base plus a list of
     checkpoint folders or glob patterns (``/runs/sft/checkpoint-*``), each submitted as the watcher
     would (steps from the folder names or trainer_state.json; folders already submitted are not
-    evaluated again; the base once). Returns (summary, shard ids to send)."""
-    import glob
-
+    evaluated again; the base once). Patterns and folders are confined to the roots by ``rules``
+    (app.runtime.paths.ModelRules.folders). Returns (summary, shard ids to send)."""
     folders: dict[str, int] = {}
     for entry in run.checkpoints:
-        matches = sorted(glob.glob(entry)) if glob.has_magic(entry) else [entry]
+        matches = rules.folders(entry)
         if not matches:
             raise InputError(f"no checkpoint folder matches {entry!r}")
         for match in matches:
-            folder = Path(check_model_path(match, model_roots))
+            folder = Path(match)
             if not folder.is_dir():
                 raise InputError(f"{match!r} is not a checkpoint folder")
             step = step_of(folder)
@@ -205,7 +205,7 @@ def submit_run(conn, run: SeriesJobIn, model_roots: list) -> tuple[dict, list[in
     for folder, step in sorted(folders.items(), key=lambda item: item[1]):
         fields = run.model_dump(exclude={"checkpoints", "kind"})
         answer, to_send = submit_checkpoint(
-            conn, CheckpointSubmission(**fields, folder=folder, step=step), model_roots
+            conn, CheckpointSubmission(**fields, folder=folder, step=step), rules
         )
         answers.append(answer)
         shard_ids += to_send

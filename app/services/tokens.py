@@ -1,4 +1,5 @@
-"""API tokens: random secrets shown once, stored only as SHA-256 hashes, each with one role.
+"""API tokens: random secrets shown once, stored only as SHA-256 hashes, each with one role; and
+the pages' login sessions made with them (random ids, stored the same way, ended by logout).
 
 A token guards every write endpoint (``Authorization: Bearer <token>``). Tokens are long random
 strings, so an unsalted fast hash is enough: there is nothing to brute-force by dictionary.
@@ -18,9 +19,11 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from app.core.errors import InputError
+from app.db import sessions as sessions_db
 from app.db import tokens as tokens_db
 from app.db.store import Connection
 
@@ -56,7 +59,7 @@ class Principal:
 
 def needs_role_message(principal: Principal, *roles: Role) -> str:
     """The 403 text: which role the call needs and which one the caller has."""
-    wanted = " or ".join(r.value for r in (*roles, Role.admin))
+    wanted = " or ".join(dict.fromkeys(r.value for r in (*roles, Role.admin)))
     return f"this needs a token with role {wanted}; token {principal.name!r} has role {principal.role.value}"
 
 
@@ -119,9 +122,40 @@ def token_principal(conn: Connection, token: str) -> Principal | None:
     return _principal(tokens_db.token_by_hash(conn, hash_token(token)))
 
 
-def principal_by_id(conn: Connection, token_id: int) -> Principal | None:
-    """The token a login session was made with, if it still exists (revoked: None)."""
-    return _principal(tokens_db.token_by_id(conn, token_id))
+SESSIONS_PER_TOKEN = 20
+"""Live browser logins one token may hold: a login beyond them ends that token's oldest one, so
+repeated logins cannot grow ``web_sessions`` without bound."""
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)  # the table's TIMESTAMP columns hold UTC
+
+
+def start_session(conn: Connection, principal: Principal, lifetime_seconds: float) -> str:
+    """A new login session of ``principal``, valid for ``lifetime_seconds`` unless ended first;
+    its id (for the cookie: only its hash is stored)."""
+    session_id = secrets.token_urlsafe(32)
+    now = _utcnow()
+    sessions_db.delete_stale_sessions(conn, principal.token_id, now, SESSIONS_PER_TOKEN - 1)
+    expires = now + timedelta(seconds=lifetime_seconds)
+    sessions_db.insert_session(conn, hash_token(session_id), principal.token_id, now, expires)
+    return session_id
+
+
+def session_principal(conn: Connection, session_id: str) -> Principal | None:
+    """Who a login session acts for; None once it ended (logout), expired, or its token was
+    revoked."""
+    return _principal(sessions_db.session_token(conn, hash_token(session_id), _utcnow()))
+
+
+def end_session(conn: Connection, session_id: str) -> None:
+    """Log one session out: its id logs in no one from now on, wherever the cookie was copied."""
+    sessions_db.delete_session(conn, hash_token(session_id))
+
+
+def end_token_sessions(conn: Connection, token_id: int) -> int:
+    """Log out every session of one token ("log out everywhere"); how many there were."""
+    return sessions_db.delete_token_sessions(conn, token_id)
 
 
 def list_tokens(conn: Connection) -> list[dict]:

@@ -47,6 +47,8 @@ from app.web import (
     theory,
 )
 from app.web import map as forgetting_map
+from app.web.headers import SecurityHeaders
+from app.web.limits import BodyLimits
 from app.web.openapi import install_openapi
 from app.web.session import LoginRequired, current_principal, login_redirect
 from app.web.templating import compile_templates, install_error_pages
@@ -108,9 +110,7 @@ def create_app(
         """Ends sessions that expired or whose token was revoked (so pages see no user), and with
         FORGETMAP_PRIVATE=1 makes every read need a login (pages) or a token of any role (API)."""
         path = request.url.path
-        logged_in = (
-            current_principal(request) is not None if "token_id" in request.session else False
-        )
+        logged_in = current_principal(request) is not None  # no query without a session id
         if settings.private and not path.startswith(OPEN_WHEN_PRIVATE) and not logged_in:
             if path.startswith("/api/") or path == "/openapi.json":
                 try:
@@ -127,6 +127,10 @@ def create_app(
     # added after the middleware above, so it runs first and request.session exists there
     app.add_middleware(SessionMiddleware, secret_key=settings.secret_key, same_site="lax",
                        session_cookie="forgetmap_session", max_age=int(settings.session_seconds))  # fmt: skip
+    # added last, so it runs first: a write's token and its body's size are checked before any
+    # of the body is read (app.web.limits)
+    app.add_middleware(BodyLimits)
+    app.add_middleware(SecurityHeaders)  # outermost: on every answer, the refusals above included
 
     @app.exception_handler(LoginRequired)
     async def needs_login(request: Request, exc: LoginRequired):

@@ -21,35 +21,18 @@ router = APIRouter(tags=["api"])
 Text = Annotated[str | None, Query(max_length=500)]
 
 
-def _billions(value: str | None, name: str) -> int | None:
-    """A size in billions of parameters from the form (empty: not given) as parameters."""
-    if value is None or not value.strip():
-        return None
-    try:
-        billions = float(value)
-    except ValueError:
-        raise HTTPException(422, f"{name} must be a number of billions, got {value!r}") from None
-    if not 0 <= billions <= 1e6:
-        raise HTTPException(422, f"{name} must be between 0 and 1e6 (billions), got {value!r}")
-    return int(billions * 1e9)
-
-
 def atlas_query(
+    sizes: Annotated[deps.SizeRange, Depends(deps.size_range)],
     category: Text = None,
     benchmark: Text = None,
     family: Annotated[str | None, Query(max_length=200, description="the base's family")] = None,
     stage: Annotated[str | None, Query(max_length=50, description="the pair's stage")] = None,
-    min_size_b: Annotated[
-        str | None, Query(max_length=30, description="base parameters, at least (billions)")
-    ] = None,
-    max_size_b: Annotated[str | None, Query(max_length=30)] = None,
 ) -> AtlasQuery:
     """The atlas's filters, the same for the page, its JSON and its files; empty means all (the
     page's form sends every field)."""
     return AtlasQuery(
         category=category or None, benchmark=benchmark or None, family=family or None,
-        stage=stage or None, min_size=_billions(min_size_b, "min_size_b"),
-        max_size=_billions(max_size_b, "max_size_b"),
+        stage=stage or None, min_size=sizes.min_size, max_size=sizes.max_size,
     )  # fmt: skip
 
 

@@ -52,19 +52,27 @@ def map_cache(request: Request) -> MapCache:
     return request.app.state.map_cache
 
 
+_LOOKED_UP = "forgetmap.bearer"  # scope key: the request's token once found (limits.py looks first)
+
+
 def bearer_principal(request: Request) -> Principal | None:
     """The holder of the request's ``Authorization: Bearer`` token (an API token, or the app's
-    local credential); None without a header, 401 for a token that is not (or no longer) valid."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    local credential); None without a header, 401 for a token that is not (or no longer) valid.
+    Looked up once per request: app.web.limits checks it before the body, the route again."""
+    header = request.headers.get("Authorization", "")
+    found = request.scope.get(_LOOKED_UP)
+    if found is not None and found[0] == header:
+        return found[1]
+    scheme, _, token = header.partition(" ")
     if not token.strip() or scheme.lower() != "bearer":
         return None
-    local = local_principal(getattr(request.app.state, "local_credential", None), token.strip())
-    if local is not None:
-        return local
-    with store(request).read() as conn:
-        principal = token_principal(conn, token.strip())
+    principal = local_principal(getattr(request.app.state, "local_credential", None), token.strip())
+    if principal is None:
+        with store(request).read() as conn:
+            principal = token_principal(conn, token.strip())
     if principal is None:
         raise HTTPException(401, "invalid or revoked token", headers={"WWW-Authenticate": "Bearer"})
+    request.scope[_LOOKED_UP] = (header, principal)
     return principal
 
 
@@ -101,16 +109,35 @@ def worker_rejections(request: Request) -> RejectionLog:
         return state.worker_rejections
 
 
+def worker_name(request: Request, principal: Principal | None) -> str | None:
+    """The name a worker gives itself (``X-Forgetmap-Worker``), taken only from a request with a
+    worker's (or an admin's) token: from anyone else it is text that anyone could put on the job
+    pages, so it is ignored."""
+    if principal is None or not principal.may(Role.worker):
+        return None
+    return request.headers.get(WORKER_HEADER)
+
+
 def worker_principal(request: Request) -> Principal:
-    """``require_role(Role.worker)``, remembering who was refused and why (the worker names
-    itself in a header), so a job page can say why its shards do not move."""
+    """``require_role(Role.worker)``, remembering who was refused and why, so a job page can say
+    why its shards do not move. A refused call is named by its token when it has a valid one (a
+    403: the token's name, which an admin chose), else not at all (a 401): never by its header."""
     try:
         principal = _worker_role(request)
     except HTTPException as exc:
-        worker_rejections(request).refused(request.headers.get(WORKER_HEADER), str(exc.detail))
+        holder = _token_name(request) if exc.status_code == 403 else None
+        worker_rejections(request).refused(holder and f"token {holder!r}", str(exc.detail))
         raise
     worker_rejections(request).accepted()
     return principal
+
+
+def _token_name(request: Request) -> str | None:
+    try:
+        principal = bearer_principal(request)
+    except HTTPException:
+        return None
+    return principal.name if principal is not None else None
 
 
 Submitter = Annotated[Principal, Depends(require_role(Role.submit))]
@@ -136,7 +163,47 @@ def get_job(request: Request, job_id: int) -> dict:
     return job
 
 
+MAX_SIZE_B = 1_000_000  # billions of parameters: a size filter past this bounds nothing real
+SizeB = Annotated[
+    str | None,
+    Query(max_length=30, description="base model parameters, in billions (the forms' unit); "
+          "empty: no bound"),
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SizeRange:
+    """The base models' size bounds of a filter, in parameters (None: no bound)."""
+
+    min_size: int | None
+    max_size: int | None
+
+
+def _billions(value: str | None, name: str) -> int | None:
+    """A size in billions of parameters as the forms send it (empty: not given) as parameters.
+    Taken as text, not as a number, because a form without JavaScript sends every field, the
+    empty ones as ``name=``."""
+    if value is None or not value.strip():
+        return None
+    try:
+        billions = float(value)
+    except ValueError:
+        raise HTTPException(422, f"{name} must be a number of billions, got {value!r}") from None
+    if not 0 <= billions <= MAX_SIZE_B:
+        raise HTTPException(
+            422, f"{name} must be between 0 and {MAX_SIZE_B:,} (billions), got {value!r}"
+        )
+    return int(billions * 1e9)
+
+
+def size_range(min_size_b: SizeB = None, max_size_b: SizeB = None) -> SizeRange:
+    """``min_size_b`` and ``max_size_b``, the same for the map (``/``, ``/api/map``) and the atlas
+    (``/atlas``, ``/api/atlas``): an empty value is no bound on every one of them."""
+    return SizeRange(_billions(min_size_b, "min_size_b"), _billions(max_size_b, "max_size_b"))
+
+
 def map_query(
+    sizes: Annotated[SizeRange, Depends(size_range)],
     level: Annotated[
         Literal["benchmark", "category"], Query(description="map columns")
     ] = "category",
@@ -156,16 +223,13 @@ def map_query(
     max_size: Annotated[
         float | None, Query(ge=0, le=1e15, description="base model parameters, at most")
     ] = None,
-    min_size_b: Annotated[
-        float | None, Query(ge=0, le=1e6, description="the same in billions (the form's unit)")
-    ] = None,
-    max_size_b: Annotated[float | None, Query(ge=0, le=1e6)] = None,
     truncated: Truncated = "include",
 ) -> MapQuery:
-    if min_size_b is not None:
-        min_size = min_size_b * 1e9
-    if max_size_b is not None:
-        max_size = max_size_b * 1e9
+    # the form's billions win over the API's parameters when both are given
+    if sizes.min_size is not None:
+        min_size = sizes.min_size
+    if sizes.max_size is not None:
+        max_size = sizes.max_size
     return MapQuery(
         level=level,
         aggregate=aggregate,

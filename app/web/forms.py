@@ -14,7 +14,13 @@ from app.contract.jobs import EvaluateJobIn, ModelIn, Prompting, SeriesJobIn, St
 from app.contract.recovery import MAX_TABLE_DOCS, CorpusIn, RecoverJobIn, RecoveryOptionsIn
 from app.core.errors import InputError
 from app.core.taxonomy import lookup, scored_benchmarks
-from app.runtime.paths import check_model_path
+from app.runtime.paths import ModelRules
+
+
+def model_rules(request: Request) -> ModelRules:
+    """Where this app takes models from (FORGETMAP_MODEL_ROOTS, FORGETMAP_ALLOW_HUB_MODELS): the
+    one check of the form, every kind of ``POST /api/jobs`` and ``POST /api/checkpoints``."""
+    return ModelRules.of(request.app.state.settings)
 
 
 def local_benchmarks(request: Request) -> list[str]:
@@ -100,21 +106,22 @@ def _benchmarks(request: Request, values: dict, form, errors: dict) -> list[str]
 
 
 def _model(request: Request, values: dict, side: str, errors: dict) -> dict:
-    """One side's model as the boundary takes it; a path outside the roots is an error."""
-    path = (values.get(f"{side}_path") or "").strip()
+    """One side's model as the boundary takes it, its path as the worker will load it
+    (app.runtime.paths); a path outside the roots is an error."""
+    path = checked = (values.get(f"{side}_path") or "").strip()
     if not path:
         errors[f"{side}_path"] = (
             "give a Hugging Face id (org/name) or a local path under the model roots"
         )
     else:
         try:
-            check_model_path(path, list(request.app.state.settings.model_roots))
+            checked = model_rules(request).check(path)
         except InputError as exc:
             errors[f"{side}_path"] = str(exc)
     name = (values.get(f"{side}_name") or "").strip() or path.rstrip("/").split("/")[-1]
     revision = (values.get(f"{side}_revision") or "").strip() or None
     prompting = values.get(f"{side}_prompting") or Prompting.chat
-    return {"name": name, "path": path, "revision": revision, "prompting": prompting}
+    return {"name": name, "path": checked, "revision": revision, "prompting": prompting}
 
 
 def parse_submission(request: Request, values: dict, form) -> tuple[EvaluateJobIn | None, dict]:
@@ -196,7 +203,6 @@ def local_corpora(request: Request) -> list[str]:
 
 def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoverJobIn | None, dict]:
     """Validate the recoverability form; returns (request, {}) or (None, {field: message})."""
-    settings = request.app.state.settings
     errors: dict[str, str] = {}
     models = {}
     for side in ("base", "post"):
@@ -206,7 +212,7 @@ def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoverJ
                 raise InputError(
                     "give a Hugging Face id (org/name) or a local path under the model roots"
                 )
-            check_model_path(path, list(settings.model_roots))
+            path = model_rules(request).check(path)
         except InputError as exc:
             errors[f"{side}_path"] = str(exc)
             continue

@@ -21,14 +21,18 @@ from app.core.taxonomy import CATEGORIES, scored_benchmarks
 from app.db import jobs as jobs_db
 from app.db import queries
 from app.db import series as series_db
-from app.runtime.paths import check_model_path
 from app.services import jobs
 from app.services.queue import send_and_record
 from app.services.recovery import create_recovery_job
 from app.services.series import submit_run
 from app.services.tokens import Principal, Role
 from app.web import deps
-from app.web.forms import local_benchmarks, parse_series_submission, parse_submission
+from app.web.forms import (
+    local_benchmarks,
+    model_rules,
+    parse_series_submission,
+    parse_submission,
+)
 from app.web.responses import ID_ERRORS, WRITE_ERRORS, WRITE_ID_ERRORS
 from app.web.session import check_csrf, csrf_token, current_principal, require_login
 from app.web.templating import html_page, is_htmx
@@ -170,7 +174,7 @@ def _submit_series(request: Request, principal: Principal, values: dict, form) -
         return _form_page(request, values, errors)
     try:
         with deps.store(request).transaction() as conn:
-            summary, to_send = submit_run(conn, body, list(request.app.state.settings.model_roots))
+            summary, to_send = submit_run(conn, body, model_rules(request))
             for job_id in summary["jobs"]:
                 jobs_db.set_owner(conn, job_id, principal.name)
             series_id = series_db.get_series(conn, name=summary["series"])["id"]
@@ -184,23 +188,21 @@ def submit_job(request: Request, body: JobIn, principal: deps.Submitter) -> dict
     """Create a job and send its shards to the workers (role submit): an evaluation (models x
     benchmarks x seeds), or with ``"kind": "recover"`` a recoverability analysis of a pair on a
     corpus, or with ``"kind": "series"`` a training run (a base and checkpoint folders). The
-    job's owner is the token's name."""
+    job's owner is the token's name. Every model path, of every kind, is checked against the
+    model roots (app.runtime.paths) before anything is written."""
     extra: dict = {}
+    rules = model_rules(request)
     try:
         with deps.store(request).transaction() as conn:
             if isinstance(body, EvaluateJobIn):
-                job_id, to_send = jobs.create_job(conn, body)
+                job_id, to_send = jobs.create_job(conn, jobs.with_checked_models(body, rules))
                 owned = [job_id]
             elif isinstance(body, SeriesJobIn):  # a run: a base and checkpoint folders
-                extra, to_send = submit_run(
-                    conn, body, list(request.app.state.settings.model_roots)
-                )
+                extra, to_send = submit_run(conn, body, rules)
                 owned = extra["jobs"]
                 job_id = owned[0] if owned else None
             else:
-                for model in (body.base, body.post):
-                    check_model_path(model.path, list(request.app.state.settings.model_roots))
-                job_id, to_send = create_recovery_job(conn, body)
+                job_id, to_send = create_recovery_job(conn, jobs.with_checked_models(body, rules))
                 owned = [job_id]
             for owned_id in owned:
                 jobs_db.set_owner(conn, owned_id, principal.name)

@@ -1,12 +1,14 @@
-"""Logging in and out: ``/login`` exchanges a token for a signed session cookie (app.web.session),
-``/logout`` ends the session. Both forms carry a CSRF token."""
+"""Logging in and out: ``/login`` exchanges a token for a session the app keeps, named by a signed
+cookie (app.web.session); ``/logout`` ends the session in the app, so a copy of the cookie logs in
+no one (``everywhere=1``: every session of the token). Both forms carry a CSRF token."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
-from app.web.session import check_csrf, csrf_token, login, safe_next
+from app.web.session import check_csrf, csrf_token, login, logout, safe_next
 from app.web.templating import html_page
 
 router = APIRouter(include_in_schema=False)
@@ -23,15 +25,16 @@ async def login_submit(request: Request) -> Response:
     form = await request.form()
     check_csrf(request, form.get("csrf"))
     next_url = safe_next(form.get("next"))
-    if login(request, str(form.get("token") or "")) is None:
+    # on a thread: the session is written under the store's write lock, which an import may hold
+    if await run_in_threadpool(login, request, str(form.get("token") or "")) is None:
         return html_page(request, "login.html", next=next_url, csrf=csrf_token(request),
                          error="That token is not valid (create one with `forgetmap token create NAME`).")  # fmt: skip
     return RedirectResponse(next_url, status_code=303)
 
 
 @router.post("/logout")
-async def logout(request: Request) -> Response:
+async def logout_submit(request: Request) -> Response:
     form = await request.form()
     check_csrf(request, form.get("csrf"))
-    request.session.clear()
+    await run_in_threadpool(logout, request, everywhere=form.get("everywhere") == "1")
     return RedirectResponse("/", status_code=303)

@@ -4,7 +4,7 @@ their filters through one dependency (deps.map_query)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -19,11 +19,23 @@ from app.web.templating import cached_for_readers, html_page
 router = APIRouter()
 Filters = Annotated[MapQuery, Depends(deps.map_query)]
 
+# what the page can colour the map by, with the labels of its menu (static/map.js draws each;
+# the records of /api/map carry them all); any other value is a 422 naming these
+METRICS = {
+    "f_true": "F_true: chance-adjusted forgetting",
+    "bt_true": "BT_true: chance-adjusted backward transfer",
+    "net": "net = BT_true − F_true",
+    "f": "raw F (1→0 rate)",
+    "bt": "raw BT (0→1 rate)",
+    "f_rel": "F_true / F_max",
+}
+Metric = Annotated[Literal[tuple(METRICS)], Query(description="what the map is coloured by")]
+
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 @cached_for_readers
 def map_page(
-    request: Request, query: Filters, metric: str = "f_true", recovery: bool = False
+    request: Request, query: Filters, metric: Metric = "f_true", recovery: bool = False
 ) -> HTMLResponse:
     cache = deps.map_cache(request)
     records = cache.records(query)
@@ -41,6 +53,7 @@ def map_page(
         "map.html",
         query=query,
         metric=metric,
+        metrics=METRICS,
         pairs=[p for p in pairs if p["id"] in shown],
         all_pairs=pairs,
         cells=cells,

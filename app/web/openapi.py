@@ -18,8 +18,9 @@ def validation_message(exc: RequestValidationError) -> str:
 
 def install_openapi(app: FastAPI) -> None:
     """The OpenAPI document, honest about errors: every operation with parameters or a body
-    declares 422, every one but /healthz declares 401 (a revoked token, or FORGETMAP_PRIVATE=1),
-    all in the one error shape (app.contract.errors.ErrorBody). Routes declare their own 403/404/413."""
+    declares 422, every one with a body 400 and 413, every one but /healthz 401 (a revoked token,
+    or FORGETMAP_PRIVATE=1), all in the one error shape (app.contract.errors.ErrorBody). Routes
+    declare their own 403/404."""
 
     def openapi() -> dict:
         if app.openapi_schema is None:
@@ -33,7 +34,7 @@ def install_openapi(app: FastAPI) -> None:
                     responses = operation.setdefault("responses", {})
                     codes = [] if path == "/healthz" else [401]
                     if operation.get("requestBody"):
-                        codes.append(400)  # not JSON at all
+                        codes += [400, 413]  # not JSON at all; over its limit (app.web.limits)
                     if operation.get("parameters") or operation.get("requestBody"):
                         codes.append(422)
                     for code in codes:

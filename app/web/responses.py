@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from fastapi.responses import Response
 
 from app.contract.errors import ErrorBody
+from app.core.spreadsheet_cells import inert_table
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -39,10 +40,11 @@ TABLE = {200: {"description": "the table as a file",
 
 
 def table_response(table: pa.Table, fmt: str, stem: str) -> Response:
-    """``table`` as a download named ``stem.fmt``: CSV for "csv", else Parquet."""
+    """``table`` as a download named ``stem.fmt``: CSV for "csv" (text cells a spreadsheet would
+    run as a formula get a leading ``'``: app.core.spreadsheet_cells), else Parquet (as stored)."""
     buf = io.BytesIO()
     if fmt == "csv":
-        pacsv.write_csv(table, buf)
+        pacsv.write_csv(inert_table(table), buf)
         media = "text/csv; charset=utf-8"
     else:
         pq.write_table(table, buf)

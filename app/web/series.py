@@ -18,6 +18,7 @@ from app.services.queue import send_and_record
 from app.services.series import series_view, submit_checkpoint
 from app.services.series_export import series_export
 from app.web import deps
+from app.web.forms import model_rules
 from app.web.responses import ID_ERRORS, WRITE_ERRORS
 from app.web.templating import cached_for_readers, templates
 
@@ -172,9 +173,7 @@ def api_submit_checkpoint(
     ``already`` (or, when its evaluation failed, is retried up to 3 times: ``retried``, ``gave_up``)."""
     try:
         with deps.store(request).transaction() as conn:
-            result, to_send = submit_checkpoint(
-                conn, body, list(request.app.state.settings.model_roots)
-            )
+            result, to_send = submit_checkpoint(conn, body, model_rules(request))
             if result["status"] == "submitted":  # a new job: its owner is the caller
                 jobs_db.set_owner(conn, result["job_id"], principal.name)
     except InputError as exc:

@@ -1,15 +1,16 @@
-"""Logins (a token exchanged for a signed session cookie) and CSRF tokens for HTML forms.
+"""Logins (a token exchanged for a session the app keeps) and CSRF tokens for HTML forms.
 
-A session carries the token's id, name and role and an expiry (``FORGETMAP_SESSION_DAYS``, 7).
-Every request that needs the user looks the token up again by id, so revoking a token ends the
-sessions logged in with it.
+A login stores a session in the database (``web_sessions``, app.services.tokens.start_session)
+that lasts ``FORGETMAP_SESSION_DAYS`` (7); the signed cookie carries its random id, the token's
+name and role (for display) and the CSRF token. Every request that needs the user looks the
+session up again, so logging out (which deletes it) ends it even for a copy of the cookie, and
+revoking a token ends the sessions logged in with it.
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
-import time
 from urllib.parse import quote
 
 from fastapi import HTTPException, Request
@@ -18,27 +19,31 @@ from fastapi.responses import RedirectResponse
 from app.services.tokens import (
     Principal,
     Role,
+    end_session,
+    end_token_sessions,
     needs_role_message,
-    principal_by_id,
+    session_principal,
+    start_session,
     token_principal,
 )
 from app.web import deps
 
+SESSION_ID = "sid"  # the cookie's key for the id of the session the app keeps
+
 
 def current_principal(request: Request) -> Principal | None:
-    """The logged-in token, or None (no login, an expired one, or a revoked token)."""
+    """The logged-in token, or None (no login, or one that was logged out, expired or whose token
+    was revoked: the cookie is then emptied, so pages show no user)."""
     session = request.session
-    token_id, expires = session.get("token_id"), session.get("expires", 0)
-    if token_id is None:
-        return None
-    if time.time() >= expires:
-        session.clear()
+    session_id = session.get(SESSION_ID)
+    if not isinstance(session_id, str):
+        if "user" in session:  # a cookie signed before sessions were kept (migration 0012)
+            session.clear()
         return None
     with deps.store(request).read() as conn:
-        principal = principal_by_id(conn, token_id)
-    if principal is None or principal.name != session.get("user"):
-        session.clear()  # revoked (or revoked and re-created under the same name)
-        return None
+        principal = session_principal(conn, session_id)
+    if principal is None:
+        session.clear()
     return principal
 
 
@@ -59,18 +64,40 @@ def check_csrf(request: Request, submitted: str | None) -> None:
 
 
 def login(request: Request, token: str) -> Principal | None:
-    with deps.store(request).read() as conn:
+    """Log ``token``'s holder in: a new session (a new id and CSRF token: no fixation), ending
+    the one this browser had. None for a token that is not valid."""
+    store = deps.store(request)
+    with store.read() as conn:
         principal = token_principal(conn, token.strip())
-    if principal is not None:
-        request.session.clear()
-        request.session.update(
-            user=principal.name,
-            role=principal.role.value,
-            token_id=principal.token_id,
-            expires=time.time() + request.app.state.settings.session_seconds,
-        )
-        csrf_token(request)
+    if principal is None:
+        return None
+    previous = request.session.get(SESSION_ID)
+    with store.transaction() as conn:
+        store.pages_unchanged()
+        if isinstance(previous, str):
+            end_session(conn, previous)
+        session_id = start_session(conn, principal, request.app.state.settings.session_seconds)
+    request.session.clear()
+    request.session.update(
+        {SESSION_ID: session_id, "user": principal.name, "role": principal.role.value}
+    )
+    csrf_token(request)
     return principal
+
+
+def logout(request: Request, *, everywhere: bool = False) -> None:
+    """End this browser's session (``everywhere``: every session of its token) in the database,
+    so that no copy of the cookie logs in again, and empty the cookie."""
+    session_id = request.session.get(SESSION_ID)
+    if isinstance(session_id, str):
+        principal = current_principal(request) if everywhere else None
+        store = deps.store(request)
+        with store.transaction() as conn:
+            store.pages_unchanged()
+            end_session(conn, session_id)
+            if principal is not None:
+                end_token_sessions(conn, principal.token_id)
+    request.session.clear()
 
 
 class LoginRequired(Exception):

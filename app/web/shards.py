@@ -11,7 +11,6 @@ from app.contract.jobs import ShardStatus
 from app.contract.recovery import RecoveryIn
 from app.contract.results import ResultsIn
 from app.contract.shards import (
-    WORKER_HEADER,
     FailIn,
     FinishIn,
     ProgressIn,
@@ -27,15 +26,8 @@ from app.web import deps
 from app.web.responses import WRITE_ID_ERRORS, errors
 
 router = APIRouter(tags=["write"])
-MAX_UPLOAD_BYTES = 64 * 1024 * 1024
-
-
-def refuse_oversize(request: Request) -> None:
-    length = int(request.headers.get("content-length") or 0)
-    if length > MAX_UPLOAD_BYTES:
-        raise HTTPException(
-            413, f"upload of {length} bytes is over {MAX_UPLOAD_BYTES}; send smaller batches"
-        )
+# The uploads' size (app.web.limits.WORKER_UPLOAD_MAX_BYTES) and the worker's token are checked
+# before the body is read, by the app's BodyLimits middleware: a 413 or 401 comes before a route.
 
 
 @router.get("/api/workers/me", responses=errors(401, 403))
@@ -44,7 +36,7 @@ def worker_me(request: Request, principal: deps.Worker) -> dict:
     the worker sent in ``X-Forgetmap-Worker``. A worker calls it once at start, so a token the
     app refuses stops it before it takes a shard."""
     return {"token": principal.name, "role": principal.role.value,
-            "worker": request.headers.get(WORKER_HEADER)}  # fmt: skip
+            "worker": deps.worker_name(request, principal)}  # fmt: skip
 
 
 @router.post("/api/results", responses={**WRITE_ID_ERRORS, **errors(413)})
@@ -52,7 +44,6 @@ def upload_results(request: Request, body: ResultsIn, principal: deps.Worker) ->
     """A batch of per-sample results of one shard (role worker). Idempotent: a (model,
     benchmark, seed, sample) already stored is kept as it is, so a retried batch or a re-run
     shard adds nothing twice."""
-    refuse_oversize(request)
     if not body.rows:
         return {"rows_added": 0, "rows_unchanged": 0}
     try:
@@ -143,7 +134,6 @@ def shard_recovery(
     """The results of a recoverability shard (role worker): per-document loss sums and fitted
     corrections.
     The app recomputes every share from the sums; a repeated upload replaces the earlier one."""
-    refuse_oversize(request)
     try:
         with deps.store(request).transaction() as conn:
             s = _shard_or_404(conn, shard_id)

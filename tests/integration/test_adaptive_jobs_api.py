@@ -28,7 +28,8 @@ def _as_worker(client, path, body):
 
 
 def _job(adaptive, models=("a", "b"), pairs=(("a", "b"),), seeds=(0,)):
-    return {"models": [{"name": m, "path": f"org/{m}"} for m in models],
+    # a hub id per model (org/model-N: a name such as <b>a</b> is no valid hub id)
+    return {"models": [{"name": m, "path": f"org/model-{i}"} for i, m in enumerate(models)],
             "benchmarks": ["local:toy.jsonl"], "seeds": list(seeds),
             "config": {"engine": "transformers", "max_tokens": 4},
             "pairs": [{"base": b, "post": p} for b, p in pairs], "adaptive": adaptive}  # fmt: skip

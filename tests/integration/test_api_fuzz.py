@@ -3,10 +3,12 @@
 are exercised. It must find no server error, no timeout, no undocumented status code, no
 response that breaks its declared schema, no invalid body accepted.
 
-One check is configured: ``positive_data_acceptance`` also accepts 422. A schema cannot say
+Two checks are configured. ``positive_data_acceptance`` also accepts 422: a schema cannot say
 that a pair's two models differ, that a corpus names a dataset, that a shard is a
 recoverability shard, or that the theory lab finishes within its time budget; the app answers
-those schema-valid requests with its documented 422 and a message.
+those schema-valid requests with its documented 422 and a message. ``negative_data_rejection``
+also takes 413 as a refusal: a body over its route's limit is refused before it is parsed
+(app.web.limits).
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ ROLES = ("read", "submit", "worker", "admin")
 CONFIG = """
 [checks.positive_data_acceptance]
 expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429"]
+
+# schemathesis's own list, with 413: a body over its route's limit is refused before it is parsed
+[checks.negative_data_rejection]
+expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428",
+                     "429", "5xx"]
 
 [parameters]
 "path.pair_id" = 1

@@ -175,7 +175,7 @@ def test_the_migration_fills_the_flips_of_pairs_stored_before_it(stored):
 @pytest.mark.parametrize(
     ("params", "message"),
     [({"min_size_b": "big"}, "min_size_b must be a number of billions, got 'big'"),
-     ({"max_size_b": "-1"}, "max_size_b must be between 0 and 1e6")],
+     ({"max_size_b": "-1"}, "max_size_b must be between 0 and 1,000,000")],
 )  # fmt: skip
 def test_a_bad_size_is_a_422_and_an_empty_one_is_no_filter(client, params, message):
     answer = client.get("/api/atlas", params=params)

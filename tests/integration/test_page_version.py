@@ -23,7 +23,7 @@ def client(cli, tmp_path):
 
 
 def shard_of(client, model: str, benchmark: str) -> int:
-    body = {"models": [{"name": model, "path": "/nowhere"}], "benchmarks": [benchmark],
+    body = {"models": [{"name": model, "path": f"org/{model}"}], "benchmarks": [benchmark],
             "seeds": [0], "config": {"engine": "transformers", "max_tokens": 4}}  # fmt: skip
     job = client.post("/api/jobs", json=body)
     assert job.status_code in (200, 201, 202), job.text

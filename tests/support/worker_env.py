@@ -77,8 +77,10 @@ class Deployment:
         self.benchmarks = root / "benchmarks"
         self.queue = f"fm-test-{uuid.uuid4().hex[:8]}"
         self.redis_url = redis_url
+        # the app checks model paths against its roots too: the same folder as the workers'
         env = {"FORGETMAP_BROKER_URL": redis_url, "FORGETMAP_QUEUE": self.queue,
-               "FORGETMAP_VISIBILITY_TIMEOUT": str(visibility_timeout), **(extra_env or {})}  # fmt: skip
+               "FORGETMAP_VISIBILITY_TIMEOUT": str(visibility_timeout),
+               "FORGETMAP_MODEL_ROOTS": str(self.models), **(extra_env or {})}  # fmt: skip
         self.env = {**os.environ, **env}
         subprocess.run([FORGETMAP, "--db", str(self.db), "map"], check=True, capture_output=True)
         # the workers' token may only run shards; jobs are submitted with a submit token

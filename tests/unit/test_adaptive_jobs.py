@@ -14,7 +14,7 @@ from app.analysis.adaptive import StoppingRule, evaluation_order, prefix_interva
 from app.cli import jobs as cli_jobs
 from app.cli import main
 from app.contract.base import validated
-from app.contract.jobs import AdaptiveIn, Engine, EvaluateJobIn, Mode, Prompting, Stage
+from app.contract.jobs import AdaptiveIn, Engine, EvaluateJobIn, Mode, Prompting
 from app.contract.shards import EvaluationShardSpec
 from app.core.errors import InputError
 from app.services.rounds import (
@@ -190,7 +190,6 @@ def test_the_clis_choices_are_the_boundarys():
     assert cli_jobs.ENGINES == [e.value for e in Engine]
     assert cli_jobs.MODES == [m.value for m in Mode]
     assert cli_jobs.PROMPTINGS == [p.value for p in Prompting]
-    assert cli_jobs.STAGES == [s.value for s in Stage]
 
 
 def test_the_cli_builds_the_apis_body_and_refuses_adaptive_flags_alone():
