@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.contract.base import MAX_SEED
 from app.db import open_store
 from app.db.pairing import add_pair
 from app.importers import import_file
@@ -94,7 +95,7 @@ def _stored(store):
     max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    seeds=st.lists(st.integers(-3, 40), min_size=1, max_size=4, unique=True),
+    seeds=st.lists(st.integers(0, 40) | st.just(MAX_SEED), min_size=1, max_size=4, unique=True),
     one_at_a_time=st.booleans(),
     pair_first=st.booleans(),
     data=st.data(),
