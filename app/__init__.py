@@ -1,0 +1,17 @@
+"""forgetmap: what did post-training make a model forget?
+
+The installed package ``forgetmap`` is this folder (app/; the worker, worker/, is
+``forgetmap.worker``). Its rooms are its subpackages (docs/architecture.md). At the top it names
+only what a training script or a notebook imports, loaded on first use so that
+``import forgetmap`` costs nothing: ``from forgetmap import ForgetmapCallback``.
+"""
+
+__all__ = ["ForgetmapCallback"]
+
+
+def __getattr__(name: str):
+    if name == "ForgetmapCallback":  # needs the trainer extra: pip install 'forgetmap[trainer]'
+        from forgetmap.integrations.trainer import ForgetmapCallback
+
+        return ForgetmapCallback
+    raise AttributeError(f"module 'forgetmap' has no attribute {name!r}")

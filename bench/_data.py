@@ -26,8 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-from app.core.taxonomy import CATEGORIES, scored_benchmarks
+from forgetmap.core.taxonomy import CATEGORIES, scored_benchmarks
 
 FULL_ROWS = 10_000_000
 FULL_MODELS = 10
@@ -169,8 +168,8 @@ def write_dataset(spec: Spec, directory: Path) -> list[Path]:
 
 def load_dataset(spec: Spec, store, paths: list[Path], *, pairs: bool = True) -> None:
     """Import every file with the app's own path and add the pairs (for benchmarks that need data)."""
-    from app.db.pairing import add_pair
-    from app.importers import import_file
+    from forgetmap.db.pairing import add_pair
+    from forgetmap.importers import import_file
 
     for path in paths:
         import_file(store, "table", path)

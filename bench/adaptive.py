@@ -3,7 +3,7 @@ on the demo zoo's per-sample results against its full map.
 
 1. **Coverage C** (app/demo/adaptive_sim.py): simulated benchmarks with a known F_true / BT_true
    (k = 2..10, mixed, generative, greedy and sampled seeds, accuracies from chance to ~1, flip
-   rates from 0 to tens of points, n = 100..6000, 3 seeds); app.analysis.adaptive's rule stops each one and
+   rates from 0 to tens of points, n = 100..6000, 3 seeds); forgetmap.analysis.adaptive's rule stops each one and
    C is the share whose 95% interval at the stopping point holds the truth (the lower of the
    F_true and BT_true shares). The line also gives the share among benchmarks stopped early, at
    the end of the round that holds the stopping point (what a job evaluates) and after a
@@ -16,13 +16,13 @@ on the demo zoo's per-sample results against its full map.
    eval seeds 0, 1, 2). Each benchmark is visited in the shared order (``evaluation_order``) and
    every pair (demo-base against each post-trained model) is stopped by the rule; both models of
    a pair stop at the same n and are evaluated, as a job does, to the end of the round that holds
-   it (rounds grow 1.5x: ``app.services.rounds.rounds_until``), and a model is evaluated as far as
+   it (rounds grow 1.5x: ``forgetmap.services.rounds.rounds_until``), and a model is evaluated as far as
    the furthest of its pairs needs.
    The adaptive map (F_true / BT_true of each pair on what it evaluated) is compared with the
    full map per (pair, category) and "Total", macro aggregation as the map does it
-   (``app.core.metrics.aggregate_arrays``): D is the largest deviation in points. S: samples evaluated
+   (``forgetmap.core.metrics.aggregate_arrays``): D is the largest deviation in points. S: samples evaluated
    (per model, benchmark and seed: the furthest pair's round end) over the full run's (every model on
-   every sample). X: the same with tokens (``app.demo.evaluate.Tokens``: per sample, by the
+   every sample). X: the same with tokens (``forgetmap.demo.evaluate.Tokens``: per sample, by the
    model's own tokenizer, prompt + option tokens of a loglik-scored item, prompt + generated
    tokens of a generated answer). The zoo is cached by recipe (``--zoo-dir``) and its evaluation
    next to it, so a second run only replays.
@@ -48,14 +48,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.analysis.adaptive import StoppingRule, evaluation_order, run_stopping_rule  # noqa: E402
-from app.core.metrics import TOTAL  # noqa: E402
-from app.core.taxonomy import scored_benchmarks  # noqa: E402
-from app.demo.adaptive import BenchmarkRun, Replay, benchmark_runs, replay  # noqa: E402
-from app.demo.adaptive_sim import simulate_coverage  # noqa: E402
-from app.demo.evaluate import evaluate_zoo, load_benchmarks  # noqa: E402
-from app.demo.manifest import Recipe  # noqa: E402
-from app.demo.zoo import build_zoo  # noqa: E402
+from forgetmap.analysis.adaptive import StoppingRule, evaluation_order, run_stopping_rule  # noqa: E402
+from forgetmap.core.metrics import TOTAL  # noqa: E402
+from forgetmap.core.taxonomy import scored_benchmarks  # noqa: E402
+from forgetmap.demo.adaptive import BenchmarkRun, Replay, benchmark_runs, replay  # noqa: E402
+from forgetmap.demo.adaptive_sim import simulate_coverage  # noqa: E402
+from forgetmap.demo.evaluate import evaluate_zoo, load_benchmarks  # noqa: E402
+from forgetmap.demo.manifest import Recipe  # noqa: E402
+from forgetmap.demo.zoo import build_zoo  # noqa: E402
 
 SEEDS = 3
 

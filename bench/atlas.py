@@ -10,7 +10,7 @@ last ``--series`` pairs, which are the checkpoints of one training run over one 
 recipe). About 2 x pairs x questions rows (20M at the defaults). The rows are written by SQL
 straight into ``results`` (with their runs, models and benchmarks), then the pairs are added and
 counted by forgetmap's own ``refresh_counts`` (what ``pair add`` runs) in one transaction, and the
-series by ``app.db.series.add_checkpoints``; the import's own throughput is measured by
+series by ``forgetmap.db.series.add_checkpoints``; the import's own throughput is measured by
 bench/import_scale.py and bench/harness_import.py, not here. Correctness: a base knows a question
 with a probability that depends on the question and the model; a post model keeps the base's answer
 and flips 10% of them, more on a few "fragile" questions.
@@ -38,9 +38,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.db.pairing import refresh_counts  # noqa: E402
-from app.db.series import add_checkpoints  # noqa: E402
-from app.db.store import open_store  # noqa: E402
+from forgetmap.db.pairing import refresh_counts  # noqa: E402
+from forgetmap.db.series import add_checkpoints  # noqa: E402
+from forgetmap.db.store import open_store  # noqa: E402
+
 from bench._data import machine_line, median  # noqa: E402
 from bench._http import Conn, Server  # noqa: E402
 

@@ -15,9 +15,9 @@ Reported: generated tokens/s = completion tokens / wall time of generate(), medi
 after one warm-up call, and each engine's start time (make_engine until ready) apart.
 
 Part 2, shard reuse: a base model shared by three pairs (base, post_i). The real pipeline in
-process: the app (app.web.create_app on a temp DuckDB) answers the worker's HTTP calls through
-FastAPI's TestClient, jobs come from app.services.jobs.create_job, and each shard to run goes through
-worker.evaluate.run_shard (transformers engine, EngineCache, uploads to /api/results, finish).
+process: the app (forgetmap.web.create_app on a temp DuckDB) answers the worker's HTTP calls through
+FastAPI's TestClient, jobs come from forgetmap.services.jobs.create_job, and each shard to run goes through
+forgetmap.worker.evaluate.run_shard (transformers engine, EngineCache, uploads to /api/results, finish).
 - with reuse: one store; three jobs, one per pair, run one after the other: the base's shards of
   jobs 2 and 3 are marked reused;
 - without reuse: each pair's job in its own fresh store, so the base is evaluated three times.
@@ -124,7 +124,7 @@ def measure(engine, prompts, params, repeats: int) -> dict:
 
 def throughput(args, model_dir: Path, label: str) -> list[tuple]:
     """Rows (engine, temperature, result) for one model; prints as it goes."""
-    from worker.engines import GenerationParams, make_engine
+    from forgetmap.worker.engines import GenerationParams, make_engine
 
     prompts = make_prompts(model_dir, args.prompts)
     temps = [0.0, 0.6]
@@ -204,11 +204,10 @@ class Pipeline:
 
     def __init__(self, db: Path, models_dir: Path, bench_dir: Path, engines):
         from fastapi.testclient import TestClient
-
-        from app.services.tokens import create_token
-        from app.web import create_app
-        from worker.client import AppClient
-        from worker.settings import WorkerSettings
+        from forgetmap.services.tokens import create_token
+        from forgetmap.web import create_app
+        from forgetmap.worker.client import AppClient
+        from forgetmap.worker.settings import WorkerSettings
 
         os.environ.pop("FORGETMAP_BROKER_URL", None)
         self.app = create_app(db)
@@ -240,7 +239,7 @@ class Pipeline:
 
     def job(self, request) -> tuple[int, list[int], int]:
         """create_job; returns (job id, shard ids to run, shards reused)."""
-        from app.services.jobs import create_job, job_detail
+        from forgetmap.services.jobs import create_job, job_detail
 
         with self.store.transaction() as conn:
             job_id, to_run = create_job(conn, request)
@@ -249,7 +248,7 @@ class Pipeline:
         return job_id, to_run, sum(s["status"] == "reused" for s in detail["shards"])
 
     def run(self, shard_ids: list[int]) -> float:
-        from worker.evaluate import run_shard
+        from forgetmap.worker.evaluate import run_shard
 
         t0 = now()
         for shard_id in shard_ids:
@@ -275,10 +274,10 @@ class Pipeline:
 
 
 def shard_reuse(args, workdir: Path) -> None:
-    from app.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn, PairSpecIn
-    from app.demo.tiny_model import build_tiny_model
-    from worker.engines import make_engine
-    from worker.evaluate import EngineCache
+    from forgetmap.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn, PairSpecIn
+    from forgetmap.demo.tiny_model import build_tiny_model
+    from forgetmap.worker.engines import make_engine
+    from forgetmap.worker.evaluate import EngineCache
 
     models_dir, bench_dir = workdir / "models", workdir / "benchmarks"
     paths = {name: build_tiny_model(models_dir / name, seed=seed)
@@ -416,10 +415,10 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="forgetmap-engine-")) if own_tmp else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        from app.demo.tiny_model import build_tiny_model
+        from forgetmap.demo.tiny_model import build_tiny_model
 
         if not args.skip_vllm:
-            from worker.engines import engine_available
+            from forgetmap.worker.engines import engine_available
 
             why = engine_available("vllm")
             if why:

@@ -53,9 +53,8 @@ sys.path.insert(0, str(ROOT))
 import duckdb  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-
-from app.core.taxonomy import scored_benchmarks  # noqa: E402
-from app.demo.layouts.paper import make_items, write_run  # noqa: E402
+from forgetmap.core.taxonomy import scored_benchmarks  # noqa: E402
+from forgetmap.demo.layouts.paper import make_items, write_run  # noqa: E402
 
 BASE_MODEL, POST_MODEL = "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"
 
@@ -123,7 +122,7 @@ def read_and_store(out: Path, db: Path) -> float:
 
 
 def ours(out: Path, db: Path) -> tuple[float, dict[str, float], str]:
-    exe = [sys.executable, "-m", "app.cli", "--db", str(db)]
+    exe = [sys.executable, "-m", "forgetmap.cli", "--db", str(db)]
     steps = {
         "import base": [*exe, "import", "lighteval", str(out / "details" / BASE_MODEL), "--model", "base"],
         "import post": [*exe, "import", "lighteval", str(out / "details" / POST_MODEL), "--model", "post"],
@@ -137,7 +136,7 @@ def ours_tree(out: Path, db: Path) -> tuple[float, dict[str, float], str]:
     """The same work as ``ours`` with the whole output folder imported by one command: each model
     stored under the name lighteval's tree gives it (``OUT/details/<org>/<model>``), then paired by
     those names. One CLI process and one transaction fewer."""
-    exe = [sys.executable, "-m", "app.cli", "--db", str(db)]
+    exe = [sys.executable, "-m", "forgetmap.cli", "--db", str(db)]
     steps = {
         "import output folder": [*exe, "import", "lighteval", str(out)],
         "pair add": [*exe, "pair", "add", BASE_MODEL, POST_MODEL],
@@ -166,11 +165,11 @@ def in_process(out: Path, db: Path) -> float:
     """The same four steps in this process, with its modules loaded and its allocators warm from
     the reads: the work itself, without what each CLI process pays to start (interpreter, module
     imports, a fresh heap)."""
-    from app.cli.common import keep_unused_out
-    from app.db.pairing import add_pair
-    from app.db.store import open_store
-    from app.importers import import_file
-    from app.services.map import MapQuery, map_records
+    from forgetmap.cli.common import keep_unused_out
+    from forgetmap.db.pairing import add_pair
+    from forgetmap.db.store import open_store
+    from forgetmap.importers import import_file
+    from forgetmap.services.map import MapQuery, map_records
 
     # as the CLI's processes do: else pyarrow's first array built from a list imports pandas
     # here (0.23 s, in the first round's import)
@@ -199,7 +198,7 @@ def startup(work: Path, repeat: int = 5) -> tuple[float, float]:
                   {t: (items[t], [i % 2 == 0 for i in range(50)]) for t in names}, style="base", seed=0)  # fmt: skip
         write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001",
                   {t: (items[t], [i % 3 == 0 for i in range(50)]) for t in names}, style="chat", seed=0)  # fmt: skip
-        exe = [sys.executable, "-m", "app.cli", "--db", str(small / "db.duckdb")]
+        exe = [sys.executable, "-m", "forgetmap.cli", "--db", str(small / "db.duckdb")]
         for model, name in ((BASE_MODEL, "base"), (POST_MODEL, "post")):
             subprocess.run([*exe, "import", "lighteval", str(out / "details" / model), "--model", name],
                            cwd=ROOT, env=CLI_ENV, capture_output=True, check=True)  # fmt: skip
@@ -213,7 +212,7 @@ def startup(work: Path, repeat: int = 5) -> tuple[float, float]:
         ):
             start = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "app.cli", *args],
+                [sys.executable, "-m", "forgetmap.cli", *args],
                 cwd=ROOT, env=CLI_ENV, capture_output=True, check=True,
             )  # fmt: skip
             times[name].append(time.perf_counter() - start)

@@ -36,8 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.db import open_store  # noqa: E402
-from app.services.tokens import Role, create_token  # noqa: E402
+from forgetmap.db import open_store  # noqa: E402
+from forgetmap.services.tokens import Role, create_token  # noqa: E402
+
 from bench._http import HOST, Server  # noqa: E402
 
 MB = 1 << 20

@@ -35,11 +35,11 @@ if str(ROOT) not in sys.path:
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from forgetmap.contract.imports import import_options  # noqa: E402
+from forgetmap.db import open_store  # noqa: E402
+from forgetmap.services.import_upload import ImportFailed, upload_import  # noqa: E402
+from forgetmap.services.tokens import Role, create_token  # noqa: E402
 
-from app.contract.imports import import_options  # noqa: E402
-from app.db import open_store  # noqa: E402
-from app.services.import_upload import ImportFailed, upload_import  # noqa: E402
-from app.services.tokens import Role, create_token  # noqa: E402
 from bench._http import Server  # noqa: E402
 
 FORGETMAP = str(Path(sys.executable).parent / "forgetmap")

@@ -52,8 +52,8 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow.json as pa_json  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from forgetmap.demo.layouts.leaderboard import SHAPES, questions, repo_id, write_dataset  # noqa: E402
 
-from app.demo.layouts.leaderboard import SHAPES, questions, repo_id, write_dataset  # noqa: E402
 from bench._data import fmt_s, machine_line  # noqa: E402
 from bench.harness_import import CLI_ENV  # noqa: E402
 
@@ -137,7 +137,7 @@ def forget(db: Path) -> None:
 def one_round(db: Path, env: dict, work: Path, generation: str, models: list[str],
               rows: int) -> dict:  # fmt: skip
     """Import every model, the first again, pair the first with each other, map."""
-    exe = [sys.executable, "-m", "app.cli", "--db", str(db)]
+    exe = [sys.executable, "-m", "forgetmap.cli", "--db", str(db)]
     out: dict = {"import": [], "rss": []}
     for model in models:
         seconds, rss, stdout = run([*exe, "import", "hub", repo_id(generation, model)], env, work)

@@ -27,7 +27,7 @@ under 1 GB at 4,000-token answers.
 ``--lm-eval N,M``: instead, one lm-eval ``samples_gsm8k_<date>.jsonl`` of N (then M) lines, each
 answer ``--answers`` words long (app/demo/layouts/lm_eval.py and lighteval.py's lines, 0.4.7 layout), imported by
 ``forgetmap import lm-eval`` against ``pyarrow.json.read_json`` of the file (a file past
-``app.importers.lm_eval.reader.STREAM_BYTES`` is read in blocks, twice).
+``forgetmap.importers.lm_eval.reader.STREAM_BYTES`` is read in blocks, twice).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.demo.layouts.paper import make_items, write_run  # noqa: E402
+from forgetmap.demo.layouts.paper import make_items, write_run  # noqa: E402
 
 MODEL = "Qwen/Qwen2.5-7B-Instruct"
 KEPT = ["example", "full_prompt", "predictions", "choices", "gold_index", "gold", "metrics",
@@ -93,7 +93,7 @@ print(pj.read_json(sys.argv[1]).num_rows)
 
 
 def write_samples(folder: Path, lines: int, words: int) -> Path:
-    from app.demo.layouts.lm_eval import write_lm_eval_samples
+    from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
 
     folder.mkdir(parents=True, exist_ok=True)
     path = write_lm_eval_samples(folder, "gsm8k", [1, 0], kind="generate_until")

@@ -20,7 +20,7 @@ Steps:
        input encoding ours inserts), to check that the encoding does not favour either side;
    ratio = ours rows/s / raw rows/s per file; the median over files is the headline (goal >= 0.5);
 3. re-import one file (must add 0 rows), median of --reimport-runs;
-4. add the pairs (each base with 3 others) with app.db.pairing.add_pair, one transaction each;
+4. add the pairs (each base with 3 others) with forgetmap.db.pairing.add_pair, one transaction each;
 5. when the ratio misses the goal (or with --breakdown): a second import of every file into a fresh
    file with a per-stage and per-SQL-statement timer, plus cProfile of the Python/Arrow part.
 
@@ -46,11 +46,11 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from forgetmap.db import ingest as ingest_mod  # noqa: E402
+from forgetmap.db.pairing import add_pair  # noqa: E402
+from forgetmap.db.store import open_store  # noqa: E402
+from forgetmap.importers import import_file  # noqa: E402
 
-from app.db import ingest as ingest_mod  # noqa: E402
-from app.db.pairing import add_pair  # noqa: E402
-from app.db.store import open_store  # noqa: E402
-from app.importers import import_file  # noqa: E402
 from bench._data import (  # noqa: E402
     FULL_BENCHMARKS,
     FULL_MODELS,
@@ -162,8 +162,8 @@ class TimingDuck:
 
 
 def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> None:
-    from app.importers import read_source
-    from app.importers.common import prepare
+    from forgetmap.importers import read_source
+    from forgetmap.importers.common import prepare
 
     print(
         "\n== breakdown: second import of every file into a fresh DB, timed per stage and per SQL =="
@@ -171,7 +171,7 @@ def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> 
     store = open_store(workdir / "breakdown.duckdb")
     stages: dict[str, list[float]] = defaultdict(list)
     sql: dict[str, list[float]] = defaultdict(list)
-    # the SQL of an import (app.db.ingest, app.db.pairing) runs on the connection it is given
+    # the SQL of an import (forgetmap.db.ingest, forgetmap.db.pairing) runs on the connection it is given
     profile_text = ""
     try:
         for i, path in enumerate(paths):

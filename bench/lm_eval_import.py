@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import pyarrow.json as pa_json  # noqa: E402
+from forgetmap.core.taxonomy import scored_benchmarks  # noqa: E402
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples  # noqa: E402
 
-from app.core.taxonomy import scored_benchmarks  # noqa: E402
-from app.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples  # noqa: E402
 from bench.harness_import import run_steps  # noqa: E402
 
 MODELS = ("base", "post")
@@ -105,7 +105,7 @@ def plain_read(out: Path, release: str) -> tuple[float, int]:
 
 
 def ours(out: Path, db: Path) -> tuple[float, dict[str, float], str]:
-    exe = [sys.executable, "-m", "app.cli", "--db", str(db)]
+    exe = [sys.executable, "-m", "forgetmap.cli", "--db", str(db)]
     steps = {
         "import base": [*exe, "import", "lm-eval", str(out / "base"), "--model", "base"],
         "import post": [*exe, "import", "lm-eval", str(out / "post"), "--model", "post"],

@@ -15,10 +15,10 @@ Redis queue of its own (``--broker``, a database number of its own). Then, at on
   ``--after`` s after the last one;
 - ``--imports`` table files of ``--import-rows`` rows each (with ``--text-chars`` of prompt and
   response: the long answers go to the answer files) uploaded through ``POST /api/imports`` and
-  followed to the end of their job (``app.services.import_upload.upload_import``);
+  followed to the end of their job (``forgetmap.services.import_upload.upload_import``);
 - ``--workers`` simulated workers: the shards are real (an evaluation job through
   ``POST /api/jobs``), and each worker claims its shards and posts their rows in batches of
-  ``--batch`` with the worker's own client (``worker.client.AppClient``: start, progress,
+  ``--batch`` with the worker's own client (``forgetmap.worker.client.AppClient``: start, progress,
   ``POST /api/results``, finish), pausing ``--worker-pause`` s between batches as a worker does
   while it evaluates.
 
@@ -53,17 +53,17 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from forgetmap.contract.imports import import_options  # noqa: E402
+from forgetmap.contract.results import ResultRow  # noqa: E402
+from forgetmap.core.taxonomy import CATEGORIES  # noqa: E402
+from forgetmap.db import open_store  # noqa: E402
+from forgetmap.services.import_upload import upload_import  # noqa: E402
+from forgetmap.services.tokens import Role, create_token  # noqa: E402
+from forgetmap.worker.client import AppClient  # noqa: E402
 
-from app.contract.imports import import_options  # noqa: E402
-from app.contract.results import ResultRow  # noqa: E402
-from app.core.taxonomy import CATEGORIES  # noqa: E402
-from app.db import open_store  # noqa: E402
-from app.services.import_upload import upload_import  # noqa: E402
-from app.services.tokens import Role, create_token  # noqa: E402
 from bench._data import Spec, load_dataset, machine_line, write_dataset  # noqa: E402
 from bench._http import Conn, Server  # noqa: E402
 from bench.web import pick_targets  # noqa: E402
-from worker.client import AppClient  # noqa: E402
 
 MAP_P99_GOAL_MS = 200.0
 PAGES = ("map page", "/api/map", "pair page", "drill-down", "drill-down JSON")

@@ -11,7 +11,7 @@ With the rows loaded (import_file per model file) and the pairs added (each base
 - baseline: the same map where the transition counts come from one SQL query over the per-sample
   rows (base and post rows of all pairs joined per (pair, benchmark, seed, sample), FULL OUTER so
   unpaired samples are counted as the ingest does; counts per (pair, benchmark, seed, k)), followed
-  by exactly the same Python scoring: ``app.db.queries.transition_counts`` is swapped for the
+  by exactly the same Python scoring: ``forgetmap.db.queries.transition_counts`` is swapped for the
   recompute while map_records runs. Median of --recompute-runs (default 5). The seed-vs-seed noise
   floor is read from its materialized table in both (so the baseline is, if anything, flattered).
 The recompute's benchmark-level records are checked against the materialized map's first.
@@ -46,11 +46,11 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow.parquet as pq  # noqa: E402
+from forgetmap.db import queries  # noqa: E402
+from forgetmap.db.store import open_store  # noqa: E402
+from forgetmap.services import map as forgetting_map  # noqa: E402
+from forgetmap.services.map import MapQuery, map_records  # noqa: E402
 
-from app.db import queries  # noqa: E402
-from app.db.store import open_store  # noqa: E402
-from app.services import map as forgetting_map  # noqa: E402
-from app.services.map import MapQuery, map_records  # noqa: E402
 from bench._data import (  # noqa: E402
     FULL_BENCHMARKS,
     FULL_MODELS,
@@ -209,8 +209,8 @@ def profile(store, query: MapQuery, runs: int, top: int) -> str:
 
 def load_pairs(spec: Spec, store, paths: list[Path], pair_list: list[tuple[str, str]]) -> None:
     """Import the files, add the pairs, and make the first base's pairs a series (steps 100, 200...)."""
-    from app.db import series as series_db
-    from app.db.pairing import add_pair
+    from forgetmap.db import series as series_db
+    from forgetmap.db.pairing import add_pair
 
     load_dataset(spec, store, paths, pairs=False)
     for base, post in pair_list:
@@ -227,7 +227,7 @@ def load_pairs(spec: Spec, store, paths: list[Path], pair_list: list[tuple[str, 
 def _write_one_model(store, i: int, workdir: Path) -> None:
     """What a worker's upload does: a new seed of one model on one benchmark (its seed-vs-seed
     counts, hence the noise floor of every pair it is in, change)."""
-    from app.importers import import_file
+    from forgetmap.importers import import_file
 
     with store.read() as conn:
         duck = conn
@@ -253,7 +253,7 @@ def _timings(store, fn, runs: int, workdir: Path) -> tuple[float, float, float]:
     """Medians of: a cold call on a fresh MapCache (a process that just started); the first call
     after a write (one model's upload) on a long-lived MapCache, as a running fleet causes; and
     the warm cache hit."""
-    from app.services.map import MapCache
+    from forgetmap.services.map import MapCache
 
     cold = [timed(fn, MapCache(store))[0] for _ in range(runs)]
     cache = MapCache(store)
@@ -271,9 +271,9 @@ _WRITES = itertools.count()
 
 def scale_section(store, runs: int, baseline: dict[str, float], workdir: Path) -> list[str]:
     """Cold, after-a-write and warm timings of what the app serves, against the recompute."""
-    from app.db import series as series_db
-    from app.services.map import MapCache
-    from app.services.series import series_view
+    from forgetmap.db import series as series_db
+    from forgetmap.services.map import MapCache
+    from forgetmap.services.series import series_view
 
     with store.read() as conn:
         runs_list = series_db.list_series(conn)

@@ -54,15 +54,14 @@ def _median_time(fn, repeats: int) -> float:
 def bench_model(label: str, sizes: dict, args, root: Path) -> dict:
     import numpy as np
     import torch
-
-    from app.analysis.recoverability_fitting import (
+    from forgetmap.analysis.recoverability_fitting import (
         closed_form_bias,
         fit_correction,
         split_documents,
         top_k_tokens,
     )
-    from app.demo.tiny_model import build_tiny_model
-    from worker import recoverability_scoring as scoring
+    from forgetmap.demo.tiny_model import build_tiny_model
+    from forgetmap.worker import recoverability_scoring as scoring
 
     path = build_tiny_model(root / label, seed=0, **sizes)
     model = scoring.load_model(path, device="cpu")

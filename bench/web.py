@@ -98,7 +98,8 @@ def prepare_db(args, workdir: Path) -> Path:
             shutil.copyfile(wal, Path(str(db) + ".wal"))
         print(f"copied {args.db} -> {db} in {fmt_s(now() - t0)}")
         return db
-    from app.db.store import open_store
+    from forgetmap.db.store import open_store
+
     from bench._data import load_dataset
 
     spec = Spec(rows=args.rows, models=args.models, benchmarks=args.benchmarks, seeds=args.seeds)
@@ -186,7 +187,7 @@ def inprocess(db: Path, endpoints: list[Endpoint], runs: int, profile_names: set
     saved = (froute.run_in_threadpool, fdu.run_in_threadpool)
     froute.run_in_threadpool = fdu.run_in_threadpool = inline
     os.environ.pop("FORGETMAP_BROKER_URL", None)
-    from app.web import create_app
+    from forgetmap.web import create_app
 
     app = create_app(db)
     reports: dict[str, str] = {}

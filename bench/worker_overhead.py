@@ -10,7 +10,7 @@ engine start is in neither. For each seed, alternating:
 - raw: ``vllm.LLM.generate`` on the exact token prompts the worker sends for that shard (built with
   the worker's own prompt builder and the model's chat template) and the same ``SamplingParams``
   (temperature, top_p, max_tokens, seed, stop), in one call;
-- worker: ``worker.evaluate.run_shard`` of that (model, benchmark, seed) shard, end to end: load the
+- worker: ``forgetmap.worker.evaluate.run_shard`` of that (model, benchmark, seed) shard, end to end: load the
   local benchmark, build prompts, generate in upload batches, extract and grade, upload each batch
   to the app and finish (the app in process, over FastAPI's TestClient, writing a real DuckDB).
 
@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 def raw_requests(items, seed: int, cfg: dict, engine) -> tuple[list[dict], object]:
     """The token prompts and vLLM sampling parameters the worker's engine makes for these items
     (prompts built as the worker builds them for chat prompting)."""
-    from worker.benchmarks.prompts import build_prompt
-    from worker.engines.base import GenerationParams
+    from forgetmap.worker.benchmarks.prompts import build_prompt
+    from forgetmap.worker.engines.base import GenerationParams
 
     built = [build_prompt(item, mode="chat", shots=[]) for item in items]
     params = GenerationParams(
@@ -51,10 +51,11 @@ def raw_requests(items, seed: int, cfg: dict, engine) -> tuple[list[dict], objec
 
 
 def run(args, workdir: Path) -> list[dict]:
-    from app.demo.tiny_model import build_tiny_model
+    from forgetmap.demo.tiny_model import build_tiny_model
+    from forgetmap.worker.engines import make_engine
+    from forgetmap.worker.evaluate import EngineCache
+
     from bench.engine import write_benchmark
-    from worker.engines import make_engine
-    from worker.evaluate import EngineCache
 
     models_dir, bench_dir = workdir / "models", workdir / "benchmarks"
     if args.model:
@@ -79,10 +80,11 @@ def run(args, workdir: Path) -> list[dict]:
 
 def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_dir: Path,
              workdir: Path) -> list[dict]:  # fmt: skip
-    from app.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn
+    from forgetmap.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn
+    from forgetmap.worker.benchmarks.registry import load_benchmark
+    from forgetmap.worker.engines.base import GenerationParams
+
     from bench.engine import Pipeline
-    from worker.benchmarks.registry import load_benchmark
-    from worker.engines.base import GenerationParams
 
     pipe = Pipeline(workdir / "overhead.duckdb", models_dir, bench_dir, engines)
     pipe.settings = pipe.settings.model_copy(update={"upload_batch": args.upload_batch})

@@ -52,6 +52,6 @@ def render_reference(root: click.Command) -> str:
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if MARKER not in markdown:
         return markdown
-    from app.cli import main  # the app is imported only for the page that needs it
+    from forgetmap.cli import main  # the app is imported only for the page that needs it
 
     return markdown.replace(MARKER, render_reference(main))

@@ -1,4 +1,4 @@
-"""Alembic environment. The connection is handed in by app.db.store (config.attributes)."""
+"""Alembic environment. The connection is handed in by forgetmap.db.store (config.attributes)."""
 
 from alembic import context
 from alembic.ddl.impl import DefaultImpl

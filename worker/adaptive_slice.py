@@ -1,12 +1,12 @@
-"""An adaptive round's slice of a benchmark (app.contract.shards.ShardSlice): the items a shard
-evaluates, in the benchmark's shared evaluation order (app.analysis.adaptive.evaluation_order, the same
+"""An adaptive round's slice of a benchmark (forgetmap.contract.shards.ShardSlice): the items a shard
+evaluates, in the benchmark's shared evaluation order (forgetmap.analysis.adaptive.evaluation_order, the same
 for every model, so a base's first n samples serve every pair built on it)."""
 
 from __future__ import annotations
 
-from app.analysis.adaptive import evaluation_order
-from app.contract.shards import ShardSlice
-from worker.benchmarks.items import Item
+from forgetmap.analysis.adaptive import evaluation_order
+from forgetmap.contract.shards import ShardSlice
+from forgetmap.worker.benchmarks.items import Item
 
 
 def slice_items(items: list[Item], part: ShardSlice | None) -> list[Item]:

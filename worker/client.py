@@ -12,12 +12,10 @@ import logging
 import time
 
 import httpx
-from pydantic import BaseModel
-
-from app.contract.errors import reply_detail
-from app.contract.recovery import RecoveryIn
-from app.contract.results import ResultRow, ResultsIn
-from app.contract.shards import (
+from forgetmap.contract.errors import reply_detail
+from forgetmap.contract.recovery import RecoveryIn
+from forgetmap.contract.results import ResultRow, ResultsIn
+from forgetmap.contract.shards import (
     WORKER_HEADER,
     FailIn,
     FinishIn,
@@ -27,6 +25,7 @@ from app.contract.shards import (
     ShardState,
     StartIn,
 )
+from pydantic import BaseModel
 
 log = logging.getLogger("forgetmap.worker")
 

@@ -15,22 +15,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from forgetmap.contract.base import problem_text
+from forgetmap.contract.jobs import Engine, Mode, Prompting, ShardStatus
+from forgetmap.contract.results import ResultRow
+from forgetmap.contract.shards import EvaluationShardSpec, ShardConfig, ShardData
+from forgetmap.runtime.paths import ModelPathError, ModelRules
+from forgetmap.worker.adaptive_slice import slice_items
+from forgetmap.worker.benchmarks.grading import grade, grade_choice_logprobs
+from forgetmap.worker.benchmarks.items import BenchmarkError, Item
+from forgetmap.worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots
+from forgetmap.worker.benchmarks.registry import load_benchmark
+from forgetmap.worker.client import AppClient
+from forgetmap.worker.engines.base import GenerationParams
+from forgetmap.worker.fingerprint import model_fingerprint
+from forgetmap.worker.settings import WorkerSettings
 from pydantic import BaseModel, ValidationError
-
-from app.contract.base import problem_text
-from app.contract.jobs import Engine, Mode, Prompting, ShardStatus
-from app.contract.results import ResultRow
-from app.contract.shards import EvaluationShardSpec, ShardConfig, ShardData
-from app.runtime.paths import ModelPathError, ModelRules
-from worker.adaptive_slice import slice_items
-from worker.benchmarks.grading import grade, grade_choice_logprobs
-from worker.benchmarks.items import BenchmarkError, Item
-from worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots
-from worker.benchmarks.registry import load_benchmark
-from worker.client import AppClient
-from worker.engines.base import GenerationParams
-from worker.fingerprint import model_fingerprint
-from worker.settings import WorkerSettings
 
 log = logging.getLogger("forgetmap.worker")
 Spec = TypeVar("Spec", bound=BaseModel)

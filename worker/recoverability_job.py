@@ -17,21 +17,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.analysis.recoverability_fitting import LOG_BETA_GRID
-from app.contract.jobs import ShardStatus
-from app.contract.recovery import CorpusIn, RecoveryIn, RecoveryShardSpec
-from app.runtime.paths import ModelPathError, ModelRules, confined
-from worker.client import AppClient
-from worker.evaluate import ShardFailed, shard_spec
-from worker.fingerprint import model_fingerprint
-from worker.recoverability_scoring import (
+from forgetmap.analysis.recoverability_fitting import LOG_BETA_GRID
+from forgetmap.contract.jobs import ShardStatus
+from forgetmap.contract.recovery import CorpusIn, RecoveryIn, RecoveryShardSpec
+from forgetmap.runtime.paths import ModelPathError, ModelRules, confined
+from forgetmap.worker.client import AppClient
+from forgetmap.worker.evaluate import ShardFailed, shard_spec
+from forgetmap.worker.fingerprint import model_fingerprint
+from forgetmap.worker.recoverability_scoring import (
     FULL_VOCAB_MAX,
     load_model,
     prepare_documents,
     read_corpus,
     run_recoverability,
 )
-from worker.settings import WorkerSettings
+from forgetmap.worker.settings import WorkerSettings
 
 log = logging.getLogger("forgetmap.worker")
 CORPUS_SUFFIXES = (".txt", ".jsonl", ".json")
@@ -211,7 +211,7 @@ def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSetting
 
 
 def statistics_bytes(n_tokens: int, vocab_size: int, k: int) -> int:
-    """Memory of one model's token statistics (module doc of app.analysis.recoverability_fitting): the full
+    """Memory of one model's token statistics (module doc of forgetmap.analysis.recoverability_fitting): the full
     vocabulary in float32 for small vocabularies, else K float16 logits plus the complement grid."""
     if vocab_size <= FULL_VOCAB_MAX:
         return n_tokens * (vocab_size * 4 + 8)

@@ -2,7 +2,7 @@
 
 The analysis itself (corrections, fits, shares, bootstrap) is pure and lives in
 ``app/analysis/recoverability_fitting.py``; this module turns models and documents into its
-:class:`~app.analysis.recoverability_fitting.TokenStats` and per-document loss sums.
+:class:`~forgetmap.analysis.recoverability_fitting.TokenStats` and per-document loss sums.
 
 Scoring: documents are token-id sequences (``prepare_documents`` tokenizes text: BOS first when the
 tokenizer has one, then at most ``max_tokens`` = 2047 document tokens). Position i predicts token
@@ -15,7 +15,7 @@ once upcast per chunk), e.g. 4096 x 152k x 2 bytes = 1.2 GB for a bf16 model on 
 
 Kept logits: the full vocabulary when V <= ``full_vocab_max`` (default 4096: exact temperature
 fits; tiny models), else only the bias tokens S, in float16, plus the complement grid (module doc
-of app.analysis.recoverability_fitting). Pass ``out_dir`` to keep the big arrays in .npy memory maps. float16
+of forgetmap.analysis.recoverability_fitting). Pass ``out_dir`` to keep the big arrays in .npy memory maps. float16
 rounding of the shifted logits moves a token's nll by up to ~5e-4 nats (mean ~2e-6 measured on the
 tiny model); differences between corrections of the same model are computed from the same rounded
 values. The complement grid costs ~97 x 4 elementwise operations per complement token per scored
@@ -52,8 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from app.analysis.recoverability_fitting import (
+from forgetmap.analysis.recoverability_fitting import (
     KINDS,
     L2_GRID,
     LOG_BETA_GRID,
@@ -65,8 +64,8 @@ from app.analysis.recoverability_fitting import (
     split_documents,
     top_k_tokens,
 )
-from app.analysis.recoverability_shares import bootstrap_shares, build_table, shares_from_sums
-from app.core.recoverability_names import CONTROLS, DEFAULT_K, DEFAULT_MAX_TOKENS
+from forgetmap.analysis.recoverability_shares import bootstrap_shares, build_table, shares_from_sums
+from forgetmap.core.recoverability_names import CONTROLS, DEFAULT_K, DEFAULT_MAX_TOKENS
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,10 @@ import os
 import socket
 from pathlib import Path
 
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import ENVIRONMENT, PathList, read_settings
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
-
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import ENVIRONMENT, PathList, read_settings
 
 
 class WorkerSettings(BaseSettings):

@@ -22,14 +22,13 @@ import os
 from celery import Celery
 from celery.exceptions import Reject
 from celery.worker import state as worker_state
-
-from app.contract.jobs import ShardKind, ShardStatus
-from app.runtime.broker import TASK_NAME
-from worker.client import AppClient, AppRejected, AppUnavailable, TokenRefused
-from worker.engines import make_engine
-from worker.evaluate import EngineCache, ShardFailed, run_shard
-from worker.recoverability_job import run_recover_shard
-from worker.settings import WorkerSettings
+from forgetmap.contract.jobs import ShardKind, ShardStatus
+from forgetmap.runtime.broker import TASK_NAME
+from forgetmap.worker.client import AppClient, AppRejected, AppUnavailable, TokenRefused
+from forgetmap.worker.engines import make_engine
+from forgetmap.worker.evaluate import EngineCache, ShardFailed, run_shard
+from forgetmap.worker.recoverability_job import run_recover_shard
+from forgetmap.worker.settings import WorkerSettings
 
 log = logging.getLogger("forgetmap.worker")
 WORKER_TOKEN_FIX = "`forgetmap token create NAME --role worker`"

@@ -2,7 +2,7 @@
 stopping point, and the rule that stops a benchmark once F_true and BT_true are known to a
 target precision.
 
-Pure numpy (no I/O); the metric itself comes from ``app.core.metrics`` (``scores_from_arrays``), so the
+Pure numpy (no I/O); the metric itself comes from ``forgetmap.core.metrics`` (``scores_from_arrays``), so the
 adaptive map and the full map use one implementation of F_true and BT_true.
 
 **Order.** A benchmark's samples are visited in the order of a stable hash of (benchmark,
@@ -82,8 +82,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
-
-from app.core.metrics import scores_from_arrays
+from forgetmap.core.metrics import scores_from_arrays
 
 PRIOR_ITEMS = 2.0
 """Pseudo-samples of variance 1/4 added to the variance of the contributions (see module doc)."""

@@ -1,6 +1,6 @@
-"""The theory lab's page data: the four plots of app.analysis.theory for one set of parameters.
+"""The theory lab's page data: the four plots of forgetmap.analysis.theory for one set of parameters.
 
-Bounded per request: the parameters have documented ranges (app.web.deps.lab_params), one
+Bounded per request: the parameters have documented ranges (forgetmap.web.deps.lab_params), one
 computation runs at a time under a time budget (``FORGETMAP_THEORY_SECONDS``, 30), diverging
 dynamics stop at a grid cap (theory.MAX_GRID_POINTS), and every outcome, result or error, is
 cached per parameter set.
@@ -13,9 +13,8 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 
 import numpy as np
-
-from app.analysis import theory, theory_plots
-from app.core.errors import InputError
+from forgetmap.analysis import theory, theory_plots
+from forgetmap.core.errors import InputError
 
 CACHE_SIZE = 256
 _cache: OrderedDict[LabParams, dict | InputError] = OrderedDict()

@@ -79,9 +79,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from forgetmap.core.recoverability_names import DEFAULT_K
 from scipy.optimize import minimize
-
-from app.core.recoverability_names import DEFAULT_K
 
 KINDS = ("bias", "temp", "bias_temp", "closed_bias")
 ALL_CORRECTIONS = ("none", *KINDS)

@@ -6,8 +6,7 @@ each plot illustrates). Pure numpy, no I/O.
 from __future__ import annotations
 
 import numpy as np
-
-from app.analysis.theory import (
+from forgetmap.analysis.theory import (
     bhattacharyya_coefficient,
     misassignment_bound,
     train,

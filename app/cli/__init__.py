@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 import click
-
-from app.cli import (
+from forgetmap.cli import (
     backup,
     common,
     door,
@@ -29,7 +28,7 @@ from app.cli import (
     suite,
     tokens,
 )
-from app.runtime.paths import default_db_path
+from forgetmap.runtime.paths import default_db_path
 
 
 class ForgetmapGroup(click.Group):

@@ -1,3 +1,3 @@
-from app.cli import run
+from forgetmap.cli import run
 
 run()

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
-from app.cli.common import ClientPath, CliError, store_of
+from forgetmap.cli.common import ClientPath, CliError, store_of
 
 
 def _size(folder: Path) -> str:
@@ -21,7 +20,7 @@ def _size(folder: Path) -> str:
 def backup_command(ctx: click.Context, path: Path) -> None:
     """Write a consistent snapshot of the database to the new folder PATH: every table as of one
     moment (imports and workers may go on writing), the answer files, a manifest."""
-    from app.db.backup import BackupError, take_backup
+    from forgetmap.db.backup import BackupError, take_backup
 
     store = store_of(ctx)
     try:
@@ -51,8 +50,8 @@ def restore_command(ctx: click.Context, path: Path, without_tokens: bool) -> Non
     rows; an older backup is upgraded to the newest schema. All or nothing: a backup with a link,
     a repeated key or a value the app never writes (an unknown token role, a negative seed) is
     refused in one line. Prints the tokens it restored."""
-    from app.db.backup import BackupError, restore_backup
-    from app.services.tokens import Role
+    from forgetmap.db.backup import BackupError, restore_backup
+    from forgetmap.services.tokens import Role
 
     database = ctx.obj["db"]
     try:

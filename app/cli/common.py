@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from app.db import Store
+    from forgetmap.db import Store
 
 # Heavy modules (rich, SQLAlchemy, DuckDB, pyarrow, scipy) are imported by the commands that use
 # them, so that `forgetmap --help` and quick commands start fast.
@@ -79,9 +79,8 @@ def lean_native_settings() -> None:
 def Console(*args, **kwargs):  # noqa: N802 - stands in for rich's class
     """rich's console; for a command the app runs for a client, as wide as the client's
     terminal (rich would measure the app's)."""
+    from forgetmap.runtime.owner import CLIENT_WIDTH_KEY
     from rich.console import Console as RichConsole
-
-    from app.runtime.owner import CLIENT_WIDTH_KEY
 
     context = click.get_current_context(silent=True)
     root = context.find_root().obj if context is not None else None
@@ -136,9 +135,9 @@ class CliError(click.ClickException):
 
 def store_of(ctx: click.Context) -> Store:
     """The command's store: the file opened (the command closes it when done), or, for a
-    command the app runs (app.web.cli), the app's own open store, lent."""
-    from app.db import StoreError, open_store
-    from app.runtime.owner import APP_STORE_KEY
+    command the app runs (forgetmap.web.cli), the app's own open store, lent."""
+    from forgetmap.db import StoreError, open_store
+    from forgetmap.runtime.owner import APP_STORE_KEY
 
     lent = ctx.obj.get(APP_STORE_KEY)
     if lent is not None:
@@ -170,7 +169,7 @@ class ClientPath(click.Path):
     (the client's folder comes with the command)."""
 
     def convert(self, value, param, ctx):
-        from app.runtime.owner import CLIENT_CWD_KEY
+        from forgetmap.runtime.owner import CLIENT_CWD_KEY
 
         root = ctx.find_root().obj if ctx is not None else None
         cwd = root.get(CLIENT_CWD_KEY) if isinstance(root, dict) else None
@@ -193,7 +192,7 @@ def echo_records(records: list[dict], fields, fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(records, indent=1))
         return
-    from app.core.spreadsheet_cells import inert_value
+    from forgetmap.core.spreadsheet_cells import inert_value
 
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(fields), lineterminator="\n")

@@ -1,7 +1,7 @@
 """Commands through the app: while an app owns the database, the CLI's commands run in it.
 
 Only one process may open a DuckDB file. When `forgetmap serve` (or `up`) runs on the ``--db``
-database, it has published itself in the owner file beside it (app.runtime.owner); a command
+database, it has published itself in the owner file beside it (forgetmap.runtime.owner); a command
 that uses the database is then sent to that app (``POST /api/cli`` with the file's local
 credential), which runs the very same command on its open store and answers its output and exit
 code, printed here as they come and exited with. ``--url`` (or $FORGETMAP_URL) with a token
@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import click
-
-from app.cli.common import CliError
+from forgetmap.cli.common import CliError
 
 if TYPE_CHECKING:
-    from app.contract.cli import CommandLine, Terminal
+    from forgetmap.contract.cli import CommandLine, Terminal
 
 COMMAND_LINE = "forgetmap.command_line"
 """Where the root group keeps the command line from the subcommand on (``ctx.meta``)."""
@@ -51,7 +50,7 @@ def find_door(db: Path, url: str | None, token: str | None) -> AppDoor | None:
                 "command needs (read, submit or admin; `forgetmap token create NAME --role ROLE`)"
             )
         return AppDoor(url.rstrip("/"), token, remote=True)
-    from app.runtime.owner import live_owner
+    from forgetmap.runtime.owner import live_owner
 
     owner = live_owner(db)
     return AppDoor(owner.url, owner.credential, remote=False) if owner is not None else None
@@ -78,7 +77,7 @@ with ``REMOTE_APP`` set) instead of being forwarded."""
 def command_line(ctx: click.Context, argv: list[str]) -> CommandLine:
     """The command click runs for ``argv`` (the words after the root's options), as the app
     resolves it: the client decides where a command runs from the same reading."""
-    from app.contract.cli import resolve_command_line
+    from forgetmap.contract.cli import resolve_command_line
 
     assert isinstance(ctx.command, click.Group)
     return resolve_command_line(ctx.command, argv)
@@ -89,7 +88,7 @@ def remote_way(ctx: click.Context, argv: list[str]) -> Literal["forward", "here"
     on this machine and sends its files to the app); a CliError for a command whose files the
     app cannot reach. The one place that decides what becomes of the files a command names
     when the app runs on another machine."""
-    from app.contract.cli import touches_files
+    from forgetmap.contract.cli import touches_files
 
     line = command_line(ctx, argv)
     if line.path in UPLOADED:
@@ -119,7 +118,7 @@ def run_through_app(ctx: click.Context, url: str | None, token: str | None) -> N
     (it runs here with ``REMOTE_APP`` set: ``remote_way``), for a command that reads
     through the app (``FETCHED``: it runs here with ``APP_DOOR`` set), or for one that
     downloads here and uploads to the app (``DOWNLOADED``: ``REMOTE_APP`` set, any app)."""
-    from app.runtime.owner import APP_STORE_KEY, LOCAL_ONLY
+    from forgetmap.runtime.owner import APP_STORE_KEY, LOCAL_ONLY
 
     argv = ctx.meta.get(COMMAND_LINE, [])
     if ctx.obj.get(APP_STORE_KEY) is not None or ctx.invoked_subcommand in LOCAL_ONLY:
@@ -144,7 +143,7 @@ def run_through_app(ctx: click.Context, url: str | None, token: str | None) -> N
 def terminal() -> Terminal:
     """This process's terminal as rich sees it: whether stdout is one, and its width (of the
     first of stdin, stdout, stderr that is a terminal, $COLUMNS first; 80 when none is)."""
-    from app.contract.cli import MAX_TERMINAL_WIDTH, Terminal
+    from forgetmap.contract.cli import MAX_TERMINAL_WIDTH, Terminal
 
     width = 80
     for descriptor in (0, 1, 2):
@@ -165,8 +164,7 @@ def forward(door: AppDoor, argv: list[str], prog_name: str) -> int:
     (an import's progress as it goes), its exit code returned. No time limit once connected:
     an import runs as long as it takes."""
     import httpx
-
-    from app.contract.cli import CommandCall, CommandEnd, answer_line
+    from forgetmap.contract.cli import CommandCall, CommandEnd, answer_line
 
     call = CommandCall(argv=argv, cwd=os.getcwd(), prog_name=prog_name, terminal=terminal())
     started = False
@@ -198,6 +196,6 @@ def forward(door: AppDoor, argv: list[str], prog_name: str) -> int:
 
 
 def _detail(answer) -> str:
-    from app.contract.errors import reply_detail
+    from forgetmap.contract.errors import reply_detail
 
     return reply_detail(answer) or answer.text[:200]

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
-from app.cli.common import ClientPath, CliError, store_of
-from app.core.errors import InputError
+from forgetmap.cli.common import ClientPath, CliError, store_of
+from forgetmap.core.errors import InputError
 
 
 @click.group("export")
@@ -24,7 +23,7 @@ def export_eee(ctx: click.Context, model: str, out_dir: Path) -> None:
     """Every Eval Ever files of MODEL in the new folder OUT_DIR: per benchmark and seed, an
     aggregate <uuid>.json and its instance file <uuid>_samples.jsonl, in the datastore's layout
     (data/<benchmark>/<developer>/<model>/)."""
-    from app.services.eee_export import export_model
+    from forgetmap.services.eee_export import export_model
 
     store = store_of(ctx)
     try:

@@ -7,18 +7,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-
-from app.cli.common import (
+from forgetmap.cli.common import (
     ClientPath,
     CliError,
     let_kept_out_in,
     store_of,
 )
-from app.cli.door import REMOTE_APP, AppDoor
-from app.core.errors import InputError
+from forgetmap.cli.door import REMOTE_APP, AppDoor
+from forgetmap.core.errors import InputError
 
 if TYPE_CHECKING:
-    from app.contract.imports import ImportOptions
+    from forgetmap.contract.imports import ImportOptions
 
 
 @click.group("import")
@@ -29,9 +28,9 @@ def import_group() -> None:
 def _run_import(
     ctx: click.Context, kind: str, path: Path, *, on_filter=None, notice=None, **options
 ) -> None:
-    from app.contract.imports import import_options, summary_lines, summary_of
-    from app.importers import import_file
-    from app.runtime.progress import progress_reporter
+    from forgetmap.contract.imports import import_options, summary_lines, summary_of
+    from forgetmap.importers import import_file
+    from forgetmap.runtime.progress import progress_reporter
 
     if ctx.obj.get("quick_exit"):
         # a command's own process: the modules just loaded live to its end, so the collector
@@ -64,7 +63,7 @@ def _run_import(
 def _refuse_missing(kind: str, path: Path, options: ImportOptions) -> None:
     """The one-line error the import on the file gives for a path that is not there: the
     reader's, which it raises before it reads anything."""
-    from app.importers import iter_source
+    from forgetmap.importers import iter_source
 
     try:
         next(iter(iter_source(kind, path, **options.importer_kwargs())))
@@ -78,9 +77,8 @@ def upload_to_app(app: AppDoor, path: Path, options: ImportOptions) -> None:
     goes, then the readers' notices, then the summary on stdout; a failure is the one line the
     app gives (``ImportFailed``: nothing was imported)."""
     import httpx
-
-    from app.runtime.progress import progress_reporter
-    from app.services.import_upload import ImportFailed, upload_import
+    from forgetmap.runtime.progress import progress_reporter
+    from forgetmap.services.import_upload import ImportFailed, upload_import
 
     try:
         with progress_reporter(f"importing {path.name}") as progress:
@@ -131,7 +129,7 @@ def import_lm_eval(
     """lm-evaluation-harness samples_*.jsonl (a file or a directory of them); lm-eval
     0.4.0-0.4.2's <model_args>_<task>.jsonl files beside their results.json."""
 
-    from app.contract.imports import filter_notice
+    from forgetmap.contract.imports import filter_notice
 
     def told(task: str, taken: str, filters: list[str], why: str) -> None:
         click.echo(filter_notice(task, taken, filters, why), err=True)
@@ -268,11 +266,10 @@ def import_hub(
     import tempfile
 
     import httpx
-
-    from app.contract.imports import summary_lines
-    from app.importers.hub import fetch_plan
-    from app.runtime.progress import progress_reporter
-    from app.services import hub_import
+    from forgetmap.contract.imports import summary_lines
+    from forgetmap.importers.hub import fetch_plan
+    from forgetmap.runtime.progress import progress_reporter
+    from forgetmap.services import hub_import
 
     def told(message: str) -> None:
         click.echo(message, err=True)

@@ -7,16 +7,18 @@ import json
 from typing import TYPE_CHECKING
 
 import click
-
-from app.cli.common import CliError
-from app.cli.pairs import stage_option
+from forgetmap.cli.common import CliError
+from forgetmap.cli.pairs import stage_option
 
 if TYPE_CHECKING:
-    from app.contract.jobs import EvaluateJobIn
+    from forgetmap.contract.jobs import EvaluateJobIn
 
-ENGINES = ["vllm", "transformers"]  # app.contract.jobs.Engine (tests/unit/test_adaptive_jobs.py)
-MODES = ["generate", "loglik"]  # app.contract.jobs.Mode
-PROMPTINGS = ["chat", "base"]  # app.contract.jobs.Prompting
+ENGINES = [
+    "vllm",
+    "transformers",
+]  # forgetmap.contract.jobs.Engine (tests/unit/test_adaptive_jobs.py)
+MODES = ["generate", "loglik"]  # forgetmap.contract.jobs.Mode
+PROMPTINGS = ["chat", "base"]  # forgetmap.contract.jobs.Prompting
 
 
 def _model(value: str, prompting: str) -> dict:
@@ -61,11 +63,10 @@ def job_request(*, base: str, post: str, benchmarks: str, seeds: str, base_promp
 
 
 def _checked(body: dict) -> EvaluateJobIn:
+    from forgetmap.contract.base import request_problem_text
+    from forgetmap.contract.jobs import EvaluateJobIn
+    from forgetmap.core.errors import InputError
     from pydantic import ValidationError
-
-    from app.contract.base import request_problem_text
-    from app.contract.jobs import EvaluateJobIn
-    from app.core.errors import InputError
 
     try:
         return EvaluateJobIn.model_validate(body).check()

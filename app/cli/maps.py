@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import click
-
-from app.cli.common import (
+from forgetmap.cli.common import (
     echo_columns,
     echo_records,
     format_value,
@@ -38,7 +37,7 @@ def map_command(
     ctx: click.Context, level: str, aggregate: str, fmt: str, exclude_truncated: bool
 ) -> None:
     """The forgetting map: chance-adjusted F_true / BT_true per pair and category or benchmark."""
-    from app.services.map import (
+    from forgetmap.services.map import (
         BENCHMARK_EXTRA,
         BENCHMARK_FIELDS,
         CATEGORY_EXTRA,
@@ -71,7 +70,7 @@ def map_command(
 
 def _empty_map_hint(ctx: click.Context) -> str:
     """Why the map is empty and what to try."""
-    from app.db.queries import list_pairs
+    from forgetmap.db.queries import list_pairs
 
     store = store_of(ctx)
     try:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import click
-
-from app.cli.common import (
+from forgetmap.cli.common import (
     CliError,
     echo_columns,
     store_of,
 )
-from app.core.errors import InputError
+from forgetmap.core.errors import InputError
 
 
 @click.group()
@@ -24,7 +23,7 @@ def model() -> None:
 @click.pass_context
 def model_set(ctx: click.Context, name: str, family: str | None, size: float | None) -> None:
     """Set a model's family and size (used by the map's filters and the size scatter)."""
-    from app.db.ingest import set_model_meta
+    from forgetmap.db.ingest import set_model_meta
 
     store = store_of(ctx)
     try:
@@ -45,8 +44,8 @@ def model_sizes(ctx: click.Context, from_hub: bool) -> None:
     """List every model's size and, for the unknown ones (no size in the name, none set), what
     the local Hugging Face cache says; with --from-hub, set those. Names come first and
     `model set --size` wins over both."""
-    from app.runtime.owner import APP_STORE_KEY
-    from app.services.model_sizes import fill_sizes_from_hub, hub_cache_folder, model_sizes
+    from forgetmap.runtime.owner import APP_STORE_KEY
+    from forgetmap.services.model_sizes import fill_sizes_from_hub, hub_cache_folder, model_sizes
 
     store = store_of(ctx)
     try:

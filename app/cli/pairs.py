@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import click
-
-from app.cli.common import (
+from forgetmap.cli.common import (
     CliError,
     Console,
     Table,
     echo_columns,
     store_of,
 )
-from app.core.errors import InputError
-from app.core.stages import STAGE_NAMES, Stage, parse_stage
+from forgetmap.core.errors import InputError
+from forgetmap.core.stages import STAGE_NAMES, Stage, parse_stage
 
 
 def _checked_stage(ctx: click.Context, param: click.Parameter, value: str | None) -> Stage | None:
-    """``--stage`` through the one stage check the API's bodies use (app.core.stages): a stage
+    """``--stage`` through the one stage check the API's bodies use (forgetmap.core.stages): a stage
     not in the list is refused in one line, before anything is opened or sent."""
     if value is None:
         return None
@@ -47,8 +46,8 @@ def pair_add(
     ctx: click.Context, base: str, post: str, label: str | None, stage: Stage | None
 ) -> None:
     """Pair BASE with its post-trained descendant POST and compute their transition counts."""
-    from app.db.pairing import add_pair
-    from app.db.queries import pairing_report
+    from forgetmap.db.pairing import add_pair
+    from forgetmap.db.queries import pairing_report
 
     store = store_of(ctx)
     try:
@@ -67,7 +66,7 @@ def pair_add(
 
 def _print_pairing(report: list[dict], unpaired: dict) -> None:
     """Per benchmark: what paired and by which rule; a hint when nothing paired."""
-    from app.db.queries import pairing_rule
+    from forgetmap.db.queries import pairing_rule
 
     if report:
         echo_columns(
@@ -101,7 +100,7 @@ def _print_pairing(report: list[dict], unpaired: dict) -> None:
 @click.pass_context
 def pair_list(ctx: click.Context) -> None:
     """List pairs with their coverage."""
-    from app.db.queries import list_pairs
+    from forgetmap.db.queries import list_pairs
 
     store = store_of(ctx)
     with store.read() as conn:
@@ -136,8 +135,8 @@ def pair_suggest(ctx: click.Context, accept: str | None, fmt: str) -> None:
     them."""
     import json
 
-    from app.services.pair_suggest import accept as accept_suggestions
-    from app.services.pair_suggest import stored_suggestions, suggestion_record
+    from forgetmap.services.pair_suggest import accept as accept_suggestions
+    from forgetmap.services.pair_suggest import stored_suggestions, suggestion_record
 
     store = store_of(ctx)
     try:

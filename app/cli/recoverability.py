@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import click
-
-from app.cli.common import (
+from forgetmap.cli.common import (
     ClientPath,
     CliError,
     Console,
@@ -28,10 +27,10 @@ def recover() -> None:
 @click.pass_context
 def recover_list(ctx: click.Context, fmt: str, correction: str) -> None:
     """The newest analysis of each pair: its symmetric share beside the noise control's."""
-    from app.core.naming import pair_label
-    from app.db import recoverability as recoveries
-    from app.db.queries import list_pairs
-    from app.services.recovery import headline
+    from forgetmap.core.naming import pair_label
+    from forgetmap.db import recoverability as recoveries
+    from forgetmap.db.queries import list_pairs
+    from forgetmap.services.recovery import headline
 
     store = store_of(ctx)
     with store.read() as conn:
@@ -72,9 +71,8 @@ def recover_export(ctx: click.Context, recovery_id: int, out: Path) -> None:
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
-
-    from app.core.spreadsheet_cells import inert_table
-    from app.db import recoverability as recoveries
+    from forgetmap.core.spreadsheet_cells import inert_table
+    from forgetmap.db import recoverability as recoveries
 
     if out.suffix not in (".csv", ".parquet"):
         raise CliError(f"{out}: the output must end in .csv or .parquet")

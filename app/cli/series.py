@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import click
-
-from app.cli.common import (
+from forgetmap.cli.common import (
     ClientPath,
     CliError,
     Console,
@@ -18,8 +17,8 @@ from app.cli.common import (
     plus_minus,
     store_of,
 )
-from app.cli.door import APP_DOOR
-from app.core.errors import InputError
+from forgetmap.cli.door import APP_DOOR
+from forgetmap.core.errors import InputError
 
 
 @click.group()
@@ -37,8 +36,8 @@ def series() -> None:
 @click.pass_context
 def series_add(ctx: click.Context, name: str, base: str, checkpoints: tuple[str, ...]) -> None:
     """Create series NAME (or extend it) with checkpoints; pairs (BASE, checkpoint) are added."""
-    from app.db import series as series_db
-    from app.services.series import parse_checkpoint
+    from forgetmap.db import series as series_db
+    from forgetmap.services.series import parse_checkpoint
 
     store = store_of(ctx)
     try:
@@ -58,7 +57,7 @@ def series_add(ctx: click.Context, name: str, base: str, checkpoints: tuple[str,
 @click.pass_context
 def series_list(ctx: click.Context, fmt: str) -> None:
     """Every series with its base and steps."""
-    from app.db import series as series_db
+    from forgetmap.db import series as series_db
 
     store = store_of(ctx)
     with store.read() as conn:
@@ -86,8 +85,8 @@ def series_list(ctx: click.Context, fmt: str) -> None:
 @click.pass_context
 def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None:
     """F_true / BT_true of each checkpoint per category (and Total), in step order."""
-    from app.services.map import MapCache
-    from app.services.series import SERIES_EXTRA, SERIES_FIELDS, find_series, series_records
+    from forgetmap.services.map import MapCache
+    from forgetmap.services.series import SERIES_EXTRA, SERIES_FIELDS, find_series, series_records
 
     store = store_of(ctx)
     try:
@@ -140,11 +139,11 @@ def series_export_command(ctx: click.Context, name: str, target: str, project: s
     F_true and BT_true with their 95% margins and the counts of forgotten and learned samples, plus
     a table of the flipped samples (W&B, MLflow). It writes from this machine, with your tracker
     login and files, also while an app owns the database (it reads the series from the app)."""
-    from app.integrations.trackers import writer_for
-    from app.services.series_export import fetch_series_export, series_export
+    from forgetmap.integrations.trackers import writer_for
+    from forgetmap.services.series_export import fetch_series_export, series_export
 
     door = ctx.obj.get(APP_DOOR)
-    # the contract's own default unless given (app.contract.series is not loaded for --help)
+    # the contract's own default unless given (forgetmap.contract.series is not loaded for --help)
     options = {"aggregate": aggregate, **({} if max_flips is None else {"max_flips": max_flips})}
     try:
         if door is not None:
@@ -202,7 +201,7 @@ def watch_command(directory: Path, base: str, series_name: str, every: float, be
     """Submit each complete checkpoint-<step> folder under DIRECTORY as training writes it."""
     import logging
 
-    from app.services.watch import WatchSettings, watch
+    from forgetmap.services.watch import WatchSettings, watch
 
     if not token:
         raise CliError("watch needs a token: --token or $FORGETMAP_API_TOKEN "

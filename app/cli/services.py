@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-
-from app.cli.common import CliError
-from app.core.errors import InputError
+from forgetmap.cli.common import CliError
+from forgetmap.core.errors import InputError
 
 if TYPE_CHECKING:
-    from app.demo.manifest import Recipe
+    from forgetmap.demo.manifest import Recipe
 
 
 @click.command()
@@ -22,9 +21,9 @@ if TYPE_CHECKING:
 def serve(ctx: click.Context, host: str, port: int) -> None:
     """Serve the dashboard and the JSON API. While it serves, the other commands on its database
     run through it (the owner file beside the database; --port 0 picks a free port)."""
-    from app.db import StoreError
-    from app.runtime.config import SettingsError
-    from app.web.up import serve as serve_app
+    from forgetmap.db import StoreError
+    from forgetmap.runtime.config import SettingsError
+    from forgetmap.web.up import serve as serve_app
 
     os.environ.setdefault("FORGETMAP_DB", str(ctx.obj["db"]))
     try:
@@ -46,9 +45,9 @@ def worker(ctx: click.Context, loglevel: str) -> None:
     where `serve` and `up` on that database keep it), FORGETMAP_MODEL_ROOTS,
     FORGETMAP_BENCHMARK_DIRS, FORGETMAP_TRUST_REMOTE_CODE (off by default).
     """
-    from app.runtime.config import SettingsError
-    from worker.settings import WorkerSettings
-    from worker.tasks import run_worker
+    from forgetmap.runtime.config import SettingsError
+    from forgetmap.worker.settings import WorkerSettings
+    from forgetmap.worker.tasks import run_worker
 
     # the embedded queue beside the database, as `serve` and `up` on it keep it
     os.environ.setdefault("FORGETMAP_DATA_DIR", str(Path(ctx.obj["db"]).resolve().parent))
@@ -69,10 +68,10 @@ def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None
     """The app plus a local worker on the embedded queue (no Redis needed). Ctrl-C stops both."""
     import shlex
 
-    from app.db import StoreError
-    from app.runtime.config import SettingsError
-    from app.web.up import run_up
-    from worker.settings import WorkerSettings
+    from forgetmap.db import StoreError
+    from forgetmap.runtime.config import SettingsError
+    from forgetmap.web.up import run_up
+    from forgetmap.worker.settings import WorkerSettings
 
     try:
         WorkerSettings.from_env()  # the local worker's, read here: it would fail on its own
@@ -107,7 +106,7 @@ def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None
 def demo(ctx: click.Context, host: str, port: int, zoo_dir: Path, scale: int) -> None:
     """A tiny model zoo with real forgetting, trained on this CPU, evaluated by a local worker, served."""
     recipe = demo_recipe(scale)
-    from app.demo.run import run_demo
+    from forgetmap.demo.run import run_demo
 
     # the demo keeps its own database unless one is named, so it never mixes with real results;
     # one per scale, as a scaled zoo's models carry the same names with other weights and items
@@ -121,7 +120,7 @@ def demo_recipe(scale: int) -> Recipe:
     draw (checked before anything is built)."""
     import dataclasses
 
-    from app.demo.manifest import DEFAULT_RECIPE
+    from forgetmap.demo.manifest import DEFAULT_RECIPE
 
     try:
         return dataclasses.replace(DEFAULT_RECIPE, suite_scale=scale)

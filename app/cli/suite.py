@@ -7,13 +7,12 @@ import os
 from pathlib import Path
 
 import click
-
-from app.cli.common import (
+from forgetmap.cli.common import (
     CliError,
     Console,
     Table,
 )
-from app.core.errors import InputError
+from forgetmap.core.errors import InputError
 
 
 def _names(value: str | None) -> list[str]:
@@ -21,7 +20,7 @@ def _names(value: str | None) -> list[str]:
 
 
 def _suite_selection(benchmarks: str | None, categories: str | None, paper: bool) -> list[str]:
-    from app.services.suite import select_benchmarks
+    from forgetmap.services.suite import select_benchmarks
 
     try:
         return select_benchmarks(_names(benchmarks), _names(categories), paper)
@@ -31,7 +30,7 @@ def _suite_selection(benchmarks: str | None, categories: str | None, paper: bool
 
 def _suite_progress(what: str):
     """A progress context (bar on a terminal, plain lines in logs) over benchmarks."""
-    from app.runtime.progress import progress_reporter
+    from forgetmap.runtime.progress import progress_reporter
 
     # one bar per benchmark here; datasets' own bars (read when it is imported) would interleave
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
@@ -73,7 +72,7 @@ def suite_fetch(
     force: bool,
 ) -> None:
     """Write local copies of benchmarks (run it where the hub is reachable; copy OUT to workers)."""
-    from app.services.suite import fetch_suite
+    from forgetmap.services.suite import fetch_suite
 
     names = _suite_selection(benchmarks, categories, paper)
     try:
@@ -100,8 +99,8 @@ def suite_check(benchmarks: str | None, categories: str | None, paper: bool, fmt
     the hub); exit 0 only when all load."""
     from dataclasses import asdict
 
-    from app.services.suite import check_suite
-    from worker.settings import WorkerSettings
+    from forgetmap.services.suite import check_suite
+    from forgetmap.worker.settings import WorkerSettings
 
     names = _suite_selection(benchmarks, categories, paper)
     with _suite_progress("loading") as progress:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import click
-
-from app.cli.common import (
+from forgetmap.cli.common import (
     CliError,
     store_of,
 )
-from app.core.errors import InputError
+from forgetmap.core.errors import InputError
 
 
 @click.group()
@@ -29,7 +28,7 @@ def token() -> None:
 @click.pass_context
 def token_create(ctx: click.Context, name: str, role: str) -> None:
     """Create a token and print it once (only its hash is stored)."""
-    from app.services.tokens import create_token
+    from forgetmap.services.tokens import create_token
 
     store = store_of(ctx)
     try:
@@ -47,7 +46,7 @@ def token_create(ctx: click.Context, name: str, role: str) -> None:
 @click.pass_context
 def token_revoke(ctx: click.Context, name: str) -> None:
     """Delete a token: requests carrying it are refused from now on."""
-    from app.services.tokens import revoke_token
+    from forgetmap.services.tokens import revoke_token
 
     store = store_of(ctx)
     try:
@@ -64,7 +63,7 @@ def token_revoke(ctx: click.Context, name: str) -> None:
 @click.pass_context
 def token_list(ctx: click.Context) -> None:
     """Token names, roles and creation times (never the secrets)."""
-    from app.services.tokens import list_tokens
+    from forgetmap.services.tokens import list_tokens
 
     store = store_of(ctx)
     with store.read() as conn:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from forgetmap.contract.jobs import EvaluateJobIn, SeriesJobIn
+from forgetmap.contract.recovery import RecoverJobIn
 from pydantic import Discriminator, Tag
-
-from app.contract.jobs import EvaluateJobIn, SeriesJobIn
-from app.contract.recovery import RecoverJobIn
 
 
 def _job_kind(value: Any) -> str:

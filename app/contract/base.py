@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, TypeVar
 
+from forgetmap.core.errors import InputError
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
-
-from app.core.errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -26,7 +25,7 @@ MIN_SEED, MAX_SEED = 0, MAX_ID  # a seed numbers a run, from 0; stored in an INT
 def seed_problem(seed: int, where: str = "seed") -> str | None:
     """What is wrong with a seed, in one line, or None: the one rule of every door that takes a
     seed (`forgetmap import --seed`, the upload route's ``seed``, a table's seed column; a job's
-    seeds are ``app.contract.jobs.Seed``, the same range)."""
+    seeds are ``forgetmap.contract.jobs.Seed``, the same range)."""
     if MIN_SEED <= seed <= MAX_SEED:
         return None
     # a 5,000-digit number is not printed back (Python refuses to print past 4,300 digits)

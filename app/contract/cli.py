@@ -1,6 +1,6 @@
 """A command line run by the app (``POST /api/cli``): what the CLI sends and what comes back.
 
-The CLI forwards a command on a database that a running app owns (app.runtime.owner); the app
+The CLI forwards a command on a database that a running app owns (forgetmap.runtime.owner); the app
 runs the very same click command against its own store and streams what it prints as it prints
 it, then its exit code, which the CLI prints and exits with (docs/many-users.md). The answer is
 JSON lines (``application/x-ndjson``): an :class:`OutputPiece` per write, in the order written,
@@ -14,9 +14,8 @@ from typing import Annotated, Literal
 
 import click
 from click.core import ParameterSource
+from forgetmap.contract.base import Int, Strict
 from pydantic import Field, TypeAdapter
-
-from app.contract.base import Int, Strict
 
 MAX_ARGUMENTS = 200
 MAX_ARGUMENT_CHARS = 4096

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from app.contract.base import seed_problem
-from app.core.errors import InputError
+from forgetmap.contract.base import seed_problem
+from forgetmap.core.errors import InputError
 
 KINDS = ("table", "lm-eval", "lighteval", "inspect", "eee")
 IMPORT_JOB_KIND = "import"  # the kind of a job that imports an upload (``jobs.kind``)
@@ -46,7 +46,7 @@ class ImportOptions:
     scorer: str | None = None
 
     def importer_kwargs(self) -> dict:
-        """The keyword arguments of ``app.importers.import_file`` these options mean."""
+        """The keyword arguments of ``forgetmap.importers.import_file`` these options mean."""
         kwargs = {"model": self.model, "metric": self.metric,
                   "filter_name": list(self.filters) or None, "seed": self.seed,
                   "latest": self.latest}  # fmt: skip
@@ -101,7 +101,7 @@ def import_options(
     """The options of one import, checked: an InputError in the command line's words for a kind
     that does not exist, an option the kind does not take, or a value out of range. Empty texts
     count as not given. (What a ``--filter`` says is the lm-eval reader's to check:
-    ``app.importers.lm_eval.reader.parse_filter_options``.)"""
+    ``forgetmap.importers.lm_eval.reader.parse_filter_options``.)"""
     if kind not in KINDS:
         raise InputError(f"unknown import kind {kind!r}; use one of {', '.join(KINDS)}")
     filters = tuple(f for f in filters if f and f.strip())
@@ -151,7 +151,7 @@ def filter_notice(task: str, taken: str, filters: list[str], why: str) -> str:
 
 
 def summary_of(ingest_summary) -> dict:
-    """An ``app.db.ingest.IngestSummary`` as JSON (pair ids as text, as JSON keys are)."""
+    """An ``forgetmap.db.ingest.IngestSummary`` as JSON (pair ids as text, as JSON keys are)."""
     return {
         "rows_added": ingest_summary.rows_added,
         "rows_unchanged": ingest_summary.rows_unchanged,

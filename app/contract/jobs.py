@@ -11,11 +11,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
+from forgetmap.contract.base import MAX_SEED, MIN_SEED, Int, Name, Strict, choice
+from forgetmap.core.errors import InputError
+from forgetmap.core.stages import Stage  # the one list of stages (CLI included)
 from pydantic import BaseModel, Field, model_validator
-
-from app.contract.base import MAX_SEED, MIN_SEED, Int, Name, Strict, choice
-from app.core.errors import InputError
-from app.core.stages import Stage  # the one list of stages (CLI included)
 
 # ------------------------------------------------------------------------------ names of states
 
@@ -124,7 +123,7 @@ MAX_CHUNK = 100_000
 class AdaptiveIn(Strict):
     """Adaptive evaluation of a job's pairs: per benchmark, samples in the shared evaluation order,
     looked at every ``chunk_size``, until both F_true and BT_true are known to +-``target_points``
-    (95% fixed-width sequential interval, app.analysis.adaptive), never before ``min_samples``, never past
+    (95% fixed-width sequential interval, forgetmap.analysis.adaptive), never before ``min_samples``, never past
     ``max_samples`` (None: all); each round after the first reaches ``round_growth`` times the
     samples before it (app/services/rounds.py)."""
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
+from forgetmap.contract.base import MAX_ID, Int, Name, Strict
+from forgetmap.contract.jobs import ModelIn
+from forgetmap.contract.shards import ShardModel
+from forgetmap.core.errors import InputError
+from forgetmap.core.recoverability_names import CONTROLS, DEFAULT_K, DEFAULT_MAX_TOKENS
 from pydantic import BaseModel, ConfigDict, Field
-
-from app.contract.base import MAX_ID, Int, Name, Strict
-from app.contract.jobs import ModelIn
-from app.contract.shards import ShardModel
-from app.core.errors import InputError
-from app.core.recoverability_names import CONTROLS, DEFAULT_K, DEFAULT_MAX_TOKENS
 
 MAX_TABLE_DOCS = 200_000
 _HF_DATASET = re.compile(r"^hf:[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -49,7 +48,7 @@ class CorpusIn(Strict):
 
 
 class RecoveryOptionsIn(Strict):
-    """The analysis settings (module doc of app.analysis.recoverability_fitting)."""
+    """The analysis settings (module doc of forgetmap.analysis.recoverability_fitting)."""
 
     max_tokens: Annotated[Int, Field(ge=16, le=32768)] = DEFAULT_MAX_TOKENS
     k: Annotated[Int, Field(ge=1, le=262144)] = DEFAULT_K

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
+from forgetmap.contract.base import MAX_ID, Int, Strict
 from pydantic import Field
-
-from app.contract.base import MAX_ID, Int, Strict
 
 
 class ResultRow(Strict):

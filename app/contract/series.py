@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from app.contract.base import Strict
+from forgetmap.contract.base import Strict
 
 MAX_FLIPS = 1000
 """Flip rows per step by default: a tracker's table stays readable and its upload small."""

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from forgetmap.contract.base import MAX_ID, Int, Name, Strict, choice
+from forgetmap.contract.jobs import EvalConfigIn, ModelIn, Prompting
 from pydantic import BaseModel, ConfigDict, Field
-
-from app.contract.base import MAX_ID, Int, Name, Strict, choice
-from app.contract.jobs import EvalConfigIn, ModelIn, Prompting
 
 # the worker names itself in this header on every call, so the app can say which worker it refused
 WORKER_HEADER = "X-Forgetmap-Worker"
@@ -34,7 +33,7 @@ class ShardModel(ModelIn):
 
 class ShardSlice(BaseModel):
     """An adaptive round's part of a benchmark: samples ``start`` to ``end`` (excluded) of its
-    evaluation order (app.analysis.adaptive.evaluation_order keyed by ``order``, the stored benchmark
+    evaluation order (forgetmap.analysis.adaptive.evaluation_order keyed by ``order``, the stored benchmark
     name); the end may pass the benchmark's size (the worker stops at it)."""
 
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)

@@ -15,8 +15,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from app.core.columns import one_array
+from forgetmap.core.columns import one_array
 
 _local = threading.local()
 _opening = threading.Lock()

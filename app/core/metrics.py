@@ -39,7 +39,7 @@ TOTAL = "Total"
 OUTSIDE_TOTAL = frozenset({"Uncategorized", "Not scored"})
 """Categories shown as columns of their own but kept out of "Total": benchmarks the taxonomy does
 not know and the source did not categorize, and tasks the paper ran but did not score
-(``app.core.taxonomy.UNCATEGORIZED`` and ``app.core.taxonomy.NOT_SCORED``)."""
+(``forgetmap.core.taxonomy.UNCATEGORIZED`` and ``forgetmap.core.taxonomy.NOT_SCORED``)."""
 VALUE_FIELDS = ("f_true", "bt_true", "f", "bt", "f_max", "bt_max")
 
 

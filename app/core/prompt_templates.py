@@ -27,9 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from app.core.columns import SLICE_TO_END
-from app.core.sample_identity import unit_affixes
+from forgetmap.core.columns import SLICE_TO_END
+from forgetmap.core.sample_identity import unit_affixes
 
 MIN_TEMPLATE_BYTES = 16
 """A unit whose prompts share fewer bytes than this keeps its prompts whole."""

@@ -31,10 +31,9 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from app.core.columns import SLICE_TO_END, dictionary_codes, one_array, pairs_repeat
-from app.core.digests import ascii_joined_md5_prefixes, md5_prefixes
-from app.core.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
+from forgetmap.core.columns import SLICE_TO_END, dictionary_codes, one_array, pairs_repeat
+from forgetmap.core.digests import ascii_joined_md5_prefixes, md5_prefixes
+from forgetmap.core.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
 
 __all__ = [
     "AMBIGUOUS_MARK",
@@ -285,7 +284,7 @@ def identify(table: pa.Table) -> pa.Array:
 
 def _shares_a_key(units: np.ndarray, keys: pa.Array) -> bool:
     """Whether two rows of one unit have the same key, exactly: the keys coded by value (Arrow),
-    the (unit, code) pairs compared by ``app.core.columns.pairs_repeat`` (numpy). Both let go of the
+    the (unit, code) pairs compared by ``forgetmap.core.columns.pairs_repeat`` (numpy). Both let go of the
     GIL, which the lighteval reader's two threads share; the DuckDB hash query this replaces held
     it for about 1.5 ms a task in Python (its binding and ``fetchnumpy``: 7.7% of an import's GIL
     time, ``py-spy --gil``)."""

@@ -92,7 +92,7 @@ _LEADERBOARD_PREFIX = "leaderboard_"
 @dataclass(frozen=True)
 class BenchmarkMeta:
     """What the store keeps of a benchmark: its category and usual option count (None: varies
-    or generative). Settled per import by ``app.importers.common.prepare``."""
+    or generative). Settled per import by ``forgetmap.importers.common.prepare``."""
 
     category: str
     num_choices: int | None

@@ -1,5 +1,5 @@
 """The store: a DuckDB file, its schema, bulk ingest and the reads behind the map."""
 
-from app.db.store import Store, StoreError, open_store
+from forgetmap.db.store import Store, StoreError, open_store
 
 __all__ = ["Store", "StoreError", "open_store"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from app.db.store import Connection
+from forgetmap.db.store import Connection
 
 
 def stored_prefix(

@@ -1,7 +1,7 @@
 """The atlas's reads: per question, how many of the chosen pairs forgot or learned it, the chance
 counts those pairs' benchmarks imply, and one question across every pair.
 
-``question_flips`` (migration 0011, kept by ``app.db.pairing.refresh_counts``) holds each paired
+``question_flips`` (migration 0011, kept by ``forgetmap.db.pairing.refresh_counts``) holds each paired
 sample whose answer changed; a pair forgets a question when it went 1->0 in at least half of the
 seeds the pair has paired on that benchmark (the same rule as the series' "known"), and learns it
 when it went 0->1 in at least half.
@@ -9,10 +9,10 @@ when it went 0->1 in at least half.
 
 from __future__ import annotations
 
-from app.db.prompts import full_prompt
-from app.db.queries import Columns, numpy_columns
-from app.db.store import Connection
-from app.db.texts import read_texts
+from forgetmap.db.prompts import full_prompt
+from forgetmap.db.queries import Columns, numpy_columns
+from forgetmap.db.store import Connection
+from forgetmap.db.texts import read_texts
 
 _FLIPS_SQL = """
 WITH chosen AS (

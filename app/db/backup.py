@@ -4,7 +4,7 @@ A backup is a folder:
 
 - ``tables/``: DuckDB's ``EXPORT DATABASE`` in Parquet (a ``<table>.parquet`` per table, with
   DuckDB's own ``schema.sql`` and ``load.sql``, so plain DuckDB can ``IMPORT DATABASE`` it too);
-- ``texts/``: the answer files the committed imports name (``app.db.texts``);
+- ``texts/``: the answer files the committed imports name (``forgetmap.db.texts``);
 - ``manifest.json``: forgetmap's version, the schema revision, the rows of every table, the
   sequences' values, the answer files' sizes, when it was taken.
 
@@ -43,12 +43,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-
-from app.contract.base import MIN_SEED
-from app.contract.jobs import JobStatus, ShardKind, ShardStatus
-from app.db.store import HEAD_REVISION, Connection, Store, StoreError, open_store
-from app.db.texts import PARTIAL, committed_names, folder_of
-from app.runtime.private import keep_new_files_private, make_private
+from forgetmap.contract.base import MIN_SEED
+from forgetmap.contract.jobs import JobStatus, ShardKind, ShardStatus
+from forgetmap.db.store import HEAD_REVISION, Connection, Store, StoreError, open_store
+from forgetmap.db.texts import PARTIAL, committed_names, folder_of
+from forgetmap.runtime.private import keep_new_files_private, make_private
 
 FORMAT = 1
 """The layout of a backup folder; a restore refuses others."""
@@ -205,14 +204,14 @@ def restore_backup(
     source: Path, database: Path, *, roles: Collection[str], tokens: bool = True
 ) -> Restored:
     """Restore the backup in ``source`` into ``database`` (absent, or a file with no rows) and
-    its answer files. ``roles``: the token roles there are (app.services.tokens.Role: the store
+    its answer files. ``roles``: the token roles there are (forgetmap.services.tokens.Role: the store
     sits below it); ``tokens=False`` restores none. Built under another name and renamed at the
     end; a BackupError says in one line what was refused."""
     source, database = Path(source), Path(database)
     _check_plain_tree(source)
     manifest = read_manifest(source)
     _check_target(database)
-    keep_new_files_private()  # as every process that writes a database (app.db.store)
+    keep_new_files_private()  # as every process that writes a database (forgetmap.db.store)
     database.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     staging = database.with_name(f".{database.name}.restoring-{uuid.uuid4().hex[:12]}")
     skipped = NEVER_RESTORED if tokens else (*NEVER_RESTORED, *TOKEN_TABLES)

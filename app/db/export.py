@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.db.prompts import full_prompt
-from app.db.store import Connection, Store
-from app.db.texts import read_texts
+from forgetmap.db.prompts import full_prompt
+from forgetmap.db.store import Connection, Store
+from forgetmap.db.texts import read_texts
 
 PAGE_ROWS = 1_000
 """Rows of a unit read at a time: what an export holds in memory (a reasoning model's answers

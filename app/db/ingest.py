@@ -1,10 +1,10 @@
 """Writing per-sample results and keeping the materialized counts current.
 
-``ingest`` takes a validated normalized Arrow table (app.importers.common) and, inside the caller's
+``ingest`` takes a validated normalized Arrow table (forgetmap.importers.common) and, inside the caller's
 transaction: registers models and benchmarks, refuses rows that contradict stored ones, inserts
 only new rows (so re-importing a file is a no-op), records runs, and recomputes the transition,
 coverage and seed-vs-seed counts of every (pair, benchmark, seed) the new rows touch
-(``app.db.pairing``, where ``add_pair`` creates a pair). The map reads only those small tables.
+(``forgetmap.db.pairing``, where ``add_pair`` creates a pair). The map reads only those small tables.
 
 All SQL here takes values as parameters; table and column names are fixed strings.
 """
@@ -18,17 +18,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-
-from app.core.columns import PAIR_KEY_LIMIT, dictionary_codes, pairs_repeat
-from app.core.digests import surely_distinct
-from app.core.errors import InputError
-from app.core.naming import infer_family_and_size
-from app.core.prompt_templates import unit_templates
-from app.core.taxonomy import UNCATEGORIZED, BenchmarkMeta
-from app.db.pairing import refresh_counts
-from app.db.prompts import store_template_pairs, store_templates
-from app.db.store import Connection
-from app.db.texts import TextWriter
+from forgetmap.core.columns import PAIR_KEY_LIMIT, dictionary_codes, pairs_repeat
+from forgetmap.core.digests import surely_distinct
+from forgetmap.core.errors import InputError
+from forgetmap.core.naming import infer_family_and_size
+from forgetmap.core.prompt_templates import unit_templates
+from forgetmap.core.taxonomy import UNCATEGORIZED, BenchmarkMeta
+from forgetmap.db.pairing import refresh_counts
+from forgetmap.db.prompts import store_template_pairs, store_templates
+from forgetmap.db.store import Connection
+from forgetmap.db.texts import TextWriter
 
 Progress = Callable[[str, int, int], None]
 
@@ -239,7 +238,7 @@ row, to 1.2 GB; flat at 0.33 GB without), so a batch's rows reach DuckDB only th
 class Ingest:
     """One import's writing, batch by batch, in the caller's transaction (see module docstring).
 
-    ``add`` each validated normalized table (``app.importers.common.prepare``): its rows go into
+    ``add`` each validated normalized table (``forgetmap.importers.common.prepare``): its rows go into
     ``results`` at once; then ``finish``: the counts of every unit they touch are refreshed once. A reader's memory then holds one batch at a time, whatever the
     import's size. A row whose (model, benchmark, seed, sample_id) is stored already is skipped.
     With ``on_conflict="error"`` (imports) a stored row with another ``correct`` raises
@@ -560,7 +559,7 @@ def _overlapping_rows(
 def _settled_template_ids(conn: Connection, table: pa.Table) -> pa.Array:
     """The reader settled each row's template and own part (lighteval): the templates stored
     once, each row's id (null where it has none), the own part stored as given. Reads put the
-    prompt back together in SQL (``app.db.prompts.full_prompt``), the only place that does."""
+    prompt back together in SQL (``forgetmap.db.prompts.full_prompt``), the only place that does."""
     template_id = store_template_pairs(conn, table["prompt_prefix"], table["prompt_suffix"])
     return pa.array(template_id, pa.int32(), mask=template_id < 0)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from app.db.ingest import ensure_models
-from app.db.store import Connection
+from forgetmap.db.ingest import ensure_models
+from forgetmap.db.store import Connection
 
 SHARD_KEYS = ("id", "job_id", "status", "spec", "benchmark", "seed", "config_hash", "model",
               "done", "total", "error", "attempts", "kind")  # fmt: skip

@@ -2,7 +2,7 @@
 questions the atlas reads, kept current.
 
 ``refresh_counts`` recomputes every (pair, benchmark, seed) unit that a set of touched
-(model, benchmark, seed) units reaches; an import (``app.db.ingest.ingest``) and a new pair
+(model, benchmark, seed) units reaches; an import (``forgetmap.db.ingest.ingest``) and a new pair
 (``add_pair``, here) call it in their transaction. Samples still unpaired after keys are
 linked by question text (``link_by_text``) before counting.
 
@@ -11,10 +11,10 @@ All SQL here takes values as parameters; table and column names are fixed string
 
 from __future__ import annotations
 
-from app.core.errors import InputError
-from app.core.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
-from app.db.prompts import full_prompt
-from app.db.store import Connection
+from forgetmap.core.errors import InputError
+from forgetmap.core.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
+from forgetmap.db.prompts import full_prompt
+from forgetmap.db.store import Connection
 
 CELLS = ("00", "01", "10", "11")  # a sample's cell under one seed: 2 * pre + post
 JOINT_COLUMNS = ", ".join(f"n_{a}_{b}" for a in CELLS for b in CELLS)
@@ -206,7 +206,7 @@ and of the smallest from the other before the join (a third of each with three s
 def _refresh_cross_seed_cells(duck) -> None:
     """Recompute ``cross_seed_cells`` of every (pair, benchmark) in temp table ``affected``: one
     self-join of the paired samples across seeds and one GROUP BY (the map's interval reads them
-    with the transition counts, app.analysis.adaptive.interval_from_counts).
+    with the transition counts, forgetmap.analysis.adaptive.interval_from_counts).
 
     A pair of seeds involves a seed the import did not touch when only some seeds were (a worker
     uploads one seed at a time): those seeds' paired rows are joined again, only then."""
@@ -260,9 +260,9 @@ def link_by_text(duck) -> int:
 
     For each (pair, benchmark): base samples whose id no post sample has (any seed) and post
     samples likewise, neither ambiguous nor linked already, are matched by
-    ``app.core.sample_identity.link_candidates``; the links go to ``sample_links``. Returns how many.
+    ``forgetmap.core.sample_identity.link_candidates``; the links go to ``sample_links``. Returns how many.
     """
-    from app.core.sample_identity import link_candidates  # Arrow and numpy: only when linking
+    from forgetmap.core.sample_identity import link_candidates  # Arrow and numpy: only when linking
 
     def unmatched(side: str, other: str) -> str:
         """One side's samples that no sample of the other side shares an id with (any seed)."""

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.db.store import Connection
+from forgetmap.db.store import Connection
 
 if TYPE_CHECKING:  # the store's readers use full_prompt without Arrow and numpy
     import numpy as np
-
-    from app.core.prompt_templates import UnitTemplates
+    from forgetmap.core.prompt_templates import UnitTemplates
 
 
 def full_prompt(alias: str) -> str:
@@ -55,8 +54,7 @@ def store_template_pairs(conn: Connection, prefix, suffix) -> np.ndarray:
     is null: the row's prompt is whole; the suffix is set wherever the prefix is)."""
     import numpy as np
     import pyarrow.compute as pc
-
-    from app.core.columns import dictionary_codes, distinct_pairs
+    from forgetmap.core.columns import dictionary_codes, distinct_pairs
 
     valid = pc.is_valid(prefix)
     has = valid.to_numpy(zero_copy_only=False)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from app.core.sample_marks import AMBIGUOUS_MARK
-from app.db.pairing import JOINT_COLUMNS
-from app.db.prompts import full_prompt
-from app.db.store import Connection
-from app.db.texts import answer_files, read_texts
+from forgetmap.core.sample_marks import AMBIGUOUS_MARK
+from forgetmap.db.pairing import JOINT_COLUMNS
+from forgetmap.db.prompts import full_prompt
+from forgetmap.db.store import Connection
+from forgetmap.db.texts import answer_files, read_texts
 
 if TYPE_CHECKING:  # the map's reads give numpy columns: `forgetmap map` loads no Arrow
     import numpy as np
@@ -136,7 +136,7 @@ def benchmark_names(conn: Connection) -> Columns:
 def cross_seed_cells(
     conn: Connection, pair_id: int | None = None, pair_ids: list[int] | None = None
 ) -> Columns:
-    """The joint cells of the paired samples under two seeds (app.db.pairing), for every pair,
+    """The joint cells of the paired samples under two seeds (forgetmap.db.pairing), for every pair,
     just ``pair_id``, or ``pair_ids``: the map's interval needs them beside the transitions."""
     sql = f"""
         SELECT pair_id, benchmark_id, seed_a, seed_b, num_choices AS k, {JOINT_COLUMNS}
@@ -298,7 +298,7 @@ def _flip_filter(
     """FROM/WHERE shared by the listing and its count; values go in as parameters."""
     pre, post = TRANSITIONS[transition]
     # a post sample linked by question text (sample_links) stands in for the base's id; samples
-    # whose key is ambiguous never pair (see app.core.sample_identity)
+    # whose key is ambiguous never pair (see forgetmap.core.sample_identity)
     sql = f"""
         FROM results b
         LEFT JOIN sample_links l ON l.pair_id = ? AND l.benchmark_id = b.benchmark_id

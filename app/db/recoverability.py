@@ -11,9 +11,8 @@ import json
 from typing import Any
 
 import pyarrow as pa
-
-from app.analysis.recoverability_shares import loss_column
-from app.db.store import Connection
+from forgetmap.analysis.recoverability_shares import loss_column
+from forgetmap.db.store import Connection
 
 
 def finished_recovery(conn: Connection, pair_id: int, config_hash: str) -> int | None:
@@ -113,7 +112,7 @@ def latest_recoveries(conn: Connection) -> list[dict[str, Any]]:
 
 def documents_table(conn: Connection, recovery_id: int) -> dict[str, list]:
     """The wide per-document table (``doc_id, split, n_tokens, model/correction...``) of
-    app.analysis.recoverability_shares, from which every share of the analysis can be recomputed."""
+    forgetmap.analysis.recoverability_shares, from which every share of the analysis can be recomputed."""
     rows = conn.execute(
         """
         SELECT doc_index, doc_id, split, n_tokens, model, correction, loss_sum

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from app.core.errors import InputError
-from app.db.pairing import add_pair
-from app.db.prompts import full_prompt
-from app.db.store import Connection
+from forgetmap.core.errors import InputError
+from forgetmap.db.pairing import add_pair
+from forgetmap.db.prompts import full_prompt
+from forgetmap.db.store import Connection
 
 # How a question fares along a run (see ``question_histories``).
 FATES = ("forgotten", "relearned", "learned", "kept", "never")

@@ -3,10 +3,10 @@ per (step, category) and the flipped samples row by row, paired as the map pairs
 
 from __future__ import annotations
 
-from app.core.sample_marks import AMBIGUOUS_MARK
-from app.db.prompts import full_prompt
-from app.db.store import Connection
-from app.db.texts import read_texts
+from forgetmap.core.sample_marks import AMBIGUOUS_MARK
+from forgetmap.db.prompts import full_prompt
+from forgetmap.db.store import Connection
+from forgetmap.db.texts import read_texts
 
 
 def flip_counts(conn: Connection, series_id: int, steps: list[int] | None) -> list[dict]:

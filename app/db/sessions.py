@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from app.db.store import Connection
+from forgetmap.db.store import Connection
 
 
 def insert_session(

@@ -21,9 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
-
-from app.runtime.private import keep_new_files_private, make_private
-from app.runtime.resources import resource_dir
+from forgetmap.runtime.private import keep_new_files_private, make_private
+from forgetmap.runtime.resources import resource_dir
 
 Connection = duckdb.DuckDBPyConnection
 """What ``Store.transaction()`` and ``Store.read()`` yield: a DuckDB connection (a cursor of the
@@ -258,8 +257,8 @@ def open_store(
     path: Path | str, *, read_only: bool = False, checkpoint_mb: int | None = None
 ) -> Store:
     """A store at the newest schema; opened read-write, its answer files are reconciled with
-    the imports that committed (``app.db.texts.reconcile``)."""
-    from app.db.texts import folder_of, reconcile
+    the imports that committed (``forgetmap.db.texts.reconcile``)."""
+    from forgetmap.db.texts import folder_of, reconcile
 
     store = Store(path, read_only=read_only, checkpoint_mb=checkpoint_mb)
     store.upgrade()

@@ -34,8 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-
-from app.runtime.private import make_private
+from forgetmap.runtime.private import make_private
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.db.store import Connection
+from forgetmap.db.store import Connection
 
 
 def token_exists(conn: Connection, name: str) -> bool:

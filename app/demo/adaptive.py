@@ -1,12 +1,12 @@
 """Adaptive evaluation replayed on full per-sample results: what the adaptive map would have
 shown, and what it would have cost, against the full map (bench/adaptive.py, the demo's tests).
 
-A benchmark's samples are visited in the shared order (``app.analysis.adaptive.evaluation_order``); each
-pair (base, post) is stopped by ``app.analysis.adaptive.run_stopping_rule`` on its own paired arrays (both
+A benchmark's samples are visited in the shared order (``forgetmap.analysis.adaptive.evaluation_order``); each
+pair (base, post) is stopped by ``forgetmap.analysis.adaptive.run_stopping_rule`` on its own paired arrays (both
 models of a pair stop at the same n) and, as an adaptive job does, evaluated to the end of the
-round that holds its stopping point (``app.services.rounds.rounds_until``); a model is evaluated
+round that holds its stopping point (``forgetmap.services.rounds.rounds_until``); a model is evaluated
 as far as the furthest of its pairs needs (a base's first samples serve every pair built on
-it). The adaptive map is the map's own aggregation (``app.core.metrics.aggregate_arrays``, macro) of
+it). The adaptive map is the map's own aggregation (``forgetmap.core.metrics.aggregate_arrays``, macro) of
 each pair's per-seed F_true / BT_true on the samples it evaluated, as the app's map uses every
 stored paired sample; the full map the same on every sample.
 """
@@ -17,10 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from app.analysis.adaptive import StoppingRule, evaluation_order, run_stopping_rule
-from app.core.metrics import aggregate_arrays, scores_from_arrays
-from app.services.rounds import rounds_until
+from forgetmap.analysis.adaptive import StoppingRule, evaluation_order, run_stopping_rule
+from forgetmap.core.metrics import aggregate_arrays, scores_from_arrays
+from forgetmap.services.rounds import rounds_until
 
 __all__ = ["BenchmarkRun", "Replay", "benchmark_runs", "replay"]
 
@@ -82,7 +81,7 @@ class Replay:
 
 
 def _unit_scores(pre: np.ndarray, post: np.ndarray, k: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-seed F_true / BT_true of one benchmark (the metric, through app.core.metrics)."""
+    """Per-seed F_true / BT_true of one benchmark (the metric, through forgetmap.core.metrics)."""
     keys, group = np.unique(k, return_inverse=True)
     cells = 2 * pre.astype(np.int64) + post  # (seeds, n)
     counts = np.zeros((pre.shape[0], keys.size, 4))

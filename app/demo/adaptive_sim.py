@@ -1,4 +1,4 @@
-"""Simulated benchmarks with known F_true / BT_true, for the coverage of app.analysis.adaptive's interval.
+"""Simulated benchmarks with known F_true / BT_true, for the coverage of forgetmap.analysis.adaptive's interval.
 
 Used by tests/unit/test_adaptive.py (asserts the coverage) and bench/adaptive.py (prints it).
 
@@ -12,7 +12,7 @@ items); with a probability drawn per benchmark ("coupling") the post answer reus
 answer's uniform draw, so the two models agree more than independent draws would: the seeds of
 an item agree more than chance, and so do the two models. The
 benchmark's samples are drawn from the pool with replacement, so its population is the pool and
-the true F_true / BT_true are exact: the metric (``app.core.metrics.scores_from_arrays``) applied to
+the true F_true / BT_true are exact: the metric (``forgetmap.core.metrics.scores_from_arrays``) applied to
 the pool's expected transition rates. Skills, delta and the spread of e are drawn per benchmark so
 flip rates range from ~0 (nothing forgotten) to tens of points, accuracies from chance to ~1.
 """
@@ -22,10 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-
-from app.analysis.adaptive import StoppingRule, prefix_intervals, run_stopping_rule
-from app.core.metrics import scores_from_arrays
-from app.services.rounds import look, rounds_until
+from forgetmap.analysis.adaptive import StoppingRule, prefix_intervals, run_stopping_rule
+from forgetmap.core.metrics import scores_from_arrays
+from forgetmap.services.rounds import look, rounds_until
 
 SIZES = (100, 300, 1000, 3000, 6000)
 POOL = 400
@@ -92,7 +91,7 @@ def simulate_benchmark(rng: np.random.Generator, n: int | None = None) -> Simula
 class Coverage:
     """Shares of simulated benchmarks whose interval holds the truth (F_true and BT_true each):
     at the stopping point; among the benchmarks stopped early only; reported at the end of the
-    round that holds the stopping point (what a job evaluates, app.services.rounds); and after a
+    round that holds the stopping point (what a job evaluates, forgetmap.services.rounds); and after a
     continuation (stopped at twice the target, then continued to the target, as a later job
     does)."""
 

@@ -1,5 +1,5 @@
 """Evaluate the demo zoo in-process and compute its forgetting map (used by the tests and by
-``python -m app.demo.zoo --evaluate``; ``forgetmap demo`` goes through the worker instead).
+``python -m forgetmap.demo.zoo --evaluate``; ``forgetmap demo`` goes through the worker instead).
 
 Scoring is the worker's: for a base-prompted model, multiple-choice items are scored by choice
 log-likelihood over the option letters of the few-shot prompt
@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from app.core.metrics import (
+from forgetmap.core.metrics import (
     TOTAL,
     VALUE_FIELDS,
     aggregate_arrays,
@@ -35,10 +34,10 @@ from app.core.metrics import (
     count_transitions,
     noise_floor,
 )
-from worker.benchmarks.grading import grade, grade_choice_logprobs
-from worker.benchmarks.items import Item, load_jsonl_benchmark
-from worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots
-from worker.engines.base import GenerationParams, split_choice_ids
+from forgetmap.worker.benchmarks.grading import grade, grade_choice_logprobs
+from forgetmap.worker.benchmarks.items import Item, load_jsonl_benchmark
+from forgetmap.worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots
+from forgetmap.worker.engines.base import GenerationParams, split_choice_ids
 
 __all__ = [
     "Correctness",
@@ -158,7 +157,7 @@ def evaluate_model_tokens(
     fast: bool = True,
 ) -> tuple[Correctness, Tokens]:
     """``evaluate_model`` and the tokens each sample's evaluation processed (``Tokens``)."""
-    from worker.engines.transformers_engine import TransformersEngine
+    from forgetmap.worker.engines.transformers_engine import TransformersEngine
 
     engine = TransformersEngine(path, device="cpu", num_threads=num_threads, batch_size=32)
     out: Correctness = {}
@@ -244,7 +243,7 @@ def forgetting(
     *,
     how: str = "macro",
 ) -> PairScores:
-    """The map of one pair: seed s of ``pre`` against seed s of ``post`` (app.core.metrics)."""
+    """The map of one pair: seed s of ``pre`` against seed s of ``post`` (forgetmap.core.metrics)."""
     units = []
     result = PairScores()
     for seed in seeds:
@@ -281,7 +280,7 @@ def noise_by_category(
     results: Correctness, benchmarks: Mapping[str, Sequence[Item]], seeds: Sequence[int]
 ) -> dict[str, float]:
     """A model's noise floor per category (and "Total"): the chance-adjusted flip rate of the
-    model against itself, seed s vs seed t (``app.core.metrics.noise_floor``), averaged like the map
+    model against itself, seed s vs seed t (``forgetmap.core.metrics.noise_floor``), averaged like the map
     (benchmarks within a category, categories for Total)."""
     seeds = list(seeds)
     per_cat: dict[str, list[float]] = {}

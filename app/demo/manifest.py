@@ -1,5 +1,5 @@
 """The demo zoo's recipe (what a build trains) and its manifest (what a build wrote), read back
-from ``manifest.json`` by ``load_manifest``; ``app.demo.zoo`` builds them."""
+from ``manifest.json`` by ``load_manifest``; ``forgetmap.demo.zoo`` builds them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.demo import suite
-from app.demo.trainer import ModelSpec
+from forgetmap.demo import suite
+from forgetmap.demo.trainer import ModelSpec
 
 __all__ = [
     "DEFAULT_RECIPE",

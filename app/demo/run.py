@@ -15,23 +15,22 @@ import time
 from itertools import chain, zip_longest
 from pathlib import Path
 
+from forgetmap.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn
+from forgetmap.contract.recovery import CorpusIn, RecoverJobIn, RecoveryOptionsIn
+from forgetmap.core.recoverability_names import CONTROLS
+from forgetmap.db import open_store
+from forgetmap.db import series as series_db
+from forgetmap.db.pairing import add_pair
+from forgetmap.demo import suite
+from forgetmap.demo.manifest import DEFAULT_RECIPE, Recipe
+from forgetmap.demo.zoo import build_zoo, stage_names
+from forgetmap.runtime.paths import check_model_path
+from forgetmap.runtime.progress import LineProgress
+from forgetmap.services.jobs import create_job, job_detail
+from forgetmap.services.recovery import create_recovery_job
+from forgetmap.web.up import run_up
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-from app.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn
-from app.contract.recovery import CorpusIn, RecoverJobIn, RecoveryOptionsIn
-from app.core.recoverability_names import CONTROLS
-from app.db import open_store
-from app.db import series as series_db
-from app.db.pairing import add_pair
-from app.demo import suite
-from app.demo.manifest import DEFAULT_RECIPE, Recipe
-from app.demo.zoo import build_zoo, stage_names
-from app.runtime.paths import check_model_path
-from app.runtime.progress import LineProgress
-from app.services.jobs import create_job, job_detail
-from app.services.recovery import create_recovery_job
-from app.web.up import run_up
 
 console = Console(stderr=True)
 

@@ -3,7 +3,7 @@ except ``write_suite``).
 
 A small made-up world is drawn from the seed: people with a home city and a job, arithmetic
 problems, ordering puzzles and word tasks. From it come eight benchmarks in four of the paper's
-categories, in the local JSONL benchmark format (``worker.benchmarks.items``):
+categories, in the local JSONL benchmark format (``forgetmap.worker.benchmarks.items``):
 
 ==================  ======================  =====  ======  =======================================
 category            benchmark               k      items   question
@@ -28,7 +28,7 @@ suite can be made realistic in size: ``benchmarks(scale)`` gives the sizes. The 
 option count. Two benchmarks are generative (numeric answers, graded by ``grading.grade``).
 
 The training corpus is written in exactly the surface formats the evaluation prompts use, built
-with ``worker.benchmarks.prompts`` itself: a "pretraining document" is a base-model few-shot prompt
+with ``forgetmap.worker.benchmarks.prompts`` itself: a "pretraining document" is a base-model few-shot prompt
 (header, answered ``Question: ...\\nA. ...\\nAnswer: X`` blocks of one benchmark) ending in its
 answer; a chat example is the chat prompt's user message with the reply ``Answer: X``; prose
 documents state the same facts in sentences (for continued pretraining). The tiny models learn the
@@ -50,8 +50,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from worker.benchmarks.items import LETTERS, Item
-from worker.benchmarks.prompts import build_prompt
+from forgetmap.worker.benchmarks.items import LETTERS, Item
+from forgetmap.worker.benchmarks.prompts import build_prompt
 
 __all__ = [
     "BENCHMARKS",

@@ -9,7 +9,7 @@ output-head init so its next-token distributions are peaked: greedy decoding the
 margins, and engines that differ by float rounding still agree on greedy outputs. The tokenizer is
 byte-level BPE over printable ASCII, so generated text is always plain ASCII.
 
-    python -m app.demo.tiny_model OUT_DIR [--arch llama|qwen2] [--seed 0]
+    python -m forgetmap.demo.tiny_model OUT_DIR [--arch llama|qwen2] [--seed 0]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 # "<|endoftext|>" is the unknown token Qwen2's tokenizer class insists on; listing it keeps the
 # tokenizer the same size whichever class loads it.
-from app.demo.trainer import BOS, CHAT_TEMPLATE, EOS, PAD, SPECIAL_TOKENS  # noqa: F401 - re-exported
+from forgetmap.demo.trainer import BOS, CHAT_TEMPLATE, EOS, PAD, SPECIAL_TOKENS  # noqa: F401 - re-exported
 
 _TEXT = """\
 The quick brown fox jumps over the lazy dog. A journey of a thousand miles begins with a single step.
@@ -51,7 +51,7 @@ TRAINING_TEXT = [line for line in _TEXT.splitlines() if line.strip()] * 4
 
 def build_tokenizer(vocab_size: int = 512, *, chat_template: bool = True):
     """A byte-level BPE tokenizer trained on TRAINING_TEXT (the demo trainer's builder)."""
-    from app.demo.trainer import build_tokenizer as build
+    from forgetmap.demo.trainer import build_tokenizer as build
 
     return build(TRAINING_TEXT, vocab_size, chat_template=chat_template)
 

@@ -61,9 +61,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from app.demo import suite
-from app.demo.evaluate import evaluate_zoo, format_report
-from app.demo.manifest import (
+from forgetmap.demo import suite
+from forgetmap.demo.evaluate import evaluate_zoo, format_report
+from forgetmap.demo.manifest import (
     DEFAULT_RECIPE,
     EVAL_CONFIG,
     Recipe,
@@ -75,7 +75,7 @@ from app.demo.manifest import (
     ZooSeries,
     load_manifest,
 )
-from app.demo.trainer import (
+from forgetmap.demo.trainer import (
     Example,
     build_tokenizer,
     merge_models,

@@ -1,7 +1,7 @@
 """Importers: each format's reader produces normalized tables; ``import_file`` stores them.
 
 One import is one transaction: on any error nothing is written. Readers yield their rows batch
-by batch and the store writes them as they come (``app.db.ingest.Ingest``), so that an import's
+by batch and the store writes them as they come (``forgetmap.db.ingest.Ingest``), so that an import's
 memory does not grow with its rows.
 """
 
@@ -11,17 +11,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
-
-from app.core.columns import use_jemalloc_pool
-from app.db.ingest import Ingest, IngestSummary, Progress
-from app.db.store import Store
-from app.db.texts import TextWriter, folder_of
-from app.importers.common import InputError, prepare
-from app.importers.eee.reader import iter_eee
-from app.importers.inspect_logs.reader import iter_inspect
-from app.importers.lighteval.reader import iter_lighteval
-from app.importers.lm_eval.reader import iter_lm_eval
-from app.importers.table import iter_table
+from forgetmap.core.columns import use_jemalloc_pool
+from forgetmap.db.ingest import Ingest, IngestSummary, Progress
+from forgetmap.db.store import Store
+from forgetmap.db.texts import TextWriter, folder_of
+from forgetmap.importers.common import InputError, prepare
+from forgetmap.importers.eee.reader import iter_eee
+from forgetmap.importers.inspect_logs.reader import iter_inspect
+from forgetmap.importers.lighteval.reader import iter_lighteval
+from forgetmap.importers.lm_eval.reader import iter_lm_eval
+from forgetmap.importers.table import iter_table
 
 KINDS = ("table", "lm-eval", "lighteval", "inspect", "eee")
 

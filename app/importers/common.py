@@ -25,11 +25,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from app.core.columns import dictionary_codes, distinct_pairs, map_values, rows_where
-from app.core.errors import InputError
-from app.core.sample_identity import question_from_prompts
-from app.core.taxonomy import (
+from forgetmap.core.columns import dictionary_codes, distinct_pairs, map_values, rows_where
+from forgetmap.core.errors import InputError
+from forgetmap.core.sample_identity import question_from_prompts
+from forgetmap.core.taxonomy import (
     NOT_SCORED,
     UNCATEGORIZED,
     BenchmarkMeta,
@@ -135,7 +134,7 @@ DICTIONARY_STRING = pa.dictionary(pa.int32(), pa.string())
 def _target_type(field: pa.Field, current: pa.DataType) -> pa.DataType:
     """The field's type, except that a dictionary-encoded string column stays encoded and a
     ``large_string`` one stays large (more text than a ``string`` array holds:
-    ``app.core.columns.one_array``)."""
+    ``forgetmap.core.columns.one_array``)."""
     if pa.types.is_string(field.type) and pa.types.is_large_string(current):
         return current
     if (

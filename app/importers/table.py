@@ -21,10 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
-
-from app.contract.base import MAX_SEED, MIN_SEED, seed_problem
-from app.core.columns import dictionary_codes, map_values
-from app.importers.common import (
+from forgetmap.contract.base import MAX_SEED, MIN_SEED, seed_problem
+from forgetmap.core.columns import dictionary_codes, map_values
+from forgetmap.importers.common import (
     MAX_JSON_DEPTH,
     MAX_LINE_BYTES,
     NORMALIZED_SCHEMA,
@@ -354,7 +353,7 @@ _INTEGER = r"^[+-]?0*\d{1,18}$"
 
 
 def _check_seeds(seeds: pa.ChunkedArray, source: str, first_row: int) -> None:
-    """Seeds in the range every door takes (app.contract.base.seed_problem): 0 up, an INTEGER."""
+    """Seeds in the range every door takes (forgetmap.contract.base.seed_problem): 0 up, an INTEGER."""
     bad = pc.or_(pc.less(seeds, MIN_SEED), pc.greater(seeds, MAX_SEED))
     if pc.any(bad).as_py():
         row, value = _first_bad(bad, seeds, first_row)

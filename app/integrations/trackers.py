@@ -24,9 +24,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Protocol
 
-from app.contract.series import SeriesExport, SeriesFlip
-from app.core.errors import InputError
-from app.core.metrics import TOTAL
+from forgetmap.contract.series import SeriesExport, SeriesFlip
+from forgetmap.core.errors import InputError
+from forgetmap.core.metrics import TOTAL
 
 PREFIX = "forgetmap"
 STEP_KEY = f"{PREFIX}/step"

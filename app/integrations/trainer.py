@@ -7,7 +7,7 @@ series, and its forgetting comes back into the run's own tracker at its training
 
 On ``on_save`` (main process only) the callback takes the ``checkpoint-<step>`` folder the trainer
 has just written and submits it through the same request as ``forgetmap watch``
-(``POST /api/checkpoints`` via ``app.services.watch.submit_all``: the same model-root rules, role
+(``POST /api/checkpoints`` via ``forgetmap.services.watch.submit_all``: the same model-root rules, role
 and token). Trainer deletes old checkpoints right after a save when ``save_total_limit`` is set,
 long before a worker reads them, so with a ``staging_dir`` (under one of the app's model roots)
 the folder is first hard-linked there (copied where a link cannot cross file systems), and the
@@ -18,7 +18,7 @@ protect.
 Training never waits and never fails because of forgetmap: submissions and result polling run in
 one background thread; an app that cannot be reached is a warning and a retry, later each time
 (up to every 10 minutes).
-Results of finished steps are written by ``app.integrations.trackers`` to the trackers the
+Results of finished steps are written by ``forgetmap.integrations.trackers`` to the trackers the
 trainer reports to (``args.report_to``: W&B, MLflow, TensorBoard) at their training steps, late
 or not. ``on_train_end`` waits up to ``wait_at_end`` seconds for steps still being evaluated;
 whatever finishes later, ``forgetmap series export NAME --to ...`` writes afterwards.
@@ -37,10 +37,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from forgetmap.contract.jobs import CheckpointSubmission
+from forgetmap.services.watch import Checkpoint, WatchSettings, submit_all
 from transformers import TrainerCallback
-
-from app.contract.jobs import CheckpointSubmission
-from app.services.watch import Checkpoint, WatchSettings, submit_all
 
 log = logging.getLogger("forgetmap.trainer")
 
@@ -258,7 +257,7 @@ class ForgetmapCallback(TrainerCallback):
                     shutil.rmtree(s.folder, ignore_errors=True)
 
     def _write(self, client: httpx.Client, ready: list[_Step]) -> None:
-        from app.contract.series import SeriesExport
+        from forgetmap.contract.series import SeriesExport
 
         if not self._targets:
             return
@@ -292,7 +291,7 @@ class ForgetmapCallback(TrainerCallback):
                 self._targets[name] = target
 
     def _open_writers(self) -> dict[str, Any]:
-        from app.integrations import trackers
+        from forgetmap.integrations import trackers
 
         for name, target in self._targets.items():
             if name not in self.writers:

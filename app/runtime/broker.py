@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forgetmap.runtime.config import ENVIRONMENT, read_settings
+from forgetmap.runtime.paths import default_db_path
+from forgetmap.runtime.private import make_private
 from pydantic import Field
 from pydantic_settings import BaseSettings
-
-from app.runtime.config import ENVIRONMENT, read_settings
-from app.runtime.paths import default_db_path
-from app.runtime.private import make_private
 
 TASK_NAME = "forgetmap.evaluate_shard"
 

@@ -72,7 +72,7 @@ class WebSettings(BaseSettings):
     # an upload to import (POST /api/imports): larger is refused with 413
     import_max_bytes: int = Field(8 << 30, gt=0)
     # what an uploaded archive may unpack to on disk (zip bombs): larger, over 200x its own size
-    # (app.services.imports.MAX_UNPACK_RATIO) or over 100,000 members is refused
+    # (forgetmap.services.imports.MAX_UNPACK_RATIO) or over 100,000 members is refused
     import_max_unpacked_bytes: int = Field(8 << 30, gt=0)
     # the write-ahead log's size at which a commit checkpoints the file. A checkpoint holds every
     # reader until it is done (0.3-0.5 s after a 65,000-row import): at DuckDB's 16 MB nearly
@@ -80,7 +80,7 @@ class WebSettings(BaseSettings):
     # was 72-135 ms (docs/performance.md, "Under load"). The app checkpoints when it stops.
     checkpoint_mb: int = Field(1024, ge=1, le=1 << 20)
     # compute the default map and the atlas as the app starts, so that the first visitor after a
-    # restart finds them ready (app.services.warm); the start takes as long longer
+    # restart finds them ready (forgetmap.services.warm); the start takes as long longer
     warm_start: bool = True
 
     @property

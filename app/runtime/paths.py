@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from app.core.errors import InputError
+from forgetmap.core.errors import InputError
 
 DEFAULT_DB = Path("data") / "forgetmap.duckdb"
 

@@ -1,11 +1,10 @@
 """Where the page templates, the static files and the schema migrations are on disk.
 
 They live at the top of the source tree, beside app/ and worker/; the wheel carries them inside
-the app package, under ``app/assets/`` (pyproject.toml's ``package-dir``), so an installed
-forgetmap puts no top-level ``templates``, ``static`` or ``migrations`` into site-packages. A source
-checkout (pytest's ``pythonpath``) and an editable install import app/ from the checkout, which
-has no ``app/assets/``: there the folders are read from the checkout's top.
-"""
+the package, under ``forgetmap/assets/`` (pyproject.toml's ``package-dir``), so an installed
+forgetmap puts no top-level ``templates``, ``static`` or ``migrations`` into site-packages. An
+editable install imports ``forgetmap`` from the checkout's app/, which has no ``assets/``: there
+the folders are read from the checkout's top."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ def resource_dir(name: ResourceFolder) -> Path:
     read real files."""
     if name not in RESOURCE_FOLDERS:
         raise ValueError(f"no resource folder {name!r}; one of {', '.join(RESOURCE_FOLDERS)}")
-    bundled = files("app").joinpath("assets", name)
+    bundled = files("forgetmap").joinpath("assets", name)
     if bundled.is_dir():
         # app is a regular package installed as files, so its resources are pathlib paths
         return Path(str(bundled))

@@ -6,7 +6,7 @@ training run's checkpoints), which counts once, through its latest checkpoint (w
 with; its earlier steps show on the question's page). Per question, ``forgot`` is how many recipes
 forgot it (1->0 in at least half of their paired seeds) and ``chance`` how many would by luck
 alone: the sum, over the recipes that ran its benchmark, of their chance term for its k,
-c = (1 - acc_pre)(1 - acc_post) / (k - 1) (``app.core.metrics.chance_and_ceilings``, averaged over
+c = (1 - acc_pre)(1 - acc_post) / (k - 1) (``forgetmap.core.metrics.chance_and_ceilings``, averaged over
 seeds; 0 for generative questions). Questions are ranked by ``beyond`` = forgot - chance.
 """
 
@@ -15,14 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from app.core import metrics
-from app.core.naming import pair_label
-from app.db import atlas as atlas_db
-from app.db import queries
-from app.db import series as series_db
-from app.db.queries import Columns, row_count
-from app.services.map import MapCache
+from forgetmap.core import metrics
+from forgetmap.core.naming import pair_label
+from forgetmap.db import atlas as atlas_db
+from forgetmap.db import queries
+from forgetmap.db import series as series_db
+from forgetmap.db.queries import Columns, row_count
+from forgetmap.services.map import MapCache
 
 RANK_FIELDS = ("benchmark", "category", "sample_id", "k", "forgot", "learned", "chance", "beyond")
 """One ranked question (the atlas's JSON and CSV/Parquet export, in this order)."""

@@ -27,11 +27,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from app.core.errors import InputError
-from app.core.taxonomy import UNCATEGORIZED
-from app.db import export as export_db
-from app.db.store import Connection, Store
-from app.importers.eee import format as eee
+from forgetmap.core.errors import InputError
+from forgetmap.core.taxonomy import UNCATEGORIZED
+from forgetmap.db import export as export_db
+from forgetmap.db.store import Connection, Store
+from forgetmap.importers.eee import format as eee
 
 UNSPECIFIED = "unspecified"
 """What fills a required name the store does not know (a model's developer, the organization

@@ -1,4 +1,4 @@
-"""`forgetmap import hub`: a fetched dataset's units (``app.importers.hub``) imported into the
+"""`forgetmap import hub`: a fetched dataset's units (``forgetmap.importers.hub``) imported into the
 store, or sent to the app that owns it, and told as one import.
 
 The command fetches on the machine it runs on, with the user's Hugging Face token and cache,
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.contract.imports import ImportOptions, import_options, summary_of
-from app.core.errors import InputError
-from app.db.store import Store
-from app.importers import import_file
-from app.importers.hub import HubPlan, HubUnit
-from app.services.import_upload import ImportFailed, upload_import
+from forgetmap.contract.imports import ImportOptions, import_options, summary_of
+from forgetmap.core.errors import InputError
+from forgetmap.db.store import Store
+from forgetmap.importers import import_file
+from forgetmap.importers.hub import HubPlan, HubUnit
+from forgetmap.services.import_upload import ImportFailed, upload_import
 
 Progress = Callable[[str, int, int], None]
 

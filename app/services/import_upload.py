@@ -11,10 +11,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-
-from app.contract.errors import reply_detail
-from app.contract.imports import ImportOptions
-from app.core.errors import InputError
+from forgetmap.contract.errors import reply_detail
+from forgetmap.contract.imports import ImportOptions
+from forgetmap.core.errors import InputError
 
 CHUNK = 1 << 20
 NOTHING = " (nothing was imported)"

@@ -27,20 +27,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from app.contract.imports import (
+from forgetmap.contract.imports import (
     IMPORT_JOB_KIND,
     ImportOptions,
     filter_notice,
     summary_lines,
     summary_of,
 )
-from app.contract.jobs import JobStatus
-from app.core.errors import InputError
-from app.db import jobs as jobs_db
-from app.db.store import Store
-from app.importers import import_file
-from app.importers.lm_eval.reader import parse_filter_options
-from app.runtime.private import make_private
+from forgetmap.contract.jobs import JobStatus
+from forgetmap.core.errors import InputError
+from forgetmap.db import jobs as jobs_db
+from forgetmap.db.store import Store
+from forgetmap.importers import import_file
+from forgetmap.importers.lm_eval.reader import parse_filter_options
+from forgetmap.runtime.private import make_private
 
 STAGING_SUFFIX = ".imports"
 MAX_MEMBERS = 100_000

@@ -10,7 +10,7 @@ Adaptive jobs (``adaptive`` set, app/analysis/adaptive.py, app/services/rounds.p
 rounds: a round is one shard per (model, seed) for the next slice of the benchmark's shared
 evaluation order, starting after what the model already has stored under the same eval config
 (so a later job with a tighter target continues, and a base shared by pairs is evaluated once).
-When a round's last shard finishes, the app looks at the paired interval (app.analysis.adaptive) and stops
+When a round's last shard finishes, the app looks at the paired interval (forgetmap.analysis.adaptive) and stops
 the benchmark or writes the next round; the round state lives in the job's payload (``rounds``).
 Rounds grow geometrically (app/services/rounds.py says why). Two jobs on one model at the same
 time do not evaluate a slice twice: when a round would write a shard whose first sample an
@@ -19,10 +19,10 @@ the round waits for that shard instead (``waiting`` in the round state; the job 
 queued or running meanwhile). When the shard finishes the waiting job takes its rows like any
 stored prefix; when it fails or is cancelled the waiting job writes its own.
 
-Shard and job states: app.contract.jobs.ShardStatus and JobStatus.
+Shard and job states: forgetmap.contract.jobs.ShardStatus and JobStatus.
 
 Lost messages: a queued shard's broker message can vanish (a Redis restart without persistence,
-a failover, FLUSHDB). The reconciler (app.services.queue) sends such a shard again and counts it in
+a failover, FLUSHDB). The reconciler (forgetmap.services.queue) sends such a shard again and counts it in
 ``resends``; a duplicate delivery is harmless because :func:`start_shard` lets one delivery run a
 shard at a time.
 """
@@ -36,12 +36,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-from pydantic import BaseModel
-
-from app.analysis.adaptive import evaluation_order
-from app.contract.base import validated
-from app.contract.imports import IMPORT_JOB_KIND
-from app.contract.jobs import (
+from forgetmap.analysis.adaptive import evaluation_order
+from forgetmap.contract.base import validated
+from forgetmap.contract.imports import IMPORT_JOB_KIND
+from forgetmap.contract.jobs import (
     TERMINAL,
     EvalConfigIn,
     EvaluateJobIn,
@@ -51,25 +49,26 @@ from app.contract.jobs import (
     ShardKind,
     ShardStatus,
 )
-from app.contract.results import ResultsIn
-from app.core.errors import InputError
-from app.core.taxonomy import canonical_name
-from app.db import adaptive as adaptive_db
-from app.db import jobs as jobs_db
-from app.db import queries
-from app.db.ingest import IngestSummary, ingest
-from app.db.pairing import add_pair
-from app.db.store import Connection
-from app.importers.common import build_table, prepare
-from app.runtime.paths import ModelRules
-from app.services.rejections import Rejection
-from app.services.rounds import PairLook, Stop, look, model_ends, rule_of
+from forgetmap.contract.results import ResultsIn
+from forgetmap.core.errors import InputError
+from forgetmap.core.taxonomy import canonical_name
+from forgetmap.db import adaptive as adaptive_db
+from forgetmap.db import jobs as jobs_db
+from forgetmap.db import queries
+from forgetmap.db.ingest import IngestSummary, ingest
+from forgetmap.db.pairing import add_pair
+from forgetmap.db.store import Connection
+from forgetmap.importers.common import build_table, prepare
+from forgetmap.runtime.paths import ModelRules
+from forgetmap.services.rejections import Rejection
+from forgetmap.services.rounds import PairLook, Stop, look, model_ends, rule_of
+from pydantic import BaseModel
 
 Body = TypeVar("Body", bound=BaseModel)
 
 
 def shard_config(model: ModelIn, config: EvalConfigIn) -> dict:
-    """The eval config of one shard (app.contract.shards.ShardConfig): the job's settings plus
+    """The eval config of one shard (forgetmap.contract.shards.ShardConfig): the job's settings plus
     how this model is prompted."""
     return {**config.model_dump(mode="json"), "prompting": model.prompting.value,
             "revision": model.revision}  # fmt: skip
@@ -92,7 +91,7 @@ def config_hash(config: dict) -> str:
 
 def with_checked_models(body: Body, rules: ModelRules) -> Body:
     """``body`` (any job kind) with each model's path replaced by what the worker will load,
-    checked by ``rules`` (app.runtime.paths: inside a root, or a hub id where allowed); a
+    checked by ``rules`` (forgetmap.runtime.paths: inside a root, or a hub id where allowed); a
     ModelPathError for the first refused one. Every field holding a model (``models``, ``base``,
     ``post``, of whatever kind) passes here, so a new kind cannot skip the check."""
     update = {}

@@ -1,7 +1,7 @@
 """The forgetting map: contract records built from the materialized counts and the metric core.
 
 Shared by ``forgetmap map`` and ``GET /api/map``. Reads only the small count tables (never the
-per-sample rows), computes every number with app.core.metrics, and returns plain dicts in the field
+per-sample rows), computes every number with forgetmap.core.metrics, and returns plain dicts in the field
 order of the public contract, followed by extension fields.
 """
 
@@ -16,14 +16,13 @@ from itertools import chain, repeat
 import numpy as np
 import numpy.ma  # noqa: F401  numpy loads it on first use (7 ms of a cold map): at import instead
 import orjson
-
-from app.analysis.adaptive import JOINT_CELLS, interval_from_counts
-from app.core import metrics
-from app.core.taxonomy import CATEGORIES, NOT_SCORED, UNCATEGORIZED
-from app.db import queries
-from app.db.queries import Columns, row_count
-from app.db.store import Store
-from app.services.cache import VersionCache
+from forgetmap.analysis.adaptive import JOINT_CELLS, interval_from_counts
+from forgetmap.core import metrics
+from forgetmap.core.taxonomy import CATEGORIES, NOT_SCORED, UNCATEGORIZED
+from forgetmap.db import queries
+from forgetmap.db.queries import Columns, row_count
+from forgetmap.db.store import Store
+from forgetmap.services.cache import VersionCache
 
 LEVELS = ("benchmark", "category")
 
@@ -33,7 +32,7 @@ BENCHMARK_FIELDS = (
     "f_max", "bt_max",
 )  # fmt: skip
 INTERVAL_FIELDS = ("f_true_low", "f_true_high", "bt_true_low", "bt_true_high")
-"""The paired 95% interval of the values over all seeds (app.analysis.adaptive.interval_from_counts)."""
+"""The paired 95% interval of the values over all seeds (forgetmap.analysis.adaptive.interval_from_counts)."""
 TRUNCATION_FIELDS = ("n_10_truncated", "n_truncated")
 """Of the counted samples: the 1->0 flips whose answer (either side's) was cut off, and every
 sample with a cut-off answer (``results.truncated``); 0 where the map leaves them out."""
@@ -51,7 +50,7 @@ CATEGORY_EXTRA = (
 )  # fmt: skip
 TRUNCATED = ("include", "exclude")
 DERIVED = ("net", "f_rel")
-"""Derived values the map can colour by (app.core.metrics: net_transfer, relative_forgetting); NaN and
+"""Derived values the map can colour by (forgetmap.core.metrics: net_transfer, relative_forgetting); NaN and
 missing values travel as None."""
 
 
@@ -118,7 +117,7 @@ def _units(cols: Columns) -> tuple[Columns, np.ndarray, dict[str, np.ndarray]]:
 
 def _intervals(cols: Columns, x: Columns) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Per (pair, benchmark): F_true and BT_true over all seeds with their paired interval
-    (app.analysis.adaptive.interval_from_counts on the transition rows and the cross-seed cells stored at
+    (forgetmap.analysis.adaptive.interval_from_counts on the transition rows and the cross-seed cells stored at
     pairing time). Returns each count row's (pair, benchmark) index and the per-index arrays."""
     width = int(cols["benchmark_id"].max()) + 1
     keys, of = metrics.factorize(cols["pair_id"].astype(np.int64) * width + cols["benchmark_id"])

@@ -1,6 +1,6 @@
 """Model sizes read from the local Hugging Face cache, for models whose name gives none.
 
-Names stay first (``app.core.naming``, at import) and ``forgetmap model set NAME --size`` wins
+Names stay first (``forgetmap.core.naming``, at import) and ``forgetmap model set NAME --size`` wins
 over everything; this fills only the sizes still unknown. Nothing is fetched: files are read with
 ``hf_hub_download(..., local_files_only=True)``, so ``HF_HUB_CACHE``/``HF_HOME`` apply and a
 model that is not cached stays unknown. The first of these rules that applies gives the count:
@@ -27,8 +27,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.db import Store, queries
-from app.db.ingest import set_model_meta
+from forgetmap.db import Store, queries
+from forgetmap.db.ingest import set_model_meta
 
 INDEX = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"

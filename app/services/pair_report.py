@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
-
-from app.core import metrics
-from app.db import queries
-from app.db.store import Store
-from app.services.map import INTERVAL_FIELDS, benchmark_records, category_sort_key
+from forgetmap.core import metrics
+from forgetmap.db import queries
+from forgetmap.db.store import Store
+from forgetmap.services.map import INTERVAL_FIELDS, benchmark_records, category_sort_key
 
 MEAN_FIELDS = ("acc_pre", "acc_post", "f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max")
 CELL_FIELDS = ("n_00", "n_01", "n_10", "n_11")
@@ -60,7 +59,7 @@ def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[d
         row["mcnemar_p"] = metrics.mcnemar_exact(row["n_01"], row["n_10"])
         noise = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
         row["noise_floor"] = float(np.mean(noise)) if noise else None
-        # the paired interval over all seeds (app.analysis.adaptive) and the benchmark's full size are the
+        # the paired interval over all seeds (forgetmap.analysis.adaptive) and the benchmark's full size are the
         # same on every seed's record
         for field in (*INTERVAL_FIELDS, "full_size"):
             row[field] = first[field]

@@ -25,10 +25,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from app.contract.jobs import Stage
-from app.core.errors import InputError
-from app.db import Store, queries
-from app.db.pairing import add_pair
+from forgetmap.contract.jobs import Stage
+from forgetmap.core.errors import InputError
+from forgetmap.db import Store, queries
+from forgetmap.db.pairing import add_pair
 
 TAG_STAGES = {
     "instruct": Stage.instruct, "chat": Stage.instruct, "it": Stage.instruct, "sft": Stage.sft,

@@ -12,8 +12,8 @@ import json
 import logging
 import threading
 
-from app.db import jobs as jobs_db
-from app.runtime.broker import TASK_NAME, BrokerSettings
+from forgetmap.db import jobs as jobs_db
+from forgetmap.runtime.broker import TASK_NAME, BrokerSettings
 
 log = logging.getLogger("forgetmap.reconciler")
 
@@ -122,7 +122,7 @@ class Reconciler:
       visibility timeout).
 
     A repeated delivery is harmless: a shard runs under one delivery at a time
-    (app.services.jobs.start_shard) and results are stored once per sample."""
+    (forgetmap.services.jobs.start_shard) and results are stored once per sample."""
 
     def __init__(
         self,

@@ -17,22 +17,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from app.analysis.recoverability_fitting import ALL_CORRECTIONS, KINDS, SPLITS
-from app.analysis.recoverability_shares import (
+from forgetmap.analysis.recoverability_fitting import ALL_CORRECTIONS, KINDS, SPLITS
+from forgetmap.analysis.recoverability_shares import (
     bootstrap_shares,
     loss_column,
     shares_from_sums,
     table_models,
 )
-from app.contract.recovery import MAX_TABLE_DOCS, RecoverJobIn, RecoveryIn, RecoveryShardSpec
-from app.core.errors import InputError
-from app.core.recoverability_names import CONTROLS
-from app.db import recoverability as store
-from app.db.jobs import insert_job, insert_shard
-from app.db.pairing import add_pair
-from app.db.queries import pair_id_by_names
-from app.db.store import Connection
-from app.services.jobs import config_hash, register_models, update_job_status
+from forgetmap.contract.recovery import MAX_TABLE_DOCS, RecoverJobIn, RecoveryIn, RecoveryShardSpec
+from forgetmap.core.errors import InputError
+from forgetmap.core.recoverability_names import CONTROLS
+from forgetmap.db import recoverability as store
+from forgetmap.db.jobs import insert_job, insert_shard
+from forgetmap.db.pairing import add_pair
+from forgetmap.db.queries import pair_id_by_names
+from forgetmap.db.store import Connection
+from forgetmap.services.jobs import config_hash, register_models, update_job_status
 
 # what a pair's share is read against: damage that is neither a bias nor a temperature
 YARDSTICK = "weight_noise"

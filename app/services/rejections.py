@@ -2,7 +2,7 @@
 
 A worker whose token the app refuses (401: unknown or revoked; 403: a role other than worker)
 stops and puts its shard back on the queue; from outside, its jobs just stay queued. Each refused
-call to a worker route is recorded here with a name the app gives it (app.web.deps: its valid
+call to a worker route is recorded here with a name the app gives it (forgetmap.web.deps: its valid
 token's name, never the ``X-Forgetmap-Worker`` header a refused caller sends; cut to MAX_NAME
 characters and escaped wherever shown), the time and the app's reason.
 Memory only, bounded: the newest refusal per name for the last MAX_WORKERS names. A worker call the

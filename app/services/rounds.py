@@ -1,7 +1,7 @@
 """Adaptive jobs' rounds, the pure part: after a round, where each pair of a benchmark stands
 (stopped, and why, or how far the next round goes) and how far each model must be evaluated.
 
-The interval and the looks are app.analysis.adaptive's (``StoppingRule.checkpoints``,
+The interval and the looks are forgetmap.analysis.adaptive's (``StoppingRule.checkpoints``,
 ``prefix_intervals``); this module only decides what to do with them. No I/O: app/services/jobs.py
 reads the stored correctness and writes the shards.
 
@@ -50,8 +50,12 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 
 import numpy as np
-
-from app.analysis.adaptive import StoppingRule, prefix_intervals, reported_half_widths, target_met
+from forgetmap.analysis.adaptive import (
+    StoppingRule,
+    prefix_intervals,
+    reported_half_widths,
+    target_met,
+)
 
 
 class Stop(StrEnum):
@@ -61,7 +65,7 @@ class Stop(StrEnum):
 
 
 def rule_of(adaptive: dict) -> StoppingRule:
-    """The stopping rule of a job's ``adaptive`` setting (app.contract.jobs.AdaptiveIn)."""
+    """The stopping rule of a job's ``adaptive`` setting (forgetmap.contract.jobs.AdaptiveIn)."""
     return StoppingRule(
         target_half_width=adaptive["target_points"] / 100.0,
         min_samples=adaptive["min_samples"],

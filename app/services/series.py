@@ -9,17 +9,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.contract.base import validated
-from app.contract.jobs import CheckpointSubmission, EvaluateJobIn, JobStatus, ModelIn, SeriesJobIn
-from app.core import metrics
-from app.core.errors import InputError
-from app.db import series as series_db
-from app.db.queries import model_specs
-from app.db.store import Store
-from app.runtime.paths import ModelRules
-from app.services import jobs
-from app.services.map import MapCache, MapQuery, category_sort_key
-from app.services.watch import step_of
+from forgetmap.contract.base import validated
+from forgetmap.contract.jobs import (
+    CheckpointSubmission,
+    EvaluateJobIn,
+    JobStatus,
+    ModelIn,
+    SeriesJobIn,
+)
+from forgetmap.core import metrics
+from forgetmap.core.errors import InputError
+from forgetmap.db import series as series_db
+from forgetmap.db.queries import model_specs
+from forgetmap.db.store import Store
+from forgetmap.runtime.paths import ModelRules
+from forgetmap.services import jobs
+from forgetmap.services.map import MapCache, MapQuery, category_sort_key
+from forgetmap.services.watch import step_of
 
 SERIES_FIELDS = (
     "series", "step", "post", "category", "f_true", "f_true_std", "bt_true", "bt_true_std",
@@ -144,7 +150,7 @@ def submit_checkpoint(
     A folder already submitted is not submitted again (the record is in the database, so this
     holds across watcher restarts); if its evaluation failed it is retried, up to MAX_ATTEMPTS.
     The base is left out of the job when its shards under the same eval config are already done
-    or on their way. The folder and the base are checked by ``rules`` (app.runtime.paths).
+    or on their way. The folder and the base are checked by ``rules`` (forgetmap.runtime.paths).
     Returns (what happened, shard ids to send)."""
     folder = rules.check_folder(body.folder)
     found = series_db.get_series(conn, name=body.series)
@@ -185,7 +191,7 @@ def submit_run(conn, run: SeriesJobIn, rules: ModelRules) -> tuple[dict, list[in
     checkpoint folders or glob patterns (``/runs/sft/checkpoint-*``), each submitted as the watcher
     would (steps from the folder names or trainer_state.json; folders already submitted are not
     evaluated again; the base once). Patterns and folders are confined to the roots by ``rules``
-    (app.runtime.paths.ModelRules.folders). Returns (summary, shard ids to send)."""
+    (forgetmap.runtime.paths.ModelRules.folders). Returns (summary, shard ids to send)."""
     folders: dict[str, int] = {}
     for entry in run.checkpoints:
         matches = rules.folders(entry)

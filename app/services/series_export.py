@@ -12,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Collection
 
 import httpx
-
-from app.contract.errors import reply_detail
-from app.contract.series import MAX_FLIPS, TEXT_LIMIT, SeriesExport, SeriesFlip, SeriesResult
-from app.core import metrics
-from app.core.errors import InputError
-from app.db import series_export as export_db
-from app.db.store import Store
-from app.services.map import MapCache
-from app.services.series import find_series, series_records
+from forgetmap.contract.errors import reply_detail
+from forgetmap.contract.series import MAX_FLIPS, TEXT_LIMIT, SeriesExport, SeriesFlip, SeriesResult
+from forgetmap.core import metrics
+from forgetmap.core.errors import InputError
+from forgetmap.db import series_export as export_db
+from forgetmap.db.store import Store
+from forgetmap.services.map import MapCache
+from forgetmap.services.series import find_series, series_records
 
 
 def series_export(

@@ -2,7 +2,7 @@
 ``suite check`` loads every benchmark exactly as a worker would and reports what it saw.
 
 A copy folder holds ``<name>.jsonl`` per benchmark (``bbh:navigate`` -> ``bbh_navigate.jsonl``) in
-the local JSONL benchmark format (``worker.benchmarks.items``): the loader's stable ids, options
+the local JSONL benchmark format (``forgetmap.worker.benchmarks.items``): the loader's stable ids, options
 in the dataset's order (the seeded shuffles of GPQA and TruthfulQA mc1 are applied when a worker
 loads the copy, as they are for the hub), the gold letter, category and k. Beside them,
 ``manifest.json`` records per benchmark the hub splits it came from (repo, config, split and the
@@ -23,10 +23,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app.core.errors import InputError
-from app.core.taxonomy import CATEGORIES, canonical_name, lookup, scored_benchmarks
-from worker.benchmarks.items import BenchmarkError, Item, load_jsonl_benchmark
-from worker.benchmarks.registry import (
+from forgetmap.core.errors import InputError
+from forgetmap.core.taxonomy import CATEGORIES, canonical_name, lookup, scored_benchmarks
+from forgetmap.worker.benchmarks.items import BenchmarkError, Item, load_jsonl_benchmark
+from forgetmap.worker.benchmarks.registry import (
     LoadedBenchmark,
     copy_file_name,
     file_sha256,
@@ -34,7 +34,7 @@ from worker.benchmarks.registry import (
     known_benchmarks,
     load_benchmark,
 )
-from worker.benchmarks.sources import hub_revision, load_hub_rows
+from forgetmap.worker.benchmarks.sources import hub_revision, load_hub_rows
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1

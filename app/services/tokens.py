@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from app.core.errors import InputError
-from app.db import sessions as sessions_db
-from app.db import tokens as tokens_db
-from app.db.store import Connection
+from forgetmap.core.errors import InputError
+from forgetmap.db import sessions as sessions_db
+from forgetmap.db import tokens as tokens_db
+from forgetmap.db.store import Connection
 
 PREFIX = "fm_"
 
@@ -99,7 +99,7 @@ def revoke_token(conn: Connection, name: str) -> None:
 
 
 LOCAL_PRINCIPAL = Principal(token_id=0, name="local", role=Role.admin)
-"""Who holds the app's local credential (app.runtime.owner): the command line on the app's own
+"""Who holds the app's local credential (forgetmap.runtime.owner): the command line on the app's own
 machine, an admin of that app process only. Token ids start at 1."""
 
 

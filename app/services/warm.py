@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 import time
 
-from app.services.atlas import AtlasQuery, ranking
-from app.services.map import MapCache, MapQuery
+from forgetmap.services.atlas import AtlasQuery, ranking
+from forgetmap.services.map import MapCache, MapQuery
 
 log = logging.getLogger("forgetmap.warm")
 

@@ -7,7 +7,7 @@ openapi.py.
 ``create_app`` opens the DuckDB file once; this process is then its only writer. A background
 reconciler sends queued shards that could not reach the broker when their job was saved. Given a
 ``Door`` (by `forgetmap serve` and `up`), the app publishes itself in the owner file beside the
-database while it runs and runs the CLI's commands on it (app.runtime.owner, app.web.cli).
+database while it runs and runs the CLI's commands on it (forgetmap.runtime.owner, forgetmap.web.cli).
 """
 
 from __future__ import annotations
@@ -19,18 +19,15 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from starlette.middleware.sessions import SessionMiddleware
-from starlette.routing import Match
-
-from app.db import open_store
-from app.runtime import owner
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import WebSettings
-from app.runtime.resources import resource_dir
-from app.services.map import MapCache
-from app.services.queue import Enqueuer, Reconciler
-from app.services.warm import warm_start
-from app.web import (
+from forgetmap.db import open_store
+from forgetmap.runtime import owner
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import WebSettings
+from forgetmap.runtime.resources import resource_dir
+from forgetmap.services.map import MapCache
+from forgetmap.services.queue import Enqueuer, Reconciler
+from forgetmap.services.warm import warm_start
+from forgetmap.web import (
     atlas,
     cli,
     cross,
@@ -46,12 +43,14 @@ from app.web import (
     suggest,
     theory,
 )
-from app.web import map as forgetting_map
-from app.web.headers import SecurityHeaders
-from app.web.limits import BodyLimits
-from app.web.openapi import install_openapi
-from app.web.session import LoginRequired, current_principal, login_redirect
-from app.web.templating import compile_templates, install_error_pages
+from forgetmap.web import map as forgetting_map
+from forgetmap.web.headers import SecurityHeaders
+from forgetmap.web.limits import BodyLimits
+from forgetmap.web.openapi import install_openapi
+from forgetmap.web.session import LoginRequired, current_principal, login_redirect
+from forgetmap.web.templating import compile_templates, install_error_pages
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.routing import Match
 
 OPEN_WHEN_PRIVATE = ("/login", "/static/", "/healthz")
 
@@ -128,7 +127,7 @@ def create_app(
     app.add_middleware(SessionMiddleware, secret_key=settings.secret_key, same_site="lax",
                        session_cookie="forgetmap_session", max_age=int(settings.session_seconds))  # fmt: skip
     # added last, so it runs first: a write's token and its body's size are checked before any
-    # of the body is read (app.web.limits)
+    # of the body is read (forgetmap.web.limits)
     app.add_middleware(BodyLimits)
     app.add_middleware(SecurityHeaders)  # outermost: on every answer, the refusals above included
 

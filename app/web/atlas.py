@@ -1,7 +1,7 @@
 """The atlas: the page ``/atlas`` (questions ranked by how many independent recipes forget them
 beyond chance, paged and filtered, with the size scatter), its JSON ``/api/atlas``, the whole
 ranking as a file ``/api/atlas.csv|parquet``, and one question across every pair
-(``/atlas/question`` and ``/api/atlas/question``). Numbers come from app.services.atlas."""
+(``/atlas/question`` and ``/api/atlas/question``). Numbers come from forgetmap.services.atlas."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from typing import Annotated, Literal
 import pyarrow as pa
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-
-from app.db import queries
-from app.services.atlas import FATES, RANK_FIELDS, AtlasQuery, page, question_view, ranking
-from app.web import deps
-from app.web.responses import ID_ERRORS, TABLE, table_response
-from app.web.templating import cached_for_readers, html_page
+from forgetmap.db import queries
+from forgetmap.services.atlas import FATES, RANK_FIELDS, AtlasQuery, page, question_view, ranking
+from forgetmap.web import deps
+from forgetmap.web.responses import ID_ERRORS, TABLE, table_response
+from forgetmap.web.templating import cached_for_readers, html_page
 
 router = APIRouter(tags=["api"])
 Text = Annotated[str | None, Query(max_length=500)]

@@ -1,9 +1,9 @@
 """``POST /api/cli``: the app runs a forgetmap command line against its own store.
 
 While the app owns the database no other process may open it, so the CLI forwards its command
-here (app.runtime.owner, docs/many-users.md). The app runs the very same click command in a
+here (forgetmap.runtime.owner, docs/many-users.md). The app runs the very same click command in a
 thread of its own: the command's ``store_of`` answers the app's open store, its relative paths
-are the client's (``app.cli.common.ClientPath``), and what it prints goes to streams of its own
+are the client's (``forgetmap.cli.common.ClientPath``), and what it prints goes to streams of its own
 (the other threads keep printing where they did), sent to the client as it is written: an
 import's progress arrives as it goes. Output, exit code and one-line errors are those of the
 local command by construction; tables are rendered for the client's terminal (its width, and
@@ -27,8 +27,7 @@ from dataclasses import dataclass
 import click
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
-
-from app.contract.cli import (
+from forgetmap.contract.cli import (
     OUTPUT_MEDIA_TYPE,
     CommandCall,
     CommandEnd,
@@ -38,10 +37,10 @@ from app.contract.cli import (
     resolve_command_line,
     touches_files,
 )
-from app.runtime.owner import APP_STORE_KEY, CLIENT_CWD_KEY, CLIENT_WIDTH_KEY, LOCAL_ONLY
-from app.services.tokens import LOCAL_PRINCIPAL, Principal, Role, needs_role_message
-from app.web import deps
-from app.web.responses import errors
+from forgetmap.runtime.owner import APP_STORE_KEY, CLIENT_CWD_KEY, CLIENT_WIDTH_KEY, LOCAL_ONLY
+from forgetmap.services.tokens import LOCAL_PRINCIPAL, Principal, Role, needs_role_message
+from forgetmap.web import deps
+from forgetmap.web.responses import errors
 
 router = APIRouter(tags=["write"])
 
@@ -91,7 +90,7 @@ it."""
 REMOTE_REFUSED = frozenset({"import hub"})
 """Commands that read the app machine's own files without naming them (the hub cache): run for
 the app's local credential only, like every command with a path parameter (``touches_files``).
-A client runs them on its machine and uploads what they read (app.cli.door)."""
+A client runs them on its machine and uploads what they read (forgetmap.cli.door)."""
 
 
 def needed_role(line: CommandLine) -> Role:

@@ -1,6 +1,6 @@
 """Across pairs, as JSON: the samples forgotten by the most pairs (``/api/cross/forgotten``) and
 forgetting against model size (``/api/cross/size``; the atlas page's scatter fetches it with
-``recipes=true``: one dot per recipe, app.services.atlas). The page is the atlas
+``recipes=true``: one dot per recipe, forgetmap.services.atlas). The page is the atlas
 (app/web/atlas.py)."""
 
 from __future__ import annotations
@@ -8,12 +8,11 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
-
-from app.core.naming import pair_label
-from app.db import queries
-from app.services.atlas import recipes as atlas_recipes
-from app.services.map import MapQuery
-from app.web import deps
+from forgetmap.core.naming import pair_label
+from forgetmap.db import queries
+from forgetmap.services.atlas import recipes as atlas_recipes
+from forgetmap.services.map import MapQuery
+from forgetmap.web import deps
 
 router = APIRouter()
 MOST_FORGOTTEN_SHOWN = 50

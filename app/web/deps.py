@@ -13,20 +13,19 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from fastapi import Depends, HTTPException, Path, Query, Request
-
-from app.analysis.lab import LabParams
-from app.contract.base import MAX_ID
-from app.contract.imports import IMPORT_JOB_KIND
-from app.contract.shards import WORKER_HEADER
-from app.core.metrics import TOTAL
-from app.db import Store, queries
-from app.db import recoverability as recoveries
-from app.services.jobs import job_detail
-from app.services.map import MapCache, MapQuery
-from app.services.pair_report import pair_benchmarks
-from app.services.recovery import headline
-from app.services.rejections import RejectionLog
-from app.services.tokens import (
+from forgetmap.analysis.lab import LabParams
+from forgetmap.contract.base import MAX_ID
+from forgetmap.contract.imports import IMPORT_JOB_KIND
+from forgetmap.contract.shards import WORKER_HEADER
+from forgetmap.core.metrics import TOTAL
+from forgetmap.db import Store, queries
+from forgetmap.db import recoverability as recoveries
+from forgetmap.services.jobs import job_detail
+from forgetmap.services.map import MapCache, MapQuery
+from forgetmap.services.pair_report import pair_benchmarks
+from forgetmap.services.recovery import headline
+from forgetmap.services.rejections import RejectionLog
+from forgetmap.services.tokens import (
     Principal,
     Role,
     local_principal,
@@ -58,7 +57,7 @@ _LOOKED_UP = "forgetmap.bearer"  # scope key: the request's token once found (li
 def bearer_principal(request: Request) -> Principal | None:
     """The holder of the request's ``Authorization: Bearer`` token (an API token, or the app's
     local credential); None without a header, 401 for a token that is not (or no longer) valid.
-    Looked up once per request: app.web.limits checks it before the body, the route again."""
+    Looked up once per request: forgetmap.web.limits checks it before the body, the route again."""
     header = request.headers.get("Authorization", "")
     found = request.scope.get(_LOOKED_UP)
     if found is not None and found[0] == header:
@@ -101,7 +100,7 @@ _worker_role = require_role(Role.worker)
 
 
 def worker_rejections(request: Request) -> RejectionLog:
-    """The app's memory of refused workers (app.services.rejections), made on first use."""
+    """The app's memory of refused workers (forgetmap.services.rejections), made on first use."""
     state = request.app.state
     with _REJECTIONS_LOCK:
         if not hasattr(state, "worker_rejections"):

@@ -7,14 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import Request
+from forgetmap.contract.base import problems, validated
+from forgetmap.contract.jobs import EvaluateJobIn, ModelIn, Prompting, SeriesJobIn, Stage
+from forgetmap.contract.recovery import MAX_TABLE_DOCS, CorpusIn, RecoverJobIn, RecoveryOptionsIn
+from forgetmap.core.errors import InputError
+from forgetmap.core.taxonomy import lookup, scored_benchmarks
+from forgetmap.runtime.paths import ModelRules
 from pydantic import ValidationError
-
-from app.contract.base import problems, validated
-from app.contract.jobs import EvaluateJobIn, ModelIn, Prompting, SeriesJobIn, Stage
-from app.contract.recovery import MAX_TABLE_DOCS, CorpusIn, RecoverJobIn, RecoveryOptionsIn
-from app.core.errors import InputError
-from app.core.taxonomy import lookup, scored_benchmarks
-from app.runtime.paths import ModelRules
 
 
 def model_rules(request: Request) -> ModelRules:
@@ -107,7 +106,7 @@ def _benchmarks(request: Request, values: dict, form, errors: dict) -> list[str]
 
 def _model(request: Request, values: dict, side: str, errors: dict) -> dict:
     """One side's model as the boundary takes it, its path as the worker will load it
-    (app.runtime.paths); a path outside the roots is an error."""
+    (forgetmap.runtime.paths); a path outside the roots is an error."""
     path = checked = (values.get(f"{side}_path") or "").strip()
     if not path:
         errors[f"{side}_path"] = (
@@ -125,7 +124,7 @@ def _model(request: Request, values: dict, side: str, errors: dict) -> dict:
 
 
 def parse_submission(request: Request, values: dict, form) -> tuple[EvaluateJobIn | None, dict]:
-    """Validate the form (a pair) through the boundary (app.contract.jobs.EvaluateJobIn, the API's
+    """Validate the form (a pair) through the boundary (forgetmap.contract.jobs.EvaluateJobIn, the API's
     body); returns (request, {}) or (None, {field: message})."""
     errors: dict[str, str] = {}
     models = [_model(request, values, side, errors) for side in SIDES]
@@ -157,7 +156,7 @@ def parse_series_submission(
     request: Request, values: dict, form
 ) -> tuple[SeriesJobIn | None, dict]:
     """Validate the form (a training run: a base plus checkpoint folders or globs, one per line)
-    through the boundary (app.contract.jobs.SeriesJobIn, the body of ``POST /api/jobs`` with
+    through the boundary (forgetmap.contract.jobs.SeriesJobIn, the body of ``POST /api/jobs`` with
     ``"kind": "series"``); returns (body, {}) or (None, {field: message})."""
     errors: dict[str, str] = {}
     base = _model(request, values, "base", errors)

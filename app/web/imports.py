@@ -12,22 +12,21 @@ from typing import Annotated, Literal
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from starlette.requests import ClientDisconnect
-
-from app.contract.imports import KINDS, import_options
-from app.core.errors import InputError
-from app.services.imports import (
+from forgetmap.contract.imports import KINDS, import_options
+from forgetmap.core.errors import InputError
+from forgetmap.services.imports import (
     ImportRunner,
     UploadTooLarge,
     check_options,
     staging_folder,
     too_large_message,
 )
-from app.services.tokens import Principal, Role
-from app.web import deps
-from app.web.responses import WRITE_ERRORS, errors
-from app.web.session import check_csrf, csrf_token, require_login
-from app.web.templating import html_page
+from forgetmap.services.tokens import Principal, Role
+from forgetmap.web import deps
+from forgetmap.web.responses import WRITE_ERRORS, errors
+from forgetmap.web.session import check_csrf, csrf_token, require_login
+from forgetmap.web.templating import html_page
+from starlette.requests import ClientDisconnect
 
 router = APIRouter()
 WRITE_BUFFER = 1 << 20  # bytes gathered before a write to disk (off the event loop)

@@ -13,29 +13,35 @@ from datetime import datetime
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-
-from app.contract import JobIn
-from app.contract.jobs import TERMINAL, EvaluateJobIn, JobStatus, SeriesJobIn, ShardStatus, Stage
-from app.core.errors import InputError
-from app.core.taxonomy import CATEGORIES, scored_benchmarks
-from app.db import jobs as jobs_db
-from app.db import queries
-from app.db import series as series_db
-from app.services import jobs
-from app.services.queue import send_and_record
-from app.services.recovery import create_recovery_job
-from app.services.series import submit_run
-from app.services.tokens import Principal, Role
-from app.web import deps
-from app.web.forms import (
+from forgetmap.contract import JobIn
+from forgetmap.contract.jobs import (
+    TERMINAL,
+    EvaluateJobIn,
+    JobStatus,
+    SeriesJobIn,
+    ShardStatus,
+    Stage,
+)
+from forgetmap.core.errors import InputError
+from forgetmap.core.taxonomy import CATEGORIES, scored_benchmarks
+from forgetmap.db import jobs as jobs_db
+from forgetmap.db import queries
+from forgetmap.db import series as series_db
+from forgetmap.services import jobs
+from forgetmap.services.queue import send_and_record
+from forgetmap.services.recovery import create_recovery_job
+from forgetmap.services.series import submit_run
+from forgetmap.services.tokens import Principal, Role
+from forgetmap.web import deps
+from forgetmap.web.forms import (
     local_benchmarks,
     model_rules,
     parse_series_submission,
     parse_submission,
 )
-from app.web.responses import ID_ERRORS, WRITE_ERRORS, WRITE_ID_ERRORS
-from app.web.session import check_csrf, csrf_token, current_principal, require_login
-from app.web.templating import html_page, is_htmx
+from forgetmap.web.responses import ID_ERRORS, WRITE_ERRORS, WRITE_ID_ERRORS
+from forgetmap.web.session import check_csrf, csrf_token, current_principal, require_login
+from forgetmap.web.templating import html_page, is_htmx
 
 router = APIRouter()
 DEFAULTS = {
@@ -189,7 +195,7 @@ def submit_job(request: Request, body: JobIn, principal: deps.Submitter) -> dict
     benchmarks x seeds), or with ``"kind": "recover"`` a recoverability analysis of a pair on a
     corpus, or with ``"kind": "series"`` a training run (a base and checkpoint folders). The
     job's owner is the token's name. Every model path, of every kind, is checked against the
-    model roots (app.runtime.paths) before anything is written."""
+    model roots (forgetmap.runtime.paths) before anything is written."""
     extra: dict = {}
     rules = model_rules(request)
     try:

@@ -28,10 +28,9 @@ from typing import NoReturn
 import anyio
 from fastapi import HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from forgetmap.services.tokens import Principal
+from forgetmap.web import deps
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from app.services.tokens import Principal
-from app.web import deps
 
 KIB = 1 << 10
 MIB = 1 << 20

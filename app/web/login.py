@@ -1,15 +1,14 @@
 """Logging in and out: ``/login`` exchanges a token for a session the app keeps, named by a signed
-cookie (app.web.session); ``/logout`` ends the session in the app, so a copy of the cookie logs in
+cookie (forgetmap.web.session); ``/logout`` ends the session in the app, so a copy of the cookie logs in
 no one (``everywhere=1``: every session of the token). Both forms carry a CSRF token."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from forgetmap.web.session import check_csrf, csrf_token, login, logout, safe_next
+from forgetmap.web.templating import html_page
 from starlette.concurrency import run_in_threadpool
-
-from app.web.session import check_csrf, csrf_token, login, logout, safe_next
-from app.web.templating import html_page
 
 router = APIRouter(include_in_schema=False)
 

@@ -8,13 +8,12 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-
-from app.core.taxonomy import CATEGORIES
-from app.db import queries
-from app.services.map import MapQuery, category_sort_key
-from app.services.series import series_groups
-from app.web import deps
-from app.web.templating import cached_for_readers, html_page
+from forgetmap.core.taxonomy import CATEGORIES
+from forgetmap.db import queries
+from forgetmap.services.map import MapQuery, category_sort_key
+from forgetmap.services.series import series_groups
+from forgetmap.web import deps
+from forgetmap.web.templating import cached_for_readers, html_page
 
 router = APIRouter()
 Filters = Annotated[MapQuery, Depends(deps.map_query)]

@@ -5,10 +5,9 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-
-from app.contract.base import request_problem_text
-from app.contract.errors import ErrorBody
-from app.web.responses import errors
+from forgetmap.contract.base import request_problem_text
+from forgetmap.contract.errors import ErrorBody
+from forgetmap.web.responses import errors
 
 
 def validation_message(exc: RequestValidationError) -> str:
@@ -19,7 +18,7 @@ def validation_message(exc: RequestValidationError) -> str:
 def install_openapi(app: FastAPI) -> None:
     """The OpenAPI document, honest about errors: every operation with parameters or a body
     declares 422, every one with a body 400 and 413, every one but /healthz 401 (a revoked token,
-    or FORGETMAP_PRIVATE=1), all in the one error shape (app.contract.errors.ErrorBody). Routes
+    or FORGETMAP_PRIVATE=1), all in the one error shape (forgetmap.contract.errors.ErrorBody). Routes
     declare their own 403/404."""
 
     def openapi() -> dict:
@@ -34,7 +33,10 @@ def install_openapi(app: FastAPI) -> None:
                     responses = operation.setdefault("responses", {})
                     codes = [] if path == "/healthz" else [401]
                     if operation.get("requestBody"):
-                        codes += [400, 413]  # not JSON at all; over its limit (app.web.limits)
+                        codes += [
+                            400,
+                            413,
+                        ]  # not JSON at all; over its limit (forgetmap.web.limits)
                     if operation.get("parameters") or operation.get("requestBody"):
                         codes.append(422)
                     for code in codes:

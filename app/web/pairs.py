@@ -9,16 +9,15 @@ from typing import Literal
 import pyarrow as pa
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
-
-from app.contract.jobs import PairSpecIn
-from app.core.errors import InputError
-from app.db import queries
-from app.db.pairing import add_pair
-from app.services.pair_report import quadrants
-from app.services.recovery import base_temperatures, view_rows
-from app.web import deps
-from app.web.responses import ID_ERRORS, TABLE, WRITE_ERRORS, table_response
-from app.web.templating import cached_for_readers, html_page
+from forgetmap.contract.jobs import PairSpecIn
+from forgetmap.core.errors import InputError
+from forgetmap.db import queries
+from forgetmap.db.pairing import add_pair
+from forgetmap.services.pair_report import quadrants
+from forgetmap.services.recovery import base_temperatures, view_rows
+from forgetmap.web import deps
+from forgetmap.web.responses import ID_ERRORS, TABLE, WRITE_ERRORS, table_response
+from forgetmap.web.templating import cached_for_readers, html_page
 
 router = APIRouter()
 

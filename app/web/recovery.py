@@ -10,19 +10,18 @@ from typing import Annotated, Literal
 import pyarrow as pa
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-
-from app.core.errors import InputError
-from app.db import jobs as jobs_db
-from app.db import queries
-from app.db import recoverability as recoveries
-from app.services.queue import send_and_record
-from app.services.recovery import create_recovery_job
-from app.services.tokens import Role
-from app.web import deps
-from app.web.forms import local_corpora, parse_recovery
-from app.web.responses import ID_ERRORS, TABLE, table_response
-from app.web.session import check_csrf, csrf_token, require_login
-from app.web.templating import html_page
+from forgetmap.core.errors import InputError
+from forgetmap.db import jobs as jobs_db
+from forgetmap.db import queries
+from forgetmap.db import recoverability as recoveries
+from forgetmap.services.queue import send_and_record
+from forgetmap.services.recovery import create_recovery_job
+from forgetmap.services.tokens import Role
+from forgetmap.web import deps
+from forgetmap.web.forms import local_corpora, parse_recovery
+from forgetmap.web.responses import ID_ERRORS, TABLE, table_response
+from forgetmap.web.session import check_csrf, csrf_token, require_login
+from forgetmap.web.templating import html_page
 
 router = APIRouter()
 RECOVER_DEFAULTS = {"corpus_kind": "local", "hf_split": "train", "text_field": "text",

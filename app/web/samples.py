@@ -10,13 +10,12 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
-
-from app.db import queries
-from app.services.map import category_sort_key
-from app.web import deps
-from app.web.pairs import public
-from app.web.responses import ID_ERRORS, TABLE, table_response
-from app.web.templating import cached_for_readers, html_page, is_htmx
+from forgetmap.db import queries
+from forgetmap.services.map import category_sort_key
+from forgetmap.web import deps
+from forgetmap.web.pairs import public
+from forgetmap.web.responses import ID_ERRORS, TABLE, table_response
+from forgetmap.web.templating import cached_for_readers, html_page, is_htmx
 
 router = APIRouter()
 DrillDown = Annotated[deps.SamplesQuery, Depends(deps.samples_query)]

@@ -1,6 +1,6 @@
 """Series routes: ``GET /api/series``, ``GET /api/series/{id}``, its question histories, its
 export to a tracker (``GET /api/series/{id}/export``), and the page ``/series/{id}``. Views are
-thin: numbers come from app.services.series, rows from app.db.series."""
+thin: numbers come from forgetmap.services.series, rows from forgetmap.db.series."""
 
 from __future__ import annotations
 
@@ -8,19 +8,18 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
-
-from app.contract.jobs import CheckpointSubmission
-from app.contract.series import MAX_FLIPS, SeriesExport
-from app.core.errors import InputError
-from app.db import jobs as jobs_db
-from app.db import series as series_db
-from app.services.queue import send_and_record
-from app.services.series import series_view, submit_checkpoint
-from app.services.series_export import series_export
-from app.web import deps
-from app.web.forms import model_rules
-from app.web.responses import ID_ERRORS, WRITE_ERRORS
-from app.web.templating import cached_for_readers, templates
+from forgetmap.contract.jobs import CheckpointSubmission
+from forgetmap.contract.series import MAX_FLIPS, SeriesExport
+from forgetmap.core.errors import InputError
+from forgetmap.db import jobs as jobs_db
+from forgetmap.db import series as series_db
+from forgetmap.services.queue import send_and_record
+from forgetmap.services.series import series_view, submit_checkpoint
+from forgetmap.services.series_export import series_export
+from forgetmap.web import deps
+from forgetmap.web.forms import model_rules
+from forgetmap.web.responses import ID_ERRORS, WRITE_ERRORS
+from forgetmap.web.templating import cached_for_readers, templates
 
 router = APIRouter(tags=["series"])
 # the question-history filter, as the API and the page take it

@@ -1,6 +1,6 @@
 """Logins (a token exchanged for a session the app keeps) and CSRF tokens for HTML forms.
 
-A login stores a session in the database (``web_sessions``, app.services.tokens.start_session)
+A login stores a session in the database (``web_sessions``, forgetmap.services.tokens.start_session)
 that lasts ``FORGETMAP_SESSION_DAYS`` (7); the signed cookie carries its random id, the token's
 name and role (for display) and the CSRF token. Every request that needs the user looks the
 session up again, so logging out (which deletes it) ends it even for a copy of the cookie, and
@@ -15,8 +15,7 @@ from urllib.parse import quote
 
 from fastapi import HTTPException, Request
 from fastapi.responses import RedirectResponse
-
-from app.services.tokens import (
+from forgetmap.services.tokens import (
     Principal,
     Role,
     end_session,
@@ -26,7 +25,7 @@ from app.services.tokens import (
     start_session,
     token_principal,
 )
-from app.web import deps
+from forgetmap.web import deps
 
 SESSION_ID = "sid"  # the cookie's key for the id of the session the app keeps
 

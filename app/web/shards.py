@@ -1,16 +1,15 @@
 """The worker's routes: its token check at start (``GET /api/workers/me``), claiming a shard, its
 progress, its end (finished or failed), and its uploads (``POST /api/results`` for per-sample
 rows, ``POST /api/shards/{id}/recovery`` for a recoverability shard's loss sums). Every one needs
-a token of role worker; a refused call is remembered (app.services.rejections) for the job pages."""
+a token of role worker; a refused call is remembered (forgetmap.services.rejections) for the job pages."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
-
-from app.contract.jobs import ShardStatus
-from app.contract.recovery import RecoveryIn
-from app.contract.results import ResultsIn
-from app.contract.shards import (
+from forgetmap.contract.jobs import ShardStatus
+from forgetmap.contract.recovery import RecoveryIn
+from forgetmap.contract.results import ResultsIn
+from forgetmap.contract.shards import (
     FailIn,
     FinishIn,
     ProgressIn,
@@ -18,15 +17,15 @@ from app.contract.shards import (
     ShardState,
     StartIn,
 )
-from app.core.errors import InputError
-from app.db import jobs as jobs_db
-from app.services import jobs, recovery
-from app.services.queue import send_and_record
-from app.web import deps
-from app.web.responses import WRITE_ID_ERRORS, errors
+from forgetmap.core.errors import InputError
+from forgetmap.db import jobs as jobs_db
+from forgetmap.services import jobs, recovery
+from forgetmap.services.queue import send_and_record
+from forgetmap.web import deps
+from forgetmap.web.responses import WRITE_ID_ERRORS, errors
 
 router = APIRouter(tags=["write"])
-# The uploads' size (app.web.limits.WORKER_UPLOAD_MAX_BYTES) and the worker's token are checked
+# The uploads' size (forgetmap.web.limits.WORKER_UPLOAD_MAX_BYTES) and the worker's token are checked
 # before the body is read, by the app's BodyLimits middleware: a 413 or 401 comes before a route.
 
 

@@ -1,10 +1,10 @@
 """Suggested pairs: the page ``/pairs/suggest`` (a login with role submit) lists the base -> post
-pairs that cached model cards or the names support (app.services.pair_suggest), each with its
+pairs that cached model cards or the names support (forgetmap.services.pair_suggest), each with its
 evidence and stage and a checkbox, and adds the chosen ones as `forgetmap pair suggest --accept`
 does, through the same function; its JSON twin is ``GET /api/pairs/suggestions``.
 
 The cards are read from the app's own Hugging Face cache (its ``HF_HUB_CACHE``), never fetched.
-This router is included before app.web.pairs, whose ``/pairs/{id}`` would take the word for an id.
+This router is included before forgetmap.web.pairs, whose ``/pairs/{id}`` would take the word for an id.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-
-from app.core.errors import InputError
-from app.services.pair_suggest import accept, named, stored_suggestions, suggestion_record
-from app.services.tokens import Role
-from app.web import deps
-from app.web.session import check_csrf, csrf_token, require_login
-from app.web.templating import html_page
+from forgetmap.core.errors import InputError
+from forgetmap.services.pair_suggest import accept, named, stored_suggestions, suggestion_record
+from forgetmap.services.tokens import Role
+from forgetmap.web import deps
+from forgetmap.web.session import check_csrf, csrf_token, require_login
+from forgetmap.web.templating import html_page
 
 router = APIRouter()
 Added = Annotated[

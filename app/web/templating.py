@@ -11,12 +11,11 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.templating import Jinja2Templates
+from forgetmap.runtime.resources import resource_dir
+from forgetmap.web import deps, render
+from forgetmap.web.openapi import validation_message
+from forgetmap.web.session import csrf_token
 from starlette.exceptions import HTTPException as StarletteHTTPException
-
-from app.runtime.resources import resource_dir
-from app.web import deps, render
-from app.web.openapi import validation_message
-from app.web.session import csrf_token
 
 templates = Jinja2Templates(directory=resource_dir("templates"))
 templates.env.globals.update(

@@ -1,5 +1,5 @@
 """The theory lab: the page ``/theory`` and its JSON ``/api/theory``, both from the same parameters
-(deps.lab_params) and the same computation, cached per parameter set by app.analysis.lab.
+(deps.lab_params) and the same computation, cached per parameter set by forgetmap.analysis.lab.
 
 A parameter set not yet cached costs about a second of CPU (up to FORGETMAP_THEORY_SECONDS), and
 the lab computes one at a time: the others wait, each on a thread of the app. So the requests that
@@ -18,13 +18,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
-
-from app.analysis.lab import LabBusy, LabParams, is_cached, lab_data
-from app.core.errors import InputError
-from app.web import deps
-from app.web.responses import errors
-from app.web.session import current_principal
-from app.web.templating import html_page
+from forgetmap.analysis.lab import LabBusy, LabParams, is_cached, lab_data
+from forgetmap.core.errors import InputError
+from forgetmap.web import deps
+from forgetmap.web.responses import errors
+from forgetmap.web.session import current_principal
+from forgetmap.web.templating import html_page
 
 router = APIRouter()
 Params = Annotated[LabParams, Depends(deps.lab_params)]

@@ -2,7 +2,7 @@
 command, no Redis needed).
 
 The app listens on a socket bound before it starts, so that it knows the URL it is reached at
-(port 0 picks a free port) and publishes it in the owner file (app.runtime.owner) when given the
+(port 0 picks a free port) and publishes it in the owner file (forgetmap.runtime.owner) when given the
 command line. `up`'s worker runs in its own process (it loads the inference engine) and talks to
 the app over HTTP with a token made for it at start; the queue is the embedded filesystem broker
 under the data folder unless FORGETMAP_BROKER_URL names one. Ctrl-C stops both.
@@ -18,13 +18,12 @@ import sys
 from pathlib import Path
 
 import click
-
-from app.core.errors import InputError
-from app.db import open_store
-from app.runtime.owner import listening_socket
-from app.services.tokens import Role, create_token, revoke_token
-from app.web import create_app
-from app.web.cli import Door
+from forgetmap.core.errors import InputError
+from forgetmap.db import open_store
+from forgetmap.runtime.owner import listening_socket
+from forgetmap.services.tokens import Role, create_token, revoke_token
+from forgetmap.web import create_app
+from forgetmap.web.cli import Door
 
 log = logging.getLogger("forgetmap.up")
 LOCAL_WORKER = "local-worker"
@@ -107,7 +106,7 @@ def run_up(
     # setting that does not parse stops `up` here, with no worker left running behind it
     app = create_app(db_path, door=Door(commands, url) if commands is not None else None)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "worker"], env=env, start_new_session=True
+        [sys.executable, "-m", "forgetmap.cli", "worker"], env=env, start_new_session=True
     )
     print(
         f"forgetmap is up: {url}  (local worker pid {worker.pid}, queue: "
@@ -119,7 +118,7 @@ def run_up(
     watcher = None
     if watch_args:  # the watcher submits checkpoints: a submit token of its own
         watcher = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "watch", *watch_args],
+            [sys.executable, "-m", "forgetmap.cli", "watch", *watch_args],
             env={**env, "FORGETMAP_API_TOKEN": watcher_token},
             start_new_session=True,
         )

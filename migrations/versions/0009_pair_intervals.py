@@ -1,5 +1,5 @@
 """Cross-seed cell counts: what the map's paired interval for F_true and BT_true needs beyond the
-per-seed transition counts (app.analysis.adaptive.interval_from_counts).
+per-seed transition counts (forgetmap.analysis.adaptive.interval_from_counts).
 
 One row per (pair, benchmark, seed_a < seed_b, k-group) with the samples paired under both seeds:
 n_<a>_<b> counts those in cell a under seed_a and cell b under seed_b (a cell is the transition,

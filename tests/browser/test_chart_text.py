@@ -33,8 +33,7 @@ CHART_STATE = """() => {
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from click.testing import CliRunner
-
-    from app.cli import main
+    from forgetmap.cli import main
 
     tmp = tmp_path_factory.mktemp("chart-text")
     db = tmp / "fm.duckdb"

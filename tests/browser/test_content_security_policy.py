@@ -1,4 +1,4 @@
-"""The pages under the app's Content-Security-Policy (app.web.headers), in a real browser that
+"""The pages under the app's Content-Security-Policy (forgetmap.web.headers), in a real browser that
 enforces it: a login, the charts, an htmx search and Swagger UI work, and the browser reports no
 violation. (The other browser tests bypass the policy: Playwright's polling waits use eval.)"""
 
@@ -8,8 +8,8 @@ import csv
 
 import pytest
 from click.testing import CliRunner
+from forgetmap.cli import main
 
-from app.cli import main
 from tests.support.server import Server
 
 BASE = {"piqa": [1, 1, 1, 0, 0, 1], "mmlu_anatomy": [1, 0, 1, 1]}

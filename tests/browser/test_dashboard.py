@@ -45,8 +45,7 @@ POST = {("mmlu_anatomy", "", 4): [0, 1, 1, 0, 0, 1], ("piqa", "", 2): [1, 0, 0, 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from click.testing import CliRunner
-
-    from app.cli import main
+    from forgetmap.cli import main
 
     tmp = tmp_path_factory.mktemp("browser")
     db = tmp / "fm.duckdb"
@@ -189,7 +188,7 @@ def test_map_metric_switch_keeps_state_in_url_and_pair_page_sorts(server, page):
 
 
 def test_empty_map_explains_what_to_do(browser, tmp_path):
-    from app.db import open_store
+    from forgetmap.db import open_store
 
     open_store(tmp_path / "empty.duckdb").close()
     srv = Server(tmp_path / "empty.duckdb")

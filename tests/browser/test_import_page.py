@@ -5,8 +5,8 @@ the page with the command line's words."""
 from __future__ import annotations
 
 import pytest
+from forgetmap.demo.layouts.paper import make_items, write_run
 
-from app.demo.layouts.paper import make_items, write_run
 from tests.support.cli import Cli
 from tests.support.server import Server
 from tests.support.tables import BASE, rows_for, write_csv

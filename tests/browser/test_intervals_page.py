@@ -19,8 +19,7 @@ N, FULL = 40, 90
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from click.testing import CliRunner
-
-    from app.cli import main
+    from forgetmap.cli import main
 
     tmp = tmp_path_factory.mktemp("intervals")
     db = tmp / "fm.duckdb"

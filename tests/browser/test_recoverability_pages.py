@@ -14,8 +14,7 @@ from tests.support.server import Server
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from click.testing import CliRunner
-
-    from app.cli import main
+    from forgetmap.cli import main
 
     tmp = tmp_path_factory.mktemp("browser-recovery")
     db = tmp / "fm.duckdb"

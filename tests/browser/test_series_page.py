@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from forgetmap.cli import main
 
-from app.cli import main
 from tests.support.series_fixtures import CHECKPOINTS, write_results
 from tests.support.server import Server
 

@@ -25,7 +25,7 @@ FORGETMAP = str(Path(sys.executable).parent / "forgetmap")
 @pytest.fixture(scope="module")
 def up(tmp_path_factory):
     try:
-        from app.demo.tiny_model import build_tiny_model
+        from forgetmap.demo.tiny_model import build_tiny_model
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")
     root = tmp_path_factory.mktemp("up")

@@ -25,7 +25,7 @@ def zoo_dir(tmp_path_factory) -> Path:
 def zoo(zoo_dir):
     if not HAVE_TORCH:
         pytest.skip("torch/transformers/tokenizers not installed")
-    from app.demo import zoo as zoo_mod
+    from forgetmap.demo import zoo as zoo_mod
 
     stages: list[tuple[str, int, int]] = []
     started = time.monotonic()
@@ -52,7 +52,7 @@ def runs(zoo) -> dict:
 def report(zoo, runs):
     """Every model of the zoo, and the first checkpoint of narrow SFT (its last is
     demo-sft-math)."""
-    from app.demo.evaluate import evaluate_zoo, format_report
+    from forgetmap.demo.evaluate import evaluate_zoo, format_report
 
     rep = evaluate_zoo(zoo, checkpoints=[runs["sft"].checkpoints[0].model])
     print("\n" + format_report(rep))

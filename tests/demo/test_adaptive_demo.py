@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from app.analysis.adaptive import StoppingRule, evaluation_order
-from app.core.metrics import TOTAL
-from app.demo import suite
-from app.demo.adaptive import BenchmarkRun, benchmark_runs, replay
-from app.demo.evaluate import load_benchmarks, shots_by_item
-from app.demo.manifest import Recipe
-from worker.benchmarks.prompts import select_shots
+from forgetmap.analysis.adaptive import StoppingRule, evaluation_order
+from forgetmap.core.metrics import TOTAL
+from forgetmap.demo import suite
+from forgetmap.demo.adaptive import BenchmarkRun, benchmark_runs, replay
+from forgetmap.demo.evaluate import load_benchmarks, shots_by_item
+from forgetmap.demo.manifest import Recipe
+from forgetmap.worker.benchmarks.prompts import select_shots
 
 
 def test_scaled_suite_grows_every_benchmark_and_keeps_the_default():

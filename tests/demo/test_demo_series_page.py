@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from forgetmap.cli import main
+from forgetmap.demo.evaluate import load_benchmarks
 
-from app.cli import main
-from app.demo.evaluate import load_benchmarks
 from tests.support.server import Server
 
 pytestmark = pytest.mark.slow

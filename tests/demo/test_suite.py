@@ -6,11 +6,10 @@ import hashlib
 import importlib.util
 
 import pytest
-
-from app.demo import suite
-from worker.benchmarks.items import load_jsonl_benchmark
-from worker.benchmarks.prompts import build_prompt
-from worker.benchmarks.registry import get_benchmark
+from forgetmap.demo import suite
+from forgetmap.worker.benchmarks.items import load_jsonl_benchmark
+from forgetmap.worker.benchmarks.prompts import build_prompt
+from forgetmap.worker.benchmarks.registry import get_benchmark
 
 
 def _digest(paths) -> str:
@@ -113,8 +112,8 @@ def test_chat_examples_are_the_chat_prompts():
     reason="tokenizers/torch not installed",
 )
 def test_option_letters_are_single_tokens():
-    """The fast log-likelihood path of app.demo.evaluate relies on it."""
-    from app.demo import trainer
+    """The fast log-likelihood path of forgetmap.demo.evaluate relies on it."""
+    from forgetmap.demo import trainer
 
     tok = trainer.build_tokenizer(suite.tokenizer_text(0))
     for letter in "ABCDE":

@@ -20,16 +20,16 @@ pytestmark = pytest.mark.slow
 if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "tokenizers")):
     pytest.skip("torch/transformers/tokenizers not installed", allow_module_level=True)
 
-from app.db import open_store  # noqa: E402
-from app.db import series as series_db  # noqa: E402
-from app.demo import zoo as zoo_mod  # noqa: E402
-from app.demo.evaluate import (  # noqa: E402
+from forgetmap.db import open_store  # noqa: E402
+from forgetmap.db import series as series_db  # noqa: E402
+from forgetmap.demo import zoo as zoo_mod  # noqa: E402
+from forgetmap.demo.evaluate import (  # noqa: E402
     _fast_choice_logprobs,
     load_benchmarks,
     mean_over,
 )
-from app.demo.manifest import Recipe, ZooManifest  # noqa: E402
-from app.demo.run import job_requests, submit  # noqa: E402
+from forgetmap.demo.manifest import Recipe, ZooManifest  # noqa: E402
+from forgetmap.demo.run import job_requests, submit  # noqa: E402
 
 # Margins (fractions, not percent), about half of the smallest value measured over world seeds
 # 0-3 of the default recipe (the test builds seed 0). Measured (seeds 0 / 1 / 2 / 3):
@@ -122,8 +122,8 @@ def test_cached_start_is_fast(zoo, zoo_dir):
 
 def test_fast_scoring_equals_the_engine(zoo):
     """The evaluator's one-forward scoring gives the worker's choice_logprobs values."""
-    from worker.benchmarks.prompts import choice_continuations, select_shots
-    from worker.engines.transformers_engine import TransformersEngine
+    from forgetmap.worker.benchmarks.prompts import choice_continuations, select_shots
+    from forgetmap.worker.engines.transformers_engine import TransformersEngine
 
     benchmarks = load_benchmarks(zoo)
     engine = TransformersEngine(zoo.model("demo-base").path, num_threads=1, batch_size=8)
@@ -219,7 +219,7 @@ def test_the_demo_submits_both_series(zoo, tmp_path):
 
 
 def test_sft_category_gains(report):
-    from app.demo.suite import BENCHMARKS
+    from forgetmap.demo.suite import BENCHMARKS
 
     cat = report.sft_category
     sft = report.pairs["demo-sft-math"]
@@ -243,12 +243,12 @@ def test_every_pair_is_mapped(report):
 
 
 def test_worker_evaluation_agrees(zoo, report):
-    """The worker's own shard evaluation (worker.evaluate._evaluate, the engine's per-option
+    """The worker's own shard evaluation (forgetmap.worker.evaluate._evaluate, the engine's per-option
     choice_logprobs) gives the same per-sample correctness as the in-process evaluator, with the
     eval settings the manifest recommends."""
-    from app.contract.shards import ShardConfig
-    from worker.engines.transformers_engine import TransformersEngine
-    from worker.evaluate import _evaluate
+    from forgetmap.contract.shards import ShardConfig
+    from forgetmap.worker.engines.transformers_engine import TransformersEngine
+    from forgetmap.worker.evaluate import _evaluate
 
     benchmarks = load_benchmarks(zoo)
     ev = zoo.eval
@@ -299,12 +299,11 @@ def test_recoverability_of_the_sft_pairs(zoo):
     controls run beside it (asserted at the end, on a few documents).
     """
     import torch
+    from forgetmap.core.recoverability_names import CONTROLS
+    from forgetmap.demo.run import corpus_dir, recovery_requests, write_corpus
+    from forgetmap.worker import recoverability_scoring as scoring
+    from forgetmap.worker.recoverability_job import read_documents
     from transformers import AutoTokenizer
-
-    from app.core.recoverability_names import CONTROLS
-    from app.demo.run import corpus_dir, recovery_requests, write_corpus
-    from worker import recoverability_scoring as scoring
-    from worker.recoverability_job import read_documents
 
     write_corpus(zoo)
     requests = {r.stage: r for r in recovery_requests(zoo)}

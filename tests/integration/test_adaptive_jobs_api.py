@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from forgetmap.analysis.adaptive import evaluation_order
 
-from app.analysis.adaptive import evaluation_order
 from tests.support.app_client import admin_client
 
 N = 200

@@ -11,8 +11,8 @@ import json
 import subprocess
 
 import pytest
+from forgetmap.analysis.adaptive import evaluation_order
 
-from app.analysis.adaptive import evaluation_order
 from tests.support.worker_env import (
     FORGETMAP,
     Deployment,
@@ -30,7 +30,7 @@ def model(tmp_path_factory):
     from tests.support.services import service_missing
 
     try:
-        from app.demo.tiny_model import build_tiny_model
+        from forgetmap.demo.tiny_model import build_tiny_model
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")
     root = tmp_path_factory.mktemp("zoo")

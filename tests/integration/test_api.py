@@ -6,8 +6,8 @@ import html
 
 import pytest
 from fastapi.testclient import TestClient
+from forgetmap.web import create_app
 
-from app.web import create_app
 from tests.support.tables import BASE, POST, rows_for, write_csv
 
 

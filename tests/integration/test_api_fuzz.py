@@ -8,7 +8,7 @@ that a pair's two models differ, that a corpus names a dataset, that a shard is 
 recoverability shard, or that the theory lab finishes within its time budget; the app answers
 those schema-valid requests with its documented 422 and a message. ``negative_data_rejection``
 also takes 413 as a refusal: a body over its route's limit is refused before it is parsed
-(app.web.limits).
+(forgetmap.web.limits).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import sys
 
 import httpx
 import pytest
+from forgetmap.runtime.owner import owner_path, read_owner
 
-from app.runtime.owner import owner_path, read_owner
 from tests.support.cli import Cli, cli_both_ways
 from tests.support.server import Server, free_port
 

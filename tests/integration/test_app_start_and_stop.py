@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import duckdb
 from fastapi.testclient import TestClient
-
-from app.db.store import open_store
-from app.runtime.config import WebSettings
-from app.web import create_app
+from forgetmap.db.store import open_store
+from forgetmap.runtime.config import WebSettings
+from forgetmap.web import create_app
 
 
 def threshold(store) -> str:

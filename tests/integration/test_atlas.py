@@ -10,9 +10,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
-
-from app.db.store import Store
-from app.web import create_app
+from forgetmap.db.store import Store
+from forgetmap.web import create_app
 
 # per model, per question q0..q3 of one 4-option benchmark: correct under seeds (0, 1)
 ANSWERS = {

@@ -11,15 +11,15 @@ import threading
 
 import pyarrow.parquet as pq
 import pytest
+from forgetmap.db import Store, open_store, texts
+from forgetmap.db import ingest as ingest_module
+from forgetmap.db.backup import MANIFEST, TABLES, TEXTS, take_backup
+from forgetmap.db.jobs import insert_job, insert_shard
+from forgetmap.db.store import HEAD_REVISION
+from forgetmap.demo.layouts.paper import make_items, write_run
+from forgetmap.importers import import_file
+from forgetmap.importers.lighteval import reader as lighteval
 
-from app.db import Store, open_store, texts
-from app.db import ingest as ingest_module
-from app.db.backup import MANIFEST, TABLES, TEXTS, take_backup
-from app.db.jobs import insert_job, insert_shard
-from app.db.store import HEAD_REVISION
-from app.demo.layouts.paper import make_items, write_run
-from app.importers import import_file
-from app.importers.lighteval import reader as lighteval
 from tests.support.cli import Cli
 from tests.support.series_fixtures import load_run
 from tests.support.server import Server

@@ -1,4 +1,4 @@
-"""Bodies bounded before they are held (app.web.limits), against a real `forgetmap serve`: a write
+"""Bodies bounded before they are held (forgetmap.web.limits), against a real `forgetmap serve`: a write
 without a valid token is refused before its body is read, a body over its route's limit is a 413
 whatever its Content-Length says (or without one), and the legitimate writes beside them (a
 worker's results, a job, a pair, a login form, an import upload, a command line) still work."""
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from forgetmap.web.limits import FORM_MAX_BYTES, JSON_MAX_BYTES, WORKER_UPLOAD_MAX_BYTES, rule_for
 
-from app.web.limits import FORM_MAX_BYTES, JSON_MAX_BYTES, WORKER_UPLOAD_MAX_BYTES, rule_for
 from tests.support.cli import Cli
 from tests.support.server import Server
 from tests.support.tables import BASE, POST, rows_for, write_csv

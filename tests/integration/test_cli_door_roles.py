@@ -9,13 +9,13 @@ import json
 
 import pytest
 from fastapi.testclient import TestClient
+from forgetmap.cli import main
+from forgetmap.runtime.config import WebSettings
+from forgetmap.runtime.owner import LOCAL_ONLY
+from forgetmap.services.tokens import Role
+from forgetmap.web import create_app
+from forgetmap.web.cli import COMMAND_ROLES, REMOTE_REFUSED, Door
 
-from app.cli import main
-from app.runtime.config import WebSettings
-from app.runtime.owner import LOCAL_ONLY
-from app.services.tokens import Role
-from app.web import create_app
-from app.web.cli import COMMAND_ROLES, REMOTE_REFUSED, Door
 from tests.support.cli import Cli
 from tests.unit.test_command_line_resolution import LEAVES, leaf_click_runs, spellings
 
@@ -60,7 +60,7 @@ def expected_status(path: tuple[str, ...], role: Role) -> int:
 
 
 def _names_files(path: tuple[str, ...]) -> bool:
-    from app.contract.cli import resolve_command_line, touches_files
+    from forgetmap.contract.cli import resolve_command_line, touches_files
 
     command = resolve_command_line(main, list(path)).command
     return command is not None and touches_files(command)

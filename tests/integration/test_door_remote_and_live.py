@@ -17,11 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from forgetmap.cli import main
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
+from forgetmap.demo.layouts.paper import make_items, write_run
+from forgetmap.runtime.owner import owner_path, read_owner
 
-from app.cli import main
-from app.demo.layouts.lm_eval import write_lm_eval_samples
-from app.demo.layouts.paper import make_items, write_run
-from app.runtime.owner import owner_path, read_owner
 from tests.support.cli import Cli
 from tests.support.server import Server
 
@@ -30,7 +30,7 @@ POST = "model,benchmark,sample_id,seed,correct\np,piqa,1,0,0\np,piqa,2,0,1\np,pi
 BAD = "model,benchmark,sample_id,correct\nm,piqa,1,2\n"
 TASK = "community|bbh_reasoning_letter:navigate|0"
 PROGRESS = re.compile(r"^importing \S+: .+ \(\d+\.\d s\)$")
-"""A progress line (``app.runtime.progress.LineProgress``): its stages and times are the
+"""A progress line (``forgetmap.runtime.progress.LineProgress``): its stages and times are the
 import's own, through the app or not."""
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
+from forgetmap.db.prompts import full_prompt
+from forgetmap.db.texts import folder_of
 
-from app.db.prompts import full_prompt
-from app.db.texts import folder_of
 from tests.support import eee_files as files
 from tests.support.cli import Cli, cli_both_ways
 from tests.support.eee_files import BASE, LONG_THOUGHT, POST

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from forgetmap.worker.engines import GenerationParams, encode_prompt, make_engine, split_choice_ids
 
 from tests.support.services import service_missing
-from worker.engines import GenerationParams, encode_prompt, make_engine, split_choice_ids
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +65,7 @@ def _max_diff(a: list[list[float]], b: list[list[float]]) -> float:
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
     _need("torch", "transformers", "tokenizers")
-    from app.demo.tiny_model import build_tiny_model
+    from forgetmap.demo.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "llama", arch="llama", seed=0)
 
@@ -87,7 +87,7 @@ def chat_prompt(hf) -> str:
 
 def test_importing_engines_does_not_import_torch_or_vllm():
     code = (
-        "import sys, worker.engines as e; "
+        "import sys, forgetmap.worker.engines as e; "
         "e.GenerationParams(); "
         "bad = [m for m in ('torch', 'vllm', 'transformers') if m in sys.modules]; "
         "sys.exit(f'imported: {bad}' if bad else 0)"
@@ -118,9 +118,8 @@ def test_generation_params_validate():
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
 def test_tiny_model_is_deterministic_and_loads(tmp_path, arch):
     _need("torch", "transformers", "tokenizers")
+    from forgetmap.demo.tiny_model import build_tiny_model
     from transformers import AutoTokenizer
-
-    from app.demo.tiny_model import build_tiny_model
 
     def digest(path: Path) -> dict[str, str]:
         return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(path.iterdir())}

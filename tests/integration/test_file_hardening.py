@@ -16,11 +16,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from forgetmap.db import open_store, texts
+from forgetmap.db.backup import MANIFEST, TABLES, TEXTS
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.owner import owner_path, read_owner
 
-from app.db import open_store, texts
-from app.db.backup import MANIFEST, TABLES, TEXTS
-from app.runtime.broker import BrokerSettings
-from app.runtime.owner import owner_path, read_owner
 from tests.support.cli import Cli
 from tests.support.server import Server
 

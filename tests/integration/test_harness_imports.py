@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from forgetmap.demo.layouts.lighteval import write_lighteval_details
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples
 
-from app.demo.layouts.lighteval import write_lighteval_details
-from app.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples
 from tests.support.cli import cli_both_ways
 
 cli = cli_both_ways()  # every test with the owner absent, then with a real serve owning the file

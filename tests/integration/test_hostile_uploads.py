@@ -18,11 +18,11 @@ import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from forgetmap.importers.common import MAX_JSON_DEPTH, MAX_LINE_BYTES
+from forgetmap.importers.table import MAX_HEADER_BYTES, MAX_PARQUET_FOOTER_BYTES, MAX_TABLE_COLUMNS
+from forgetmap.runtime.config import WebSettings
+from forgetmap.services.imports import MAX_UNPACK_RATIO, staging_folder
 
-from app.importers.common import MAX_JSON_DEPTH, MAX_LINE_BYTES
-from app.importers.table import MAX_HEADER_BYTES, MAX_PARQUET_FOOTER_BYTES, MAX_TABLE_COLUMNS
-from app.runtime.config import WebSettings
-from app.services.imports import MAX_UNPACK_RATIO, staging_folder
 from tests.support.cli import Cli
 from tests.support.server import Server
 

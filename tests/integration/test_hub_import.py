@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from forgetmap.core.errors import InputError
+from forgetmap.importers.hub.fetch import download
+from forgetmap.importers.hub.leaderboards import V1, V2, run_key
+from forgetmap.importers.hub.truthfulqa import mc1_details
 
-from app.core.errors import InputError
-from app.importers.hub.fetch import download
-from app.importers.hub.leaderboards import V1, V2, run_key
-from app.importers.hub.truthfulqa import mc1_details
 from tests.support import eee_files
 from tests.support.leaderboard_layout import (
     V1_NEW,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from forgetmap.services.map import BENCHMARK_FIELDS, CATEGORY_FIELDS
 
-from app.services.map import BENCHMARK_FIELDS, CATEGORY_FIELDS
 from tests.support.cli import cli_both_ways
 
 # Hand-built results. mmlu_anatomy (a taxonomy benchmark, k = 4) and toy_arith (generative, unknown

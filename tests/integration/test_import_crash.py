@@ -14,12 +14,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from forgetmap.contract.imports import import_options
+from forgetmap.db import open_store
+from forgetmap.runtime.owner import owner_path
+from forgetmap.services.import_upload import upload_body, upload_import
+from forgetmap.services.imports import INTERRUPTED, staging_folder
 
-from app.contract.imports import import_options
-from app.db import open_store
-from app.runtime.owner import owner_path
-from app.services.import_upload import upload_body, upload_import
-from app.services.imports import INTERRUPTED, staging_folder
 from tests.support.cli import Cli
 from tests.support.server import Server
 from tests.support.store_contents import table_contents

@@ -14,11 +14,11 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from forgetmap.contract.base import MAX_SEED
+from forgetmap.core.stages import STAGE_NAMES
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
+from forgetmap.demo.layouts.paper import make_items, write_run
 
-from app.contract.base import MAX_SEED
-from app.core.stages import STAGE_NAMES
-from app.demo.layouts.lm_eval import write_lm_eval_samples
-from app.demo.layouts.paper import make_items, write_run
 from tests.support.app_client import admin_client
 from tests.support.tables import BASE, POST, rows_for, write_csv
 

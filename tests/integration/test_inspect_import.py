@@ -11,14 +11,14 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from forgetmap.cli import main
+from forgetmap.core.errors import InputError
+from forgetmap.importers import read_source
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import choice, includes, match
 from inspect_ai.solver import generate, multiple_choice
 
-from app.cli import main
-from app.core.errors import InputError
-from app.importers import read_source
 from tests.support.cli import Cli, cli_both_ways
 from tests.support.inspect_logs import failing_on, from_metadata, mc_answer, run_eval
 from tests.support.server import Server

@@ -8,8 +8,8 @@ import json
 
 import httpx
 import pytest
+from forgetmap.contract.jobs import EvaluateJobIn
 
-from app.contract.jobs import EvaluateJobIn
 from tests.support.cli import Cli
 from tests.support.server import Server
 

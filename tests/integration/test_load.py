@@ -11,7 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.db import open_store
+from forgetmap.db import open_store
+
 from tests.support.worker_env import REDIS_URL, require_redis
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ import collections
 
 import pytest
 import redis
+from forgetmap.services.queue import _shard_of
 
-from app.services.queue import _shard_of
 from tests.integration.test_worker import _deployment, _job, models  # noqa: F401 - shared fixture
 from tests.support.worker_env import write_toy_benchmark
 

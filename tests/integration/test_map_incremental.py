@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from forgetmap.db import open_store
+from forgetmap.db.pairing import add_pair
+from forgetmap.importers import import_file
+from forgetmap.services.map import MapCache, MapQuery
 
-from app.db import open_store
-from app.db.pairing import add_pair
-from app.importers import import_file
-from app.services.map import MapCache, MapQuery
 from tests.support.series_fixtures import load_run
 
 

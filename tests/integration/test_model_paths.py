@@ -11,19 +11,19 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from forgetmap.contract.jobs import EvaluateJobIn, ModelIn
+from forgetmap.contract.recovery import RecoverJobIn
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import WebSettings
+from forgetmap.services.jobs import create_job
+from forgetmap.services.recovery import create_recovery_job
+from forgetmap.web import create_app
+from forgetmap.worker.client import AppClient
+from forgetmap.worker.evaluate import EngineCache, ShardFailed, run_shard
+from forgetmap.worker.recoverability_job import run_recover_shard
+from forgetmap.worker.settings import WorkerSettings
 
-from app.contract.jobs import EvaluateJobIn, ModelIn
-from app.contract.recovery import RecoverJobIn
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import WebSettings
-from app.services.jobs import create_job
-from app.services.recovery import create_recovery_job
-from app.web import create_app
 from tests.support.worker_env import write_toy_benchmark
-from worker.client import AppClient
-from worker.evaluate import EngineCache, ShardFailed, run_shard
-from worker.recoverability_job import run_recover_shard
-from worker.settings import WorkerSettings
 
 OUTSIDE = "outside the configured roots"
 HUB_OFF = "Hugging Face ids are off (FORGETMAP_ALLOW_HUB_MODELS=false)"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import WebSettings
-from app.web import create_app
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import WebSettings
+from forgetmap.web import create_app
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from forgetmap.web import create_app
 
-from app.web import create_app
 from tests.support.cli import Cli, cli_both_ways
 from tests.support.model_cache import use_cache, write_card
 

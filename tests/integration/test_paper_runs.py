@@ -11,8 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from app.demo.layouts.paper import Item, make_items, write_run
+from forgetmap.demo.layouts.paper import Item, make_items, write_run
 
 NAVIGATE = "community|bbh_reasoning_letter:navigate|0"
 ANATOMY = "community|mmlu_reasoning_letter:anatomy|0"
@@ -298,8 +297,7 @@ def test_pages_say_what_paired_and_show_questions(cli, tmp_path):
     """The pair page's pairing table, the map's note on a pair that paired nothing, and lists that
     show the question rather than the few-shot template."""
     from fastapi.testclient import TestClient
-
-    from app.web import create_app
+    from forgetmap.web import create_app
 
     out = tmp_path / "out"
     items = make_items("navigate", 4)
@@ -333,8 +331,8 @@ def test_pages_say_what_paired_and_show_questions(cli, tmp_path):
 
 def _stored_prompts(db: Path) -> dict[tuple[str, str, int, str], str]:
     """(model, benchmark, seed, question) -> the whole prompt as the store gives it back."""
-    from app.db import open_store
-    from app.db.prompts import full_prompt
+    from forgetmap.db import open_store
+    from forgetmap.db.prompts import full_prompt
 
     store = open_store(db)
     try:
@@ -387,7 +385,7 @@ def test_prompts_come_back_whole_after_the_reader_splits_their_templates(cli, tm
         got = sorted(p for (m, *_), p in stored.items() if m == model)
         assert got == written
     # the few-shot block and the chat turns are stored once each, not per row
-    from app.db import open_store
+    from forgetmap.db import open_store
 
     store = open_store(cli.db)
     try:
@@ -412,9 +410,10 @@ def test_the_seeds_of_a_sample_are_stored_side_by_side_as_a_sorted_insert_stores
     in seed order and the store inserts them as they come: the same rows, ids and counts as
     an insert that sorts them, and in the file the seeds of a question lie together (what lets
     DuckDB's compression store their shared texts once)."""
-    from app.db import open_store
-    from app.db.ingest import ingest
-    from app.importers import prepare, read_source
+    from forgetmap.db import open_store
+    from forgetmap.db.ingest import ingest
+    from forgetmap.importers import prepare, read_source
+
     from tests.support.store_contents import table_contents
 
     out = tmp_path / "out"
@@ -465,11 +464,12 @@ def test_chain_of_thought_answers_past_one_string_arrays_limit_import_alike(tmp_
     to 1,000 bytes so that every text column of a small tree crosses it: the store ends up the
     same, row for row, as with the limit out of reach. The prediction is the letter lighteval's
     extractive metric took out of each answer, the response the whole answer."""
-    from app.core import columns
-    from app.db import open_store, texts
-    from app.db.pairing import add_pair
-    from app.importers import import_file
-    from app.importers.lighteval import reader as lighteval
+    from forgetmap.core import columns
+    from forgetmap.db import open_store, texts
+    from forgetmap.db.pairing import add_pair
+    from forgetmap.importers import import_file
+    from forgetmap.importers.lighteval import reader as lighteval
+
     from tests.support.store_contents import table_contents
 
     out = tmp_path / "out"

@@ -13,11 +13,11 @@ import re
 import pyarrow.csv as pacsv
 import pytest
 from fastapi.testclient import TestClient
+from forgetmap.analysis.recoverability_shares import shares_from_sums
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import WebSettings
+from forgetmap.web import create_app
 
-from app.analysis.recoverability_shares import shares_from_sums
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import WebSettings
-from app.web import create_app
 from tests.support import recoverability_fixtures as fixtures
 
 

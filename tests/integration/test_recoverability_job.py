@@ -25,10 +25,9 @@ def pair(tmp_path_factory):
 
     try:
         import torch
+        from forgetmap.demo.tiny_model import build_tiny_model
+        from forgetmap.worker import recoverability_scoring as scoring
         from transformers import AutoTokenizer
-
-        from app.demo.tiny_model import build_tiny_model
-        from worker import recoverability_scoring as scoring
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")
     root = tmp_path_factory.mktemp("recover-pair")

@@ -16,14 +16,14 @@ import math
 
 import numpy as np
 import pytest
-
-from app.analysis.recoverability_fitting import (
+from forgetmap.analysis.recoverability_fitting import (
     KINDS,
     Correction,
     token_nll,
     top_k_tokens,
 )
-from app.analysis.recoverability_shares import shares_from_sums
+from forgetmap.analysis.recoverability_shares import shares_from_sums
+
 from tests.support.recoverability_reference import summarize_logits
 from tests.support.services import service_missing
 
@@ -42,9 +42,8 @@ def _need(*modules: str) -> None:
 def tiny(tmp_path_factory):
     _need("torch", "transformers", "tokenizers")
     import torch
-
-    from app.demo.tiny_model import build_tiny_model
-    from worker import recoverability_scoring as scoring
+    from forgetmap.demo.tiny_model import build_tiny_model
+    from forgetmap.worker import recoverability_scoring as scoring
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # 2 shared cores: more threads are much slower here
@@ -59,22 +58,21 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def controls(tiny):
-    from worker import recoverability_scoring as scoring
+    from forgetmap.worker import recoverability_scoring as scoring
 
     return scoring.run_recoverability(tiny["model"], None, tiny["docs"], n_boot=1000, seed=0)
 
 
 def _texts():
-    from app.demo.tiny_model import TRAINING_TEXT
+    from forgetmap.demo.tiny_model import TRAINING_TEXT
 
     lines = TRAINING_TEXT[: len(TRAINING_TEXT) // 4]
     return [" ".join(lines[i : i + 1 + i % 7]) for i in range(len(lines))] + ["", "Hi"]
 
 
 def test_scoring_matches_plain_forward_and_padding_changes_nothing(tiny):
+    from forgetmap.worker import recoverability_scoring as scoring
     from transformers import AutoTokenizer
-
-    from worker import recoverability_scoring as scoring
 
     tok = AutoTokenizer.from_pretrained(tiny["path"])
     texts = _texts()
@@ -93,8 +91,7 @@ def test_scoring_matches_plain_forward_and_padding_changes_nothing(tiny):
 
 def test_top_k_statistics_match_full_logits(tiny):
     import torch
-
-    from worker import recoverability_scoring as scoring
+    from forgetmap.worker import recoverability_scoring as scoring
 
     docs = tiny["docs"][:6]
     kept = np.sort(top_k_tokens(np.concatenate([d[1:] for d in docs]), 64))
@@ -170,8 +167,7 @@ def test_controls_have_known_answers(tiny, controls, capsys):
 
 def test_controls_restore_the_model(tiny):
     import torch
-
-    from worker import recoverability_scoring as scoring
+    from forgetmap.worker import recoverability_scoring as scoring
 
     model = tiny["model"]
     ids = torch.as_tensor(tiny["docs"][0][None, :32])
@@ -196,8 +192,7 @@ def test_controls_restore_the_model(tiny):
 def test_pair_from_paths_beside_its_noise_control(tiny, tmp_path):
     """A 'post-trained' model (noise in its last MLP) loaded from disk, with the noise control."""
     import torch
-
-    from worker import recoverability_scoring as scoring
+    from forgetmap.worker import recoverability_scoring as scoring
 
     post = scoring.load_model(tiny["path"], device="cpu")
     gen = torch.Generator().manual_seed(5)
@@ -229,7 +224,7 @@ def test_pair_from_paths_beside_its_noise_control(tiny, tmp_path):
 
 def test_doubled_logits_with_top_k_and_complement_grid(tiny):
     """The real-vocabulary path (top-K logits + complement grid, float16) gives T = 2 too."""
-    from worker import recoverability_scoring as scoring
+    from forgetmap.worker import recoverability_scoring as scoring
 
     res = scoring.run_recoverability(
         tiny["model"],
@@ -249,7 +244,7 @@ def test_doubled_logits_with_top_k_and_complement_grid(tiny):
 
 def test_memory_maps_give_the_same_sums_and_are_removed(tiny, tmp_path):
     """scratch_dir keeps the statistics in .npy memory maps (for real vocabularies): same result."""
-    from worker import recoverability_scoring as scoring
+    from forgetmap.worker import recoverability_scoring as scoring
 
     seen = []
 

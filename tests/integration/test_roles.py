@@ -9,10 +9,10 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import WebSettings
+from forgetmap.web import create_app
 
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import WebSettings
-from app.web import create_app
 from tests.support.cli import Cli
 
 ROLES = ("read", "submit", "worker", "admin")
@@ -172,7 +172,7 @@ def test_a_revoked_token_ends_its_sessions(cli, tmp_path):
         _login(client, token)
         assert client.get("/submit", follow_redirects=False).status_code == 200
         # the app holds the database: revoke through its store, as `token revoke` does on a file
-        from app.services.tokens import create_token, revoke_token
+        from forgetmap.services.tokens import create_token, revoke_token
 
         with client.app.state.store.transaction() as conn:
             revoke_token(conn, "alice")
@@ -225,9 +225,9 @@ def test_cli_refuses_an_unknown_role(cli):
 
 
 def test_the_local_worker_of_up_gets_a_worker_token(cli):
-    from app.db import open_store
-    from app.services.tokens import Role, token_principal
-    from app.web.up import LOCAL_WORKER, local_worker_token
+    from forgetmap.db import open_store
+    from forgetmap.services.tokens import Role, token_principal
+    from forgetmap.web.up import LOCAL_WORKER, local_worker_token
 
     cli("map")
     first = local_worker_token(cli.db)

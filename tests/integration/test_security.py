@@ -7,12 +7,11 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
-
-from app.core.errors import InputError
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import WebSettings
-from app.runtime.paths import ModelPathError, check_model_path
-from app.web import create_app
+from forgetmap.core.errors import InputError
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import WebSettings
+from forgetmap.runtime.paths import ModelPathError, check_model_path
+from forgetmap.web import create_app
 
 
 @pytest.fixture
@@ -211,8 +210,8 @@ def test_private_mode_hides_pages_and_api_without_login(setup):
 def test_reconciler_resends_unsent_and_stale_shards(setup):
     """Broker down at submission, then back: the reconciler sends what never left; a running
     shard whose worker went silent is sent again."""
-    from app.services import jobs
-    from app.services.queue import Reconciler
+    from forgetmap.services import jobs
+    from forgetmap.services.queue import Reconciler
 
     class FakeBrokerUp:  # records what would be sent
         def __init__(self):

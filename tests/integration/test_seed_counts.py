@@ -10,13 +10,12 @@ from itertools import combinations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from forgetmap.contract.base import MAX_SEED
+from forgetmap.db import open_store
+from forgetmap.db.pairing import add_pair
+from forgetmap.importers import import_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from app.contract.base import MAX_SEED
-from app.db import open_store
-from app.db.pairing import add_pair
-from app.importers import import_file
 
 BENCHMARKS = ("mmlu:anatomy", "piqa")
 SAMPLES = 5

@@ -12,8 +12,8 @@ import io
 import math
 
 import pytest
+from forgetmap.services.series import SERIES_EXTRA, SERIES_FIELDS
 
-from app.services.series import SERIES_EXTRA, SERIES_FIELDS
 from tests.support.cli import cli_both_ways
 from tests.support.series_fixtures import load_run
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
+from forgetmap.web import create_app
 
-from app.web import create_app
 from tests.support.series_fixtures import load_run
 
 

@@ -21,12 +21,12 @@ import math
 import httpx
 import pytest
 from click.testing import CliRunner
+from forgetmap.cli import main
+from forgetmap.contract.series import TEXT_LIMIT, SeriesExport
+from forgetmap.db import open_store
+from forgetmap.runtime.owner import owner_path, read_owner
+from forgetmap.services.series_export import fetch_series_export, series_export
 
-from app.cli import main
-from app.contract.series import TEXT_LIMIT, SeriesExport
-from app.db import open_store
-from app.runtime.owner import owner_path, read_owner
-from app.services.series_export import fetch_series_export, series_export
 from tests.support.cli import Cli, cli_both_ways
 from tests.support.series_fixtures import load_run
 from tests.support.server import Server, free_port

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-
-from app.runtime.config import WebSettings
-from app.web import create_app
+from forgetmap.runtime.config import WebSettings
+from forgetmap.web import create_app
 
 
 @pytest.fixture

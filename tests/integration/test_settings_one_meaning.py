@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from forgetmap.cli import main
 
-from app.cli import main
 from tests.support.server import Server
 from tests.support.worker_env import write_toy_benchmark
 
@@ -67,7 +67,7 @@ def test_serve_and_worker_on_one_database_meet_on_its_queue(tmp_path):
     """`forgetmap --db D serve` started in one folder and `forgetmap --db D worker` in another,
     neither given FORGETMAP_DATA_DIR nor a broker: the worker runs the app's job."""
     pytest.importorskip("transformers")
-    from app.demo.tiny_model import build_tiny_model
+    from forgetmap.demo.tiny_model import build_tiny_model
 
     home = tmp_path / "srv"
     db = home / "fm.duckdb"

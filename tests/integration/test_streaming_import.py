@@ -18,16 +18,15 @@ import re
 import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
-
-from app.core.errors import InputError
-from app.db import ingest as ingest_module
-from app.db import open_store, texts
-from app.db.pairing import add_pair
-from app.demo.layouts.lighteval import write_lighteval_details
-from app.demo.layouts.lm_eval import write_lm_eval_samples
-from app.demo.layouts.paper import make_items, write_run
-from app.importers import import_file
-from app.importers.lighteval import reader as lighteval
+from forgetmap.core.errors import InputError
+from forgetmap.db import ingest as ingest_module
+from forgetmap.db import open_store, texts
+from forgetmap.db.pairing import add_pair
+from forgetmap.demo.layouts.lighteval import write_lighteval_details
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
+from forgetmap.demo.layouts.paper import make_items, write_run
+from forgetmap.importers import import_file
+from forgetmap.importers.lighteval import reader as lighteval
 
 BASE_MODEL, POST_MODEL = "Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B-Instruct"
 TASKS = [f"community|t{i}_reasoning_letter:main|0" for i in range(6)]
@@ -100,7 +99,7 @@ def test_long_answers_are_read_back_whole_from_the_answer_files(tmp_path, small_
             source[row["example"]] = row["predictions"][0]
     store.close()
 
-    from app.web import create_app
+    from forgetmap.web import create_app
 
     app = create_app(db_path=db)
     with TestClient(app) as client:
@@ -253,9 +252,9 @@ def test_a_large_lm_eval_samples_file_streams_in_blocks_with_the_same_rows(
     """A samples file past ``STREAM_BYTES`` is read in blocks, twice (each line's filter first:
     in 0.4.3-0.4.6 the n-th line of a document is its n-th filter): the same rows as reading it
     whole, the chosen filter said the same way, two filters and long answers included."""
-    from app.demo.layouts.lm_eval import write_lm_eval_results
-    from app.importers.lm_eval import reader as lm_eval
-    from app.importers.lm_eval.reader import read_lm_eval
+    from forgetmap.demo.layouts.lm_eval import write_lm_eval_results
+    from forgetmap.importers.lm_eval import reader as lm_eval
+    from forgetmap.importers.lm_eval.reader import read_lm_eval
 
     scores = {
         "strict-match": [1, 0, 0, 1, 0, 1, 1, 0] * 5,

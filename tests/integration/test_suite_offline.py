@@ -29,7 +29,7 @@ def test_fetch_check_offline_then_a_worker_job_on_the_copies(tmp_path):
     pytest.importorskip("datasets")
     require_redis()
     try:
-        from app.demo.tiny_model import build_tiny_model
+        from forgetmap.demo.tiny_model import build_tiny_model
     except ImportError as exc:
         pytest.skip(f"torch/transformers not installed: {exc}")
     models = tmp_path / "zoo"
@@ -95,7 +95,7 @@ def test_fetch_check_offline_then_a_worker_job_on_the_copies(tmp_path):
         dep.close()
 
     # each finished shard names the exact copy it evaluated
-    from app.db import open_store
+    from forgetmap.db import open_store
 
     store = open_store(dep.db, read_only=True)
     try:

@@ -29,7 +29,7 @@ def base_model(tmp_path_factory):
     from tests.support.services import service_missing
 
     try:
-        from app.demo.tiny_model import build_tiny_model
+        from forgetmap.demo.tiny_model import build_tiny_model
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")
     return build_tiny_model(tmp_path_factory.mktemp("zoo") / "tiny-base", seed=1)
@@ -120,7 +120,7 @@ def test_a_trainer_run_fills_the_series_and_its_trackers(tmp_path, base_model, m
     finally:
         dep.close()
 
-    from app.integrations.trackers import CategoryKeys
+    from forgetmap.integrations.trackers import CategoryKeys
 
     keys = CategoryKeys()  # the writers' names for categories (Knowledge/QA -> Knowledge_QA)
 
@@ -162,8 +162,7 @@ def test_an_unreachable_app_is_asked_again_later_and_later(tmp_path, caplog):
     import logging
 
     import httpx
-
-    from app.integrations.trainer import MAX_RETRY_SECONDS, ForgetmapCallback, _Step
+    from forgetmap.integrations.trainer import MAX_RETRY_SECONDS, ForgetmapCallback, _Step
 
     callback = ForgetmapCallback("run", base="b", benchmarks=["mmlu"], token="t",
                                  app_url="http://127.0.0.1:9", poll_every=5)  # fmt: skip

@@ -14,9 +14,8 @@ import json
 
 import pyarrow.parquet as pq
 from fastapi.testclient import TestClient
-
-from app.demo.layouts.lm_eval import write_lm_eval_samples
-from app.demo.layouts.paper import make_items, write_run
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
+from forgetmap.demo.layouts.paper import make_items, write_run
 
 BASE_MODEL, POST_MODEL = "org/base", "org/chat"
 TASK = "community|t0_reasoning_letter:main|0"
@@ -28,7 +27,7 @@ PROMPT_CUT = 3  # a row whose prompt lighteval truncated to fit the context (sco
 
 
 def _flags(db) -> list[tuple[tuple[str, str], bool | None]]:
-    from app.db import open_store
+    from forgetmap.db import open_store
 
     store = open_store(db)
     try:
@@ -87,7 +86,7 @@ def test_cut_off_answers_are_recorded_counted_and_can_be_left_out(cli, tmp_path)
     [category] = [r for r in cli.json("map", "--format", "json") if r["category"] != "Total"]
     assert category["n_10_truncated"] == 2
 
-    from app.web import create_app
+    from forgetmap.web import create_app
 
     with TestClient(create_app(db_path=cli.db)) as client:
         [api] = client.get("/api/map", params={"level": "benchmark"}).json()
@@ -139,7 +138,7 @@ def test_nested_details_say_cut_off_by_truncated_tokens_or_no_extracted_answer(c
     """lighteval 0.11+: ``model_response.truncated_tokens_count`` above 0, or an extractive
     metric that took no answer out of the text (``doc.specific.extracted_predictions`` empty);
     the kernels and the row reader (a stringified file) say the same."""
-    from app.demo.layouts.lighteval import write_lighteval_details
+    from forgetmap.demo.layouts.lighteval import write_lighteval_details
 
     flags = {}
     for stringify in (False, True):

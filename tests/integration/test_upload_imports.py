@@ -13,12 +13,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from forgetmap.contract.imports import ImportOptions, import_options
+from forgetmap.db import open_store
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
+from forgetmap.demo.layouts.paper import make_items, write_run
+from forgetmap.services.import_upload import ImportFailed, upload_import
 
-from app.contract.imports import ImportOptions, import_options
-from app.db import open_store
-from app.demo.layouts.lm_eval import write_lm_eval_samples
-from app.demo.layouts.paper import make_items, write_run
-from app.services.import_upload import ImportFailed, upload_import
 from tests.support.cli import Cli
 from tests.support.server import Server
 from tests.support.store_contents import table_contents

@@ -22,7 +22,7 @@ def models(tmp_path_factory):
     from tests.support.services import service_missing
 
     try:
-        from app.demo.tiny_model import build_tiny_model
+        from forgetmap.demo.tiny_model import build_tiny_model
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")
     root = tmp_path_factory.mktemp("zoo")

@@ -13,12 +13,12 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
+from forgetmap.analysis import lab
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import WebSettings
+from forgetmap.services.tokens import SESSIONS_PER_TOKEN, Principal, Role, needs_role_message
+from forgetmap.web import create_app, theory
 
-from app.analysis import lab
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import WebSettings
-from app.services.tokens import SESSIONS_PER_TOKEN, Principal, Role, needs_role_message
-from app.web import create_app, theory
 from tests.support.tables import BASE, POST, rows_for, write_csv
 
 ROLES = ("read", "submit", "worker", "admin")

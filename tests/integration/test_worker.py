@@ -17,7 +17,7 @@ def models(tmp_path_factory):
     from tests.support.services import service_missing
 
     try:
-        from app.demo.tiny_model import build_tiny_model
+        from forgetmap.demo.tiny_model import build_tiny_model
     except ImportError as exc:
         service_missing(f"torch/transformers not installed: {exc}")
     root = tmp_path_factory.mktemp("zoo")
@@ -85,7 +85,7 @@ def test_transformers_engine_end_to_end(tmp_path, models):
     rows = dep.results()
     assert len(rows) == 2 * 2 * 12 and len(set(rows)) == len(rows)
     # an answer that used every one of the shard's max_tokens (8) is recorded as cut off
-    from app.db import open_store
+    from forgetmap.db import open_store
 
     store = open_store(dep.db, read_only=True)
     try:

@@ -16,9 +16,9 @@ import time
 
 import pytest
 import redis
+from forgetmap.services.queue import _shard_of
 
 import tests.support.server as server_module
-from app.services.queue import _shard_of
 from tests.integration.test_worker import _deployment, _job, models  # noqa: F401 - shared fixture
 from tests.support.server import Server
 from tests.support.worker_env import FORGETMAP, Deployment, write_toy_benchmark

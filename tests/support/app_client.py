@@ -7,9 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from fastapi.testclient import TestClient
-
-from app.runtime.config import WebSettings
-from app.web import create_app
+from forgetmap.runtime.config import WebSettings
+from forgetmap.web import create_app
 
 
 @contextmanager

@@ -11,9 +11,9 @@ from pathlib import Path
 import duckdb
 import pytest
 from click.testing import CliRunner
+from forgetmap.cli import main
+from forgetmap.db import open_store
 
-from app.cli import main
-from app.db import open_store
 from tests.support.server import Server
 from tests.support.store_contents import table_contents
 

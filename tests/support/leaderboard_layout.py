@@ -1,7 +1,7 @@
 """The Open LLM Leaderboards' details datasets in miniature, in huggingface_hub's real cache layout,
 for `forgetmap import hub` with ``HF_HUB_OFFLINE=1`` (the real library, no network).
 
-The files are written by ``app.demo.layouts.leaderboard`` (the cache's layout and both generations'
+The files are written by ``forgetmap.demo.layouts.leaderboard`` (the cache's layout and both generations'
 files are described there; the benchmarks write the same at scale). Each task here is a list of
 ``Item``: its options (None: generative) and whether the model was right; the model's
 log-likelihoods agree with it. ``V1_BASE``/``V1_CHAT`` and ``V2_BASE``/``V2_INSTRUCT`` are the
@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.demo.layouts.leaderboard import Item, v1_details, v1_repo, v2_repo, write_cached_dataset
+from forgetmap.demo.layouts.leaderboard import (
+    Item,
+    v1_details,
+    v1_repo,
+    v2_repo,
+    write_cached_dataset,
+)
 
 __all__ = [
     "DATASETS",

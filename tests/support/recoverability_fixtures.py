@@ -8,8 +8,8 @@ post model to 100/40 = 2.5 (share 0.5) and the base to 76/40 = 1.9, so the symme
 
 from __future__ import annotations
 
-from app.analysis.recoverability_fitting import ALL_CORRECTIONS
-from app.services.recovery import CONTROLS
+from forgetmap.analysis.recoverability_fitting import ALL_CORRECTIONS
+from forgetmap.services.recovery import CONTROLS
 
 N_TOKENS = [12, 8, 16, 10, 30]
 SPLITS = ["fit_train", "fit_train", "fit_select", "eval", "eval"]

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-
-from app.analysis.recoverability_fitting import (
+from forgetmap.analysis.recoverability_fitting import (
     LOG_BETA_GRID,
     NO_CORRECTION,
     Correction,

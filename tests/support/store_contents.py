@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.db.store import Connection
+from forgetmap.db.store import Connection
 
 
 def table_contents(conn: Connection) -> dict[str, list[tuple]]:

@@ -176,7 +176,7 @@ class Deployment:
 
     def results(self) -> list[tuple]:
         """(model, benchmark, seed, sample_id) of every stored row (reads the file after stopping)."""
-        from app.db import open_store
+        from forgetmap.db import open_store
 
         store = open_store(self.db, read_only=True)
         try:

@@ -9,11 +9,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from app.analysis import adaptive
-from app.analysis.adaptive import (
+from forgetmap.analysis import adaptive
+from forgetmap.analysis.adaptive import (
     StoppingRule,
     chunks,
     evaluation_order,
@@ -21,8 +18,10 @@ from app.analysis.adaptive import (
     prefix_intervals,
     run_stopping_rule,
 )
-from app.core.metrics import benchmark_scores, count_transitions
-from app.demo.adaptive_sim import simulate_benchmark, simulate_coverage
+from forgetmap.core.metrics import benchmark_scores, count_transitions
+from forgetmap.demo.adaptive_sim import simulate_benchmark, simulate_coverage
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 # ---------------------------------------------------------------------------------------------
 # The order
@@ -294,7 +293,7 @@ def test_simulated_truth_is_the_large_sample_limit():
 
 
 def test_coverage_at_the_stopping_point_on_1000_simulated_benchmarks():
-    """The fixed-width rule's coverage is measured, not assumed (app.analysis.adaptive's module doc): at
+    """The fixed-width rule's coverage is measured, not assumed (forgetmap.analysis.adaptive's module doc): at
     the stopping point, among the benchmarks stopped early (where stopping could bias it), at the
     end of the round a job evaluates, and after a continuation with a tighter target."""
     start = time.perf_counter()

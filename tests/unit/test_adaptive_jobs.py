@@ -9,15 +9,14 @@ import math
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
-from app.analysis.adaptive import StoppingRule, evaluation_order, prefix_intervals
-from app.cli import jobs as cli_jobs
-from app.cli import main
-from app.contract.base import validated
-from app.contract.jobs import AdaptiveIn, Engine, EvaluateJobIn, Mode, Prompting
-from app.contract.shards import EvaluationShardSpec
-from app.core.errors import InputError
-from app.services.rounds import (
+from forgetmap.analysis.adaptive import StoppingRule, evaluation_order, prefix_intervals
+from forgetmap.cli import jobs as cli_jobs
+from forgetmap.cli import main
+from forgetmap.contract.base import validated
+from forgetmap.contract.jobs import AdaptiveIn, Engine, EvaluateJobIn, Mode, Prompting
+from forgetmap.contract.shards import EvaluationShardSpec
+from forgetmap.core.errors import InputError
+from forgetmap.services.rounds import (
     PairLook,
     Stop,
     look,
@@ -26,8 +25,8 @@ from app.services.rounds import (
     rounds_until,
     rule_of,
 )
-from worker.adaptive_slice import slice_items
-from worker.benchmarks.items import Item
+from forgetmap.worker.adaptive_slice import slice_items
+from forgetmap.worker.benchmarks.items import Item
 
 RULE = StoppingRule(target_half_width=0.015, min_samples=30, chunk_size=20, max_samples=None)
 

@@ -32,29 +32,40 @@ def test_check_architecture_catches_each_rule(tmp_path):
     for folder in ("app", "app/db", "app/core", "app/web", "worker", "bench"):
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
         (tmp_path / folder / "__init__.py").write_text("")
-    (tmp_path / "app" / "a.py").write_text("import app.b\n")
-    (tmp_path / "app" / "b.py").write_text("import app.a\nQ = 'SELECT 1 FROM results'\n")
+    (tmp_path / "app" / "a.py").write_text("import forgetmap.b\n")
+    (tmp_path / "app" / "b.py").write_text("import forgetmap.a\nQ = 'SELECT 1 FROM results'\n")
     (tmp_path / "app" / "db" / "store.py").write_text("import duckdb\n")
-    (tmp_path / "app" / "service.py").write_text("import app.db.store\n")
-    (tmp_path / "worker" / "task.py").write_text("import app.service\n")
-    inner = "".join(f"def f{i}():\n    import app.a\n" for i in range(11))
+    (tmp_path / "app" / "service.py").write_text("import forgetmap.db.store\n")
+    (tmp_path / "worker" / "task.py").write_text("import forgetmap.service\n")
+    (tmp_path / "worker" / "old.py").write_text("from app.core import pure\n")
+    inner = "".join(f"def f{i}():\n    import forgetmap.a\n" for i in range(11))
     (tmp_path / "app" / "lazy.py").write_text(inner)
     (tmp_path / "bench" / "long.py").write_text("x = 1\n" * 701)
     (tmp_path / "app" / "web" / "page.py").write_text("X = 1\n")
-    (tmp_path / "app" / "core" / "pure.py").write_text("import app.web.page\n")
-    (tmp_path / "worker" / "view.py").write_text("import app.web.page\n")
+    (tmp_path / "app" / "core" / "pure.py").write_text("import forgetmap.web.page\n")
+    (tmp_path / "worker" / "view.py").write_text("import forgetmap.web.page\n")
     done = subprocess.run(
         [sys.executable, str(tmp_path / "scripts" / "check-architecture")],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     out = done.stdout
     assert done.returncode == 1
-    assert "import cycle: app.a <-> app.b" in out
+    assert "import cycle: forgetmap.a <-> forgetmap.b" in out
     assert "SQL outside app/db: app/b.py:2" in out
-    assert "worker imports a module that runs SQL: worker.task -> app.service -> app.db" in out
+    assert (
+        "worker imports a module that runs SQL: forgetmap.worker.task -> forgetmap.service -> "
+        "forgetmap.db" in out
+    )
     assert "11 in-function imports of our own modules (at most 10)" in out
     assert "file over 700 lines: bench/long.py (701)" in out
     assert "module outside the rooms of app/: app/service.py" in out
-    assert "import up: app.core.pure (app.core, floor 0) -> app.web.page (floor 5)" in out
-    assert "import sideways: app.db.store" not in out
-    assert "worker imports outside the shared rooms: worker.view -> app.web.page" in out
+    assert (
+        "import up: forgetmap.core.pure (forgetmap.core, floor 0) -> forgetmap.web.page (floor 5)"
+        in out
+    )
+    assert "import sideways: forgetmap.db.store" not in out
+    assert (
+        "worker imports outside the shared rooms: forgetmap.worker.view -> forgetmap.web.page"
+        in out
+    )
+    assert "import of the old top-level name 'app': worker/old.py:1" in out

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from forgetmap.core.columns import first_items, first_max_positions
 from hypothesis import given
 from hypothesis import strategies as st
-
-from app.core.columns import first_items, first_max_positions
 
 
 @pytest.mark.parametrize(

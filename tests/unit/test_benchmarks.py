@@ -10,18 +10,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from app.core.taxonomy import scored_benchmarks
-from worker.benchmarks.grading import Graded, grade, grade_choice_logprobs
-from worker.benchmarks.ids import permutation, shuffle_item
-from worker.benchmarks.items import (
+from forgetmap.core.taxonomy import scored_benchmarks
+from forgetmap.worker.benchmarks.grading import Graded, grade, grade_choice_logprobs
+from forgetmap.worker.benchmarks.ids import permutation, shuffle_item
+from forgetmap.worker.benchmarks.items import (
     BenchmarkError,
     Item,
     content_hash,
     letters_for,
     load_jsonl_benchmark,
 )
-from worker.benchmarks.loaders import (
+from forgetmap.worker.benchmarks.loaders import (
     load_arc,
     load_bbh,
     load_commonsense_qa,
@@ -36,15 +35,15 @@ from worker.benchmarks.loaders import (
     load_truthfulqa_mc1,
     parse_bbh_options,
 )
-from worker.benchmarks.prompts import (
+from forgetmap.worker.benchmarks.prompts import (
     BASE_STOP,
     build_prompt,
     choice_continuations,
     default_num_shots,
     select_shots,
 )
-from worker.benchmarks.registry import get_benchmark, get_spec, known_benchmarks
-from worker.benchmarks.sources import HubSource, load_hub_rows
+from forgetmap.worker.benchmarks.registry import get_benchmark, get_spec, known_benchmarks
+from forgetmap.worker.benchmarks.sources import HubSource, load_hub_rows
 
 
 def write_jsonl(path: Path, records: list[object]) -> Path:

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import numpy as np
+from forgetmap.services.watch import Scanner, safetensors_complete, step_of
 from safetensors.numpy import save_file
-
-from app.services.watch import Scanner, safetensors_complete, step_of
 
 
 def _weights(path: Path, n: int = 1000) -> Path:

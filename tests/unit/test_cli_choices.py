@@ -4,10 +4,9 @@ imported, so they are written out there; this keeps them one set of values)."""
 from __future__ import annotations
 
 import click
-
-from app.cli import main
-from app.contract.jobs import Engine, Mode
-from app.services.tokens import Role
+from forgetmap.cli import main
+from forgetmap.contract.jobs import Engine, Mode
+from forgetmap.services.tokens import Role
 
 
 def _choices(command: click.Command, option: str) -> list[str]:

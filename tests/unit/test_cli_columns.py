@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 from click.testing import CliRunner
-
-from app.cli.common import echo_columns
+from forgetmap.cli.common import echo_columns
 
 
 def test_columns_are_padded_counts_right_aligned_and_cells_printed_as_they_are():

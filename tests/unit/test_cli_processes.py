@@ -14,14 +14,14 @@ PROBED = ("pandas", "cloudpickle", "dateutil", "pyarrow", "yaml", "rich")
 
 
 def _loaded(args: list[str]) -> tuple[set[str], str]:
-    """Run ``forgetmap ARGS`` as the executable does (``python -m app.cli``); which of ``PROBED``
+    """Run ``forgetmap ARGS`` as the executable does (``python -m forgetmap.cli``); which of ``PROBED``
     the process had loaded at its end (told by an atexit handler: these commands end through
     ``quick_exit``, which runs them), and its output."""
     probe = (
         "import atexit, sys, runpy; sys.argv = ['forgetmap', *sys.argv[1:]]\n"
         "atexit.register(lambda: print('loaded:', *[m for m in "
         f"{(*PROBED, 'numpy')!r} if m in sys.modules], file=sys.stderr))\n"
-        "runpy.run_module('app.cli', run_name='__main__')\n"
+        "runpy.run_module('forgetmap.cli', run_name='__main__')\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True, text=True
@@ -33,11 +33,11 @@ def _loaded(args: list[str]) -> tuple[set[str], str]:
 
 def test_import_pair_and_map_processes_load_only_what_they_use(tmp_path):
     """pyarrow loads pandas (0.2 s) and dateutil (11 ms) on its first array and cloudpickle as it
-    loads (10-15 ms) unless the process keeps them out (app.cli.common.keep_unused_out); `pair`
+    loads (10-15 ms) unless the process keeps them out (forgetmap.cli.common.keep_unused_out); `pair`
     and `map` read through DuckDB's numpy results and print plain columns: no Arrow (0.1 s), YAML
     parser or rich (0.05 s), and `pair` no numpy (0.06 s). The commands of
     bench/harness_import.py, and `map`'s table."""
-    from app.demo.layouts.paper import make_items, write_run
+    from forgetmap.demo.layouts.paper import make_items, write_run
 
     items = {"community|piqa_reasoning_letter:main|0": make_items("piqa", 30, options=2)}
     out = tmp_path / "out"
@@ -64,9 +64,8 @@ def test_a_test_process_keeps_pandas_importable(tmp_path):
     """Only the executable keeps pandas out: ``main`` run in-process (tests, CliRunner) leaves
     the process as it was, so a later ``import pandas`` (``datasets`` does one) still works."""
     from click.testing import CliRunner
-
-    from app.cli import main
-    from app.cli.common import _KeptOut
+    from forgetmap.cli import main
+    from forgetmap.cli.common import _KeptOut
 
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "fm.duckdb"), "map"])
     assert result.exit_code in (0, 2), result.output
@@ -83,7 +82,7 @@ def test_quick_exit_ends_as_sys_exit_would():
     code, 0 for None, 1 with the message on stderr for a string."""
     lines = 20_000  # far more than one pipe buffer
     done = _run_python(
-        "import atexit\nfrom app.cli import quick_exit\n"
+        "import atexit\nfrom forgetmap.cli import quick_exit\n"
         "atexit.register(lambda: print('handler ran'))\n"
         f"for i in range({lines}): print(i)\n"
         "quick_exit(3)"
@@ -91,8 +90,8 @@ def test_quick_exit_ends_as_sys_exit_would():
     out = done.stdout.splitlines()
     assert done.returncode == 3
     assert out[:-1] == [str(i) for i in range(lines)] and out[-1] == "handler ran"
-    assert _run_python("from app.cli import quick_exit; quick_exit(None)").returncode == 0
-    refused = _run_python("from app.cli import quick_exit; quick_exit('no such model')")
+    assert _run_python("from forgetmap.cli import quick_exit; quick_exit(None)").returncode == 0
+    refused = _run_python("from forgetmap.cli import quick_exit; quick_exit('no such model')")
     assert (refused.returncode, refused.stderr.strip()) == (1, "no such model")
 
 
@@ -101,7 +100,7 @@ def test_lean_commands_keep_their_exit_status_and_their_database(tmp_path):
     its one-line error (``CliError``), and what an import wrote is in the file for the next
     process."""
     db = tmp_path / "fm.duckdb"
-    cli = [sys.executable, "-m", "app.cli", "--db", str(db)]
+    cli = [sys.executable, "-m", "forgetmap.cli", "--db", str(db)]
     table = tmp_path / "rows.csv"
     table.write_text("model,benchmark,sample_id,correct\nm,mmlu:anatomy,1,1\nm,mmlu:anatomy,2,0\n")
     done = subprocess.run([*cli, "import", "table", str(table)], cwd=ROOT, capture_output=True,
@@ -128,7 +127,7 @@ def _settings_at_exit(args: list[str], env: dict[str, str]) -> dict[str, str]:
         "          os.environ.get('OPENBLAS_NUM_THREADS', '-'), pool, gc.get_freeze_count() > 0,\n"
         "          file=sys.stderr)\n"
         "atexit.register(told)\n"
-        "runpy.run_module('app.cli', run_name='__main__')\n"
+        "runpy.run_module('forgetmap.cli', run_name='__main__')\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], cwd=ROOT, capture_output=True, text=True, env=env

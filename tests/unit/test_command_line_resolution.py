@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import click
 import pytest
-
-from app.cli import main
-from app.contract.cli import RootOptionsGiven, resolve_command_line
-from app.runtime.owner import LOCAL_ONLY
-from app.web.cli import COMMAND_ROLES, needed_role
+from forgetmap.cli import main
+from forgetmap.contract.cli import RootOptionsGiven, resolve_command_line
+from forgetmap.runtime.owner import LOCAL_ONLY
+from forgetmap.web.cli import COMMAND_ROLES, needed_role
 
 
 def leaves(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

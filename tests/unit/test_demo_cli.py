@@ -7,12 +7,11 @@ import dataclasses
 
 import pytest
 from click.testing import CliRunner
-
-from app.cli import main
-from app.demo import run as demo_run
-from app.demo import suite
-from app.demo.manifest import DEFAULT_RECIPE
-from app.demo.zoo import recipe_hash
+from forgetmap.cli import main
+from forgetmap.demo import run as demo_run
+from forgetmap.demo import suite
+from forgetmap.demo.manifest import DEFAULT_RECIPE
+from forgetmap.demo.zoo import recipe_hash
 
 
 @pytest.fixture

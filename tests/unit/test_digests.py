@@ -7,10 +7,9 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 import pytest
+from forgetmap.core.digests import ascii_joined_md5_prefixes, md5_prefixes, surely_distinct
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from app.core.digests import ascii_joined_md5_prefixes, md5_prefixes, surely_distinct
 
 
 @settings(deadline=None, max_examples=50)  # one DuckDB connection per example
@@ -107,7 +106,7 @@ def test_threads_share_one_in_memory_database_through_their_own_connections():
     (about 20 ms). A table one makes is seen by another; the connections are distinct."""
     import threading
 
-    from app.core import digests
+    from forgetmap.core import digests
 
     got = []
     threads = [threading.Thread(target=lambda: got.append(digests._connection())) for _ in range(3)]

@@ -19,12 +19,12 @@ from pathlib import Path
 import click
 import pytest
 import yaml
+from forgetmap.cli import main
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import WebSettings
+from forgetmap.web import create_app
 from pydantic_settings import BaseSettings
 
-from app.cli import main
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import WebSettings
-from app.web import create_app
 from tests.support.services import service_missing
 
 ROOT = Path(__file__).resolve().parents[2]

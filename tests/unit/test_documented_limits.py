@@ -9,11 +9,10 @@ import re
 from pathlib import Path
 
 import pytest
-
-from app.importers import common, table
-from app.runtime.config import WebSettings
-from app.services import imports
-from app.web import limits, theory
+from forgetmap.importers import common, table
+from forgetmap.runtime.config import WebSettings
+from forgetmap.services import imports
+from forgetmap.web import limits, theory
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from forgetmap.core.errors import InputError
+from forgetmap.importers import read_source
+from forgetmap.importers.eee.reader import read_eee
 
-from app.core.errors import InputError
-from app.importers import read_source
-from app.importers.eee.reader import read_eee
 from tests.support import eee_files as files
 from tests.support.eee_files import BASE, LONG_THOUGHT, POST
 

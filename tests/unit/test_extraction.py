@@ -6,8 +6,7 @@ import time
 import unicodedata
 
 import pytest
-
-from worker.benchmarks.extraction import (
+from forgetmap.worker.benchmarks.extraction import (
     Extraction,
     extract_choice,
     extract_number,

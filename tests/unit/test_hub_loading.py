@@ -8,12 +8,12 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from forgetmap.worker.benchmarks.items import BenchmarkError
+from forgetmap.worker.benchmarks.loaders import load_bbh, load_piqa
+from forgetmap.worker.benchmarks.registry import load_benchmark
+from forgetmap.worker.benchmarks.sources import HubSource, _gated_message, load_hub_rows
 
 from tests.support.hub_layout import MCTEST, SPLITS, write_hub, write_split
-from worker.benchmarks.items import BenchmarkError
-from worker.benchmarks.loaders import load_bbh, load_piqa
-from worker.benchmarks.registry import load_benchmark
-from worker.benchmarks.sources import HubSource, _gated_message, load_hub_rows
 
 datasets = pytest.importorskip("datasets")
 

@@ -7,11 +7,10 @@ import io
 import tarfile
 
 import pytest
-
-from app.contract.imports import import_options
-from app.core.errors import InputError
-from app.services.import_upload import upload_body
-from app.services.imports import archive_kind, member_path, upload_name
+from forgetmap.contract.imports import import_options
+from forgetmap.core.errors import InputError
+from forgetmap.services.import_upload import upload_body
+from forgetmap.services.imports import archive_kind, member_path, upload_name
 
 
 def test_each_kind_takes_the_commands_options():

@@ -14,18 +14,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from forgetmap.core.columns import dictionary_codes, distinct_pairs, map_values, pairs_repeat
+from forgetmap.core.errors import InputError
+from forgetmap.db import ingest as ingest_mod
+from forgetmap.db.pairing import add_pair
+from forgetmap.db.store import open_store
+from forgetmap.importers import import_file
+from forgetmap.importers import table as table_mod
+from forgetmap.importers.common import prepare
+from forgetmap.importers.table import read_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.columns import dictionary_codes, distinct_pairs, map_values, pairs_repeat
-from app.core.errors import InputError
-from app.db import ingest as ingest_mod
-from app.db.pairing import add_pair
-from app.db.store import open_store
-from app.importers import import_file
-from app.importers import table as table_mod
-from app.importers.common import prepare
-from app.importers.table import read_table
 from tests.support.store_contents import table_contents
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from app.importers.common import InputError, json_objects
+from forgetmap.importers.common import InputError, json_objects
 
 
 def test_objects_with_their_line_numbers(tmp_path: Path) -> None:

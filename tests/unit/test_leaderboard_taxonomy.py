@@ -5,9 +5,8 @@ it was; and the hub import's table of scored tasks agreeing with the suites."""
 from __future__ import annotations
 
 import pytest
-
-from app.core import taxonomy
-from app.core.taxonomy import (
+from forgetmap.core import taxonomy
+from forgetmap.core.taxonomy import (
     NOT_SCORED,
     canonical_name,
     category_for,
@@ -17,8 +16,8 @@ from app.core.taxonomy import (
     suites,
     usual_num_choices,
 )
-from app.importers.hub.leaderboards import V1, V2
-from app.importers.hub.truthfulqa import MC1_TASK
+from forgetmap.importers.hub.leaderboards import V1, V2
+from forgetmap.importers.hub.truthfulqa import MC1_TASK
 
 MMLU_SUBJECTS = sorted(
     b.name.split(":")[1] for b in scored_benchmarks() if b.name.startswith("mmlu:")

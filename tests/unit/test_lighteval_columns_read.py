@@ -10,11 +10,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from app.demo.layouts.lighteval import write_lighteval_details
-from app.demo.layouts.paper import DETAILS_SCHEMA, detail_row, details_table, make_items, write_run
-from app.importers.lighteval import files as lighteval_files
-from app.importers.lighteval.reader import read_lighteval
+from forgetmap.demo.layouts.lighteval import write_lighteval_details
+from forgetmap.demo.layouts.paper import (
+    DETAILS_SCHEMA,
+    detail_row,
+    details_table,
+    make_items,
+    write_run,
+)
+from forgetmap.importers.lighteval import files as lighteval_files
+from forgetmap.importers.lighteval.reader import read_lighteval
 
 TASK = "community|piqa_reasoning_letter:main|0"
 

@@ -9,12 +9,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from app.demo.layouts.lighteval import write_lighteval_details
-from app.importers.lighteval import files as lighteval_files
-from app.importers.lighteval import reader as lighteval
-from app.importers.lighteval.reader import read_lighteval
-from app.importers.lighteval.rows import row_columns
+from forgetmap.demo.layouts.lighteval import write_lighteval_details
+from forgetmap.importers.lighteval import files as lighteval_files
+from forgetmap.importers.lighteval import reader as lighteval
+from forgetmap.importers.lighteval.reader import read_lighteval
+from forgetmap.importers.lighteval.rows import row_columns
 
 TASK = "leaderboard|mmlu:anatomy|5"
 CORRECT = [1, 0, 1, 1, 0, 0, 1, 0]

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from forgetmap.demo.layouts.common import MC_DOCS
+from forgetmap.demo.layouts.lighteval import write_lighteval_details
+from forgetmap.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized
+from forgetmap.importers.lighteval.reader import read_lighteval
+from forgetmap.importers.lighteval.runs import task_from_filename
 
-from app.demo.layouts.common import MC_DOCS
-from app.demo.layouts.lighteval import write_lighteval_details
-from app.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized
-from app.importers.lighteval.reader import read_lighteval
-from app.importers.lighteval.runs import task_from_filename
 from tests.support.prompts import whole_prompts
 
 TASK = "leaderboard|mmlu:anatomy|5"
@@ -26,7 +26,7 @@ def test_multiple_choice_rows(tmp_path: Path, schema: str, stringify: bool) -> N
     path = write_lighteval_details(tmp_path, TASK, CORRECT, schema=schema, stringify=stringify)
     table = read_lighteval(path, model="base", seed=2)
 
-    # name columns may come dictionary-encoded (see app.importers.common)
+    # name columns may come dictionary-encoded (see forgetmap.importers.common)
     assert table.cast(NORMALIZED_SCHEMA).schema == NORMALIZED_SCHEMA.remove_metadata()
     validate_normalized(table, source="test")
     assert table.num_rows == len(CORRECT)

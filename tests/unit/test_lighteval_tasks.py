@@ -10,11 +10,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from app.demo.layouts.paper import make_items, write_run
-from app.importers.lighteval import files as lighteval_files
-from app.importers.lighteval import reader as lighteval
-from app.importers.lighteval.reader import _tasks, read_lighteval
+from forgetmap.demo.layouts.paper import make_items, write_run
+from forgetmap.importers.lighteval import files as lighteval_files
+from forgetmap.importers.lighteval import reader as lighteval
+from forgetmap.importers.lighteval.reader import _tasks, read_lighteval
 
 TASKS = (
     "community|piqa_reasoning_letter:main|0",

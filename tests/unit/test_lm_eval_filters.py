@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
-from app.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples
-from app.importers.common import InputError
-from app.importers.lm_eval import filters as lm_eval_filters
-from app.importers.lm_eval.filters import line_filters, read_results, results_filters
-from app.importers.lm_eval.reader import read_lm_eval
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples
+from forgetmap.importers.common import InputError
+from forgetmap.importers.lm_eval import filters as lm_eval_filters
+from forgetmap.importers.lm_eval.filters import line_filters, read_results, results_filters
+from forgetmap.importers.lm_eval.reader import read_lm_eval
 
 STRICT = [1, 0, 0, 1, 0]
 FLEXIBLE = [1, 1, 0, 1, 1]

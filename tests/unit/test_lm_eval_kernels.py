@@ -12,11 +12,10 @@ from typing import Any
 
 import pyarrow.compute as pc
 import pytest
-
-from app.demo.layouts.lm_eval import write_lm_eval_samples
-from app.importers.common import build_table
-from app.importers.lm_eval.reader import _arrow_columns, _parse, _SlowPath, read_lm_eval
-from app.importers.lm_eval.rows import records, row_columns
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
+from forgetmap.importers.common import build_table
+from forgetmap.importers.lm_eval.reader import _arrow_columns, _parse, _SlowPath, read_lm_eval
+from forgetmap.importers.lm_eval.rows import records, row_columns
 
 NAME = "samples_{task}_2024-05-13T16-13-22.123456.jsonl"
 

@@ -9,11 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-
-from app.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples
-from app.importers.common import InputError
-from app.importers.lm_eval.legacy import legacy_tasks
-from app.importers.lm_eval.reader import read_lm_eval
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_results, write_lm_eval_samples
+from forgetmap.importers.common import InputError
+from forgetmap.importers.lm_eval.legacy import legacy_tasks
+from forgetmap.importers.lm_eval.reader import read_lm_eval
 
 MODEL_ARGS = "pretrained=EleutherAI/pythia-160m,dtype=float"
 PREFIX = "pretrained__EleutherAI__pythia-160m,dtype__float"

@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from app.demo.layouts.common import MC_DOCS
-from app.demo.layouts.lm_eval import write_lm_eval_samples
-from app.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized
-from app.importers.lm_eval.reader import read_lm_eval, task_from_filename
+from forgetmap.demo.layouts.common import MC_DOCS
+from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
+from forgetmap.importers.common import NORMALIZED_SCHEMA, InputError, validate_normalized
+from forgetmap.importers.lm_eval.reader import read_lm_eval, task_from_filename
 
 CORRECT = [1, 0, 1, 1, 0, 1, 0, 0]
 

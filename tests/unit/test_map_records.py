@@ -7,11 +7,10 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from app.db.pairing import add_pair
-from app.db.store import open_store
-from app.importers import import_file
-from app.services.map import (
+from forgetmap.db.pairing import add_pair
+from forgetmap.db.store import open_store
+from forgetmap.importers import import_file
+from forgetmap.services.map import (
     BENCHMARK_EXTRA,
     BENCHMARK_FIELDS,
     CATEGORY_EXTRA,
@@ -108,8 +107,7 @@ def test_benchmark_records_of_an_empty_store(tmp_path):
 
 def test_count_rows_come_in_key_order_whatever_order_they_are_stored_in():
     import numpy as np
-
-    from app.db.queries import _in_order
+    from forgetmap.db.queries import _in_order
 
     rng = np.random.default_rng(7)
     keys = ("pair_id", "benchmark_id", "seed", "k")

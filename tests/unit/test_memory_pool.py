@@ -28,7 +28,7 @@ def test_reading_an_import_switches_the_process_to_jemalloc(tmp_path):
     table.write_text("model,benchmark,sample_id,correct\nm,arc:easy,1,1\n")
     code = (
         "import pyarrow as pa\n"
-        "from app.importers import read_source\n"
+        "from forgetmap.importers import read_source\n"
         "before = pa.default_memory_pool().backend_name\n"
         f"read_source('table', {str(table)!r}, model=None)\n"
         "print(before, pa.default_memory_pool().backend_name)\n"

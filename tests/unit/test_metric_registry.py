@@ -19,12 +19,16 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from forgetmap.analysis.adaptive import interval_from_counts
+from forgetmap.core import metrics
+from forgetmap.services.map import (
+    BENCHMARK_EXTRA,
+    BENCHMARK_FIELDS,
+    CATEGORY_EXTRA,
+    CATEGORY_FIELDS,
+)
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-from app.analysis.adaptive import interval_from_counts
-from app.core import metrics
-from app.services.map import BENCHMARK_EXTRA, BENCHMARK_FIELDS, CATEGORY_EXTRA, CATEGORY_FIELDS
 
 
 @dataclass(frozen=True)

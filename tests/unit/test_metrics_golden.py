@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from app.core import metrics
-from app.core.metrics import Transitions, benchmark_scores, ceiling, chance_term
+from forgetmap.core import metrics
+from forgetmap.core.metrics import Transitions, benchmark_scores, ceiling, chance_term
 
 
 def test_paper_example_80_to_70_with_10_percent_forgetting():

@@ -6,11 +6,10 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from forgetmap.core import metrics
+from forgetmap.core.metrics import OUTSIDE_TOTAL, TOTAL, VALUE_FIELDS, Transitions, benchmark_scores
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from app.core import metrics
-from app.core.metrics import OUTSIDE_TOTAL, TOTAL, VALUE_FIELDS, Transitions, benchmark_scores
 
 counts = st.integers(min_value=0, max_value=500)
 ks = st.one_of(st.none(), st.integers(min_value=2, max_value=20))

@@ -1,4 +1,4 @@
-"""The one model-path rule (app.runtime.paths.check_model_path and ModelRules): absolute paths
+"""The one model-path rule (forgetmap.runtime.paths.check_model_path and ModelRules): absolute paths
 resolved inside a root, relative paths looked up under the roots, hub ids only where allowed and
 never when they name a folder of the working directory. Every refusal is one line naming the roots.
 The doors that use it are tested in tests/integration/test_model_paths.py."""
@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from app.runtime.paths import ModelPathError, ModelRules, check_model_path, is_hub_id
+from forgetmap.runtime.paths import ModelPathError, ModelRules, check_model_path, is_hub_id
 
 
 @pytest.fixture

@@ -1,6 +1,5 @@
 import pytest
-
-from app.core.naming import infer_family_and_size
+from forgetmap.core.naming import infer_family_and_size
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
-"""The wheel: templates, static files and migrations ride inside the app package (app/assets/),
-every module of app/, worker/ and forgetmap/ ships, and nothing else lands at the top of site-packages.
+"""The wheel installs one name, ``forgetmap``: app/ is the package, worker/ its ``forgetmap.worker``,
+templates, static files and migrations ride inside it (forgetmap/assets/), every module of app/
+and worker/ ships, and nothing else lands at the top of site-packages.
 scripts/check-wheel installs that wheel in a clean venv and uses it; CI runs it."""
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-from app.runtime.resources import RESOURCE_FOLDERS, resource_dir
+from forgetmap.runtime.resources import RESOURCE_FOLDERS, resource_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,37 +40,40 @@ def _source_files(folder: str, pattern: str = "*") -> set[str]:
 
 def test_wheel_carries_every_template_static_file_and_migration(wheel_files):
     for folder in RESOURCE_FOLDERS:
-        expected = {f"app/assets/{name}" for name in _source_files(folder)}
+        expected = {f"forgetmap/assets/{name}" for name in _source_files(folder)}
         assert expected, f"{folder}/ is empty in the checkout"
         assert expected - wheel_files == set()
     assert {
-        "app/assets/templates/map.html",
-        "app/assets/static/plotly.min.js",
-        "app/assets/static/htmx.min.js",
-        "app/assets/static/swagger/swagger-ui-bundle.js",
-        "app/assets/migrations/env.py",
-        "app/assets/migrations/schema.sql",
-        "app/assets/migrations/script.py.mako",
-        "app/assets/migrations/versions/0001_initial.py",
-        "app/core/taxonomy.yaml",
+        "forgetmap/assets/templates/map.html",
+        "forgetmap/assets/static/plotly.min.js",
+        "forgetmap/assets/static/htmx.min.js",
+        "forgetmap/assets/static/swagger/swagger-ui-bundle.js",
+        "forgetmap/assets/migrations/env.py",
+        "forgetmap/assets/migrations/schema.sql",
+        "forgetmap/assets/migrations/script.py.mako",
+        "forgetmap/assets/migrations/versions/0001_initial.py",
+        "forgetmap/core/taxonomy.yaml",
     } <= wheel_files
 
 
-def test_wheel_carries_every_module_of_app_worker_and_forgetmap(wheel_files):
-    # pyproject.toml lists the packages by name (the asset folders are mapped into app)
+def test_wheel_carries_every_module_of_app_and_worker_under_its_one_name(wheel_files):
+    # pyproject.toml lists the packages by name: app/ is forgetmap, worker/ forgetmap.worker
+    installed = {"app": "forgetmap", "worker": "forgetmap/worker"}
     modules = {
-        name for top in ("app", "worker", "forgetmap") for name in _source_files(top, "*.py")
+        installed[top] + name[len(top) :]
+        for top in installed
+        for name in _source_files(top, "*.py")
     }
     assert modules - wheel_files == set()
 
 
-def test_wheel_puts_only_app_worker_and_forgetmap_at_the_top_of_site_packages(wheel_files):
+def test_wheel_puts_only_forgetmap_at_the_top_of_site_packages(wheel_files):
     top = {name.split("/")[0] for name in wheel_files}
     dist_info = {
         name for name in top if name.startswith("forgetmap-") and name.endswith(".dist-info")
     }
-    # forgetmap: the public names (``from forgetmap import ForgetmapCallback``)
-    assert top - dist_info == {"app", "worker", "forgetmap"}
+    assert len(dist_info) == 1
+    assert top - dist_info == {"forgetmap"}
 
 
 def test_checkout_reads_its_top_level_folders():

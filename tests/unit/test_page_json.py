@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from app.web.templating import templates
+from forgetmap.web.templating import templates
 
 
 def test_tojson_escapes_for_the_page_and_writes_valid_json():

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from app.services.pair_suggest import suggest_pairs
+from forgetmap.services.pair_suggest import suggest_pairs
 
 
 @pytest.mark.parametrize(

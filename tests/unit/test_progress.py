@@ -1,11 +1,11 @@
-"""Plain progress lines for logs (app.runtime.progress.LineProgress)."""
+"""Plain progress lines for logs (forgetmap.runtime.progress.LineProgress)."""
 
 from __future__ import annotations
 
 import io
 import itertools
 
-from app.runtime.progress import LineProgress
+from forgetmap.runtime.progress import LineProgress
 
 
 def test_lines_at_start_tenths_and_end():

@@ -7,17 +7,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from app.core.prompt_templates import (
+from forgetmap.core.prompt_templates import (
     MIN_TEMPLATE_BYTES,
     settle_unit,
     unit_templates,
 )
-from app.db.prompts import full_prompt
-from app.db.store import open_store
-from app.importers import import_file
+from forgetmap.db.prompts import full_prompt
+from forgetmap.db.store import open_store
+from forgetmap.importers import import_file
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.support.prompts import whole_prompts
 
 SHOTS = "Les questions suivantes — avec réponses.\n\nQuestion: 2 + 2 ?\nAnswer: 4\n\nQuestion: "
@@ -256,7 +256,7 @@ def test_the_arrow_and_the_sql_rebuild_give_the_same_prompts(store, tmp_path):
 def test_rows_added_to_stored_units_keep_their_template_and_read_back_whole(store, tmp_path):
     """A second lighteval file of the same task and seed with more rows: the rows not stored yet
     go in with their template (as fresh rows do) and read back whole through SQL."""
-    from app.demo.layouts.lighteval import write_lighteval_details
+    from forgetmap.demo.layouts.lighteval import write_lighteval_details
 
     def details(n: int, folder: str):
         task = "leaderboard|mmlu:anatomy|5"

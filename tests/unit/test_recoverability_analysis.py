@@ -11,8 +11,7 @@ import math
 
 import numpy as np
 import pytest
-
-from app.analysis.recoverability_fitting import (
+from forgetmap.analysis.recoverability_fitting import (
     L2_GRID,
     LOG_BETA_GRID,
     Correction,
@@ -27,13 +26,14 @@ from app.analysis.recoverability_fitting import (
     token_nll,
     top_k_tokens,
 )
-from app.analysis.recoverability_shares import (
+from forgetmap.analysis.recoverability_shares import (
     bootstrap_shares,
     build_table,
     loss_column,
     shares_from_sums,
     table_models,
 )
+
 from tests.support.recoverability_reference import mean_nll, stats_from_logits, summarize_logits
 
 
@@ -317,7 +317,7 @@ def test_bootstrap_counts_zero_gap_replicates():
 
 
 def test_read_corpus(tmp_path):
-    from worker.recoverability_scoring import read_corpus
+    from forgetmap.worker.recoverability_scoring import read_corpus
 
     (tmp_path / "a.jsonl").write_text('{"text": "one"}\n\n{"text": "  "}\n{"text": "two"}\n')
     (tmp_path / "b.txt").write_text("first part\n\nsecond part\n\n")

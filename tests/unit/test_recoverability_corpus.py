@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from app.contract.recovery import CorpusIn
-from worker.evaluate import ShardFailed
-from worker.recoverability_job import read_documents
+from forgetmap.contract.recovery import CorpusIn
+from forgetmap.worker.evaluate import ShardFailed
+from forgetmap.worker.recoverability_job import read_documents
 
 
 @pytest.fixture

@@ -6,20 +6,20 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from app.analysis.recoverability_shares import shares_from_sums
-from app.contract.base import validated
-from app.contract.recovery import CorpusIn, RecoverJobIn, RecoveryOptionsIn, RecoveryShardSpec
-from app.core.errors import InputError
-from app.db import open_store
-from app.db import recoverability as store_sql
-from app.services.recovery import (
+from forgetmap.analysis.recoverability_shares import shares_from_sums
+from forgetmap.contract.base import validated
+from forgetmap.contract.recovery import CorpusIn, RecoverJobIn, RecoveryOptionsIn, RecoveryShardSpec
+from forgetmap.core.errors import InputError
+from forgetmap.db import open_store
+from forgetmap.db import recoverability as store_sql
+from forgetmap.services.recovery import (
     check_table,
     finite_or_none,
     headline,
     summarize,
     view_rows,
 )
+
 from tests.support import recoverability_fixtures as fixtures
 
 

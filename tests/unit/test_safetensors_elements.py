@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from app.services.model_sizes import safetensors_elements
+from forgetmap.services.model_sizes import safetensors_elements
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 

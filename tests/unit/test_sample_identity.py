@@ -7,10 +7,7 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
-
-from app.core.sample_identity import (
+from forgetmap.core.sample_identity import (
     AMBIGUOUS_MARK,
     _shares_a_key,
     identify,
@@ -20,6 +17,8 @@ from app.core.sample_identity import (
     question_texts,
     unit_affixes,
 )
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 
 def _ids(rows: pa.Table):
@@ -124,7 +123,7 @@ def test_links_only_when_unique_both_ways():
 
 
 def test_questions_from_prompts_per_unit_and_given_ones_kept():
-    from app.core.sample_identity import question_from_prompts
+    from forgetmap.core.sample_identity import question_from_prompts
 
     table = pa.table(
         {

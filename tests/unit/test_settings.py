@@ -3,10 +3,9 @@
 from pathlib import Path
 
 import pytest
-
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import SettingsError, WebSettings
-from worker.settings import WorkerSettings
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import SettingsError, WebSettings
+from forgetmap.worker.settings import WorkerSettings
 
 
 def test_the_worker_reads_its_documented_variables(monkeypatch):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import base64
 import json
 
-from app.contract.base import validated
-from app.contract.jobs import EvaluateJobIn
-from app.db import jobs as jobs_db
-from app.db import open_store
-from app.runtime.broker import TASK_NAME, BrokerSettings
-from app.services import jobs
-from app.services.queue import Enqueuer, Reconciler, _shard_of
+from forgetmap.contract.base import validated
+from forgetmap.contract.jobs import EvaluateJobIn
+from forgetmap.db import jobs as jobs_db
+from forgetmap.db import open_store
+from forgetmap.runtime.broker import TASK_NAME, BrokerSettings
+from forgetmap.services import jobs
+from forgetmap.services.queue import Enqueuer, Reconciler, _shard_of
 
 JOB = {"models": [{"name": "m", "path": "org/m"}], "benchmarks": ["piqa"], "seeds": [0, 1]}
 
@@ -96,8 +96,7 @@ def test_shard_ids_are_read_from_celery_messages():
 
 def test_a_repeated_job_reuses_finished_shards_and_big_jobs_are_refused(tmp_path):
     import pytest
-
-    from app.core.errors import InputError
+    from forgetmap.core.errors import InputError
 
     store, _, shard_ids = _store_with_job(tmp_path)
     with store.transaction() as conn:

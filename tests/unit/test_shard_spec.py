@@ -2,10 +2,9 @@
 against the boundary before loading anything."""
 
 import pytest
-
-from worker.evaluate import ShardFailed, run_shard
-from worker.recoverability_job import run_recover_shard
-from worker.settings import WorkerSettings
+from forgetmap.worker.evaluate import ShardFailed, run_shard
+from forgetmap.worker.recoverability_job import run_recover_shard
+from forgetmap.worker.settings import WorkerSettings
 
 SPEC = {
     "model": {"name": "m", "path": "org/m", "revision": None, "prompting": "chat"},

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from alembic.script import ScriptDirectory
-
-from app.db.store import (
+from forgetmap.db.store import (
     HEAD_REVISION,
     SCHEMA_SNAPSHOT,
     Store,
@@ -94,7 +93,7 @@ def test_a_new_file_is_created_without_loading_alembic_or_sqlalchemy(tmp_path):
 
     code = (
         "import sys\n"
-        "from app.db.store import open_store\n"
+        "from forgetmap.db.store import open_store\n"
         f"open_store({str(tmp_path / 'new.duckdb')!r}).close()\n"
         "print(sorted(m for m in ('alembic', 'sqlalchemy') if m in sys.modules))\n"
     )
@@ -119,7 +118,7 @@ def test_reopening_a_current_file_keeps_its_data(tmp_path):
 
 def test_upgrade_from_0002_keeps_shards_and_marks_them_evaluations(tmp_path):
 
-    from app.db.store import Store
+    from forgetmap.db.store import Store
 
     path = tmp_path / "old.duckdb"
     store = Store(path)
@@ -145,8 +144,8 @@ def test_tokens_made_before_roles_survive_0004_as_admin_tokens(tmp_path):
     """docs/api.md ("Tokens and roles"): existing tokens become admin tokens, `up`'s local worker a
     worker token; jobs from before have no owner, shards no re-sends."""
 
-    from app.db.store import Store
-    from app.services.tokens import Role, hash_token, token_principal
+    from forgetmap.db.store import Store
+    from forgetmap.services.tokens import Role, hash_token, token_principal
 
     store = Store(tmp_path / "old.duckdb")
     store.upgrade("0003")

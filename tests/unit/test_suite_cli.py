@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from forgetmap.cli import main
+from forgetmap.core.errors import InputError
+from forgetmap.services.suite import check_suite, fetch_suite, read_manifest, select_benchmarks
+from forgetmap.worker.benchmarks.items import load_jsonl_benchmark
+from forgetmap.worker.benchmarks.registry import file_sha256, load_benchmark
+from forgetmap.worker.benchmarks.sources import load_hub_rows
 
-from app.cli import main
-from app.core.errors import InputError
-from app.services.suite import check_suite, fetch_suite, read_manifest, select_benchmarks
 from tests.support.hub_layout import SPLITS, write_hub
-from worker.benchmarks.items import load_jsonl_benchmark
-from worker.benchmarks.registry import file_sha256, load_benchmark
-from worker.benchmarks.sources import load_hub_rows
 
 pytest.importorskip("datasets")
 
@@ -131,7 +131,7 @@ def test_cli_fetch_and_offline_check_without_a_copy(tmp_path: Path) -> None:
     hub = write_hub(tmp_path / "hub", ["piqa"])
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path.cwd()),
            "FORGETMAP_BENCHMARK_DIRS": str(tmp_path / "copies")}  # fmt: skip
-    cli = [sys.executable, "-m", "app.cli", "suite"]
+    cli = [sys.executable, "-m", "forgetmap.cli", "suite"]
     fetch = subprocess.run(
         [*cli, "fetch", "--benchmarks", "piqa", "--out", str(tmp_path / "copies"),
          "--hub-dir", str(hub)], env=env, capture_output=True, text=True, timeout=300,

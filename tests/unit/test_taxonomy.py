@@ -6,9 +6,8 @@ import dataclasses
 from collections import Counter
 
 import pytest
-
-from app.core import taxonomy
-from app.core.taxonomy import (
+from forgetmap.core import taxonomy
+from forgetmap.core.taxonomy import (
     CATEGORIES,
     NOT_SCORED,
     UNCATEGORIZED,

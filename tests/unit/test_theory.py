@@ -10,10 +10,9 @@ import time
 
 import numpy as np
 import pytest
+from forgetmap.analysis import theory, theory_plots
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from app.analysis import theory, theory_plots
 
 # ---------------------------------------------------------------------------------------------
 # Quadrature and gradients

@@ -7,13 +7,12 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
-
-from app.analysis import lab, theory
-from app.analysis.lab import LabParams, lab_data
-from app.core.errors import InputError
-from app.runtime.broker import BrokerSettings
-from app.runtime.config import WebSettings
-from app.web import create_app
+from forgetmap.analysis import lab, theory
+from forgetmap.analysis.lab import LabParams, lab_data
+from forgetmap.core.errors import InputError
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import WebSettings
+from forgetmap.web import create_app
 
 
 def test_a_diverging_step_size_fails_fast_at_the_grid_cap():

@@ -11,17 +11,17 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from app.contract.series import SeriesExport
-from app.core.errors import InputError
-from app.integrations import trackers
-from app.integrations.trackers import (
+from forgetmap.contract.series import SeriesExport
+from forgetmap.core.errors import InputError
+from forgetmap.integrations import trackers
+from forgetmap.integrations.trackers import (
     CategoryKeys,
     MlflowWriter,
     TensorBoardWriter,
     WandbWriter,
     writer_for,
 )
+
 from tests.support.cli import Cli
 from tests.support.series_fixtures import load_run
 from tests.support.tracker_readers import (
@@ -34,8 +34,8 @@ from tests.support.tracker_readers import (
 
 @pytest.fixture(scope="module")
 def export(tmp_path_factory) -> SeriesExport:
-    from app.db import open_store
-    from app.services.series_export import series_export
+    from forgetmap.db import open_store
+    from forgetmap.services.series_export import series_export
 
     folder = tmp_path_factory.mktemp("series")
     load_run(Cli(folder / "fm.duckdb"), folder)
@@ -157,7 +157,7 @@ def test_tensorboard_scalars_at_their_steps_without_torch(export, tmp_path):
     writer.close()
     assert_points(tensorboard_scalars(tmp_path / "tb"), expected(export, [1, 2, 4]), 1e-7)
     # tensorboard's own writer: neither torch nor TensorFlow is loaded
-    code = ("import sys; from app.integrations.trackers import TensorBoardWriter; "
+    code = ("import sys; from forgetmap.integrations.trackers import TensorBoardWriter; "
             f"TensorBoardWriter({str(tmp_path / 'tb2')!r}).close(); "
             "print(sorted({'torch', 'tensorflow'} & set(sys.modules)))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

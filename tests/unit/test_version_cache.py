@@ -7,7 +7,7 @@ import threading
 import time
 from types import SimpleNamespace
 
-from app.services.cache import VersionCache
+from forgetmap.services.cache import VersionCache
 
 
 def test_a_value_is_computed_once_per_version():

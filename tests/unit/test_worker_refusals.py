@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
-from app.contract.shards import WORKER_HEADER
-from app.services.jobs import waiting_reason
-from app.services.rejections import MAX_NAME, RECENT_SECONDS, UNNAMED, RejectionLog
-from worker.client import AppClient, AppRejected, TokenRefused
+from forgetmap.contract.shards import WORKER_HEADER
+from forgetmap.services.jobs import waiting_reason
+from forgetmap.services.rejections import MAX_NAME, RECENT_SECONDS, UNNAMED, RejectionLog
+from forgetmap.worker.client import AppClient, AppRejected, TokenRefused
 
 NOW = 1_700_000_000.0
 

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from worker.benchmarks.extraction import extract_choice, grade_number
-from worker.benchmarks.items import Item
+from forgetmap.worker.benchmarks.extraction import extract_choice, grade_number
+from forgetmap.worker.benchmarks.items import Item
 
 __all__ = ["Graded", "grade", "grade_choice_logprobs"]
 

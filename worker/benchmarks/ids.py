@@ -26,7 +26,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from worker.benchmarks.items import LETTERS, BenchmarkError, Item, content_hash, taxonomy_category
+from forgetmap.worker.benchmarks.items import (
+    LETTERS,
+    BenchmarkError,
+    Item,
+    content_hash,
+    taxonomy_category,
+)
 
 __all__ = ["ItemCollector", "permutation", "shuffle_item"]
 

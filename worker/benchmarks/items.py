@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.core.taxonomy import lookup
+from forgetmap.core.taxonomy import lookup
 
 __all__ = [
     "LETTERS",

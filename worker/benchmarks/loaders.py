@@ -2,7 +2,7 @@
 
 Each loader (``load_mmlu``, ``load_bbh``, ...) is a pure function of rows given as dicts in the
 dataset's own column shapes. They never touch the network, so they are tested with hand-written
-rows. Ids and option shuffles: ``worker.benchmarks.ids``. k is always ``len(item.choices)``, the
+rows. Ids and option shuffles: ``forgetmap.worker.benchmarks.ids``. k is always ``len(item.choices)``, the
 number of options shown.
 """
 
@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from worker.benchmarks.ids import ItemCollector
-from worker.benchmarks.items import LETTERS, MAX_CHOICES, BenchmarkError, Item
+from forgetmap.worker.benchmarks.ids import ItemCollector
+from forgetmap.worker.benchmarks.items import LETTERS, MAX_CHOICES, BenchmarkError, Item
 
 __all__ = [
     "BBH_DATASET_CONFIG",

@@ -60,7 +60,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from worker.benchmarks.items import Item
+from forgetmap.worker.benchmarks.items import Item
 
 __all__ = [
     "BASE_STOP",

@@ -1,11 +1,11 @@
 """The registry: a benchmark name -> its items, from a local copy or the Hugging Face hub.
 
-``load_benchmark`` resolves a benchmark name (any spelling that ``app.core.taxonomy.canonical_name``
+``load_benchmark`` resolves a benchmark name (any spelling that ``forgetmap.core.taxonomy.canonical_name``
 knows, or ``local:<path>``), and reads its rows from a local copy first (``<name>.jsonl`` in a
 benchmark folder, written by ``forgetmap suite fetch`` with the same ids and unshuffled options, so
 a copy gives exactly the hub's items), else from the hub through
-``worker.benchmarks.sources.load_hub_rows`` (script-based datasets from their Parquet export; gated
-ones with ``HF_TOKEN``), then runs the benchmark's loader (``worker.benchmarks.loaders``).
+``forgetmap.worker.benchmarks.sources.load_hub_rows`` (script-based datasets from their Parquet export; gated
+ones with ``HF_TOKEN``), then runs the benchmark's loader (``forgetmap.worker.benchmarks.loaders``).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from app.core.taxonomy import canonical_name, lookup, not_scored_benchmarks, scored_benchmarks
-from app.runtime.paths import confined
-from worker.benchmarks.ids import shuffle_item
-from worker.benchmarks.items import BenchmarkError, Item, load_jsonl_benchmark
-from worker.benchmarks.loaders import (
+from forgetmap.core.taxonomy import canonical_name, lookup, not_scored_benchmarks, scored_benchmarks
+from forgetmap.runtime.paths import confined
+from forgetmap.worker.benchmarks.ids import shuffle_item
+from forgetmap.worker.benchmarks.items import BenchmarkError, Item, load_jsonl_benchmark
+from forgetmap.worker.benchmarks.loaders import (
     BBH_DATASET_CONFIG,
     Row,
     load_arc,
@@ -37,7 +37,7 @@ from worker.benchmarks.loaders import (
     load_social_iqa,
     load_truthfulqa_mc1,
 )
-from worker.benchmarks.sources import HubSource, load_hub_rows
+from forgetmap.worker.benchmarks.sources import HubSource, load_hub_rows
 
 __all__ = [
     "LOCAL_PREFIX",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from worker.benchmarks.items import BenchmarkError
+from forgetmap.worker.benchmarks.items import BenchmarkError
 
 __all__ = [
     "OFFLINE_FIX",

@@ -9,7 +9,7 @@ The cache, as huggingface_hub 2.4 writes and reads it (``_snapshot_download.py``
 to the blobs), ``refs/main`` (the commit main is at) and ``trees/<commit>.json`` (the repo's file
 listing, by which an offline ``snapshot_download`` checks that the snapshot holds what is asked).
 
-The datasets, from their own READMEs and the writers' source (``app.importers.hub.leaderboards``):
+The datasets, from their own READMEs and the writers' source (``forgetmap.importers.hub.leaderboards``):
 
 - v1 ``open-llm-leaderboard-old/details_<org>__<model>``: ``results_<run>.json`` at the root
   (lighteval's ``config_general`` and ``results``), ``<run>/details_harness|<task>|<shots>_<run>
@@ -214,7 +214,7 @@ def _harness_row(item: Item, metrics: dict[str, Any], shots: int, ids: bool) -> 
 
 V1_LAYOUTS = ("harness", "harness-ids", "lighteval")
 """How the leaderboard v1's details files are written. ``harness``: as its fork of lm-eval's
-harness wrote them (``app.importers.lighteval.files``), a column per metric, ``gold`` the
+harness wrote them (``forgetmap.importers.lighteval.files``), a column per metric, ``gold`` the
 gold option's index, ``predictions`` one log-likelihood per option, ``hashes``; ``harness-ids``:
 the same with the dataset's own id in ``example`` and the question in ``query`` (2023's first
 ARC files); ``lighteval``: lighteval's flat ``Detail`` rows (a ``metrics`` struct,

@@ -24,8 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from app.demo.layouts.common import (
+from forgetmap.demo.layouts.common import (
     DEFAULT_TIMESTAMP,
     GSM8K_DOCS,
     LETTERS,

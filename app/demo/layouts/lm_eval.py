@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from app.demo.layouts.common import (
+from forgetmap.demo.layouts.common import (
     DEFAULT_TIMESTAMP,
     GSM8K_DOCS,
     LETTERS,

@@ -26,8 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from app.core.columns import one_item_lists
+from forgetmap.core.columns import one_item_lists
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
-from app.core.errors import InputError
-from app.importers.common import json_objects
-from app.importers.eee.format import SAMPLES_SUFFIX
+from forgetmap.core.errors import InputError
+from forgetmap.importers.common import json_objects
+from forgetmap.importers.eee.format import SAMPLES_SUFFIX
 
 EXPECTED = (
     "an Every Eval Ever instance file <uuid>_samples.jsonl (with its aggregate <uuid>.json beside "

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
-from app.core.errors import InputError
+from forgetmap.core.errors import InputError
 
 SCHEMA_VERSION = "0.3.0"
 SAMPLES_SUFFIX = "_samples.jsonl"

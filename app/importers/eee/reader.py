@@ -23,7 +23,7 @@ blank-line separated; the assistant turns of ``messages`` for multi-turn and age
 bare input where both are given; ``gold`` the reference (a JSON list where it holds several);
 ``choices`` and k, their count (none: generative); token counts from ``token_usage``; the seed,
 option count, category, ``doc_hash`` and whether the answer was cut off from ``metadata``
-(``app.importers.eee.format``).
+(``forgetmap.importers.eee.format``).
 
 A file that holds one line per (sample, metric), with one ``evaluation_result_id`` per metric of
 an evaluation, imports the lines of one id (``files.chosen_results``). Every file is read twice:
@@ -37,10 +37,15 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-
-from app.importers.common import InputError, build_table, choices_json, json_objects, json_text
-from app.importers.eee import format as eee
-from app.importers.eee.files import chosen_results, find_instance_files, survey
+from forgetmap.importers.common import (
+    InputError,
+    build_table,
+    choices_json,
+    json_objects,
+    json_text,
+)
+from forgetmap.importers.eee import format as eee
+from forgetmap.importers.eee.files import chosen_results, find_instance_files, survey
 
 ROW_COLUMNS = (
     "model",
@@ -74,7 +79,7 @@ def iter_eee(
     result_id: str | None = None,
     notice: Callable[[str], None] | None = None,
 ) -> Iterator[pa.Table]:
-    """Normalized tables (``app.importers.common``, not validated yet) of the instance files at
+    """Normalized tables (``forgetmap.importers.common``, not validated yet) of the instance files at
     ``path``: one file, its aggregate, or a folder of them. ``model`` stores every line under
     that name (refused for files of several models); ``result_id`` chooses the lines of one
     ``evaluation_result_id`` where an evaluation has several. ``notice`` hears which id was

@@ -23,10 +23,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.core.errors import InputError
-from app.importers.eee.format import SAMPLES_SUFFIX
-from app.importers.hub.fetch import INSTALL, download
-from app.importers.hub.leaderboards import (
+from forgetmap.core.errors import InputError
+from forgetmap.importers.eee.format import SAMPLES_SUFFIX
+from forgetmap.importers.hub.fetch import INSTALL, download
+from forgetmap.importers.hub.leaderboards import (
     RESULTS_PATTERNS,
     Leaderboard,
     Run,
@@ -37,7 +37,7 @@ from app.importers.hub.leaderboards import (
     leaderboard_of,
     read_runs,
 )
-from app.importers.hub.truthfulqa import MC1_TASK, MC_TASK, mc1_details
+from forgetmap.importers.hub.truthfulqa import MC1_TASK, MC_TASK, mc1_details
 
 __all__ = ["INSTALL", "HubPlan", "HubUnit", "fetch_plan"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.core.errors import InputError
+from forgetmap.core.errors import InputError
 
 INSTALL = "pip install huggingface_hub"
 

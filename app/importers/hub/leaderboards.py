@@ -5,7 +5,7 @@ Read from the datasets' own layouts (their READMEs' ``configs`` name every file)
 source (lighteval's details and results files for v1, lm-eval's ``EvaluationTracker`` for v2):
 
 - v1, ``open-llm-leaderboard-old/details_<org>__<model>`` (2023 to June 2024): the details its
-  fork of lm-eval's harness wrote (a column per metric: ``app.importers.lighteval.files``, whose
+  fork of lm-eval's harness wrote (a column per metric: ``forgetmap.importers.lighteval.files``, whose
   reader takes them), ``<run>/details_<task>_<run>.parquet`` with tasks ``harness|<task>|<shots>``
   (``harness|arc:challenge|25``, ``harness|hendrycksTest-anatomy|5``), and ``results_<run>.json``
   (``config_general.model_name`` and ``model_sha``; ``results`` keyed by task, plus ``all``).
@@ -32,7 +32,7 @@ from fnmatch import fnmatch, fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from app.core.errors import InputError
+from forgetmap.core.errors import InputError
 
 TIMESTAMP = r"\d{4}-\d{2}-\d{2}T\d{2}[-:]\d{2}[-:]\d{2}(?:\.\d+)?"
 _RESULTS_NAME = re.compile(rf"^results_(?P<run>{TIMESTAMP})\.json$")

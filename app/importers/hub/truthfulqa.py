@@ -21,8 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from app.core.errors import InputError
+from forgetmap.core.errors import InputError
 
 MC_TASK = "harness|truthfulqa:mc|0"
 """The task as the leaderboard's files name it."""

@@ -36,8 +36,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from app.core.errors import InputError
-from app.importers.common import files_at
+from forgetmap.core.errors import InputError
+from forgetmap.importers.common import files_at
 
 MISSING_LIBRARY = "import inspect needs inspect_ai: pip install 'forgetmap[inspect]'"
 LOG_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}")

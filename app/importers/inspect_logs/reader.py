@@ -28,11 +28,16 @@ from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
-
-from app.db.ingest import Progress
-from app.importers.common import InputError, build_table
-from app.importers.inspect_logs.logs import LogHeader, find_logs, library, read_header, samples
-from app.importers.inspect_logs.rows import ROW_COLUMNS, ScorerChoice, sample_row
+from forgetmap.db.ingest import Progress
+from forgetmap.importers.common import InputError, build_table
+from forgetmap.importers.inspect_logs.logs import (
+    LogHeader,
+    find_logs,
+    library,
+    read_header,
+    samples,
+)
+from forgetmap.importers.inspect_logs.rows import ROW_COLUMNS, ScorerChoice, sample_row
 
 BATCH_ROWS = 4096
 BATCH_TEXT_CHARS = 2 << 20
@@ -57,7 +62,7 @@ def iter_inspect(
 ) -> Iterator[pa.Table]:
     """Read an inspect_ai log, or every log below a folder (``logs.find_logs``).
 
-    Yields the normalized table of ``app.importers.common`` (not validated: the caller does that)
+    Yields the normalized table of ``forgetmap.importers.common`` (not validated: the caller does that)
     in batches of one log's samples. ``scorer``: ``--scorer`` (``rows.ScorerChoice``)."""
     inspect_log = library()
     headers = [read_header(file, inspect_log) for file in find_logs(Path(path))]

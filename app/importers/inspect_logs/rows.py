@@ -16,7 +16,7 @@ The rest of the row: the prediction is ``score.answer``, the answer the scorer e
 out where it is a long copy of the completion (``match()`` and ``includes()`` give the whole
 completion as their answer: the response holds it already, and long text in any column but the
 response stays in the database's memory until the import commits, while long responses go to
-the answer file, ``app.db.texts``); the gold is ``sample.target``; the options are
+the answer file, ``forgetmap.db.texts``); the gold is ``sample.target``; the options are
 ``sample.choices`` (their count is k; none: generative, or the taxonomy's k for a multiple-choice
 benchmark whose options are in the prompt, as the lm-eval reader does); the prompt is
 ``sample.input`` (its last user message the question); the response is
@@ -29,9 +29,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from app.core.taxonomy import usual_num_choices
-from app.db.texts import LONG_TEXT_BYTES
-from app.importers.common import InputError, choices_json, parse_binary
+from forgetmap.core.taxonomy import usual_num_choices
+from forgetmap.db.texts import LONG_TEXT_BYTES
+from forgetmap.importers.common import InputError, choices_json, parse_binary
 
 ROW_COLUMNS = ("sample_id", "seed", "correct", "num_choices", "prompt", "question", "response",
                "prediction", "gold", "choices", "prompt_tokens", "completion_tokens",

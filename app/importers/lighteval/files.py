@@ -30,9 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-from app.core.columns import one_item_lists
-from app.core.errors import InputError
+from forgetmap.core.columns import one_item_lists
+from forgetmap.core.errors import InputError
 
 __all__ = ["read_columns", "stored_alike", "used_fields"]
 

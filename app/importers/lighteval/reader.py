@@ -18,23 +18,23 @@ sorted by name. Two layouts exist:
 
 When the rows could not be turned into Arrow directly, some versions stored every column as
 ``str(value)`` (a Python repr); such columns are parsed back row by row
-(``app.importers.lighteval.rows``). Files in the usual shapes are read with Arrow kernels only (no
+(``forgetmap.importers.lighteval.rows``). Files in the usual shapes are read with Arrow kernels only (no
 per-row Python): generated answers, and log-likelihood tasks (a score per choice: v0.10
 ``predictions`` of ``(logprob, is_greedy)`` pairs, v0.11+ ``logprobs``; ``_logprob_texts``).
 
 Each file's prompts are split into the file's template (few-shot block, chat turns) and each row's
-own part as it is read (``app.core.prompt_templates.settle_unit``): the table carries ``prompt_prefix``
-and ``prompt_suffix`` (``app.importers.common``), and the whole prompts are let go with their file.
+own part as it is read (``forgetmap.core.prompt_templates.settle_unit``): the table carries ``prompt_prefix``
+and ``prompt_suffix`` (``forgetmap.importers.common``), and the whole prompts are let go with their file.
 A flat file whose ``full_prompt`` is stored as the same bytes as its ``example`` (a base model
 without a chat template) has its prompts decoded once, and of the nested layout's ``doc`` and
-``model_response`` only the fields the reader uses are decoded (``app.importers.lighteval.files``).
+``model_response`` only the fields the reader uses are decoded (``forgetmap.importers.lighteval.files``).
 
 A whole tree imports at once: a details file, a run folder, a model's details folder holding many
 runs, or an output folder; each run's seed is read from its results file
-(``app.importers.lighteval.runs``).
+(``forgetmap.importers.lighteval.runs``).
 
 ``sample_id`` is the doc's ``id`` when every row of the file has one; otherwise the question key of
-``app.core.sample_identity`` (``q:`` + hash of the question without the template, the options and
+``forgetmap.core.sample_identity`` (``q:`` + hash of the question without the template, the options and
 the gold answer), never the row position.
 """
 
@@ -49,26 +49,25 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from app.core.columns import (
+from forgetmap.core.columns import (
     dictionary_codes,
     first_items,
     first_max_positions,
     one_array,
     one_item_lists,
 )
-from app.core.prompt_templates import settle_unit
-from app.core.sample_identity import identify, question_texts, unit_affixes
-from app.importers.common import (
+from forgetmap.core.prompt_templates import settle_unit
+from forgetmap.core.sample_identity import identify, question_texts, unit_affixes
+from forgetmap.importers.common import (
     InputError,
     binary_column,
     build_table,
     choices_json_column,
     logprob_lists_json,
 )
-from app.importers.lighteval.files import EXTRACTED, read_columns
-from app.importers.lighteval.rows import DEFAULT_METRICS, FILE_COLUMNS, row_columns
-from app.importers.lighteval.runs import find_runs, model_names, plan_files
+from forgetmap.importers.lighteval.files import EXTRACTED, read_columns
+from forgetmap.importers.lighteval.rows import DEFAULT_METRICS, FILE_COLUMNS, row_columns
+from forgetmap.importers.lighteval.runs import find_runs, model_names, plan_files
 
 __all__ = ["DEFAULT_METRICS", "iter_lighteval", "read_lighteval"]
 
@@ -578,7 +577,7 @@ def iter_lighteval(
 ) -> Iterator[pa.Table]:
     """Read lighteval details parquet files: a file, a run folder, a model's folder, an output tree.
 
-    Yields the normalized table of ``app.importers.common`` (not validated: the caller does that)
+    Yields the normalized table of ``forgetmap.importers.common`` (not validated: the caller does that)
     a task of files at a time (``_tasks``: whole (model, task) groups, every seed of them, a few
     MB on disk), so that an import holds one task's rows, not the tree's. ``benchmark`` is the raw
     task string from the file name (``leaderboard|mmlu:anatomy|5``); the seed of each run comes

@@ -1,5 +1,5 @@
 """lighteval details files read row by row: cells stored as Python reprs or JSON strings,
-log-likelihood rows (one score per choice), and other shapes ``app.importers.lighteval.reader``'s Arrow
+log-likelihood rows (one score per choice), and other shapes ``forgetmap.importers.lighteval.reader``'s Arrow
 kernels do not handle. Each row becomes the same columns the vectorized reader produces.
 """
 
@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
-from app.importers.common import binary_metric, choices_json, json_text, logprob_lists_json
-from app.importers.lighteval.files import EXTRACTED
+from forgetmap.importers.common import binary_metric, choices_json, json_text, logprob_lists_json
+from forgetmap.importers.lighteval.files import EXTRACTED
 
 # what the reader keeps per row of a file, before sample ids are settled across the whole import
 # (the query and the whole prompt are done with once the file is read: lighteval._read_unit)
@@ -123,7 +122,7 @@ def _num_choices(choices: list[Any], gold_index: list[int]) -> int | None:
 
 def _logprob_prediction(lls: list[float | None]) -> tuple[str | None, str | None]:
     """(index of the most likely choice, the log-likelihoods as JSON), as the vectorized reader
-    gives them (``app.importers.lighteval.reader._logprob_texts``)."""
+    gives them (``forgetmap.importers.lighteval.reader._logprob_texts``)."""
     if not lls or any(v is None for v in lls):
         return None, None
     best = max(range(len(lls)), key=lambda i: lls[i])

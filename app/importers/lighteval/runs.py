@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.core.errors import InputError
-from app.importers.common import files_at
+from forgetmap.core.errors import InputError
+from forgetmap.importers.common import files_at
 
 _DATE_ID = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _DETAILS_NAME = re.compile(rf"^details_(?P<task>.+)_(?P<date>{_DATE_ID})\.parquet$")

@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from app.core.columns import dictionary_codes
-from app.core.errors import InputError
+from forgetmap.core.columns import dictionary_codes
+from forgetmap.core.errors import InputError
 
 __all__ = ["RESULTS_MAX_BYTES", "UNNAMED", "line_filters", "read_results", "results_filters"]
 

@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from app.core.errors import InputError
-from app.importers.lm_eval.filters import read_results
+from forgetmap.core.errors import InputError
+from forgetmap.importers.lm_eval.filters import read_results
 
 __all__ = ["LegacyTask", "legacy_records", "legacy_tasks"]
 

@@ -47,10 +47,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
-
-from app.core.columns import first_items, first_max_positions, one_array
-from app.core.taxonomy import usual_num_choices
-from app.importers.common import (
+from forgetmap.core.columns import first_items, first_max_positions, one_array
+from forgetmap.core.taxonomy import usual_num_choices
+from forgetmap.importers.common import (
     InputError,
     binary_column,
     build_table,
@@ -58,9 +57,9 @@ from app.importers.common import (
     files_at,
     logprob_lists_json,
 )
-from app.importers.lm_eval.filters import line_filters
-from app.importers.lm_eval.legacy import legacy_records, legacy_tasks
-from app.importers.lm_eval.rows import (
+from forgetmap.importers.lm_eval.filters import line_filters
+from forgetmap.importers.lm_eval.legacy import legacy_records, legacy_tasks
+from forgetmap.importers.lm_eval.rows import (
     BOOKKEEPING,
     DEFAULT_METRICS,
     NO_ANSWER,
@@ -165,7 +164,7 @@ def iter_lm_eval(
     """Read lm-eval ``samples_*.jsonl`` (one file, or a directory searched recursively), and
     lm-eval 0.4.0-0.4.2 runs' samples (``lm_eval_legacy``: at ``path`` or below it).
 
-    Yields the normalized table of ``app.importers.common`` (not validated: the caller does
+    Yields the normalized table of ``forgetmap.importers.common`` (not validated: the caller does
     that), a task's file at a time. ``benchmark`` is the raw task name from the file name;
     ``sample_id`` is ``str(doc_id)``. ``on_filter(task, taken, filters, why)`` is told the filter
     taken for each task with several.

@@ -15,9 +15,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
-from app.core.taxonomy import usual_num_choices
-from app.importers.common import (
+from forgetmap.core.taxonomy import usual_num_choices
+from forgetmap.importers.common import (
     InputError,
     binary_metric,
     choices_json,
