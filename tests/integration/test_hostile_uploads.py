@@ -23,6 +23,7 @@ from forgetmap.importers.table import MAX_HEADER_BYTES, MAX_PARQUET_FOOTER_BYTES
 from forgetmap.runtime.config import WebSettings
 from forgetmap.services.imports import MAX_UNPACK_RATIO, staging_folder
 
+from tests.support.app_client import finished_job
 from tests.support.cli import Cli
 from tests.support.server import Server
 
@@ -219,12 +220,7 @@ def _upload(app, path: Path, name: str | None = None) -> dict:
     reply = client.post("/api/imports", params={"kind": "table", "filename": name or path.name},
                         content=path.read_bytes())  # fmt: skip
     assert reply.status_code == 202, reply.text
-    for _ in range(1200):
-        job = client.get(f"/api/jobs/{reply.json()['id']}").json()
-        if job["status"] not in ("queued", "running"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"the import did not end: {job}")
+    return finished_job(client, reply.json()["id"], timeout=120)
 
 
 def _staged(app) -> list[Path]:

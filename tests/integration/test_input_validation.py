@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import json
-import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,7 +18,7 @@ from forgetmap.core.stages import STAGE_NAMES
 from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
 from forgetmap.demo.layouts.paper import make_items, write_run
 
-from tests.support.app_client import admin_client
+from tests.support.app_client import admin_client, finished_job
 from tests.support.tables import BASE, POST, rows_for, write_csv
 
 ALLOWED_STAGES = ", ".join(STAGE_NAMES)
@@ -195,15 +194,6 @@ def test_the_seed_option_is_one_rule_on_the_command_line_and_the_upload_route(cl
         answer = client.post("/api/imports", params={**params, "seed": "2"},
                              content=samples.read_bytes())  # fmt: skip
         assert answer.status_code == 202, answer.text
-        job = _finished(client, answer.json()["id"])
+        job = finished_job(client, answer.json()["id"])
         assert job["status"] == "done", job
     assert _seeds(cli) == {"m": {2}, "org/le": {0}, "up": {2}}
-
-
-def _finished(client, job_id: int) -> dict:
-    for _ in range(600):
-        job = client.get(f"/api/jobs/{job_id}").json()
-        if job["status"] not in ("queued", "running"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"import job {job_id} did not finish: {job}")

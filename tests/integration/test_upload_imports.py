@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import tarfile
-import time
 import zipfile
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
 from forgetmap.demo.layouts.paper import make_items, write_run
 from forgetmap.services.import_upload import ImportFailed, upload_import
 
+from tests.support.app_client import finished_job
 from tests.support.cli import Cli
 from tests.support.server import Server
 from tests.support.store_contents import table_contents
@@ -73,19 +73,10 @@ def _post(client: httpx.Client, path: Path, **params) -> httpx.Response:
     return client.post("/api/imports", params=params, content=path.read_bytes())
 
 
-def _finished(client: httpx.Client, job_id: int) -> dict:
-    for _ in range(600):
-        job = client.get(f"/api/jobs/{job_id}").json()
-        if job["status"] not in ("queued", "running"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"import job {job_id} did not finish: {job}")
-
-
 def _import(client: httpx.Client, path: Path, **params) -> dict:
     reply = _post(client, path, **params)
     assert reply.status_code == 202, reply.text
-    return _finished(client, reply.json()["id"])
+    return finished_job(client, reply.json()["id"])
 
 
 def _contents(db: Path) -> dict:
@@ -224,7 +215,7 @@ def test_archives_that_leave_their_folder_or_hold_links_are_refused(app, tmp_pat
                 "/api/imports", params={"kind": "table", "filename": name}, content=body
             )
             assert reply.status_code == 202, reply.text
-            job = _finished(client, reply.json()["id"])
+            job = finished_job(client, reply.json()["id"])
             assert job["status"] == "failed" and why in job["error"], (name, job["error"])
             assert "/" + "tmp/" not in job["error"].replace("/tmp/t.csv", "")  # no app paths
         assert client.get("/api/models").json() == []

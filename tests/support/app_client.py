@@ -22,3 +22,18 @@ def admin_client(cli) -> Iterator[TestClient]:
         client.headers["Authorization"] = f"Bearer {token}"
         client.worker = {"Authorization": f"Bearer {worker}"}
         yield client
+
+
+def finished_job(client, job_id: int, *, timeout: float = 60.0) -> dict:
+    """``GET /api/jobs/{id}`` until the job has ended (an import job runs in the app's thread);
+    an AssertionError naming the job when it has not within ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        job = client.get(f"/api/jobs/{job_id}").json()
+        if job["status"] not in ("queued", "running"):
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} did not end in {timeout:.0f} s: {job}")
+        time.sleep(0.1)
