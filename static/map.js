@@ -4,15 +4,30 @@
   const REDS = [[0, "#fbf4f2"], [0.5, "#ef8a62"], [1, "#b2182b"]];
   const BLUES = [[0, "#f2f6fb"], [0.5, "#67a9cf"], [1, "#2166ac"]];
   const DIVERGING = [[0, "#b2182b"], [0.5, "#f7f7f7"], [1, "#2166ac"]];  // red = net forgetting
-  // every value is computed by the app (app/metrics.py: net and f_rel included); this file only draws
+  // every value is computed by the app (app/metrics.py: net and f_rel included); this file only draws.
+  // range: the value drawn darkest unless the URL's zmax says otherwise (a fixed range, so that one
+  // large cell does not wash out the rest); noise: a forgetting metric, faded inside the noise floor
   const METRICS = {
-    f_true: { label: "F_true", scale: REDS, value: (c) => c.f_true, std: (c) => c.f_true_std },
-    bt_true: { label: "BT_true", scale: BLUES, value: (c) => c.bt_true, std: (c) => c.bt_true_std },
-    net: { label: "BT_true − F_true", scale: DIVERGING, diverging: true, value: (c) => c.net },
-    f: { label: "raw F", scale: REDS, value: (c) => c.f },
-    bt: { label: "raw BT", scale: BLUES, value: (c) => c.bt },
-    f_rel: { label: "F_true / F_max", scale: REDS, value: (c) => c.f_rel },
+    f_true: { label: "F_true", scale: REDS, range: 0.25, noise: true, value: (c) => c.f_true, std: (c) => c.f_true_std },
+    bt_true: { label: "BT_true", scale: BLUES, range: 0.25, value: (c) => c.bt_true, std: (c) => c.bt_true_std },
+    net: { label: "BT_true − F_true", scale: DIVERGING, range: 0.25, diverging: true, value: (c) => c.net },
+    f: { label: "raw F", scale: REDS, range: 0.25, noise: true, value: (c) => c.f },
+    bt: { label: "raw BT", scale: BLUES, range: 0.25, value: (c) => c.bt },
+    f_rel: { label: "F_true / F_max", scale: REDS, range: 1, noise: true, value: (c) => c.f_rel },
   };
+  // a faded cell is veiled: a second heatmap, this colour over the cells that do not survive
+  const VEIL = "rgba(255,255,255,0.7)";
+  // whether a cell is faded, and its hover line: why, or what its tests say (app-computed
+  // fields: significance.py; the text holds no names, only numbers)
+  function verdict(c, metric) {
+    const p = c.p_adjusted === null || c.p_adjusted === undefined ? null : Number(c.p_adjusted).toPrecision(2);
+    const reasons = [];
+    if (c.significant === false) reasons.push("not significant (BH-adjusted p " + p + " ≥ 0.05)");
+    if (metric.noise && c.below_noise === true) reasons.push("F_true's interval does not clear the noise floor");
+    const tests = p === null ? "no McNemar test at this level" : "BH-adjusted p " + p;
+    const noise = c.below_noise === null || c.below_noise === undefined ? "noise floor: undecided" : c.below_noise ? "inside the noise floor" : "clears the noise floor";
+    return { faded: reasons.length > 0, text: reasons.length ? "faded: " + reasons.join("; ") : "survives: " + tests + ", " + noise };
+  }
   const esc = window.plotlyText;  // static/text.js: user text stays text in Plotly
   const pct = (x) => (x === null || x === undefined || Number.isNaN(x) ? "–" : (100 * x).toFixed(1) + "%");
   const interval = (lo, hi) => (lo === null || lo === undefined ? "–" : "[" + pct(lo) + ", " + pct(hi) + "]");
@@ -46,6 +61,7 @@
     const rowIndex = new Map(rows.map((r, i) => [r.id, i]));
     const colIndex = new Map(data.columns.map((c, i) => [c, i]));
     const z = rows.map(() => data.columns.map(() => null));
+    const faded = rows.map(() => data.columns.map(() => false));
     const partial = rows.map(() => data.columns.map(() => false));
     const custom = rows.map(() => data.columns.map(() => null));
     for (const c of data.cells) {
@@ -54,20 +70,21 @@
       z[i][j] = metric.value(c);
       partial[i][j] = Boolean(c.partial);
       const std = metric.std ? metric.std(c) : null;
+      const v = verdict(c, metric);
+      faded[i][j] = v.faded;
       custom[i][j] = [
         pct(z[i][j]) + (std !== null && std !== undefined ? " ± " + pct(std) : ""),
         pct(c.noise_floor), c.seeds, c.n_benchmarks, pct(c.f_true), pct(c.bt_true), pct(c.f_max),
         c.pair_id, c.column, used(c),
-        interval(c.f_true_low, c.f_true_high), interval(c.bt_true_low, c.bt_true_high),
+        interval(c.f_true_low, c.f_true_high), interval(c.bt_true_low, c.bt_true_high), v.text,
       ];
     }
-    const values = z.flat().filter((v) => v !== null);
-    const maxAbs = Math.max(1e-9, ...values.map(Math.abs));
+    const top = Number(el.dataset.zmax) || metric.range;
     const trace = {
       type: "heatmap", z: z, x: data.columns.map(esc), y: rows.map((r) => r.name), customdata: custom,
-      colorscale: metric.scale,
-      zmin: metric.diverging ? -maxAbs : 0, zmax: maxAbs, xgap: 2, ygap: 2,
-      hovertemplate: "%{y}<br>%{x}<br>" + metric.label + ": %{customdata[0]}" +
+      colorscale: metric.scale, name: "cells",
+      zmin: metric.diverging ? -top : 0, zmax: top, xgap: 2, ygap: 2,
+      hovertemplate: "%{y}<br>%{x}<br>" + metric.label + ": %{customdata[0]}<br>%{customdata[12]}" +
         "<br>noise floor: %{customdata[1]}<br>F_true %{customdata[4]} · BT_true %{customdata[5]} · F_max %{customdata[6]}" +
         "<br>95% CI: F_true %{customdata[10]} · BT_true %{customdata[11]}<br>%{customdata[9]}" +
         "<br>seeds: %{customdata[2]}, benchmarks: %{customdata[3]}<extra>click for the flipped questions</extra>",
@@ -78,6 +95,13 @@
     if (data.columns.length <= 16 && rows.length <= 30) {
       trace.text = text; trace.texttemplate = "%{text}"; trace.textfont = { size: 11 };
     }
+    // a heatmap has one opacity per trace, so the veil is its own trace; "skip": the hover and the
+    // click stay the cell's own (whose hover line says why it is faded)
+    const veil = {
+      type: "heatmap", name: "faded", x: trace.x, y: trace.y, xgap: 2, ygap: 2, zmin: 0, zmax: 1,
+      z: faded.map((row) => row.map((f) => (f ? 1 : null))), colorscale: [[0, VEIL], [1, VEIL]],
+      showscale: false, hoverinfo: "skip",
+    };
     // many pairs: thinner rows, so a thousand pairs stay one scrollable picture
     const rowHeight = rows.length > 60 ? 16 : 40;
     const height = Math.max(level === "benchmark" ? 420 : 320, 60 + rowHeight * rows.length + (level === "benchmark" ? 200 : 60));
@@ -88,7 +112,7 @@
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
       font: { family: "system-ui, -apple-system, Segoe UI, sans-serif", size: 12 },
     };
-    const traces = [trace];
+    const traces = [trace, veil];
     const recoveryEl = document.getElementById("recovery-data");
     if (recoveryEl) {
       // the optional recoverability column: its own axis and colour scale (a share, not a flip rate)

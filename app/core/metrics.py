@@ -322,6 +322,29 @@ def mcnemar_exact(n_01, n_10):
     return float(p) if p.ndim == 0 else p
 
 
+def benjamini_hochberg(p_values) -> np.ndarray:
+    """Benjamini-Hochberg step-up adjusted p-values of one family of tests (any shape).
+
+    With the m non-NaN p-values sorted, p_(1) <= ... <= p_(m):
+    p_adj_(i) = min(1, min_{j >= i} m p_(j) / j); rejecting p_adj <= q keeps the false discovery
+    rate at q (independent or positively dependent tests). Benjamini & Hochberg (1995),
+    "Controlling the false discovery rate", JRSS-B 57(1):289-300. NaN (no test) stays NaN and is
+    not counted in m.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    tested = ~np.isnan(p)
+    if np.any((p[tested] < 0) | (p[tested] > 1)):
+        raise ValueError("p-values must lie in [0, 1]")
+    out = np.full(p.shape, np.nan)
+    x = p[tested]
+    order = np.argsort(x, kind="stable")
+    scaled = x[order] * x.size / np.arange(1, x.size + 1)
+    adjusted = np.empty(x.size)
+    adjusted[order] = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
+    out[tested] = adjusted
+    return out
+
+
 @dataclass(frozen=True)
 class Interval:
     low: float

@@ -22,6 +22,7 @@ from forgetmap.core.taxonomy import CATEGORIES, NOT_SCORED, UNCATEGORIZED
 from forgetmap.db import queries
 from forgetmap.db.queries import Columns, row_count
 from forgetmap.db.store import Store
+from forgetmap.services import significance
 from forgetmap.services.cache import VersionCache
 
 LEVELS = ("benchmark", "category")
@@ -39,14 +40,14 @@ sample with a cut-off answer (``results.truncated``); 0 where the map leaves the
 BENCHMARK_EXTRA = (
     "pair_id", "label", "stage", "k_mix", "mcnemar_p", "noise_floor", "only_base", "only_post",
     "mismatched", "net", "f_rel", *INTERVAL_FIELDS, "full_size", "partial", *TRUNCATION_FIELDS,
-)  # fmt: skip
+) + significance.SIGNIFICANCE_FIELDS  # fmt: skip
 CATEGORY_FIELDS = (
     "base", "post", "category", "n_benchmarks", "seeds", "f_true", "f_true_std", "bt_true",
     "bt_true_std", "f", "bt", "f_max", "bt_max",
 )  # fmt: skip
 CATEGORY_EXTRA = (
     "pair_id", "label", "stage", "noise_floor", "net", "f_rel", "n", *INTERVAL_FIELDS, "full_size",
-    "partial", "n_10_truncated",
+    "partial", "n_10_truncated", *significance.SIGNIFICANCE_FIELDS,
 )  # fmt: skip
 TRUNCATED = ("include", "exclude")
 DERIVED = ("net", "f_rel")
@@ -308,6 +309,7 @@ def benchmark_records(
     if not cols:
         return []
     cols["mcnemar_p"] = np.asarray(metrics.mcnemar_exact(cols["n_01"], cols["n_10"]), np.float64)
+    cols.update(significance.benchmark_columns(cols))  # the family: every record returned here
 
     def column(name: str, values) -> list:
         if isinstance(values, np.ndarray):
@@ -455,6 +457,7 @@ def category_records_for(
         "partial": (row_known & (row_full > row_n)).tolist(),
         "n_10_truncated": cut_total[row_key].astype(np.int64).tolist(),
     }  # fmt: skip
+    columns.update(significance.category_columns(columns))
     return _records_from_columns(tuple(columns), list(columns.values()))
 
 
@@ -489,15 +492,15 @@ class MapCache:
         # first map after a write recomputes only the pairs whose inputs changed (a worker's upload
         # touches the pairs of one model), not all of them
         self._category_parts: dict[str, dict[int, tuple[int, list[dict]]]] = {}
-        # the same for the benchmark-level JSON: per pair, its records' encoded JSON
-        self._json_parts: dict[int, tuple[int, bytes]] = {}
+        # the same for the benchmark level (its Benjamini-Hochberg family is set afresh each time)
+        self._benchmark_parts: dict[int, tuple[int, list[dict]]] = {}
 
     def _all(self, query: MapQuery) -> list[dict]:
         if query.truncated == "exclude":  # computed whole: the parts are of the usual map
             return self.cache.get(("map", query.level, query.aggregate, "exclude"),
                                   lambda: _excluding_truncated(self.store, query))  # fmt: skip
         if query.level == "benchmark":
-            return self.cache.get(("map", "benchmark"), lambda: benchmark_records(self.store))
+            return self.cache.get(("map", "benchmark"), self._benchmark)
         return self.cache.get(("map", "category", query.aggregate),
                               lambda: self._category(query.aggregate))  # fmt: skip
 
@@ -508,10 +511,10 @@ class MapCache:
             del parts[gone]
         return sorted(p for p, f in prints.items() if p not in parts or parts[p][0] != f)
 
-    def _benchmark_json(self) -> bytes:
-        """All benchmark-level records as JSON, re-encoding only the pairs that changed (the bytes
-        are those of orjson.dumps over the whole list: items joined by ',')."""
-        parts = self._json_parts
+    def _benchmark(self) -> list[dict]:
+        """All benchmark-level records, recomputing only the pairs that changed; p_adjusted and
+        significant over all of them (significance.refamily: one pair's write moves every p)."""
+        parts = self._benchmark_parts
         with self.store.read() as conn:
             prints = queries.pair_fingerprints(conn, with_coverage=True)
         stale = self._stale(parts, prints)
@@ -521,8 +524,9 @@ class MapCache:
             for r in benchmark_records(self.store, pair_ids=subset):
                 fresh[r["pair_id"]].append(r)
             for p in stale:
-                parts[p] = (prints[p], orjson.dumps(fresh[p])[1:-1])
-        return b"[" + b",".join(parts[p][1] for p in sorted(prints) if parts[p][1]) + b"]"
+                parts[p] = (prints[p], fresh[p])
+        every = list(chain.from_iterable(parts[p][1] for p in sorted(prints)))
+        return significance.refamily(every, "benchmark")
 
     def _category(self, aggregate: str) -> list[dict]:
         """Category records of every pair, recomputing only pairs whose fingerprint changed.
@@ -574,7 +578,7 @@ class MapCache:
         if not self._filtered(query):
             return records
         keep = self.cache.get(("keep", query), lambda: pair_filter(self.pairs(), query))
-        return [r for r in records if r["pair_id"] in keep]
+        return significance.refamily([r for r in records if r["pair_id"] in keep], query.level)
 
     def pairs(self) -> list[dict]:
         def load() -> list[dict]:
@@ -593,8 +597,6 @@ class MapCache:
         """The records as JSON bytes (encoding 9,000 records costs more than computing them)."""
         if self._filtered(query) or query.truncated == "exclude":
             return orjson.dumps(self.records(query))
-        if query.level == "benchmark":
-            return self.cache.get(("json", "benchmark"), self._benchmark_json)
         return self.cache.get(
             ("json", query.level, query.aggregate), lambda: orjson.dumps(self._all(query))
         )
@@ -650,7 +652,7 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
             {**{k: r[k] for k in ("pair_id", "f_true", "f_true_std", "bt_true", "bt_true_std", "f",
                                   "bt", "f_max", "bt_max", "noise_floor", "n_benchmarks", "seeds",
                                   *DERIVED, "n", *INTERVAL_FIELDS, "full_size", "partial")},
-             "column": r["category"]}
+             "column": r["category"], **{k: r[k] for k in significance.SIGNIFICANCE_FIELDS}}
             for r in records
         ]  # fmt: skip
     if not records:
@@ -684,7 +686,7 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
     for g, r in zip(group.tolist(), records, strict=True):
         first.setdefault(g, r)
         partial[g] |= r["partial"]
-    out = []
+    out, passed = [], significance.cell_fields(records, group, len(uniq))
     for i, (pair_id, bench) in enumerate(uniq):
         cell = {"pair_id": pair_id, "column": bench, "n_benchmarks": 1, "seeds": int(count[i])}
         for name, values in cols.items():
@@ -694,5 +696,5 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
         cell["n"] = int(n_min[i])
         cell.update({name: first[i][name] for name in (*INTERVAL_FIELDS, "full_size")})
         cell["partial"] = bool(partial[i])
-        out.append(cell)
+        out.append(cell | passed[i])
     return out

@@ -29,12 +29,22 @@ METRICS = {
     "f_rel": "F_true / F_max",
 }
 Metric = Annotated[Literal[tuple(METRICS)], Query(description="what the map is coloured by")]
+# the colour range is fixed, not the largest value on screen (a lone outlier would wash out every
+# other cell): static/map.js's defaults (25% for rates, 100% for f_rel), or this value
+Zmax = Annotated[
+    float | None,
+    Query(gt=0, le=1, description="the value drawn darkest (net: -zmax to zmax); default 0.25"),
+]
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 @cached_for_readers
 def map_page(
-    request: Request, query: Filters, metric: Metric = "f_true", recovery: bool = False
+    request: Request,
+    query: Filters,
+    metric: Metric = "f_true",
+    recovery: bool = False,
+    zmax: Zmax = None,
 ) -> HTMLResponse:
     cache = deps.map_cache(request)
     records = cache.records(query)
@@ -53,6 +63,7 @@ def map_page(
         query=query,
         metric=metric,
         metrics=METRICS,
+        zmax=zmax,
         pairs=[p for p in pairs if p["id"] in shown],
         all_pairs=pairs,
         cells=cells,
