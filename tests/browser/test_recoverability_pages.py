@@ -53,9 +53,10 @@ def test_map_column_toggle_and_click_to_the_analysis(server, browser):
     page.check("input[name=recovery]")
     page.wait_for_url("**recovery=1")
     page.wait_for_function("document.getElementById('heatmap')._fullLayout !== undefined")
-    assert page.evaluate("document.getElementById('heatmap').data.length") == 2
+    # the map, its veil over cells that do not survive, and the recovery column
+    assert page.evaluate("document.getElementById('heatmap').data.length") == 3
     # the post model's symmetric share under bias + temperature: (3 - 0.85*3 - (2 - 0.85*2)) / 1
-    assert page.evaluate("document.getElementById('heatmap').data[1].z[0][0]") == pytest.approx(
+    assert page.evaluate("document.getElementById('heatmap').data[2].z[0][0]") == pytest.approx(
         0.15
     )
     assert "15.0%" in page.inner_text("#pair-list")

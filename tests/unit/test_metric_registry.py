@@ -165,6 +165,8 @@ NOT_METRICS = {
     # how much was counted: sample and transition counts, coverage and truncation
     "n", "n_00", "n_01", "n_10", "n_11", "only_base", "only_post", "mismatched", "full_size",
     "partial", "n_10_truncated", "n_truncated", "n_benchmarks", "seeds",
+    # whether a cell survives: verdicts on the metrics, not metrics to colour by
+    "p_adjusted", "significant", "below_noise",
 }  # fmt: skip
 
 
