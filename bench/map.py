@@ -114,7 +114,8 @@ WITH base AS (
 )
 SELECT g.pair_id, g.benchmark_id, g.seed, g.k::SMALLINT AS k,
        g.n_00, g.n_01, g.n_10, g.n_11,
-       0 AS n_10_cut, 0 AS n_cut,  -- the bench's rows carry no truncated answer
+       0 AS n_10_cut, 0 AS n_cut, 0 AS n_10_no_answer, 0 AS n_01_no_answer,
+       0 AS n_10_refused,  -- the bench's rows carry no answer without a status
        coalesce(c.only_base, 0)::BIGINT AS only_base, coalesce(c.only_post, 0)::BIGINT AS only_post,
        coalesce(c.mismatched, 0)::BIGINT AS mismatched
 FROM groups g
@@ -132,11 +133,11 @@ def recompute_transitions(
     pair_id: int | None = None,
     pair_ids: list[int] | None = None,
     *,
-    exclude_truncated: bool = False,
+    exclude: int = 0,
 ) -> queries.Columns:
     """Drop-in for queries.transition_counts (and unit_counts) that counts from the per-sample
     rows."""
-    if exclude_truncated:  # the timed queries count every row; the exclusion is not rebuilt here
+    if exclude:  # the timed queries count every row; the exclusion is not rebuilt here
         raise ValueError("the recompute baseline counts every row (no exclude)")
     t0 = now()
     params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}

@@ -63,6 +63,7 @@
     const z = rows.map(() => data.columns.map(() => null));
     const faded = rows.map(() => data.columns.map(() => false));
     const partial = rows.map(() => data.columns.map(() => false));
+    const marked = rows.map(() => data.columns.map(() => false));
     const custom = rows.map(() => data.columns.map(() => null));
     for (const c of data.cells) {
       const i = rowIndex.get(c.pair_id), j = colIndex.get(c.column);
@@ -71,6 +72,9 @@
       partial[i][j] = Boolean(c.partial);
       const std = metric.std ? metric.std(c) : null;
       const v = verdict(c, metric);
+      // a score set's map: a cell whose F_true moved by more than its interval (app-computed)
+      if (c.depends_on_extractor) v.text += " · depends on the extractor: F_true moves " + pct(c.f_true_shift) + " from the harness's grades";
+      marked[i][j] = Boolean(c.depends_on_extractor);
       faded[i][j] = v.faded;
       custom[i][j] = [
         pct(z[i][j]) + (std !== null && std !== undefined ? " ± " + pct(std) : ""),
@@ -91,7 +95,7 @@
       colorbar: { title: { text: metric.label, side: "right" }, tickformat: ".0%", thickness: 14, len: 0.9 },
     };
     // a partial cell (fewer paired samples than the benchmark has) carries a star
-    const text = z.map((row, i) => row.map((v, j) => (v === null ? "" : (100 * v).toFixed(1) + (partial[i][j] ? "*" : ""))));
+    const text = z.map((row, i) => row.map((v, j) => (v === null ? "" : (100 * v).toFixed(1) + (partial[i][j] ? "*" : "") + (marked[i][j] ? "†" : ""))));
     if (data.columns.length <= 16 && rows.length <= 30) {
       trace.text = text; trace.texttemplate = "%{text}"; trace.textfont = { size: 11 };
     }

@@ -19,6 +19,7 @@ from forgetmap.contract.base import problem_text
 from forgetmap.contract.jobs import Engine, Mode, Prompting, ShardStatus
 from forgetmap.contract.results import ResultRow
 from forgetmap.contract.shards import EvaluationShardSpec, ShardConfig, ShardData
+from forgetmap.core.answer_status import ANSWERED, NO_ANSWER, TRUNCATED
 from forgetmap.runtime.paths import ModelPathError, ModelRules
 from forgetmap.worker.adaptive_slice import slice_items
 from forgetmap.worker.benchmarks.grading import grade, grade_choice_logprobs
@@ -176,6 +177,13 @@ def _evaluate(
         responses = [g.text for g in generations]
         graded = [grade(item, g.text) for item, g in zip(batch, generations, strict=True)]
         tokens = [(g.prompt_tokens, g.completion_tokens) for g in generations]
+    if cfg.mode == Mode.loglik:
+        statuses = [ANSWERED] * len(batch)  # a choice is always taken
+    else:
+        statuses = [
+            generated_status(g.finish_reason, g.completion_tokens, cfg.max_tokens, r.prediction)
+            for g, r in zip(generations, graded, strict=True)
+        ]
     return [
         ResultRow(
             sample_id=item.sample_id,
@@ -189,10 +197,28 @@ def _evaluate(
             choices=list(item.choices) if item.choices else None,
             prompt_tokens=tok[0] if tok else None,
             completion_tokens=tok[1] if tok else None,
-            # every token allowed was used: the answer was cut off, not finished
-            truncated=tok[1] >= cfg.max_tokens if tok else None,
+            answer_status=status,
         )
-        for item, prompt, response, g, tok in zip(
-            batch, prompts, responses, graded, tokens, strict=True
+        for item, prompt, response, g, tok, status in zip(
+            batch, prompts, responses, graded, tokens, statuses, strict=True
         )
     ]
+
+
+def generated_status(
+    finish_reason: str | None,
+    completion_tokens: int | None,
+    max_tokens: int,
+    prediction: str | None,
+) -> str:
+    """A generated answer's status (``forgetmap.core.answer_status``): ``truncated`` where the
+    engine says the token limit ended it (finish reason ``length``), or, where it does not say,
+    where it used every token allowed; else ``no_answer`` where the grader extracted nothing
+    from the text; else ``answered``."""
+    if finish_reason is not None:
+        cut = finish_reason == "length"
+    else:
+        cut = completion_tokens is not None and completion_tokens >= max_tokens
+    if cut:
+        return TRUNCATED
+    return ANSWERED if prediction and prediction.strip() else NO_ANSWER

@@ -23,6 +23,7 @@ from forgetmap.cli import (
     models,
     pairs,
     recoverability,
+    rescore,
     series,
     services,
     suite,
@@ -123,6 +124,8 @@ main.add_command(maps.map_command)
 main.add_command(models.model)
 main.add_command(pairs.pair)
 main.add_command(recoverability.recover)
+main.add_command(rescore.rescore_command)
+main.add_command(rescore.scores_command)
 main.add_command(series.series)
 main.add_command(series.watch_command)
 main.add_command(services.demo)

@@ -27,16 +27,40 @@ from forgetmap.cli.common import (
     show_default=True,
 )
 @click.option(
+    "--exclude",
+    "exclude",
+    metavar="CAUSES",
+    help="Leave out the samples whose answer (either side's) had one of these causes, from every "
+    "count, interval and noise floor: no_answer, truncated, refused (comma-separated). An answer "
+    "with no extractable option or cut off by the token limit scores wrong without the model "
+    "having shown it lost anything.",
+)
+@click.option(
     "--exclude-truncated",
     is_flag=True,
-    help="Leave out the samples whose answer was cut off (either side): a chain of thought "
-    "stopped by the token limit scores wrong without the model having lost anything.",
+    help="The same as --exclude truncated.",
+)
+@click.option(
+    "--scores",
+    metavar="NAME",
+    help="Grade with the score set NAME (`forgetmap rescore`) instead of the harness's own "
+    "scores; each record then says how far F_true moved (f_true_shift) and whether by more than "
+    "its interval (depends_on_extractor).",
 )
 @click.pass_context
 def map_command(
-    ctx: click.Context, level: str, aggregate: str, fmt: str, exclude_truncated: bool
+    ctx: click.Context,
+    level: str,
+    aggregate: str,
+    fmt: str,
+    exclude: str | None,
+    exclude_truncated: bool,
+    scores: str | None,
 ) -> None:
     """The forgetting map: chance-adjusted F_true / BT_true per pair and category or benchmark."""
+    from forgetmap.core.answer_status import parse_exclude
+    from forgetmap.core.errors import InputError
+    from forgetmap.services.extractor_shift import SHIFT_FIELDS
     from forgetmap.services.map import (
         BENCHMARK_EXTRA,
         BENCHMARK_FIELDS,
@@ -46,19 +70,23 @@ def map_command(
         map_records,
     )
 
+    try:
+        causes = parse_exclude(exclude) | ({"truncated"} if exclude_truncated else set())
+    except InputError as e:
+        raise click.UsageError(str(e)) from None
     store = store_of(ctx)
     try:
-        truncated = "exclude" if exclude_truncated else "include"
-        records = map_records(
-            store, MapQuery(level=level, aggregate=aggregate, truncated=truncated)
-        )
+        query = MapQuery(level=level, aggregate=aggregate, exclude=causes, scores=scores)
+        records = map_records(store, query)
+    except InputError as e:
+        raise click.UsageError(str(e)) from None
     finally:
         store.close()
     fields = (
         (BENCHMARK_FIELDS + BENCHMARK_EXTRA)
         if level == "benchmark"
         else (CATEGORY_FIELDS + CATEGORY_EXTRA)
-    )
+    ) + (SHIFT_FIELDS if scores else ())
     if fmt in ("json", "csv"):
         echo_records(records, fields, fmt)
     else:
@@ -66,6 +94,8 @@ def map_command(
             click.echo(_empty_map_hint(ctx))
             return
         _print_table(records, level)
+        if scores:
+            click.echo(_extractor_note(records, level, scores))
 
 
 def _empty_map_hint(ctx: click.Context) -> str:
@@ -100,7 +130,7 @@ def _print_table(records: list[dict], level: str) -> None:
             "adaptive runs; n: paired samples per seed)"
         )
         headers = ("pair", "category", "bench", "seeds", "n", "F_true", "F_true 95%", "BT_true",
-                   "BT_true 95%", "F", "BT", "F_max", "noise", "1->0 cut")  # fmt: skip
+                   "BT_true 95%", "F", "BT", "F_max", "noise", "1->0 no answer", "1->0 cut")  # fmt: skip
         rows = [
             (f"{r['base']} -> {r['post']}", r["category"], str(r["n_benchmarks"]),
              str(r["seeds"]), _n_used(r), plus_minus(r["f_true"], r["f_true_std"]),
@@ -108,7 +138,7 @@ def _print_table(records: list[dict], level: str) -> None:
              plus_minus(r["bt_true"], r["bt_true_std"]),
              _interval(r["bt_true_low"], r["bt_true_high"]), format_value(r["f"]),
              format_value(r["bt"]), format_value(r["f_max"]), format_value(r["noise_floor"]),
-             str(r["n_10_truncated"]))
+             str(r["n_10_no_answer"]), str(r["n_10_truncated"]))
             for r in records
         ]  # fmt: skip
         ends = frozenset(i for i, r in enumerate(records) if r["category"] == "Total")
@@ -116,20 +146,39 @@ def _print_table(records: list[dict], level: str) -> None:
         return
     click.echo(
         "per benchmark and seed (95%: the paired interval over all seeds, valid for adaptive runs;"
-        " 1->0 cut: flips whose answer was cut off)"
+        " 1->0 no answer / cut: flips whose answer gave no extractable option / was cut off by"
+        " the token limit)"
     )
     headers = ("pair", "benchmark", "seed", "n", "k", "acc_pre", "acc_post", "F", "BT", "F_true",
-               "F_true 95%", "BT_true", "BT_true 95%", "p", "1->0 cut")  # fmt: skip
+               "F_true 95%", "BT_true", "BT_true 95%", "p", "1->0 no answer", "1->0 cut")  # fmt: skip
     rows = [
         (f"{r['base']} -> {r['post']}", r["benchmark"], str(r["seed"]), _n_used(r),
          str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")), format_value(r["acc_pre"]),
          format_value(r["acc_post"]), format_value(r["f"]), format_value(r["bt"]),
          format_value(r["f_true"]), _interval(r["f_true_low"], r["f_true_high"]),
          format_value(r["bt_true"]), _interval(r["bt_true_low"], r["bt_true_high"]),
-         f"{r['mcnemar_p']:.3g}", f"{r['n_10_truncated']} of {r['n_10']}")
+         f"{r['mcnemar_p']:.3g}", f"{r['n_10_no_answer']} of {r['n_10']}",
+         f"{r['n_10_truncated']} of {r['n_10']}")
         for r in records
     ]  # fmt: skip
     echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ")
+
+
+def _extractor_note(records: list[dict], level: str, scores: str) -> str:
+    """Which cells of a score set's map depend on the extractor (names as typed: no markup)."""
+    column = "benchmark" if level == "benchmark" else "category"
+    marked = [r for r in records if r["depends_on_extractor"]]
+    cells = "; ".join(
+        f"{r['base']} -> {r['post']} / {r[column]}"
+        + (f" (seed {r['seed']})" if level == "benchmark" else "")
+        + f": F_true {r['f_true_shift']:+.4f}"
+        for r in marked
+    )
+    return (
+        f"graded by score set {scores}: {len(marked)} of {len(records)} records move F_true by more "
+        f"than their interval from the harness's grades (depend on the extractor)"
+        + (f": {cells}" if cells else "")
+    )
 
 
 def _n_used(record: dict) -> str:

@@ -39,9 +39,15 @@ as the release leaves out a seed whose list is empty.
 
 Reliable change (``reliable_changes``): a sample's flip 1->0 (0->1) is reliable when it is that
 flip in a strict majority of the S seeds given: 2 x #{s : t_s(i) = 1->0} > S. A seed missing
-the sample counts against it. The issue's second condition, a flip beyond the noise floor, needs
-the pair's seed-vs-seed noise floor (``forgetmap.core.metrics.noise_floor``) and is left to the
-map's integration.
+the sample counts against it.
+
+Beyond the noise floor (``beyond_noise``): a model against itself flips a question between two
+seeds at the rate r of its noise floor (the pair's: the mean of both models' seed-vs-seed flip
+rates, ``forgetmap.core.metrics.noise_floor``). If the S seeds' flips were that noise alone, a
+question would flip in at least m of them with probability P(X >= m), X ~ Binomial(S, r); a flip
+is beyond the noise floor when that tail is at most ``NOISE_ALPHA``. Without a noise floor (each
+model with one seed) nothing can be told apart from noise: no flip is reliable then. A reliable
+change (the drill-down's and the atlas's flag) is both: a strict majority and beyond the noise.
 """
 
 from __future__ import annotations
@@ -231,3 +237,50 @@ def reliable_changes(
         forgotten=2 * seeds_10 > seeds,
         gained=2 * seeds_01 > seeds,
     )
+
+
+NOISE_ALPHA = 0.05
+"""The largest chance that seed noise alone flips a question as often as it flipped, for that
+flip to count as beyond the noise floor."""
+
+
+def beyond_noise(
+    seeds_flipped: np.ndarray, seeds: np.ndarray, noise_floor: np.ndarray
+) -> np.ndarray:
+    """Per question: whether flipping in ``seeds_flipped`` of ``seeds`` seeds is unlikely
+    (P <= ``NOISE_ALPHA``) under seed noise at the rate ``noise_floor`` (NaN: not known -> False);
+    the binomial upper tail P(X >= m) = 1 - F(m - 1; S, r)."""
+    from scipy.special import bdtr
+
+    m = np.asarray(seeds_flipped, dtype=np.int64)
+    s = np.asarray(seeds, dtype=np.int64)
+    r = np.asarray(noise_floor, dtype=np.float64)
+    known = ~np.isnan(r) & (m >= 1) & (s >= 1)
+    tail = np.ones(np.broadcast(m, s, r).shape)
+    if known.any():
+        mk, sk, rk = (np.broadcast_to(a, tail.shape)[known] for a in (m, s, r))
+        tail[known] = 1.0 - bdtr(mk - 1, sk, np.clip(rk, 0.0, 1.0))
+    return known & (tail <= NOISE_ALPHA)
+
+
+def reliable_flags(
+    seeds_flipped: np.ndarray, seeds: np.ndarray, noise_floor: np.ndarray
+) -> np.ndarray:
+    """Per question: a reliable change, flipped in a strict majority of its seeds and beyond the
+    noise floor (module docstring)."""
+    m = np.asarray(seeds_flipped, dtype=np.int64)
+    return (2 * m > np.asarray(seeds, dtype=np.int64)) & beyond_noise(m, seeds, noise_floor)
+
+
+def reliable_threshold(seeds: np.ndarray, noise_floor: np.ndarray) -> np.ndarray:
+    """Per (pair, benchmark) with ``seeds`` seeds and noise floor ``noise_floor``: the fewest seeds
+    a question must flip in for a reliable change (``reliable_flags``), or seeds + 1 where no
+    count is (a single seed at a loud floor, or no floor known). A count query can then test
+    ``flipped >= threshold`` without the binomial tail."""
+    s = np.asarray(seeds, dtype=np.int64)
+    r = np.asarray(noise_floor, dtype=np.float64)
+    out = s + 1
+    for m in range(int(s.max(initial=0)), 0, -1):  # the smallest m that qualifies wins
+        ok = (m <= s) & reliable_flags(np.full(s.shape, m), s, r)
+        out = np.where(ok, m, out)
+    return out

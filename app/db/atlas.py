@@ -30,28 +30,63 @@ WITH chosen AS (
            count(*) FILTER (WHERE NOT f.forgot) AS learned_seeds
     FROM question_flips f JOIN chosen USING (pair_id) SEMI JOIN benchmark USING (benchmark_id)
     GROUP BY ALL
+), reliable_at AS (
+    SELECT unnest($reliable_pairs::INTEGER[]) AS pair_id,
+           unnest($reliable_benchmarks::INTEGER[]) AS benchmark_id,
+           unnest($reliable_seeds::INTEGER[]) AS min_seeds
 ), per_question AS (
     SELECT p.question_id, any_value(p.benchmark_id) AS benchmark_id, max(p.k) AS k,
            count(*) FILTER (WHERE 2 * p.forgot_seeds >= s.seeds) AS forgot,
-           count(*) FILTER (WHERE 2 * p.learned_seeds >= s.seeds) AS learned
+           count(*) FILTER (WHERE 2 * p.learned_seeds >= s.seeds) AS learned,
+           count(*) FILTER (WHERE p.forgot_seeds >= r.min_seeds) AS forgot_reliable,
+           count(*) FILTER (WHERE p.learned_seeds >= r.min_seeds) AS learned_reliable
     FROM per_pair p JOIN seeds s USING (pair_id, benchmark_id)
+    LEFT JOIN reliable_at r USING (pair_id, benchmark_id)
     GROUP BY p.question_id
     HAVING forgot > 0 OR learned > 0
 )
 SELECT q.question_id, q.benchmark_id, b.name AS benchmark, b.category, fq.sample_id, q.k,
-       q.forgot, q.learned
+       q.forgot, q.learned, q.forgot_reliable, q.learned_reliable
 FROM per_question q JOIN benchmark b USING (benchmark_id)
 JOIN flipped_questions fq ON fq.id = q.question_id
 """
 
 
 def question_flip_counts(
-    conn: Connection, pair_ids: list[int], *, category: str | None, benchmark: str | None
+    conn: Connection,
+    pair_ids: list[int],
+    *,
+    category: str | None,
+    benchmark: str | None,
+    reliable_at: dict[tuple[int, int], int] | None = None,
 ) -> Columns:
     """Per question with a flip among ``pair_ids``: question_id, benchmark_id, benchmark,
-    category, sample_id, k (0: generative), forgot and learned (how many of the pairs)."""
-    params = {"pairs": pair_ids, "category": category, "benchmark": benchmark}
+    category, sample_id, k (0: generative), forgot and learned (how many of the pairs), and
+    forgot_reliable and learned_reliable: how many of the pairs flipped it in at least
+    ``reliable_at[(pair, benchmark)]`` seeds (a reliable change there, see
+    ``forgetmap.core.consensus.reliable_threshold``; a pair and benchmark not in it: never)."""
+    keys = list(reliable_at or {})
+    params = {"pairs": pair_ids, "category": category, "benchmark": benchmark,
+              "reliable_pairs": [p for p, _ in keys], "reliable_benchmarks": [b for _, b in keys],
+              "reliable_seeds": [int((reliable_at or {})[k]) for k in keys]}  # fmt: skip
     return numpy_columns(conn.execute(_FLIPS_SQL, params))
+
+
+def paired_seeds(conn: Connection, pair_ids: list[int]) -> Columns:
+    """Per (pair, benchmark) of ``pair_ids``: its base and post model ids and how many seeds it
+    paired samples on (what the atlas's reliable changes are judged against)."""
+    return numpy_columns(
+        conn.execute(
+            """
+            SELECT c.pair_id, c.benchmark_id, any_value(p.base_model_id) AS base_model_id,
+                   any_value(p.post_model_id) AS post_model_id, count(*) AS seeds
+            FROM coverage c JOIN pairs p ON p.id = c.pair_id
+            WHERE c.paired > 0 AND list_contains($pairs::INTEGER[], c.pair_id)
+            GROUP BY c.pair_id, c.benchmark_id
+            """,
+            {"pairs": pair_ids},
+        )
+    )
 
 
 def benchmark_transitions(conn: Connection, pair_ids: list[int]) -> Columns:
@@ -61,8 +96,10 @@ def benchmark_transitions(conn: Connection, pair_ids: list[int]) -> Columns:
         conn.execute(
             """
             SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k,
-                   t.n_00, t.n_01, t.n_10, t.n_11
+                   sum(t.n_00)::BIGINT AS n_00, sum(t.n_01)::BIGINT AS n_01,
+                   sum(t.n_10)::BIGINT AS n_10, sum(t.n_11)::BIGINT AS n_11
             FROM transitions t WHERE list_contains($pairs::INTEGER[], t.pair_id)
+            GROUP BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
             """,
             {"pairs": pair_ids},
         )

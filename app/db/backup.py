@@ -383,7 +383,7 @@ def _value_rules(roles: Collection[str]) -> list[tuple[str, str, str]]:
         "shards": ("done", "total", "attempts", "resends"),
         "coverage": ("paired", "only_base", "only_post", "mismatched", "ambiguous", "by_question",
                      "by_text"),
-        "transitions": ("n_00", "n_01", "n_10", "n_11", "t_00", "t_01", "t_10", "t_11"),
+        "transitions": ("n_00", "n_01", "n_10", "n_11"),
         "seed_transitions": ("n_00", "n_01", "n_10", "n_11"),
         "cross_seed_cells": tuple(f"n_{a}_{b}" for a in ("00", "01", "10", "11")
                                   for b in ("00", "01", "10", "11")),

@@ -93,7 +93,7 @@ def unit_rows(
         f"""
         SELECT r.sample_id, r.correct, r.num_choices, {full_prompt("r")} AS prompt, r.question,
                r.response, r.prediction, r.gold, r.choices, r.doc_hash, r.prompt_tokens,
-               r.completion_tokens, r.truncated, r.response_ref
+               r.completion_tokens, r.answer_status, r.response_ref
         FROM results r
         WHERE r.model_id = ? AND r.benchmark_id = ? AND r.seed = ?
         ORDER BY r.sample_id

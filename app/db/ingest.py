@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+from forgetmap.core.answer_status import NO_ANSWER, REFUSED, refines_to_refused
 from forgetmap.core.columns import PAIR_KEY_LIMIT, dictionary_codes, pairs_repeat
 from forgetmap.core.digests import surely_distinct
 from forgetmap.core.errors import InputError
@@ -214,7 +216,7 @@ def _duplicated(conn: Connection, table: pa.Table, unit: np.ndarray, space: int)
 
 _RESULT_COLUMNS = (
     "model_id, benchmark_id, seed, sample_id, run_id, correct, num_choices, prompt, response, "
-    "prediction, gold, choices, doc_hash, prompt_tokens, completion_tokens, question, truncated"
+    "prediction, gold, choices, doc_hash, prompt_tokens, completion_tokens, question, answer_status"
 )
 _INSERTED = (*_RESULT_COLUMNS.split(", "), "prompt_template_id", "response_ref")
 _CUT_PROMPT = (
@@ -294,6 +296,7 @@ class Ingest:
         go in sorted by sample, so that the seeds of a question lie side by side and DuckDB's
         compression stores their shared texts once (a hint: a wrong one costs only file size)."""
         conn = self.conn
+        table = _with_refusals(table)
         model_codes = dictionary_codes(table["model"])
         new_models = sorted(set(model_codes[1].to_pylist()) - self.models)
         ensure_models(conn, new_models)
@@ -445,6 +448,24 @@ def _insert_runs(duck, units: str, chash: str, config: dict) -> None:
         """,
         [chash, json.dumps(config, sort_keys=True)],
     )
+
+
+def _with_refusals(table: pa.Table) -> pa.Table:
+    """``table`` with each ``no_answer`` whose text declines to answer marked ``refused``
+    (``forgetmap.core.answer_status.refines_to_refused``): one rule for every importer and the
+    workers' uploads. Only the batch's no-answer rows are looked at (a few percent at most)."""
+    status = table["answer_status"]
+    rows = pc.indices_nonzero(pc.fill_null(pc.equal(status, NO_ANSWER), False)).to_numpy()
+    if not len(rows):
+        return table
+    responses = table["response"].take(pa.array(rows)).to_pylist()
+    refused = [i for i, text in zip(rows, responses, strict=True) if refines_to_refused(text)]
+    if not refused:
+        return table
+    values = status.to_numpy(zero_copy_only=False).astype(object)
+    values[refused] = REFUSED
+    index = table.schema.get_field_index("answer_status")
+    return table.set_column(index, "answer_status", pa.array(values, pa.string()))
 
 
 def _new_rows(conn: Connection, table: pa.Table, keys: _Keys, chash: str, config: dict) -> pa.Table:

@@ -11,6 +11,7 @@ All SQL here takes values as parameters; table and column names are fixed string
 
 from __future__ import annotations
 
+from forgetmap.core.answer_status import CAUSE_BITS
 from forgetmap.core.errors import InputError
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
 from forgetmap.db.prompts import full_prompt
@@ -55,7 +56,7 @@ def refresh_counts(
         """,
         params,
     )
-    conn.execute(f"CREATE OR REPLACE TEMP TABLE joined AS {_joined_sql('affected')}")
+    conn.execute(f"CREATE OR REPLACE TEMP TABLE joined AS {joined_sql('affected')}")
     # linking by text looks for samples left unpaired on both sides of a (pair, benchmark): when
     # no unit has any, its anti-joins over both models' rows (about 1 s on the paper's layout)
     # cannot find anything
@@ -63,29 +64,13 @@ def refresh_counts(
         "SELECT count(*) FROM (SELECT pair_id, benchmark_id FROM joined GROUP BY ALL "
         "HAVING bool_or(only_base) AND bool_or(only_post))"
     ).fetchall()[0][0] and link_by_text(conn):
-        conn.execute(f"CREATE OR REPLACE TEMP TABLE joined AS {_joined_sql('affected')}")
+        conn.execute(f"CREATE OR REPLACE TEMP TABLE joined AS {joined_sql('affected')}")
     for table in ("transitions", "coverage", "question_flips"):
         conn.execute(
             f"DELETE FROM {table} USING affected a WHERE {table}.pair_id = a.pair_id "
             f"AND {table}.benchmark_id = a.benchmark_id AND {table}.seed = a.seed"
         )
-    conn.execute(
-        """
-        INSERT INTO transitions
-        SELECT pair_id, benchmark_id, seed, k,
-               count(*) FILTER (WHERE NOT pre AND NOT post),
-               count(*) FILTER (WHERE NOT pre AND post),
-               count(*) FILTER (WHERE pre AND NOT post),
-               count(*) FILTER (WHERE pre AND post),
-               -- the same cells' samples with an answer cut off on either side
-               count(*) FILTER (WHERE NOT pre AND NOT post AND cut),
-               count(*) FILTER (WHERE NOT pre AND post AND cut),
-               count(*) FILTER (WHERE pre AND NOT post AND cut),
-               count(*) FILTER (WHERE pre AND post AND cut)
-        FROM joined WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched
-        GROUP BY pair_id, benchmark_id, seed, k
-        """
-    )
+    conn.execute(f"INSERT INTO transitions {transition_sql('joined')}")
     _refresh_question_flips(conn)
     conn.execute(
         """
@@ -154,23 +139,51 @@ def _refresh_question_flips(conn: Connection) -> None:
     conn.execute("DROP TABLE flips")
 
 
-def _joined_sql(units: str) -> str:
+def transition_sql(joined: str) -> str:
+    """SQL: the ``transitions`` rows (pair, benchmark, seed, k, causes, the four cells) of the
+    samples in ``joined`` (``joined_sql``'s rows)."""
+    return f"""
+        SELECT pair_id, benchmark_id, seed, k AS num_choices, causes,
+               count(*) FILTER (WHERE NOT pre AND NOT post) AS n_00,
+               count(*) FILTER (WHERE NOT pre AND post) AS n_01,
+               count(*) FILTER (WHERE pre AND NOT post) AS n_10,
+               count(*) FILTER (WHERE pre AND post) AS n_11
+        FROM {joined} WHERE pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched
+        GROUP BY pair_id, benchmark_id, seed, k, causes
+        """
+
+
+def scored_results(score_set_id: int) -> str:
+    """SQL: ``results`` as the score set ``score_set_id`` grades them (``rescored``, written by
+    ``forgetmap rescore``): its ``correct`` and ``answer_status`` where it graded a row, the
+    harness's elsewhere."""
+    return f"""(
+        SELECT r.* REPLACE (coalesce(s.correct, r.correct) AS correct,
+                            coalesce(s.answer_status, r.answer_status) AS answer_status)
+        FROM results r LEFT JOIN rescored s
+          ON s.score_set_id = {int(score_set_id)} AND s.model_id = r.model_id
+         AND s.benchmark_id = r.benchmark_id AND s.seed = r.seed AND s.sample_id = r.sample_id
+    )"""
+
+
+def joined_sql(units: str, results: str = "results") -> str:
     """Every sample of the (pair, benchmark, seed) units in temp table ``units`` (columns pair_id,
     base_model_id, post_model_id, benchmark_id, seed), base and post side by side: paired rows
-    have both ``pre`` and ``post``; the flags say why the others did not pair."""
+    have both ``pre`` and ``post``; the flags say why the others did not pair. ``results``: the
+    rows to read (``scored_results`` for a score set's grades)."""
     return f"""
         WITH base AS (
             SELECT a.pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash,
-                   r.truncated, r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
-            FROM {units} a JOIN results r
+                   {cause_bits("r.answer_status")} AS causes, r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
+            FROM {units} a JOIN {results} r
               ON r.model_id = a.base_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
         ), post AS (
             SELECT a.pair_id, r.benchmark_id, r.seed,
                    coalesce(l.base_sample_id, r.sample_id) AS sample_id,
                    l.base_sample_id IS NOT NULL AS by_text,
-                   r.correct, r.num_choices, r.doc_hash, r.truncated,
+                   r.correct, r.num_choices, r.doc_hash, {cause_bits("r.answer_status")} AS causes,
                    r.sample_id LIKE '%{AMBIGUOUS_MARK}%' AS ambiguous
-            FROM {units} a JOIN results r
+            FROM {units} a JOIN {results} r
               ON r.model_id = a.post_model_id AND r.benchmark_id = a.benchmark_id AND r.seed = a.seed
             LEFT JOIN sample_links l
               ON l.pair_id = a.pair_id AND l.benchmark_id = r.benchmark_id
@@ -188,7 +201,7 @@ def _joined_sql(units: str) -> str:
                coalesce(b.doc_hash <> p.doc_hash, false) AS mismatched,
                coalesce(p.by_text, false) AS by_text,
                coalesce(b.sample_id LIKE '{QUESTION_KEY_PREFIX}%', false) AS by_question,
-               coalesce(b.truncated, false) OR coalesce(p.truncated, false) AS cut
+               coalesce(b.causes, 0) | coalesce(p.causes, 0) AS causes
         FROM base b FULL OUTER JOIN post p
           ON b.pair_id = p.pair_id AND b.benchmark_id = p.benchmark_id
          AND b.seed = p.seed AND b.sample_id = p.sample_id
@@ -196,11 +209,44 @@ def _joined_sql(units: str) -> str:
         """
 
 
+def cause_bits(status: str) -> str:
+    """SQL: the ``causes`` bits of one answer's status column (0: answered, or not said)."""
+    cases = " ".join(f"WHEN '{name}' THEN {bit}" for name, bit in CAUSE_BITS.items())
+    return f"(CASE {status} {cases} ELSE 0 END)::UTINYINT"
+
+
 _SEED_BOUNDS = "a.seed < ? AND b.seed > ?"
 """Bounds on the two sides of a seed-vs-seed self-join (``b.seed > a.seed``), given the largest
 and the smallest seed joined: exact (a pair's earlier seed is below the largest, its later one
 above the smallest), and constants, so DuckDB drops the rows of the largest seed from one side
 and of the smallest from the other before the join (a third of each with three seeds)."""
+
+
+def cross_seed_sql(joined: list[str]) -> str:
+    """SQL: the ``cross_seed_cells`` rows of the paired samples in the ``joined`` tables
+    (``joined_sql``'s rows): one self-join across seeds and one GROUP BY. Parameters: the largest
+    and the smallest seed joined (``_SEED_BOUNDS``)."""
+    paired = "pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched"
+    cells = " UNION ALL ".join(
+        f"SELECT pair_id, benchmark_id, seed, sample_id, k, causes, 2 * pre::INT + post::INT AS cell "
+        f"FROM {table} WHERE {paired}"
+        for table in joined
+    )
+    joint = ", ".join(
+        f"count(*) FILTER (WHERE a.cell = {i} AND b.cell = {j}) AS n_{CELLS[i]}_{CELLS[j]}"
+        for i in range(len(CELLS))
+        for j in range(len(CELLS))
+    )
+    return f"""
+        WITH cells AS ({cells})
+        SELECT a.pair_id, a.benchmark_id, a.seed AS seed_a, b.seed AS seed_b, a.k AS num_choices,
+               {joint}, a.causes | b.causes AS causes
+        FROM cells a JOIN cells b
+          ON b.pair_id = a.pair_id AND b.benchmark_id = a.benchmark_id
+         AND b.sample_id = a.sample_id AND b.k = a.k AND b.seed > a.seed
+        WHERE {_SEED_BOUNDS}
+        GROUP BY a.pair_id, a.benchmark_id, a.seed, b.seed, a.k, a.causes | b.causes
+        """
 
 
 def _refresh_cross_seed_cells(duck) -> None:
@@ -221,16 +267,10 @@ def _refresh_cross_seed_cells(duck) -> None:
           ON x.pair_id = t.pair_id AND x.benchmark_id = t.benchmark_id AND x.seed = t.seed
         """
     )
-    paired = "pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched"
-    cells = f"SELECT pair_id, benchmark_id, seed, sample_id, k, 2 * pre::INT + post::INT AS cell FROM joined WHERE {paired}"
-    joint = ", ".join(
-        f"count(*) FILTER (WHERE a.cell = {i} AND b.cell = {j})"
-        for i in range(len(CELLS))
-        for j in range(len(CELLS))
-    )
+    joined = ["joined"]
     if duck.execute("SELECT count(*) FROM others").fetchall()[0][0]:
-        duck.execute(f"CREATE OR REPLACE TEMP TABLE joined_others AS {_joined_sql('others')}")
-        cells += f" UNION ALL {cells.replace('FROM joined ', 'FROM joined_others ')}"
+        duck.execute(f"CREATE OR REPLACE TEMP TABLE joined_others AS {joined_sql('others')}")
+        joined.append("joined_others")
     duck.execute(
         "DELETE FROM cross_seed_cells USING (SELECT DISTINCT pair_id, benchmark_id FROM affected) a "
         "WHERE cross_seed_cells.pair_id = a.pair_id AND cross_seed_cells.benchmark_id = a.benchmark_id"
@@ -238,19 +278,7 @@ def _refresh_cross_seed_cells(duck) -> None:
     lo, hi = duck.execute(
         "SELECT min(seed), max(seed) FROM (SELECT seed FROM affected UNION ALL SELECT seed FROM others)"
     ).fetchall()[0]
-    duck.execute(
-        f"""
-        INSERT INTO cross_seed_cells
-        WITH cells AS ({cells})
-        SELECT a.pair_id, a.benchmark_id, a.seed, b.seed, a.k, {joint}
-        FROM cells a JOIN cells b
-          ON b.pair_id = a.pair_id AND b.benchmark_id = a.benchmark_id
-         AND b.sample_id = a.sample_id AND b.k = a.k AND b.seed > a.seed
-        WHERE {_SEED_BOUNDS}
-        GROUP BY a.pair_id, a.benchmark_id, a.seed, b.seed, a.k
-        """,
-        [hi, lo],
-    )
+    duck.execute(f"INSERT INTO cross_seed_cells {cross_seed_sql(joined)}", [hi, lo])
     duck.execute("DROP TABLE IF EXISTS joined_others")
     duck.execute("DROP TABLE others")
 
@@ -312,6 +340,28 @@ def link_by_text(duck) -> int:
     return len(links)
 
 
+def seed_transition_sql(models: str, results: str = "results") -> str:
+    """SQL: the ``seed_transitions`` rows of the (model, benchmark)s in table ``models``: each
+    model against itself across seeds, in ``results`` (``scored_results`` for a score set's
+    grades). Parameters: the largest and the smallest seed joined (``_SEED_BOUNDS``)."""
+    return f"""
+        SELECT a.model_id, a.benchmark_id, a.seed AS seed_a, b.seed AS seed_b,
+               coalesce(a.num_choices, b.num_choices, 0) AS num_choices,
+               {cause_bits("a.answer_status")} | {cause_bits("b.answer_status")} AS causes,
+               count(*) FILTER (WHERE NOT a.correct AND NOT b.correct) AS n_00,
+               count(*) FILTER (WHERE NOT a.correct AND b.correct) AS n_01,
+               count(*) FILTER (WHERE a.correct AND NOT b.correct) AS n_10,
+               count(*) FILTER (WHERE a.correct AND b.correct) AS n_11
+        FROM {models} t
+        JOIN {results} a ON a.model_id = t.model_id AND a.benchmark_id = t.benchmark_id
+        JOIN {results} b ON b.model_id = a.model_id AND b.benchmark_id = a.benchmark_id
+         AND b.sample_id = a.sample_id AND b.seed > a.seed
+        WHERE (a.doc_hash IS NULL OR b.doc_hash IS NULL OR a.doc_hash = b.doc_hash)
+          AND a.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%' AND {_SEED_BOUNDS}
+        GROUP BY ALL
+        """
+
+
 def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
     """A model against itself across seeds, for every touched (model, benchmark).
 
@@ -335,24 +385,7 @@ def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
         "SELECT min(r.seed), max(r.seed) FROM results r "
         "JOIN touched_mb t ON r.model_id = t.model_id AND r.benchmark_id = t.benchmark_id"
     ).fetchall()[0]
-    duck.execute(
-        f"""
-        INSERT INTO seed_transitions
-        SELECT a.model_id, a.benchmark_id, a.seed, b.seed, coalesce(a.num_choices, b.num_choices, 0),
-               count(*) FILTER (WHERE NOT a.correct AND NOT b.correct),
-               count(*) FILTER (WHERE NOT a.correct AND b.correct),
-               count(*) FILTER (WHERE a.correct AND NOT b.correct),
-               count(*) FILTER (WHERE a.correct AND b.correct)
-        FROM touched_mb t
-        JOIN results a ON a.model_id = t.model_id AND a.benchmark_id = t.benchmark_id
-        JOIN results b ON b.model_id = a.model_id AND b.benchmark_id = a.benchmark_id
-         AND b.sample_id = a.sample_id AND b.seed > a.seed
-        WHERE (a.doc_hash IS NULL OR b.doc_hash IS NULL OR a.doc_hash = b.doc_hash)
-          AND a.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%' AND {_SEED_BOUNDS}
-        GROUP BY ALL
-        """,
-        [hi, lo],
-    )
+    duck.execute(f"INSERT INTO seed_transitions {seed_transition_sql('touched_mb')}", [hi, lo])
     duck.execute("DROP TABLE touched_mb")
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from forgetmap.core.answer_status import CAUSE_BITS, NO_ANSWER, REFUSED, TRUNCATED
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK
-from forgetmap.db.pairing import JOINT_COLUMNS
+from forgetmap.db.pairing import CELLS, JOINT_COLUMNS
 from forgetmap.db.prompts import full_prompt
 from forgetmap.db.store import Connection
-from forgetmap.db.texts import answer_files, read_texts
 
 if TYPE_CHECKING:  # the map's reads give numpy columns: `forgetmap map` loads no Arrow
     import numpy as np
@@ -39,16 +39,26 @@ def row_count(columns: Columns) -> int:
     return len(next(iter(columns.values()))) if columns else 0
 
 
-def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
-    """Every (pair, benchmark, seed, k-group) row of transition counts with names attached."""
-    sql = """
+KEPT_CAUSES = (
+    "(SELECT pair_id, benchmark_id, seed, num_choices, sum(n_00)::BIGINT AS n_00, "
+    "sum(n_01)::BIGINT AS n_01, sum(n_10)::BIGINT AS n_10, sum(n_11)::BIGINT AS n_11 "
+    "FROM transitions WHERE (causes & $mask) = 0 GROUP BY pair_id, benchmark_id, seed, num_choices)"
+)
+"""SQL: the transition counts per (pair, benchmark, seed, k), the samples of every cause not in
+``$mask`` together."""
+
+
+def pair_transitions(conn: Connection, pair_id: int | None = None, *, exclude: int = 0) -> pa.Table:
+    """Every (pair, benchmark, seed, k-group) row of transition counts with names attached;
+    ``exclude``: the bits of the causes whose samples are left out."""
+    sql = f"""
         SELECT t.pair_id, p.label, p.stage, mb.name AS base, mp.name AS post,
                p.base_model_id, p.post_model_id, t.benchmark_id,
                b.name AS benchmark, b.category, t.seed, t.num_choices AS k,
                t.n_00, t.n_01, t.n_10, t.n_11,
                coalesce(c.only_base, 0) AS only_base, coalesce(c.only_post, 0) AS only_post,
                coalesce(c.mismatched, 0) AS mismatched
-        FROM transitions t
+        FROM {KEPT_CAUSES} t
         JOIN pairs p ON p.id = t.pair_id
         JOIN models mb ON mb.id = p.base_model_id
         JOIN models mp ON mp.id = p.post_model_id
@@ -58,18 +68,42 @@ def pair_transitions(conn: Connection, pair_id: int | None = None) -> pa.Table:
         WHERE $pair_id IS NULL OR t.pair_id = $pair_id
         ORDER BY t.pair_id, b.name, t.seed, t.num_choices
     """
-    return conn.sql(sql, params={"pair_id": pair_id}).to_arrow_table()
+    return conn.sql(sql, params={"pair_id": pair_id, "mask": exclude}).to_arrow_table()
 
 
-def _cells(exclude_truncated: bool) -> str:
-    """A count row's four cells (``exclude_truncated``: less the samples with an answer cut off on
-    either side) and, of what is counted, the cut-off 1->0 flips and all cut-off samples. Spelled
-    out for each case rather than switched by a parameter per row."""
-    if exclude_truncated:
-        return """t.n_00 - t.t_00 AS n_00, t.n_01 - t.t_01 AS n_01, t.n_10 - t.t_10 AS n_10,
-                  t.n_11 - t.t_11 AS n_11, 0 AS n_10_cut, 0 AS n_cut"""
-    return """t.n_00, t.n_01, t.n_10, t.n_11, t.t_10 AS n_10_cut,
-              t.t_00 + t.t_01 + t.t_10 + t.t_11 AS n_cut"""
+CAUSE_COUNTS = {
+    "n_10_cut": ("n_10", TRUNCATED), "n_cut": ("n_00 + t.n_01 + t.n_10 + t.n_11", TRUNCATED),
+    "n_10_no_answer": ("n_10", NO_ANSWER), "n_01_no_answer": ("n_01", NO_ANSWER),
+    "n_10_refused": ("n_10", REFUSED),
+}  # fmt: skip
+"""Of what a count row keeps: the samples of one cell (or of all four) with a cause on either
+side (``forgetmap.core.answer_status``)."""
+
+
+COUNT_SOURCES = ("", "scored_")
+"""Where counts are read: the stored tables, or a score set's temporary ones
+(``forgetmap.db.scored``, built on the same connection first)."""
+
+
+def _counts_table(name: str, source: str) -> str:
+    """The table of counts ``name`` (transitions, cross_seed_cells, seed_transitions) to read."""
+    if source not in COUNT_SOURCES:
+        raise ValueError(f"unknown count source {source!r}")
+    return f"{source}{name}"
+
+
+def _cells() -> str:
+    """A (pair, benchmark, seed, k) group's four cells summed over its ``causes`` rows that share
+    no bit with ``$mask`` (the causes left out), and, of what is kept, the counts of
+    ``CAUSE_COUNTS``. Its GROUP BY is the caller's."""
+    kept = "(t.causes & $mask) = 0"
+    cells = [f"coalesce(sum(t.n_{c}) FILTER (WHERE {kept}), 0)::BIGINT AS n_{c}" for c in CELLS]
+    causes = [
+        f"coalesce(sum(t.{cell}) FILTER (WHERE {kept} AND (t.causes & {CAUSE_BITS[cause]}) <> 0), "
+        f"0)::BIGINT AS {name}"
+        for name, (cell, cause) in CAUSE_COUNTS.items()
+    ]
+    return ", ".join(cells + causes)
 
 
 def _in_order(columns: Columns, keys: tuple[str, ...]) -> Columns:
@@ -94,24 +128,29 @@ def transition_counts(
     pair_id: int | None = None,
     pair_ids: list[int] | None = None,
     *,
-    exclude_truncated: bool = False,
+    exclude: int = 0,
+    source: str = "",
 ) -> Columns:
     """The map's input: every (pair, benchmark, seed, k-group) row of counts with its coverage,
     ids only (names come from :func:`pair_names` and :func:`benchmark_names`: joining and sorting
     strings here cost more than the rest of the query), ordered by (pair, benchmark id, seed, k).
-    ``exclude_truncated``: the samples with an answer cut off left out (``_cells``)."""
+    ``exclude``: the bits of the causes whose samples are left out (``_cells``); ``source``: the
+    counts to read (``_counts_table``)."""
     sql = f"""
-        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k, {_cells(exclude_truncated)},
-               coalesce(c.only_base, 0) AS only_base, coalesce(c.only_post, 0) AS only_post,
-               coalesce(c.mismatched, 0) AS mismatched
-        FROM transitions t
+        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k, {_cells()},
+               any_value(coalesce(c.only_base, 0)) AS only_base,
+               any_value(coalesce(c.only_post, 0)) AS only_post,
+               any_value(coalesce(c.mismatched, 0)) AS mismatched
+        FROM {_counts_table("transitions", source)} t
         LEFT JOIN coverage c
           ON c.pair_id = t.pair_id AND c.benchmark_id = t.benchmark_id AND c.seed = t.seed
         WHERE ($pair_id IS NULL OR t.pair_id = $pair_id)
           AND ($all OR t.pair_id IN (SELECT unnest($ids)))
+        GROUP BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
-    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
+    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or []),
+              "mask": exclude}  # fmt: skip
     return numpy_columns(conn.sql(sql, params=params))
 
 
@@ -134,30 +173,43 @@ def benchmark_names(conn: Connection) -> Columns:
 
 
 def cross_seed_cells(
-    conn: Connection, pair_id: int | None = None, pair_ids: list[int] | None = None
+    conn: Connection,
+    pair_id: int | None = None,
+    pair_ids: list[int] | None = None,
+    *,
+    exclude: int = 0,
+    source: str = "",
 ) -> Columns:
     """The joint cells of the paired samples under two seeds (forgetmap.db.pairing), for every pair,
-    just ``pair_id``, or ``pair_ids``: the map's interval needs them beside the transitions."""
+    just ``pair_id``, or ``pair_ids``: the map's interval needs them beside the transitions.
+    ``exclude``: the bits of the causes whose samples are left out (under either seed)."""
+    joint = ", ".join(f"sum({c})::BIGINT AS {c}" for c in JOINT_COLUMNS.split(", "))
     sql = f"""
-        SELECT pair_id, benchmark_id, seed_a, seed_b, num_choices AS k, {JOINT_COLUMNS}
-        FROM cross_seed_cells
+        SELECT pair_id, benchmark_id, seed_a, seed_b, num_choices AS k, {joint}
+        FROM {_counts_table("cross_seed_cells", source)}
         WHERE ($pair_id IS NULL OR pair_id = $pair_id)
-          AND ($all OR pair_id IN (SELECT unnest($ids)))
+          AND ($all OR pair_id IN (SELECT unnest($ids))) AND (causes & $mask) = 0
+        GROUP BY pair_id, benchmark_id, seed_a, seed_b, num_choices
     """
-    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or [])}
+    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or []),
+              "mask": exclude}  # fmt: skip
     return numpy_columns(conn.sql(sql, params=params))
 
 
-def seed_transitions_for_pairs(conn: Connection) -> Columns:
-    """Seed-vs-seed counts of every model that is the base or post side of some pair."""
-    sql = """
+def seed_transitions_for_pairs(conn: Connection, *, exclude: int = 0, source: str = "") -> Columns:
+    """Seed-vs-seed counts of every model that is the base or post side of some pair; ``exclude``:
+    the bits of the causes whose samples are left out (an answer with one under either seed)."""
+    sql = f"""
         SELECT s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices AS k,
-               s.n_00, s.n_01, s.n_10, s.n_11
-        FROM seed_transitions s
+               sum(s.n_00)::BIGINT AS n_00, sum(s.n_01)::BIGINT AS n_01,
+               sum(s.n_10)::BIGINT AS n_10, sum(s.n_11)::BIGINT AS n_11
+        FROM {_counts_table("seed_transitions", source)} s
         WHERE s.model_id IN (SELECT base_model_id FROM pairs UNION SELECT post_model_id FROM pairs)
+          AND (s.causes & $mask) = 0
+        GROUP BY s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices
         ORDER BY s.model_id, s.benchmark_id, s.seed_a, s.seed_b, s.num_choices
     """
-    return numpy_columns(conn.sql(sql))
+    return numpy_columns(conn.sql(sql, params={"mask": exclude}))
 
 
 PAIRING_FIELDS = (
@@ -282,186 +334,6 @@ def benchmark_ids(
     return [r[0] for r in rows]
 
 
-def _like(q: str) -> str:
-    escaped = q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def _flip_filter(
-    conn: Connection,
-    pair: dict,
-    benchmarks: list[int] | None,
-    transition: str,
-    q: str | None,
-    exclude_truncated: bool = False,
-):
-    """FROM/WHERE shared by the listing and its count; values go in as parameters."""
-    pre, post = TRANSITIONS[transition]
-    # a post sample linked by question text (sample_links) stands in for the base's id; samples
-    # whose key is ambiguous never pair (see forgetmap.core.sample_identity)
-    sql = f"""
-        FROM results b
-        LEFT JOIN sample_links l ON l.pair_id = ? AND l.benchmark_id = b.benchmark_id
-                                AND l.base_sample_id = b.sample_id
-        JOIN results p ON p.model_id = ? AND p.benchmark_id = b.benchmark_id
-                      AND p.seed = b.seed AND p.sample_id = coalesce(l.post_sample_id, b.sample_id)
-        JOIN benchmarks bm ON bm.id = b.benchmark_id
-        WHERE b.model_id = ? AND b.correct = ? AND p.correct = ?
-          AND (b.doc_hash IS NULL OR p.doc_hash IS NULL OR b.doc_hash = p.doc_hash)
-          AND b.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
-    """
-    params: list = [pair["id"], pair["post_model_id"], pair["base_model_id"], pre, post]
-    if exclude_truncated:
-        sql += " AND NOT (coalesce(b.truncated, false) OR coalesce(p.truncated, false))"
-    if benchmarks is not None:
-        sql += f" AND b.benchmark_id IN ({', '.join('?' for _ in benchmarks) or 'NULL'})"
-        params += benchmarks
-    if q:
-        sql += (
-            f" AND (({full_prompt('b')}) ILIKE ? ESCAPE '\\' OR b.response ILIKE ? ESCAPE '\\'"
-            " OR p.response ILIKE ? ESCAPE '\\'"
-        )
-        params += [_like(q)] * 3
-        files = answer_files(conn)
-        if files:
-            # long answers lie in the answer files (app/db/texts.py)
-            matching = "(SELECT ref FROM read_parquet(?) WHERE text ILIKE ? ESCAPE '\\')"
-            sql += f" OR b.response_ref IN {matching} OR p.response_ref IN {matching}"
-            params += [files, _like(q)] * 2
-        sql += ")"
-    return sql, params
-
-
-def flipped_samples(
-    conn: Connection,
-    pair: dict,
-    *,
-    benchmarks: list[int] | None,
-    transition: str,
-    q: str | None,
-    page: int,
-    page_size: int,
-    exclude_truncated: bool = False,
-) -> tuple[int, list[dict]]:
-    """Samples of a pair with the given transition in at least one seed, most seeds first.
-
-    Returns (total number of samples, rows of this page). A row is one (benchmark, sample);
-    ``truncated``: its answer was cut off (either side) in a seed with the transition.
-    ``exclude_truncated`` leaves out the seeds where it was.
-    """
-    where, params = _flip_filter(conn, pair, benchmarks, transition, q, exclude_truncated)
-    total = conn.execute(
-        f"SELECT count(*) FROM (SELECT DISTINCT b.benchmark_id, b.sample_id {where})", params
-    ).fetchone()[0]
-    rows = conn.execute(
-        f"""
-        SELECT bm.name, bm.category, b.sample_id, list(b.seed ORDER BY b.seed) AS seeds,
-               any_value({full_prompt("b")}) AS prompt, any_value(b.gold) AS gold,
-               any_value(b.prediction) AS base_prediction, any_value(p.prediction) AS post_prediction,
-               coalesce(any_value(b.question), any_value(p.question)) AS question,
-               bool_or(coalesce(b.truncated, false) OR coalesce(p.truncated, false)) AS truncated
-        {where}
-        GROUP BY bm.name, bm.category, b.sample_id
-        ORDER BY len(seeds) DESC, bm.name, b.sample_id
-        LIMIT ? OFFSET ?
-        """,
-        [*params, page_size, (page - 1) * page_size],
-    ).fetchall()
-    keys = (
-        "benchmark",
-        "category",
-        "sample_id",
-        "seeds",
-        "prompt",
-        "gold",
-        "base_prediction",
-        "post_prediction",
-        "question",
-        "truncated",
-    )
-    return int(total), [dict(zip(keys, r, strict=True)) for r in rows]
-
-
-def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: str) -> list[dict]:
-    """Both models' rows of one sample, per seed (a seed present on one side only shows one)."""
-    rows = conn.execute(
-        f"""
-        SELECT coalesce(b.seed, p.seed) AS seed,
-               coalesce({full_prompt("b")}, {full_prompt("p")}), coalesce(b.choices, p.choices), coalesce(b.gold, p.gold),
-               coalesce(b.num_choices, p.num_choices),
-               b.correct, b.response, b.prediction, p.correct, p.response, p.prediction,
-               b.response_ref, p.response_ref
-        FROM (SELECT * FROM results WHERE model_id = ? AND benchmark_id = ? AND sample_id = ?) b
-        FULL OUTER JOIN (
-            SELECT * FROM results WHERE model_id = ? AND benchmark_id = ? AND sample_id = coalesce(
-                (SELECT post_sample_id FROM sample_links
-                  WHERE pair_id = ? AND benchmark_id = ? AND base_sample_id = ?), ?)
-        ) p
-          ON b.seed = p.seed
-        ORDER BY 1
-        """,
-        [
-            pair["base_model_id"],
-            benchmark_id,
-            sample_id,
-            pair["post_model_id"],
-            benchmark_id,
-            pair["id"],
-            benchmark_id,
-            sample_id,
-            sample_id,
-        ],
-    ).fetchall()
-    keys = ("seed", "prompt", "choices", "gold", "num_choices", "base_correct", "base_response",
-            "base_prediction", "post_correct", "post_response", "post_prediction")  # fmt: skip
-    texts = read_texts(conn, [ref for r in rows for ref in r[-2:]])
-    records = []
-    for *values, base_ref, post_ref in rows:
-        record = dict(zip(keys, values, strict=True))
-        if base_ref is not None:
-            record["base_response"] = texts[base_ref]
-        if post_ref is not None:
-            record["post_response"] = texts[post_ref]
-        records.append(record)
-    return records
-
-
-def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
-    """Every paired per-sample row of a pair (for export): both models side by side, long answers
-    read from their files (app/db/texts.py)."""
-    files = answer_files(conn)
-    if files:
-        texts = "LEFT JOIN read_parquet($files) {0} ON {0}.ref = {1}.response_ref"
-        joins = texts.format("bt", "b") + " " + texts.format("pt", "p")
-        base_response, post_response = (
-            "coalesce(b.response, bt.text)",
-            "coalesce(p.response, pt.text)",
-        )
-    else:
-        joins, base_response, post_response = "", "b.response", "p.response"
-    params = {"post": pair["post_model_id"], "base": pair["base_model_id"]}
-    if files:
-        params["files"] = files
-    return conn.sql(
-        f"""
-        SELECT bm.name AS benchmark, bm.category, b.seed, b.sample_id,
-               b.correct::INT AS base_correct, p.correct::INT AS post_correct,
-               coalesce(b.num_choices, p.num_choices) AS num_choices,
-               {full_prompt("b")} AS prompt, b.gold, b.prediction AS base_prediction,
-               p.prediction AS post_prediction, {base_response} AS base_response,
-               {post_response} AS post_response
-        FROM results b
-        JOIN results p ON p.model_id = $post AND p.benchmark_id = b.benchmark_id
-                      AND p.seed = b.seed AND p.sample_id = b.sample_id
-        JOIN benchmarks bm ON bm.id = b.benchmark_id
-        {joins}
-        WHERE b.model_id = $base
-        ORDER BY bm.name, b.seed, b.sample_id
-        """,
-        params=params,
-    ).to_arrow_table()
-
-
 def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
     """Samples forgotten (1->0 in a majority of paired seeds) by the most pairs."""
     rows = conn.execute(
@@ -573,16 +445,18 @@ def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:
 
 
 def unit_counts(
-    conn: Connection, pair_ids: list[int] | None = None, *, exclude_truncated: bool = False
+    conn: Connection, pair_ids: list[int] | None = None, *, exclude: int = 0, source: str = ""
 ) -> Columns:
     """The category map's input: every (pair, benchmark, seed, k-group) row of transition counts
-    of the given pairs (None: all), ids only, ordered by (pair, benchmark id, seed, k)."""
+    of the given pairs (None: all), ids only, ordered by (pair, benchmark id, seed, k);
+    ``exclude``: the bits of the causes whose samples are left out (``_cells``)."""
     where = "" if pair_ids is None else "WHERE t.pair_id IN (SELECT unnest($ids))"
     sql = f"""
-        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k, {_cells(exclude_truncated)}
-        FROM transitions t {where}
+        SELECT t.pair_id, t.benchmark_id, t.seed, t.num_choices AS k, {_cells()}
+        FROM {_counts_table("transitions", source)} t {where}
+        GROUP BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
-    params = None if pair_ids is None else {"ids": list(pair_ids)}
+    params = {"mask": exclude} if pair_ids is None else {"ids": list(pair_ids), "mask": exclude}
     columns = numpy_columns(conn.sql(sql, params=params))
     return _in_order(columns, ("pair_id", "benchmark_id", "seed", "k"))
 
@@ -597,16 +471,15 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
         f"""
         WITH t AS (
             SELECT pair_id, count(*) AS n,
-                   bit_xor(hash(benchmark_id, seed, num_choices, n_00, n_01, n_10, n_11,
-                                t_00, t_01, t_10, t_11)) AS h
+                   bit_xor(hash(benchmark_id, seed, num_choices, causes, n_00, n_01, n_10, n_11)) AS h
             FROM transitions GROUP BY pair_id
         ), s AS (
             SELECT model_id, count(*) AS n,
-                   bit_xor(hash(benchmark_id, seed_a, seed_b, num_choices, n_00, n_01, n_10, n_11)) AS h
+                   bit_xor(hash(benchmark_id, seed_a, seed_b, num_choices, causes, n_00, n_01, n_10, n_11)) AS h
             FROM seed_transitions GROUP BY model_id
         ), x AS (
             SELECT pair_id, count(*) AS n,
-                   bit_xor(hash(benchmark_id, seed_a, seed_b, num_choices, {JOINT_COLUMNS})) AS h
+                   bit_xor(hash(benchmark_id, seed_a, seed_b, num_choices, causes, {JOINT_COLUMNS})) AS h
             FROM cross_seed_cells GROUP BY pair_id
         ), b AS (
             SELECT count(*) AS n, coalesce(bit_xor(hash(id, name, category, full_size)), 0) AS h

@@ -67,9 +67,9 @@ NORMALIZED_SCHEMA = pa.schema(
         # is whole, and the store finds the templates itself
         pa.field("prompt_prefix", pa.string()),
         pa.field("prompt_suffix", pa.string()),
-        # the answer was cut off before it was complete (the token limit came first, or the
-        # prompt was cut to fit the context); null: the source does not say
-        pa.field("truncated", pa.bool_()),
+        # why the answer is what it is: one of forgetmap.core.answer_status.STATUSES
+        # (answered, no_answer, truncated, refused), or null where the source does not say
+        pa.field("answer_status", pa.string()),
     ]
 )
 

@@ -2,8 +2,10 @@
 
 Required: ``benchmark, sample_id, correct`` and ``model`` (or ``--model NAME``). Optional: ``seed``
 (default 0), ``category``, ``num_choices`` (empty = generative), ``prompt``, ``response``,
-``prediction``, ``gold``, ``choices`` (a JSON list), ``doc_hash``, ``truncated`` (0/1: the answer
-was cut off; empty = not said). Other columns are ignored.
+``prediction``, ``gold``, ``choices`` (a JSON list), ``doc_hash``, ``answer_status`` (one of
+``forgetmap.core.answer_status.STATUSES``; empty = not said) and the older ``truncated`` (0/1: 1
+is the status ``truncated``). Where neither says, a row with a ``response`` and an empty
+``prediction`` is ``no_answer`` (``_answer_status``). Other columns are ignored.
 ``correct`` is 0/1 or true/false; anything else is refused. Rows are numbered from 1 (the first
 data row) in error messages.
 """
@@ -22,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from forgetmap.contract.base import MAX_SEED, MIN_SEED, seed_problem
+from forgetmap.core.answer_status import ANSWERED, NO_ANSWER, STATUSES, TRUNCATED
 from forgetmap.core.columns import dictionary_codes, map_values
 from forgetmap.importers.common import (
     MAX_JSON_DEPTH,
@@ -63,7 +66,7 @@ BATCH_ROWS = 200_000
 BATCH_BYTES = 64 << 20
 """...or fewer rows, once they hold this many bytes (long answers): a batch stays this small."""
 MAX_TABLE_COLUMNS = 1_000
-"""Columns a table file may have: forgetmap reads 14, and a wider file is refused before its rows
+"""Columns a table file may have: forgetmap reads 16, and a wider file is refused before its rows
 are read (each column costs memory and time whether it is read or not)."""
 MAX_HEADER_BYTES = 1 << 20
 """Bytes a CSV file's header line may have (1 MiB: 1,000 names of 1,000 characters)."""
@@ -469,8 +472,6 @@ def _normalize(raw: pa.Table, source: str, model: str | None, first_row: int = 1
             raw["num_choices"], "num_choices", source, first_row, nullable=True
         )
         _check_most(columns["num_choices"], "num_choices", NUM_CHOICES_MAX, source, first_row)
-    if "truncated" in present:
-        columns["truncated"] = _parse_flag(raw["truncated"], "truncated", source, first_row)
     for name in TEXT_COLUMNS:
         if name in present:
             text = _as_string(raw[name])
@@ -484,9 +485,67 @@ def _normalize(raw: pa.Table, source: str, model: str | None, first_row: int = 1
             if name == "choices":
                 _check_nesting(text, source, first_row)
             columns[name] = text
+    columns["answer_status"] = _answer_status(raw, columns, source, first_row)
     table = build_table(columns)
     assert table.schema.names == NORMALIZED_SCHEMA.names
     return table
+
+
+def _answer_status(
+    raw: pa.Table, columns: dict, source: str, first_row: int
+) -> pa.ChunkedArray | None:
+    """Each row's status: its ``answer_status``; else ``truncated`` where the older
+    ``truncated`` column is 1; else, where the file has both a ``response`` and a ``prediction``
+    column, ``no_answer`` for a wrong row with a response and no prediction (nothing was
+    extracted from its text) and ``answered`` for one with both (or a right one with a
+    response); else null. A ``truncated`` that contradicts the ``answer_status`` is refused."""
+    present = set(raw.column_names)
+    given = cut = None
+    if "answer_status" in present:
+        given = _parse_status(raw["answer_status"], source, first_row)
+    if "truncated" in present:
+        cut = _parse_flag(raw["truncated"], "truncated", source, first_row)
+    if given is not None and cut is not None:
+        says_cut = pc.equal(given, TRUNCATED)
+        clash = pc.fill_null(pc.not_equal(says_cut, cut), False)
+        if pc.any(clash).as_py():
+            row, value = _first_bad(clash, given, first_row)
+            raise InputError(
+                f"{source}: row {row}: truncated is {int(cut[row - first_row].as_py())} but "
+                f"answer_status is {value!r}; leave one of them empty, or make them agree "
+                f"(truncated 1 is answer_status {TRUNCATED})"
+            )
+    status = given
+    if cut is not None:
+        said = pc.if_else(cut, TRUNCATED, pa.scalar(None, pa.string()))
+        status = said if status is None else pc.coalesce(status, said)
+    if "response" in columns and "prediction" in columns:
+        answered = _non_empty(columns["response"])
+        found = pc.or_(_non_empty(columns["prediction"]), columns["correct"])
+        nothing = pa.scalar(None, pa.string())
+        inferred = pc.if_else(answered, pc.if_else(found, ANSWERED, NO_ANSWER), nothing)
+        status = inferred if status is None else pc.coalesce(status, inferred)
+    return status
+
+
+def _parse_status(col: pa.ChunkedArray, source: str, first_row: int) -> pa.ChunkedArray:
+    """An ``answer_status`` column: one of ``STATUSES`` (any case, spaces around), empty null."""
+    text = pc.utf8_lower(pc.cast(_trimmed(col), pa.string()))
+    text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
+    bad = pc.and_(pc.is_valid(text), pc.invert(pc.is_in(text, pa.array(STATUSES))))
+    if pc.any(bad).as_py():
+        row, value = _first_bad(bad, col, first_row)
+        raise InputError(
+            f"{source}: row {row}: answer_status must be one of {', '.join(STATUSES)} (or "
+            f"empty), got {value!r}"
+        )
+    return text
+
+
+def _non_empty(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Per row: whether a text column holds more than spaces (null: no)."""
+    text = pc.cast(col, pa.string()) if pa.types.is_dictionary(col.type) else col
+    return pc.fill_null(pc.not_equal(pc.utf8_trim_whitespace(text), ""), False)
 
 
 def _names(names: list[str], most: int = 20) -> str:

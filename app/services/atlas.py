@@ -4,7 +4,9 @@ across every pair.
 A **recipe** is one way of post-training a base: a pair outside any series, or a whole series (a
 training run's checkpoints), which counts once, through its latest checkpoint (what the run ended
 with; its earlier steps show on the question's page). Per question, ``forgot`` is how many recipes
-forgot it (1->0 in at least half of their paired seeds) and ``chance`` how many would by luck
+forgot it (1->0 in at least half of their paired seeds), ``forgot_reliable`` how many of them
+forgot it as a reliable change (1->0 in a strict majority of their seeds, beyond their noise floor
+on its benchmark: ``forgetmap.core.consensus.reliable_flags``), and ``chance`` how many would by luck
 alone: the sum, over the recipes that ran its benchmark, of their chance term for its k,
 c = (1 - acc_pre)(1 - acc_post) / (k - 1) (``forgetmap.core.metrics.chance_and_ceilings``, averaged over
 seeds; 0 for generative questions). Questions are ranked by ``beyond`` = forgot - chance.
@@ -16,14 +18,17 @@ from dataclasses import dataclass
 
 import numpy as np
 from forgetmap.core import metrics
+from forgetmap.core.consensus import reliable_threshold
 from forgetmap.core.naming import pair_label
 from forgetmap.db import atlas as atlas_db
 from forgetmap.db import queries
 from forgetmap.db import series as series_db
 from forgetmap.db.queries import Columns, row_count
 from forgetmap.services.map import MapCache
+from forgetmap.services.map_inputs import noise_grid, pair_noise
 
-RANK_FIELDS = ("benchmark", "category", "sample_id", "k", "forgot", "learned", "chance", "beyond")
+RANK_FIELDS = ("benchmark", "category", "sample_id", "k", "forgot", "learned", "chance", "beyond",
+               "forgot_reliable", "learned_reliable")  # fmt: skip
 """One ranked question (the atlas's JSON and CSV/Parquet export, in this order)."""
 
 
@@ -97,6 +102,21 @@ def _chance_by_benchmark(t: Columns) -> dict[tuple[int, int], float]:
     return {(int(g >> 8), int(g & 0xFF)): float(s) for g, s in zip(groups, sums, strict=True)}
 
 
+def _reliable_thresholds(conn, pair_ids: list[int]) -> dict[tuple[int, int], int]:
+    """(pair, benchmark) -> the fewest seeds a question must flip in for a reliable change there:
+    a strict majority of its paired seeds, beyond the pair's noise floor on that benchmark
+    (``forgetmap.core.consensus.reliable_threshold``)."""
+    seeds = atlas_db.paired_seeds(conn, pair_ids)
+    if not row_count(seeds):
+        return {}
+    bench = seeds["benchmark_id"].astype(np.int64)
+    noise = pair_noise(noise_grid(conn), seeds["base_model_id"].astype(np.int64),
+                       seeds["post_model_id"].astype(np.int64), bench)  # fmt: skip
+    least = reliable_threshold(seeds["seeds"], noise)
+    return {(int(p), int(b)): int(m)
+            for p, b, m in zip(seeds["pair_id"].tolist(), bench.tolist(), least.tolist(), strict=True)}  # fmt: skip
+
+
 def ranking(cache: MapCache, query: AtlasQuery) -> dict:
     """Every question some chosen recipe forgot or learned, ranked by ``beyond`` (then forgot,
     benchmark, sample id), and the recipes it counts (kept until the next write)."""
@@ -106,8 +126,9 @@ def ranking(cache: MapCache, query: AtlasQuery) -> dict:
         pair_ids = [r["pair_id"] for r in chosen]
         with cache.store.read() as conn:
             flips = atlas_db.question_flip_counts(
-                conn, pair_ids, category=query.category, benchmark=query.benchmark
-            )
+                conn, pair_ids, category=query.category, benchmark=query.benchmark,
+                reliable_at=_reliable_thresholds(conn, pair_ids),
+            )  # fmt: skip
             chance = _chance_by_benchmark(atlas_db.benchmark_transitions(conn, pair_ids))
         names = list(flips)
         rows = [dict(zip(names, values, strict=True))

@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from forgetmap.core.answer_status import TRUNCATED
 from forgetmap.core.errors import InputError
 from forgetmap.core.taxonomy import UNCATEGORIZED
 from forgetmap.db import export as export_db
@@ -158,8 +159,10 @@ def instance_record(row: dict, model: str, unit: export_db.ExportUnit, evaluatio
         metadata[eee.NUM_CHOICES] = str(row["num_choices"])
     if row["doc_hash"] is not None:
         metadata[eee.DOC_HASH] = row["doc_hash"]
-    if row["truncated"] is not None:
-        metadata[eee.TRUNCATED] = eee.flag_text(row["truncated"])
+    if row["answer_status"] is not None:
+        metadata[eee.ANSWER_STATUS] = row["answer_status"]
+        # a reader of the older metadata still tells a cut-off answer
+        metadata[eee.TRUNCATED] = eee.flag_text(row["answer_status"] == TRUNCATED)
     record = {
         "schema_version": eee.SCHEMA_VERSION,
         "evaluation_id": evaluation_id,

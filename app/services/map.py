@@ -8,7 +8,6 @@ order of the public contract, followed by extension fields.
 from __future__ import annotations
 
 import gc
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -16,14 +15,17 @@ from itertools import chain, repeat
 import numpy as np
 import numpy.ma  # noqa: F401  numpy loads it on first use (7 ms of a cold map): at import instead
 import orjson
-from forgetmap.analysis.adaptive import JOINT_CELLS, interval_from_counts
 from forgetmap.core import metrics
+from forgetmap.core.answer_status import cause_mask, parse_exclude
 from forgetmap.core.taxonomy import CATEGORIES, NOT_SCORED, UNCATEGORIZED
 from forgetmap.db import queries
+from forgetmap.db import scored as scored_counts
 from forgetmap.db.queries import Columns, row_count
 from forgetmap.db.store import Store
 from forgetmap.services import significance
 from forgetmap.services.cache import VersionCache
+from forgetmap.services.extractor_shift import extractor_shift, score_set_id
+from forgetmap.services.map_inputs import combined_half_widths, intervals, noise_grid, pair_noise
 
 LEVELS = ("benchmark", "category")
 
@@ -35,11 +37,19 @@ BENCHMARK_FIELDS = (
 INTERVAL_FIELDS = ("f_true_low", "f_true_high", "bt_true_low", "bt_true_high")
 """The paired 95% interval of the values over all seeds (forgetmap.analysis.adaptive.interval_from_counts)."""
 TRUNCATION_FIELDS = ("n_10_truncated", "n_truncated")
-"""Of the counted samples: the 1->0 flips whose answer (either side's) was cut off, and every
-sample with a cut-off answer (``results.truncated``); 0 where the map leaves them out."""
+"""Of the counted samples: the 1->0 flips whose answer (either side's) was cut off by the token
+limit, and every sample with such an answer; 0 where the map leaves them out."""
+CAUSE_FIELDS = ("n_10_no_answer", "n_01_no_answer", "n_10_refused")
+"""Of the counted samples: the 1->0 and 0->1 flips with an answer from which nothing could be
+extracted (either side's), and the 1->0 flips with a refusal (``forgetmap.core.answer_status``);
+0 where the map leaves them out."""
+COUNTED_CAUSES = {"n_10_truncated": "n_10_cut", "n_truncated": "n_cut", "n_10_no_answer":
+                  "n_10_no_answer", "n_01_no_answer": "n_01_no_answer", "n_10_refused": "n_10_refused"}  # fmt: skip
+"""Each cause field of a record and the count column (``forgetmap.db.queries.CAUSE_COUNTS``) it sums."""
 BENCHMARK_EXTRA = (
     "pair_id", "label", "stage", "k_mix", "mcnemar_p", "noise_floor", "only_base", "only_post",
     "mismatched", "net", "f_rel", *INTERVAL_FIELDS, "full_size", "partial", *TRUNCATION_FIELDS,
+    *CAUSE_FIELDS,
 ) + significance.SIGNIFICANCE_FIELDS  # fmt: skip
 CATEGORY_FIELDS = (
     "base", "post", "category", "n_benchmarks", "seeds", "f_true", "f_true_std", "bt_true",
@@ -47,7 +57,7 @@ CATEGORY_FIELDS = (
 )  # fmt: skip
 CATEGORY_EXTRA = (
     "pair_id", "label", "stage", "noise_floor", "net", "f_rel", "n", *INTERVAL_FIELDS, "full_size",
-    "partial", "n_10_truncated", *significance.SIGNIFICANCE_FIELDS,
+    "partial", "n_10_truncated", *CAUSE_FIELDS, "mcnemar_p", *significance.SIGNIFICANCE_FIELDS,
 )  # fmt: skip
 TRUNCATED = ("include", "exclude")
 DERIVED = ("net", "f_rel")
@@ -75,13 +85,27 @@ class MapQuery:
     q: str | None = None
     min_size: float | None = None
     max_size: float | None = None
-    truncated: str = "include"  # "exclude": samples with an answer cut off are left out
+    truncated: str = "include"  # "exclude": the same as "truncated" in ``exclude``
+    exclude: frozenset[str] = frozenset()  # causes whose samples are left out of every count
+    scores: str | None = (
+        None  # a score set's grades (``forgetmap rescore``) instead of the harness's
+    )
 
     def __post_init__(self) -> None:
         if self.truncated not in TRUNCATED:
             raise ValueError(
                 f"truncated must be one of {', '.join(TRUNCATED)}, got {self.truncated!r}"
             )
+        causes = parse_exclude(self.exclude) | (
+            {"truncated"} if self.truncated == "exclude" else set()
+        )
+        object.__setattr__(self, "exclude", frozenset(causes))
+        object.__setattr__(self, "truncated", "include")  # said once, in ``exclude``
+
+    @property
+    def mask(self) -> int:
+        """The bits of the causes left out (``forgetmap.core.answer_status.cause_mask``)."""
+        return cause_mask(self.exclude)
         if self.level not in LEVELS:
             raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
         if self.aggregate not in metrics.AGGREGATES:
@@ -116,119 +140,27 @@ def _units(cols: Columns) -> tuple[Columns, np.ndarray, dict[str, np.ndarray]]:
     return cols, np.flatnonzero(changed), scores
 
 
-def _intervals(cols: Columns, x: Columns) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Per (pair, benchmark): F_true and BT_true over all seeds with their paired interval
-    (forgetmap.analysis.adaptive.interval_from_counts on the transition rows and the cross-seed cells stored at
-    pairing time). Returns each count row's (pair, benchmark) index and the per-index arrays."""
-    width = int(cols["benchmark_id"].max()) + 1
-    keys, of = metrics.factorize(cols["pair_id"].astype(np.int64) * width + cols["benchmark_id"])
-    x_key = x["pair_id"].astype(np.int64) * width + x["benchmark_id"]
-    x_unit = np.minimum(np.searchsorted(keys, x_key), keys.size - 1)
-    mine = keys[x_unit] == x_key  # cross rows of pairs and benchmarks being mapped
-    seed_rows = {"unit": of, "seed": cols["seed"], "k": cols["k"],
-                 **{c: cols[c] for c in ("n_00", "n_01", "n_10", "n_11")}}  # fmt: skip
-    cross_rows = {name: x[name][mine] for name in ("seed_a", "seed_b", "k")}
-    cross_rows["unit"] = x_unit[mine]
-    cross_rows["joint"] = np.stack([x[name][mine] for name in JOINT_CELLS], axis=1)
-    return of, interval_from_counts(seed_rows, cross_rows, keys.size)
-
-
-def combined_half_widths(
-    key: np.ndarray,
-    total_key: np.ndarray,
-    in_total: np.ndarray,
-    n: np.ndarray,
-    halves: dict[str, np.ndarray],
-    aggregate: str,
-    size: int,
-    per_pair: int,
-) -> dict[str, np.ndarray]:
-    """Half-widths of the category and "Total" means of benchmark values, per output slot.
-
-    One input per (pair, benchmark): its slot ``key`` (pair x category), its pair's "Total" slot
-    ``total_key`` (used where ``in_total``), its n and its half-widths. A mean with weights w_b
-    has half-width sqrt(sum_b (w_b h_b)^2), which assumes independent benchmarks (their samples
-    are disjoint, but the models are the same: a conservative reader widens it). Weights as in
-    ``metrics.aggregate_columns`` (``metrics.mean_weights``): macro 1/B per category and 1/(C B_c)
-    for Total (C categories in Total), micro n_b over the slot's n. ``per_pair``: slots per pair (the Total slot last).
-    """
-    weight = metrics.mean_weights(key, n, aggregate, size)
-    if aggregate == "micro":
-        total_weight = metrics.mean_weights(total_key[in_total], n[in_total], aggregate, size)
-    else:
-        present = np.bincount(key[in_total], minlength=size).reshape(-1, per_pair) > 0
-        categories = np.repeat(present.sum(axis=1), per_pair)  # C of each slot's pair
-        total_weight = (weight / np.maximum(categories[key], 1))[in_total]
-    out = {}
-    for name, h in halves.items():
-        sq = np.bincount(key, weights=(weight * h) ** 2, minlength=size)
-        sq += np.bincount(total_key[in_total], weights=(total_weight * h[in_total]) ** 2,
-                          minlength=size)  # fmt: skip
-        out[name] = np.sqrt(sq)
-    return out
-
-
-def _noise_grid(store_conn) -> np.ndarray:
-    """grid[model_id, benchmark_id]: mean over seed pairs of a model's seed-vs-seed flip rate
-    (F + BT) / 2 on that benchmark; NaN where the model has fewer than two seeds."""
-    cols = queries.seed_transitions_for_pairs(store_conn)
-    if row_count(cols) == 0:
-        return np.full((1, 1), np.nan)
-    unit_key = np.stack(
-        [cols["model_id"], cols["benchmark_id"], cols["seed_a"], cols["seed_b"]], axis=1
-    )
-    changed = np.ones(row_count(cols), dtype=bool)
-    changed[1:] = (unit_key[1:] != unit_key[:-1]).any(axis=1)
-    group = np.cumsum(changed) - 1
-    s = metrics.scores_from_arrays(
-        cols["n_00"], cols["n_01"], cols["n_10"], cols["n_11"], cols["k"], group
-    )
-    flip = (s["f"] + s["bt"]) / 2.0
-    starts = np.flatnonzero(changed)
-    model, bench = (
-        cols["model_id"][starts].astype(np.int64),
-        cols["benchmark_id"][starts].astype(np.int64),
-    )
-    shape = (int(model.max()) + 1, int(bench.max()) + 1)
-    total = np.zeros(shape)
-    count = np.zeros(shape)
-    np.add.at(total, (model, bench), flip)
-    np.add.at(count, (model, bench), 1)
-    with np.errstate(invalid="ignore"):
-        return total / count
-
-
-def _pair_noise(
-    grid: np.ndarray, base: np.ndarray, post: np.ndarray, bench: np.ndarray
-) -> np.ndarray:
-    """Per unit: the mean of the base's and the post model's noise floors that exist (NaN: none)."""
-
-    def lookup(model: np.ndarray) -> np.ndarray:
-        inside = (model < grid.shape[0]) & (bench < grid.shape[1])
-        out = np.full(model.shape, np.nan)
-        out[inside] = grid[model[inside], bench[inside]]
-        return out
-
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # mean of two NaNs is NaN: no noise floor
-        return np.nanmean(np.stack([lookup(base), lookup(post)]), axis=0)
-
-
 def _benchmark_columns(
-    store: Store, pair_id: int | None, pair_ids: list[int] | None = None, exclude: bool = False
+    store: Store,
+    pair_id: int | None,
+    pair_ids: list[int] | None = None,
+    exclude: int = 0,
+    scores: int | None = None,
 ) -> dict[str, np.ndarray | list]:
     """Every per-(pair, benchmark, seed) field as columns, in contract order, sorted for display:
-    by pair, category (the paper's order), benchmark name, seed."""
+    by pair, category (the paper's order), benchmark name, seed. ``scores``: a score set's id, whose
+    grades are counted instead of the harness's."""
     with store.read() as conn:
-        counts = queries.transition_counts(conn, pair_id, pair_ids, exclude_truncated=exclude)
-        cross = queries.cross_seed_cells(conn, pair_id, pair_ids)
+        source = _scored_source(conn, scores, [pair_id] if pair_id is not None else pair_ids)
+        counts = queries.transition_counts(conn, pair_id, pair_ids, exclude=exclude, source=source)
+        cross = queries.cross_seed_cells(conn, pair_id, pair_ids, exclude=exclude, source=source)
         pairs = queries.pair_names(conn)
         benches = queries.benchmark_names(conn)
-        noise = _noise_grid(conn)
+        noise = noise_grid(conn, exclude, source)
     if row_count(counts) == 0:
         return {}
     cols, starts, s = _units(counts)
-    pb_of, interval = _intervals(cols, cross)
+    pb_of, interval = intervals(cols, cross)
     ends = np.r_[starts[1:], row_count(counts)]
     groups = ends - starts
     k = cols["k"].astype(np.int64)
@@ -267,15 +199,15 @@ def _benchmark_columns(
         **{name: s[name] for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max")},
         "pair_id": at["pair_id"].astype(np.int64), "label": at["label"], "stage": at["stage"], "k_mix": k_mix,
         "mcnemar_p": None,  # filled by benchmark_records only: the category map needs no test
-        "noise_floor": _pair_noise(noise, at["base_model_id"].astype(np.int64), at["post_model_id"].astype(np.int64),
+        "noise_floor": pair_noise(noise, at["base_model_id"].astype(np.int64), at["post_model_id"].astype(np.int64),
                                    at["benchmark_id"].astype(np.int64)),
         "only_base": at["only_base"].astype(np.int64), "only_post": at["only_post"].astype(np.int64),
         "mismatched": at["mismatched"].astype(np.int64),
         **derived_metrics(s["f_true"], s["bt_true"], s["f_max"]),
         **{name: interval[name][pb_of[starts]] for name in INTERVAL_FIELDS},
         "full_size": full_size, "partial": full_size > s["n"],
-        "n_10_truncated": np.add.reduceat(cols["n_10_cut"], starts).astype(np.int64),
-        "n_truncated": np.add.reduceat(cols["n_cut"], starts).astype(np.int64),
+        **{name: np.add.reduceat(cols[column], starts).astype(np.int64)
+           for name, column in COUNTED_CAUSES.items()},
     }  # fmt: skip
     categories = sorted(set(bench_cat.tolist()), key=category_sort_key)
     cat_rank = np.array([categories.index(c) for c in bench_cat.tolist()], dtype=np.int64)
@@ -298,14 +230,17 @@ def benchmark_records(
     pair_id: int | None = None,
     *,
     pair_ids: list[int] | None = None,
-    exclude_truncated: bool = False,
+    exclude: int = 0,
+    scores: int | None = None,
 ) -> list[dict]:
-    """One record per (pair, benchmark, seed), for every pair, just ``pair_id``, or ``pair_ids``.
+    """One record per (pair, benchmark, seed), for every pair, just ``pair_id``, or ``pair_ids``;
+    ``exclude``: the bits of the causes whose samples are left out of every count; ``scores``: a
+    score set's id, whose grades are counted instead of the harness's.
 
     Built column by column: each column becomes one Python list (NaN/-1 sentinels -> None), and
     the records are zipped from those lists (no per-value Arrow or numpy scalar conversion).
     """
-    cols = _benchmark_columns(store, pair_id, pair_ids, exclude_truncated)
+    cols = _benchmark_columns(store, pair_id, pair_ids, exclude, scores)
     if not cols:
         return []
     cols["mcnemar_p"] = np.asarray(metrics.mcnemar_exact(cols["n_01"], cols["n_10"]), np.float64)
@@ -353,18 +288,26 @@ def _nan_to_none(values: np.ndarray) -> list:
 
 
 def category_records_for(
-    conn, pair_ids: list[int] | None, aggregate: str = "macro", exclude_truncated: bool = False
+    conn,
+    pair_ids: list[int] | None,
+    aggregate: str = "macro",
+    exclude: int = 0,
+    scores: int | None = None,
 ) -> list[dict]:
     """Category-level records of the given pairs (None: all), by pair then category (the paper's
-    order, "Total" last). Integer ids and codes all the way: names are attached per output row."""
-    counts = queries.unit_counts(conn, pair_ids, exclude_truncated=exclude_truncated)
+    order, "Total" last). Integer ids and codes all the way: names are attached per output row.
+    ``exclude``: the bits of the causes whose samples are left out of every count; ``scores``: a
+    score set's id, whose grades are counted instead of the harness's."""
+    source = _scored_source(conn, scores, pair_ids)
+    counts = queries.unit_counts(conn, pair_ids, exclude=exclude, source=source)
     if row_count(counts) == 0:
         return []
     pairs = queries.pair_names(conn)
     benches = queries.benchmark_names(conn)
-    noise = _noise_grid(conn)
+    noise = noise_grid(conn, exclude, source)
     cols, starts, s = _units(counts)
-    pb_of, interval = _intervals(cols, queries.cross_seed_cells(conn, pair_ids=pair_ids))
+    cross = queries.cross_seed_cells(conn, pair_ids=pair_ids, exclude=exclude, source=source)
+    pb_of, interval = intervals(cols, cross)
     pair = cols["pair_id"][starts].astype(np.int64)
     bench = cols["benchmark_id"][starts].astype(np.int64)
     # category codes in the map's column order, so that aggregated rows come out in that order
@@ -378,7 +321,7 @@ def category_records_for(
     p_row = np.searchsorted(all_pairs, pair)
     base_ids = pairs["base_model_id"].astype(np.int64)
     post_ids = pairs["post_model_id"].astype(np.int64)
-    unit_noise = _pair_noise(noise, base_ids[p_row], post_ids[p_row], bench)
+    unit_noise = pair_noise(noise, base_ids[p_row], post_ids[p_row], bench)
     agg = metrics.aggregate_columns(
         pair, cat, bench, cols["seed"][starts], s["n"],
         {name: s[name] for name in metrics.VALUE_FIELDS}, aggregate,
@@ -395,13 +338,28 @@ def category_records_for(
     # "Total" leaves out the categories that stay out of it (metrics.OUTSIDE_TOTAL)
     in_total_cat = np.array([c not in metrics.OUTSIDE_TOTAL for c in categories], dtype=bool)
     in_total = in_total_cat[cat]
-    cut_flips = np.add.reduceat(cols["n_10_cut"], starts).astype(np.float64)
-    cut_total = np.zeros(size)
+    summed_causes = {name: np.add.reduceat(cols[COUNTED_CAUSES[name]], starts).astype(np.float64)
+                     for name in ("n_10_truncated", *CAUSE_FIELDS)}  # fmt: skip
+    cause_total = {name: np.zeros(size) for name in summed_causes}
     for key, counted in ((p_idx * n_c + cat, has), (p_idx * n_c + n_c - 1, has & in_total)):
         total += np.bincount(key[counted], weights=unit_noise[counted], minlength=size)
         count += np.bincount(key[counted], minlength=size)
     for key, counted in ((p_idx * n_c + cat, slice(None)), (p_idx * n_c + n_c - 1, in_total)):
-        cut_total += np.bincount(key[counted], weights=cut_flips[counted], minlength=size)
+        for name, per_unit in summed_causes.items():
+            cause_total[name] += np.bincount(
+                key[counted], weights=per_unit[counted], minlength=size
+            )
+    # McNemar per cell on one seed's worth of discordant pairs: each benchmark's mean over its
+    # seeds (its seeds share questions: pooling them would count one question several times),
+    # summed over the cell's benchmarks (their questions are disjoint)
+    unit_pb = pb_of[starts]
+    per_seed = 1.0 / np.bincount(unit_pb)[unit_pb]
+    discordant = {name: np.zeros(size) for name in ("n_01", "n_10")}
+    for key, counted in ((p_idx * n_c + cat, slice(None)), (p_idx * n_c + n_c - 1, in_total)):
+        for name, total_d in discordant.items():
+            total_d += np.bincount(
+                key[counted], weights=(s[name] * per_seed)[counted], minlength=size
+            )
     row_code = np.array([n_c - 1 if c is None else c for c in agg["category"]], dtype=np.int64)
     row_key = np.searchsorted(uniq, agg["pair"]) * n_c + row_code
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -455,7 +413,10 @@ def category_records_for(
         "n": row_n.astype(np.int64).tolist(), **bounds,
         "full_size": [int(f) if k else None for f, k in zip(row_full.tolist(), row_known.tolist(), strict=True)],
         "partial": (row_known & (row_full > row_n)).tolist(),
-        "n_10_truncated": cut_total[row_key].astype(np.int64).tolist(),
+        **{name: total[row_key].astype(np.int64).tolist() for name, total in cause_total.items()},
+        "mcnemar_p": np.asarray(metrics.mcnemar_exact(np.rint(discordant["n_01"][row_key]).astype(np.int64),
+                                                      np.rint(discordant["n_10"][row_key]).astype(np.int64)),
+                                np.float64).tolist(),
     }  # fmt: skip
     columns.update(significance.category_columns(columns))
     return _records_from_columns(tuple(columns), list(columns.values()))
@@ -496,9 +457,9 @@ class MapCache:
         self._benchmark_parts: dict[int, tuple[int, list[dict]]] = {}
 
     def _all(self, query: MapQuery) -> list[dict]:
-        if query.truncated == "exclude":  # computed whole: the parts are of the usual map
-            return self.cache.get(("map", query.level, query.aggregate, "exclude"),
-                                  lambda: _excluding_truncated(self.store, query))  # fmt: skip
+        if query.mask or query.scores:  # computed whole: the parts are of the usual map
+            return self.cache.get(("map", query.level, query.aggregate, query.mask, query.scores),
+                                  lambda: _whole(self.store, query))  # fmt: skip
         if query.level == "benchmark":
             return self.cache.get(("map", "benchmark"), self._benchmark)
         return self.cache.get(("map", "category", query.aggregate),
@@ -526,7 +487,7 @@ class MapCache:
             for p in stale:
                 parts[p] = (prints[p], fresh[p])
         every = list(chain.from_iterable(parts[p][1] for p in sorted(prints)))
-        return significance.refamily(every, "benchmark")
+        return significance.refamily(every)
 
     def _category(self, aggregate: str) -> list[dict]:
         """Category records of every pair, recomputing only pairs whose fingerprint changed.
@@ -545,7 +506,8 @@ class MapCache:
                     fresh[r["pair_id"]].append(r)
                 for p in stale:
                     parts[p] = (prints[p], fresh[p])
-        return list(chain.from_iterable(parts[p][1] for p in sorted(prints)))
+        every = list(chain.from_iterable(parts[p][1] for p in sorted(prints)))
+        return significance.refamily(every)
 
     def _category_first(self, aggregate: str, parts: dict) -> list[dict]:
         """Every pair's category records, with nothing kept yet: the fingerprints are read on
@@ -578,7 +540,7 @@ class MapCache:
         if not self._filtered(query):
             return records
         keep = self.cache.get(("keep", query), lambda: pair_filter(self.pairs(), query))
-        return significance.refamily([r for r in records if r["pair_id"] in keep], query.level)
+        return significance.refamily([r for r in records if r["pair_id"] in keep])
 
     def pairs(self) -> list[dict]:
         def load() -> list[dict]:
@@ -590,12 +552,12 @@ class MapCache:
     def cells(self, query: MapQuery) -> list[dict]:
         if self._filtered(query):
             return heatmap_cells(self.records(query), query.level)
-        return self.cache.get(("cells", query.level, query.aggregate, query.truncated),
+        return self.cache.get(("cells", query.level, query.aggregate, query.mask, query.scores),
                               lambda: heatmap_cells(self._all(query), query.level))  # fmt: skip
 
     def json(self, query: MapQuery) -> bytes:
         """The records as JSON bytes (encoding 9,000 records costs more than computing them)."""
-        if self._filtered(query) or query.truncated == "exclude":
+        if self._filtered(query) or query.mask or query.scores:
             return orjson.dumps(self.records(query))
         return self.cache.get(
             ("json", query.level, query.aggregate), lambda: orjson.dumps(self._all(query))
@@ -615,10 +577,8 @@ class MapCache:
         def encode() -> tuple[bytes, int]:
             every = ids()
             chosen = every[(page - 1) * page_size : page * page_size]
-            if query.level == "benchmark":
-                records = benchmark_records(
-                    self.store, pair_ids=chosen, exclude_truncated=query.truncated == "exclude"
-                )
+            if query.level == "benchmark" and not query.scores:
+                records = benchmark_records(self.store, pair_ids=chosen, exclude=query.mask)
             else:
                 keep = set(chosen)
                 records = [r for r in self._all(query) if r["pair_id"] in keep]
@@ -630,19 +590,36 @@ class MapCache:
 def map_records(store: Store, query: MapQuery) -> list[dict]:
     """The records of one map, computed once (a command's process keeps no cache: the category
     level skips the per-pair fingerprints that a long-lived ``MapCache`` compares)."""
-    if query.level == "category" and not MapCache._filtered(query):
+    if query.level == "category" and not MapCache._filtered(query) and not query.scores:
         with store.read() as conn:
-            return category_records_for(conn, None, query.aggregate, query.truncated == "exclude")
+            return category_records_for(conn, None, query.aggregate, query.mask)
     return MapCache(store).records(query)
 
 
-def _excluding_truncated(store: Store, query: MapQuery) -> list[dict]:
-    """Every pair's records with the samples whose answer was cut off left out of the counts (the
-    paired intervals and noise floors still count every sample)."""
-    if query.level == "benchmark":
-        return benchmark_records(store, exclude_truncated=True)
-    with store.read() as conn:
-        return category_records_for(conn, None, query.aggregate, True)
+def _whole(store: Store, query: MapQuery) -> list[dict]:
+    """Every pair's records with the samples of the query's excluded causes left out of every
+    count, the paired intervals and the noise floors included, graded by its score set (each
+    record then says how far F_true moved from the harness's grades: ``extractor_shift``)."""
+    scores = score_set_id(store, query.scores) if query.scores else None
+
+    def records(score_set: int | None) -> list[dict]:
+        if query.level == "benchmark":
+            return benchmark_records(store, exclude=query.mask, scores=score_set)
+        with store.read() as conn:
+            return category_records_for(conn, None, query.aggregate, query.mask, score_set)
+
+    if scores is None:
+        return records(None)
+    return extractor_shift(records(scores), records(None), query.level, query.scores)
+
+
+def _scored_source(conn, scores: int | None, pair_ids: list[int] | None) -> str:
+    """Where the counts are read: the stored tables, or (``scores``) a score set's, counted now
+    into this connection's temporary tables (``forgetmap.db.scored``)."""
+    if scores is None:
+        return ""
+    scored_counts.build(conn, scores, pair_ids)
+    return scored_counts.SCORED
 
 
 def heatmap_cells(records: list[dict], level: str) -> list[dict]:
@@ -652,7 +629,8 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
             {**{k: r[k] for k in ("pair_id", "f_true", "f_true_std", "bt_true", "bt_true_std", "f",
                                   "bt", "f_max", "bt_max", "noise_floor", "n_benchmarks", "seeds",
                                   *DERIVED, "n", *INTERVAL_FIELDS, "full_size", "partial")},
-             "column": r["category"], **{k: r[k] for k in significance.SIGNIFICANCE_FIELDS}}
+             "column": r["category"], **{k: r[k] for k in significance.SIGNIFICANCE_FIELDS},
+             **{k: r[k] for k in CELL_SHIFT if k in r}}
             for r in records
         ]  # fmt: skip
     if not records:
@@ -687,6 +665,7 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
         first.setdefault(g, r)
         partial[g] |= r["partial"]
     out, passed = [], significance.cell_fields(records, group, len(uniq))
+    shifted = _shifted(records, group, len(uniq))
     for i, (pair_id, bench) in enumerate(uniq):
         cell = {"pair_id": pair_id, "column": bench, "n_benchmarks": 1, "seeds": int(count[i])}
         for name, values in cols.items():
@@ -696,5 +675,25 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
         cell["n"] = int(n_min[i])
         cell.update({name: first[i][name] for name in (*INTERVAL_FIELDS, "full_size")})
         cell["partial"] = bool(partial[i])
-        out.append(cell | passed[i])
+        out.append(cell | passed[i] | shifted.get(i, {}))
     return out
+
+
+CELL_SHIFT = ("f_true_shift", "depends_on_extractor")
+"""What a score set's heatmap cell says of its extractor (``forgetmap.services.extractor_shift``)."""
+
+
+def _shifted(records: list[dict], group: np.ndarray, size: int) -> dict[int, dict]:
+    """Per benchmark cell of a score set's map: the mean F_true shift over its seeds, and whether
+    any seed's depends on the extractor (none: the harness's map)."""
+    if not records or "f_true_shift" not in records[0]:
+        return {}
+    shift = np.fromiter((np.nan if r["f_true_shift"] is None else r["f_true_shift"] for r in records),
+                        dtype=np.float64, count=len(records))  # fmt: skip
+    has = ~np.isnan(shift)
+    total = np.bincount(group[has], weights=shift[has], minlength=size)
+    count = np.bincount(group[has], minlength=size)
+    depends = np.zeros(size, dtype=bool)
+    np.logical_or.at(depends, group, [bool(r["depends_on_extractor"]) for r in records])
+    return {i: {"f_true_shift": float(total[i] / count[i]) if count[i] else None,
+                "depends_on_extractor": bool(depends[i])} for i in range(size)}  # fmt: skip

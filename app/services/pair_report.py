@@ -7,25 +7,36 @@ from collections import defaultdict
 
 import numpy as np
 from forgetmap.core import metrics
+from forgetmap.core.consensus import reliable_flags
 from forgetmap.db import queries
 from forgetmap.db.store import Store
 from forgetmap.services.map import INTERVAL_FIELDS, benchmark_records, category_sort_key
 
 MEAN_FIELDS = ("acc_pre", "acc_post", "f", "bt", "f_chance", "f_true", "bt_true", "f_max", "bt_max")
 CELL_FIELDS = ("n_00", "n_01", "n_10", "n_11")
-SUM_FIELDS = (*CELL_FIELDS, "n_10_truncated", "n_truncated")
+SUM_FIELDS = (
+    *CELL_FIELDS,
+    "n_10_truncated",
+    "n_truncated",
+    "n_10_no_answer",
+    "n_01_no_answer",
+    "n_10_refused",
+)
 
 
-def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[dict]:
+def pair_benchmarks(
+    store: Store, pair_id: int, *, n_boot: int = 1000, exclude: int = 0
+) -> list[dict]:
     """Per benchmark: means across seeds (as the map reports them), counts summed over seeds, the
     map's paired 95% interval (``f_true_low`` ... ``bt_true_high``: the one the page's table and
     chart show, valid for adaptive runs), ``full_size`` and ``partial``, a 95% bootstrap CI of
     F_true and BT_true (``f_true_ci``, ``bt_true_ci``: samples resampled within each seed, for a
     fixed sample count; docs/metric.md's bootstrap confidence intervals, in the API, the exports and
-    the table's hover), and McNemar's exact p on the counts pooled over seeds."""
-    records = benchmark_records(store, pair_id)
+    the table's hover), and McNemar's exact p on the counts pooled over seeds. ``exclude``: the
+    bits of the causes whose samples are left out of all of it (``forgetmap.core.answer_status``)."""
+    records = benchmark_records(store, pair_id, exclude=exclude)
     with store.read() as conn:
-        counts = queries.pair_transitions(conn, pair_id).to_pylist()
+        counts = queries.pair_transitions(conn, pair_id, exclude=exclude).to_pylist()
     groups: dict[str, dict[int, dict]] = defaultdict(lambda: defaultdict(dict))
     for row in counts:
         k = row["k"] or None
@@ -75,3 +86,18 @@ def pair_benchmarks(store: Store, pair_id: int, *, n_boot: int = 1000) -> list[d
 def quadrants(rows: list[dict]) -> dict[str, int]:
     """Transition counts summed over benchmarks and seeds: the four-quadrant view."""
     return {field: sum(r[field] for r in rows) for field in CELL_FIELDS}
+
+
+def mark_reliable(samples: list[dict], benchmarks: list[dict]) -> list[dict]:
+    """The drill-down's rows, each with ``reliable``: its flip is a reliable change, in a strict
+    majority of its benchmark's seeds and beyond the pair's noise floor there
+    (``forgetmap.core.consensus.reliable_flags``), and ``seeds_total``. ``benchmarks``: the pair
+    page's rows (their ``seeds`` and ``noise_floor``)."""
+    of = {b["benchmark"]: b for b in benchmarks}
+    total = np.array([of[s["benchmark"]]["seeds"] if s["benchmark"] in of else 0 for s in samples])
+    noise = np.array([np.nan if of.get(s["benchmark"], {}).get("noise_floor") is None
+                      else of[s["benchmark"]]["noise_floor"] for s in samples], dtype=np.float64)  # fmt: skip
+    flipped = np.array([len(s["seeds"]) for s in samples], dtype=np.int64)
+    flags = reliable_flags(flipped, total, noise) if samples else np.array([], dtype=bool)
+    return [{**s, "seeds_total": int(t), "reliable": bool(f)}
+            for s, t, f in zip(samples, total.tolist(), flags.tolist(), strict=True)]  # fmt: skip

@@ -3,9 +3,11 @@
 Every map record gains ``p_adjusted`` (its McNemar p adjusted by Benjamini-Hochberg over the
 family of every record the query returns, forgetmap.core.metrics.benjamini_hochberg),
 ``significant`` (p_adjusted < ``FDR``) and ``below_noise`` (F_true's interval across seeds does not
-clear the pair's noise floor, forgetmap.core.metrics.clears_noise_floor). Category records carry
-no McNemar test: their ``p_adjusted`` and ``significant`` are None. None also where a value cannot
-be decided (``below_noise`` with one seed or no noise floor).
+clear the pair's noise floor, forgetmap.core.metrics.clears_noise_floor). A category record's
+McNemar test is on one seed's worth of discordant pairs: each benchmark's mean over its seeds,
+summed over the cell's benchmarks (``forgetmap.services.map.category_records_for``); its family is
+every category record of the query. None where a value cannot be decided (``below_noise`` with one
+seed or no noise floor).
 """
 
 from __future__ import annotations
@@ -56,17 +58,19 @@ def benchmark_columns(cols: dict) -> dict[str, list]:
 
 def category_columns(cols: dict) -> dict[str, list]:
     """The three fields for category-level columns (lists ``f_true``, ``f_true_std``, ``seeds``,
-    ``noise_floor``, as category records hold them): no test, so no p."""
-    n = len(cols["f_true"])
+    ``noise_floor`` and ``mcnemar_p``, as category records hold them): the family is every
+    entry."""
+    p_adjusted = metrics.benjamini_hochberg(np.asarray(cols["mcnemar_p"], dtype=np.float64))
     below = [_below_noise(*row) for row in zip(cols["f_true"], cols["f_true_std"], cols["seeds"],
                                                  cols["noise_floor"], strict=True)]  # fmt: skip
-    return {"p_adjusted": [None] * n, "significant": [None] * n, "below_noise": below}
+    return {"p_adjusted": p_adjusted.tolist(), "significant": _significant(p_adjusted),
+            "below_noise": below}  # fmt: skip
 
 
-def refamily(records: list[dict], level: str) -> list[dict]:
-    """Copies of ``records`` with ``p_adjusted`` and ``significant`` recomputed over them as the
-    family (a filtered map is a smaller family); category records are returned as they are."""
-    if level == "category" or not records:
+def refamily(records: list[dict]) -> list[dict]:
+    """Copies of ``records`` (of either level) with ``p_adjusted`` and ``significant`` recomputed
+    over them as the family (a filtered map is a smaller family)."""
+    if not records:
         return records
     p = metrics.benjamini_hochberg(np.array([r["mcnemar_p"] for r in records], dtype=np.float64))
     flags = _significant(p)

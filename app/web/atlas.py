@@ -68,6 +68,8 @@ def api_atlas_file(request: Request, query: Filters, fmt: Literal["csv", "parque
                 ("learned", pa.int64()),
                 ("chance", pa.float64()),
                 ("beyond", pa.float64()),
+                ("forgot_reliable", pa.int64()),
+                ("learned_reliable", pa.int64()),
             ]
         ),  # fmt: skip
     )

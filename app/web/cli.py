@@ -62,6 +62,7 @@ COMMAND_ROLES: dict[str, Role] = {
     "series show": Role.read,
     "recover list": Role.read,
     "recover export": Role.read,
+    "scores": Role.read,
     # writes of results, pairs, series and models
     "import table": Role.submit,
     "import lm-eval": Role.submit,
@@ -74,6 +75,7 @@ COMMAND_ROLES: dict[str, Role] = {
     "series add": Role.submit,
     "model set": Role.submit,
     "model sizes": Role.submit,
+    "rescore": Role.submit,
     # tokens, backups, exports to files and trackers
     "token create": Role.admin,
     "token list": Role.admin,

@@ -17,12 +17,16 @@ from forgetmap.analysis.lab import LabParams
 from forgetmap.contract.base import MAX_ID
 from forgetmap.contract.imports import IMPORT_JOB_KIND
 from forgetmap.contract.shards import WORKER_HEADER
+from forgetmap.core.answer_status import TRUNCATED, cause_mask, parse_exclude
+from forgetmap.core.errors import InputError
 from forgetmap.core.metrics import TOTAL
-from forgetmap.db import Store, queries
+from forgetmap.db import Store, flips, queries
 from forgetmap.db import recoverability as recoveries
+from forgetmap.db import scores as scores_db
+from forgetmap.services.extractor_shift import score_set_id
 from forgetmap.services.jobs import job_detail
 from forgetmap.services.map import MapCache, MapQuery
-from forgetmap.services.pair_report import pair_benchmarks
+from forgetmap.services.pair_report import mark_reliable, pair_benchmarks
 from forgetmap.services.recovery import headline
 from forgetmap.services.rejections import RejectionLog
 from forgetmap.services.tokens import (
@@ -36,8 +40,33 @@ from forgetmap.services.tokens import (
 Transition = Literal["10", "01", "11", "00"]
 Truncated = Annotated[
     Literal["include", "exclude"],
-    Query(description="exclude: leave out the samples whose answer was cut off"),
+    Query(
+        description="exclude: leave out the samples whose answer was cut off (as exclude=truncated)"
+    ),
 ]
+EXCLUDE_PATTERN = r"^((no_answer|truncated|refused)(,(no_answer|truncated|refused))*)?$"
+"""What ``exclude=`` takes: causes (``forgetmap.core.answer_status.CAUSES``), comma-separated."""
+Exclude = Annotated[
+    str | None,
+    Query(
+        max_length=100,
+        pattern=EXCLUDE_PATTERN,
+        description="causes whose samples are left out of every count, intervals and noise "
+        "floors included: no_answer, truncated, refused (comma-separated)",
+    ),
+]
+CAUSE_LABELS = {"no_answer": "no answer", "truncated": "cut off", "refused": "refused"}
+CAUSE_TITLES = {
+    "no_answer": "the text finished but no option or value could be extracted: not knowledge lost",
+    "truncated": "the token limit came first: the answer was cut off before it was complete",
+    "refused": "the model declined to answer",
+}
+EXCLUDE_CHOICES = (
+    ("", "nothing"), ("no_answer", "no answer"), ("truncated", "cut off"),
+    ("no_answer,truncated", "no answer, cut off"),
+    ("no_answer,refused,truncated", "every answer never given"),
+)  # fmt: skip
+"""The drill-down's "leave out" choices (``exclude=``, names sorted as the page echoes them)."""
 TRANSITION_LABELS = {"10": "1→0 forgotten", "01": "0→1 gained", "11": "1→1 kept", "00": "0→0 never"}
 PAGE_SIZE = 50
 Id = Annotated[int, Path(ge=0, le=MAX_ID, description="an id (0 to 2^31 - 1)")]
@@ -202,6 +231,7 @@ def size_range(min_size_b: SizeB = None, max_size_b: SizeB = None) -> SizeRange:
 
 
 def map_query(
+    request: Request,
     sizes: Annotated[SizeRange, Depends(size_range)],
     level: Annotated[
         Literal["benchmark", "category"], Query(description="map columns")
@@ -223,6 +253,15 @@ def map_query(
         float | None, Query(ge=0, le=1e15, description="base model parameters, at most")
     ] = None,
     truncated: Truncated = "include",
+    exclude: Exclude = None,
+    scores: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description="a score set's grades (forgetmap rescore) instead of "
+            "the harness's; each record then carries f_true_shift and depends_on_extractor",
+        ),
+    ] = None,
 ) -> MapQuery:
     # the form's billions win over the API's parameters when both are given
     if sizes.min_size is not None:
@@ -238,7 +277,25 @@ def map_query(
         min_size=min_size,
         max_size=max_size,
         truncated=truncated,
+        exclude=excluded(exclude),
+        scores=known_score_set(request, scores or None),
     )
+
+
+def score_set_names(request: Request) -> list[str]:
+    """The names of the stored score sets (``forgetmap rescore``), for the map's choice."""
+    with store(request).read() as conn:
+        return [row[0] for row in scores_db.score_sets(conn)]
+
+
+def known_score_set(request: Request, name: str | None) -> str | None:
+    """``name`` when a score set of that name exists; 404 with the way to list them otherwise."""
+    if name is not None:
+        try:
+            score_set_id(store(request), name)
+        except InputError as e:
+            raise HTTPException(404, str(e)) from None
+    return name
 
 
 @dataclass(frozen=True)
@@ -252,7 +309,18 @@ class SamplesQuery:
     q: str | None
     page: int
     page_size: int
-    truncated: Literal["include", "exclude"]
+    exclude: frozenset[str]  # the causes whose seeds are left out (truncated=exclude included)
+    cause: str | None  # only the seeds with this cause
+
+
+def excluded(text: str | None, truncated: str = "include") -> frozenset[str]:
+    """The causes named by ``exclude=`` (and ``truncated=exclude``); 422 for an unknown one (the
+    parameter's pattern refuses it first)."""
+    try:
+        chosen = parse_exclude(text)
+    except InputError as e:
+        raise HTTPException(422, str(e)) from None
+    return chosen | ({TRUNCATED} if truncated == "exclude" else set())
 
 
 def samples_query(
@@ -263,6 +331,13 @@ def samples_query(
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     page_size: Annotated[int, Query(ge=1, le=500)] = PAGE_SIZE,
     truncated: Truncated = "include",
+    exclude: Exclude = None,
+    cause: Annotated[
+        Literal["", "no_answer", "truncated", "refused"] | None,
+        Query(
+            description="only the seeds whose answer (either side's) has this cause (empty: any)"
+        ),
+    ] = None,
 ) -> SamplesQuery:
     return SamplesQuery(
         benchmark=benchmark or None,
@@ -271,7 +346,8 @@ def samples_query(
         q=q or None,
         page=page,
         page_size=page_size,
-        truncated=truncated,
+        exclude=excluded(exclude, truncated),
+        cause=cause or None,
     )
 
 
@@ -313,22 +389,29 @@ def benchmark_filter(
     return ids
 
 
-def pair_rows(request: Request, pair_id: int) -> list[dict]:
-    """The pair page's per-benchmark table (intervals included), kept until the next write."""
+def pair_rows(request: Request, pair_id: int, exclude: frozenset[str] = frozenset()) -> list[dict]:
+    """The pair page's per-benchmark table (intervals included), kept until the next write;
+    ``exclude``: the causes whose samples are left out of every count."""
+    mask = cause_mask(exclude)
     return map_cache(request).cache.get(
-        ("pair", pair_id), lambda: pair_benchmarks(store(request), pair_id)
+        ("pair", pair_id, mask), lambda: pair_benchmarks(store(request), pair_id, exclude=mask)
     )
 
 
+def pair_exclude(exclude: Exclude = None) -> frozenset[str]:
+    """A pair page's ``exclude=`` (as the map's); 422 for an unknown cause."""
+    return excluded(exclude)
+
+
 def flipped(request: Request, pair: dict, query: SamplesQuery):
-    """One page of a drill-down, kept until the next write (``truncated="exclude"``: samples
-    whose answer was cut off in every seed shown left out); 404 for a benchmark or category the
+    """One page of a drill-down, kept until the next write (``exclude``: samples whose answer had
+    one of those causes in every seed shown left out; ``cause``: only those); 404 for a benchmark or category the
     store does not know."""
     ids = benchmark_filter(request, query.benchmark, query.category)
 
     def load():
         with store(request).read() as conn:
-            return queries.flipped_samples(
+            return flips.flipped_samples(
                 conn,
                 pair,
                 benchmarks=ids,
@@ -336,18 +419,23 @@ def flipped(request: Request, pair: dict, query: SamplesQuery):
                 q=query.q,
                 page=query.page,
                 page_size=query.page_size,
-                exclude_truncated=query.truncated == "exclude",
+                exclude=cause_mask(query.exclude),
+                cause=cause_mask([query.cause] if query.cause else []),
             )
 
+    def marked():
+        total, rows = load()
+        return total, mark_reliable(rows, pair_rows(request, pair["id"], query.exclude))
+
     key = ("flipped", pair["id"], tuple(ids) if ids is not None else None, query)
-    return map_cache(request).cache.get(key, load)
+    return map_cache(request).cache.get(key, marked)
 
 
 def sample_seeds(request: Request, pair: dict, ref: SampleRef) -> list[dict]:
     """Both models' answers to one sample, per seed; 404 for a benchmark or sample not there."""
     [bench_id] = benchmark_filter(request, ref.benchmark, None)
     with store(request).read() as conn:
-        seeds = queries.sample_detail(conn, pair, bench_id, ref.sample_id)
+        seeds = flips.sample_detail(conn, pair, bench_id, ref.sample_id)
     if not seeds:
         raise HTTPException(
             404, f"sample {ref.sample_id!r} of {ref.benchmark!r} is not in pair {pair['id']}"

@@ -13,6 +13,7 @@ from forgetmap.db import queries
 from forgetmap.services.map import MapQuery, category_sort_key
 from forgetmap.services.series import series_groups
 from forgetmap.web import deps
+from forgetmap.web.responses import ID_ERRORS
 from forgetmap.web.templating import cached_for_readers, html_page
 
 router = APIRouter()
@@ -73,10 +74,11 @@ def map_page(
         categories=CATEGORIES,
         recovery={r["pair_id"]: r for r in deps.recovery_column(request)} if recovery else None,
         series=series_groups(cache),
+        score_sets=deps.score_set_names(request),
     )
 
 
-@router.get("/api/map", tags=["api"])
+@router.get("/api/map", tags=["api"], responses=ID_ERRORS)
 def api_map(
     request: Request,
     query: Filters,
@@ -91,7 +93,7 @@ def api_map(
     return Response(body, media_type="application/json", headers={"X-Total-Pairs": str(total)})
 
 
-@router.get("/api/map/cells", tags=["api"])
+@router.get("/api/map/cells", tags=["api"], responses=ID_ERRORS)
 def api_map_cells(request: Request, query: Filters) -> list[dict]:
     """The heatmap's cells: one per (pair, category or benchmark), seeds averaged."""
     return deps.map_cache(request).cells(query)

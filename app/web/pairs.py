@@ -4,10 +4,10 @@ page's table as a file (``/api/pairs/{id}/benchmarks.csv|parquet``)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import pyarrow as pa
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 from forgetmap.contract.jobs import PairSpecIn
 from forgetmap.core.errors import InputError
@@ -19,6 +19,8 @@ from forgetmap.web import deps
 from forgetmap.web.responses import ID_ERRORS, TABLE, WRITE_ERRORS, table_response
 from forgetmap.web.templating import cached_for_readers, html_page
 
+PairExclude = Annotated[frozenset[str], Depends(deps.pair_exclude)]
+
 router = APIRouter()
 
 
@@ -29,15 +31,15 @@ def public(pair: dict) -> dict:
 
 @router.get("/pairs/{pair_id}", response_class=HTMLResponse, include_in_schema=False)
 @cached_for_readers
-def pair_page(request: Request, pair_id: deps.Id) -> HTMLResponse:
+def pair_page(request: Request, pair_id: deps.Id, exclude: PairExclude) -> HTMLResponse:
     pair = deps.get_pair(request, pair_id)
-    rows = deps.pair_rows(request, pair_id)
+    rows = deps.pair_rows(request, pair_id, exclude)
     recoveries = deps.pair_recoveries(request, pair_id)
     pairing = deps.pairing(request, pair_id)
     return html_page(request, "pair.html", pair=pair, rows=rows, quadrants=quadrants(rows),
                      pairing=pairing, pairing_rule=queries.pairing_rule,
                      recoveries=recoveries, recovery_rows=view_rows(recoveries[0]) if recoveries else [],
-                     base_temperatures=base_temperatures,
+                     base_temperatures=base_temperatures, exclude=",".join(sorted(exclude)),
                      logged_in=bool(request.session.get("user")))  # fmt: skip
 
 
@@ -47,11 +49,12 @@ def api_pairs(request: Request) -> list[dict]:
 
 
 @router.get("/api/pairs/{pair_id}", tags=["api"], responses=ID_ERRORS)
-def api_pair(request: Request, pair_id: deps.Id) -> dict:
+def api_pair(request: Request, pair_id: deps.Id, exclude: PairExclude) -> dict:
     """A pair with its per-benchmark table (means across seeds, the paired 95% interval, bootstrap
-    CIs, McNemar p)."""
+    CIs, McNemar p, the 1->0 flips of each cause); ``exclude=no_answer,truncated`` leaves those
+    causes' samples out of every count."""
     pair = deps.get_pair(request, pair_id)
-    rows = deps.pair_rows(request, pair_id)
+    rows = deps.pair_rows(request, pair_id, exclude)
     return {**public(pair), "benchmarks": rows, "quadrants": quadrants(rows)}
 
 

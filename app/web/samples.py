@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
-from forgetmap.db import queries
+from forgetmap.db import flips, queries
 from forgetmap.services.map import category_sort_key
 from forgetmap.web import deps
 from forgetmap.web.pairs import public
@@ -40,7 +40,8 @@ def samples_page(request: Request, pair_id: deps.Id, query: DrillDown) -> HTMLRe
         category=query.category,
         transition=query.transition,
         q=query.q or "",
-        truncated=query.truncated,
+        exclude=",".join(sorted(query.exclude)),
+        cause=query.cause or "",
         benchmarks=[b for b, _ in bench_rows],
         categories=sorted({c for _, c in bench_rows}, key=category_sort_key),
     )
@@ -51,14 +52,17 @@ def samples_page(request: Request, pair_id: deps.Id, query: DrillDown) -> HTMLRe
 @router.get("/api/pairs/{pair_id}/samples", tags=["api"], responses=ID_ERRORS)
 def api_pair_samples(request: Request, pair_id: deps.Id, query: DrillDown) -> dict:
     """Samples of the pair with the given transition (1->0 by default) in at least one seed;
-    ``truncated=exclude`` leaves out the seeds whose answer was cut off (each sample says
-    ``truncated``)."""
+    ``exclude=no_answer,truncated`` (or ``truncated=exclude``) leaves out the seeds whose answer
+    (either side's) had one of those causes, ``cause=`` keeps only the seeds with that one; each
+    sample lists its ``causes`` (and says ``truncated``)."""
     pair = deps.get_pair(request, pair_id)
     total, rows = deps.flipped(request, pair, query)
     return {
         "pair": public(pair),
         "transition": query.transition,
-        "truncated": query.truncated,
+        "truncated": "exclude" if "truncated" in query.exclude else "include",
+        "exclude": sorted(query.exclude),
+        "cause": query.cause,
         "total": total,
         "page": query.page,
         "page_size": query.page_size,
@@ -97,5 +101,5 @@ def api_pair_samples_export(
     """Every paired per-sample row of the pair, both models side by side, as CSV or Parquet."""
     pair = deps.get_pair(request, pair_id)
     with deps.store(request).read() as conn:
-        table = queries.pair_sample_rows(conn, pair)
+        table = flips.pair_sample_rows(conn, pair)
     return table_response(table, fmt, f"pair-{pair_id}-samples")

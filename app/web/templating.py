@@ -19,7 +19,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 templates = Jinja2Templates(directory=resource_dir("templates"))
 templates.env.globals.update(
-    render=render, transition_labels=deps.TRANSITION_LABELS, csrf_token=csrf_token
+    render=render,
+    transition_labels=deps.TRANSITION_LABELS,
+    csrf_token=csrf_token,
+    cause_labels=deps.CAUSE_LABELS,
+    cause_titles=deps.CAUSE_TITLES,
+    exclude_choices=deps.EXCLUDE_CHOICES,
 )
 _PAGE_JSON = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 

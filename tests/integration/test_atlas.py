@@ -65,6 +65,12 @@ def test_questions_are_ranked_by_recipes_beyond_chance(client):
     # q0: the sft pair and qwen forgot it; the series' step 1 did too, but the run counts once,
     # through step 2, which kept it (counting pairs would say 3); q1: forgot in 1 of 2 seeds
     assert rows == [("q0", 2, 0), ("q1", 1, 0), ("q2", 1, 0)]
+    # reliable changes: a strict majority of the 2 seeds (both) beyond the pair's noise floor.
+    # Only llama-7b-sft differs between its seeds (q1: 0 then 1): its floor is (0 + 1/4) / 2 = 1/8,
+    # the pair's (1/8 + 0) / 2 = 1/16, and two flips in two seeds at 1/16 have chance 1/256. So
+    # q0 (both seeds in the sft pair and in qwen) counts twice, q1 (one seed) never, q2 (the
+    # series' step 2, both seeds, floor 0) once
+    assert [q["forgot_reliable"] for q in atlas["questions"]] == [2, 0, 1]
     for q, forgot in zip(atlas["questions"], (2, 1, 1), strict=True):
         assert q["chance"] == pytest.approx(CHANCE)
         assert q["beyond"] == pytest.approx(forgot - 19 / 96)
@@ -89,10 +95,11 @@ def test_filters_choose_the_recipes_and_the_questions(client):
 def test_the_atlas_as_csv_and_parquet(client):
     csv = pacsv.read_csv(io.BytesIO(client.get("/api/atlas.csv").content))
     assert csv.column_names == ["benchmark", "category", "sample_id", "k", "forgot", "learned",
-                                "chance", "beyond"]  # fmt: skip
+                                "chance", "beyond", "forgot_reliable", "learned_reliable"]  # fmt: skip
     # every question some recipe forgot or learned: q3 was learned by the sft pair
     assert csv["sample_id"].to_pylist() == ["q0", "q1", "q2", "q3"]
     assert csv["learned"].to_pylist() == [0, 0, 0, 1]
+    assert csv["learned_reliable"].to_pylist() == [0, 0, 0, 1]
     parquet = pq.read_table(io.BytesIO(client.get("/api/atlas.parquet?stage=sft").content))
     assert parquet["sample_id"].to_pylist() == ["q0", "q1", "q3"]
 

@@ -96,7 +96,7 @@ def _stored_rows(db: Path) -> list[tuple]:
                 SELECT m.name, b.name, b.category, b.num_choices, r.seed, r.sample_id, r.correct,
                        r.num_choices, {full_prompt("r")}, r.response, r.response_ref, r.question,
                        r.prediction, r.gold, r.choices, r.doc_hash, r.prompt_tokens,
-                       r.completion_tokens, r.truncated
+                       r.completion_tokens, r.answer_status
                 FROM results r JOIN models m ON m.id = r.model_id
                 JOIN benchmarks b ON b.id = r.benchmark_id
                 ORDER BY m.name, b.name, r.seed, r.sample_id

@@ -187,7 +187,7 @@ def test_rows_of_a_log(logs):
     assert json.loads(first["choices"]) == ["w", "x", "y", "z"]
     assert (first["gold"], first["prediction"], first["response"]) == ("A", "A", "ANSWER: A")
     assert first["prompt"] == first["question"] == "arc question 1?"
-    assert first["truncated"] is False and first["completion_tokens"] == len("ANSWER: A")
+    assert first["answer_status"] == "answered" and first["completion_tokens"] == len("ANSWER: A")
     assert rows["seed"].to_pylist() == [0] * 4 + [1] * 4  # epochs 1 and 2
     assert rows["correct"].to_pylist() == [bool(v) for v in BASE["arc"][0] + BASE["arc"][1]]
 

@@ -211,13 +211,14 @@ def test_map_table_shows_n_interval_and_partial(cli, tmp_path):
     out = cli("map").stdout
     header, *rows = _table_rows(out)
     assert header == ["pair", "category", "bench", "seeds", "n", "F_true", "F_true 95%",
-                      "BT_true", "BT_true 95%", "F", "BT", "F_max", "noise", "1->0 cut"]  # fmt: skip
+                      "BT_true", "BT_true 95%", "F", "BT", "F_max", "noise", "1->0 no answer",
+                      "1->0 cut"]  # fmt: skip
     expected = [
         ["base -> post", r["category"], str(r["n_benchmarks"]), str(r["seeds"]),
          f"{2 * n} of {200 + n} (partial)", f"{r['f_true']:.4f} ± {r['f_true_std']:.4f}",
          interval(r, "f_true"), f"{r['bt_true']:.4f} ± {r['bt_true_std']:.4f}",
          interval(r, "bt_true"), f"{r['f']:.4f}", f"{r['bt']:.4f}", f"{r['f_max']:.4f}",
-         f"{r['noise_floor']:.4f}", str(r["n_10_truncated"])]
+         f"{r['noise_floor']:.4f}", str(r["n_10_no_answer"]), str(r["n_10_truncated"])]
         for r in records(cli, "category")
     ]  # fmt: skip
     assert rows == expected
@@ -226,7 +227,8 @@ def test_map_table_shows_n_interval_and_partial(cli, tmp_path):
     out = cli("map", "--level", "benchmark").stdout
     header, *rows = _table_rows(out)
     assert header == ["pair", "benchmark", "seed", "n", "k", "acc_pre", "acc_post", "F", "BT",
-                      "F_true", "F_true 95%", "BT_true", "BT_true 95%", "p", "1->0 cut"]  # fmt: skip
+                      "F_true", "F_true 95%", "BT_true", "BT_true 95%", "p", "1->0 no answer",
+                      "1->0 cut"]  # fmt: skip
     by_row = {(r["benchmark"], str(r["seed"])): r for r in records(cli)}
     assert len(rows) == len(by_row) == 4
     for row in rows:
@@ -234,7 +236,8 @@ def test_map_table_shows_n_interval_and_partial(cli, tmp_path):
         assert row[3] == (f"{n} of 200 (partial)" if r["benchmark"] == "alpha" else str(n))
         assert row[9] == f"{r['f_true']:.4f}" and row[11] == f"{r['bt_true']:.4f}"
         assert (row[10], row[12]) == (interval(r, "f_true"), interval(r, "bt_true"))
-        assert row[14] == f"{r['n_10_truncated']} of {r['n_10']}"
+        assert row[14] == f"{r['n_10_no_answer']} of {r['n_10']}"
+        assert row[15] == f"{r['n_10_truncated']} of {r['n_10']}"
     # JSON and CSV keep what they had
     csv_header = cli("map", "--format", "csv").stdout.splitlines()[0].split(",")
     assert csv_header[:13] == ["base", "post", "category", "n_benchmarks", "seeds", "f_true",

@@ -11,6 +11,7 @@ import io
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from forgetmap.core.metrics import mcnemar_exact
 from forgetmap.services.map import BENCHMARK_EXTRA, CATEGORY_EXTRA
 from forgetmap.services.significance import SIGNIFICANCE_FIELDS
 from forgetmap.web import create_app
@@ -69,8 +70,18 @@ def test_seed_noise_is_not_significant_and_real_forgetting_is(loaded):
     assert all(r["below_noise"] is True for r in by["self"])
     assert all(r["below_noise"] is False for r in by["forgot"])
     cells = loaded.json("map", "--level", "category", "--format", "json")
-    assert all(r["p_adjusted"] is None and r["significant"] is None for r in cells)
+    # a category's McNemar: one seed's worth of discordant pairs, each benchmark's mean over its
+    # seeds summed over the category's (here: Total's, which holds them all) benchmarks
+    for r in cells:
+        mine = [b for b in records if b["label"] == r["label"]]
+        n_01 = round(sum(b["n_01"] for b in mine) / SEEDS)
+        n_10 = round(sum(b["n_10"] for b in mine) / SEEDS)
+        assert r["mcnemar_p"] == pytest.approx(mcnemar_exact(n_01, n_10), rel=1e-12)
+    want = false_discovery_control([r["mcnemar_p"] for r in cells], method="bh")
+    assert [r["p_adjusted"] for r in cells] == pytest.approx(want.tolist(), rel=1e-12)
     cat = _by_label(cells)
+    assert not any(r["significant"] for r in cat["self"])
+    assert all(r["significant"] for r in cat["forgot"])
     assert {r["below_noise"] for r in cat["self"]} == {True}
     assert {r["below_noise"] for r in cat["forgot"]} == {False}
 
@@ -83,8 +94,7 @@ def test_the_csv_lists_the_fields(loaded):
         assert rows and all(name in rows[0] for name in SIGNIFICANCE_FIELDS)
         forgot = [r for r in rows if r["label"] == "forgot"]
         assert {r["below_noise"] for r in forgot} == {"False"}
-        if level == "benchmark":
-            assert {r["significant"] for r in forgot} == {"True"}
+        assert {r["significant"] for r in forgot} == {"True"}
 
 
 @pytest.fixture

@@ -84,17 +84,20 @@ def test_transformers_engine_end_to_end(tmp_path, models):
         dep.close()
     rows = dep.results()
     assert len(rows) == 2 * 2 * 12 and len(set(rows)) == len(rows)
-    # an answer that used every one of the shard's max_tokens (8) is recorded as cut off
+    # an answer the token limit stopped (the engine's finish reason "length": every one of the
+    # shard's max_tokens, 8, used without an end) is recorded as truncated, and only such a one
     from forgetmap.db import open_store
 
     store = open_store(dep.db, read_only=True)
     try:
         with store.read() as conn:
-            cut = conn.execute("SELECT completion_tokens, truncated FROM results").fetchall()
+            cut = conn.execute("SELECT completion_tokens, answer_status FROM results").fetchall()
     finally:
         store.close()
-    assert all(flag == (tokens >= 8) for tokens, flag in cut)
-    assert {flag for _, flag in cut} <= {True, False}
+    assert all(tokens >= 8 for tokens, status in cut if status == "truncated")
+    assert all(status != "truncated" for tokens, status in cut if tokens < 8)
+    assert {status for _, status in cut} <= {"answered", "no_answer", "truncated"}
+    assert any(status == "truncated" for _, status in cut)
 
 
 def test_vllm_engine_end_to_end(tmp_path, models):

@@ -230,3 +230,32 @@ def test_release_reimplementation_keeps_its_shortest_list_rule():
     stats = cross_seed_statistics({0: ["1->0"], 1: ["1->0", "0->1"]})
     assert stats["by_size"][2]["mean_counts"] == {"0->0": 0, "0->1": 0, "1->0": 1, "1->1": 0}
     assert stats["total_counts"]["0->1"] == 1
+
+
+def test_beyond_noise_is_the_binomial_tail_at_the_noise_floor():
+    """Hand-computed tails: S = 3 seeds at r = 0.3, flipped in 3 -> 0.3^3 = 0.027 (beyond), in 2
+    -> 3 * 0.09 * 0.7 + 0.027 = 0.216 (not); S = 1 at r = 0.04 -> 0.04 (beyond), r = 0.06 -> not;
+    no noise floor (NaN) -> never."""
+    from forgetmap.core.consensus import beyond_noise, reliable_flags
+
+    m = np.array([3, 2, 1, 1, 2])
+    s = np.array([3, 3, 1, 1, 2])
+    r = np.array([0.3, 0.3, 0.04, 0.06, np.nan])
+    assert beyond_noise(m, s, r).tolist() == [True, False, True, False, False]
+    # a majority too: 2 of 4 is not one, however quiet the seeds
+    assert reliable_flags(np.array([2, 3]), np.array([4, 4]), np.array([0.001, 0.001])).tolist() == [
+        False, True,
+    ]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 10), st.floats(0.0, 1.0))
+def test_beyond_noise_grows_with_the_flips_and_falls_with_the_noise(seeds, rate):
+    from forgetmap.core.consensus import beyond_noise
+
+    flips = np.arange(1, seeds + 1)
+    marks = beyond_noise(flips, np.full(seeds, seeds), np.full(seeds, rate))
+    # once beyond, more flips stay beyond
+    assert not (marks[:-1] & ~marks[1:]).any()
+    louder = beyond_noise(flips, np.full(seeds, seeds), np.full(seeds, min(rate + 0.1, 1.0)))
+    assert not (louder & ~marks).any()

@@ -34,10 +34,10 @@ def test_lines_become_the_rows_they_describe(tmp_path):
         "prediction": "A",  # the terminal attribution, not the earlier "A."
         "gold": "A", "choices": '["Paris", "Rome", "Madrid", "Berlin"]', "doc_hash": "doc0",
         "prompt_tokens": 20, "completion_tokens": 5,
-        "prompt_prefix": None, "prompt_suffix": None, "truncated": None,
+        "prompt_prefix": None, "prompt_suffix": None, "answer_status": None,
     }  # fmt: skip
     assert rows[(POST, "toy_mc", 0, "mc-2")]["prediction"] == "D"  # wrong: the next letter
-    assert rows[(BASE, "toy_mc", 0, "mc-7")]["truncated"] is True  # stop_reason max_tokens
+    assert rows[(BASE, "toy_mc", 0, "mc-7")]["answer_status"] == "truncated"  # max_tokens
     generated = rows[(POST, "toy_gen", 1, "gen-3")]  # epoch 2 is seed 1
     shown = {
         k: generated[k] for k in ("correct", "num_choices", "prediction", "prompt", "question")

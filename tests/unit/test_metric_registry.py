@@ -164,7 +164,7 @@ NOT_METRICS = {
     "k_mix",
     # how much was counted: sample and transition counts, coverage and truncation
     "n", "n_00", "n_01", "n_10", "n_11", "only_base", "only_post", "mismatched", "full_size",
-    "partial", "n_10_truncated", "n_truncated", "n_benchmarks", "seeds",
+    "partial", "n_10_truncated", "n_truncated", "n_10_no_answer", "n_01_no_answer", "n_10_refused", "n_benchmarks", "seeds",
     # whether a cell survives: verdicts on the metrics, not metrics to colour by
     "p_adjusted", "significant", "below_noise",
 }  # fmt: skip

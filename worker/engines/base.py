@@ -46,11 +46,14 @@ class GenerationParams:
 
 @dataclass(frozen=True)
 class Generation:
-    """One completion: its text (stop string excluded) and token counts."""
+    """One completion: its text (stop string excluded), token counts, and why it ended:
+    ``finish_reason`` as vLLM names it (``"stop"``: an end token or a stop string, ``"length"``:
+    the token limit), None where the engine does not say."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
+    finish_reason: str | None = None
 
 
 Message = Mapping[str, str]

@@ -208,9 +208,10 @@ class TransformersEngine:
         # that ended on a stop string is followed by padding only.
         eos = set(self.eos_ids)
         n = len(new_tokens)
+        ended = False  # on an end token or a stop string, not the token limit
         for pos, tid in enumerate(new_tokens):
             if tid in eos:
-                n = pos + 1
+                n, ended = pos + 1, True
                 break
         if n == len(new_tokens) and self.pad_id not in eos:
             while n and new_tokens[n - 1] == self.pad_id:
@@ -218,8 +219,12 @@ class TransformersEngine:
         kept = new_tokens[:n]
         text = self.tokenizer.decode([t for t in kept if t not in eos], skip_special_tokens=True)
         if params.stop:
-            text, _ = truncate_at_stop(text, params.stop)
-        return Generation(text=text, prompt_tokens=n_prompt, completion_tokens=len(kept))
+            text, stopped = truncate_at_stop(text, params.stop)
+            ended = ended or stopped
+        # as vLLM says it: "length" only for an answer the token limit ended
+        reason = "length" if not ended and len(kept) >= params.max_tokens else "stop"
+        return Generation(text=text, prompt_tokens=n_prompt, completion_tokens=len(kept),
+                          finish_reason=reason)  # fmt: skip
 
 
 def _position_ids(attention_mask):

@@ -152,6 +152,8 @@ class VLLMEngine:
                 text=o.outputs[0].text,
                 prompt_tokens=len(o.prompt_token_ids),
                 completion_tokens=len(o.outputs[0].token_ids),
+                # CompletionOutput.finish_reason: "stop" or "length" (None while unfinished)
+                finish_reason=o.outputs[0].finish_reason,
             )
             for o in outputs
         ]

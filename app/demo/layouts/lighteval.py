@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,20 +77,24 @@ def _lighteval_mc_parts(i: int, task: str, fewshot: int) -> dict[str, Any]:
     }
 
 
-def _lighteval_gen_parts(i: int, right: bool) -> dict[str, Any]:
+def _lighteval_gen_parts(i: int, right: bool, answered: bool = True) -> dict[str, Any]:
     question, _, final = GSM8K_DOCS[i % len(GSM8K_DOCS)]
     said = final if right else str(int(final) + 3)
     query = f"Question: {question}\nAnswer:"
+    generated = (
+        f" Let's think step by step. Working through the numbers, the final answer is {said}."
+    )
+    if not answered:  # a chain of thought that ends before its answer: nothing to extract
+        generated = " Let's think step by step. First we work out how many there were"
     return {
         "query": query,
         "instruction": "",
         "full_prompt": query,
         "choices": [final],
         "gold_index": 0,
-        "generated": (
-            f" Let's think step by step. Working through the numbers, the final answer is {said}."
-        ),
-        "extracted": said,
+        "generated": generated,
+        # extractive metrics leave an empty list where they found no answer
+        "extracted": [said] if answered else [],
     }
 
 
@@ -103,8 +107,11 @@ def _flat_detail(
     kind: str,
     task: str,
     fewshot: int,
+    answered: bool = True,
+    cut: int = 0,
 ) -> dict[str, Any]:
-    """``asdict(DetailsLogger.Detail)`` of lighteval <= 0.10."""
+    """``asdict(DetailsLogger.Detail)`` of lighteval <= 0.10 (``cut``: tokens lighteval cut from
+    the prompt, in every request's ``truncated``)."""
     right = is_right(value)
     metrics = {metric: score_value(value), **{k: score_value(v) for k, v in extra.items()}}
     if kind == "multiple_choice":
@@ -123,7 +130,7 @@ def _flat_detail(
             "prediction_logits": [],
             "input_tokens": [_fake_tokens(p["full_prompt"]) for _ in range(n)],
             "cont_tokens": [_fake_tokens(c) for c in p["choices"]],
-            "truncated": [0] * n,
+            "truncated": [cut] * n,
             "padded": [0] * n,
             "gold": [],
             "pred_logits": [],
@@ -132,7 +139,7 @@ def _flat_detail(
             "metrics": metrics,
             "specifics": None,
         }
-    p = _lighteval_gen_parts(i, right)
+    p = _lighteval_gen_parts(i, right, answered)
     return {
         "example": p["query"],
         "instruction": p["instruction"],
@@ -143,7 +150,7 @@ def _flat_detail(
         "prediction_logits": [],
         "input_tokens": [_fake_tokens(p["full_prompt"])],
         "cont_tokens": [_fake_tokens(p["generated"])],
-        "truncated": [0],
+        "truncated": [cut],
         "padded": [0],
         "gold": [p["choices"][0]],
         "pred_logits": [],
@@ -151,7 +158,7 @@ def _flat_detail(
         "gold_index": [],
         "metrics": metrics,
         "specifics": {
-            "extracted_predictions": [p["extracted"]],
+            "extracted_predictions": p["extracted"],
             "extracted_golds": [p["choices"][0]],
         },
     }
@@ -167,6 +174,8 @@ def _nested_detail(
     task: str,
     fewshot: int,
     with_id: bool,
+    answered: bool = True,
+    cut: int = 0,
 ) -> dict[str, Any]:
     """``asdict(DetailsLogger.Detail)`` of lighteval >= 0.11: doc, model_response, metric."""
     right = is_right(value)
@@ -213,11 +222,11 @@ def _nested_detail(
             "argmax_logits_eq_gold": [k == winner for k in range(n)],
             "logits": None,
             "unconditioned_logprobs": None,
-            "truncated_tokens_count": 0,
+            "truncated_tokens_count": cut,
             "padded_tokens_count": 0,
         }
     else:
-        p = _lighteval_gen_parts(i, right)
+        p = _lighteval_gen_parts(i, right, answered)
         doc = {
             "query": p["query"],
             "choices": p["choices"],
@@ -226,7 +235,7 @@ def _nested_detail(
             "sampling_methods": [SamplingMethod.GENERATIVE],
             # what lighteval's extractive metrics leave in the doc once they have scored it
             "specific": {
-                "extracted_predictions": [p["extracted"]],
+                "extracted_predictions": p["extracted"],
                 "extracted_golds": [p["choices"][0]],
             },
             "generation_size": 256,
@@ -243,7 +252,7 @@ def _nested_detail(
             "argmax_logits_eq_gold": [],
             "logits": None,
             "unconditioned_logprobs": None,
-            "truncated_tokens_count": 0,
+            "truncated_tokens_count": cut,
             "padded_tokens_count": 0,
         }
     metrics = {metric: score_value(value), **{k: score_value(v) for k, v in extra.items()}}
@@ -263,6 +272,8 @@ def write_lighteval_details(
     stringify: bool = False,
     shuffle_seed: int | None = None,
     timestamp: str = DEFAULT_TIMESTAMP,
+    no_answer: Collection[int] = (),
+    prompt_cut: Collection[int] = (),
 ) -> Path:
     """Write ``details_<task>_<timestamp>.parquet`` in ``directory``.
 
@@ -271,7 +282,9 @@ def write_lighteval_details(
     ``"generative"`` (gsm8k docs, metric ``extractive_match``). ``with_ids=False`` leaves the
     nested doc ``id`` empty (flat details never have one). ``stringify`` stores every column as
     ``str(value)`` like lighteval's fallback. ``shuffle_seed`` permutes the rows (sample i keeps
-    its content and score wherever it lands).
+    its content and score wherever it lands). ``no_answer``: the generative rows (by number)
+    whose text ends before its answer, so that the extractive metric found none (score them 0);
+    ``prompt_cut``: the rows whose prompt lighteval cut to fit the context (120 tokens).
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -286,9 +299,10 @@ def write_lighteval_details(
     details = []
     for i, value in enumerate(correct):
         extra = {k: v[i] for k, v in extra_metrics.items()}
+        said = {"answered": i not in no_answer, "cut": 120 if i in prompt_cut else 0}
         if schema == "flat":
             details.append(
-                _flat_detail(i, value, metric, extra, kind=kind, task=task, fewshot=fewshot)
+                _flat_detail(i, value, metric, extra, kind=kind, task=task, fewshot=fewshot, **said)
             )
         else:
             details.append(
@@ -301,6 +315,7 @@ def write_lighteval_details(
                     task=task,
                     fewshot=fewshot,
                     with_id=with_ids,
+                    **said,
                 )
             )
     if shuffle_seed is not None:

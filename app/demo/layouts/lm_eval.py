@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,7 @@ def _lm_eval_gen_record(
     filter_name: str,
     flavor: str,
     style: str,
+    answered: bool = True,
 ) -> dict[str, Any]:
     if flavor == "gsm8k":
         question, answer, final = GSM8K_DOCS[i % len(GSM8K_DOCS)]
@@ -124,6 +125,9 @@ def _lm_eval_gen_record(
             f"instruction, we end at the position shown. So the answer is {said}."
         )
         filtered = said
+    if not answered:  # a text with no number and no "the answer is": every filter finds none
+        generated = " Let me think about this carefully before I commit to anything"
+        filtered = "[invalid]"  # the regex filters' fallback
     record: dict[str, Any] = {
         "doc_id": i,
         "doc": stored_doc,
@@ -185,6 +189,7 @@ def write_lm_eval_samples(
     filters_named: bool = True,
     ranks: int = 1,
     legacy_model_args: str | None = None,
+    no_answer: Collection[int] = (),
 ) -> Path:
     """Write ``samples_<task>_<timestamp>.jsonl`` in ``directory``.
 
@@ -203,6 +208,8 @@ def write_lm_eval_samples(
     and ``=`` as ``__``) holding the samples as one JSON array (``json.dumps(indent=2)``), each
     as ``evaluate`` logged it: raw argument lists and ``(ll, is_greedy)`` pairs, no hashes, no
     filter or metric list (``write_lm_eval_results`` writes the run's ``results.json``).
+    ``no_answer``: the generated docs (by number) whose text holds no answer, filtered to
+    ``[invalid]`` under every filter (score them 0).
     """
     if legacy_model_args is not None:
         arguments_style, filters_named = "list", False
@@ -244,6 +251,7 @@ def write_lm_eval_samples(
                             filter_name=filter_name,
                             flavor=flavor,
                             style=arguments_style,
+                            answered=i not in no_answer,
                         )
                     )
     else:

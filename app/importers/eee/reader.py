@@ -22,8 +22,8 @@ blank-line separated; the assistant turns of ``messages`` for multi-turn and age
 ``prompt`` what the model saw (``input.formatted``, else ``input.raw``) and ``question`` the
 bare input where both are given; ``gold`` the reference (a JSON list where it holds several);
 ``choices`` and k, their count (none: generative); token counts from ``token_usage``; the seed,
-option count, category, ``doc_hash`` and whether the answer was cut off from ``metadata``
-(``forgetmap.importers.eee.format``).
+option count, category, ``doc_hash`` and the answer's status from ``metadata``
+(``forgetmap.importers.eee.format``; ``_answer_status``).
 
 A file that holds one line per (sample, metric), with one ``evaluation_result_id`` per metric of
 an evaluation, imports the lines of one id (``files.chosen_results``). Every file is read twice:
@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from forgetmap.core.answer_status import STATUSES, TRUNCATED
 from forgetmap.importers.common import (
     InputError,
     build_table,
@@ -64,7 +65,7 @@ ROW_COLUMNS = (
     "doc_hash",
     "prompt_tokens",
     "completion_tokens",
-    "truncated",
+    "answer_status",
 )
 BATCH_ROWS = 50_000
 BATCH_TEXT_CHARS = 64 << 20
@@ -161,7 +162,7 @@ def line_row(record: dict[str, Any], *, model: str | None, where: str) -> dict[s
         "doc_hash": _text(metadata.get(eee.DOC_HASH)),
         "prompt_tokens": _count(tokens.get("input_tokens")),
         "completion_tokens": _count(tokens.get("output_tokens")),
-        "truncated": _truncated(metadata),
+        "answer_status": _answer_status(metadata, where),
     }
 
 
@@ -264,10 +265,22 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _truncated(metadata: dict) -> bool | None:
-    """``metadata.truncated`` (forgetmap's "true"/"false"), else inspect's ``stop_reason``."""
-    flag = metadata.get(eee.TRUNCATED)
-    if flag in (eee.flag_text(True), eee.flag_text(False)):
-        return flag == eee.flag_text(True)
-    reason = _text(metadata.get(eee.STOP_REASON))
-    return None if reason is None else reason in eee.CUT_OFF_STOPS
+def _answer_status(metadata: dict, where: str) -> str | None:
+    """``metadata.answer_status`` (one of ``STATUSES``); else ``truncated`` where forgetmap's
+    older ``metadata.truncated`` is "true" or inspect's ``stop_reason`` a token limit; else not
+    said (a finished answer may still hold none)."""
+    given = metadata.get(eee.ANSWER_STATUS)
+    if given not in (None, ""):
+        if given not in STATUSES:
+            raise InputError(
+                f"{where}: metadata.answer_status is {_clipped(given)!r}; it must be one of "
+                f"{', '.join(STATUSES)} (or absent)"
+            )
+        return given
+    if metadata.get(eee.TRUNCATED) == eee.flag_text(True):
+        return TRUNCATED
+    return TRUNCATED if _text(metadata.get(eee.STOP_REASON)) in eee.CUT_OFF_STOPS else None
+
+
+def _clipped(value: Any) -> Any:
+    return value[:60] + "..." if isinstance(value, str) and len(value) > 60 else value

@@ -20,7 +20,8 @@ the answer file, ``forgetmap.db.texts``); the gold is ``sample.target``; the opt
 ``sample.choices`` (their count is k; none: generative, or the taxonomy's k for a multiple-choice
 benchmark whose options are in the prompt, as the lm-eval reader does); the prompt is
 ``sample.input`` (its last user message the question); the response is
-``sample.output.completion``, the whole answer, kept for the drill-down.
+``sample.output.completion``, the whole answer, kept for the drill-down; its status
+(``answer_status``) says whether it stopped at the token limit or gave the scorer no answer.
 """
 
 from __future__ import annotations
@@ -29,20 +30,25 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from forgetmap.core.answer_status import ANSWERED, NO_ANSWER, TRUNCATED
 from forgetmap.core.taxonomy import usual_num_choices
 from forgetmap.db.texts import LONG_TEXT_BYTES
 from forgetmap.importers.common import InputError, choices_json, parse_binary
 
 ROW_COLUMNS = ("sample_id", "seed", "correct", "num_choices", "prompt", "question", "response",
                "prediction", "gold", "choices", "prompt_tokens", "completion_tokens",
-               "truncated")  # fmt: skip
+               "answer_status")  # fmt: skip
 """The normalized columns a sample gives (``common.NORMALIZED_SCHEMA``); the reader adds the
 model and the benchmark."""
 LETTERS = {"C": True, "I": False, "N": False}
+NOANSWER = "N"
 """inspect_ai's letter values (``inspect_ai.scorer.CORRECT`` ...) that are a plain 0 or 1."""
 PARTIAL = "P"
 CUT_OFF = frozenset({"max_tokens", "model_length"})
 """Stop reasons of an answer cut off before its end (``ModelOutput.stop_reason``)."""
+NO_ANSWER_REASONS = frozenset({"no_response", "invalid_response_format"})
+"""``Score.reason`` of inspect_ai's scorers (recent releases) where they found no answer to grade:
+an empty completion, or one without the answer format asked for."""
 
 
 class ScorerChoice:
@@ -83,8 +89,8 @@ class ScorerChoice:
                 "--scorer NAME (or NAME:KEY for a scorer with several values)"
             )
 
-    def correct(self, scores: dict[str, Any], where: str) -> tuple[bool, str | None]:
-        """(correct, the scorer's extracted answer) of one sample's scores."""
+    def correct(self, scores: dict[str, Any], where: str) -> tuple[bool, Any]:
+        """(correct, the chosen ``Score``) of one sample's scores."""
         if self.name is None:
             self._settle(list(scores))
         name = self.name
@@ -106,7 +112,7 @@ class ScorerChoice:
                 f"{where}: scorer {name!r} gives several values ({', '.join(value)}); choose "
                 f"one with --scorer {name}:KEY"
             )
-        return _binary(value, name, where), score.answer
+        return _binary(value, name, where), score
 
 
 def _binary(value: Any, scorer: str, where: str) -> bool:
@@ -154,9 +160,33 @@ def _prediction(answer: str | None, completion: str) -> str | None:
     return None if answer.strip().casefold() == completion.strip().casefold() else answer
 
 
+def answer_status(output: Any, score: Any, correct: bool) -> str | None:
+    """The status of a sample's answer (``forgetmap.core.answer_status``): none without a model
+    output (no choices); ``truncated`` where it stopped at a token limit (``CUT_OFF``); else
+    ``no_answer`` where the scorer found no answer in a wrong one: its value ``N``
+    (``NOANSWER``), its reason (``NO_ANSWER_REASONS``), or no answer (None or blank, as
+    ``choice()`` and ``pattern()`` leave it) beside a completion with text; else ``answered``
+    (a correct answer always is: its scorer found it)."""
+    if not output.choices:
+        return None
+    if output.stop_reason in CUT_OFF:
+        return TRUNCATED
+    if correct:
+        return ANSWERED
+    answer = score.answer
+    if (
+        score.value == NOANSWER
+        or getattr(score, "reason", None) in NO_ANSWER_REASONS
+        or ((answer is None or not str(answer).strip()) and (output.completion or "").strip())
+    ):
+        return NO_ANSWER
+    return ANSWERED
+
+
 def sample_row(sample: Any, benchmark: str, scorer: ScorerChoice, where: str) -> dict[str, Any]:
     """``ROW_COLUMNS`` of one scored sample (an ``EvalSample``)."""
-    correct, answer = scorer.correct(sample.scores, where)
+    correct, score = scorer.correct(sample.scores, where)
+    answer = score.answer
     prompt, question = _prompt(sample.input)
     output = sample.output
     usage = output.usage
@@ -174,5 +204,5 @@ def sample_row(sample: Any, benchmark: str, scorer: ScorerChoice, where: str) ->
         "choices": choices_json(choices) if choices else None,
         "prompt_tokens": usage.input_tokens if usage is not None else None,
         "completion_tokens": usage.output_tokens if usage is not None else None,
-        "truncated": output.stop_reason in CUT_OFF if output.choices else None,
+        "answer_status": answer_status(output, score, correct),
     }

@@ -35,7 +35,8 @@ runs, or an output folder; each run's seed is read from its results file
 
 ``sample_id`` is the doc's ``id`` when every row of the file has one; otherwise the question key of
 ``forgetmap.core.sample_identity`` (``q:`` + hash of the question without the template, the options and
-the gold answer), never the row position.
+the gold answer), never the row position. Each answer's status (``answer_status``: cut prompt,
+empty extraction, ...) follows ``forgetmap.importers.lighteval.status``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from forgetmap.importers.common import (
 from forgetmap.importers.lighteval.files import EXTRACTED, read_columns
 from forgetmap.importers.lighteval.rows import DEFAULT_METRICS, FILE_COLUMNS, row_columns
 from forgetmap.importers.lighteval.runs import find_runs, model_names, plan_files
+from forgetmap.importers.lighteval.status import cut_counts, status_column
 
 __all__ = ["DEFAULT_METRICS", "iter_lighteval", "read_lighteval"]
 
@@ -93,8 +95,8 @@ _UNIFORM = pa.schema(
         ("n_gold", pa.int64()),
         ("gold_texts", _STRINGS),
         ("correct", pa.bool_()),
-        # tokens lighteval cut from the prompt to fit the context, > 0 (null: not said)
-        ("prompt_cut", pa.bool_()),
+        # the answer's status (``forgetmap.importers.lighteval.status``; null: not said)
+        ("status", pa.string()),
     ]
 )
 
@@ -205,7 +207,7 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         has_specific = doc.type.get_field_index("specific") >= 0
         extracted = _extracted(_field_chunks(doc, "specific")) if has_specific else None
         gold_texts = None
-        prompt_cut = _cut_count(_optional_field(response, "truncated_tokens_count"))
+        prompt_cut = cut_counts(_optional_field(response, "truncated_tokens_count"))
     else:
         query = table["example"]
         choices = one_array(table["choices"]) if "choices" in names else None
@@ -216,18 +218,20 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
         doc_id = post = None
         extracted = _extracted(table["specifics"]) if "specifics" in names else None
         gold_texts = one_array(table["gold"]) if "gold" in names else None
-        prompt_cut = _cut_count(one_array(table["truncated"]) if "truncated" in names else None)
+        prompt_cut = cut_counts(one_array(table["truncated"]) if "truncated" in names else None)
     if choices is None or gold_index is None or not _is_text_list(choices.type):
         raise _SlowPath
     if not (_is_text(query.type) and _is_text(prompt.type)):
         raise _SlowPath
     if not pa.types.is_struct(metrics.type):
         raise _SlowPath
+    scored = None  # log-likelihood rows: whether each has a prediction
     if not _is_text_list(texts.type) or (n and not pc.max(pc.list_value_length(texts)).as_py()):
         # log-likelihood rows: a score per choice, no generated text
         if scores is None:
             raise _SlowPath
         texts, post = _logprob_texts(scores, None if nested else choices)
+        scored = pc.is_valid(first_items(post))
     if texts.null_count or (n and pc.min(pc.list_value_length(texts)).as_py() == 0):
         raise _SlowPath  # some rows with a text, some without
     if post is not None and pa.types.is_null(post.type):
@@ -269,23 +273,10 @@ def _uniform(table: pa.Table, nested: bool, metric: str | None) -> pa.Table:
             n_gold,
             _strings(gold_texts) if gold_texts is not None else pa.nulls(n, _STRINGS),
             correct,
-            prompt_cut if prompt_cut is not None else pa.nulls(n, pa.bool_()),
+            status_column(n, prompt_cut, extracted, scored),
         ],
         schema=_UNIFORM,
     )
-
-
-def _cut_count(counts: pa.Array | None) -> pa.Array | None:
-    """Whether lighteval cut tokens from each row's prompt: v0.10's ``truncated`` (a list of
-    counts, one per request) or v0.11+'s ``truncated_tokens_count``, above 0; None where the
-    file does not say in numbers (a column stored as text says nothing the kernels read)."""
-    if counts is None:
-        return None
-    if pa.types.is_list(counts.type) or pa.types.is_large_list(counts.type):
-        counts = first_items(counts)
-    if not pa.types.is_integer(counts.type):
-        return None
-    return pc.greater(counts, 0)
 
 
 def _extracted(specifics: pa.ChunkedArray | pa.Array) -> pa.Array | None:
@@ -336,11 +327,6 @@ def _from_uniform(table: pa.Table) -> dict:
     # chain of thought's answer is its letter, not its whole text again
     prediction = pc.coalesce(first_items(cols["extracted"]), first_items(cols["post"]), response)
     generative = pc.is_null(num_choices)
-    # cut off: the prompt was cut, or an extractive metric found no answer in the text (a chain
-    # of thought that the token limit ended before "Answer:"); null where the file says neither
-    no_answer = pc.equal(pc.list_value_length(cols["extracted"]), 0)
-    said = pc.or_(pc.is_valid(cols["prompt_cut"]), pc.is_valid(no_answer))
-    cut = pc.or_(pc.fill_null(cols["prompt_cut"], False), pc.fill_null(no_answer, False))
     return {
         "doc_id": cols["doc_id"],
         "choices_key": joined,
@@ -352,7 +338,7 @@ def _from_uniform(table: pa.Table) -> dict:
         "prediction": prediction,
         "gold": gold,
         "choices": pc.if_else(pc.greater(k, 0), choices_json_column(joined), None),
-        "truncated": pc.if_else(said, cut, pa.nulls(len(cut), pa.bool_())),
+        "answer_status": cols["status"],
     }
 
 
@@ -360,7 +346,7 @@ def _rows_table(columns: dict) -> pa.Table:
     return pa.table(
         {
             name: columns[name]
-            if name in ("correct", "num_choices", "truncated")
+            if name in ("correct", "num_choices")
             else pc.cast(columns[name], pa.string())
             for name in FILE_COLUMNS
         }
@@ -666,7 +652,7 @@ def _normalized(
             "prediction": table["prediction"],
             "gold": table["gold"],
             "choices": table["choices"],
-            "truncated": table["truncated"],
+            "answer_status": table["answer_status"],
             "question": part.shown,
             **_template_columns(part.templates, local),
         }

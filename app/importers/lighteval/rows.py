@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 from forgetmap.importers.common import binary_metric, choices_json, json_text, logprob_lists_json
 from forgetmap.importers.lighteval.files import EXTRACTED
+from forgetmap.importers.lighteval.status import row_status
 
 # what the reader keeps per row of a file, before sample ids are settled across the whole import
 # (the query and the whole prompt are done with once the file is read: lighteval._read_unit)
@@ -29,7 +30,7 @@ FILE_COLUMNS = (
     "prediction",
     "gold",
     "choices",
-    "truncated",
+    "answer_status",
 )
 
 DEFAULT_METRICS = ("acc", "exact_match", "extractive_match", "em")
@@ -137,16 +138,12 @@ def _extracted_answer(specifics: Any) -> str | None:
     return json_text(extracted[0]) if extracted else None
 
 
-def _cut_off(prompt_cut: Any, specifics: Any) -> bool | None:
-    """As the kernels' ``truncated``: tokens cut from the prompt (a count, or a list of counts),
-    or an extractive metric that found no answer in the text; None where neither is said."""
+def _status(prompt_cut: Any, specifics: Any, scored: bool | None) -> str | None:
+    """As the kernels' status (``lighteval_status.row_status``): from the tokens cut from the
+    prompt (a count, or a list of counts), the extractive metric's answers, and, for a
+    log-likelihood row (``scored`` not None), whether its scores gave a prediction."""
     counts = [_number(c) for c in _as_list(prompt_cut)] if prompt_cut is not None else []
-    cut = any(c is not None and c > 0 for c in counts)
-    said = any(c is not None for c in counts)
-    extracted = _as_dict(specifics).get(EXTRACTED)
-    if isinstance(extracted, (list, tuple)):
-        return cut or not extracted
-    return cut if said else None
+    return row_status(counts, _parse(_as_dict(specifics).get(EXTRACTED)), scored)
 
 
 def _first_known(*values: str | None) -> str | None:
@@ -160,8 +157,10 @@ def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
     gold_index = _indices(row.get("gold_index"))
     predictions = _as_list(row.get("predictions"))
     lls = [_number(p) for p in predictions]
+    scored = None
     if choices and len(predictions) == len(choices) and all(v is not None for v in lls):
         prediction, response = _logprob_prediction(lls)
+        scored = prediction is not None
     else:
         response = json_text(predictions[0]) if predictions else None
         prediction = _first_known(_extracted_answer(row.get("specifics")), response)
@@ -178,7 +177,7 @@ def _flat_row(row: dict[str, Any]) -> dict[str, Any]:
         "response": response,
         "gold": _gold_text(golds) or _gold_text(gold_index),
         "metrics": _as_dict(row.get("metrics")),
-        "truncated": _cut_off(row.get("truncated"), row.get("specifics")),
+        "answer_status": _status(row.get("truncated"), row.get("specifics"), scored),
     }
 
 
@@ -191,12 +190,14 @@ def _nested_row(row: dict[str, Any]) -> dict[str, Any]:
     texts = _as_list(response_cell.get("text"))
     post = _as_list(response_cell.get("text_post_processed"))
     logprobs = _as_list(response_cell.get("logprobs"))
+    scored = None
     if texts:
         response = json_text(texts[0])
         processed = json_text(post[0]) if post and post[0] is not None else None
         prediction = _first_known(_extracted_answer(doc.get("specific")), processed, response)
     else:
         prediction, response = _logprob_prediction([_number(v) for v in logprobs])
+        scored = prediction is not None
     golds = [choices[i] for i in gold_index if 0 <= i < len(choices)]
     prompt = response_cell.get("input")
     prompt = json_text(prompt) if prompt not in (None, "", []) else None
@@ -211,7 +212,9 @@ def _nested_row(row: dict[str, Any]) -> dict[str, Any]:
         "response": response,
         "gold": _gold_text(golds) or _gold_text(gold_index),
         "metrics": metrics,
-        "truncated": _cut_off(response_cell.get("truncated_tokens_count"), doc.get("specific")),
+        "answer_status": _status(
+            response_cell.get("truncated_tokens_count"), doc.get("specific"), scored
+        ),
     }
 
 
@@ -244,7 +247,7 @@ def row_columns(table: pa.Table, nested: bool, metric: str | None, file: Path) -
         columns["prediction"].append(row["prediction"])
         columns["gold"].append(row["gold"])
         columns["choices"].append(choices_json(row["choices"]) if row["choices"] else None)
-        columns["truncated"].append(row["truncated"])
-    types = {"correct": pa.bool_(), "num_choices": pa.int16(), "truncated": pa.bool_()}
+        columns["answer_status"].append(row["answer_status"])
+    types = {"correct": pa.bool_(), "num_choices": pa.int16()}
     out = {name: pa.array(values, types.get(name, pa.string())) for name, values in columns.items()}
     return out

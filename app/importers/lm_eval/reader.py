@@ -47,6 +47,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
+from forgetmap.core.answer_status import ANSWERED
+from forgetmap.core.answer_status import NO_ANSWER as NO_ANSWER_STATUS
 from forgetmap.core.columns import first_items, first_max_positions, one_array
 from forgetmap.core.taxonomy import usual_num_choices
 from forgetmap.importers.common import (
@@ -538,6 +540,7 @@ def _multiple_choice(
         "response": logprob_lists_json(pa.array(values), k),
         "prediction": pa.array(best, mask=~options).cast(pa.string()),
         "choices": pc.if_else(pa.array(options), choices_json_column(joined), None),
+        "answer_status": pa.array([ANSWERED] * len(k), pa.string()),  # every row is scored
     }
 
 
@@ -591,7 +594,10 @@ def _generative(
         "response": _text_or_nulls(None if response is None else _leaves(response), n),
         "prediction": prediction,
         "choices": pa.nulls(n, pa.string()),
-        "truncated": pc.fill_null(pc.equal(prediction, NO_ANSWER), False),
+        # lm-eval's filters found no answer (``lm_eval_rows.answer_status``)
+        "answer_status": pc.if_else(
+            pc.fill_null(pc.equal(prediction, NO_ANSWER), False), NO_ANSWER_STATUS, ANSWERED
+        ),
     }
 
 

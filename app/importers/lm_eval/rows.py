@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from forgetmap.core.answer_status import ANSWERED, LEGACY_NO_ANSWER
+from forgetmap.core.answer_status import NO_ANSWER as NO_ANSWER_STATUS
 from forgetmap.core.taxonomy import usual_num_choices
 from forgetmap.importers.common import (
     InputError,
@@ -55,14 +57,22 @@ ROW_COLUMNS = (
     "gold",
     "choices",
     "doc_hash",
-    "truncated",
+    "answer_status",
 )
 """The normalized columns one samples file gives (``common.NORMALIZED_SCHEMA``)."""
 
-NO_ANSWER = "[invalid]"
-"""What lm-eval's regex filters give when the text holds no answer (their ``fallback``): a chain
-of thought cut off by the token limit before it answered. Such a generated row is recorded as
-truncated; samples files carry no finish reason."""
+NO_ANSWER = LEGACY_NO_ANSWER
+"""What lm-eval's regex filters (``strict-match``, ``flexible-extract``) give when the text holds
+no answer (their ``fallback``). Such a generated row's status is ``no_answer``, any other
+generated row's ``answered``, a scored log-likelihood row's ``answered``; never ``truncated``:
+samples files carry no finish reason."""
+
+
+def answer_status(multiple_choice: bool, prediction: str | None, scored: bool) -> str | None:
+    """A line's status (``NO_ANSWER``), as the Arrow path gives it (``lm_eval._generative``)."""
+    if multiple_choice:
+        return ANSWERED if scored else None
+    return NO_ANSWER_STATUS if prediction == NO_ANSWER else ANSWERED
 
 
 def records(file: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -191,7 +201,7 @@ def _convert(
         "gold": None if target is None else str(target),
         "choices": choices,
         "doc_hash": json_text(record.get("doc_hash")),
-        "truncated": None if multiple_choice else prediction == NO_ANSWER,
+        "answer_status": answer_status(multiple_choice, prediction, lls is not None),
     }
     return row, lls
 
