@@ -249,7 +249,8 @@ def import_eee(
 @click.option(
     "--model",
     help="Store the rows under this name (default: the model the dataset's results files name; "
-    "for Every Eval Ever files, each line's own).",
+    "for Every Eval Ever files, each line's own). A push of several models needs --include "
+    "'FOLDER/*' with it.",
 )
 @click.pass_context
 def import_hub(
@@ -261,8 +262,9 @@ def import_hub(
 ) -> None:
     """A details dataset on the Hugging Face hub, fetched on this machine (huggingface_hub, with
     its HF_TOKEN, HF_ENDPOINT, cache and HF_HUB_OFFLINE): an Open LLM Leaderboard's
-    (open-llm-leaderboard-old/details_ORG__MODEL, open-llm-leaderboard/ORG__MODEL-details) or
-    Every Eval Ever instance files. Through a running app, the files are uploaded to it."""
+    (open-llm-leaderboard-old/details_ORG__MODEL, open-llm-leaderboard/ORG__MODEL-details),
+    lm-eval's own push of any task (--hf_hub_log_args push_samples_to_hub=True), or Every Eval
+    Ever instance files. Through a running app, the files are uploaded to it."""
     import tempfile
 
     import httpx

@@ -25,9 +25,10 @@ Progress = Callable[[str, int, int], None]
 
 
 def unit_options(plan: HubPlan, unit: HubUnit, model: str | None) -> ImportOptions:
-    """The options of a unit's import: the model (``model``, else the results files'), the
-    metric the leaderboard scored its tasks by, seed 0 (the leaderboards ran each model once)."""
-    model = model or plan.model
+    """The options of a unit's import: the model (``model``, else the results files': the
+    unit's own in an lm-eval push of several models), the metric the leaderboard scored its
+    tasks by (None: the reader's own), seed 0 (the leaderboards ran each model once)."""
+    model = model or unit.model or plan.model
     if unit.kind == "eee":
         return import_options("eee", model=model)
     if model is None:
@@ -62,8 +63,15 @@ def _failed(exc: InputError, done: int, total: int, what: str = "parts") -> Inpu
 
 
 def _all_options(plan: HubPlan, model: str | None) -> list[ImportOptions]:
-    """Every unit's options, all checked before anything is imported or sent."""
+    """Every unit's options, all checked before anything is imported or sent. One ``model``
+    names one model's files: a dataset of several models' is refused with it."""
+    sources = sorted({unit.source for unit in plan.units if unit.source is not None})
     try:
+        if model is not None and len(sources) > 1:
+            raise InputError(
+                f"{plan.repo_id}: its files are {len(sources)} models' ({', '.join(sources)}) "
+                "and --model names one: choose its files with --include 'FOLDER/*'"
+            )
         return [unit_options(plan, unit, model) for unit in plan.units]
     except InputError as exc:
         raise _failed(exc, 0, len(plan.units)) from exc

@@ -10,11 +10,21 @@ line that says what to do.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from forgetmap.core.errors import InputError
 
 INSTALL = "pip install huggingface_hub"
+
+
+class _Unmatched(logging.Filter):
+    """Drops huggingface_hub's warning that no file of the dataset matched the patterns: asking
+    for results files that a dataset may not have is how its layout is told, and the import says
+    itself what a dataset lacks."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("No files matched")
 
 
 def download(repo_id: str, *, revision: str | None, patterns: list[str]) -> Path:
@@ -26,6 +36,9 @@ def download(repo_id: str, *, revision: str | None, patterns: list[str]) -> Path
         raise InputError(
             f"importing from the Hugging Face hub needs huggingface_hub: {INSTALL}"
         ) from None
+    said = logging.getLogger(snapshot_download.__module__)
+    unmatched = _Unmatched()
+    said.addFilter(unmatched)
     try:
         folder = snapshot_download(
             repo_id, repo_type="dataset", revision=revision, allow_patterns=patterns
@@ -52,7 +65,36 @@ def download(repo_id: str, *, revision: str | None, patterns: list[str]) -> Path
         ) from None
     except errors.HfHubHTTPError as exc:
         raise InputError(f"the hub refused dataset {repo_id}: {_first_line(exc)}") from None
+    finally:
+        said.removeFilter(unmatched)
     return Path(folder)
+
+
+def cached_listing(repo_id: str, commit: str) -> list[str] | None:
+    """The paths of dataset ``repo_id``'s files at ``commit``, sorted, from huggingface_hub's
+    cached listing of the commit (``snapshot_download`` writes it when it reaches the hub; no
+    request); None where none is cached, or this huggingface_hub keeps none."""
+    try:
+        from huggingface_hub import get_cached_repo_tree
+        from huggingface_hub.errors import CachedRepoTreeNotFoundError
+    except ImportError:
+        return None
+    try:
+        tree = get_cached_repo_tree(repo_id, repo_type="dataset", revision=commit)
+    except (CachedRepoTreeNotFoundError, OSError, ValueError):
+        return None
+    return sorted(entry.path for entry in tree)
+
+
+def listed_files(repo_id: str, snapshot: Path) -> list[str]:
+    """The paths of the dataset's files at the snapshot's commit, sorted: its cached listing,
+    else the files the cached snapshot holds (what was fetched)."""
+    listing = cached_listing(repo_id, snapshot.name)
+    if listing is not None:
+        return listing
+    return sorted(
+        path.relative_to(snapshot).as_posix() for path in snapshot.rglob("*") if path.is_file()
+    )
 
 
 def _first_line(exc: Exception) -> str:

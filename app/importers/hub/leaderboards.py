@@ -81,24 +81,39 @@ class Leaderboard:
 
     def file_task(self, name: str) -> tuple[str, str] | None:
         """(task, run key) of a per-task file's name; None for any other file."""
-        for template in self.names:
-            head, _, tail = template.partition("{task}_{run}")
-            match = re.fullmatch(
-                rf"{re.escape(head)}(?P<task>.+)_(?P<run>{TIMESTAMP}){re.escape(tail)}", name
-            )
-            if match:
-                return match["task"], run_key(match["run"])
-        return None
+        return file_task(self.names, name)
 
     def patterns(self, task: str, run: str) -> list[str]:
         """Glob patterns (huggingface_hub's ``allow_patterns``) of ``task``'s file of ``run``,
         in whatever folder, its time written with dashes or colons."""
-        date, _, time = run.partition("T")
-        moment = f"{date}T{time.replace('-', '?')}"
-        return [
-            "*" + name.replace("{task}", _literal(task)).replace("{run}", moment)
-            for name in self.names
-        ]
+        return file_patterns(self.names, task, run)
+
+
+def file_task(names: tuple[str, ...], name: str) -> tuple[str, str] | None:
+    """(task, run key) of a file named by one of ``names`` (templates with "{task}_{run}");
+    None for any other file."""
+    for template in names:
+        head, _, tail = template.partition("{task}_{run}")
+        match = re.fullmatch(
+            rf"{re.escape(head)}(?P<task>.+)_(?P<run>{TIMESTAMP}){re.escape(tail)}", name
+        )
+        if match:
+            return match["task"], run_key(match["run"])
+    return None
+
+
+def file_patterns(names: tuple[str, ...], task: str, run: str) -> list[str]:
+    """Glob patterns of ``task``'s file of ``run`` under each of ``names``, in whatever folder,
+    its time written with dashes or colons."""
+    date, _, time = run.partition("T")
+    moment = f"{date}T{time.replace('-', '?')}"
+    return ["*" + name.replace("{task}", _literal(task)).replace("{run}", moment) for name in names]
+
+
+LM_EVAL_NAMES = ("samples_{task}_{run}.jsonl", "samples_{task}_{run}.json")
+"""lm-eval's samples files (``EvaluationTracker.save_results_samples``, the v2 leaderboard's and
+any other push of them): ``.jsonl``, ``.json`` until 13 June 2024 (the same lines). The first is
+its reader's."""
 
 
 V1 = Leaderboard(
@@ -123,7 +138,7 @@ V2 = Leaderboard(
     title="Open LLM Leaderboard v2 details (lm-eval)",
     kind="lm-eval",
     prefix="leaderboard_",
-    names=("samples_{task}_{run}.jsonl", "samples_{task}_{run}.json"),
+    names=LM_EVAL_NAMES,
     # each task's metric_list in lm-eval's lm_eval/tasks/leaderboard/ (IFEval: the strict
     # prompt-level accuracy, its first)
     scored=(
@@ -151,6 +166,7 @@ class Run:
     model: str | None
     revision: str | None
     tasks: frozenset[str]
+    lm_eval: bool  # written by lm-eval (its results file has ``configs``), not by lighteval
 
 
 def read_runs(snapshot: Path) -> list[Run]:
@@ -164,7 +180,9 @@ def read_runs(snapshot: Path) -> list[Run]:
         data = _json_object(path)
         if not isinstance(data.get("results"), dict):
             continue
-        runs.append(Run(run_key(match["run"]), path, _model(data), _revision(data), _tasks(data)))
+        lm_eval = isinstance(data.get("configs"), dict)
+        runs.append(Run(run_key(match["run"]), path, _model(data), _revision(data), _tasks(data),
+                        lm_eval))  # fmt: skip
     return sorted(runs, key=lambda r: (r.key, str(r.results)))
 
 
