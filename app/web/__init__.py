@@ -18,12 +18,10 @@ from pathlib import Path
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse, Response
-from fastapi.staticfiles import StaticFiles
 from forgetmap.db import open_store
 from forgetmap.runtime import owner
 from forgetmap.runtime.broker import BrokerSettings
 from forgetmap.runtime.config import WebSettings
-from forgetmap.runtime.resources import resource_dir
 from forgetmap.services.map import MapCache
 from forgetmap.services.queue import Enqueuer, Reconciler
 from forgetmap.services.warm import warm_start
@@ -48,7 +46,7 @@ from forgetmap.web.headers import SecurityHeaders
 from forgetmap.web.limits import BodyLimits
 from forgetmap.web.openapi import install_openapi
 from forgetmap.web.session import LoginRequired, current_principal, login_redirect
-from forgetmap.web.templating import compile_templates, install_error_pages
+from forgetmap.web.templating import assets, compile_templates, install_error_pages
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import Match
 
@@ -144,9 +142,9 @@ def create_app(
         return get_swagger_ui_html(
             openapi_url="/openapi.json",
             title="forgetmap API",
-            swagger_js_url="/static/swagger/swagger-ui-bundle.js",
-            swagger_css_url="/static/swagger/swagger-ui.css",
-            swagger_favicon_url="/static/favicon.svg",
+            swagger_js_url=assets.url("swagger/swagger-ui-bundle.js"),
+            swagger_css_url=assets.url("swagger/swagger-ui.css"),
+            swagger_favicon_url=assets.url("favicon.svg"),
         )
 
     install_openapi(app)
@@ -167,7 +165,7 @@ def create_app(
             response.headers[owner.APP_ID_HEADER] = published.app_id
         return {"status": "ok"}
 
-    app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
+    app.mount("/static", assets, name="static")
     for resource in (
         cli,
         forgetting_map,

@@ -13,12 +13,16 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.templating import Jinja2Templates
 from forgetmap.runtime.resources import resource_dir
 from forgetmap.web import deps, render
+from forgetmap.web.assets import Assets
 from forgetmap.web.openapi import validation_message
 from forgetmap.web.session import csrf_token
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 templates = Jinja2Templates(directory=resource_dir("templates"))
+assets = Assets(resource_dir("static"))
+"""The static files, mounted at /static by every app; a page names one by asset_url(name)."""
 templates.env.globals.update(
+    asset_url=assets.url,
     render=render,
     transition_labels=deps.TRANSITION_LABELS,
     csrf_token=csrf_token,
