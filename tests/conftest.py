@@ -11,6 +11,24 @@ from tests.support.cli import Cli
 from tests.support.services import service_missing
 
 
+FOLDER_MARKERS = {
+    "unit": ("unit",),
+    "integration": ("integration",),
+    "browser": ("integration", "browser"),
+    "demo": ("integration", "demo"),
+}
+"""The markers every test of a folder carries (pyproject.toml registers them): ``-m unit`` runs the
+tests that need no service or process of their own, ``-m "not browser"`` leaves Chromium out."""
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        folder = Path(item.fspath).relative_to(tests).parts[0]
+        for marker in FOLDER_MARKERS.get(folder, ()):
+            item.add_marker(marker)
+
+
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     return Cli(tmp_path / "fm.duckdb")

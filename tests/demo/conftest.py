@@ -5,14 +5,13 @@ worker)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
 from pathlib import Path
 
 import pytest
 
-HAVE_TORCH = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "tokenizers"))
+from tests.support.services import require_modules
 
 
 @pytest.fixture(scope="session")
@@ -23,8 +22,7 @@ def zoo_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def zoo(zoo_dir):
-    if not HAVE_TORCH:
-        pytest.skip("torch/transformers/tokenizers not installed")
+    require_modules("torch", "transformers", "tokenizers")
     from forgetmap.demo import zoo as zoo_mod
 
     stages: list[tuple[str, int, int]] = []

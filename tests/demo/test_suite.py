@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 
 import pytest
 from forgetmap.demo import suite
 from forgetmap.worker.benchmarks.items import load_jsonl_benchmark
 from forgetmap.worker.benchmarks.prompts import build_prompt
 from forgetmap.worker.benchmarks.registry import get_benchmark
+
+from tests.support.services import require_modules
 
 
 def _digest(paths) -> str:
@@ -107,12 +108,9 @@ def test_chat_examples_are_the_chat_prompts():
         assert reply == f"Answer: {item.gold}"
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("tokenizers") is None or importlib.util.find_spec("torch") is None,
-    reason="tokenizers/torch not installed",
-)
 def test_option_letters_are_single_tokens():
     """The fast log-likelihood path of forgetmap.demo.evaluate relies on it."""
+    require_modules("tokenizers", "torch")
     from forgetmap.demo import trainer
 
     tok = trainer.build_tokenizer(suite.tokenizer_text(0))

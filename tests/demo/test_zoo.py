@@ -8,17 +8,17 @@ half of the smallest value seen.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 
 import numpy as np
 import pytest
 
+from tests.support.services import require_modules
+
 pytestmark = pytest.mark.slow
 
-if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "tokenizers")):
-    pytest.skip("torch/transformers/tokenizers not installed", allow_module_level=True)
+require_modules("torch", "transformers", "tokenizers")
 
 from forgetmap.db import open_store  # noqa: E402
 from forgetmap.db import series as series_db  # noqa: E402

@@ -25,6 +25,7 @@ import pytest
 
 from tests.support.cli import Cli
 from tests.support.server import free_port
+from tests.support.services import service_missing
 from tests.support.tables import BASE, POST, rows_for, write_csv
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -51,7 +52,7 @@ expected-statuses = ["400", "401", "403", "404", "405", "406", "409", "413", "41
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     if not ST.exists():
-        pytest.skip("schemathesis is not installed (pip install -e '.[dev]')")
+        service_missing("schemathesis is not installed (pip install -e '.[dev]')")
     tmp = tmp_path_factory.mktemp("fuzz")
     db = tmp / "fm.duckdb"
     cli = Cli(db)

@@ -114,13 +114,14 @@ def test_cancel_stops_the_remaining_shards(tmp_path, models):  # noqa: F811
         )
         cancelled = dep.http.post(f"/api/jobs/{job_id}/cancel").json()
         assert cancelled["cancelled_shards"] >= 1
-        time.sleep(6)  # a running shard stops at its next progress report
-        job = dep.job(job_id)
+        # a running shard stops at its next progress report
+        job = dep.wait(job_id, timeout=120, until=lambda j: not {"queued", "running"} & {
+            s["status"] for s in j["shards"]})  # fmt: skip
         assert job["status"] == "cancelled"
-        statuses = [s["status"] for s in job["shards"]]
-        assert "queued" not in statuses and "running" not in statuses
         done_before = sum(s["status"] == "done" for s in job["shards"])
-        time.sleep(4)
+        # the negative below means something only once the worker has taken every shard's
+        # message from the queue (and been refused the cancelled ones): Celery logs each end
+        dep.wait_handled(len(job["shards"]), timeout=120)
         assert sum(s["status"] == "done" for s in dep.job(job_id)["shards"]) == done_before
     finally:
         dep.close()

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from forgetmap.cli import main
 
 from tests.support.server import Server
+from tests.support.services import require_module
 from tests.support.worker_env import write_toy_benchmark
 
 FORGETMAP = str(Path(sys.executable).parent / "forgetmap")
@@ -66,7 +67,7 @@ def test_a_setting_that_does_not_parse_stops_the_process_at_start(tmp_path, comm
 def test_serve_and_worker_on_one_database_meet_on_its_queue(tmp_path):
     """`forgetmap --db D serve` started in one folder and `forgetmap --db D worker` in another,
     neither given FORGETMAP_DATA_DIR nor a broker: the worker runs the app's job."""
-    pytest.importorskip("transformers")
+    require_module("transformers")
     from forgetmap.demo.tiny_model import build_tiny_model
 
     home = tmp_path / "srv"

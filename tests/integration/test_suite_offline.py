@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from tests.support.hub_layout import write_hub
+from tests.support.services import require_modules
 from tests.support.worker_env import FORGETMAP, Deployment, require_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -26,12 +27,10 @@ def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
 
 
 def test_fetch_check_offline_then_a_worker_job_on_the_copies(tmp_path):
-    pytest.importorskip("datasets")
+    require_modules("datasets", "torch", "transformers")
     require_redis()
-    try:
-        from forgetmap.demo.tiny_model import build_tiny_model
-    except ImportError as exc:
-        pytest.skip(f"torch/transformers not installed: {exc}")
+    from forgetmap.demo.tiny_model import build_tiny_model
+
     models = tmp_path / "zoo"
     base = build_tiny_model(models / "tiny-base", seed=1)
     post = build_tiny_model(models / "tiny-post", seed=2)

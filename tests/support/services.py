@@ -16,4 +16,21 @@ def service_missing(reason: str) -> None:
     """Skip locally, fail under CI."""
     if REQUIRE_SERVICES:
         pytest.fail(f"required service missing under CI: {reason}")
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def require_module(name: str, why: str = ""):
+    """The module ``name``, imported; a missing one skips locally and fails under CI (every
+    extra the tests use is installed there: scripts/setup --engines)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        service_missing(f"{name} is not installed{f' ({why})' if why else ''}: {exc}")
+
+
+def require_modules(*names: str, why: str = "") -> None:
+    """Each of ``names`` importable (see require_module)."""
+    for name in names:
+        require_module(name, why)

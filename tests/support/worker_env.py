@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -150,6 +151,19 @@ class Deployment:
         raise AssertionError(
             f"job {job_id} not finished in {timeout}s: {json.dumps(self.job(job_id))[:3000]}\n{self.logs()}"
         )
+
+    def wait_handled(self, messages: int, *, timeout: float) -> None:
+        """Until the workers have finished ``messages`` task messages, run or refused (Celery
+        logs "Task ...[id] succeeded" or "raised" at INFO, `forgetmap worker`'s default)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            text = "\n".join(p.read_text() for p in self.root.glob("worker-*.log"))
+            ended = set(re.findall(r"Task \S+\[([0-9a-f-]+)\] (?:succeeded|raised)", text))
+            if len(ended) >= messages:
+                return
+            time.sleep(0.3)
+        raise AssertionError(f"the workers did not handle {messages} messages in {timeout}s: "
+                             f"{self.logs()}")  # fmt: skip
 
     def logs(self) -> str:
         return "\n".join(p.read_text()[-3000:] for p in sorted(self.root.glob("worker-*.log")))

@@ -14,8 +14,9 @@ from forgetmap.worker.benchmarks.registry import load_benchmark
 from forgetmap.worker.benchmarks.sources import HubSource, _gated_message, load_hub_rows
 
 from tests.support.hub_layout import MCTEST, SPLITS, write_hub, write_split
+from tests.support.services import require_module
 
-datasets = pytest.importorskip("datasets")
+datasets = require_module("datasets")
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 from forgetmap.runtime.resources import RESOURCE_FOLDERS, resource_dir
 
+from tests.support.services import require_module
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def wheel_files(tmp_path_factory) -> set[str]:
-    pytest.importorskip("setuptools", reason="the offline build uses this interpreter's setuptools")
+    require_module("setuptools", "the offline build uses this interpreter's setuptools")
     out = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "check-wheel"), "--build-only", str(out),

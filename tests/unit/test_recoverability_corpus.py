@@ -10,6 +10,8 @@ from forgetmap.contract.recovery import CorpusIn
 from forgetmap.worker.evaluate import ShardFailed
 from forgetmap.worker.recoverability_job import read_documents
 
+from tests.support.services import require_module
+
 
 @pytest.fixture
 def corpora(tmp_path):
@@ -61,7 +63,7 @@ def test_no_folders_configured_or_a_bad_field(corpora):
 
 
 def test_hub_dataset(monkeypatch):
-    datasets = pytest.importorskip("datasets")
+    datasets = require_module("datasets")
     calls = []
 
     def load_dataset(name, config, split):
@@ -79,7 +81,7 @@ def test_hub_dataset(monkeypatch):
 
 
 def test_hub_unreachable_says_so(monkeypatch):
-    datasets = pytest.importorskip("datasets")
+    datasets = require_module("datasets")
 
     def unreachable(name, config, split):  # what datasets raises without a network
         raise ConnectionError(f"Couldn't reach '{name}' on the Hub (LocalEntryNotFoundError)")

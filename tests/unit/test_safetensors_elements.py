@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from forgetmap.services.model_sizes import safetensors_elements
 
-safetensors_numpy = pytest.importorskip("safetensors.numpy")
+from tests.support.services import require_module
+
+safetensors_numpy = require_module("safetensors.numpy")
 
 
 def test_the_header_counts_every_tensors_elements(tmp_path):

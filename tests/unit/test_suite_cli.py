@@ -21,8 +21,9 @@ from forgetmap.worker.benchmarks.registry import file_sha256, load_benchmark
 from forgetmap.worker.benchmarks.sources import load_hub_rows
 
 from tests.support.hub_layout import SPLITS, write_hub
+from tests.support.services import require_module
 
-pytest.importorskip("datasets")
+require_module("datasets")
 
 NAMES = sorted(SPLITS) + ["mctest"]
 
