@@ -24,7 +24,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   });
   Plotly.newPlot(el, traces, {
     height: 380, margin: { l: 60, r: 10, t: 10, b: 50 }, xaxis: { type: "log", title: { text: "parameters" } },
-    yaxis: { tickformat: ".0%", title: { text: "Total F_true" }, rangemode: "tozero" },
+    yaxis: { tickformat: "~%", title: { text: "Total F_true" }, rangemode: "tozero" },
     paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
   }, { displaylogo: false, responsive: true });
   el.on("plotly_click", (ev) => { window.location.href = "/pairs/" + ev.points[0].customdata; });

@@ -92,7 +92,7 @@
         "<br>noise floor: %{customdata[1]}<br>F_true %{customdata[4]} · BT_true %{customdata[5]} · F_max %{customdata[6]}" +
         "<br>95% CI: F_true %{customdata[10]} · BT_true %{customdata[11]}<br>%{customdata[9]}" +
         "<br>seeds: %{customdata[2]}, benchmarks: %{customdata[3]}<extra>click for the flipped questions</extra>",
-      colorbar: { title: { text: metric.label, side: "right" }, tickformat: ".0%", thickness: 14, len: 0.9 },
+      colorbar: { title: { text: metric.label, side: "right" }, tickformat: "~%", thickness: 14, len: 0.9 },
     };
     // a partial cell (fewer paired samples than the benchmark has) carries a star
     const text = z.map((row, i) => row.map((v, j) => (v === null ? "" : (100 * v).toFixed(1) + (partial[i][j] ? "*" : "") + (marked[i][j] ? "†" : ""))));

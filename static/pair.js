@@ -22,7 +22,8 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   Plotly.newPlot(el, [trace("f_true", "#c0392b", "F_true"), trace("bt_true", "#2e6fb7", "BT_true")], {
     height: Math.max(220, 60 + 22 * rows.length), margin: { l: 200, r: 10, t: 36, b: 40 },
-    xaxis: { tickformat: ".0%", zeroline: true, rangemode: "tozero" }, yaxis: { autorange: "reversed", automargin: true },
+    // "~%": as many decimals as the ticks need (".0%" printed "3%, 3%, 2%, 2%" on small ranges)
+    xaxis: { tickformat: "~%", zeroline: true, rangemode: "tozero" }, yaxis: { autorange: "reversed", automargin: true },
     legend: { orientation: "h", x: 0, y: 1.02, yanchor: "bottom" }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
     font: { family: "system-ui, -apple-system, Segoe UI, sans-serif", size: 12 },
   }, { displaylogo: false, responsive: true });

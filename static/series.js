@@ -47,7 +47,7 @@
       title: { text: esc(category), font: { size: 14 }, x: 0.02 }, height: 260,
       margin: { l: 48, r: 10, t: 34, b: 36 }, showlegend: false,
       xaxis: { title: { text: "step" }, type: steps.length > 2 && steps[steps.length - 1] / Math.max(steps[0], 1) > 1000 ? "log" : "linear" },
-      yaxis: { tickformat: ".0%", rangemode: "tozero" },
+      yaxis: { tickformat: "~%", rangemode: "tozero" },
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
       font: { family: "system-ui, -apple-system, Segoe UI, sans-serif", size: 11 },
     }, { displaylogo: false, responsive: true });

@@ -81,12 +81,14 @@ def _compute_lab(p: LabParams) -> dict:
     )
     return {
         "params": asdict(p),
-        "weights": theory_plots.old_weight_curves(p.separation, p.sigma, lr=p.lr, steps=p.steps),
+        "weights": theory_plots.old_weight_curves(
+            p.separation, p.sigma, lr=p.lr, steps=p.steps, replay=p.replay
+        ),
         "drift": theory_plots.drift_vs_separation(
             separations, p.sigma, lr=p.lr, steps=min(p.steps, 300)
         ),
         "replay": theory_plots.final_weight_vs_replay(
-            np.linspace(0.0, 0.5, 11), p.separation, p.sigma, lr=p.lr, steps=p.steps
+            theory_plots.replay_grid(p.replay), p.separation, p.sigma, lr=p.lr, steps=p.steps
         ),
         "starvation": theory_plots.starvation_share(
             batch_sizes=(1, 2, 4, 8, 16, 32),

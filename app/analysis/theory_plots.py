@@ -33,22 +33,26 @@ def old_weight_curves(
     lr: float = 1.0,
     steps: int = 300,
     new_offset: float = 1.0,
+    replay: float = 0.0,
 ) -> dict:
     """Plot 1: old weight ``alpha`` over steps, forward KL (SFT) vs reverse KL (RL).
 
-    Forward: ``alpha(t) -> 0`` like ``1/(lr t)`` (mass forgetting). Reverse: ``alpha(t)`` returns
-    to ``alpha0`` (the target keeps the old mode). Both runs start from the same pretrained model.
+    Forward: ``alpha(t) -> 0`` like ``1/(lr t)`` (mass forgetting); with a replay fraction
+    ``lambda`` (``forward_replay_alpha``) ``alpha(t) -> lambda``. Reverse: ``alpha(t)`` returns
+    to ``alpha0`` (the target keeps the old mode). All runs start from the same pretrained model.
     """
     # Both objectives in one batched call would need two code paths per step; two calls are cheap.
-    fwd = train("forward", separation, sigma, 0.0, lr, steps, alpha0=alpha0, new_offset=new_offset)
+    fwd = train_batch("forward", separation, sigma, np.array([0.0, replay]), lr, steps,
+                      alpha0=alpha0, new_offset=new_offset)  # fmt: skip
     rev = train("reverse", separation, sigma, 0.0, lr, steps, alpha0=alpha0, new_offset=new_offset)
     return {
         "step": list(range(steps + 1)),
-        "forward_alpha": _list(fwd.alpha),
+        "forward_alpha": _list(fwd.alpha[:, 0]),
+        "forward_replay_alpha": _list(fwd.alpha[:, 1]),
         "reverse_alpha": _list(rev.alpha),
-        "forward_loss": _list(fwd.loss),
+        "forward_loss": _list(fwd.loss[:, 0]),
         "reverse_loss": _list(rev.loss),
-        "forward_mu_old": _list(fwd.mu_old),
+        "forward_mu_old": _list(fwd.mu_old[:, 0]),
         "reverse_mu_old": _list(rev.mu_old),
         "alpha0": float(alpha0),
         "params": {
@@ -57,8 +61,16 @@ def old_weight_curves(
             "lr": float(lr),
             "steps": int(steps),
             "new_offset": float(new_offset),
+            "replay": float(replay),
         },
     }
+
+
+def replay_grid(chosen: float, upper: float = 0.5, points: int = 11) -> np.ndarray:
+    """Plot 3's replay fractions: ``points`` evenly from 0 to ``max(upper, chosen)``, and the
+    chosen fraction itself, so that the value a reader typed is on the curve and on the axis."""
+    grid = np.linspace(0.0, max(upper, chosen), points)
+    return np.unique(np.append(grid, chosen))
 
 
 def _fit_slope(x, y):

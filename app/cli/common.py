@@ -95,6 +95,21 @@ def Table(*args, **kwargs):  # noqa: N802 - stands in for rich's class
     return RichTable(*args, **kwargs)
 
 
+def output_width() -> int:
+    """How wide a line of a table may be: the client's terminal, for a command the app runs for
+    one (forgetmap.cli.door measures it), else ``$COLUMNS``, else this terminal's width, else 80
+    (output to a file or a pipe)."""
+    import shutil
+
+    from forgetmap.runtime.owner import CLIENT_WIDTH_KEY
+
+    context = click.get_current_context(silent=True)
+    root = context.find_root().obj if context is not None else None
+    if isinstance(root, dict) and root.get(CLIENT_WIDTH_KEY):
+        return int(root[CLIENT_WIDTH_KEY])
+    return shutil.get_terminal_size().columns
+
+
 def echo_columns(
     headers: tuple[str, ...],
     rows: list[tuple[str, ...]],
@@ -102,26 +117,61 @@ def echo_columns(
     right: frozenset[int] = frozenset(),
     sep: str = "  ",
     breaks: frozenset[int] = frozenset(),
+    keep: int = 1,
+    width: int | None = None,
 ) -> None:
     """A plain text table on stdout: a header line, then one line per row, each column padded to
     its widest cell and joined by ``sep``; the columns numbered in ``right`` are right-aligned
     (counts), and an empty line follows each row numbered in ``breaks`` (a section's end). Cells
-    are printed as they are (no markup: a name may hold brackets). rich took 0.2 s for the
-    pairing report's 94 rows, a fifth of `pair add`, and 50 ms of a small `map` to load."""
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    are printed whole, as they are (no markup: a name may hold brackets). rich took 0.2 s for the
+    pairing report's 94 rows, a fifth of `pair add`, and 50 ms of a small `map` to load.
 
-    def line(cells) -> str:
+    A table wider than ``width`` (default: :func:`output_width`, the terminal's; 0: no limit) is
+    printed in panels, one after another, each as wide as fits: the first ``keep`` columns (what
+    names a row) begin every panel, the others follow in order, and every cell stays whole."""
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    if width is None:
+        width = output_width()
+    panels = _panels(widths, keep, len(sep), width)
+
+    def line(cells, columns) -> str:
         return sep.join(
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            cells[i].rjust(widths[i]) if i in right else cells[i].ljust(widths[i]) for i in columns
         ).rstrip()
 
-    lines = [line(headers)]
-    for number, row in enumerate(rows):
-        lines.append(line(row))
-        if number in breaks and number != len(rows) - 1:
-            lines.append("")
+    lines: list[str] = []
+    for number, columns in enumerate(panels):
+        if number:
+            first, last = columns[min(keep, len(columns) - 1)] + 1, columns[-1] + 1
+            more = f"column {first}" if first == last else f"columns {first}-{last}"
+            lines += ["", f"(continued: {more} of {len(headers)})"]
+        lines.append(line(headers, columns))
+        for row_number, row in enumerate(rows):
+            lines.append(line(row, columns))
+            if row_number in breaks and row_number != len(rows) - 1:
+                lines.append("")
     click.echo("\n".join(lines))
+
+
+def _panels(widths: list[int], keep: int, sep: int, width: int) -> list[list[int]]:
+    """The columns of each panel of a table: all in one where it fits in ``width`` (or ``width``
+    is 0), else the first ``keep`` in each and the rest, in order, as many as fit (at least
+    one a panel, however wide)."""
+    every = list(range(len(widths)))
+    if not width or sum(widths) + sep * (len(widths) - 1) <= width:
+        return [every]
+    keep = min(keep, len(widths) - 1)
+    head = every[:keep]
+    used = sum(widths[i] + sep for i in head)
+    panels: list[list[int]] = []
+    current: list[int] = []
+    for i in every[keep:]:
+        if current and used + sum(widths[j] + sep for j in current) + widths[i] > width:
+            panels.append(head + current)
+            current = []
+        current.append(i)
+    panels.append(head + current)
+    return panels
 
 
 class CliError(click.ClickException):

@@ -7,8 +7,9 @@ import json
 from typing import TYPE_CHECKING
 
 import click
-from forgetmap.cli.common import CliError
+from forgetmap.cli.common import CliError, echo_columns
 from forgetmap.cli.pairs import stage_option
+from forgetmap.core.display import utc_time
 
 if TYPE_CHECKING:
     from forgetmap.contract.jobs import EvaluateJobIn
@@ -167,3 +168,27 @@ def job_submit(app_url: str, token: str | None, dry_run: bool, **options) -> Non
 def job_show(job_id: int, app_url: str, token: str | None) -> None:
     """A job as JSON (GET /api/jobs/ID): status, shards, and an adaptive job's savings."""
     click.echo(json.dumps(_post(app_url, token, f"/api/jobs/{job_id}"), indent=2))
+
+
+@job.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)  # fmt: skip
+@_APP
+@_TOKEN
+def job_list(fmt: str, app_url: str, token: str | None) -> None:
+    """Every job, newest first (GET /api/jobs): what it evaluates, its status, owner, shards
+    finished and failed, and when it was made (UTC)."""
+    jobs = _post(app_url, token, "/api/jobs")
+    if fmt == "json":
+        click.echo(json.dumps(jobs, indent=1))
+        return
+    if not jobs:
+        click.echo("no jobs yet: `forgetmap job submit`, or the Submit page")
+        return
+    echo_columns(
+        ("id", "status", "kind", "evaluates", "owner", "shards done", "failed", "created"),
+        [(str(j["id"]), j["status"], j["kind"], j["subject"], j["owner"] or "",
+          f"{j['finished']} of {j['shards']}", str(j["failed"]), utc_time(j["created_at"]))
+         for j in jobs],
+        right=frozenset({0, 6}), keep=1,
+    )  # fmt: skip

@@ -142,7 +142,8 @@ def _print_table(records: list[dict], level: str) -> None:
             for r in records
         ]  # fmt: skip
         ends = frozenset(i for i, r in enumerate(records) if r["category"] == "Total")
-        echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ", breaks=ends)
+        echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ", breaks=ends,
+                     keep=2)  # fmt: skip
         return
     click.echo(
         "per benchmark and seed (95%: the paired interval over all seeds, valid for adaptive runs;"
@@ -161,7 +162,7 @@ def _print_table(records: list[dict], level: str) -> None:
          f"{r['n_10_truncated']} of {r['n_10']}")
         for r in records
     ]  # fmt: skip
-    echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ")
+    echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ", keep=3)
 
 
 def _extractor_note(records: list[dict], level: str, scores: str) -> str:

@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 import click
-from forgetmap.cli.common import (
-    CliError,
-    Console,
-    Table,
-    echo_columns,
-    store_of,
-)
+from forgetmap.cli.common import CliError, echo_columns, store_of
 from forgetmap.core.errors import InputError
 from forgetmap.core.stages import STAGE_NAMES, Stage, parse_stage
 
@@ -109,19 +103,12 @@ def pair_list(ctx: click.Context) -> None:
     if not pairs:
         click.echo("no pairs yet: import results, then `forgetmap pair add BASE POST`")
         return
-    table = Table("id", "base", "post", "label", "stage", "benchmarks", "seeds", "paired samples")
-    for p in pairs:
-        table.add_row(
-            str(p["id"]),
-            p["base"],
-            p["post"],
-            p["label"] or "",
-            p["stage"] or "",
-            str(p["benchmarks"]),
-            str(p["seeds"]),
-            f"{p['paired_samples']:,}",
-        )
-    Console().print(table)
+    echo_columns(
+        ("id", "base", "post", "label", "stage", "benchmarks", "seeds", "paired samples"),
+        [(str(p["id"]), p["base"], p["post"], p["label"] or "", p["stage"] or "",
+          str(p["benchmarks"]), str(p["seeds"]), f"{p['paired_samples']:,}") for p in pairs],
+        right=frozenset({0, 5, 6, 7}),
+    )  # fmt: skip
 
 
 @pair.command("suggest")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 from forgetmap.cli.common import CliError, echo_columns, store_of
+from forgetmap.core.display import utc_time
 from forgetmap.core.errors import InputError
 
 
@@ -71,7 +72,7 @@ def scores_command(ctx: click.Context) -> None:
         return
     echo_columns(
         ("name", "extractor", "rows", "created"),
-        [(s["name"], s["extractor"], f"{s['rows']:,}", f"{s['created_at']:%Y-%m-%d %H:%M}")
+        [(s["name"], s["extractor"], f"{s['rows']:,}", utc_time(s['created_at']))
          for s in sets],
         right=frozenset({2}),
     )  # fmt: skip

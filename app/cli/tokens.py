@@ -7,6 +7,7 @@ from forgetmap.cli.common import (
     CliError,
     store_of,
 )
+from forgetmap.core.display import utc_time
 from forgetmap.core.errors import InputError
 
 
@@ -68,5 +69,5 @@ def token_list(ctx: click.Context) -> None:
     store = store_of(ctx)
     with store.read() as conn:
         for t in list_tokens(conn):
-            click.echo(f"{t['name']}\t{t['role']}\t{t['created_at']}")
+            click.echo(f"{t['name']}\t{t['role']}\t{utc_time(t['created_at'])}")
     store.close()

@@ -44,10 +44,13 @@ WITH chosen AS (
     LEFT JOIN reliable_at r USING (pair_id, benchmark_id)
     GROUP BY p.question_id
     HAVING forgot > 0 OR learned > 0
+), held AS (
+    SELECT benchmark_id, count(*) AS held FROM seeds GROUP BY benchmark_id
 )
 SELECT q.question_id, q.benchmark_id, b.name AS benchmark, b.category, fq.sample_id, q.k,
-       q.forgot, q.learned, q.forgot_reliable, q.learned_reliable
+       q.forgot, q.learned, h.held, q.forgot_reliable, q.learned_reliable
 FROM per_question q JOIN benchmark b USING (benchmark_id)
+JOIN held h USING (benchmark_id)
 JOIN flipped_questions fq ON fq.id = q.question_id
 """
 
@@ -61,7 +64,8 @@ def question_flip_counts(
     reliable_at: dict[tuple[int, int], int] | None = None,
 ) -> Columns:
     """Per question with a flip among ``pair_ids``: question_id, benchmark_id, benchmark,
-    category, sample_id, k (0: generative), forgot and learned (how many of the pairs), and
+    category, sample_id, k (0: generative), forgot and learned (how many of the pairs), held
+    (how many of the pairs paired samples of its benchmark: the count forgot is out of), and
     forgot_reliable and learned_reliable: how many of the pairs flipped it in at least
     ``reliable_at[(pair, benchmark)]`` seeds (a reliable change there, see
     ``forgetmap.core.consensus.reliable_threshold``; a pair and benchmark not in it: never)."""

@@ -122,6 +122,9 @@ class Store:
     def _connect(self) -> Connection:
         try:
             database = duckdb.connect(str(self.path), read_only=self.read_only)
+            # now() into a TIMESTAMP column is written in the session's zone, the machine's by
+            # default; every stored time is UTC instead, whatever the machine (pages say "UTC")
+            database.execute("SET GLOBAL TimeZone = 'UTC'")
             if not self.read_only:
                 for path in database_files(self.path):  # made under a looser umask before
                     make_private(path)

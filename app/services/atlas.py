@@ -27,8 +27,8 @@ from forgetmap.db.queries import Columns, row_count
 from forgetmap.services.map import MapCache
 from forgetmap.services.map_inputs import noise_grid, pair_noise
 
-RANK_FIELDS = ("benchmark", "category", "sample_id", "k", "forgot", "learned", "chance", "beyond",
-               "forgot_reliable", "learned_reliable")  # fmt: skip
+RANK_FIELDS = ("benchmark", "category", "sample_id", "k", "forgot", "learned", "held", "chance",
+               "beyond", "forgot_reliable", "learned_reliable")  # fmt: skip
 """One ranked question (the atlas's JSON and CSV/Parquet export, in this order)."""
 
 

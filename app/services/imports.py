@@ -35,6 +35,7 @@ from forgetmap.contract.imports import (
     summary_of,
 )
 from forgetmap.contract.jobs import JobStatus
+from forgetmap.core.display import binary_size
 from forgetmap.core.errors import InputError
 from forgetmap.db import jobs as jobs_db
 from forgetmap.db.store import Store
@@ -71,7 +72,7 @@ def staging_folder(db_path: Path) -> Path:
 
 def too_large_message(size: int, limit: int) -> str:
     return (
-        f"the upload of {size:,} bytes is over the limit of {limit:,} "
+        f"the upload of {size:,} bytes is over the limit of {binary_size(limit)} "
         "(FORGETMAP_IMPORT_MAX_BYTES); import it on the app's machine, or raise the limit"
     )
 
@@ -217,7 +218,7 @@ class Unpacker:
             )
         if self.bytes > self.max_bytes:
             raise InputError(
-                f"the archive unpacks to more than {self.max_bytes:,} bytes "
+                f"the archive unpacks to more than {binary_size(self.max_bytes)} "
                 "(FORGETMAP_IMPORT_MAX_UNPACKED_BYTES): refused"
             )
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -353,17 +354,44 @@ def job_detail(conn: Connection, job_id: int) -> dict | None:
     }
 
 
-def waiting_reason(job: dict, rejection: Rejection | None, now: float) -> str | None:
-    """Why a job's queued shards do not move, when a worker was refused (``RejectionLog.blocking``)
-    and none of its shards runs: "waiting: worker W rejected: REASON (N s ago, at HH:MM:SS UTC)".
-    None otherwise (nothing queued, something running, or no recent refusal)."""
+NO_WORKER_AFTER_SECONDS = 30
+"""How long a job waits with no worker heard from before its page says so (a worker that has just
+started takes a few seconds to call)."""
+
+
+def waiting_reason(
+    job: dict, rejection: Rejection | None, now: float, *, worker_heard_at: float | None = None,
+    app_started_at: float | None = None,
+) -> str | None:  # fmt: skip
+    """Why a job's queued shards do not move, when none of them runs:
+
+    - a worker was refused (``RejectionLog.blocking``): "waiting: worker W rejected: REASON (N s
+      ago, at HH:MM:SS UTC)";
+    - no worker's call has been accepted since the app started (``app_started_at``; the job has
+      waited NO_WORKER_AFTER_SECONDS): "waiting: no worker has called this app since it started
+      ...", with the command that starts one.
+
+    None otherwise (nothing queued, something running, or a worker is known to be there)."""
     statuses = {s["status"] for s in job["shards"]}
-    if rejection is None or ShardStatus.queued not in statuses or ShardStatus.running in statuses:
+    if ShardStatus.queued not in statuses or ShardStatus.running in statuses:
         return None
-    ago = max(0, round(now - rejection.at))
-    clock = time.strftime("%H:%M:%S UTC", time.gmtime(rejection.at))
+    if rejection is not None:
+        ago = max(0, round(now - rejection.at))
+        clock = time.strftime("%H:%M:%S UTC", time.gmtime(rejection.at))
+        return (
+            f"waiting: worker {rejection.worker} rejected: {rejection.reason} ({ago} s ago, at "
+            f"{clock})"
+        )
+    if app_started_at is None or worker_heard_at is not None:
+        return None
+    created = datetime.fromisoformat(job["created_at"]).replace(tzinfo=UTC).timestamp()
+    if now - created < NO_WORKER_AFTER_SECONDS:
+        return None
+    clock = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(app_started_at))
     return (
-        f"waiting: worker {rejection.worker} rejected: {rejection.reason} ({ago} s ago, at {clock})"
+        f"waiting: no worker has called this app since it started ({clock}); start one on a "
+        "machine that reaches the queue: `forgetmap worker`, with a token of role worker "
+        "(`forgetmap token create NAME --role worker`)"
     )
 
 

@@ -7,7 +7,7 @@ token's name, never the ``X-Forgetmap-Worker`` header a refused caller sends; cu
 characters and escaped wherever shown), the time and the app's reason.
 Memory only, bounded: the newest refusal per name for the last MAX_WORKERS names. A worker call the
 app accepts after a refusal means some worker runs shards again, so the refusal no longer explains
-a wait.
+a wait; no accepted call at all since the app started means no worker may be running.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ class RejectionLog:
         self._rejections: OrderedDict[str, Rejection] = OrderedDict()  # oldest first
         self._accepted_at = float("-inf")
         self._lock = threading.Lock()
+        self.started_at = time.time()
+        """When the log began: the app's start (forgetmap.web makes it then)."""
 
     def refused(self, worker: str | None, reason: str, at: float | None = None) -> Rejection:
         """Record that the app refused a call of ``worker`` (its header; None: not sent)."""
@@ -64,6 +66,12 @@ class RejectionLog:
         at = time.time() if at is None else at
         with self._lock:
             self._accepted_at = max(self._accepted_at, at)
+
+    @property
+    def accepted_at(self) -> float | None:
+        """When the app last accepted a worker's call; None: no worker has called since the start."""
+        with self._lock:
+            return None if self._accepted_at == float("-inf") else self._accepted_at
 
     def blocking(self, now: float | None = None) -> Rejection | None:
         """The newest refusal of the last RECENT_SECONDS, unless a worker's call was accepted

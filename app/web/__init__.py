@@ -24,6 +24,7 @@ from forgetmap.runtime.broker import BrokerSettings
 from forgetmap.runtime.config import WebSettings
 from forgetmap.services.map import MapCache
 from forgetmap.services.queue import Enqueuer, Reconciler
+from forgetmap.services.rejections import RejectionLog
 from forgetmap.services.warm import warm_start
 from forgetmap.web import (
     atlas,
@@ -99,6 +100,7 @@ def create_app(
     app.state.enqueuer = enqueuer
     app.state.reconciler = reconciler
     app.state.door = door
+    app.state.worker_rejections = RejectionLog()  # from the start: "no worker since it started"
     app.state.local_credential = published.credential if published is not None else None
     imports.install(app)  # uploads imported as jobs; what a stopped app left is settled
 
@@ -145,6 +147,7 @@ def create_app(
             swagger_js_url=assets.url("swagger/swagger-ui-bundle.js"),
             swagger_css_url=assets.url("swagger/swagger-ui.css"),
             swagger_favicon_url=assets.url("favicon.svg"),
+            swagger_ui_parameters={"persistAuthorization": True},  # kept across reloads
         )
 
     install_openapi(app)

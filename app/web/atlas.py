@@ -66,6 +66,7 @@ def api_atlas_file(request: Request, query: Filters, fmt: Literal["csv", "parque
                 ("k", pa.int16()),
                 ("forgot", pa.int64()),
                 ("learned", pa.int64()),
+                ("held", pa.int64()),
                 ("chance", pa.float64()),
                 ("beyond", pa.float64()),
                 ("forgot_reliable", pa.int64()),

@@ -95,11 +95,14 @@ def _progress(job: dict) -> dict:
 
 def job_with_waiting(request: Request, job_id: int) -> dict:
     """A job with every shard (deps.get_job) and ``waiting_reason``: why its queued shards do not
-    move when the app recently refused a worker's token (null otherwise)."""
+    move, when the app recently refused a worker's token or has heard from no worker since it
+    started (null otherwise)."""
     job = deps.get_job(request, job_id)
     now = time.time()
-    refusal = deps.worker_rejections(request).blocking(now)
-    job["waiting_reason"] = jobs.waiting_reason(job, refusal, now)
+    log = deps.worker_rejections(request)
+    job["waiting_reason"] = jobs.waiting_reason(job, log.blocking(now), now,
+                                                worker_heard_at=log.accepted_at,
+                                                app_started_at=log.started_at)  # fmt: skip
     return job
 
 
@@ -120,7 +123,8 @@ def job_page(request: Request, job_id: int, queue: str | None = None) -> HTMLRes
 @router.get("/api/jobs/{job_id}", tags=["api"], responses=ID_ERRORS)
 def api_job(request: Request, job_id: deps.Id) -> dict:
     """A job with every shard's state, progress and error; ``waiting_reason``: why its queued
-    shards do not move when the app recently refused a worker (null otherwise)."""
+    shards do not move when the app recently refused a worker, or has heard from no worker since
+    it started and the job has waited 30 s (null otherwise)."""
     return job_with_waiting(request, job_id)
 
 
@@ -147,7 +151,10 @@ async def submit(request: Request) -> Response:
     principal = require_login(request, Role.submit)
     form = await request.form()
     check_csrf(request, form.get("csrf"))
-    values = {k: str(v) for k, v in form.items() if k not in ("csrf", "categories", "local")}
+    values: dict = {k: str(v) for k, v in form.items() if k not in ("csrf", "categories", "local")}
+    # the ticked boxes, so that a form shown again with its errors keeps them ticked
+    values["categories"] = [str(v) for v in form.getlist("categories")]
+    values["local"] = [str(v) for v in form.getlist("local")]
     if values.get("target") == "series":
         return _submit_series(request, principal, values, form)
     job_request, errors = parse_submission(request, values, form)

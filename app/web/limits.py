@@ -28,6 +28,7 @@ from typing import NoReturn
 import anyio
 from fastapi import HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from forgetmap.core.display import binary_size
 from forgetmap.services.tokens import Principal
 from forgetmap.web import deps
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -96,7 +97,7 @@ def rule_for(path: str) -> BodyRule:
 
 
 def too_large_message(rule: BodyRule) -> str:
-    limit = f"{rule.max_bytes:,} bytes, the limit of {rule.route}"
+    limit = f"{binary_size(rule.max_bytes)}, the limit of {rule.route}"
     return f"the request body is over {limit}; {rule.advice}"
 
 

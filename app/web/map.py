@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from forgetmap.core.metrics import OUTSIDE_TOTAL
 from forgetmap.core.taxonomy import CATEGORIES
 from forgetmap.db import queries
 from forgetmap.services.map import MapQuery, category_sort_key
@@ -75,7 +76,19 @@ def map_page(
         recovery={r["pair_id"]: r for r in deps.recovery_column(request)} if recovery else None,
         series=series_groups(cache),
         score_sets=deps.score_set_names(request),
+        outside_total=_outside_total(request, records),
     )
+
+
+def _outside_total(request: Request, records: list[dict]) -> dict[str, list[str]]:
+    """The benchmarks that Total leaves out, by category (Uncategorized, Not scored), when the map
+    shows any: named on the page, so that a Total over 9 of 10 benchmarks says so."""
+    shown = {r["category"] for r in records} & OUTSIDE_TOTAL
+    if not shown:
+        return {}
+    with deps.store(request).read() as conn:
+        stored = queries.benchmarks(conn)
+    return {c: sorted(b["name"] for b in stored if b["category"] == c) for c in sorted(shown)}
 
 
 @router.get("/api/map", tags=["api"], responses=ID_ERRORS)

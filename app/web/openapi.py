@@ -15,21 +15,37 @@ def validation_message(exc: RequestValidationError) -> str:
     return request_problem_text(exc.errors())
 
 
+TOKEN_SCHEME = "token"
+TOKEN = {
+    "type": "http",
+    "scheme": "bearer",
+    "description": "An API token (`forgetmap token create NAME --role read|submit|worker|admin`), "
+    "sent as `Authorization: Bearer <token>`. The write operations need one of the right role; "
+    "the reads take one, needed only when the app is private (FORGETMAP_PRIVATE=1).",
+}
+"""The one security scheme: /docs shows its Authorize button and sends the token it is given."""
+
+
 def install_openapi(app: FastAPI) -> None:
     """The OpenAPI document, honest about errors: every operation with parameters or a body
     declares 422, every one with a body 400 and 413, every one but /healthz 401 (a revoked token,
     or FORGETMAP_PRIVATE=1), all in the one error shape (forgetmap.contract.errors.ErrorBody). Routes
-    declare their own 403/404."""
+    declare their own 403/404. Every operation but /healthz names the bearer token scheme: the
+    writes (every method but GET) as required, the reads as optional."""
 
     def openapi() -> dict:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version,
                                  description=app.description, routes=app.routes)  # fmt: skip
-            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            schema.setdefault("components", {})["securitySchemes"] = {TOKEN_SCHEME: TOKEN}
+            components = schema["components"].setdefault("schemas", {})
             components["ErrorBody"] = ErrorBody.model_json_schema()
             ref = {"$ref": "#/components/schemas/ErrorBody"}
             for path, operations in schema.get("paths", {}).items():
-                for operation in operations.values():
+                for method, operation in operations.items():
+                    if path != "/healthz":  # a token, or (reads) none: /docs sends it
+                        read = method in ("get", "head")
+                        operation["security"] = [{TOKEN_SCHEME: []}] + ([{}] if read else [])
                     responses = operation.setdefault("responses", {})
                     codes = [] if path == "/healthz" else [401]
                     if operation.get("requestBody"):

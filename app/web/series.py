@@ -43,7 +43,9 @@ def get_series(request: Request, series_id: int) -> dict:
 
     found = deps.map_cache(request).cache.get(("series-info", series_id), load)
     if found is None:
-        raise HTTPException(404, f"series {series_id} does not exist; GET /api/series lists them")
+        raise HTTPException(
+            404, f"series {series_id} does not exist; /series (GET /api/series) lists them"
+        )
     return found
 
 
@@ -131,6 +133,15 @@ def api_series_questions(
     total, counts, rows = histories(request, series, benchmark, category, fate, page, page_size)
     return {"series": series["name"], "fate": fate, "counts": counts, "total": total,
             "page": page, "page_size": page_size, "questions": rows}  # fmt: skip
+
+
+@router.get("/series", response_class=HTMLResponse, include_in_schema=False)
+@cached_for_readers
+def series_index(request: Request) -> HTMLResponse:
+    """Every series (a training run's checkpoints against its base), each linked to its page."""
+    return templates.TemplateResponse(
+        request, "series_index.html", {"series": api_series_list(request)}
+    )
 
 
 @router.get("/series/{series_id}", response_class=HTMLResponse, include_in_schema=False)

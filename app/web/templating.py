@@ -11,6 +11,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.templating import Jinja2Templates
+from forgetmap.core.display import binary_size, utc_time
 from forgetmap.runtime.resources import resource_dir
 from forgetmap.web import deps, render
 from forgetmap.web.assets import Assets
@@ -23,6 +24,8 @@ assets = Assets(resource_dir("static"))
 """The static files, mounted at /static by every app; a page names one by asset_url(name)."""
 templates.env.globals.update(
     asset_url=assets.url,
+    binary_size=binary_size,
+    utc_time=utc_time,
     render=render,
     transition_labels=deps.TRANSITION_LABELS,
     csrf_token=csrf_token,

@@ -197,6 +197,10 @@ def test_empty_map_explains_what_to_do(browser, tmp_path):
         page.goto(srv.url + "/")
         text = page.inner_text("main")
         assert "No model pairs yet" in text and "forgetmap import table" in text
+        for link, path in (("#empty-import", "/import"), ("#empty-submit", "/submit")):
+            assert page.get_attribute(link, "href") == path  # the browser's way, no CLI
+        page.goto(srv.url + "/series")
+        assert "No series yet" in page.inner_text("#no-series")
         page.close()
     finally:
         srv.stop()
@@ -208,3 +212,81 @@ def test_theory_lab_renders_four_plots(server, page):
         page.wait_for_selector(f"#{plot} .main-svg")
     assert page.locator("input[name=separation]").input_value() == "5.0"
     assert page.dialogs == []
+
+
+def _plot(page, element_id: str) -> dict:
+    return page.evaluate(
+        """id => { const el = document.getElementById(id);
+                   return { data: el.data.map(t => ({ name: t.name, x: Array.from(t.x), y: Array.from(t.y) })),
+                            range: el._fullLayout.xaxis.range,
+                            shapes: (el.layout.shapes || []).map(s => s.x0) }; }""",
+        element_id,
+    )
+
+
+@pytest.mark.parametrize("replay", [0.1, 0.8])
+def test_the_chosen_replay_is_drawn_on_the_plots_it_concerns(server, page, replay):
+    """The replay fraction typed in the theory lab's form is drawn in every plot it concerns, on
+    each plot's axis (it changed one panel of four and fell off another's axis)."""
+    page.goto(f"{server.url}/theory?replay={replay}&steps=200")
+    page.wait_for_function(
+        "['plot-weights', 'plot-replay', 'plot-starvation']"
+        ".every(id => document.getElementById(id).data)"
+    )
+    weights = _plot(page, "plot-weights")
+    with_replay = next(t for t in weights["data"] if "replay" in t["name"])
+    assert f"λ = {replay}" in with_replay["name"]
+    assert abs(with_replay["y"][-1] - replay) < 0.05  # SFT with replay settles at lambda
+    curve = _plot(page, "plot-replay")
+    low, high = curve["range"]
+    assert low <= replay <= high  # on the axis, also beyond the default grid's 0.5
+    assert curve["shapes"] == [replay]  # and marked
+    assert all(replay in t["x"] for t in curve["data"])
+    starvation = _plot(page, "plot-starvation")
+    assert any(f"λ = {replay}" in t["name"] for t in starvation["data"])
+
+
+def percent_tick_labels(page, element_id: str, axis: str, low: float, high: float) -> list[str]:
+    """The tick labels Plotly draws on a percentage axis of a chart zoomed to [low, high]."""
+    page.evaluate("([id, axis, low, high]) => Plotly.relayout(id, {[axis + '.range']: [low, high]})",
+                  [element_id, axis, low, high])  # fmt: skip
+    return page.evaluate(
+        "sel => [...document.querySelectorAll(sel)].map(t => t.textContent)",
+        f"#{element_id} .{axis[0]}tick text",
+    )
+
+
+@pytest.mark.parametrize("high", [0.03, 0.004, 0.6])
+def test_percentage_ticks_are_distinct_at_any_zoom(server, page, high):
+    """A percentage axis over a small range labels each tick apart ("3%, 3%, 2%, 2%" before)."""
+    page.goto(server.url + "/pairs/1")
+    page.wait_for_selector("#pair-chart .main-svg")
+    labels = percent_tick_labels(page, "pair-chart", "xaxis", 0, high)
+    assert len(labels) >= 3 and len(set(labels)) == len(labels), labels
+    assert all(label.endswith("%") for label in labels)
+
+
+def test_swagger_can_authorise_and_sends_the_token(server, page):
+    """/docs has an Authorize button; a token given there goes with the calls it tries."""
+    page.goto(server.url + "/docs")
+    page.click("button.authorize")
+    page.fill(".auth-container input", "a-token-for-docs")
+    page.click(".auth-btn-wrapper button.authorize")
+    page.click("button.btn-done")
+    sent = []
+    page.on(
+        "request",
+        lambda r: sent.append(r.headers.get("authorization")) if "/api/map" in r.url else None,
+    )
+    page.click("#operations-api-api_map_api_map_get .opblock-summary")
+    page.click("#operations-api-api_map_api_map_get .try-out__btn")
+    page.click("#operations-api-api_map_api_map_get .execute")
+    page.wait_for_selector("#operations-api-api_map_api_map_get .live-responses-table")
+    assert sent == ["Bearer a-token-for-docs"]
+
+
+def test_the_map_has_a_heading_and_named_size_inputs(server, page):
+    page.goto(server.url + "/")
+    assert page.locator("h1").all_inner_texts() == ["Forgetting map"]
+    for name in ("smallest size, billions of parameters", "largest size, billions of parameters"):
+        assert page.get_by_label(name).count() == 1, name

@@ -59,3 +59,26 @@ def test_upload_a_file_and_a_folder_and_watch_the_jobs_finish(served, page, tmp_
         "#import-summary"
     )
     assert page.inner_text("#import-file-name") == "lighteval-out.tar"
+
+
+KIND_FIELDS = {  # what each kind shows of the fields that belong to some kinds only
+    "table": set(),
+    "lm-eval": {"metric", "filter", "seed"},
+    "lighteval": {"metric", "seed", "latest"},
+    "inspect": {"scorer"},
+    "eee": {"evaluation_result_id"},
+}
+
+
+def test_each_kind_shows_only_its_own_fields(served, page):
+    server, token = served
+    page.goto(server.url + "/import")
+    page.fill("input[name=token]", token)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/import")
+    for kind, shown in KIND_FIELDS.items():
+        page.select_option("#import-kind", kind)
+        visible = {name for name in ("metric", "filter", "scorer", "evaluation_result_id", "seed",
+                                     "latest")
+                   if page.locator(f"#import-form [name={name}]").is_visible()}  # fmt: skip
+        assert visible == shown, kind

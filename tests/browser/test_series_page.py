@@ -108,3 +108,16 @@ def test_the_map_shows_one_row_per_series_with_a_step_selector(server, page):
     page.select_option("select[data-series='1']", "2")
     page.wait_for_function("document.getElementById('heatmap').data[0].y[0].endsWith('@ step 2')")
     assert page.locator("#series-list details").count() == 1
+
+
+def test_the_series_index_lists_each_run_and_leads_to_its_page(server, page):
+    page.goto(server.url + "/")
+    page.click("nav >> text=Series")
+    page.wait_for_url("**/series")
+    rows = page.locator("#series-list tbody tr")
+    assert rows.count() == 1
+    assert rows.first.locator("td").nth(2).inner_text() == str(len(CHECKPOINTS))
+    rows.first.locator("a").click()
+    page.wait_for_url("**/series/1")
+    page.goto(server.url + "/series/99")
+    assert "/series (GET /api/series) lists them" in page.inner_text("main")

@@ -65,6 +65,7 @@ def test_questions_are_ranked_by_recipes_beyond_chance(client):
     # q0: the sft pair and qwen forgot it; the series' step 1 did too, but the run counts once,
     # through step 2, which kept it (counting pairs would say 3); q1: forgot in 1 of 2 seeds
     assert rows == [("q0", 2, 0), ("q1", 1, 0), ("q2", 1, 0)]
+    assert [q["held"] for q in atlas["questions"]] == [3, 3, 3]  # "forgot 2 of 3 recipes"
     # reliable changes: a strict majority of the 2 seeds (both) beyond the pair's noise floor.
     # Only llama-7b-sft differs between its seeds (q1: 0 then 1): its floor is (0 + 1/4) / 2 = 1/8,
     # the pair's (1/8 + 0) / 2 = 1/16, and two flips in two seeds at 1/16 have chance 1/256. So
@@ -82,7 +83,7 @@ def test_filters_choose_the_recipes_and_the_questions(client):
     assert instruct["recipes"] == 1
     assert [(q["sample_id"], q["beyond"]) for q in instruct["questions"]] == [("q0", 0.875)]
     big = ranked(client, min_size_b=5)  # the llama recipes: the sft pair and the series
-    assert big["recipes"] == 2
+    assert big["recipes"] == 2 and {q["held"] for q in big["questions"]} == {2}
     assert [(q["sample_id"], q["forgot"]) for q in big["questions"]] == [
         ("q0", 1), ("q1", 1), ("q2", 1),
     ]  # fmt: skip
@@ -95,7 +96,8 @@ def test_filters_choose_the_recipes_and_the_questions(client):
 def test_the_atlas_as_csv_and_parquet(client):
     csv = pacsv.read_csv(io.BytesIO(client.get("/api/atlas.csv").content))
     assert csv.column_names == ["benchmark", "category", "sample_id", "k", "forgot", "learned",
-                                "chance", "beyond", "forgot_reliable", "learned_reliable"]  # fmt: skip
+                                "held", "chance", "beyond", "forgot_reliable",
+                                "learned_reliable"]  # fmt: skip
     # every question some recipe forgot or learned: q3 was learned by the sft pair
     assert csv["sample_id"].to_pylist() == ["q0", "q1", "q2", "q3"]
     assert csv["learned"].to_pylist() == [0, 0, 0, 1]

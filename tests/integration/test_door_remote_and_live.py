@@ -225,9 +225,9 @@ def _timed_lines(command: list[str]) -> list:
     return sorted(heard) + [(exited, code)]
 
 
-def test_rich_tables_are_as_wide_as_the_clients_terminal(tmp_path, monkeypatch):
+def test_tables_are_as_wide_as_the_clients_terminal(tmp_path, monkeypatch):
     """`pair list` in a 50-column terminal: the table the app renders is the one rendered here
-    (the app's own terminal, or none, is another width)."""
+    (the app's own terminal, or none, is another width), in panels, with every cell whole."""
     (tmp_path / "base.csv").write_text(BASE)
     (tmp_path / "post.csv").write_text(POST)
     answers = {}
@@ -244,3 +244,4 @@ def test_rich_tables_are_as_wide_as_the_clients_terminal(tmp_path, monkeypatch):
             run.stop()
     assert answers["owner"] == answers["local"]
     assert max(map(len, answers["local"].splitlines())) <= 50
+    assert "a label long enough to wrap the table" in answers["local"]  # never cut

@@ -200,10 +200,19 @@ def _table_rows(out: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.split("│")] for line in out.splitlines() if "│" in line]
 
 
-def test_map_table_shows_n_interval_and_partial(cli, tmp_path):
+def test_map_table_shows_n_interval_and_partial(cli, tmp_path, monkeypatch):
     """`forgetmap map --format table`: n ("n of N (partial)" for a partial benchmark) and the 95%
-    interval of F_true and BT_true, the JSON's numbers, beside the columns it always had."""
+    interval of F_true and BT_true, the JSON's numbers, beside the columns it always had; in a
+    terminal too narrow for it, in panels that each begin with the pair and category."""
     n, *_ = _partial_pair(cli, tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    narrow = cli("map").stdout.splitlines()
+    assert max(len(line) for line in narrow if "│" in line) <= 80  # the table's lines
+    panels = [i for i, line in enumerate(narrow) if line.startswith("pair ")]
+    assert len(panels) >= 2 and all(
+        [c.strip() for c in narrow[i].split("│")][:2] == ["pair", "category"] for i in panels
+    )
+    monkeypatch.setenv("COLUMNS", "1000")  # one panel for the rest
 
     def interval(r: dict, name: str) -> str:
         return f"[{r[name + '_low']:.4f}, {r[name + '_high']:.4f}]"
@@ -245,8 +254,9 @@ def test_map_table_shows_n_interval_and_partial(cli, tmp_path):
                                "bt_max"]  # fmt: skip
 
 
-def test_map_table_shows_names_as_typed(cli, tmp_path):
+def test_map_table_shows_names_as_typed(cli, tmp_path, monkeypatch):
     """rich reads "[bold]", "[link=...]" as markup: names in the table stay the literal text."""
+    monkeypatch.setenv("COLUMNS", "1000")  # one panel
     base, post, bench = "[bold]base[/bold]", "post[link=https://evil.example]x", "[red]bench"
     data = {(bench, 0): [1, 0, 1, 1, 0, 1] * 5}
     flipped = {(bench, 0): [0, 0, 1, 1, 1, 1] * 5}

@@ -78,3 +78,22 @@ def test_a_refused_option_gets_the_apps_line_and_nothing_is_sent(app, options, c
                   ok=False)  # fmt: skip
     assert refused.exit_code == 2
     assert refused.stderr == f"error: the app refused the job (422): {answer.json()['detail']}\n"
+
+
+def test_job_list_shows_what_the_jobs_page_shows(app):
+    """`forgetmap job list`: every job, newest first, as the app's GET /api/jobs has them."""
+    cli, url, token, http = app
+    cli("job", "submit", *OPTIONS, "--label", "listed <b>pair</b>", "--app", url, "--token", token)
+    listed = json.loads(cli("job", "list", "--format", "json", "--app", url, "--token",
+                            token).stdout)  # fmt: skip
+    assert listed == http.get("/api/jobs").json()
+    newest = listed[0]
+    with pytest.MonkeyPatch.context() as wide:  # one panel: a terminal of 300 columns
+        wide.setenv("COLUMNS", "300")
+        table = cli("job", "list", "--app", url, "--token", token).stdout.splitlines()
+    assert table[0].split()[:4] == ["id", "status", "kind", "evaluates"]
+    row = next(line for line in table if line.lstrip().startswith(f"{newest['id']} "))
+    assert "listed <b>pair</b>" in row and f"0 of {newest['shards']}" in row
+    assert row.rstrip().endswith(" UTC")
+    refused = cli("job", "list", "--app", url, ok=False)
+    assert refused.exit_code == 2 and "this needs a token" in refused.stderr

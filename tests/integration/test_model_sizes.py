@@ -10,8 +10,9 @@ import pytest
 
 from tests.support.cli import cli_both_ways
 from tests.support.model_cache import snapshot, use_cache, write_json
+from tests.support.services import require_module
 
-safetensors_numpy = pytest.importorskip("safetensors.numpy")
+safetensors_numpy = require_module("safetensors.numpy")
 
 cli = cli_both_ways()
 
@@ -87,7 +88,8 @@ LEFT = {
 }
 
 
-def test_unknown_sizes_are_listed_then_set_from_the_hub_cache(stored):
+def test_unknown_sizes_are_listed_then_set_from_the_hub_cache(stored, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "500")  # the table in one panel, however long its reasons
     before = sizes(stored)
     assert before["acme/Named-7B"] == 7_000_000_000 and before["acme/counted"] is None
 

@@ -69,3 +69,19 @@ def test_the_document_types_every_body_and_declares_every_error(client):
 def test_method_not_allowed_lists_every_method_of_the_path(client):
     r = client.delete("/api/jobs")
     assert r.status_code == 405 and r.headers["allow"] == "GET, POST"
+
+
+def test_the_document_names_the_token_so_that_docs_can_send_it(client):
+    """/docs has an Authorize button (a security scheme) and sends the token with every call:
+    required by the write operations, optional for the reads (a private app needs it)."""
+    doc = client.get("/openapi.json").json()
+    scheme = doc["components"]["securitySchemes"]["token"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+    assert doc["paths"]["/api/jobs"]["post"]["security"] == [{"token": []}]
+    assert doc["paths"]["/api/results"]["post"]["security"] == [{"token": []}]
+    assert doc["paths"]["/api/map"]["get"]["security"] == [{"token": []}, {}]
+    assert "security" not in doc["paths"]["/healthz"]["get"]
+    for path, operations in doc["paths"].items():
+        for method, operation in operations.items():
+            if method != "get":
+                assert operation["security"] == [{"token": []}], path

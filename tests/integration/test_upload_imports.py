@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from forgetmap.contract.imports import ImportOptions, import_options
+from forgetmap.core.display import binary_size
 from forgetmap.db import open_store
 from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
 from forgetmap.demo.layouts.paper import make_items, write_run
@@ -230,7 +231,7 @@ def test_uploads_over_the_limit_are_refused_with_413(app):
         declared = client.post("/api/imports", params={"kind": "table", "filename": "big.csv"},
                                content=b"x" * (LIMIT + 1))  # fmt: skip
         assert declared.status_code == 413
-        assert f"{LIMIT:,}" in declared.json()["detail"]
+        assert f"over the limit of {binary_size(LIMIT)}" in declared.json()["detail"]
         assert "FORGETMAP_IMPORT_MAX_BYTES" in declared.json()["detail"]
 
         def chunks():  # no Content-Length: counted as it comes

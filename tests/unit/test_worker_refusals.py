@@ -3,6 +3,9 @@ a refused request (other 4xx), and the app's memory of refusals says why a job w
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
+
 import httpx
 import pytest
 from forgetmap.contract.shards import WORKER_HEADER
@@ -80,3 +83,37 @@ def test_a_job_waits_on_a_refusal_only_with_queued_shards_and_none_running():
     assert waiting_reason(_job("queued", "running"), refusal, NOW) is None
     assert waiting_reason(_job("done", "failed"), refusal, NOW) is None
     assert waiting_reason(_job("queued"), None, NOW) is None
+
+
+def _job_made(seconds_ago: float, *statuses: str) -> dict:
+    made = datetime.fromtimestamp(NOW - seconds_ago, UTC).replace(tzinfo=None).isoformat()
+    return {**_job(*statuses), "created_at": made}
+
+
+def test_a_job_says_when_no_worker_has_called_since_the_app_started():
+    started = NOW - 3600  # 2023-11-14 21:13:20 UTC
+    said = waiting_reason(_job_made(60, "queued"), None, NOW, app_started_at=started)
+    assert said == (
+        "waiting: no worker has called this app since it started (2023-11-14 21:13:20 UTC); "
+        "start one on a machine that reaches the queue: `forgetmap worker`, with a token of role "
+        "worker (`forgetmap token create NAME --role worker`)"
+    )
+    # a worker's accepted call, a fresh job, a running shard or nothing queued: no such word
+    assert waiting_reason(_job_made(60, "queued"), None, NOW, app_started_at=started,
+                          worker_heard_at=NOW - 50) is None  # fmt: skip
+    assert waiting_reason(_job_made(29, "queued"), None, NOW, app_started_at=started) is None
+    assert waiting_reason(_job_made(60, "queued", "running"), None, NOW,
+                          app_started_at=started) is None  # fmt: skip
+    assert waiting_reason(_job_made(60, "done"), None, NOW, app_started_at=started) is None
+    # a refusal explains the wait better than the silence
+    refusal = RejectionLog().refused("gpu-1", "invalid or revoked token", at=NOW - 12)
+    assert waiting_reason(_job_made(60, "queued"), refusal, NOW,
+                          app_started_at=started).startswith("waiting: worker gpu-1 rejected")  # fmt: skip
+
+
+def test_the_log_knows_when_it_started_and_when_a_worker_was_last_accepted():
+    log = RejectionLog()
+    assert log.accepted_at is None and abs(log.started_at - time.time()) < 5
+    log.accepted(at=NOW)
+    log.accepted(at=NOW - 10)
+    assert log.accepted_at == NOW
