@@ -1,7 +1,8 @@
--- The schema after every migration (head 0014): new database files are created
+-- The schema after every migration (head 0015): new database files are created
 -- from it. Written by scripts/dump-schema; do not edit by hand.
 CREATE SEQUENCE api_tokens_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE benchmarks_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
+CREATE SEQUENCE category_changes_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE flipped_questions_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE jobs_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE models_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
@@ -16,6 +17,7 @@ CREATE SEQUENCE text_files_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 92233720368
 CREATE TABLE alembic_version(version_num VARCHAR, PRIMARY KEY(version_num));
 CREATE TABLE api_tokens(id INTEGER DEFAULT(nextval('api_tokens_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, token_hash VARCHAR NOT NULL UNIQUE, created_at TIMESTAMP DEFAULT(now()) NOT NULL, last_used_at TIMESTAMP, "role" VARCHAR DEFAULT('submit'));
 CREATE TABLE benchmarks(id INTEGER DEFAULT(nextval('benchmarks_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, category VARCHAR NOT NULL, num_choices SMALLINT, full_size BIGINT);
+CREATE TABLE category_changes(id INTEGER DEFAULT(nextval('category_changes_id_seq')) PRIMARY KEY, benchmark_id INTEGER NOT NULL, old_category VARCHAR NOT NULL, new_category VARCHAR NOT NULL, changed_at TIMESTAMP DEFAULT(now()) NOT NULL, "source" VARCHAR);
 CREATE TABLE coverage(pair_id INTEGER, benchmark_id INTEGER, seed INTEGER, paired BIGINT NOT NULL, only_base BIGINT NOT NULL, only_post BIGINT NOT NULL, mismatched BIGINT NOT NULL, ambiguous BIGINT DEFAULT(0), by_question BIGINT DEFAULT(0), by_text BIGINT DEFAULT(0), PRIMARY KEY(pair_id, benchmark_id, seed));
 CREATE TABLE cross_seed_cells(pair_id INTEGER NOT NULL, benchmark_id INTEGER NOT NULL, seed_a INTEGER NOT NULL, seed_b INTEGER NOT NULL, num_choices SMALLINT NOT NULL, n_00_00 BIGINT NOT NULL, n_00_01 BIGINT NOT NULL, n_00_10 BIGINT NOT NULL, n_00_11 BIGINT NOT NULL, n_01_00 BIGINT NOT NULL, n_01_01 BIGINT NOT NULL, n_01_10 BIGINT NOT NULL, n_01_11 BIGINT NOT NULL, n_10_00 BIGINT NOT NULL, n_10_01 BIGINT NOT NULL, n_10_10 BIGINT NOT NULL, n_10_11 BIGINT NOT NULL, n_11_00 BIGINT NOT NULL, n_11_01 BIGINT NOT NULL, n_11_10 BIGINT NOT NULL, n_11_11 BIGINT NOT NULL, causes UTINYINT DEFAULT(0) NOT NULL);
 CREATE TABLE flipped_questions(id INTEGER DEFAULT(nextval('flipped_questions_id_seq')) PRIMARY KEY, benchmark_id INTEGER NOT NULL, sample_id VARCHAR NOT NULL, question VARCHAR, UNIQUE(benchmark_id, sample_id));
@@ -39,4 +41,4 @@ CREATE TABLE text_files(id INTEGER DEFAULT(nextval('text_files_id_seq')) PRIMARY
 CREATE TABLE transitions(pair_id INTEGER, benchmark_id INTEGER, seed INTEGER, num_choices SMALLINT, causes UTINYINT, n_00 BIGINT NOT NULL, n_01 BIGINT NOT NULL, n_10 BIGINT NOT NULL, n_11 BIGINT NOT NULL, PRIMARY KEY(pair_id, benchmark_id, seed, num_choices, causes));
 CREATE TABLE watch_submissions(series_id INTEGER, path VARCHAR, step BIGINT NOT NULL, model_id INTEGER NOT NULL, job_id INTEGER, attempts INTEGER DEFAULT(0) NOT NULL, submitted_at TIMESTAMP DEFAULT(now()) NOT NULL, PRIMARY KEY(series_id, path));
 CREATE TABLE web_sessions(id_hash VARCHAR PRIMARY KEY, token_id INTEGER NOT NULL, created_at TIMESTAMP NOT NULL, expires_at TIMESTAMP NOT NULL);
-INSERT INTO alembic_version VALUES ('0014');
+INSERT INTO alembic_version VALUES ('0015');

@@ -17,6 +17,7 @@
   };
   // a faded cell is veiled: a second heatmap, this colour over the cells that do not survive
   const VEIL = "rgba(255,255,255,0.7)";
+  const MISSING = "#d9dce3";  // a cell with no results: grey, apart from every value's colour
   // whether a cell is faded, and its hover line: why, or what its tests say (app-computed
   // fields: significance.py; the text holds no names, only numbers)
   function verdict(c, metric) {
@@ -58,6 +59,21 @@
       seen.set(name, true);
       return { id: p.id, name: name };
     });
+    // rows in the order chosen above the map: as added, by the metric's Total (the row's mean
+    // over its cells at benchmark level), largest first, or by name
+    const order = (document.getElementById("order") || {}).value || "added";
+    if (order === "name") rows.sort((a, b) => a.name.localeCompare(b.name));
+    if (order === "total") {
+      const sums = new Map();
+      for (const c of data.cells) {
+        const v = metric.value(c);
+        if (v === null || v === undefined || (level === "category" && c.column !== "Total")) continue;
+        const s = sums.get(c.pair_id) || [0, 0];
+        sums.set(c.pair_id, [s[0] + v, s[1] + 1]);
+      }
+      const key = (r) => { const s = sums.get(r.id); return s ? s[0] / s[1] : -Infinity; };
+      rows.sort((a, b) => key(b) - key(a));
+    }
     const rowIndex = new Map(rows.map((r, i) => [r.id, i]));
     const colIndex = new Map(data.columns.map((c, i) => [c, i]));
     const z = rows.map(() => data.columns.map(() => null));
@@ -65,9 +81,11 @@
     const partial = rows.map(() => data.columns.map(() => false));
     const marked = rows.map(() => data.columns.map(() => false));
     const custom = rows.map(() => data.columns.map(() => null));
+    const present = rows.map(() => data.columns.map(() => false));
     for (const c of data.cells) {
       const i = rowIndex.get(c.pair_id), j = colIndex.get(c.column);
       if (i === undefined || j === undefined) continue;
+      present[i][j] = true;
       z[i][j] = metric.value(c);
       partial[i][j] = Boolean(c.partial);
       const std = metric.std ? metric.std(c) : null;
@@ -143,6 +161,23 @@
       layout.xaxis2 = { domain: [0.89, 1], side: "bottom", automargin: true };
       trace.colorbar.x = 1.01;
     }
+    // readable cells on a narrow screen: at least MIN_CELL px a column beside the row names,
+    // the box scrolls sideways (style.css) rather than the page, or the cells shrinking to slivers
+    const MIN_CELL = level === "benchmark" ? 28 : 64;
+    const names = Math.min(360, 7 * Math.max(12, ...rows.map((r) => String(r.name).length)));
+    const colorbar = 90;
+    el.style.minWidth = (names + colorbar + MIN_CELL * (trace.x.length + (recoveryEl ? 1 : 0))) + "px";
+    // a pair with no results on a column is drawn as missing (grey, "no results"), never as the
+    // pale colour of a zero; the last trace, so that the others keep their places
+    if (present.some((row) => row.includes(false))) {
+      traces.push({
+        type: "heatmap", name: "missing", x: trace.x, y: trace.y, xgap: 2, ygap: 2, zmin: 0, zmax: 1,
+        z: present.map((row) => row.map((p) => (p ? null : 1))), colorscale: [[0, MISSING], [1, MISSING]],
+        showscale: false, text: present.map((row) => row.map((p) => (p ? "" : "–"))), texttemplate: "%{text}",
+        textfont: { size: 11, color: "#667" },
+        hovertemplate: "%{y}<br>%{x}<br>no results: this pair has no paired samples here<extra></extra>",
+      });
+    }
     Plotly.react(el, traces, layout, { displaylogo: false, responsive: true });
     el.removeAllListeners && el.removeAllListeners("plotly_click");
     el.on("plotly_click", (ev) => {
@@ -166,9 +201,9 @@
     if (!form) return;
     for (const select of document.querySelectorAll("select[data-series]")) select.addEventListener("change", render);
     form.addEventListener("change", (ev) => {
-      if (ev.target.name === "metric") {
+      if (ev.target.name === "metric" || ev.target.name === "order") {  // drawn here, no reload
         const url = new URL(window.location.href);
-        url.searchParams.set("metric", ev.target.value);
+        url.searchParams.set(ev.target.name, ev.target.value);
         history.replaceState(null, "", url);
         render();
       } else {

@@ -1,5 +1,6 @@
-// The series page: per category, F_true and BT_true over training steps with +-std bands, the noise
-// floor band, and a star at the first step where F_true clears its noise floor beyond its CI.
+// The series page: per category, F_true and BT_true over training steps with bands of their 95%
+// interval across seeds, the noise floor band, and a star at the first step where F_true clears
+// its noise floor beyond that same interval (one statistic for the bands and the star).
 // Names are untrusted: Plotly renders <a>, <b>, <br> inside labels and hovers, so every name is
 // escaped before it reaches Plotly.
 (function () {
@@ -18,18 +19,18 @@
   function chart(el, view, category) {
     const rows = view.records.filter((r) => r.category === category);
     const steps = rows.map((r) => r.step);
-    const sd = (x) => (x === null || x === undefined ? 0 : x);
+    const half = (x) => (x === null || x === undefined ? 0 : x);  // one seed: no interval
     const line = (field, color, name) => ({
       type: "scatter", mode: "lines+markers", name: name, x: steps, y: rows.map((r) => r[field]),
       line: { color: color, width: 2 }, marker: { color: color, size: 8 },
-      customdata: rows.map((r) => [r.pair_id, esc(r.post), pct(r[field]), pct(r[field + "_std"]), pct(r.noise_floor)]),
-      hovertemplate: "step %{x} · %{customdata[1]}<br>" + name + " %{customdata[2]} ± %{customdata[3]}" +
+      customdata: rows.map((r) => [r.pair_id, esc(r.post), pct(r[field]), pct(r[field + "_margin"]), pct(r.noise_floor)]),
+      hovertemplate: "step %{x} · %{customdata[1]}<br>" + name + " %{customdata[2]} ± %{customdata[3]} (95% across seeds)" +
         "<br>noise floor %{customdata[4]}<extra>click for the pair</extra>",
     });
     const traces = [
       band(steps, steps.map(() => 0), rows.map((r) => r.noise_floor || 0), "rgba(120,120,120,0.22)", "noise floor"),
-      band(steps, rows.map((r) => Math.max(r.f_true - sd(r.f_true_std), 0)), rows.map((r) => r.f_true + sd(r.f_true_std)), "rgba(192,57,43,0.18)", "F_true ± std"),
-      band(steps, rows.map((r) => Math.max(r.bt_true - sd(r.bt_true_std), 0)), rows.map((r) => r.bt_true + sd(r.bt_true_std)), "rgba(46,111,183,0.16)", "BT_true ± std"),
+      band(steps, rows.map((r) => Math.max(r.f_true - half(r.f_true_margin), 0)), rows.map((r) => r.f_true + half(r.f_true_margin)), "rgba(192,57,43,0.18)", "F_true 95%"),
+      band(steps, rows.map((r) => Math.max(r.bt_true - half(r.bt_true_margin), 0)), rows.map((r) => r.bt_true + half(r.bt_true_margin)), "rgba(46,111,183,0.16)", "BT_true 95%"),
       line("f_true", "#c0392b", "F_true"),
       line("bt_true", "#2e6fb7", "BT_true"),
     ];
@@ -39,7 +40,7 @@
       traces.push({
         type: "scatter", mode: "markers", name: "clears noise", x: [first], y: [r.f_true],
         marker: { symbol: "star", size: 16, color: "#111", line: { color: "#fff", width: 1 } },
-        customdata: [[r.pair_id, esc(r.post), pct(r.f_true), pct(r.f_true_std), pct(r.noise_floor)]],
+        customdata: [[r.pair_id, esc(r.post), pct(r.f_true), pct(r.f_true_margin), pct(r.noise_floor)]],
         hovertemplate: "first step where F_true clears the noise floor: %{x}<extra></extra>",
       });
     }

@@ -10,7 +10,6 @@ import pytest
 from tests.support.cli import Cli
 from tests.support.services import service_missing
 
-
 FOLDER_MARKERS = {
     "unit": ("unit",),
     "integration": ("integration",),

@@ -86,7 +86,13 @@ def series_list(ctx: click.Context, fmt: str) -> None:
 def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None:
     """F_true / BT_true of each checkpoint per category (and Total), in step order."""
     from forgetmap.services.map import MapCache
-    from forgetmap.services.series import SERIES_EXTRA, SERIES_FIELDS, find_series, series_records
+    from forgetmap.services.series import (
+        SERIES_EXTRA,
+        SERIES_FIELDS,
+        SERIES_MARGINS,
+        find_series,
+        series_records,
+    )
 
     store = store_of(ctx)
     try:
@@ -96,7 +102,7 @@ def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None
         records = series_records(MapCache(store), found, aggregate)
     finally:
         store.close()
-    fields = SERIES_FIELDS + SERIES_EXTRA
+    fields = SERIES_FIELDS + SERIES_EXTRA + SERIES_MARGINS
     if fmt in ("json", "csv"):
         echo_records(records, fields, fmt)
     elif not records:

@@ -128,8 +128,9 @@ def import_options(
 
 
 def summary_lines(summary: dict) -> list[str]:
-    """What an import tells when it is done: rows added and kept, models, benchmarks, and each
-    refreshed pair's samples that do not pair. ``summary`` as :func:`summary_of` makes it."""
+    """What an import tells when it is done: rows added and kept, models, benchmarks, each
+    refreshed pair's samples that do not pair, and each benchmark whose category it changed with
+    the pairs that moves. ``summary`` as :func:`summary_of` makes it."""
     lines = [
         f"imported {summary['rows_added']:,} new rows ({summary['rows_unchanged']:,} already "
         f"stored) for {', '.join(summary['models'])} on {len(summary['benchmarks'])} benchmarks"
@@ -142,6 +143,15 @@ def summary_lines(summary: dict) -> list[str]:
                 f"{counts['mismatched']} with mismatched documents (excluded, not dropped "
                 f"silently; `forgetmap pair add` shows them per benchmark)"
             )
+    for change in summary.get("category_changes", ()):
+        pairs = change["pairs"]
+        moved = (f"the numbers of pair{'s' if len(pairs) > 1 else ''} "
+                 f"{', '.join(map(str, pairs))} move with it" if pairs
+                 else "no stored pair holds it yet")  # fmt: skip
+        lines.append(
+            f"benchmark {change['benchmark']}: category {change['old']} -> {change['new']}; "
+            f"{moved} (the history: GET /api/benchmarks/category-changes)"
+        )
     return lines
 
 
@@ -158,4 +168,5 @@ def summary_of(ingest_summary) -> dict:
         "models": list(ingest_summary.models),
         "benchmarks": list(ingest_summary.benchmarks),
         "unpaired": {str(k): dict(v) for k, v in ingest_summary.unpaired.items()},
+        "category_changes": [dict(c) for c in ingest_summary.category_changes],
     }

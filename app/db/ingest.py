@@ -25,7 +25,8 @@ from forgetmap.core.digests import surely_distinct
 from forgetmap.core.errors import InputError
 from forgetmap.core.naming import infer_family_and_size
 from forgetmap.core.prompt_templates import unit_templates
-from forgetmap.core.taxonomy import UNCATEGORIZED, BenchmarkMeta
+from forgetmap.core.taxonomy import UNCATEGORIZED, BenchmarkMeta, lookup
+from forgetmap.db.categories import category_changes
 from forgetmap.db.pairing import refresh_counts
 from forgetmap.db.prompts import store_template_pairs, store_templates
 from forgetmap.db.store import Connection
@@ -44,6 +45,9 @@ class IngestSummary:
     pairs_refreshed: tuple[int, ...] = ()
     # per refreshed pair: samples that could not be paired (only in one model, or doc mismatch)
     unpaired: dict[int, dict[str, int]] = field(default_factory=dict)
+    # benchmarks whose stored category the import changed: benchmark, before, after, and the
+    # pairs whose numbers it moves (migration 0015 keeps the history)
+    category_changes: tuple[dict, ...] = ()
 
 
 def config_hash(config: dict) -> str:
@@ -72,10 +76,19 @@ def set_model_meta(
     )
 
 
-def ensure_benchmarks(conn: Connection, benchmarks: dict[str, BenchmarkMeta]) -> None:
-    """Register benchmarks (one statement); an existing "Uncategorized" one takes a category given now."""
+def ensure_benchmarks(
+    conn: Connection, benchmarks: dict[str, BenchmarkMeta], *, source: str | None = None
+) -> list[str]:
+    """Register benchmarks (one statement each step); returns the names of those whose stored
+    category this changed.
+
+    A benchmark's category is the taxonomy's, else the first one its results name. A stored
+    "Uncategorized" benchmark takes a category named now (or the taxonomy's, for one stored before
+    the taxonomy knew it); the change moves the Total of every pair holding it, so it is kept in
+    ``category_changes`` with ``source`` (migration 0015) and told by the import. A category named
+    now for a benchmark whose category was named before, and differs, is refused."""
     if not benchmarks:
-        return
+        return []
     meta = pa.table(
         {
             "name": list(benchmarks),
@@ -89,13 +102,36 @@ def ensure_benchmarks(conn: Connection, benchmarks: dict[str, BenchmarkMeta]) ->
             "INSERT INTO benchmarks (name, category, num_choices) "
             "SELECT name, category, num_choices FROM benchmark_meta ON CONFLICT DO NOTHING"
         )
-        conn.execute(
-            "UPDATE benchmarks SET category = m.category FROM benchmark_meta m "
-            "WHERE benchmarks.name = m.name AND benchmarks.category = ? AND m.category <> ?",
-            [UNCATEGORIZED, UNCATEGORIZED],
-        )
+        differing = conn.execute(
+            "SELECT b.name, b.category, m.category FROM benchmarks b JOIN benchmark_meta m "
+            "USING (name) WHERE b.category <> m.category AND m.category <> ? ORDER BY b.name",
+            [UNCATEGORIZED],
+        ).fetchall()
+        for name, stored, given in differing:
+            taxonomy = lookup(name)
+            if stored != UNCATEGORIZED and (taxonomy is None or taxonomy.category != given):
+                raise InputError(
+                    f"benchmark {name!r} is in category {stored!r} (named by its first results); "
+                    f"these results name {given!r}: leave its category empty, or give "
+                    f"{stored!r} (a category once named stays, so that stored pairs keep their "
+                    "numbers)"
+                )
+        if differing:
+            conn.execute(
+                "INSERT INTO category_changes (benchmark_id, old_category, new_category, source) "
+                "SELECT b.id, b.category, m.category, ? FROM benchmarks b JOIN benchmark_meta m "
+                "USING (name) WHERE b.category <> m.category AND m.category <> ?",
+                [source, UNCATEGORIZED],
+            )
+            conn.execute(
+                "UPDATE benchmarks SET category = m.category FROM benchmark_meta m "
+                "WHERE benchmarks.name = m.name AND benchmarks.category <> m.category "
+                "AND m.category <> ?",
+                [UNCATEGORIZED],
+            )
     finally:
         conn.unregister("benchmark_meta")
+    return [name for name, _, _ in differing]
 
 
 def _raise_duplicates(duck) -> None:
@@ -269,6 +305,7 @@ class Ingest:
         self.chash = config_hash(config)
         self.models: set[str] = set()
         self.benchmarks: dict[str, BenchmarkMeta] = {}
+        self.recategorized: list[str] = []  # benchmarks whose stored category this changed
         self.rows_read = self.rows_added = 0
         self.batches = 0
         self.texts = texts
@@ -301,7 +338,9 @@ class Ingest:
         new_models = sorted(set(model_codes[1].to_pylist()) - self.models)
         ensure_models(conn, new_models)
         self.models.update(new_models)
-        ensure_benchmarks(conn, self._merge_benchmarks(benchmarks))
+        self.recategorized += ensure_benchmarks(
+            conn, self._merge_benchmarks(benchmarks), source=self.config.get("source")
+        )
         keys = _keys(conn, table, model_codes)
         table = table.append_column("model_id", pa.array(keys.model_ids)).append_column(
             "benchmark_id", pa.array(keys.benchmark_ids)
@@ -405,6 +444,7 @@ class Ingest:
         if self.texts is not None:
             self.texts.finish(conn)
         pairs, unpaired = refresh_counts(conn, "import_touched")
+        changes = category_changes(conn, names=self.recategorized) if self.recategorized else []
         conn.execute("DROP TABLE import_units")
         conn.execute("DROP TABLE import_touched")
         if not self.whole_units:
@@ -417,6 +457,7 @@ class Ingest:
             benchmarks=tuple(sorted(self.benchmarks)),
             pairs_refreshed=tuple(pairs),
             unpaired=unpaired,
+            category_changes=tuple(changes),
         )
 
 

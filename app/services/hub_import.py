@@ -38,9 +38,11 @@ def unit_options(plan: HubPlan, unit: HubUnit, model: str | None) -> ImportOptio
 
 def merged(summaries: list[dict]) -> dict:
     """Several imports' summaries (``summary_of``'s) as one: rows and unpaired samples added up,
-    models and benchmarks in the order they came."""
-    out = {"rows_added": 0, "rows_unchanged": 0, "models": [], "benchmarks": [], "unpaired": {}}
+    models, benchmarks and category changes in the order they came."""
+    out = {"rows_added": 0, "rows_unchanged": 0, "models": [], "benchmarks": [], "unpaired": {},
+           "category_changes": []}  # fmt: skip
     for summary in summaries:
+        out["category_changes"] += summary.get("category_changes", [])
         out["rows_added"] += summary["rows_added"]
         out["rows_unchanged"] += summary["rows_unchanged"]
         for key in ("models", "benchmarks"):

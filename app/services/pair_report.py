@@ -101,3 +101,27 @@ def mark_reliable(samples: list[dict], benchmarks: list[dict]) -> list[dict]:
     flags = reliable_flags(flipped, total, noise) if samples else np.array([], dtype=bool)
     return [{**s, "seeds_total": int(t), "reliable": bool(f)}
             for s, t, f in zip(samples, total.tolist(), flags.tolist(), strict=True)]  # fmt: skip
+
+
+def expected_flips(
+    rows: list[dict], transition: str, *, benchmark: str | None = None,
+    category: str | None = None,
+) -> dict | None:  # fmt: skip
+    """What a drill-down's flip count is to be read against, per seed, over the benchmarks it
+    shows (``rows``: :func:`pair_benchmarks`' records): ``seen``, the flips of ``transition``
+    ("10" or "01") the pair made; ``chance``, those two guessers would make
+    (``(1 - acc_pre)(1 - acc_post)/(k - 1)`` a sample: the chance term F_true and BT_true take
+    away, docs/metric.md); ``noise``, those the models' own seed noise makes (the pair's noise
+    floor a sample; None where no benchmark has one). None for 1->1, 0->0 or no benchmark."""
+    if transition not in ("10", "01"):
+        return None
+    chosen = [r for r in rows if (benchmark is None or r["benchmark"] == benchmark)
+              and (category is None or r["category"] == category)]  # fmt: skip
+    if not chosen:
+        return None
+    floors = [r for r in chosen if r["noise_floor"] is not None]
+    return {
+        "seen": sum(r[f"n_{transition}"] / r["seeds"] for r in chosen),
+        "chance": sum(r["f_chance"] * r["n"] for r in chosen),  # c: F's and BT's alike
+        "noise": sum(r["noise_floor"] * r["n"] for r in floors) if floors else None,
+    }

@@ -32,6 +32,9 @@ SERIES_FIELDS = (
     "noise_floor", "n_benchmarks",
 )  # fmt: skip
 SERIES_EXTRA = ("seeds", "f", "bt", "f_max", "bt_max", "pair_id", "clears_noise")
+SERIES_MARGINS = ("f_true_margin", "bt_true_margin")
+"""The half-widths of the 95% t-interval across seeds that ``clears_noise`` tests and the series
+page draws as bands (None with one seed)."""
 
 
 def parse_checkpoint(text: str) -> tuple[str, int]:
@@ -84,7 +87,8 @@ def series_records(cache: MapCache, series: dict, aggregate: str = "macro") -> l
     """One record per (checkpoint, category) and per checkpoint "Total", by step then category.
 
     ``clears_noise``: F_true lies above its noise floor beyond its 95% t-interval across seeds
-    (None with one seed or no noise floor)."""
+    (None with one seed or no noise floor); ``f_true_margin`` and ``bt_true_margin``: that
+    interval's half-width (None with one seed), which the page draws as bands."""
     by_pair = _by_pair(cache, aggregate)
     out = []
     for ck in series["checkpoints"]:
@@ -98,6 +102,9 @@ def series_records(cache: MapCache, series: dict, aggregate: str = "macro") -> l
             record["clears_noise"] = metrics.clears_noise_floor(
                 r["f_true"], r["f_true_std"], r["seeds"], r["noise_floor"]
             )
+            for name in SERIES_MARGINS:  # the page's bands: the star's own interval
+                mean = name.removesuffix("_margin")
+                record[name] = metrics.t_margin(r[f"{mean}_std"], r["seeds"])
             out.append(record)
     return out
 

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from forgetmap.core.metrics import OUTSIDE_TOTAL
 from forgetmap.core.taxonomy import CATEGORIES
 from forgetmap.db import queries
+from forgetmap.db.categories import category_changes
 from forgetmap.services.map import MapQuery, category_sort_key
 from forgetmap.services.series import series_groups
 from forgetmap.web import deps
@@ -47,6 +48,10 @@ def map_page(
     metric: Metric = "f_true",
     recovery: bool = False,
     zmax: Zmax = None,
+    order: Annotated[
+        Literal["added", "total", "name"],
+        Query(description="the heatmap's rows: as added, largest Total first, or by name"),
+    ] = "added",
 ) -> HTMLResponse:
     cache = deps.map_cache(request)
     records = cache.records(query)
@@ -66,6 +71,7 @@ def map_page(
         metric=metric,
         metrics=METRICS,
         zmax=zmax,
+        order=order,
         pairs=[p for p in pairs if p["id"] in shown],
         all_pairs=pairs,
         cells=cells,
@@ -77,6 +83,7 @@ def map_page(
         series=series_groups(cache),
         score_sets=deps.score_set_names(request),
         outside_total=_outside_total(request, records),
+        category_history=_category_changes(request),
     )
 
 
@@ -122,3 +129,19 @@ def api_models(request: Request) -> list[dict]:
 def api_benchmarks(request: Request) -> list[dict]:
     with deps.store(request).read() as conn:
         return queries.benchmarks(conn)
+
+
+@router.get("/api/benchmarks/category-changes", tags=["api"])
+def api_category_changes(request: Request) -> list[dict]:
+    """Every change an import made to a stored benchmark's category, newest first (at most 200):
+    benchmark, ``old`` and ``new`` category, ``changed_at`` (UTC), ``source`` (what named it) and
+    ``pairs``: the pairs holding the benchmark, whose numbers the change moved."""
+    return _category_changes(request)
+
+
+def _category_changes(request: Request) -> list[dict]:
+    def load() -> list[dict]:
+        with deps.store(request).read() as conn:
+            return category_changes(conn)
+
+    return deps.map_cache(request).cache.get(("category-changes",), load)

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 from forgetmap.db import flips, queries
 from forgetmap.services.map import category_sort_key
+from forgetmap.services.pair_report import expected_flips
 from forgetmap.web import deps
 from forgetmap.web.pairs import public
 from forgetmap.web.responses import ID_ERRORS, TABLE, table_response
@@ -44,6 +45,12 @@ def samples_page(request: Request, pair_id: deps.Id, query: DrillDown) -> HTMLRe
         cause=query.cause or "",
         benchmarks=[b for b, _ in bench_rows],
         categories=sorted({c for _, c in bench_rows}, key=category_sort_key),
+        expected=expected_flips(
+            deps.pair_rows(request, pair_id, frozenset(query.exclude)),
+            query.transition,
+            benchmark=query.benchmark,
+            category=query.category,
+        ),  # fmt: skip
     )
     template = "_sample_rows.html" if is_htmx(request) else "samples.html"
     return html_page(request, template, **context)

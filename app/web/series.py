@@ -135,6 +135,10 @@ def api_series_questions(
             "page": page, "page_size": page_size, "questions": rows}  # fmt: skip
 
 
+ALL_CATEGORIES = "all"
+"""The series page's ``category`` that asks for every category (no category opens on the first)."""
+
+
 @router.get("/series", response_class=HTMLResponse, include_in_schema=False)
 @cached_for_readers
 def series_index(request: Request) -> HTMLResponse:
@@ -156,10 +160,13 @@ def series_page(
 ) -> HTMLResponse:
     series = get_series(request, series_id)
     view = series_view(deps.map_cache(request), series)
-    if category is None and benchmark is None and len(view["categories"]) > 2:
+    opened_on = None
+    if category in (ALL_CATEGORIES, ""):
+        category = None
+    elif category is None and benchmark is None and len(view["categories"]) > 2:
         # a long run has millions of (question, checkpoint, seed) answers: the drill-down opens
-        # on one category ("all" is one click away)
-        category = view["categories"][0]
+        # on one category, and says so ("all categories" is one click away)
+        category = opened_on = view["categories"][0]
     total, counts, rows = histories(
         request, series, benchmark, category, fate, page, deps.PAGE_SIZE
     )
@@ -170,7 +177,7 @@ def series_page(
         dict(view=view, series=series, questions=rows, total=total, counts=counts, fate=fate,
              fate_labels=FATE_LABELS, benchmark=benchmark or "", category=category or "",
              page=page, pages=max((total + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1),
-             pair_of_step=pair_of_step),
+             pair_of_step=pair_of_step, opened_on=opened_on, all_categories=ALL_CATEGORIES),
     )  # fmt: skip
 
 

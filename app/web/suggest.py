@@ -1,7 +1,9 @@
-"""Suggested pairs: the page ``/pairs/suggest`` (a login with role submit) lists the base -> post
+"""Pairs made in the browser (a login with role submit). ``/pairs/suggest`` lists the base -> post
 pairs that cached model cards or the names support (forgetmap.services.pair_suggest), each with its
 evidence and stage and a checkbox, and adds the chosen ones as `forgetmap pair suggest --accept`
-does, through the same function; its JSON twin is ``GET /api/pairs/suggestions``.
+does, through the same function; its JSON twin is ``GET /api/pairs/suggestions``. ``/pairs/new``
+pairs any two stored models, as `forgetmap pair add` and ``POST /api/pairs`` do (the same body,
+forgetmap.contract.jobs.PairSpecIn, and the same function).
 
 The cards are read from the app's own Hugging Face cache (its ``HF_HUB_CACHE``), never fetched.
 This router is included before forgetmap.web.pairs, whose ``/pairs/{id}`` would take the word for an id.
@@ -15,7 +17,12 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from forgetmap.contract.base import validated
+from forgetmap.contract.jobs import PairSpecIn
 from forgetmap.core.errors import InputError
+from forgetmap.core.stages import Stage
+from forgetmap.db import queries
+from forgetmap.db.pairing import add_pair
 from forgetmap.services.pair_suggest import accept, named, stored_suggestions, suggestion_record
 from forgetmap.services.tokens import Role
 from forgetmap.web import deps
@@ -86,3 +93,44 @@ async def accept_from_page(request: Request) -> Response:
     except InputError as exc:
         return _page(request, added=[], error=str(exc))
     return RedirectResponse(f"/pairs/suggest?added={','.join(map(str, added))}", status_code=303)
+
+
+def _new_pair_page(request: Request, values: dict, error: str | None = None) -> HTMLResponse:
+    with deps.store(request).read() as conn:
+        models = [m["name"] for m in queries.models(conn)]
+    return html_page(request, "pair_new.html", models=models, values=values, error=error,
+                     stages=tuple(Stage), csrf=csrf_token(request))  # fmt: skip
+
+
+PairField = Annotated[str | None, Query(max_length=500)]
+
+
+@router.get("/pairs/new", response_class=HTMLResponse, include_in_schema=False)
+def new_pair_page(request: Request, base: PairField = None, post: PairField = None) -> HTMLResponse:
+    """Pair two stored models: ``base`` and ``post`` preselect them (the import page's next step)."""
+    require_login(request, Role.submit)
+    return _new_pair_page(request, {"base": base or "", "post": post or ""})
+
+
+@router.post("/pairs/new", include_in_schema=False)
+async def add_pair_from_page(request: Request) -> Response:
+    """Add the pair (one transaction), then open its page; a problem shows the form again with
+    what was chosen and the one line that says what is wrong."""
+    require_login(request, Role.submit)
+    form = await request.form()
+    check_csrf(request, form.get("csrf"))
+    values = {k: str(form.get(k) or "").strip() for k in ("base", "post", "label", "stage")}
+    store = deps.store(request)
+
+    def add() -> int:
+        body = validated(PairSpecIn, {k: v or None for k, v in values.items()})
+        with store.transaction() as conn:
+            pair_id, _, _ = add_pair(conn, body.base, body.post, label=body.label,
+                                     stage=body.stage)  # fmt: skip
+        return pair_id
+
+    try:
+        pair_id = await anyio.to_thread.run_sync(add)
+    except InputError as exc:
+        return _new_pair_page(request, values, str(exc))
+    return RedirectResponse(f"/pairs/{pair_id}", status_code=303)

@@ -6,6 +6,7 @@ import csv
 
 import pytest
 
+from tests.support.accessibility import serious_violations
 from tests.support.server import Server
 
 XSS = '<script>alert("xss")</script><img src=x onerror=alert("img")> Answer: B'
@@ -129,6 +130,8 @@ def test_map_cell_click_leads_to_flipped_samples_and_a_sample(server, page):
         .startswith("2 questions 1→0 forgotten on mmlu:anatomy")
     )
     assert page.locator("tr.sample-row").count() == 2
+    # the count beside what chance and seed noise would give (per seed)
+    assert page.inner_text("#flips-expected").startswith("Per seed, 1→0 flips on mmlu:anatomy: ")
     page.locator("tr.sample-row").first.click()
     page.wait_for_selector("#sample-view")
     view = page.locator("#sample-view")
@@ -290,3 +293,117 @@ def test_the_map_has_a_heading_and_named_size_inputs(server, page):
     assert page.locator("h1").all_inner_texts() == ["Forgetting map"]
     for name in ("smallest size, billions of parameters", "largest size, billions of parameters"):
         assert page.get_by_label(name).count() == 1, name
+
+
+def test_enter_opens_a_focused_row_of_the_drill_down(server, page):
+    page.goto(server.url + "/pairs/1/samples")
+    page.locator("tr.sample-row").first.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#sample-view")
+    assert page.locator("#atlas-question-link").count() == 1
+
+
+PHONE_PAGES = ("/", "/?level=benchmark", "/pairs/1", "/pairs/1/samples", "/atlas", "/theory",
+               "/jobs", "/series", "/login")  # fmt: skip
+
+
+def test_every_page_fits_a_phone_and_the_heatmap_keeps_readable_cells(server, browser):
+    """At 390 px nothing is wider than the screen (a wide table or the heatmap scrolls in its own
+    box), and heatmap cells keep a readable width instead of shrinking to slivers."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        for path in PHONE_PAGES:
+            page.goto(server.url + path)
+            page.wait_for_load_state("networkidle")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390, (path, width)
+        for level, least in (("category", 50), ("benchmark", 24)):
+            page.goto(f"{server.url}/?level={level}")
+            page.wait_for_function("document.getElementById('heatmap')._fullLayout !== undefined")
+            cell = page.evaluate(
+                "(() => { const x = document.getElementById('heatmap')._fullLayout.xaxis;"
+                " return x._length / x._categories.length; })()"
+            )
+            assert cell >= least, (level, cell)
+    finally:
+        context.close()
+
+
+READ_PAGES = ("/", "/?level=benchmark", "/pairs/1", "/pairs/1/samples", "/atlas",
+              "/atlas/question?benchmark=piqa&sample_id=piqa-0", "/theory", "/jobs", "/series",
+              "/login")  # fmt: skip
+
+
+def test_axe_finds_no_serious_or_critical_violation_on_the_read_pages(server, page):
+    """axe-core, the engine browsers' own audits use, on every page a reader sees."""
+    found = {}
+    for path in READ_PAGES:
+        page.goto(server.url + path)
+        page.wait_for_load_state("networkidle")
+        found[path] = serious_violations(page)
+    assert found == {path: [] for path in READ_PAGES}
+
+
+def test_a_missing_cell_is_drawn_as_missing_not_as_a_pale_zero(browser, tmp_path):
+    """A pair with no results on a benchmark: a grey cell that says so, apart from a zero."""
+    from click.testing import CliRunner
+    from forgetmap.cli import main
+
+    db = tmp_path / "fm.duckdb"
+    only_piqa = {key: values for key, values in POST.items() if key[0] == "piqa"}
+    for name, pattern in (("base", BASE), ("post", POST), ("short", only_piqa)):
+        path = tmp_path / f"{name}.csv"
+        rows = _rows(name, pattern)
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        assert (
+            CliRunner().invoke(main, ["--db", str(db), "import", "table", str(path)]).exit_code == 0
+        )
+    for post in ("post", "short"):
+        assert (
+            CliRunner().invoke(main, ["--db", str(db), "pair", "add", "base", post]).exit_code == 0
+        )
+    srv = Server(db)
+    page = browser.new_page()
+    try:
+        page.goto(srv.url + "/?level=benchmark")
+        page.wait_for_function("document.getElementById('heatmap')._fullLayout !== undefined")
+        drawn = page.evaluate(
+            """() => { const data = document.getElementById('heatmap').data;
+                       const m = data.find(t => t.name === 'missing');
+                       return { x: m.x, y: m.y, z: m.z, cells: data[0].z }; }"""
+        )
+        anatomy = next(j for j, column in enumerate(drawn["x"]) if "anatomy" in column)
+        short = next(i for i, name in enumerate(drawn["y"]) if "short" in name)
+        assert drawn["z"][short][anatomy] == 1 and drawn["cells"][short][anatomy] is None
+        assert all(v is None for i, row in enumerate(drawn["z"]) for j, v in enumerate(row)
+                   if (i, j) != (short, anatomy))  # fmt: skip
+    finally:
+        page.close()
+        srv.stop()
+
+
+def test_rows_sort_by_total_or_name_and_the_order_is_in_the_url(server, page):
+    """Net (BT_true - F_true): base -> post forgets, other -> post (the same answers) does not, so
+    the largest Total first is the reverse of the order the pairs were added in."""
+    page.goto(server.url + "/?metric=net")
+    page.wait_for_function("document.getElementById('heatmap')._fullLayout !== undefined")
+    totals = page.evaluate(
+        """() => Object.fromEntries(JSON.parse(document.getElementById('map-data').textContent)
+               .cells.filter(c => c.column === 'Total').map(c => [c.pair_id, c.net]))"""
+    )
+    labels = {1: "base → post", 2: "other → post"}
+    assert totals["2"] > totals["1"]
+    assert page.evaluate("document.getElementById('heatmap').data[0].y") == list(labels.values())
+    page.select_option("#order", "total")
+    page.wait_for_function("location.search.includes('order=total')")
+    rows = page.evaluate("document.getElementById('heatmap').data[0].y")
+    assert rows == ["other → post", "base → post"]
+    page.select_option("#order", "name")
+    page.wait_for_function("location.search.includes('order=name')")
+    assert page.evaluate("document.getElementById('heatmap').data[0].y") == sorted(labels.values())
+    page.goto(server.url + "/?order=total")  # the order from the URL, as the page opens
+    assert page.locator("#order").input_value() == "total"

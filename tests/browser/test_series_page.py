@@ -50,20 +50,31 @@ def test_series_curves_are_drawn_and_a_point_opens_its_pair(server, page):
     assert [charts.nth(i).get_attribute("data-category") for i in range(3)] == [
         "Knowledge/QA", "Math", "Total",
     ]  # fmt: skip
-    # per chart: noise band, two std bands, F_true and BT_true lines over 4 steps, and the star
+    # per chart: noise band, the two curves' 95% bands, F_true and BT_true lines over 4 steps,
+    # and the star
     traces = page.evaluate(
         """() => [...document.querySelectorAll('#series-charts .series-chart')].map(el =>
                el.data.map(t => [t.name, t.x.length, t.marker && t.marker.symbol || null]))"""
     )
     for chart in traces:
         names = [t[0] for t in chart]
-        assert names[:5] == ["noise floor", "F_true ± std", "BT_true ± std", "F_true", "BT_true"]
+        assert names[:5] == ["noise floor", "F_true 95%", "BT_true 95%", "F_true", "BT_true"]
         assert [t[1] for t in chart[3:5]] == [4, 4]
         assert chart[5] == ["clears noise", 1, "star"]
     star_steps = page.evaluate(
         "() => [...document.querySelectorAll('#series-charts .series-chart')].map(el => el.data[5].x[0])"
     )
     assert star_steps == [2, 3, 3]  # hand-computed in tests/integration/test_series.py
+    # the bands are the star's own interval: at the star, the F_true band's lower edge is above
+    # the noise floor; at every step before it, it is not (one statistic for both)
+    edges = page.evaluate(
+        """() => [...document.querySelectorAll('#series-charts .series-chart')].map(el => {
+               const band = el.data[1], steps = el.data[3].x, n = steps.length;
+               const lower = band.y.slice(n).reverse(), floor = el.data[0].y.slice(0, n);
+               return steps.map((s, i) => [s, lower[i] > floor[i]]); })"""
+    )
+    for chart, star in zip(edges, star_steps, strict=True):
+        assert [step for step, clear in chart if clear][0] == star
     # rendered lines: SVG paths with points for both curves
     assert charts.nth(0).locator("g.scatterlayer .trace .points path").count() >= 8
     # the title is the category; the series name, with its tag, shows as text
@@ -86,11 +97,13 @@ def test_series_curves_are_drawn_and_a_point_opens_its_pair(server, page):
 
 def test_question_filter_in_the_browser(server, page):
     page.goto(server.url + "/series/1#questions")
-    # the drill-down opens on the first category; pick all of them
+    # the drill-down opens on the first category, and says so; pick all of them
     assert page.locator("select[name=category]").input_value() == "Knowledge/QA"
+    assert "one category, Knowledge/QA" in page.inner_text("#opened-on")
     assert page.locator("#question-histories tbody tr").count() == 4  # mixbench's questions
-    page.select_option("select[name=category]", "")
-    page.wait_for_url(lambda url: "category=" in url and "Knowledge" not in url)
+    page.select_option("select[name=category]", "all")
+    page.wait_for_url(lambda url: "category=all" in url)
+    assert page.locator("#opened-on").count() == 0
     page.locator("label.pill", has_text="forgotten, then relearned").click()
     page.wait_for_url("**fate=relearned**")
     rows = page.locator("#question-histories tbody tr")
@@ -121,3 +134,14 @@ def test_the_series_index_lists_each_run_and_leads_to_its_page(server, page):
     page.wait_for_url("**/series/1")
     page.goto(server.url + "/series/99")
     assert "/series (GET /api/series) lists them" in page.inner_text("main")
+
+
+def test_the_series_page_fits_a_phone(server, browser):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        page.goto(server.url + "/series/1")
+        page.locator("#series-charts .series-chart .main-svg").first.wait_for()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        context.close()

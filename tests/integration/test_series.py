@@ -12,7 +12,7 @@ import io
 import math
 
 import pytest
-from forgetmap.services.series import SERIES_EXTRA, SERIES_FIELDS
+from forgetmap.services.series import SERIES_EXTRA, SERIES_FIELDS, SERIES_MARGINS
 
 from tests.support.cli import cli_both_ways
 from tests.support.series_fixtures import load_run
@@ -41,7 +41,7 @@ def run(cli, tmp_path):
 
 def test_series_records_match_hand_computed_values(run):
     records = run.json("series", "show", "run", "--format", "json")
-    assert all(tuple(r) == SERIES_FIELDS + SERIES_EXTRA for r in records)
+    assert all(tuple(r) == SERIES_FIELDS + SERIES_EXTRA + SERIES_MARGINS for r in records)
     by = {(r["step"], r["category"]): r for r in records}
     assert sorted(by) == [(s, c) for s in (1, 2, 3, 4) for c in ("Knowledge/QA", "Math", "Total")]
     assert [r["step"] for r in records] == sorted(r["step"] for r in records)
@@ -110,7 +110,7 @@ def test_series_records_are_the_maps_records_of_each_pair(run):
 def test_series_csv_and_table(run):
     text = run("series", "show", "run", "--format", "csv").stdout
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert list(rows[0]) == list(SERIES_FIELDS + SERIES_EXTRA)
+    assert list(rows[0]) == list(SERIES_FIELDS + SERIES_EXTRA + SERIES_MARGINS)
     assert len(rows) == 12 and rows[0]["series"] == "run" and rows[0]["step"] == "1"
     table = run("series", "show", "run").stdout
     assert "run-step2" in table and "Total" in table
