@@ -8,7 +8,6 @@ get_job): a request that is not valid is a 422 before anything is looked up.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -124,17 +123,13 @@ def require_role(*roles: Role):
     return dependency
 
 
-_REJECTIONS_LOCK = threading.Lock()
 _worker_role = require_role(Role.worker)
 
 
 def worker_rejections(request: Request) -> RejectionLog:
-    """The app's memory of refused workers (forgetmap.services.rejections), made on first use."""
-    state = request.app.state
-    with _REJECTIONS_LOCK:
-        if not hasattr(state, "worker_rejections"):
-            state.worker_rejections = RejectionLog()
-        return state.worker_rejections
+    """The app's memory of refused workers (forgetmap.services.rejections), made with the app
+    (forgetmap.web.create_app: its start is when "no worker since it started" counts from)."""
+    return request.app.state.worker_rejections
 
 
 def worker_name(request: Request, principal: Principal | None) -> str | None:

@@ -39,6 +39,22 @@ def _rows(model: str, pattern: dict) -> list[dict]:
     return rows
 
 
+def _import_tables(db, patterns: dict[str, dict]) -> None:
+    """Each model's rows (``_rows``) as a CSV beside ``db``, imported with `forgetmap import table`."""
+    from click.testing import CliRunner
+    from forgetmap.cli import main
+
+    for name, pattern in patterns.items():
+        path = db.parent / f"{name}.csv"
+        rows = _rows(name, pattern)
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        result = CliRunner().invoke(main, ["--db", str(db), "import", "table", str(path)])
+        assert result.exit_code == 0, result.output
+
+
 BASE = {("mmlu_anatomy", "", 4): [1, 1, 1, 1, 0, 0], ("piqa", "", 2): [1, 1, 0, 0]}
 POST = {("mmlu_anatomy", "", 4): [0, 1, 1, 0, 0, 1], ("piqa", "", 2): [1, 0, 0, 1]}
 
@@ -50,16 +66,7 @@ def server(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("browser")
     db = tmp / "fm.duckdb"
-    for name, pattern in (("base", BASE), ("post", POST), ("other", POST)):
-        path = tmp / f"{name}.csv"
-        rows = _rows(name, pattern)
-        with path.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        assert (
-            CliRunner().invoke(main, ["--db", str(db), "import", "table", str(path)]).exit_code == 0
-        )
+    _import_tables(db, {"base": BASE, "post": POST, "other": POST})
     runner = CliRunner()
     assert (
         runner.invoke(
@@ -352,16 +359,7 @@ def test_a_missing_cell_is_drawn_as_missing_not_as_a_pale_zero(browser, tmp_path
 
     db = tmp_path / "fm.duckdb"
     only_piqa = {key: values for key, values in POST.items() if key[0] == "piqa"}
-    for name, pattern in (("base", BASE), ("post", POST), ("short", only_piqa)):
-        path = tmp_path / f"{name}.csv"
-        rows = _rows(name, pattern)
-        with path.open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-        assert (
-            CliRunner().invoke(main, ["--db", str(db), "import", "table", str(path)]).exit_code == 0
-        )
+    _import_tables(db, {"base": BASE, "post": POST, "short": only_piqa})
     for post in ("post", "short"):
         assert (
             CliRunner().invoke(main, ["--db", str(db), "pair", "add", "base", post]).exit_code == 0

@@ -8,8 +8,6 @@ tests/support/leaderboard_layout.py; the same import goes through an app that ow
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from fnmatch import fnmatch
 from pathlib import Path
@@ -22,6 +20,7 @@ from forgetmap.importers.hub.leaderboards import V1, V2, run_key
 from forgetmap.importers.hub.truthfulqa import mc1_details
 
 from tests.support import eee_files
+from tests.support.hub_cache import forgetmap, offline_env
 from tests.support.leaderboard_layout import (
     V1_NEW,
     V1_OLD,
@@ -32,7 +31,6 @@ from tests.support.leaderboard_layout import (
     write_leaderboard_cache,
 )
 from tests.support.server import Server
-from tests.support.worker_env import FORGETMAP
 
 pytestmark = pytest.mark.integration
 
@@ -47,17 +45,7 @@ def hub(tmp_path_factory) -> dict:
     """The environment of a node whose Hugging Face cache holds the four datasets, offline."""
     root = tmp_path_factory.mktemp("hf")
     cache = write_leaderboard_cache(root / "hub")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    return {**env, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_HOME": str(root / "home"),
-            "HF_HUB_DISABLE_PROGRESS_BARS": "1"}  # fmt: skip
-
-
-def forgetmap(db: Path, env: dict, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([FORGETMAP, "--db", str(db), *args], env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-    if ok:
-        assert done.returncode == 0, done.stderr
-    return done
+    return offline_env(cache, root / "home")
 
 
 def benchmark_map(db: Path, env: dict) -> dict[tuple[str, str], dict]:

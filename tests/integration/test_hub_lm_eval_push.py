@@ -14,16 +14,14 @@ stored per-sample values are known by hand from the values written.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from forgetmap.demo.layouts.leaderboard import write_cached_dataset
 from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
 
+from tests.support.hub_cache import forgetmap, offline_env
 from tests.support.server import Server
-from tests.support.worker_env import FORGETMAP
 
 pytestmark = pytest.mark.integration
 
@@ -132,17 +130,7 @@ def hub(tmp_path_factory) -> dict:
         ".gitattributes": b"*.parquet filter=lfs\n", "README.md": b"# a dataset\n",
         "data/train-00000-of-00001.parquet": b"PAR1", "data/test-00000-of-00001.parquet": b"PAR1",
     })  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    return {**env, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache), "HF_HOME": str(root / "home"),
-            "HF_HUB_DISABLE_PROGRESS_BARS": "1"}  # fmt: skip
-
-
-def forgetmap(db: Path, env: dict, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([FORGETMAP, "--db", str(db), *args], env=env, capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-    if ok:
-        assert done.returncode == 0, done.stderr
-    return done
+    return offline_env(cache, root / "home")
 
 
 def stored(db: Path) -> dict[tuple[str, str], dict[str, int]]:
