@@ -66,7 +66,7 @@ import sys, duckdb
 from pathlib import Path
 files = [str(f) for f in sorted(Path(sys.argv[1]).rglob("details_*.parquet"))]
 con = duckdb.connect()
-con.execute("SET memory_limit = '256MB'")
+con.execute("SET memory_limit = '1GB'")
 print(con.execute(
     "SELECT count(*), sum(length(example)), sum(length(full_prompt)), "
     "sum(length(predictions[1])), sum(len(choices)) FROM read_parquet(?)", [files]
@@ -74,16 +74,18 @@ print(con.execute(
 """
 
 
-def write_tree(out: Path, tasks: int, per_task: int, tokens: int) -> int:
+def write_tree(out: Path, tasks: int, per_task: int, tokens: int, seeds: int = 1) -> int:
+    """One model's tree: ``tasks`` tasks of ``per_task`` questions, one run per seed."""
     rng = random.Random(tasks)
     items = {
         f"community|t{i}_reasoning_letter:main|0": make_items(f"t{i}", per_task)
         for i in range(tasks)
     }
-    write_run(out, MODEL, "2025-07-02T10-00-00.000001",
-              {t: (its, [rng.random() < 0.6 for _ in its]) for t, its in items.items()},
-              style="chat", seed=0, answer_tokens=tokens)  # fmt: skip
-    return tasks * per_task
+    for seed in range(seeds):
+        outcomes = {t: (its, [rng.random() < 0.6 for _ in its]) for t, its in items.items()}
+        write_run(out, MODEL, f"2025-07-02T10-00-{seed:02d}.000001", outcomes, style="chat",
+                  seed=seed, shuffle_seed=seed, answer_tokens=tokens)  # fmt: skip
+    return tasks * per_task * seeds
 
 
 PYARROW_JSON = """
@@ -177,6 +179,9 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--per-task", type=int, default=210)
     parser.add_argument("--scales", default="1,4,16")
+    parser.add_argument("--grow", choices=("tasks", "rows"), default="tasks",
+                        help="what a scale multiplies: the tasks, or the questions of each task")
+    parser.add_argument("--seeds", type=int, default=1, help="runs of the model, one per seed")
     parser.add_argument("--answers", default="0,400,4000")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--workdir", type=Path)
@@ -200,10 +205,15 @@ def main() -> None:
     try:
         for tokens in [int(a) for a in args.answers.split(",")]:
             for scale in [int(s) for s in args.scales.split(",")]:
-                tree = work / f"tree-{tokens}-{scale}"
-                rows = args.tasks * scale * args.per_task
+                tasks, per_task = args.tasks, args.per_task
+                if args.grow == "tasks":
+                    tasks *= scale
+                else:
+                    per_task *= scale
+                tree = work / f"tree-{tokens}-{tasks}x{per_task}x{args.seeds}"
+                rows = tasks * per_task * args.seeds
                 if not tree.is_dir():
-                    write_tree(tree, args.tasks * scale, args.per_task, tokens)
+                    write_tree(tree, tasks, per_task, tokens, args.seeds)
                 r = measure(tree, work, args.repeat)
                 stored = r["database"] + r["answers"]
 

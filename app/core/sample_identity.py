@@ -42,6 +42,7 @@ __all__ = [
     "identify",
     "question_texts",
     "unit_affixes",
+    "unit_questions",
     "link_candidates",
     "question_from_prompts",
     "normalize_text",
@@ -122,6 +123,19 @@ def question_texts(queries: pa.Array | pa.ChunkedArray, start: int, finish: int)
     if start or finish:
         texts = _without_bytes(texts, start, finish)
     return pc.utf8_trim_whitespace(texts)
+
+
+class Questions(NamedTuple):
+    """One unit's questions: its queries without what all of them share."""
+
+    keyed: pa.Array  # cut at word boundaries: what a question's key is made of
+    shown: pa.Array  # cut at line breaks: what lists show
+
+
+def unit_questions(queries: pa.Array | pa.ChunkedArray) -> Questions:
+    """``question_texts`` of one unit at both of ``unit_affixes``' cuts."""
+    cuts = unit_affixes(queries)
+    return Questions(question_texts(queries, *cuts.words), question_texts(queries, *cuts.lines))
 
 
 def _without_bytes(texts: pa.Array, start: int, finish: int) -> pa.Array:

@@ -284,8 +284,10 @@ class Ingest:
     a retried shard may resample an answer) the first stored row wins, so each key is stored
     exactly once. A key given twice, in one batch or in two, is refused.
 
-    ``whole_units``: the reader gives every (model, benchmark, seed) in one batch (lighteval's
-    tasks of whole groups), so a key cannot recur across batches and none are kept to check.
+    A batch ``add``-ed with ``whole_units`` holds every row of each of its (model, benchmark,
+    seed) units (lighteval's tasks of whole files), so its keys cannot recur in another batch and
+    are not kept to check; the keys of other batches are (``import_keys``), a unit's rows may
+    then come in many batches (a large file read in slices, a table file).
     """
 
     def __init__(
@@ -295,13 +297,12 @@ class Ingest:
         config: dict,
         progress: Progress | None = None,
         on_conflict: str = "error",
-        whole_units: bool = False,
         texts: TextWriter | None = None,
     ):
         if on_conflict not in ("error", "keep"):
             raise ValueError(f"on_conflict must be 'error' or 'keep', got {on_conflict!r}")
         self.conn, self.config, self.progress = conn, config, progress
-        self.on_conflict, self.whole_units = on_conflict, whole_units
+        self.on_conflict = on_conflict
         self.chash = config_hash(config)
         self.models: set[str] = set()
         self.benchmarks: dict[str, BenchmarkMeta] = {}
@@ -312,26 +313,26 @@ class Ingest:
         # the units this import writes: ``fresh`` where nothing was stored of them before it
         conn.execute(
             "CREATE OR REPLACE TEMP TABLE import_units "
-            "(model_id INTEGER, benchmark_id INTEGER, seed INTEGER, fresh BOOLEAN)"
+            "(model_id INTEGER, benchmark_id INTEGER, seed INTEGER, fresh BOOLEAN, whole BOOLEAN)"
         )
         conn.execute(
             "CREATE OR REPLACE TEMP TABLE import_touched "
             "(model_id INTEGER, benchmark_id INTEGER, seed INTEGER)"
         )
-        if not whole_units:
-            conn.execute(
-                "CREATE OR REPLACE TEMP TABLE import_keys "
-                "(model_id INTEGER, benchmark_id INTEGER, seed INTEGER, sample_id VARCHAR)"
-            )
+        conn.execute(
+            "CREATE OR REPLACE TEMP TABLE import_keys "
+            "(model_id INTEGER, benchmark_id INTEGER, seed INTEGER, sample_id VARCHAR)"
+        )
 
     def add(
         self, table: pa.Table, benchmarks: dict[str, BenchmarkMeta], *,
-        grouped_by_sample: bool = False,
+        grouped_by_sample: bool = False, whole_units: bool = False,
     ) -> None:  # fmt: skip
         """Check and stage one batch. ``grouped_by_sample``: its rows of one (benchmark, sample)
         are side by side already (the lighteval reader's order), so they are not sorted: the rows
         go in sorted by sample, so that the seeds of a question lie side by side and DuckDB's
-        compression stores their shared texts once (a hint: a wrong one costs only file size)."""
+        compression stores their shared texts once (a hint: a wrong one costs only file size).
+        ``whole_units``: the batch holds every row of its units (class docstring)."""
         conn = self.conn
         table = _with_refusals(table)
         model_codes = dictionary_codes(table["model"])
@@ -353,10 +354,10 @@ class Ingest:
         try:
             if keys.duplicated:
                 _raise_duplicates(conn)
-            stored, recurring = self._classify_units()
+            stored, recurring = self._classify_units(whole_units)
             if recurring:
                 self._refuse_keys_given_before()
-            if not self.whole_units:
+            if not whole_units:
                 conn.execute(
                     "INSERT INTO import_keys "
                     "SELECT model_id, benchmark_id, seed, sample_id FROM incoming"
@@ -395,26 +396,27 @@ class Ingest:
                 self.benchmarks[name] = BenchmarkMeta(seen.category, None)
         return new
 
-    def _classify_units(self) -> tuple[bool, bool]:
+    def _classify_units(self, whole: bool) -> tuple[bool, bool]:
         """Record the batch's units; returns (whether any has rows stored before this import,
         whether any was written by an earlier batch of it)."""
         conn = self.conn
-        recurring = conn.execute(
-            "SELECT count(*) FROM incoming_units u JOIN import_units i "
-            "USING (model_id, benchmark_id, seed)"
-        ).fetchall()[0][0]
-        if recurring and self.whole_units:
+        recurring, given_whole = conn.execute(
+            "SELECT count(*), coalesce(bool_or(i.whole), false) FROM incoming_units u "
+            "JOIN import_units i USING (model_id, benchmark_id, seed)"
+        ).fetchall()[0]
+        if recurring and (whole or given_whole):
             raise RuntimeError("a reader promising whole units gave a unit in two batches")
         conn.execute(
             """
             INSERT INTO import_units
             SELECT u.model_id, u.benchmark_id, u.seed, NOT EXISTS (
                 SELECT 1 FROM runs r WHERE r.model_id = u.model_id
-                  AND r.benchmark_id = u.benchmark_id AND r.seed = u.seed)
+                  AND r.benchmark_id = u.benchmark_id AND r.seed = u.seed), ?
             FROM incoming_units u
             WHERE NOT EXISTS (SELECT 1 FROM import_units i WHERE i.model_id = u.model_id
                   AND i.benchmark_id = u.benchmark_id AND i.seed = u.seed)
-            """
+            """,
+            [whole],
         )
         stored = conn.execute(
             "SELECT count(*) FROM incoming_units u JOIN import_units i "
@@ -447,8 +449,7 @@ class Ingest:
         changes = category_changes(conn, names=self.recategorized) if self.recategorized else []
         conn.execute("DROP TABLE import_units")
         conn.execute("DROP TABLE import_touched")
-        if not self.whole_units:
-            conn.execute("DROP TABLE import_keys")
+        conn.execute("DROP TABLE import_keys")
         return IngestSummary(
             rows_read=self.rows_read,
             rows_added=self.rows_added,
@@ -472,10 +473,8 @@ def ingest(
     grouped_by_sample: bool = False,
 ) -> IngestSummary:
     """Write one validated normalized table in the caller's transaction: ``Ingest`` of one batch."""
-    writer = Ingest(
-        conn, config=config, progress=progress, on_conflict=on_conflict, whole_units=True
-    )
-    writer.add(table, benchmarks, grouped_by_sample=grouped_by_sample)
+    writer = Ingest(conn, config=config, progress=progress, on_conflict=on_conflict)
+    writer.add(table, benchmarks, grouped_by_sample=grouped_by_sample, whole_units=True)
     return writer.finish()
 
 

@@ -15,7 +15,7 @@ from forgetmap.core.columns import use_jemalloc_pool
 from forgetmap.db.ingest import Ingest, IngestSummary, Progress
 from forgetmap.db.store import Store
 from forgetmap.db.texts import TextWriter, folder_of
-from forgetmap.importers.common import InputError, prepare
+from forgetmap.importers.common import InputError, holds_whole_units, prepare
 from forgetmap.importers.eee.reader import iter_eee
 from forgetmap.importers.inspect_logs.reader import iter_inspect
 from forgetmap.importers.lighteval.reader import iter_lighteval
@@ -128,16 +128,17 @@ def import_file(
                 conn,
                 config=config,
                 progress=progress,
-                # the lighteval reader gives whole (model, task, seed) units a batch
-                whole_units=kind == "lighteval",
                 texts=texts,
             )
             first_row = 1
             for raw in batches:
+                whole = holds_whole_units(raw)  # the lighteval reader's tasks of whole files
                 table, benchmarks = prepare(raw, source=path.name, first_row=first_row)
                 first_row += raw.num_rows
                 # the lighteval reader puts the rows of one sample side by side (iter_lighteval)
-                writer.add(table, benchmarks, grouped_by_sample=kind == "lighteval")
+                writer.add(
+                    table, benchmarks, grouped_by_sample=kind == "lighteval", whole_units=whole
+                )
                 del raw, table
             summary = writer.finish()
     except BaseException:

@@ -75,6 +75,21 @@ NORMALIZED_SCHEMA = pa.schema(
 
 KEY_COLUMNS = ("model", "benchmark", "sample_id", "seed")
 
+WHOLE_UNITS = b"forgetmap.whole_units"
+"""Schema metadata a reader puts on a batch that holds every row of each of its (model,
+benchmark, seed) units (``whole_units``): the store then keeps none of its keys to check
+against later batches (``forgetmap.db.ingest.Ingest``). A batch without it is checked."""
+
+
+def whole_units(table: pa.Table) -> pa.Table:
+    """``table`` marked as holding whole units (``WHOLE_UNITS``)."""
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), WHOLE_UNITS: b"1"})
+
+
+def holds_whole_units(table: pa.Table) -> bool:
+    """Whether a reader marked ``table`` as holding whole units (``WHOLE_UNITS``)."""
+    return (table.schema.metadata or {}).get(WHOLE_UNITS) == b"1"
+
 
 def files_at(
     path: Path,

@@ -23,7 +23,7 @@ from forgetmap.demo.layouts.lighteval import write_lighteval_details
 from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
 from forgetmap.importers import read_source
 from forgetmap.importers.lighteval import files as lighteval_files
-from forgetmap.importers.lighteval import reader as lighteval
+from forgetmap.importers.lighteval import uniform
 from forgetmap.importers.lighteval.reader import read_lighteval
 from forgetmap.importers.lm_eval.reader import read_lm_eval
 from forgetmap.importers.table import read_table
@@ -52,7 +52,7 @@ def _lighteval_statuses(path: Path, tmp_path: Path) -> list[str | None]:
     by the kernels (a flat generative one, whose ``choices`` are empty lists, goes row by row)."""
     table, nested = lighteval_files.read_columns(path)
     if nested:
-        lighteval._uniform(table, nested, None)  # no _SlowPath
+        uniform.uniform_table(table, nested, None)  # no _SlowPath
     by_kernels = read_lighteval(path, model="m", seed=0)
     by_rows = read_lighteval(_stringified(path, tmp_path / "text"), model="m", seed=0)
     assert by_kernels.to_pylist() == by_rows.to_pylist()

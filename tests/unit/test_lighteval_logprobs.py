@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from forgetmap.demo.layouts.lighteval import write_lighteval_details
 from forgetmap.importers.lighteval import files as lighteval_files
-from forgetmap.importers.lighteval import reader as lighteval
+from forgetmap.importers.lighteval import uniform
 from forgetmap.importers.lighteval.reader import read_lighteval
 from forgetmap.importers.lighteval.rows import row_columns
 
@@ -33,7 +33,7 @@ def _stringified(path: Path, out: Path) -> Path:
 def _vectorized(path: Path) -> pa.Table:
     """``_uniform`` of the file, raising if it would go row by row."""
     table, nested = lighteval_files.read_columns(path)
-    return lighteval._uniform(table, nested, None)
+    return uniform.uniform_table(table, nested, None)
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
@@ -90,7 +90,7 @@ def test_ties_infinities_and_the_text_written(tmp_path):
 def test_a_nan_score_is_left_to_the_row_reader(tmp_path):
     """Python's max over a NaN depends on where it stands: the row reader decides such a file."""
     path = _flat_with_scores(tmp_path, [[-1.0, float("nan"), -0.5, -2.0], [-1.0, -2.0, -3.0, -4.0]])
-    with pytest.raises(lighteval._SlowPath):
+    with pytest.raises(uniform.SlowPath):
         _vectorized(path)
     table = read_lighteval(path, model="m", seed=0)
     assert table["prediction"].to_pylist()[1] == "0"
@@ -100,7 +100,7 @@ def test_scores_that_do_not_match_the_choices_go_row_by_row(tmp_path):
     """v0.10: a row whose scores are not one per choice is not a log-likelihood row to the row
     reader (its first prediction is its text); the file goes row by row and reads as before."""
     path = _flat_with_scores(tmp_path, [[-1.0, -2.0, -3.0], [-1.0, -2.0, -3.0, -0.5]])
-    with pytest.raises(lighteval._SlowPath):
+    with pytest.raises(uniform.SlowPath):
         _vectorized(path)
     table = read_lighteval(path, model="m", seed=0)
     assert table["prediction"].to_pylist() == ["[-1.0, 0.0]", "3"]

@@ -13,6 +13,7 @@ import pytest
 from forgetmap.demo.layouts.paper import make_items, write_run
 from forgetmap.importers.lighteval import files as lighteval_files
 from forgetmap.importers.lighteval import reader as lighteval
+from forgetmap.importers.lighteval import uniform
 from forgetmap.importers.lighteval.reader import _tasks, read_lighteval
 
 TASKS = (
@@ -51,9 +52,9 @@ def test_a_task_mixing_both_readers_keeps_each_sample_together_in_seed_order(tmp
     slow = sorted(mixed.rglob(f"details_{TASKS[0]}_*10-01-*.parquet"))
     assert len(slow) == 1
     _stringify(slow[0])  # seed 1 of the first task: row by row, seeds 0 and 2 by kernels
-    with pytest.raises(lighteval._SlowPath):
+    with pytest.raises(uniform.SlowPath):
         table, nested = lighteval_files.read_columns(slow[0])
-        lighteval._uniform(table, nested, None)
+        uniform.uniform_table(table, nested, None)
     by_kernels = read_lighteval(folder, model="base")
     by_both = read_lighteval(mixed, model="base")
     assert sorted(_rows(by_both)) == sorted(_rows(by_kernels))
@@ -120,9 +121,9 @@ def test_the_files_of_a_task_read_together_as_each_reads_alone(tmp_path):
     n = read[0][0].num_rows
 
     def alone(tables):
-        return [lighteval._uniform(t, False, None).to_pylist() for t in tables]
+        return [uniform.uniform_table(t, False, None).to_pylist() for t in tables]
 
-    together = lighteval._uniform_rows(read, None)
+    together = uniform.uniform_rows(read, None)
     assert [t.to_pylist() for t in together] == alone([t for t, _ in read])
     # one call: the files' rows are slices of one array
     assert len({t["correct"].chunks[0].buffers()[1].address for t in together}) == 1
@@ -133,11 +134,11 @@ def test_the_files_of_a_task_read_together_as_each_reads_alone(tmp_path):
     mixed = [_with_metrics(read[0][0], [None] * n, ones)] + [
         _with_metrics(t, zeros, ones) for t, _ in read[1:]
     ]
-    got = lighteval._uniform_rows([(t, False) for t in mixed], None)
+    got = uniform.uniform_rows([(t, False) for t in mixed], None)
     assert [t.to_pylist() for t in got] == alone(mixed)
     assert [set(t["correct"].to_pylist()) for t in got] == [{True}, {False}, {False}]
 
     # a file of another layout is read alone, the others together
     other = read[2][0].drop_columns(["full_prompt"])
-    got = lighteval._uniform_rows([read[0], read[1], (other, False)], None)
+    got = uniform.uniform_rows([read[0], read[1], (other, False)], None)
     assert [t.to_pylist() for t in got] == alone([read[0][0], read[1][0], other])

@@ -24,6 +24,7 @@ no network here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,7 @@ import pyarrow.parquet as pq
 from forgetmap.core.columns import one_item_lists
 from forgetmap.core.errors import InputError
 
-__all__ = ["read_columns", "stored_alike", "used_fields"]
+__all__ = ["Layout", "layout_of", "read_columns", "stored_alike", "used_fields", "with_twin"]
 
 # columns the reader uses (token ids, logits and the like are never read)
 _FLAT_COLUMNS = (
@@ -70,37 +71,57 @@ _NESTED_FIELDS = {
 }
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What of a details file the reader reads: its layout and the column paths it decodes."""
+
+    nested: bool  # v0.11+ (doc / model_response); else flat (v0.10, or the harness's)
+    harness: bool  # the Open LLM Leaderboard v1's columns (``_from_harness``)
+    columns: list[str]  # column paths to read (``used_fields``)
+    twin: bool  # ``full_prompt`` is stored as ``example``'s bytes: decoded once (``stored_alike``)
+
+
+def layout_of(parquet: pq.ParquetFile, file: Path) -> Layout:
+    """The file's ``Layout``; InputError where it is not a lighteval details table."""
+    names = set(parquet.schema_arrow.names)
+    if {"doc", "model_response"} <= names:
+        nested = True
+    elif "metrics" in names and ({"example", "predictions"} & names):
+        nested = False
+    elif {"example", "predictions"} <= names and names & set(HARNESS_METRICS):
+        return Layout(False, True, [c for c in _HARNESS_COLUMNS if c in names], False)
+    else:
+        raise InputError(
+            f"{file}: not a lighteval details table (columns: {', '.join(sorted(names))}); "
+            "expected doc/model_response/metric (v0.11+), example/predictions/metrics (v0.10) "
+            "or example/predictions with a column per metric (the Open LLM Leaderboard v1's)"
+        )
+    wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
+    wanted = [path for c in wanted for path in used_fields(parquet.schema_arrow, c)]
+    twin = not nested and stored_alike(parquet, file, "example", "full_prompt")
+    if twin:
+        wanted.remove("full_prompt")
+    return Layout(nested, False, wanted, twin)
+
+
 def read_columns(file: Path) -> tuple[pa.Table, bool]:
     """The columns of a details file the reader needs, and whether it is nested (v0.11+)."""
     try:
         parquet = pq.ParquetFile(file)
-        names = set(parquet.schema_arrow.names)
-        if {"doc", "model_response"} <= names:
-            nested = True
-        elif "metrics" in names and ({"example", "predictions"} & names):
-            nested = False
-        elif {"example", "predictions"} <= names and names & set(HARNESS_METRICS):
-            wanted = [c for c in _HARNESS_COLUMNS if c in names]
-            return _from_harness(parquet.read(columns=wanted, use_threads=False), file), False
-        else:
-            raise InputError(
-                f"{file}: not a lighteval details table (columns: {', '.join(sorted(names))}); "
-                "expected doc/model_response/metric (v0.11+), example/predictions/metrics (v0.10) "
-                "or example/predictions with a column per metric (the Open LLM Leaderboard v1's)"
-            )
-        wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
-        wanted = [path for c in wanted for path in used_fields(parquet.schema_arrow, c)]
-        twin = not nested and stored_alike(parquet, file, "example", "full_prompt")
-        if twin:
-            wanted.remove("full_prompt")
+        layout = layout_of(parquet, file)
         # one thread per file: the files themselves are read on two threads
         # (``lighteval._read_tasks``)
-        table = parquet.read(columns=wanted, use_threads=False)
-        if twin:
-            table = table.append_column("full_prompt", table["example"])
-        return table, nested
+        table = parquet.read(columns=layout.columns, use_threads=False)
+        if layout.harness:
+            return _from_harness(table, file), False
+        return with_twin(table, layout), layout.nested
     except (pa.ArrowException, OSError) as exc:
         raise InputError(f"{file}: not a readable parquet file ({exc})") from None
+
+
+def with_twin(table: pa.Table, layout: Layout) -> pa.Table:
+    """The table with ``full_prompt`` back where it was read once, as ``example``."""
+    return table.append_column("full_prompt", table["example"]) if layout.twin else table
 
 
 def _from_harness(table: pa.Table, file: Path) -> pa.Table:

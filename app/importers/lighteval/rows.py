@@ -225,10 +225,13 @@ def _correct(metrics: dict[str, Any], metric: str | None, where: str) -> bool:
     )
 
 
-def row_columns(table: pa.Table, nested: bool, metric: str | None, file: Path) -> dict:
-    """The file's ``FILE_COLUMNS`` and its queries (``query``), row by row."""
+def row_columns(
+    table: pa.Table, nested: bool, metric: str | None, file: Path, first_row: int = 1
+) -> dict:
+    """The file's ``FILE_COLUMNS`` and its queries (``query``), row by row (``first_row``: the
+    number of the table's first row in the file, for messages)."""
     columns: dict[str, list] = {name: [] for name in ("query", *FILE_COLUMNS)}
-    for i, raw in enumerate(table.to_pylist(), start=1):
+    for i, raw in enumerate(table.to_pylist(), start=first_row):
         row = _nested_row(raw) if nested else _flat_row(raw)
         correct = _correct(row["metrics"], metric, f"{file}:row {i}")
         doc_id = row["id"]
