@@ -3,7 +3,8 @@
 Writes one model's lighteval tree in the paper's layout (app/demo/layouts/paper.py: lighteval 0.10
 flat details, a chat model reasoning before "Answer: $LETTER", one run, each answer's token ids
 in ``cont_tokens`` and the prompt's in ``input_tokens``, as lighteval keeps them) at each size
-(``--scales``: 1x = ``--tasks`` tasks of ``--per-task`` questions; 4x and 16x as many tasks) and
+(``--scales``: 1x = ``--tasks`` tasks of ``--per-task`` questions; 4x and 16x as many tasks, or
+with ``--grow rows`` as many questions in each task; ``--seeds`` runs of each) and
 answer length (``--answers``: tokens on average; 0 = the fixture's one-line answers), then runs,
 each in a fresh process measured by ``/usr/bin/time -v`` (wall time, peak RSS):
 
@@ -23,6 +24,8 @@ under 1 GB at 4,000-token answers.
     .venv/bin/python bench/import_scale.py --scales 1,4 --answers 0,4000 --repeat 3
     .venv/bin/python bench/import_scale.py --workdir /tmp/is --keep   # reuse the written trees
     .venv/bin/python bench/import_scale.py --lm-eval 20000,80000 --answers 2500   # lm-eval files
+    .venv/bin/python bench/import_scale.py --grow rows --tasks 1 --per-task 880 --seeds 3 \
+        --scales 1,16 --answers 4000    # one task growing to MMLU's 14,080 questions x 3 seeds
 
 ``--lm-eval N,M``: instead, one lm-eval ``samples_gsm8k_<date>.jsonl`` of N (then M) lines, each
 answer ``--answers`` words long (app/demo/layouts/lm_eval.py and lighteval.py's lines, 0.4.7 layout), imported by

@@ -221,8 +221,7 @@ READ_AHEAD = 4
 store writes a batch (2 left them waiting a third of a chat model's import), few enough that the
 rows held wait for the writer, not pile up. Slices of a large file (``slices``) are read
 ``SLICE_READ_AHEAD`` ahead: their decoding takes turns on one file, so more would only wait,
-holding their rows (MMLU's 14,042 answers of 4,000 tokens x 3 seeds: 597 -> 453 MB with
-``SLICE_BATCH_BYTES``, 4.0 -> 3.6 s)."""
+holding their rows (docs/performance.md, Harness imports)."""
 
 SLICE_READ_AHEAD = 2
 

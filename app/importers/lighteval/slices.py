@@ -1,8 +1,8 @@
 """Large lighteval details files, read a slice of rows at a time.
 
-A task's details file can be large: MMLU's 14,042 questions answered with chains of thought of
-4,000 tokens decode to about 300 MB a seed. Read whole, the import's memory grows with the task
-(3.3 GB for one such task of 3 seeds). A file whose used columns decode to more than
+A task's details file can be large: MMLU's 14,042 questions answered with chains of thought
+decode to hundreds of MB a seed, and read whole, an import's memory grows with its largest task
+(docs/performance.md, Harness imports). A file whose used columns decode to more than
 ``SLICED_FILE_BYTES`` (read from its footer, nothing decoded) is therefore read in two passes:
 
 1. its keys (``file_keys``): of the whole file, only what a row's sample id, question and prompt
@@ -144,8 +144,8 @@ def sliced_file(number: int, file: Path, size: int) -> SlicedFile | None:
     if size < CANDIDATE_BYTES:
         return None
     try:
-        # pages are read as they are decoded, not a column chunk at once (pre-buffering holds a
-        # task's answers whole: 111 MB of MMLU's on disk, read before its first slice)
+        # pages are read as they are decoded, not a column chunk at once (pre-buffering reads a
+        # task's answers whole before its first slice)
         parquet = pq.ParquetFile(file, buffer_size=READ_BUFFER_BYTES, pre_buffer=False)
         layout = layout_of(parquet, file)
     except (pa.ArrowException, OSError, InputError):
