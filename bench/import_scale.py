@@ -182,8 +182,12 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--per-task", type=int, default=210)
     parser.add_argument("--scales", default="1,4,16")
-    parser.add_argument("--grow", choices=("tasks", "rows"), default="tasks",
-                        help="what a scale multiplies: the tasks, or the questions of each task")
+    parser.add_argument(
+        "--grow",
+        choices=("tasks", "rows"),
+        default="tasks",
+        help="what a scale multiplies: the tasks, or the questions of each task",
+    )
     parser.add_argument("--seeds", type=int, default=1, help="runs of the model, one per seed")
     parser.add_argument("--answers", default="0,400,4000")
     parser.add_argument("--repeat", type=int, default=1)

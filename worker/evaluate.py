@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from forgetmap.contract.base import problem_text
 from forgetmap.contract.jobs import Engine, Mode, Prompting, ShardStatus
@@ -27,6 +27,7 @@ from forgetmap.worker.benchmarks.items import BenchmarkError, Item
 from forgetmap.worker.benchmarks.prompts import build_prompt, choice_continuations, select_shots
 from forgetmap.worker.benchmarks.registry import load_benchmark
 from forgetmap.worker.client import AppClient
+from forgetmap.worker.engines.base import Engine as InferenceEngine
 from forgetmap.worker.engines.base import GenerationParams
 from forgetmap.worker.fingerprint import model_fingerprint
 from forgetmap.worker.settings import WorkerSettings
@@ -53,9 +54,9 @@ def shard_spec(shard: dict, spec_model: type[Spec]) -> Spec:
 class EngineCache:
     """One loaded engine per worker process; loading another model closes the previous one."""
 
-    factory: Callable[..., object]
+    factory: Callable[..., InferenceEngine]
     key: tuple | None = None
-    engine: object | None = None
+    engine: InferenceEngine | None = None
 
     def get(self, name: str, path: str, **options):
         key = (name, path, json.dumps(options, sort_keys=True, default=str))
@@ -101,7 +102,10 @@ def run_shard(
         raise ShardFailed(str(exc)) from exc
     items = loaded.items  # the few-shot pool: the whole benchmark, also for a slice
     todo = slice_items(items, checked.slice)
-    options = {"trust_remote_code": settings.trust_remote_code, "revision": model.revision}
+    options: dict[str, Any] = {
+        "trust_remote_code": settings.trust_remote_code,
+        "revision": model.revision,
+    }
     if cfg.engine == Engine.transformers and settings.torch_threads:
         # on a shared CPU node torch's default (every core) slowed generation 6-20x (bench/engine)
         options["num_threads"] = settings.torch_threads
@@ -162,7 +166,8 @@ def _evaluate(
         scores = engine.choice_logprobs(contexts, continuations)
         graded = [grade_choice_logprobs(item, s) for item, s in zip(batch, scores, strict=True)]
         responses = [json.dumps([round(x, 6) for x in s]) for s in scores]
-        prompts, tokens = contexts, [None] * len(batch)
+        prompts = contexts
+        tokens: list[tuple[int, int] | None] = [None] * len(batch)
     else:
         built = [
             build_prompt(item, mode="base" if base else "chat", shots=shots[item.sample_id])

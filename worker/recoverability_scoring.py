@@ -98,7 +98,7 @@ def prepare_documents(
     docs, kept = [], []
     for i, text in enumerate(texts):
         ids = tokenizer(text, add_special_tokens=False)["input_ids"][:max_tokens]
-        if add_bos:
+        if add_bos and bos is not None:  # add_bos: there is one (checked above)
             ids = [int(bos), *ids]
         if len(ids) >= 2:
             docs.append(np.asarray(ids, dtype=np.int64))
@@ -178,7 +178,8 @@ def sample_documents(
 def _batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
     """Document indices in batches, longest first, each within batch_tokens padded positions."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batches, cur = [], []
+    batches: list[list[int]] = []
+    cur: list[int] = []
     for i in order:
         width = lengths[cur[0]] if cur else lengths[i]
         if cur and (len(cur) + 1) * width > batch_tokens:
@@ -293,6 +294,7 @@ def score_documents(
             done += len(batch)
             if progress is not None:
                 progress("score", done, len(docs))
+    assert vocab is not None  # docs is not empty (min above): a batch ran
     return TokenStats(
         offsets=offsets,
         targets=targets,
@@ -528,7 +530,7 @@ def load_model(
         dtype=dtype if dtype == "auto" else getattr(torch, dtype),
         trust_remote_code=trust_remote_code,
         revision=revision,
-    ).to(device)
+    ).to(device)  # type: ignore[arg-type]  # transformers types ``to`` without its bound self
     model.eval()
     return model
 

@@ -231,7 +231,8 @@ def interval_from_counts(
     us_keys, us_of = np.unique(unit * width + seed_code.reshape(-1), return_inverse=True)
     us_unit = us_keys // width
     us_of = us_of.reshape(-1)
-    scores = scores_from_arrays(*cells.T, k, us_of)
+    n_00, n_01, n_10, n_11 = cells.T
+    scores = scores_from_arrays(n_00, n_01, n_10, n_11, k, us_of)
     n_s = scores["n"].astype(np.float64)
     seeds = np.bincount(us_unit, minlength=units)
     t = np.full(units, np.inf)
@@ -322,7 +323,7 @@ def prefix_intervals(
     pre: np.ndarray,
     post: np.ndarray,
     k: np.ndarray,
-    checkpoints: Sequence[int],
+    checkpoints: Sequence[int] | np.ndarray,
     level: float = 0.95,
 ) -> dict[str, np.ndarray]:
     """F_true and BT_true with their intervals on every prefix of length in ``checkpoints``.

@@ -231,7 +231,7 @@ class Correction:
     n_iter: int = 0
     n_eval: int = 0
     converged: bool = True
-    path: list[dict[str, float]] = field(default_factory=list)  # one entry per l2 tried
+    path: list[dict[str, Any]] = field(default_factory=list)  # one entry per l2 tried
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready description without the bias vector."""
@@ -345,7 +345,7 @@ def _pass(
     total = 0.0
     p_sum = np.zeros(s.logits.shape[1]) if grad_b else None
     d_beta = 0.0
-    nlls = [] if per_token else None
+    nlls: list[np.ndarray] | None = [] if per_token else None
     shift = 0.0 if b_kept is None else max(0.0, float(b_kept.max()))
     add = None if b_kept is None else (b_kept - shift).astype(np.float32)
     for z, ty, tcol, comp in data:
@@ -359,6 +359,7 @@ def _pass(
             if d != 0.0:
                 tot *= np.exp(d * ez)
         if comp is not None:
+            assert s.log_beta_grid is not None  # TokenStats checks: comp comes with its grid
             c_val, c_du = _hermite(s.log_beta_grid, comp[0], comp[1], u)
             e_c = np.exp(c_val - shift)
             if need_ez:
@@ -369,7 +370,7 @@ def _pass(
             has = tcol >= 0
             nll -= np.where(has, add[np.where(has, tcol, 0)].astype(np.float64) + shift, 0.0)
         total += float(nll.sum())
-        if per_token:
+        if nlls is not None:  # per_token
             nlls.append(nll)
         if grad_b:
             # einsum rather than a BLAS gemv: no thread pool (multi-threaded BLAS is slow on busy
@@ -377,7 +378,7 @@ def _pass(
             p_sum += np.einsum("i,ij->j", (1.0 / tot).astype(np.float32), a)
         if grad_beta:
             d_beta += float((ez - ty).sum())
-    return total, p_sum, d_beta, (np.concatenate(nlls) if per_token else None)
+    return total, p_sum, d_beta, (np.concatenate(nlls) if nlls is not None else None)
 
 
 def _b_kept(stats: TokenStats, bias_cols: np.ndarray, bias: np.ndarray | None) -> np.ndarray | None:
@@ -551,9 +552,13 @@ def fit_correction(
             }
         )
         if best is None or (
-            corr.select_loss is not None and corr.select_loss < best.select_loss - 1e-12
+            corr.select_loss is not None
+            and best.select_loss is not None
+            and corr.select_loss < best.select_loss - 1e-12
         ):
             best = corr
+    if best is None:
+        raise ValueError("l2_grid is empty")
     best.path = path
     best.n_iter, best.n_eval = total_iter, total_eval
     return best

@@ -41,7 +41,7 @@ def loss_column(model: str, correction: str) -> str:
 
 def build_table(
     doc_ids: Sequence[Any],
-    splits: Sequence[str],
+    splits: Sequence[str] | np.ndarray,
     n_tokens: Sequence[int],
     sums: Mapping[str, Mapping[str, np.ndarray]],
 ) -> dict[str, list]:
@@ -97,7 +97,9 @@ def _share_columns(table, base, post, corrections):
     return list(corrections), cols
 
 
-def _shares_from_totals(tot: np.ndarray, corrections: Sequence[str], n_tok: np.ndarray):
+def _shares_from_totals(
+    tot: np.ndarray, corrections: Sequence[str], n_tok: np.ndarray | np.float64
+):
     """tot: (..., 2 + 2 len(corrections)) loss sums in _share_columns order; n_tok: (...)."""
     lb, lp = tot[..., 0], tot[..., 1]
     gap = lp - lb

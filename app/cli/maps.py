@@ -129,6 +129,8 @@ def _print_table(records: list[dict], level: str) -> None:
             "F_true / BT_true (mean ± std across seeds; 95%: the paired interval, valid for "
             "adaptive runs; n: paired samples per seed)"
         )
+        headers: tuple[str, ...]
+        rows: list[tuple[str, ...]]
         headers = ("pair", "category", "bench", "seeds", "n", "F_true", "F_true 95%", "BT_true",
                    "BT_true 95%", "F", "BT", "F_max", "noise", "1->0 no answer", "1->0 cut")  # fmt: skip
         rows = [

@@ -59,6 +59,7 @@ def model_sizes(ctx: click.Context, from_hub: bool) -> None:
         click.echo(f"read the Hugging Face cache at {folder}{whose}")
     if from_hub:
         for m in models:
+            assert m.hub is not None  # fill_sizes_from_hub answers unknown sizes, looked up
             if m.hub.params is not None:
                 click.echo(f"set {m.name}: from the hub cache: {m.hub.params:,} parameters "
                            f"({m.hub.how})")  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 from forgetmap.cli.common import (
@@ -150,7 +151,10 @@ def series_export_command(ctx: click.Context, name: str, target: str, project: s
 
     door = ctx.obj.get(APP_DOOR)
     # the contract's own default unless given (forgetmap.contract.series is not loaded for --help)
-    options = {"aggregate": aggregate, **({} if max_flips is None else {"max_flips": max_flips})}
+    options: dict[str, Any] = {
+        "aggregate": aggregate,
+        **({} if max_flips is None else {"max_flips": max_flips}),
+    }
     try:
         if door is not None:
             export = fetch_series_export(door.url, door.credential, name, **options)

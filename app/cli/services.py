@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import click
 from forgetmap.cli.common import CliError
@@ -12,6 +12,11 @@ from forgetmap.core.errors import InputError
 
 if TYPE_CHECKING:
     from forgetmap.demo.manifest import Recipe
+
+
+def _root_group(ctx: click.Context) -> click.Group:
+    """The ``forgetmap`` group this command runs under: the commands the app runs for others."""
+    return cast(click.Group, ctx.find_root().command)
 
 
 @click.command()
@@ -27,7 +32,7 @@ def serve(ctx: click.Context, host: str, port: int) -> None:
 
     os.environ.setdefault("FORGETMAP_DB", str(ctx.obj["db"]))
     try:
-        serve_app(ctx.obj["db"], host, port, commands=ctx.find_root().command)
+        serve_app(ctx.obj["db"], host, port, commands=_root_group(ctx))
     except SettingsError as exc:  # read before the app serves: it never starts with a bad one
         raise CliError(f"a setting does not parse: {exc}") from None
     except (InputError, StoreError) as exc:  # the port is taken, or the database
@@ -75,7 +80,7 @@ def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None
 
     try:
         WorkerSettings.from_env()  # the local worker's, read here: it would fail on its own
-        run_up(ctx.obj["db"], host, port, commands=ctx.find_root().command,
+        run_up(ctx.obj["db"], host, port, commands=_root_group(ctx),
                watch_args=shlex.split(watch_args) if watch_args else None)  # fmt: skip
     except SettingsError as exc:
         raise CliError(f"a setting does not parse: {exc}") from None

@@ -43,8 +43,15 @@ Int = Annotated[int, BeforeValidator(integral)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 
 
+E = TypeVar("E", bound=StrEnum)
+Choice = Annotated[E, Field(strict=False)]
+"""A field holding one of an enum's values (JSON has no enums: the value is the text):
+``prompting: Choice[Prompting]``."""
+
+
 def choice(enum: type[StrEnum]) -> Any:
-    """A field holding one of ``enum``'s values (JSON has no enums: the value is the text)."""
+    """A field holding one of ``enum``'s values (JSON has no enums: the value is the text), for
+    code that picks the enum at run time; annotations write ``Choice[enum]``."""
     return Annotated[enum, Field(strict=False)]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from forgetmap.contract.base import seed_problem
 from forgetmap.core.errors import InputError
@@ -105,6 +106,7 @@ def import_options(
     if kind not in KINDS:
         raise InputError(f"unknown import kind {kind!r}; use one of {', '.join(KINDS)}")
     filters = tuple(f for f in filters if f and f.strip())
+    given: dict[str, Any]
     given = {"model": _name("--model", model), "metric": _name("--metric", metric),
              "filters": filters, "seed": seed, "latest": latest,
              "evaluation_result_id": _name("--evaluation-result-id", evaluation_result_id),

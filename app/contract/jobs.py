@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from forgetmap.contract.base import MAX_SEED, MIN_SEED, Int, Name, Strict, choice
+from forgetmap.contract.base import MAX_SEED, MIN_SEED, Choice, Int, Name, Strict
 from forgetmap.core.errors import InputError
 from forgetmap.core.stages import Stage  # the one list of stages (CLI included)
 from pydantic import BaseModel, Field, model_validator
@@ -89,14 +89,14 @@ class ModelIn(Strict):
     name: Name
     path: Annotated[str, Field(min_length=1, max_length=1000)]
     revision: Annotated[str, Field(max_length=200)] | None = None
-    prompting: choice(Prompting) = Prompting.chat
+    prompting: Choice[Prompting] = Prompting.chat
 
 
 class EvalConfigIn(Strict):
     """Everything that changes a model's answers; its hash keys evaluation reuse."""
 
-    engine: choice(Engine) = Engine.vllm
-    mode: choice(Mode) = Mode.generate
+    engine: Choice[Engine] = Engine.vllm
+    mode: Choice[Mode] = Mode.generate
     temperature: Annotated[float, Field(ge=0, le=MAX_TEMPERATURE)] = 0.6
     top_p: Annotated[float, Field(gt=0, le=1)] = 0.95
     max_tokens: Annotated[Int, Field(ge=1, le=MAX_GENERATED_TOKENS)] = 2048
@@ -108,7 +108,7 @@ class PairSpecIn(Strict):
     base: Name
     post: Name
     label: Annotated[str, Field(max_length=500)] | None = None
-    stage: choice(Stage) | None = None
+    stage: Choice[Stage] | None = None
 
 
 # adaptive evaluation (app/analysis/adaptive.py): a target below 0.1 points needs more samples than any
@@ -203,8 +203,8 @@ class SeriesJobIn(Strict):
     benchmarks: Benchmarks
     seeds: Seeds = [0, 1, 2]
     config: EvalConfigIn = EvalConfigIn()
-    prompting: choice(Prompting) = Prompting.chat
-    base_prompting: choice(Prompting) = Prompting.base
+    prompting: Choice[Prompting] = Prompting.chat
+    base_prompting: Choice[Prompting] = Prompting.base
 
 
 class CheckpointSubmission(BaseModel):
@@ -219,5 +219,5 @@ class CheckpointSubmission(BaseModel):
     benchmarks: Benchmarks
     seeds: Seeds = [0, 1, 2]
     config: EvalConfigIn = EvalConfigIn()
-    prompting: choice(Prompting) = Prompting.chat
-    base_prompting: choice(Prompting) = Prompting.base
+    prompting: Choice[Prompting] = Prompting.chat
+    base_prompting: Choice[Prompting] = Prompting.base

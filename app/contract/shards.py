@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from forgetmap.contract.base import MAX_ID, Int, Name, Strict, choice
+from forgetmap.contract.base import MAX_ID, Choice, Int, Name, Strict
 from forgetmap.contract.jobs import EvalConfigIn, ModelIn, Prompting
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,7 +23,7 @@ class ShardConfig(EvalConfigIn):
     benchmark copy it ran on)."""
 
     model_config = ConfigDict(strict=True, extra="ignore")
-    prompting: choice(Prompting) = Prompting.chat
+    prompting: Choice[Prompting] = Prompting.chat
     revision: Annotated[str, Field(max_length=200)] | None = None
 
 

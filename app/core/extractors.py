@@ -350,8 +350,8 @@ def lenient_choice(
         if index is not None:
             return Choice(index, "letter")
     if choices:
-        for rule, find in (("option_text", _option_text), ("number", _number)):
-            index = find(listed, choices)
+        for rule, find_choice in (("option_text", _option_text), ("number", _number)):
+            index = find_choice(listed, choices)
             if index is not None:
                 return Choice(index, rule)
     return None

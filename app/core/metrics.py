@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def _option_count(k: int | None) -> int:
     return GENERATIVE if k is None else int(k)
 
 
-def _option_counts(k: np.ndarray | Sequence[int]) -> np.ndarray:
+def _option_counts(k: np.ndarray | Sequence[int] | int) -> np.ndarray:
     """Option-count codes as floats, checked: integers >= 2, or ``GENERATIVE``."""
     k = np.asarray(k, dtype=np.float64)
     bad = ((k < 2) & (k != GENERATIVE)) | (k != np.floor(k))
@@ -123,7 +124,7 @@ def _option_counts(k: np.ndarray | Sequence[int]) -> np.ndarray:
 
 
 def chance_and_ceilings(
-    acc_pre: np.ndarray, acc_post: np.ndarray, k: np.ndarray
+    acc_pre: np.ndarray | float, acc_post: np.ndarray | float, k: np.ndarray | Sequence[int] | int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The chance term and both ceilings of groups of samples shown k options, elementwise.
 
@@ -215,13 +216,17 @@ def benchmark_scores(
     if not kept:
         raise ValueError("cannot score a benchmark with no paired samples")
     cells = np.array([[t.n_00, t.n_01, t.n_10, t.n_11] for _, _, t in kept], dtype=np.int64)
-    s = scores_from_arrays(*cells.T, [code for _, code, _ in kept], np.zeros(len(kept), np.int64))
+    n_00, n_01, n_10, n_11 = cells.T
+    s = scores_from_arrays(
+        n_00, n_01, n_10, n_11, [code for _, code, _ in kept], np.zeros(len(kept), np.int64)
+    )
     keys = [key for key, _, _ in kept]
+    rates: dict[str, Any] = {name: float(s[name][0]) for name in SCORE_FIELDS}
     return BenchmarkScores(
         n=int(s["n"][0]),
         num_choices=keys[0] if len(keys) == 1 else None,
         **{name: int(s[name][0]) for name in ("n_00", "n_01", "n_10", "n_11")},
-        **{name: float(s[name][0]) for name in SCORE_FIELDS},
+        **rates,
         k_groups={key: t.n for key, _, t in kept} if len(keys) > 1 else {},
     )
 
@@ -231,7 +236,7 @@ def scores_from_arrays(
     n_01: np.ndarray,
     n_10: np.ndarray,
     n_11: np.ndarray,
-    k: np.ndarray,
+    k: np.ndarray | Sequence[int],
     group: np.ndarray,
 ) -> dict[str, np.ndarray]:
     """Scores of many (benchmark, seed) units at once (module docstring for the formulas).
@@ -498,10 +503,10 @@ def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes = np.fromiter(
         (first.setdefault(v, len(first)) for v in values.tolist()), np.int64, count=len(values)
     )
-    uniques = sorted(first)
+    ordered = sorted(first)
     rank = np.empty(len(first), dtype=np.int64)
-    rank[[first[v] for v in uniques]] = np.arange(len(uniques))
-    return np.array(uniques, dtype=object), rank[codes]
+    rank[[first[v] for v in ordered]] = np.arange(len(ordered))
+    return np.array(ordered, dtype=object), rank[codes]
 
 
 AGGREGATES = ("macro", "micro")
@@ -600,7 +605,9 @@ def aggregate_columns(
                 for name in names
             }
 
-    def across_seeds(means: dict, present: np.ndarray, groups: int) -> dict[str, tuple]:
+    def across_seeds(
+        means: dict, present: np.ndarray, groups: int
+    ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]:
         shaped_present = present.reshape(groups, n_s)
         k = shaped_present.sum(axis=1)
         out = {}

@@ -26,7 +26,7 @@ row order would be a guess (files are written in a shuffled order). They are sto
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import pyarrow as pa
@@ -206,7 +206,9 @@ def normalized_texts(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     """
     texts = pc.fill_null(pc.cast(one_array(texts), pa.string()), "")
     n = len(texts)
-    offsets = np.frombuffer(texts.buffers()[1], np.int32, n + 1, texts.offset * 4) if n else None
+    if not n:
+        return texts
+    offsets = np.frombuffer(texts.buffers()[1], np.int32, n + 1, texts.offset * 4)
     parts, start = [], 0
     while start < n:
         stop = int(np.searchsorted(offsets, offsets[start] + _SLICE_BYTES, side="right")) - 1
@@ -339,8 +341,9 @@ def _affixes(
     two would overlap in the shortest query, only the prefix is removed."""
     if lo == hi:
         return 0, 0
-    prefix = os.path.commonprefix([lo, hi])
-    suffix = os.path.commonprefix([rlo, rhi])[::-1]
+    # bytes in, bytes out (typeshed's overload adds the '' an empty list gives)
+    prefix = cast(bytes, os.path.commonprefix([lo, hi]))
+    suffix = cast(bytes, os.path.commonprefix([rlo, rhi]))[::-1]
     p = cut_at_separator(prefix, from_end=True, separators=separators)
     s = cut_at_separator(suffix, from_end=False, separators=separators)
     return (p, s) if p + s <= shortest else (p, 0)

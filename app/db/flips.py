@@ -10,7 +10,7 @@ from forgetmap.core.sample_marks import AMBIGUOUS_MARK
 from forgetmap.db.pairing import cause_bits
 from forgetmap.db.prompts import full_prompt
 from forgetmap.db.queries import TRANSITIONS
-from forgetmap.db.store import Connection
+from forgetmap.db.store import Connection, one_row
 from forgetmap.db.texts import answer_files, read_texts
 
 
@@ -94,9 +94,11 @@ def flipped_samples(
     one of those causes, ``cause`` keeps only them.
     """
     where, params = _flip_filter(conn, pair, benchmarks, transition, q, exclude, cause)
-    total = conn.execute(
-        f"SELECT count(*) FROM (SELECT DISTINCT b.benchmark_id, b.sample_id {where})", params
-    ).fetchone()[0]
+    total = one_row(
+        conn.execute(
+            f"SELECT count(*) FROM (SELECT DISTINCT b.benchmark_id, b.sample_id {where})", params
+        ).fetchone()
+    )[0]
     rows = conn.execute(
         f"""
         SELECT bm.name, bm.category, b.sample_id, list(b.seed ORDER BY b.seed) AS seeds,

@@ -15,6 +15,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -67,7 +68,8 @@ def ensure_models(conn: Connection, names: list[str]) -> None:
 def set_model_meta(
     conn: Connection, name: str, *, family: str | None, size_params: int | None
 ) -> None:
-    if conn.execute("SELECT count(*) FROM models WHERE name = ?", [name]).fetchone()[0] == 0:
+    counted = conn.execute("SELECT count(*) FROM models WHERE name = ?", [name]).fetchone()
+    if cast(tuple, counted)[0] == 0:  # count(*): always one row
         raise InputError(f"unknown model {name!r}; import its results first")
     conn.execute(
         "UPDATE models SET family = coalesce(?, family), size_params = coalesce(?, size_params) "

@@ -4,9 +4,10 @@ what a request means, which shards to run, how a job's status follows from its s
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from forgetmap.db.ingest import ensure_models
-from forgetmap.db.store import Connection
+from forgetmap.db.store import Connection, one_row
 
 SHARD_KEYS = ("id", "job_id", "status", "spec", "benchmark", "seed", "config_hash", "model",
               "done", "total", "error", "attempts", "kind")  # fmt: skip
@@ -30,7 +31,7 @@ def save_model_specs(conn: Connection, specs: dict[str, dict]) -> None:
 
 
 def model_id(conn: Connection, name: str) -> int:
-    return conn.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()[0]
+    return one_row(conn.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone())[0]
 
 
 def set_fingerprint(conn: Connection, model: str, fingerprint: str) -> None:
@@ -59,7 +60,7 @@ def job_owner(conn: Connection, job_id: int):
 
 
 def job_status(conn: Connection, job_id: int) -> str:
-    return conn.execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone()[0]
+    return one_row(conn.execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone())[0]
 
 
 def set_job_status(conn: Connection, job_id: int, status: str) -> None:
@@ -89,7 +90,8 @@ def job_kind(conn: Connection, job_id: int) -> str | None:
 
 
 def job_payload(conn: Connection, job_id: int) -> dict:
-    return json.loads(conn.execute("SELECT payload FROM jobs WHERE id = ?", [job_id]).fetchone()[0])
+    row = one_row(conn.execute("SELECT payload FROM jobs WHERE id = ?", [job_id]).fetchone())
+    return json.loads(row[0])
 
 
 def unfinished_jobs(conn: Connection, kind: str) -> list[int]:
@@ -206,7 +208,7 @@ def insert_evaluation_shards(
     model_id: int,
     config_hash: str,
     spec: dict,
-    rows: list[tuple[str, int, str]],
+    rows: Sequence[tuple[str, int, str]],
 ) -> list[tuple[int, str]]:
     """One model's (benchmark, seed, status) shards in one statement (a paper-suite job has
     hundreds); a ``reused`` one is finished at once. Returns (id, status) of each."""
@@ -260,11 +262,14 @@ def shard_status(conn: Connection, shard_id: int) -> str | None:
 
 def claim(conn: Connection, shard_id: int, stale_seconds: float) -> tuple[str | None, bool]:
     """(the delivery that claimed the shard, whether its worker is silent for ``stale_seconds``)."""
-    return conn.execute(
-        "SELECT delivery, coalesce(heartbeat_at <= now() - to_seconds(?::DOUBLE), true) "
-        "FROM shards WHERE id = ?",
-        [stale_seconds, shard_id],
-    ).fetchone()
+    delivery, silent = one_row(
+        conn.execute(
+            "SELECT delivery, coalesce(heartbeat_at <= now() - to_seconds(?::DOUBLE), true) "
+            "FROM shards WHERE id = ?",
+            [stale_seconds, shard_id],
+        ).fetchone()
+    )
+    return delivery, silent
 
 
 def mark_running(conn: Connection, shard_id: int, worker: str, delivery: str | None) -> None:

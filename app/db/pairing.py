@@ -15,7 +15,7 @@ from forgetmap.core.answer_status import CAUSE_BITS
 from forgetmap.core.errors import InputError
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
 from forgetmap.db.prompts import full_prompt
-from forgetmap.db.store import Connection
+from forgetmap.db.store import Connection, one_row
 
 CELLS = ("00", "01", "10", "11")  # a sample's cell under one seed: 2 * pre + post
 JOINT_COLUMNS = ", ".join(f"n_{a}_{b}" for a in CELLS for b in CELLS)
@@ -421,10 +421,12 @@ def add_pair(
                 [label, stage, pair_id],
             )
     else:
-        pair_id = conn.execute(
-            "INSERT INTO pairs (base_model_id, post_model_id, label, stage) VALUES (?, ?, ?, ?) RETURNING id",
-            [ids["base"], ids["post"], label, stage],
-        ).fetchone()[0]
+        pair_id = one_row(
+            conn.execute(
+                "INSERT INTO pairs (base_model_id, post_model_id, label, stage) VALUES (?, ?, ?, ?) RETURNING id",
+                [ids["base"], ids["post"], label, stage],
+            ).fetchone()
+        )[0]
         created = True
     conn.execute(
         "CREATE OR REPLACE TEMP TABLE pair_units AS SELECT DISTINCT model_id, benchmark_id, seed "

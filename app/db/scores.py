@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from forgetmap.db.store import Connection
+from forgetmap.db.store import Connection, one_row
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -42,9 +42,11 @@ def score_set(conn: Connection, name: str) -> tuple[int, str] | None:
 
 def create_score_set(conn: Connection, name: str, extractor: str) -> int:
     """A new, empty score set; its id."""
-    return conn.execute(
-        "INSERT INTO score_sets (name, extractor) VALUES (?, ?) RETURNING id", [name, extractor]
-    ).fetchone()[0]
+    return one_row(
+        conn.execute(
+            "INSERT INTO score_sets (name, extractor) VALUES (?, ?) RETURNING id", [name, extractor]
+        ).fetchone()
+    )[0]
 
 
 def clear_score_set(conn: Connection, set_id: int, extractor: str) -> None:
@@ -68,9 +70,9 @@ def insert_rescored(conn: Connection, set_id: int, rows: pa.Table) -> None:
 
 def finish_score_set(conn: Connection, set_id: int) -> int:
     """Record how many rows the set holds; that count."""
-    (count,) = conn.execute(
-        "SELECT count(*) FROM rescored WHERE score_set_id = ?", [set_id]
-    ).fetchone()
+    (count,) = one_row(
+        conn.execute("SELECT count(*) FROM rescored WHERE score_set_id = ?", [set_id]).fetchone()
+    )
     conn.execute("UPDATE score_sets SET rows = ? WHERE id = ?", [count, set_id])
     return count
 

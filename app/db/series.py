@@ -6,7 +6,7 @@ from __future__ import annotations
 from forgetmap.core.errors import InputError
 from forgetmap.db.pairing import add_pair
 from forgetmap.db.prompts import full_prompt
-from forgetmap.db.store import Connection
+from forgetmap.db.store import Connection, one_row
 
 # How a question fares along a run (see ``question_histories``).
 FATES = ("forgotten", "relearned", "learned", "kept", "never")
@@ -34,10 +34,13 @@ def add_checkpoints(
         [name],
     ).fetchone()
     created = row is None
-    if created:
-        series_id = conn.execute(
-            "INSERT INTO series (name, base_model_id) VALUES (?, ?) RETURNING id", [name, base_id]
-        ).fetchone()[0]
+    if row is None:
+        series_id = one_row(
+            conn.execute(
+                "INSERT INTO series (name, base_model_id) VALUES (?, ?) RETURNING id",
+                [name, base_id],
+            ).fetchone()
+        )[0]
     else:
         series_id, stored_base = row
         if stored_base != base:
@@ -98,7 +101,9 @@ def list_series(conn: Connection) -> list[dict]:
     return [{"id": i, "name": n, "base": b, "steps": steps or []} for i, n, b, steps in rows]
 
 
-def get_series(conn: Connection, *, series_id: int | None = None, name: str | None = None):
+def get_series(
+    conn: Connection, *, series_id: int | None = None, name: str | None = None
+) -> dict | None:
     """A series with its checkpoints in step order, by id or name (None if there is none)."""
     row = conn.execute(
         "SELECT s.id, s.name, s.base_model_id, m.name FROM series s "
@@ -194,7 +199,7 @@ def question_histories(
     if fate is not None and fate not in FATES:
         raise InputError(f"fate must be one of {', '.join(FATES)}, got {fate!r}")
     # one statement: the histories are aggregated once for both the counts and the page
-    counts_rows = (
+    counts_rows = one_row(
         conn
         .execute(
             _HISTORY_SQL
@@ -274,15 +279,17 @@ def covered_by_shards(
     shards may carry (as requested and as stored)."""
     for names in benchmarks:
         for seed in seeds:
-            found = conn.execute(
-                f"""
-                SELECT count(*) FROM shards s JOIN models m ON m.id = s.model_id
-                WHERE m.name = ? AND s.seed = ? AND s.config_hash = ?
-                  AND s.status IN ('queued', 'running', 'done', 'reused')
-                  AND s.benchmark IN ({", ".join("?" for _ in names)})
-                """,
-                [model, seed, chash, *names],
-            ).fetchone()[0]
+            found = one_row(
+                conn.execute(
+                    f"""
+                    SELECT count(*) FROM shards s JOIN models m ON m.id = s.model_id
+                    WHERE m.name = ? AND s.seed = ? AND s.config_hash = ?
+                      AND s.status IN ('queued', 'running', 'done', 'reused')
+                      AND s.benchmark IN ({", ".join("?" for _ in names)})
+                    """,
+                    [model, seed, chash, *names],
+                ).fetchone()
+            )[0]
             if not found:
                 return False
     return True

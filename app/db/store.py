@@ -43,6 +43,14 @@ class StoreError(RuntimeError):
     """The database cannot be used (locked by another process, unreadable, ...)."""
 
 
+def one_row(row: tuple | None) -> tuple:
+    """The row ``fetchone()`` gave for a query that returns one by construction (``count(*)``,
+    ``RETURNING``, a row the caller knows is there); a StoreError where none came."""
+    if row is None:
+        raise StoreError("a query that returns one row returned none")
+    return row
+
+
 def database_files(path: Path) -> tuple[Path, Path, Path]:
     """The files DuckDB keeps for the database ``path``: the file, its write-ahead log, its
     spill folder."""

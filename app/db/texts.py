@@ -38,6 +38,7 @@ from forgetmap.runtime.private import make_private
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
 Connection = duckdb.DuckDBPyConnection
 
@@ -74,7 +75,7 @@ class TextWriter:
         self.folder = folder
         self.file_id: int | None = None
         self.name: str | None = None
-        self.writer = None  # a pyarrow.parquet.ParquetWriter, once a long answer comes
+        self.writer: pq.ParquetWriter | None = None  # once a long answer comes
         self.thread: ThreadPoolExecutor | None = None  # its writes, one at a time
         self.pending: Future | None = None
         self.rows = 0
@@ -95,6 +96,7 @@ class TextWriter:
             return pa.nulls(n, pa.int64())
         if self.writer is None:
             self._open(conn)
+        assert self.writer is not None and self.thread is not None and self.file_id is not None
         texts = pc.filter(responses, long)
         if texts.type != pa.string():
             texts = texts.cast(pa.string())
@@ -139,6 +141,7 @@ class TextWriter:
         if self.writer is None:
             return
         self._wait()
+        assert self.thread is not None  # opened with the writer
         self.thread.shutdown()
         self.writer.close()
         conn.execute(
@@ -154,6 +157,7 @@ class TextWriter:
     def discard(self) -> None:
         """The transaction was rolled back: the file goes."""
         if self.writer is not None:
+            assert self.thread is not None  # opened with the writer
             self.thread.shutdown(wait=True)
             self.writer.close()
         if self.name is not None:

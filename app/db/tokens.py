@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from forgetmap.db.store import Connection
+from forgetmap.db.store import Connection, one_row
 
 
 def token_exists(conn: Connection, name: str) -> bool:
-    return bool(
-        conn.execute("SELECT count(*) FROM api_tokens WHERE name = ?", [name]).fetchone()[0]
-    )
+    row = conn.execute("SELECT count(*) FROM api_tokens WHERE name = ?", [name]).fetchone()
+    return bool(one_row(row)[0])
 
 
 def insert_token(conn: Connection, name: str, token_hash: str, role: str) -> None:

@@ -76,7 +76,8 @@ def simulate_benchmark(rng: np.random.Generator, n: int | None = None) -> Simula
     scale = 1e9 / POOL
     keys, group = np.unique(options, return_inverse=True)
     cells = [np.bincount(group, weights=w * scale, minlength=keys.size) for w in cells_per_item]
-    truth = scores_from_arrays(*cells, keys, np.zeros(keys.size, dtype=np.int64))
+    n_00, n_01, n_10, n_11 = cells
+    truth = scores_from_arrays(n_00, n_01, n_10, n_11, keys, np.zeros(keys.size, dtype=np.int64))
 
     items = rng.integers(0, POOL, n)
     u_pre = rng.random((SEEDS, n))
@@ -131,6 +132,7 @@ def _continued_stop(bench: SimulatedBenchmark, rule: StoppingRule) -> int:
     n = rounds_until(loose, first, n_total)[1]
     while (pair := look(rule, "base", "post", bench.pre[:, :n], bench.post[:, :n], bench.k[:n],
                         n_total)).stopped is None:  # fmt: skip
+        assert pair.next_end is not None  # not stopped: the next round's end
         n = pair.next_end
     return n
 

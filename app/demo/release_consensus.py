@@ -85,7 +85,7 @@ def task_statistics(per_seed: dict, max_group_size: int = 3) -> dict | None:
 
 def example_transitions(before: list, after: list) -> list:
     """Per position the transition "b->a" of two lists of metrics dicts (None: missing)."""
-    out = []
+    out: list[str | None] = []
     for b_metrics, a_metrics in zip(before, after, strict=True):
         b = b_metrics.get("extractive_match") if isinstance(b_metrics, dict) else None
         a = a_metrics.get("extractive_match") if isinstance(a_metrics, dict) else None

@@ -14,8 +14,9 @@ import os
 import time
 from itertools import chain, zip_longest
 from pathlib import Path
+from typing import Any
 
-from forgetmap.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn
+from forgetmap.contract.jobs import EvalConfigIn, EvaluateJobIn, Mode, ModelIn, Prompting
 from forgetmap.contract.recovery import CorpusIn, RecoverJobIn, RecoveryOptionsIn
 from forgetmap.core.recoverability_names import CONTROLS
 from forgetmap.db import open_store
@@ -82,25 +83,26 @@ def job_requests(manifest) -> list:
     models = [*manifest.models, *manifest.checkpoint_models()]
     roots = [model_root(manifest)]
     base_models = [
-        ModelIn(name=m.name, path=check_model_path(str(m.path), roots), prompting="base")
+        ModelIn(name=m.name, path=check_model_path(str(m.path), roots), prompting=Prompting.base)
         for m in models
         if m.prompting == "base"
     ]
     chat_models = [
-        ModelIn(name=m.name, path=check_model_path(str(m.path), roots), prompting="chat")
+        ModelIn(name=m.name, path=check_model_path(str(m.path), roots), prompting=Prompting.chat)
         for m in models
         if m.prompting == "chat"
     ]
+    greedy: dict[str, Any]
     greedy = {"engine": "transformers", "temperature": 0.0, "top_p": 1.0,
               "max_tokens": int(manifest.eval.get("max_tokens", 8)), "shots": int(manifest.eval.get("shots", 3))}  # fmt: skip
 
-    def job(models: list[ModelIn], benchmarks: list[str], mode: str) -> EvaluateJobIn:
+    def job(models: list[ModelIn], benchmarks: list[str], mode: Mode) -> EvaluateJobIn:
         return EvaluateJobIn(models=models, benchmarks=benchmarks, seeds=seeds,
                              config=EvalConfigIn(mode=mode, **greedy))  # fmt: skip
 
-    requests = [job(base_models, mc, "loglik"), job(base_models, gen, "generate")]
+    requests = [job(base_models, mc, Mode.loglik), job(base_models, gen, Mode.generate)]
     if chat_models:
-        requests.append(job(chat_models, mc + gen, "generate"))
+        requests.append(job(chat_models, mc + gen, Mode.generate))
     return requests
 
 
@@ -177,12 +179,19 @@ def submit(db_path: Path, manifest) -> list[int]:
         store.close()
 
 
+def _job(conn, job_id: int) -> dict:
+    """``job_detail`` of a job the demo submitted (so there is one)."""
+    detail = job_detail(conn, job_id)
+    assert detail is not None
+    return detail
+
+
 def watch(app, job_ids: list[int], url: str, started: float) -> None:
     """Progress bars for the evaluation jobs, read from the app's own store."""
     store = app.state.store
     with _bar() as bar:
         with store.read() as conn:
-            kinds = {job_id: job_detail(conn, job_id)["kind"] for job_id in job_ids}
+            kinds = {job_id: _job(conn, job_id)["kind"] for job_id in job_ids}
         lines = (
             {}
             if console.is_terminal
@@ -194,7 +203,7 @@ def watch(app, job_ids: list[int], url: str, started: float) -> None:
             states = []
             with store.read() as conn:
                 for job_id, task in tasks.items():
-                    job = job_detail(conn, job_id)
+                    job = _job(conn, job_id)
                     finished = sum(
                         s["status"] in ("done", "reused", "failed", "cancelled")
                         for s in job["shards"]

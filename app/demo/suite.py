@@ -238,7 +238,8 @@ def _world(seed: int, scale: int = 1) -> _World:
     for _ in range(200 * scale):
         a, b, c = rng.sample(chain_names, 3)
         chains.append((a, b, c, rng.randrange(len(RELATIONS))))
-    words, pattern_words = WORDS, PATTERN_WORDS
+    words: tuple[str, ...] = WORDS
+    pattern_words: tuple[str, ...] = PATTERN_WORDS
     if scale > 1:
         extra = _rng(seed, "world-words")
         known = {w.capitalize() for w in WORDS}
@@ -500,8 +501,8 @@ def _prose(seed: int, category: str, scale: int = 1) -> list[str]:
                 )
             )
     elif category == "Math":
-        for a, op, b in w.arith:
-            lines.append(f"{a} {op} {b} = {_arith_value(a, op, b)}.")
+        for left, op, right in w.arith:
+            lines.append(f"{left} {op} {right} = {_arith_value(left, op, right)}.")
     elif category == "Logic":
         for a, b, c, rel in w.chains[: 110 * scale]:
             word, most = RELATIONS[rel]

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 # "<|endoftext|>" is the unknown token Qwen2's tokenizer class insists on; listing it keeps the
 # tokenizer the same size whichever class loads it.
 from forgetmap.demo.trainer import BOS, CHAT_TEMPLATE, EOS, PAD, SPECIAL_TOKENS  # noqa: F401 - re-exported
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedConfig, PreTrainedModel
 
 _TEXT = """\
 The quick brown fox jumps over the lazy dog. A journey of a thousand miles begins with a single step.
@@ -97,6 +101,8 @@ def build_tiny_model(
     )
     if common["head_dim"] < 64:
         raise ValueError("vLLM's CPU attention needs head_dim >= 64")
+    config: PreTrainedConfig
+    model_cls: type[PreTrainedModel]
     if arch == "llama":
         config = LlamaConfig(**common)
         model_cls = LlamaForCausalLM
@@ -113,7 +119,8 @@ def build_tiny_model(
     # std 1/sqrt(fan_in) so activations stay O(1); the output head gets 4/sqrt(fan_in), which makes
     # the next-token distributions peaked (clear greedy margins).
     with torch.device("cpu"):
-        model = model_cls(config).to(torch.float32)
+        # transformers types ``to`` through a decorator that loses the bound self
+        model = model_cls(config).to(torch.float32)  # type: ignore[arg-type]
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, param in sorted(model.named_parameters()):

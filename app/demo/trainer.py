@@ -154,7 +154,8 @@ def new_model(tokenizer: Any, spec: ModelSpec = ModelSpec(), seed: int = 0):
         eos_token_id=ids[EOS],
         dtype="float32",
     )
-    model = LlamaForCausalLM(config).to(torch.float32)
+    # transformers types ``to`` through a decorator that loses the bound self
+    model = LlamaForCausalLM(config).to(torch.float32)  # type: ignore[arg-type]
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, param in sorted(model.named_parameters()):
@@ -261,7 +262,7 @@ def train(
     losses: list[float] = []
     model.train()
     for step in range(steps):
-        batch = []
+        batch: list[tuple[list[int], list[bool]]] = []
         while len(batch) < batch_size:
             if not order:
                 order = list(range(len(encoded)))

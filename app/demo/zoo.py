@@ -60,6 +60,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from forgetmap.demo import suite
 from forgetmap.demo.evaluate import evaluate_zoo, format_report
@@ -408,7 +409,9 @@ def post_train(
     data = data or _Data(recipe)
     seed = hash_seed(recipe.seed, train_seed, stage)
     model = copy.deepcopy(base)
-    common = dict(batch_size=recipe.batch_size, warmup=10, seed=seed, progress=progress)
+    common: dict[str, Any] = dict(
+        batch_size=recipe.batch_size, warmup=10, seed=seed, progress=progress
+    )
     if stage in SERIES_STAGES:
         examples = list(data.sft)
         steps = run_steps(stage, recipe)
@@ -417,7 +420,7 @@ def post_train(
             n_replay = round(len(data.sft) * share / (1 - share))
             rng = random.Random(hash_seed(recipe.seed, train_seed, "replay"))
             examples += [rng.choice(data.pretrain) for _ in range(n_replay)]
-        saves = {}
+        saves: dict[str, Any] = {}
         if on_checkpoint is not None:
             saves = dict(checkpoint_steps=checkpoint_steps(stage, recipe)[:-1],
                          on_checkpoint=lambda step: on_checkpoint(model, step))  # fmt: skip

@@ -118,7 +118,7 @@ def files_at(
     return [path]
 
 
-def build_table(columns: dict[str, Sequence | pa.Array]) -> pa.Table:
+def build_table(columns: Mapping[str, Sequence | pa.Array]) -> pa.Table:
     """Assemble a normalized table from python lists or arrays; missing columns become null.
 
     A dictionary-encoded string array stays dictionary-encoded (see the module docstring).
@@ -348,6 +348,7 @@ def binary_metric(
     ``values``. ``present`` names the sample's metrics in the messages. A missing metric or a
     non-binary value raises InputError saying which metrics there are."""
     shown = ", ".join(present) if present else "none"
+    name: str | None
     if metric is not None:
         if metric not in values:
             raise InputError(

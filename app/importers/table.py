@@ -17,6 +17,7 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -360,7 +361,7 @@ def _check_seeds(seeds: pa.ChunkedArray, source: str, first_row: int) -> None:
     bad = pc.or_(pc.less(seeds, MIN_SEED), pc.greater(seeds, MAX_SEED))
     if pc.any(bad).as_py():
         row, value = _first_bad(bad, seeds, first_row)
-        raise InputError(f"{source}: row {row}: {seed_problem(value)}")
+        raise InputError(f"{source}: row {row}: {seed_problem(cast(int, value))}")  # int column
 
 
 def _parse_int(

@@ -194,6 +194,7 @@ class ForgetmapCallback(TrainerCallback):
     def _stage(self, folder: Path, step: int) -> Path:
         """A copy of ``folder`` that save_total_limit cannot delete: hard links where the file
         system allows, else copies; built aside and renamed, so it is complete when it appears."""
+        assert self.staging_dir is not None  # called only with one
         target = self.staging_dir / self.settings.series / folder.name
         if target.exists():
             return target

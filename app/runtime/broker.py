@@ -4,6 +4,7 @@ the worker imports it without importing anything that opens the database."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from forgetmap.runtime.config import ENVIRONMENT, read_settings
 from forgetmap.runtime.paths import default_db_path
@@ -37,7 +38,7 @@ class BrokerSettings(BaseSettings):
     def celery_config(self) -> dict:
         if self.url:
             broker = self.url
-            options = {"visibility_timeout": self.visibility_timeout}
+            options: dict[str, Any] = {"visibility_timeout": self.visibility_timeout}
         else:
             folder = (self.data_dir / "broker").resolve()
             # private (0700, also when an older forgetmap made it): the messages name models

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from forgetmap.db.store import Store
 
 MAX_ENTRIES = 512
 
@@ -21,7 +24,7 @@ class VersionCache:
     for the version it started at, which the next call drops.
     """
 
-    def __init__(self, store):
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._version = -1
         self._entries: dict[Hashable, Any] = {}

@@ -13,6 +13,7 @@ it again.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from forgetmap.contract.imports import ImportOptions, import_options, summary_of
 from forgetmap.core.errors import InputError
@@ -39,6 +40,7 @@ def unit_options(plan: HubPlan, unit: HubUnit, model: str | None) -> ImportOptio
 def merged(summaries: list[dict]) -> dict:
     """Several imports' summaries (``summary_of``'s) as one: rows and unpaired samples added up,
     models, benchmarks and category changes in the order they came."""
+    out: dict[str, Any]
     out = {"rows_added": 0, "rows_unchanged": 0, "models": [], "benchmarks": [], "unpaired": {},
            "category_changes": []}  # fmt: skip
     for summary in summaries:
@@ -90,7 +92,7 @@ def import_hub(
     """Import every unit of ``plan`` into ``store``, one transaction each; the merged summary.
     InputError when one fails (the parts before it stay imported; the message says so)."""
     options = _all_options(plan, model)
-    summaries = []
+    summaries: list[dict] = []
     for unit, checked in zip(plan.units, options, strict=True):
         try:
             imported = import_file(store, unit.kind, unit.folder, progress=progress,
@@ -116,7 +118,7 @@ def upload_hub(
     options = _all_options(plan, model)
     files = [(path, checked) for unit, checked in zip(plan.units, options, strict=True)
              for path in unit.files]  # fmt: skip
-    summaries = []
+    summaries: list[dict] = []
     for path, checked in files:
         try:
             job = upload_import(url, credential, path, checked, on_progress=progress)

@@ -34,7 +34,7 @@ import json
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from forgetmap.analysis.adaptive import evaluation_order
@@ -58,7 +58,7 @@ from forgetmap.db import jobs as jobs_db
 from forgetmap.db import queries
 from forgetmap.db.ingest import IngestSummary, ingest
 from forgetmap.db.pairing import add_pair
-from forgetmap.db.store import Connection
+from forgetmap.db.store import Connection, one_row
 from forgetmap.importers.common import build_table, prepare
 from forgetmap.runtime.paths import ModelRules
 from forgetmap.services.rejections import Rejection
@@ -95,7 +95,7 @@ def with_checked_models(body: Body, rules: ModelRules) -> Body:
     checked by ``rules`` (forgetmap.runtime.paths: inside a root, or a hub id where allowed); a
     ModelPathError for the first refused one. Every field holding a model (``models``, ``base``,
     ``post``, of whatever kind) passes here, so a new kind cannot skip the check."""
-    update = {}
+    update: dict[str, Any] = {}
     for field in type(body).model_fields:
         value = getattr(body, field)
         if isinstance(value, ModelIn):
@@ -270,6 +270,7 @@ def retry_failed(conn: Connection, job_id: int) -> list[int]:
     touched: set[str] = set()
     for shard_id in jobs_db.failed_shard_ids(conn, job_id) if payload.get("adaptive") else []:
         s = jobs_db.shard(conn, shard_id)
+        assert s is not None  # one of the job's failed shards
         part = s["spec"].get("slice")
         state = (payload.get("rounds") or {}).get(s["benchmark"])
         if part is None or state is None or part.get("round") != state["round"]:
@@ -428,7 +429,7 @@ def store_results(conn: Connection, body: ResultsIn) -> tuple[IngestSummary, boo
 
 
 def _payload(conn: Connection, job_id: int) -> dict:
-    return json.loads(jobs_db.job_row(conn, job_id)[3])
+    return json.loads(one_row(jobs_db.job_row(conn, job_id))[3])
 
 
 def _pair_look(conn: Connection, rule, pair: dict, stored: str, seeds: list[int],
@@ -436,8 +437,8 @@ def _pair_look(conn: Connection, rule, pair: dict, stored: str, seeds: list[int]
     """One pair's look at its paired samples (all seeds), put in evaluation order."""
     rows = adaptive_db.paired_correctness(conn, pair["base"], pair["post"], stored, seeds)
     by_id: dict[str, dict[int, tuple]] = {}
-    for sample_id, seed, base_ok, post_ok, k in rows:
-        by_id.setdefault(sample_id, {})[seed] = (base_ok, post_ok, k or 0)
+    for sample_id, seed, base_ok, post_ok, options in rows:
+        by_id.setdefault(sample_id, {})[seed] = (base_ok, post_ok, options or 0)
     order = evaluation_order(
         stored, [s for s, by_seed in by_id.items() if len(by_seed) == len(seeds)]
     )

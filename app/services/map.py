@@ -146,7 +146,7 @@ def _benchmark_columns(
     pair_ids: list[int] | None = None,
     exclude: int = 0,
     scores: int | None = None,
-) -> dict[str, np.ndarray | list]:
+) -> dict[str, np.ndarray | list | None]:
     """Every per-(pair, benchmark, seed) field as columns, in contract order, sorted for display:
     by pair, category (the paper's order), benchmark name, seed. ``scores``: a score set's id, whose
     grades are counted instead of the harness's."""
@@ -173,8 +173,8 @@ def _benchmark_columns(
             f"{kk or 'gen'}:{int(g)}" for kk, g in zip(k[a:b], sizes[a:b], strict=True)
         )
     # names: per pair and per benchmark (small tables), then taken for every unit
-    pair_ids = pairs["pair_id"]
-    p_row = np.searchsorted(pair_ids, cols["pair_id"][starts])
+    pair_id_column = pairs["pair_id"]
+    p_row = np.searchsorted(pair_id_column, cols["pair_id"][starts])
     per_pair = {name: np.asarray(pairs[name], dtype=object)
                 for name in ("base", "post", "label", "stage")}  # fmt: skip
     bench_ids = benches["id"]
@@ -608,7 +608,7 @@ def _whole(store: Store, query: MapQuery) -> list[dict]:
         with store.read() as conn:
             return category_records_for(conn, None, query.aggregate, query.mask, score_set)
 
-    if scores is None:
+    if scores is None or query.scores is None:
         return records(None)
     return extractor_shift(records(scores), records(None), query.level, query.scores)
 
@@ -657,7 +657,7 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
     noise_sum = np.bincount(group[has], weights=noise[has], minlength=len(uniq))
     # the interval and full size are per (pair, benchmark) already (the same on every seed's
     # record); n: the fewest paired samples of a seed, as the interval counts them
-    first = {}
+    first: dict[int, dict] = {}
     n_min = np.full(len(uniq), np.iinfo(np.int64).max)
     np.minimum.at(n_min, group, np.fromiter((r["n"] for r in records), np.int64, len(records)))
     partial = np.zeros(len(uniq), dtype=bool)

@@ -11,6 +11,7 @@ import base64
 import json
 import logging
 import threading
+from typing import Any
 
 from forgetmap.db import jobs as jobs_db
 from forgetmap.runtime.broker import TASK_NAME, BrokerSettings
@@ -31,7 +32,7 @@ class Enqueuer:
 
     def __init__(self, settings: BrokerSettings):
         self.settings = settings
-        self._celery = None
+        self._celery: Any = None  # the Celery app (celery has no type information), once used
 
     def send(self, shard_ids: list[int]) -> tuple[list[int], str | None]:
         """Send shards in order; returns the ids sent and, if the broker failed, why."""

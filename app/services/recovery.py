@@ -185,7 +185,7 @@ def view_rows(recovery: dict) -> list[dict]:
     """One row per (model, correction) for the pair page: share and symmetric share with their
     intervals, the fitted temperature, and the loss gap they divide."""
     summary = recovery["summary"]
-    rows = []
+    rows: list[dict] = []
     for role in ("post", YARDSTICK, "planted_bias", "doubled_logits"):
         s = summary["shares"].get(role)
         if s is None:

@@ -165,6 +165,7 @@ def _grade(conn: Connection, rows: dict[str, list], chosen: Extractor, summary: 
         if reason is not None:
             summary.skipped[reason] += 1
             continue
+        assert result is not None  # run above: no reason to skip, and a gold
         status = result.status
         if status == NO_ANSWER:
             if rows["answer_status"][i] == TRUNCATED:

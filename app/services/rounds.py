@@ -142,7 +142,8 @@ def look(
                 points = np.append(points, n)
             cs = prefix_intervals(pre, post_correct, k, points, rule.level)
             met = target_met(cs, rule)
-            halves = tuple(round(float(half[-1]) * 100, 3) for half in reported_half_widths(cs))
+            f_half, bt_half = (round(float(h[-1]) * 100, 3) for h in reported_half_widths(cs))
+            halves = (f_half, bt_half)
             if met.any():
                 return PairLook(base, post, n, Stop.target, None, *halves)
     cap = full_size

@@ -66,7 +66,9 @@ def series_groups(cache: MapCache) -> list[dict]:
     return cache.cache.get(("series-groups",), load)
 
 
-def find_series(store: Store, *, series_id: int | None = None, name: str | None = None):
+def find_series(
+    store: Store, *, series_id: int | None = None, name: str | None = None
+) -> dict | None:
     with store.read() as conn:
         return series_db.get_series(conn, series_id=series_id, name=name)
 
@@ -205,15 +207,15 @@ def submit_run(conn, run: SeriesJobIn, rules: ModelRules) -> tuple[dict, list[in
         if not matches:
             raise InputError(f"no checkpoint folder matches {entry!r}")
         for match in matches:
-            folder = Path(match)
-            if not folder.is_dir():
+            checkpoint = Path(match)
+            if not checkpoint.is_dir():
                 raise InputError(f"{match!r} is not a checkpoint folder")
-            step = step_of(folder)
+            step = step_of(checkpoint)
             if step is None:
                 raise InputError(
                     f"no step for {match!r}: name it checkpoint-<step> or add trainer_state.json"
                 )
-            folders[str(folder)] = step
+            folders[str(checkpoint)] = step
     answers, shard_ids = [], []
     for folder, step in sorted(folders.items(), key=lambda item: item[1]):
         fields = run.model_dump(exclude={"checkpoints", "kind"})

@@ -10,6 +10,7 @@ command that writes to a tracker on the user's machine while the app owns the da
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any, Literal, cast
 
 import httpx
 from forgetmap.contract.errors import reply_detail
@@ -64,7 +65,8 @@ def series_export(
             forgotten=forgotten, learned=learned, n=n,
         ))  # fmt: skip
     return SeriesExport(
-        series=series["name"], base=series["base"], aggregate=aggregate,
+        series=series["name"], base=series["base"],
+        aggregate=cast(Literal["macro", "micro"], aggregate),  # one of them: checked above
         steps=sorted({r.step for r in results}), results=results,
         flips=[SeriesFlip(**f) for f in flips], max_flips=max_flips, text_limit=text_limit,
         flips_truncated=bool(cut_steps),
@@ -120,7 +122,7 @@ def fetch_series_export(
             found = _answer(http.get("/api/series", params={"name": name}), url)
             if not found:
                 raise InputError(f"no series named {name!r} (see `forgetmap series list`)")
-            params = {"aggregate": aggregate, "max_flips": max_flips}
+            params: dict[str, Any] = {"aggregate": aggregate, "max_flips": max_flips}
             if steps is not None:
                 params["steps"] = sorted(steps)
             reply = http.get(f"/api/series/{found[0]['id']}/export", params=params)

@@ -221,7 +221,7 @@ def _problems(loaded: LoadedBenchmark) -> list[str]:
         entry = read_manifest(loaded.path.parent)["benchmarks"].get(loaded.name)
         if entry and entry.get("sha256") != loaded.sha256:
             out.append(
-                f"{loaded.path.name} differs from its {MANIFEST} (sha256 {loaded.sha256[:12]}... "
+                f"{loaded.path.name} differs from its {MANIFEST} (sha256 {str(loaded.sha256)[:12]}... "
                 f"vs {str(entry.get('sha256'))[:12]}...): copy the folder again"
             )
     info = lookup(loaded.name)

@@ -155,8 +155,8 @@ def create_app(
     @app.exception_handler(405)
     async def method_not_allowed(request: Request, exc: HTTPException):
         """List every method the path takes: its GET and POST may live in different routers."""
-        allowed = sorted({m for route in app.router.routes if getattr(route, "methods", None)
-                          and route.matches(request.scope)[0] == Match.PARTIAL for m in route.methods})  # fmt: skip
+        allowed = sorted({m for route in app.router.routes if (methods := getattr(route, "methods", None))
+                          and route.matches(request.scope)[0] == Match.PARTIAL for m in methods})  # fmt: skip
         return JSONResponse({"detail": f"method {request.method} is not allowed here; use "
                                        f"{' or '.join(allowed)}"}, status_code=405,
                             headers={"Allow": ", ".join(allowed)})  # fmt: skip

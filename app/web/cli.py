@@ -23,6 +23,7 @@ import threading
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import click
 from fastapi import APIRouter, HTTPException, Request
@@ -113,6 +114,7 @@ def app_machine_only(line: CommandLine) -> bool:
     return line.command is not None and (touches_files(line.command) or line.name in REMOTE_REFUSED)
 
 
+STREAMED_ANSWER: dict[int | str, dict[str, Any]]
 STREAMED_ANSWER = {200: {"description": "JSON lines, sent as the command writes: "
                          '{"stream": "stdout"|"stderr", "text": ...} for each piece of its '
                          'output, then {"exit_code": N}',
@@ -171,7 +173,7 @@ class CommandStream(io.TextIOBase):
     (what the answer streams), tagged with the stream's name; a terminal or not as the client's
     is."""
 
-    def __init__(self, name: str, pieces: queue.SimpleQueue, is_tty: bool):
+    def __init__(self, name: Literal["stdout", "stderr"], pieces: queue.SimpleQueue, is_tty: bool):
         self.name = name
         self.pieces = pieces
         self.is_tty = is_tty
@@ -208,12 +210,14 @@ class _SelectedStream(io.TextIOBase):
     def isatty(self) -> bool:
         return self._target().isatty()
 
+    # typeshed declares TextIOBase's encoding and errors plain attributes; they are read-only
+    # properties in io, as here
     @property
-    def encoding(self) -> str:  # click and rich ask; the command's streams hold text
+    def encoding(self) -> str:  # type: ignore[override]  # click and rich ask; streams hold text
         return getattr(self.replaced, "encoding", None) or "utf-8"
 
     @property
-    def errors(self) -> str:
+    def errors(self) -> str:  # type: ignore[override]  # as encoding
         return getattr(self.replaced, "errors", None) or "strict"
 
 

@@ -428,7 +428,9 @@ def flipped(request: Request, pair: dict, query: SamplesQuery):
 
 def sample_seeds(request: Request, pair: dict, ref: SampleRef) -> list[dict]:
     """Both models' answers to one sample, per seed; 404 for a benchmark or sample not there."""
-    [bench_id] = benchmark_filter(request, ref.benchmark, None)
+    ids = benchmark_filter(request, ref.benchmark, None)
+    assert ids is not None  # ``ref`` names a benchmark (at least one character)
+    [bench_id] = ids
     with store(request).read() as conn:
         seeds = flips.sample_detail(conn, pair, bench_id, ref.sample_id)
     if not seeds:

@@ -24,7 +24,7 @@ def model_rules(request: Request) -> ModelRules:
 
 def local_benchmarks(request: Request) -> list[str]:
     settings = request.app.state.settings
-    names = set()
+    names: set[str] = set()
     for folder in settings.benchmark_dirs:
         if Path(folder).is_dir():
             names.update(p.name for p in Path(folder).glob("*.jsonl"))
@@ -83,7 +83,7 @@ def _benchmarks(request: Request, values: dict, form, errors: dict) -> list[str]
             if b.strip()
         ]
         # the workers load the paper's benchmarks (the leaderboards' are known only for imports)
-        unknown = [b for b in benchmarks if lookup(b) is None or not lookup(b).paper]
+        unknown = [b for b in benchmarks if (info := lookup(b)) is None or not info.paper]
         if not benchmarks:
             errors["suite"] = "list at least one benchmark"
         elif unknown:
@@ -192,7 +192,7 @@ def local_corpora(request: Request) -> list[str]:
     """Files and folders a ``local:NAME`` corpus may name (FORGETMAP_CORPUS_DIRS, else the
     benchmark folders)."""
     settings = request.app.state.settings
-    names = set()
+    names: set[str] = set()
     for folder in settings.corpus_dirs or settings.benchmark_dirs:
         if Path(folder).is_dir():
             names.update(p.name for p in Path(folder).iterdir()

@@ -7,7 +7,7 @@ upload is streamed to disk, checked like the command line's options, and importe
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
@@ -67,6 +67,7 @@ class ImportQuery:
         scorer: Annotated[str | None, Query(max_length=200, description="--scorer (inspect)")] = None,
     ):  # fmt: skip
         self.filename = filename
+        self.values: dict[str, Any]
         self.values = dict(kind=kind, model=model, metric=metric, filters=filter, seed=seed,
                            latest=latest, evaluation_result_id=evaluation_result_id,
                            scorer=scorer)  # fmt: skip

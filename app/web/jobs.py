@@ -190,7 +190,9 @@ def _submit_series(request: Request, principal: Principal, values: dict, form) -
             summary, to_send = submit_run(conn, body, model_rules(request))
             for job_id in summary["jobs"]:
                 jobs_db.set_owner(conn, job_id, principal.name)
-            series_id = series_db.get_series(conn, name=summary["series"])["id"]
+            series = series_db.get_series(conn, name=summary["series"])
+            assert series is not None  # submit_run made it, in this transaction
+            series_id = series["id"]
     except InputError as exc:
         return _form_page(request, values, {"checkpoints": str(exc)})
     return _send_and_go(request, to_send, summary["jobs"][0], f"/series/{series_id}")
@@ -205,6 +207,7 @@ def submit_job(request: Request, body: JobIn, principal: deps.Submitter) -> dict
     model roots (forgetmap.runtime.paths) before anything is written."""
     extra: dict = {}
     rules = model_rules(request)
+    job_id: int | None
     try:
         with deps.store(request).transaction() as conn:
             if isinstance(body, EvaluateJobIn):

@@ -97,6 +97,7 @@ def rule_for(path: str) -> BodyRule:
 
 
 def too_large_message(rule: BodyRule) -> str:
+    assert rule.max_bytes is not None  # only a rule that bounds its body refuses one
     limit = f"{binary_size(rule.max_bytes)}, the limit of {rule.route}"
     return f"the request body is over {limit}; {rule.advice}"
 

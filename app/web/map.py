@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from forgetmap.core.metrics import OUTSIDE_TOTAL
 from forgetmap.core.taxonomy import CATEGORIES
 from forgetmap.db import queries
@@ -23,7 +23,8 @@ Filters = Annotated[MapQuery, Depends(deps.map_query)]
 
 # what the page can colour the map by, with the labels of its menu (static/map.js draws each;
 # the records of /api/map carry them all); any other value is a 422 naming these
-METRICS = {
+MetricName = Literal["f_true", "bt_true", "net", "f", "bt", "f_rel"]
+METRICS: dict[MetricName, str] = {
     "f_true": "F_true: chance-adjusted forgetting",
     "bt_true": "BT_true: chance-adjusted backward transfer",
     "net": "net = BT_true − F_true",
@@ -31,7 +32,7 @@ METRICS = {
     "bt": "raw BT (0→1 rate)",
     "f_rel": "F_true / F_max",
 }
-Metric = Annotated[Literal[tuple(METRICS)], Query(description="what the map is coloured by")]
+Metric = Annotated[MetricName, Query(description="what the map is coloured by")]
 # the colour range is fixed, not the largest value on screen (a lone outlier would wash out every
 # other cell): static/map.js's defaults (25% for rates, 100% for f_rel), or this value
 Zmax = Annotated[
@@ -104,7 +105,7 @@ def api_map(
     query: Filters,
     page: Annotated[int | None, Query(ge=1, description="pages of page_size pairs")] = None,
     page_size: Annotated[int, Query(ge=1, le=1000)] = 50,
-) -> JSONResponse:
+) -> Response:
     """The forgetting map: the same records as `forgetmap map --format json`; with ``page``, the
     records of page_size pairs at a time (header X-Total-Pairs: pairs in all pages)."""
     if page is None:

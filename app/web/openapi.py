@@ -65,4 +65,5 @@ def install_openapi(app: FastAPI) -> None:
             app.openapi_schema = schema
         return app.openapi_schema
 
-    app.openapi = openapi
+    # FastAPI's documented way to customize the schema; its types declare openapi a method
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -37,7 +37,7 @@ def highlight(response: str | None, prediction: str | None) -> list[Segment]:
 
 
 def is_long(response: str | None) -> bool:
-    return bool(response) and len(response) > COLLAPSE_OVER
+    return bool(response and len(response) > COLLAPSE_OVER)
 
 
 def split_tail(segments: list[Segment]) -> tuple[list[Segment], list[Segment]]:

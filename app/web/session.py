@@ -26,6 +26,7 @@ from forgetmap.services.tokens import (
     token_principal,
 )
 from forgetmap.web import deps
+from starlette.datastructures import UploadFile
 
 SESSION_ID = "sid"  # the cookie's key for the id of the session the app keeps
 
@@ -54,9 +55,16 @@ def csrf_token(request: Request) -> str:
     return token
 
 
-def check_csrf(request: Request, submitted: str | None) -> None:
+def check_csrf(request: Request, submitted: str | UploadFile | None) -> None:
+    """403 unless ``submitted`` (a form field: a file where a multipart form sent one) is the
+    session's CSRF token."""
     expected = request.session.get("csrf")
-    if not expected or not submitted or not hmac.compare_digest(expected, submitted):
+    if (
+        not expected
+        or not isinstance(submitted, str)
+        or not submitted
+        or not hmac.compare_digest(expected, submitted)
+    ):
         raise HTTPException(
             403, "the form's security token is missing or stale: reload the page and submit again"
         )
@@ -123,10 +131,11 @@ def login_redirect(next_url: str) -> RedirectResponse:
     return RedirectResponse(f"/login?next={quote(next_url, safe='')}", status_code=303)
 
 
-def safe_next(next_url: str | None) -> str:
+def safe_next(next_url: str | UploadFile | None) -> str:
     """Only same-site paths: never redirect a login to another host."""
     if (
-        next_url
+        isinstance(next_url, str)
+        and next_url
         and next_url.startswith("/")
         and not next_url.startswith("//")
         and "\\" not in next_url

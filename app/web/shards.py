@@ -103,6 +103,7 @@ def shard_finish(
             to_send = jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint, data=data,
                                         full_size=body.full_size)  # fmt: skip
             status = jobs_db.shard_status(conn, shard_id)  # cancelled while its last batch ran
+            assert status is not None  # _shard_or_404 found it in this transaction
     except InputError as exc:
         raise HTTPException(422, str(exc)) from exc
     # an adaptive job's next round (the reconciler sends it if the queue is down now)

@@ -4,6 +4,7 @@ pages. The pages themselves live with their resource (map.py, pairs.py, samples.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
@@ -72,7 +73,7 @@ def cached_for_readers(handler):
     """
 
     @functools.wraps(handler)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         request: Request = kwargs["request"]
         if request.session.get("user"):
             return handler(*args, **kwargs)

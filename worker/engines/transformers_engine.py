@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .base import (
     Generation,
@@ -72,7 +72,7 @@ class TransformersEngine:
             dtype=torch_dtype,
             trust_remote_code=trust_remote_code,
             revision=revision,
-        ).to(self.device)
+        ).to(self.device)  # type: ignore[arg-type]  # transformers types ``to`` without its bound self
         self.model.eval()
         tok = self.tokenizer
         self.eos_ids = _eos_ids(self.model, tok)
@@ -217,7 +217,10 @@ class TransformersEngine:
             while n and new_tokens[n - 1] == self.pad_id:
                 n -= 1
         kept = new_tokens[:n]
-        text = self.tokenizer.decode([t for t in kept if t not in eos], skip_special_tokens=True)
+        # one sequence of ids decodes to one text (the library's type also allows a batch's list)
+        text = cast(
+            str, self.tokenizer.decode([t for t in kept if t not in eos], skip_special_tokens=True)
+        )
         if params.stop:
             text, stopped = truncate_at_stop(text, params.stop)
             ended = ended or stopped

@@ -16,7 +16,7 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .base import (
     Generation,
@@ -26,6 +26,9 @@ from .base import (
     flatten_choices,
     render_chat,
 )
+
+if TYPE_CHECKING:
+    from vllm.inputs import TokensPrompt
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +127,9 @@ class VLLMEngine:
     def apply_chat_template(self, messages: Sequence[Message]) -> str:
         return render_chat(self.tokenizer, messages)
 
-    def requests(self, prompts: list[str], params: GenerationParams) -> tuple[list[dict], Any]:
+    def requests(
+        self, prompts: list[str], params: GenerationParams
+    ) -> tuple[list[TokensPrompt], Any]:
         """What ``generate`` hands to ``vllm.LLM.generate``: the token prompts (cut to fit) and
         the sampling parameters (bench/worker_overhead.py times the raw engine on the same)."""
         from vllm import SamplingParams
@@ -136,7 +141,7 @@ class VLLMEngine:
             seed=params.seed,
             stop=list(params.stop) or None,
         )
-        token_prompts = [
+        token_prompts: list[TokensPrompt] = [
             {"prompt_token_ids": self._fit(encode_prompt(self.tokenizer, p), params.max_tokens)}
             for p in prompts
         ]
@@ -150,7 +155,8 @@ class VLLMEngine:
         return [
             Generation(
                 text=o.outputs[0].text,
-                prompt_tokens=len(o.prompt_token_ids),
+                # a token prompt's ids come back (None only for a prompt of embeddings)
+                prompt_tokens=len(cast(list[int], o.prompt_token_ids)),
                 completion_tokens=len(o.outputs[0].token_ids),
                 # CompletionOutput.finish_reason: "stop" or "length" (None while unfinished)
                 finish_reason=o.outputs[0].finish_reason,
@@ -168,7 +174,8 @@ class VLLMEngine:
         sampling = SamplingParams(
             max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False
         )
-        prompts, n_cont = [], []
+        prompts: list[TokensPrompt] = []
+        n_cont: list[int] = []
         for _i, _j, ctx_ids, cont_ids in items:
             full = ctx_ids + cont_ids
             limit = self.max_model_len - 1  # room for the one generated token
@@ -180,9 +187,12 @@ class VLLMEngine:
         for (i, j, _c, _t), prompt, n, out in zip(items, prompts, n_cont, outputs, strict=True):
             ids = prompt["prompt_token_ids"]
             plp = out.prompt_logprobs  # plp[t]: {token id: Logprob} for prompt token t (t >= 1)
+            assert plp is not None  # asked for: prompt_logprobs=0
             total = 0.0
             for t in range(len(ids) - n, len(ids)):
-                total += plp[t][ids[t]].logprob
+                at_t = plp[t]
+                assert at_t is not None  # None only at t = 0 (nothing before it to predict it)
+                total += at_t[ids[t]].logprob
             scores[i][j] = float(total)
         return scores
 
@@ -190,7 +200,7 @@ class VLLMEngine:
         llm = getattr(self, "llm", None)
         if llm is None:
             return
-        self.llm = None
+        del self.llm
         try:
             engine_core = getattr(llm.llm_engine, "engine_core", None)
             if engine_core is not None and hasattr(engine_core, "shutdown"):

@@ -280,6 +280,8 @@ def _sha(text: str) -> str:
 def _v2_line(doc_id: int, item: Item, metrics: dict[str, Any]) -> dict[str, Any]:
     doc = dict(item.doc or {"question": item.question, "choices": list(item.options or ())})
     context = item.context + item.question
+    resps: list[Any]
+    filtered: list[Any]
     if item.options is None:
         until = {"until": ["Problem:", "</s>"], "do_sample": False, "temperature": 0.0}
         arguments = {"gen_args_0": {"arg_0": context, "arg_1": until}}
@@ -489,7 +491,10 @@ def _laid_out(shape: Shape, body: str, options: list[str], rng: random.Random) -
         marked = "\n".join(f"({LETTERS[i]}) {o}" for i, o in enumerate(options))
         return f"Q: {body}\nOptions:\n{marked}\nA:", {"input": f"{body}\nOptions:\n{marked}"}
     if family == "gpqa":
-        doc = {"Question": body, **{f"choice{i + 1}": o for i, o in enumerate(options)}}
+        doc: dict[str, Any] = {
+            "Question": body,
+            **{f"choice{i + 1}": o for i, o in enumerate(options)},
+        }
         return (
             f"What is the correct answer to this question:{body}\nChoices:\n{listed}\nAnswer: ",
             doc,
@@ -575,7 +580,8 @@ def answered(
     with probability floor + (1 - floor) * sigmoid(skill - difficulty), each question's
     difficulty fixed (every model meets the same), floor 1/k (generative: 0). A generative
     answer holds about ``answer_tokens`` words of reasoning (half to one and a half times)."""
-    done, values = [], {m: [] for m in shape.metrics}
+    done: list[Item] = []
+    values: dict[str, list[Any]] = {m: [] for m in shape.metrics}
     for item in items:
         difficulty = random.Random(item.question).gauss(0.0, 1.3)
         floor = 1 / (item.mc1 or len(item.options)) if item.options else 0.0  # mc1's k

@@ -180,7 +180,7 @@ def _nested_detail(
     """``asdict(DetailsLogger.Detail)`` of lighteval >= 0.11: doc, model_response, metric."""
     right = is_right(value)
     task_name = task.rsplit("|", 1)[0] if task.count("|") >= 2 else task
-    base_doc = {
+    base_doc: dict[str, Any] = {
         "instruction": None,
         "images": None,
         "specific": None,
@@ -299,7 +299,10 @@ def write_lighteval_details(
     details = []
     for i, value in enumerate(correct):
         extra = {k: v[i] for k, v in extra_metrics.items()}
-        said = {"answered": i not in no_answer, "cut": 120 if i in prompt_cut else 0}
+        said: dict[str, Any] = {
+            "answered": i not in no_answer,
+            "cut": 120 if i in prompt_cut else 0,
+        }
         if schema == "flat":
             details.append(
                 _flat_detail(i, value, metric, extra, kind=kind, task=task, fewshot=fewshot, **said)

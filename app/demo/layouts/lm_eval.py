@@ -287,7 +287,8 @@ def write_lm_eval_results(
     0.4.0-0.4.2's ``results.json``, whose ``config.model_args`` names the samples files."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    results, configs = {}, {}
+    results: dict[str, dict[str, Any]] = {}
+    configs: dict[str, Any] = {}
     for task, names in filters.items():
         results[task] = {"alias": task}
         for name in names or ["none"]:

@@ -147,6 +147,7 @@ def survey(files: list[InstanceFile]) -> Survey:
 
 
 def _check_line(record: dict, aggregate: dict, instance: InstanceFile, where: str) -> None:
+    assert instance.aggregate is not None  # what ``aggregate`` was read from
     for key, expected in (
         ("evaluation_id", aggregate["evaluation_id"]),
         ("model_id", (aggregate.get("model_info") or {}).get("id")),
@@ -159,6 +160,7 @@ def _check_line(record: dict, aggregate: dict, instance: InstanceFile, where: st
 
 
 def _check_file(instance: InstanceFile, aggregate: dict, rows: int) -> None:
+    assert instance.aggregate is not None  # what ``aggregate`` was read from
     detailed = aggregate.get("detailed_evaluation_results")
     if not isinstance(detailed, dict):
         return

@@ -144,7 +144,9 @@ def line_row(record: dict[str, Any], *, model: str | None, where: str) -> dict[s
     given = _object(record, "input", where)
     formatted, raw = _text(given.get("formatted")), _text(given.get("raw"))
     choices = _strings(given.get("choices"), "input.choices", where)
-    tokens = record.get("token_usage") if isinstance(record.get("token_usage"), dict) else {}
+    tokens = record.get("token_usage")
+    if not isinstance(tokens, dict):
+        tokens = {}
     return {
         "model": model if model is not None else _required_text(record, "model_id", where),
         "benchmark": name,
@@ -187,8 +189,9 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value != "" else None
 
 
-def _strings(value: Any, key: str, where: str) -> list[str]:
-    """A list of texts (a lone text counts as a list of one); absent or null: empty."""
+def _strings(value: Any, key: str, where: str) -> list[str | None]:
+    """A list of texts (a lone text counts as a list of one; a null in a list stays None);
+    absent or null: empty."""
     if value is None:
         return []
     if isinstance(value, str):
@@ -198,7 +201,7 @@ def _strings(value: Any, key: str, where: str) -> list[str]:
     return [v if isinstance(v, str) else json_text(v) for v in value]
 
 
-def _one_or_list(values: list[str]) -> str | None:
+def _one_or_list(values: list[str | None]) -> str | None:
     """One text as it is, several as a JSON list, none as nothing."""
     if not values:
         return None
@@ -219,7 +222,7 @@ def _correct(evaluation: dict, where: str) -> bool:
     )
 
 
-def _num_choices(metadata: dict, choices: list[str], where: str) -> int | None:
+def _num_choices(metadata: dict, choices: list[str | None], where: str) -> int | None:
     """``metadata.num_choices`` where given (what forgetmap writes: options it counted that the
     line may not list), else the options listed, two or more; else generative."""
     given = metadata.get(eee.NUM_CHOICES)

@@ -94,6 +94,7 @@ class ScorerChoice:
         if self.name is None:
             self._settle(list(scores))
         name = self.name
+        assert name is not None  # _settle chose one or raised
         score = scores.get(name)
         if score is None:
             raise InputError(

@@ -45,7 +45,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 import pyarrow as pa
@@ -173,7 +173,7 @@ def _tasks(
         ):
             tasks.append([])
             size, budget = 0, min(most, max((left + file_size) // 4, least))
-        tasks[-1].append((number, file))
+        cast(list[tuple[int, Path]], tasks[-1]).append((number, file))  # a list: checked above
         size += file_size
         previous = groups[number]
     return tasks
@@ -237,7 +237,8 @@ def _read_tasks(
     try:
         for task in tasks:
             sliced = isinstance(task, SlicedFile)
-            pending.append(pool.submit(_read_slice if sliced else _read_task, task, groups, metric))
+            read: Callable[..., _Part | None] = _read_slice if sliced else _read_task
+            pending.append(pool.submit(read, task, groups, metric))
             while len(pending) > (SLICE_READ_AHEAD if sliced else READ_AHEAD):
                 yield pending.popleft().result()
         while pending:
@@ -311,7 +312,7 @@ def iter_lighteval(
         plan_files(runs, seed=seed, latest=latest, notice=notice),
         key=lambda p: (p[0] is None, p[0] or "", p[1], p[2]),
     )
-    group_of = {}
+    group_of: dict[tuple[str | None, str], int] = {}
     groups = np.asarray([group_of.setdefault(p[:2], len(group_of)) for p in planned], np.int64)
     files = [f for _, _, _, f in planned]
     stored = sorted(set(names.values()))

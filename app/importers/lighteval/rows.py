@@ -9,7 +9,7 @@ import ast
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -126,7 +126,7 @@ def _logprob_prediction(lls: list[float | None]) -> tuple[str | None, str | None
     gives them (``forgetmap.importers.lighteval.reader._logprob_texts``)."""
     if not lls or any(v is None for v in lls):
         return None, None
-    best = max(range(len(lls)), key=lambda i: lls[i])
+    best = max(range(len(lls)), key=lambda i: cast(float, lls[i]))  # no None: checked above
     text = logprob_lists_json(pa.array(lls, pa.float64()), np.asarray([len(lls)]))
     return str(best), text[0].as_py()
 

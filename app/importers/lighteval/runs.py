@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from forgetmap.core.errors import InputError
 from forgetmap.importers.common import files_at
@@ -251,4 +252,4 @@ def model_names(path: Path, runs: list[DetailsRun], model: str | None) -> dict[s
             f"{unnamed.folder}: cannot tell which model run {unnamed.timestamp} evaluated "
             "(lighteval writes OUT/details/<org>/<model>/<timestamp>/); pass --model NAME"
         )
-    return {m: m for m in in_tree}
+    return {m: cast(str, m) for m in in_tree}  # every run named (checked above)

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -127,7 +128,7 @@ class SlicedFile:
             if self.whole or self._next_row >= self.rows:
                 return None
             try:
-                batch = next(self._batches)
+                batch = next(cast(Iterator[pa.RecordBatch], self._batches))  # set with _keys
             except (pa.ArrowException, OSError) as exc:
                 raise InputError(f"{self.file}: not a readable parquet file ({exc})") from None
             start = self._next_row
@@ -136,7 +137,7 @@ class SlicedFile:
             if last:  # the reader's buffers (a column chunk's pages) go with it
                 self._batches = self._parquet = None
             table = with_twin(pa.Table.from_batches([batch]), self.layout)
-            return Slice(start, table, self._keys, last)
+            return Slice(start, table, cast(FileKeys, self._keys), last)  # not whole: has keys
 
 
 def sliced_file(number: int, file: Path, size: int) -> SlicedFile | None:

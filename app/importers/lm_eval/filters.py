@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -70,6 +70,7 @@ def line_filters(
             "not name their filter (lm-eval 0.4.3-0.4.6 writes a line per filter without its "
             f"name); keep the run's {wanted} beside the samples file: its filter_list names them"
         )
+    assert results is not None  # the names came from it
     wrong = np.flatnonzero(counts != len(names))
     if len(wrong):
         odd = int(wrong[0])
@@ -129,4 +130,4 @@ def results_filters(results: Path, task: str) -> list[str] | None:
     names = [entry.get("name") if isinstance(entry, dict) else None for entry in listed]
     if not all(isinstance(name, str) and name for name in names) or len(set(names)) < len(names):
         return None
-    return names
+    return cast(list[str], names)  # checked just above: every name a non-empty str

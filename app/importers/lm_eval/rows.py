@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -167,6 +167,7 @@ def _convert(
     )
 
     prompt = json_text(requests[0][0]) if requests and requests[0] else None
+    lls: list[float] | None
     choices = response = prediction = lls = None
     if multiple_choice:
         contexts = [r[0] for r in requests]
@@ -180,7 +181,7 @@ def _convert(
             if isinstance(source, list) and len(source) == len(requests):
                 parsed = [_loglikelihood(r) for r in source]
                 if all(v is not None for v in parsed):
-                    lls = parsed
+                    lls = cast(list[float], parsed)  # no None left
                     break
         if lls is not None and num_choices is not None:
             prediction = str(max(range(len(lls)), key=lls.__getitem__))
@@ -226,6 +227,6 @@ def row_columns(
             columns[name].append(row[name])
     if scored:
         texts = logprob_lists_json(pa.array(scores, pa.float64()), np.array(lengths, np.int64))
-        for row, text in zip(scored, texts.to_pylist(), strict=True):
-            columns["response"][row] = text
+        for at, text in zip(scored, texts.to_pylist(), strict=True):
+            columns["response"][at] = text
     return columns
