@@ -199,7 +199,22 @@
   document.addEventListener("DOMContentLoaded", () => {
     const form = document.getElementById("map-controls");
     if (!form) return;
-    for (const select of document.querySelectorAll("select[data-series]")) select.addEventListener("change", render);
+    // a run's checkpoint is in the URL (step.<series id>): a reload, a shared link and the
+    // controls' own reloads keep it; the newest step needs none
+    const url = new URL(window.location.href);
+    for (const select of document.querySelectorAll("select[data-series]")) {
+      const key = "step." + select.dataset.series;
+      const wanted = url.searchParams.get(key);
+      if (wanted !== null && [...select.options].some((o) => o.value === wanted)) select.value = wanted;
+      select.addEventListener("change", () => {
+        const here = new URL(window.location.href);
+        const newest = select.options[select.options.length - 1].value;
+        if (select.value === newest) here.searchParams.delete(key);
+        else here.searchParams.set(key, select.value);
+        history.replaceState(null, "", here);
+        render();
+      });
+    }
     form.addEventListener("change", (ev) => {
       if (ev.target.name === "metric" || ev.target.name === "order") {  // drawn here, no reload
         const url = new URL(window.location.href);
@@ -212,6 +227,12 @@
     });
     form.addEventListener("submit", () => {
       for (const el of form.elements) if (el.name && !el.value) el.disabled = true;  // short URLs
+      for (const [key, value] of new URL(window.location.href).searchParams) {
+        if (!key.startsWith("step.") || form.elements[key]) continue;
+        const kept = document.createElement("input");  // the runs' checkpoints ride along
+        Object.assign(kept, { type: "hidden", name: key, value: value });
+        form.appendChild(kept);
+      }
     });
     render();
   });

@@ -121,6 +121,17 @@ def test_the_map_shows_one_row_per_series_with_a_step_selector(server, page):
     page.select_option("select[data-series='1']", "2")
     page.wait_for_function("document.getElementById('heatmap').data[0].y[0].endsWith('@ step 2')")
     assert page.locator("#series-list details").count() == 1
+    # the checkpoint is in the URL: a reload and the controls' own reloads keep it
+    assert "step.1=2" in page.url
+    page.reload()
+    page.wait_for_function("document.getElementById('heatmap').data[0].y[0].endsWith('@ step 2')")
+    assert page.locator("select[data-series='1']").input_value() == "2"
+    page.select_option("select[name=level]", "benchmark")
+    page.wait_for_url(lambda url: "level=benchmark" in url and "step.1=2" in url)
+    page.wait_for_function("document.getElementById('heatmap').data[0].y[0].endsWith('@ step 2')")
+    # back to the newest step: the URL forgets it
+    page.select_option("select[data-series='1']", "4")
+    page.wait_for_function("!window.location.search.includes('step.1')")
 
 
 def test_the_series_index_lists_each_run_and_leads_to_its_page(server, page):
