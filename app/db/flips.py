@@ -88,7 +88,9 @@ def flipped_samples(
 ) -> tuple[int, list[dict]]:
     """Samples of a pair with the given transition in at least one seed, most seeds first.
 
-    Returns (total number of samples, rows of this page). A row is one (benchmark, sample);
+    Returns (total number of samples, rows of this page). A row is one (benchmark, sample); its
+    prompt, gold and both predictions are those of one seed, ``letters_seed`` (the first with the
+    transition), never of two;
     ``causes``: the bits of the statuses other than answered of either side's answer in the seeds
     with the transition (``truncated``: its truncated bit). ``exclude`` leaves out the seeds with
     one of those causes, ``cause`` keeps only them.
@@ -102,8 +104,9 @@ def flipped_samples(
     rows = conn.execute(
         f"""
         SELECT bm.name, bm.category, b.sample_id, list(b.seed ORDER BY b.seed) AS seeds,
-               any_value({full_prompt("b")}) AS prompt, any_value(b.gold) AS gold,
-               any_value(b.prediction) AS base_prediction, any_value(p.prediction) AS post_prediction,
+               arg_min({full_prompt("b")}, b.seed) AS prompt, arg_min(b.gold, b.seed) AS gold,
+               arg_min(b.prediction, b.seed) AS base_prediction,
+               arg_min(p.prediction, b.seed) AS post_prediction, min(b.seed) AS letters_seed,
                coalesce(any_value(b.question), any_value(p.question)) AS question,
                bit_or({SAMPLE_CAUSES}) AS causes
         {where}
@@ -122,6 +125,7 @@ def flipped_samples(
         "gold",
         "base_prediction",
         "post_prediction",
+        "letters_seed",
         "question",
         "causes",
     )

@@ -271,3 +271,37 @@ def test_a_page_and_its_json_route_read_a_query_alike(client):
     page = client.get(f"/pairs/1/samples?{query}", headers={"HX-Request": "true"}).text
     for sample in api["samples"]:
         assert html.escape(sample["sample_id"]) in page
+
+
+def test_a_flips_letters_are_one_seeds_and_say_which(cli, tmp_path):
+    """q0 is forgotten in seeds 0 and 2 (not 1); each seed answered otherwise. The list shows
+    gold, base and post answers of one seed, the first forgotten one, and names it."""
+
+    def rows(model: str, correct: list[int], letter: str) -> list[dict]:
+        common = {"model": model, "benchmark": "mmlu_anatomy", "sample_id": "q0"}
+        # the last seed first: no row order makes the first seed's letters come first
+        return [
+            {
+                **common,
+                "seed": seed,
+                "correct": correct[seed],
+                "num_choices": 4,
+                "prompt": "question 0",
+                "prediction": f"{letter}{seed}",
+                "gold": "A",
+            }
+            for seed in (2, 1, 0)
+        ]
+
+    write_csv(tmp_path / "b.csv", rows("base-1b", [1, 1, 1], "A"))
+    write_csv(tmp_path / "p.csv", rows("post-1b", [0, 1, 0], "B"))
+    cli("import", "table", tmp_path / "b.csv")
+    cli("import", "table", tmp_path / "p.csv")
+    cli("pair", "add", "base-1b", "post-1b")
+    with TestClient(create_app(cli.db)) as client:
+        [sample] = client.get("/api/pairs/1/samples").json()["samples"]
+        assert sample["seeds"] == [0, 2]
+        letters = (sample["base_prediction"], sample["post_prediction"], sample["letters_seed"])
+        assert letters == ("A0", "B0", 0)
+        page = client.get("/pairs/1/samples").text
+        assert 'A0 · B0 <small class="letters-seed">seed 0</small>' in page
