@@ -142,11 +142,14 @@ def causes_named(bits: int | None) -> list[str]:
 
 
 def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: str) -> list[dict]:
-    """Both models' rows of one sample, per seed (a seed present on one side only shows one)."""
+    """Both models' rows of one sample, per seed (a seed present on one side only shows one):
+    ``prompt`` the base model's (the post's where the base has none), ``post_prompt`` the post
+    model's (a chat model's differs: its template, no few-shot block)."""
     rows = conn.execute(
         f"""
         SELECT coalesce(b.seed, p.seed) AS seed,
-               coalesce({full_prompt("b")}, {full_prompt("p")}), coalesce(b.choices, p.choices), coalesce(b.gold, p.gold),
+               coalesce({full_prompt("b")}, {full_prompt("p")}), {full_prompt("p")},
+               coalesce(b.choices, p.choices), coalesce(b.gold, p.gold),
                coalesce(b.num_choices, p.num_choices),
                b.correct, b.response, b.prediction, p.correct, p.response, p.prediction,
                b.answer_status, p.answer_status, b.response_ref, p.response_ref
@@ -171,7 +174,8 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
             sample_id,
         ],
     ).fetchall()
-    keys = ("seed", "prompt", "choices", "gold", "num_choices", "base_correct", "base_response",
+    keys = ("seed", "prompt", "post_prompt", "choices", "gold", "num_choices", "base_correct",
+            "base_response",
             "base_prediction", "post_correct", "post_response", "post_prediction", "base_status",
             "post_status")  # fmt: skip
     texts = read_texts(conn, [ref for r in rows for ref in r[-2:]])

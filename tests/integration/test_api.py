@@ -273,11 +273,12 @@ def test_a_page_and_its_json_route_read_a_query_alike(client):
         assert html.escape(sample["sample_id"]) in page
 
 
-def test_a_flips_letters_are_one_seeds_and_say_which(cli, tmp_path):
+def test_a_flips_letters_are_one_seeds_and_both_prompts_show(cli, tmp_path):
     """q0 is forgotten in seeds 0 and 2 (not 1); each seed answered otherwise. The list shows
-    gold, base and post answers of one seed, the first forgotten one, and names it."""
+    gold, base and post answers of one seed, the first forgotten one, and names it; the sample
+    shows the base's few-shot prompt and the post's chat prompt, each as it was asked."""
 
-    def rows(model: str, correct: list[int], letter: str) -> list[dict]:
+    def rows(model: str, correct: list[int], letter: str, prompt: str) -> list[dict]:
         common = {"model": model, "benchmark": "mmlu_anatomy", "sample_id": "q0"}
         # the last seed first: no row order makes the first seed's letters come first
         return [
@@ -286,15 +287,16 @@ def test_a_flips_letters_are_one_seeds_and_say_which(cli, tmp_path):
                 "seed": seed,
                 "correct": correct[seed],
                 "num_choices": 4,
-                "prompt": "question 0",
+                "prompt": prompt,
                 "prediction": f"{letter}{seed}",
                 "gold": "A",
             }
             for seed in (2, 1, 0)
         ]
 
-    write_csv(tmp_path / "b.csv", rows("base-1b", [1, 1, 1], "A"))
-    write_csv(tmp_path / "p.csv", rows("post-1b", [0, 1, 0], "B"))
+    few_shot, chat = "Q: 2+2? A: 4\nQ: question 0 A:", "<|user|>question 0<|assistant|>"
+    write_csv(tmp_path / "b.csv", rows("base-1b", [1, 1, 1], "A", few_shot))
+    write_csv(tmp_path / "p.csv", rows("post-1b", [0, 1, 0], "B", chat))
     cli("import", "table", tmp_path / "b.csv")
     cli("import", "table", tmp_path / "p.csv")
     cli("pair", "add", "base-1b", "post-1b")
@@ -305,3 +307,10 @@ def test_a_flips_letters_are_one_seeds_and_say_which(cli, tmp_path):
         assert letters == ("A0", "B0", 0)
         page = client.get("/pairs/1/samples").text
         assert 'A0 · B0 <small class="letters-seed">seed 0</small>' in page
+        where = {"benchmark": sample["benchmark"], "sample_id": "q0"}
+        detail = client.get("/pairs/1/sample", params=where)
+        assert (
+            f'<pre class="prompt-text" id="base-prompt">{html.escape(few_shot)}</pre>'
+            in detail.text
+        )
+        assert f'<pre class="prompt-text" id="post-prompt">{html.escape(chat)}</pre>' in detail.text
