@@ -19,7 +19,9 @@ from forgetmap.cli.common import (
     store_of,
 )
 from forgetmap.cli.door import APP_DOOR
+from forgetmap.cli.pairs import stage_option
 from forgetmap.core.errors import InputError
+from forgetmap.core.stages import Stage
 
 
 @click.group()
@@ -34,8 +36,11 @@ def series() -> None:
 )
 @click.option("--checkpoint", "checkpoints", multiple=True, required=True, metavar="MODEL@STEP",
               help="A checkpoint model (by name) and its training step; repeat for more.")  # fmt: skip
+@stage_option("The run's post-training stage, its pairs' (a map filtered by stage keeps it)")
 @click.pass_context
-def series_add(ctx: click.Context, name: str, base: str, checkpoints: tuple[str, ...]) -> None:
+def series_add(
+    ctx: click.Context, name: str, base: str, checkpoints: tuple[str, ...], stage: Stage | None
+) -> None:
     """Create series NAME (or extend it) with checkpoints; pairs (BASE, checkpoint) are added."""
     from forgetmap.db import series as series_db
     from forgetmap.services.series import parse_checkpoint
@@ -44,7 +49,9 @@ def series_add(ctx: click.Context, name: str, base: str, checkpoints: tuple[str,
     try:
         parsed = [parse_checkpoint(c) for c in checkpoints]
         with store.transaction() as conn:
-            series_id, created, added = series_db.add_checkpoints(conn, name, base, parsed)
+            series_id, created, added = series_db.add_checkpoints(
+                conn, name, base, parsed, stage=stage
+            )
     except InputError as exc:
         raise CliError(str(exc)) from exc
     finally:

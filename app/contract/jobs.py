@@ -205,6 +205,7 @@ class SeriesJobIn(Strict):
     config: EvalConfigIn = EvalConfigIn()
     prompting: Choice[Prompting] = Prompting.chat
     base_prompting: Choice[Prompting] = Prompting.base
+    stage: Choice[Stage] | None = None  # the run's stage: its pairs' (a stage filter keeps it)
 
 
 class CheckpointSubmission(BaseModel):
@@ -221,3 +222,4 @@ class CheckpointSubmission(BaseModel):
     config: EvalConfigIn = EvalConfigIn()
     prompting: Choice[Prompting] = Prompting.chat
     base_prompting: Choice[Prompting] = Prompting.base
+    stage: Choice[Stage] | None = Field(None, description="the run's post-training stage")

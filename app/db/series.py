@@ -20,11 +20,17 @@ def _model_id(duck, name: str, role: str) -> int:
 
 
 def add_checkpoints(
-    conn: Connection, name: str, base: str, checkpoints: list[tuple[str, int]]
+    conn: Connection,
+    name: str,
+    base: str,
+    checkpoints: list[tuple[str, int]],
+    *,
+    stage: str | None = None,
 ) -> tuple[int, bool, list[dict]]:
     """Create series ``name`` over ``base`` (or extend it) with (model, step) checkpoints, each
-    with its (base, checkpoint) pair and counts. A checkpoint already in the series at the same
-    step is left as it is. Returns (series id, created, the checkpoints added)."""
+    with its (base, checkpoint) pair and counts; ``stage``: the post-training stage the run is
+    (its pairs', so that a stage filter keeps the run). A checkpoint already in the series at the
+    same step is left as it is. Returns (series id, created, the checkpoints added)."""
     name = name.strip()
     if not name:
         raise InputError("a series needs a name, e.g. `forgetmap series add sft-run --base ...`")
@@ -72,7 +78,7 @@ def add_checkpoints(
         if model in at_step:
             raise InputError(f"{model!r} is already in series {name!r} at step {at_step[model]}")
         model_id = _model_id(conn, model, "checkpoint")
-        pair_id, _, _ = add_pair(conn, base, model, label=None, stage=None)
+        pair_id, _, _ = add_pair(conn, base, model, label=None, stage=stage)
         conn.execute(
             "UPDATE pairs SET label = ? WHERE id = ? AND label IS NULL",
             [f"{name} @ {step}", pair_id],

@@ -190,7 +190,9 @@ def submit_checkpoint(
     request = EvaluateJobIn(models=[checkpoint] if base_pending else [base, checkpoint],
                             benchmarks=body.benchmarks, seeds=body.seeds, config=body.config)  # fmt: skip
     job_id, shard_ids = jobs.create_job(conn, request)
-    series_id, _, _ = series_db.add_checkpoints(conn, body.series, body.base, [(name, body.step)])
+    series_id, _, _ = series_db.add_checkpoints(
+        conn, body.series, body.base, [(name, body.step)], stage=body.stage
+    )
     series_db.record_submission(conn, series_id, folder, body.step, name, job_id)
     return {"status": "submitted", "job_id": job_id, "step": body.step, "model": name}, shard_ids
 

@@ -173,7 +173,7 @@ def parse_series_submission(
         "seeds": list(range(seeds or 1)),
         "config": {k: values.get(k) for k in ("engine", "mode", "temperature", "top_p", "max_tokens")},
         "prompting": values.get("post_prompting") or Prompting.chat,
-        "base_prompting": base["prompting"],
+        "base_prompting": base["prompting"], "stage": values.get("stage") or Stage.other,
     }  # fmt: skip
     try:
         body = SeriesJobIn.model_validate(data, strict=False)

@@ -132,6 +132,19 @@ def test_series_list_and_extending_a_series(run, tmp_path):
     assert len(run.json("map", "--format", "json")) == 12
 
 
+def test_a_runs_stage_is_its_pairs_so_a_stage_filter_keeps_it(run):
+    out = run("series", "add", "tuned", "--base", "base", "--checkpoint", "run-step1@10",
+              "--checkpoint", "run-step2@20", "--stage", "sft").stdout  # fmt: skip
+    assert "created series 2 tuned" in out
+    listed = run("pair", "list").stdout.splitlines()
+    staged = {post for post in ("run-step1", "run-step2", "run-step3", "run-step4")
+              for line in listed if f" {post} " in line and " sft " in line}  # fmt: skip
+    assert staged == {"run-step1", "run-step2"}
+    refused = run("series", "add", "tuned", "--base", "base", "--checkpoint", "run-step3@30",
+                  "--stage", "bogus", ok=False)  # fmt: skip
+    assert refused.exit_code == 2 and "--stage" in refused.stderr and "sft" in refused.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

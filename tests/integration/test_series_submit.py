@@ -101,11 +101,13 @@ def test_post_api_jobs_takes_a_whole_run_by_glob(app_client):
     (models / "run" / "tmp-checkpoint-30").mkdir()  # not matched by checkpoint-*
     run = {"kind": "series", "series": "run", "base": "base", "base_path": str(models / "base"),
            "checkpoints": [str(models / "run" / "checkpoint-*")], "benchmarks": ["local:toy.jsonl"],
-           "seeds": [0], "config": {"engine": "transformers"}}  # fmt: skip
+           "seeds": [0], "config": {"engine": "transformers"}, "stage": "sft"}  # fmt: skip
     response = app_client.post("/api/jobs", json=run)
     assert response.status_code == 201, response.text
     out = response.json()
     assert [c["step"] for c in out["checkpoints"]] == [10, 20]
+    # the run's stage is its pairs': a map filtered by stage keeps it
+    assert {p["stage"] for p in app_client.get("/api/pairs").json()} == {"sft"}
     assert [c["status"] for c in out["checkpoints"]] == ["submitted", "submitted"]
     assert out["id"] == out["jobs"][0] and len(out["jobs"]) == 2
     assert out["shards_to_run"] == 3  # the base once, then one shard per checkpoint
@@ -126,6 +128,7 @@ def test_post_api_jobs_takes_a_whole_run_by_glob(app_client):
         # typed body (app/contract/jobs.py SeriesJobIn): refused before anything runs
         ({"checkpoints": []}, "checkpoints"),
         ({"series": None}, "series"),
+        ({"stage": "bogus"}, "stage"),
     ],
 )
 def test_bad_run_requests_are_refused(app_client, change, message):
