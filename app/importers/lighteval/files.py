@@ -110,7 +110,7 @@ def read_columns(file: Path) -> tuple[pa.Table, bool]:
         parquet = pq.ParquetFile(file)
         layout = layout_of(parquet, file)
         # one thread per file: the files themselves are read on two threads
-        # (``lighteval._read_tasks``)
+        # (``reader._read_tasks``)
         table = parquet.read(columns=layout.columns, use_threads=False)
         if layout.harness:
             return _from_harness(table, file), False

@@ -18,7 +18,7 @@ from forgetmap.importers.lighteval.files import EXTRACTED
 from forgetmap.importers.lighteval.status import row_status
 
 # what the reader keeps per row of a file, before sample ids are settled across the whole import
-# (the query and the whole prompt are done with once the file is read: lighteval._read_unit)
+# (the query and the whole prompt are done with once the file is read: reader._read_unit)
 FILE_COLUMNS = (
     "doc_id",
     "choices_key",
@@ -133,13 +133,13 @@ def _logprob_prediction(lls: list[float | None]) -> tuple[str | None, str | None
 
 def _extracted_answer(specifics: Any) -> str | None:
     """The first answer an extractive metric took out of the text (``specifics`` of v0.10,
-    ``doc.specific`` of v0.11+; ``lighteval_files.EXTRACTED``), or None."""
+    ``doc.specific`` of v0.11+; ``files.EXTRACTED``), or None."""
     extracted = _as_list(_as_dict(specifics).get(EXTRACTED))
     return json_text(extracted[0]) if extracted else None
 
 
 def _status(prompt_cut: Any, specifics: Any, scored: bool | None) -> str | None:
-    """As the kernels' status (``lighteval_status.row_status``): from the tokens cut from the
+    """As the kernels' status (``status.row_status``): from the tokens cut from the
     prompt (a count, or a list of counts), the extractive metric's answers, and, for a
     log-likelihood row (``scored`` not None), whether its scores gave a prediction."""
     counts = [_number(c) for c in _as_list(prompt_cut)] if prompt_cut is not None else []

@@ -85,7 +85,7 @@ def string_lists(col) -> pa.Array:
 
 def logprob_texts(scores: pa.Array, choices: pa.Array | None) -> tuple[pa.Array, pa.Array]:
     """(response, prediction) of log-likelihood rows, each as a one-item list per row, as the row
-    reader gives them (``lighteval_rows._logprob_prediction``): the scores as a JSON list
+    reader gives them (``rows._logprob_prediction``): the scores as a JSON list
     (``common.logprob_lists_json``) and the index of the highest score, the first of equals.
 
     ``scores``: per row a list of per-choice log-likelihoods (v0.11+ ``logprobs``) or of
@@ -225,7 +225,7 @@ def chosen_metric(metrics: pa.Array, metric: str | None) -> str:
 
 def extracted_answers(specifics: pa.ChunkedArray | pa.Array) -> pa.Array | None:
     """The answers an extractive metric took out of each row's text (``specifics`` or
-    ``doc.specific``: ``lighteval_files.EXTRACTED``), as lists of strings; None where the file
+    ``doc.specific``: ``files.EXTRACTED``), as lists of strings; None where the file
     holds none; SlowPath where they are not lists of strings (the row reader takes them)."""
     if is_text(specifics.type):
         raise SlowPath  # stored as text

@@ -91,7 +91,7 @@ def line_filters(
 def read_results(results: Path) -> dict[str, Any]:
     """The JSON object of an lm-eval results file (a byte-order mark is allowed); InputError
     naming the file and what is wrong where it is not one. The one reader of results files: a
-    caller that only looks for them among other JSON files (``lm_eval_legacy``) catches the
+    caller that only looks for them among other JSON files (``lm_eval.legacy``) catches the
     error, one that needs the file lets it stop the import."""
     try:
         size = results.stat().st_size

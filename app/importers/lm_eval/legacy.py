@@ -7,9 +7,9 @@ and ``=`` replaced by ``__``, and in the file the task's logged samples as one J
 (``json.dumps(samples, indent=2)``, so no line holds a sample of its own). A sample is what later
 releases write as a line, less the hashes, the filter and the metric list. The task of a file is
 known only through its results file (task names and model arguments both hold underscores), so
-a run is found by its results file. The samples are read by the row reader (``lm_eval_rows``);
+a run is found by its results file. The samples are read by the row reader (``lm_eval.rows``);
 a task scored with several filters holds each document once per filter, named by the results'
-``filter_list`` (``lm_eval_filters``).
+``filter_list`` (``lm_eval.filters``).
 """
 
 from __future__ import annotations

@@ -17,19 +17,19 @@ request is ``(context, continuation)``, and one request ``(context, generation_k
 tracker rewrites it as ``{"gen_args_<i>": {"arg_<j>": ...}}`` when saving. Both are read. The
 tracker also runs ``resps``/``filtered_resps`` through ``sanitize_list``, which turns every leaf
 into a string, so log-likelihoods arrive as ``"-1.2"``; numbers are accepted too. lm-eval 0.4.0 to
-0.4.2 wrote each task's samples as one JSON array under another name (``lm_eval_legacy``).
+0.4.2 wrote each task's samples as one JSON array under another name (``lm_eval.legacy``).
 
 Files are read with Arrow: pyarrow's JSON reader parses a file into columns, and kernels turn
 them into the normalized columns (``_arrow_columns``), with no per-line Python. A file in a shape
 they do not handle (the older list form, whose ``[ll, false]`` pairs mix types; a metric stored
 as text; a NaN score; a field whose type changes between lines; invalid JSON or UTF-8) is read
-line by line by ``lm_eval_rows``, which gives the same columns and names the line of an error.
+line by line by ``lm_eval.rows``, which gives the same columns and names the line of an error.
 A log-likelihood row's response is its scores as a JSON list (``common.logprob_lists_json``).
 
 Rows are keyed by (task, doc_id, filter): a task evaluated with several filters (gsm8k's
 ``strict-match`` and ``flexible-extract``, every CoT task) has one line per filter and document.
 lm-eval 0.4.7 and later name the filter in each line; 0.4.3 to 0.4.6 do not, and the run's
-results file beside the samples names them by their order (``lm_eval_filters``).
+results file beside the samples names them by their order (``lm_eval.filters``).
 One filter per task is imported: the one the caller names (``NAME`` for every task that has it,
 ``TASK=NAME`` for one task), else the first of ``DEFAULT_FILTERS`` the task has. The default
 prefers the lenient extraction: a forgetting map should count what a model knows, not whether a
@@ -164,7 +164,7 @@ def iter_lm_eval(
     on_filter: Callable[[str, str, list[str], str], None] | None = None,
 ) -> Iterator[pa.Table]:
     """Read lm-eval ``samples_*.jsonl`` (one file, or a directory searched recursively), and
-    lm-eval 0.4.0-0.4.2 runs' samples (``lm_eval_legacy``: at ``path`` or below it).
+    lm-eval 0.4.0-0.4.2 runs' samples (``lm_eval.legacy``: at ``path`` or below it).
 
     Yields the normalized table of ``forgetmap.importers.common`` (not validated: the caller does
     that), a task's file at a time. ``benchmark`` is the raw task name from the file name;
@@ -304,7 +304,7 @@ class _TaskFile(NamedTuple):
     task: str
     samples: Path
     results: Path | None  # the run's results file (where the samples file says which it is)
-    legacy: bool  # lm-eval 0.4.0-0.4.2: one JSON array (``lm_eval_legacy``)
+    legacy: bool  # lm-eval 0.4.0-0.4.2: one JSON array (``lm_eval.legacy``)
 
 
 def _task_files(path: Path) -> list[_TaskFile]:
@@ -594,7 +594,7 @@ def _generative(
         "response": _text_or_nulls(None if response is None else _leaves(response), n),
         "prediction": prediction,
         "choices": pa.nulls(n, pa.string()),
-        # lm-eval's filters found no answer (``lm_eval_rows.answer_status``)
+        # lm-eval's filters found no answer (``lm_eval.rows.answer_status``)
         "answer_status": pc.if_else(
             pc.fill_null(pc.equal(prediction, NO_ANSWER), False), NO_ANSWER_STATUS, ANSWERED
         ),
