@@ -461,12 +461,24 @@ def unit_counts(
     return _in_order(columns, ("pair_id", "benchmark_id", "seed", "k"))
 
 
-def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[int, int]:
+def unpaired_counts(conn: Connection, pair_ids: list[int] | None = None) -> Columns:
+    """Per (pair, benchmark) of the given pairs (None: all): the most samples of one seed that
+    only one of the two models holds (``coverage``), ordered by (pair, benchmark id)."""
+    where = "" if pair_ids is None else "WHERE pair_id IN (SELECT unnest($ids))"
+    sql = f"""
+        SELECT pair_id, benchmark_id, max(only_base + only_post) AS unpaired
+        FROM coverage {where} GROUP BY pair_id, benchmark_id ORDER BY pair_id, benchmark_id
+    """
+    params = {} if pair_ids is None else {"ids": list(pair_ids)}
+    return numpy_columns(conn.sql(sql, params=params))
+
+
+def pair_fingerprints(conn: Connection) -> dict[int, int]:
     """Per pair, a hash of everything its map records depend on: its transition and cross-seed
     cell counts, the seed-vs-seed counts of both its models (the noise floor), its names, label
-    and stage, the benchmarks' names, categories and full sizes, and (benchmark level) its
-    coverage counts. A pair whose hash
-    is unchanged has unchanged records."""
+    and stage, the benchmarks' names, categories and full sizes, and its coverage counts (a
+    model holding part of the other's questions is partial). A pair whose hash is unchanged has
+    unchanged records."""
     rows = conn.execute(
         f"""
         WITH t AS (
@@ -486,7 +498,7 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
             FROM benchmarks
         ), c AS (
             SELECT pair_id, bit_xor(hash(benchmark_id, seed, only_base, only_post, mismatched)) AS h
-            FROM coverage WHERE $with_coverage GROUP BY pair_id
+            FROM coverage GROUP BY pair_id
         )
         SELECT p.id, hash(t.n, t.h, x.n, x.h, sb.n, sb.h, sp.n, sp.h, b.n, b.h, c.h, p.label,
                           p.stage, mb.name, mp.name)
@@ -499,7 +511,6 @@ def pair_fingerprints(conn: Connection, *, with_coverage: bool = False) -> dict[
         LEFT JOIN c ON c.pair_id = p.id
         LEFT JOIN x ON x.pair_id = p.id
         CROSS JOIN b
-        """,
-        {"with_coverage": with_coverage},
+        """
     ).fetchall()
     return dict(rows)

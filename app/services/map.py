@@ -25,7 +25,16 @@ from forgetmap.db.store import Store
 from forgetmap.services import significance
 from forgetmap.services.cache import VersionCache
 from forgetmap.services.extractor_shift import extractor_shift, score_set_id
-from forgetmap.services.map_inputs import combined_half_widths, intervals, noise_grid, pair_noise
+from forgetmap.services.map_inputs import (
+    combined_half_widths,
+    full_or_seen,
+    full_size_by_id,
+    intervals,
+    nan_to_none,
+    noise_grid,
+    pair_noise,
+    unpaired_of,
+)
 
 LEVELS = ("benchmark", "category")
 
@@ -181,9 +190,10 @@ def _benchmark_columns(
     b_row = np.searchsorted(bench_ids, cols["benchmark_id"][starts])
     bench_name = np.asarray(benches["name"], dtype=object)
     bench_cat = np.asarray(benches["category"], dtype=object)
-    full_size = _full_sizes(benches)[b_row]
     at = {name: cols[name][starts] for name in ("seed", "pair_id", "only_base", "only_post",
                                                 "mismatched", "benchmark_id")}  # fmt: skip
+    known = full_size_by_id(benches)[at["benchmark_id"]]
+    full_size = full_or_seen(known, s["n"], at["only_base"] + at["only_post"])
     at.update(
         base=per_pair["base"][p_row], post=per_pair["post"][p_row], label=per_pair["label"][p_row],
         stage=per_pair["stage"][p_row], benchmark=bench_name[b_row], category=bench_cat[b_row],
@@ -276,17 +286,6 @@ def _records_from_columns(names: tuple[str, ...], lists: list[list]) -> list[dic
             gc.enable()
 
 
-def _full_sizes(benches: Columns) -> np.ndarray:
-    """Each benchmark's full size as floats, NaN where not known (imported results)."""
-    return np.array(
-        [np.nan if v is None else v for v in benches["full_size"].tolist()], dtype=np.float64
-    )
-
-
-def _nan_to_none(values: np.ndarray) -> list:
-    return [None if v != v else v for v in values.tolist()]
-
-
 def category_records_for(
     conn,
     pair_ids: list[int] | None,
@@ -374,9 +373,10 @@ def category_records_for(
         pb_key, pb_total, pb_in_total, interval["n"],
         {name: interval[f"{name}_true_half_width"] for name in ("f", "bt")}, aggregate, size, n_c,
     )  # fmt: skip
-    full_of = np.full(int(bench_ids.max()) + 1, np.nan)
-    full_of[bench_ids] = _full_sizes(benches)
-    pb_full = np.fmax(full_of[pb_bench], interval["n"])  # unknown: the paired samples
+    full_of = full_size_by_id(benches)
+    unpaired = unpaired_of(conn, pair_ids, cols["pair_id"][first], pb_bench)
+    pb_known = full_or_seen(full_of[pb_bench], interval["n"], unpaired)
+    pb_full = np.fmax(pb_known, interval["n"])  # unknown: the paired samples
 
     def summed(x: np.ndarray) -> np.ndarray:
         at = np.bincount(pb_key, weights=x, minlength=size)
@@ -386,7 +386,7 @@ def category_records_for(
 
     row_n = summed(interval["n"].astype(np.float64))
     row_full = summed(pb_full)
-    row_known = summed((~np.isnan(full_of[pb_bench])).astype(np.float64)) > 0
+    row_known = summed((~np.isnan(pb_known)).astype(np.float64)) > 0
     bounds = {}
     for name in ("f", "bt"):
         value, half = agg[f"{name}_true"], halves[name][row_key]
@@ -401,14 +401,14 @@ def category_records_for(
         "base": names_of["base"].tolist(), "post": names_of["post"].tolist(),
         "category": labels.tolist(), "n_benchmarks": agg["n_benchmarks"].tolist(),
         "seeds": agg["seeds"].tolist(), "f_true": agg["f_true"].tolist(),
-        "f_true_std": _nan_to_none(np.where(single, np.nan, agg["f_true_std"])),
+        "f_true_std": nan_to_none(np.where(single, np.nan, agg["f_true_std"])),
         "bt_true": agg["bt_true"].tolist(),
-        "bt_true_std": _nan_to_none(np.where(single, np.nan, agg["bt_true_std"])),
+        "bt_true_std": nan_to_none(np.where(single, np.nan, agg["bt_true_std"])),
         "f": agg["f"].tolist(), "bt": agg["bt"].tolist(), "f_max": agg["f_max"].tolist(),
         "bt_max": agg["bt_max"].tolist(), "pair_id": agg["pair"].tolist(),
         "label": names_of["label"].tolist(), "stage": names_of["stage"].tolist(),
-        "noise_floor": _nan_to_none(row_noise),
-        **{name: _nan_to_none(v)
+        "noise_floor": nan_to_none(row_noise),
+        **{name: nan_to_none(v)
            for name, v in derived_metrics(agg["f_true"], agg["bt_true"], agg["f_max"]).items()},
         "n": row_n.astype(np.int64).tolist(), **bounds,
         "full_size": [int(f) if k else None for f, k in zip(row_full.tolist(), row_known.tolist(), strict=True)],
@@ -477,7 +477,7 @@ class MapCache:
         significant over all of them (significance.refamily: one pair's write moves every p)."""
         parts = self._benchmark_parts
         with self.store.read() as conn:
-            prints = queries.pair_fingerprints(conn, with_coverage=True)
+            prints = queries.pair_fingerprints(conn)
         stale = self._stale(parts, prints)
         if stale:
             fresh: dict[int, list[dict]] = {p: [] for p in stale}

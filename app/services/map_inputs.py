@@ -1,6 +1,6 @@
 """The map's inputs beyond the transition counts: each (pair, benchmark)'s paired interval over its
 seeds, their half-widths combined into category means, and the seed-vs-seed noise floor of each
-model. Both read only count tables (``forgetmap.db.queries``), with the causes the map leaves
+model, and each benchmark's full size (known, or seen in the data). Both read only count tables (``forgetmap.db.queries``), with the causes the map leaves
 out left out of them too (``exclude``: bits of ``forgetmap.core.answer_status.CAUSE_BITS``).
 """
 
@@ -113,3 +113,44 @@ def pair_noise(
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # mean of two NaNs is NaN: no noise floor
         return np.nanmean(np.stack([lookup(base), lookup(post)]), axis=0)
+
+
+def full_or_seen(full: np.ndarray, n: np.ndarray, unpaired: np.ndarray) -> np.ndarray:
+    """A benchmark's full size where a worker's loader saw it; else, where one model holds
+    questions the other lacks, the questions either holds (``n`` paired plus ``unpaired``): an
+    import knows no full size, yet a post model with half of the base's questions is partial.
+    NaN: not known and nothing left out."""
+    seen = np.asarray(n, np.float64) + unpaired
+    return np.where(np.isnan(full) & (seen > n), seen, full)
+
+
+def full_sizes(benches: Columns) -> np.ndarray:
+    """Each benchmark's full size as floats, NaN where not known (imported results)."""
+    return np.array(
+        [np.nan if v is None else v for v in benches["full_size"].tolist()], dtype=np.float64
+    )
+
+
+def full_size_by_id(benches: Columns) -> np.ndarray:
+    """``full_sizes`` indexed by benchmark id."""
+    by_id = np.full(int(benches["id"].max()) + 1, np.nan)
+    by_id[benches["id"]] = full_sizes(benches)
+    return by_id
+
+
+def unpaired_of(
+    conn, pair_ids: list[int] | None, pair: np.ndarray, bench: np.ndarray
+) -> np.ndarray:
+    """``queries.unpaired_counts`` of each (``pair``, ``bench``), 0 where coverage has none."""
+    found = queries.unpaired_counts(conn, pair_ids)
+    width = int(max(bench.max(initial=0), found["benchmark_id"].max(initial=0))) + 1
+    keys = found["pair_id"].astype(np.int64) * width + found["benchmark_id"]
+    wanted = pair.astype(np.int64) * width + bench
+    at = np.minimum(np.searchsorted(keys, wanted), max(keys.size - 1, 0))
+    hit = keys[at] == wanted if keys.size else np.zeros(len(wanted), dtype=bool)
+    return np.where(hit, found["unpaired"][at] if keys.size else 0, 0).astype(np.float64)
+
+
+def nan_to_none(values: np.ndarray) -> list:
+    """The values as a list, NaN as None (JSON has no NaN)."""
+    return [None if v != v else v for v in values.tolist()]

@@ -268,3 +268,25 @@ def test_map_table_shows_names_as_typed(cli, tmp_path, monkeypatch):
     assert row[:2] == [f"{base} -> {post}", bench]
     [cat, _total] = _table_rows(cli("map").stdout)[1:]
     assert cat[0] == f"{base} -> {post}"
+
+
+def test_a_post_model_holding_part_of_the_questions_is_partial_without_a_known_size(
+    cli, tmp_path
+):
+    """Imported results carry no full size: the base answered alpha's 120 questions, the post
+    model only the first 60 of them, in two seeds. The map marks the pair partial, 60 of the 120
+    questions either model holds, at both levels and on the pair page; beta, whole on both
+    sides, stays unmarked."""
+    n = 120
+    k, pre, post = random_data(11, n, 2)
+    post_data = as_data(post, range(2))
+    post_data = {key: (v[:60] if key[0] == "alpha" else v) for key, v in post_data.items()}
+    import_pair(cli, tmp_path, as_data(pre, range(2)), post_data, k)
+    for r in records(cli):
+        expected = (60, 120, True) if r["benchmark"] == "alpha" else (n, None, False)
+        assert (r["n"], r["full_size"], r["partial"]) == expected, r
+    [cat, total] = records(cli, "category")
+    assert (cat["n"], cat["full_size"], cat["partial"]) == (60 + n, 120 + n, True)
+    assert (total["full_size"], total["partial"]) == (120 + n, True)
+    with TestClient(create_app(cli.db)) as client:
+        assert "partial: 60 of 120" in client.get("/pairs/1").text
