@@ -211,10 +211,11 @@ def series_export_command(ctx: click.Context, name: str, target: str, project: s
               show_default=True, help="The forgetmap app ($FORGETMAP_APP_URL).")  # fmt: skip
 @click.option("--token", envvar="FORGETMAP_API_TOKEN", help="A token ($FORGETMAP_API_TOKEN).")
 @click.option("--once", is_flag=True, help="Scan once and exit.")
+@stage_option("The run's post-training stage, its pairs' (a map filtered by stage keeps it)")
 def watch_command(directory: Path, base: str, series_name: str, every: float, benchmarks: str,
                   seeds: str, base_path: str | None, marker: str | None, engine: str, mode: str,
                   max_tokens: int, limit: int | None, app_url: str, token: str | None,
-                  once: bool) -> None:  # fmt: skip
+                  once: bool, stage: Stage | None) -> None:  # fmt: skip
     """Submit each complete checkpoint-<step> folder under DIRECTORY as training writes it."""
     import logging
 
@@ -232,7 +233,7 @@ def watch_command(directory: Path, base: str, series_name: str, every: float, be
         root=directory.resolve(), series=series_name, base=base, app_url=app_url, token=token,
         benchmarks=[b.strip() for b in benchmarks.split(",") if b.strip()], seeds=seed_list,
         config={"engine": engine, "mode": mode, "max_tokens": max_tokens, "limit": limit},
-        base_path=base_path, marker=marker, every=every,
+        base_path=base_path, marker=marker, every=every, stage=stage,
     )  # fmt: skip
     try:
         watch(settings, once=once)

@@ -127,6 +127,7 @@ class WatchSettings:
     base_path: str | None = None
     marker: str | None = None
     every: float = 60.0
+    stage: str | None = None  # the run's post-training stage, its pairs'
 
 
 def submit_all(
@@ -139,6 +140,8 @@ def submit_all(
         body = {"series": settings.series, "base": settings.base, "base_path": settings.base_path,
                 "folder": str(ck.path), "step": ck.step, "benchmarks": settings.benchmarks,
                 "seeds": settings.seeds, "config": settings.config}  # fmt: skip
+        if settings.stage is not None:
+            body["stage"] = settings.stage
         try:
             response = client.post("/api/checkpoints", json=body)
         except httpx.HTTPError as exc:

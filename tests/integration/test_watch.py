@@ -53,7 +53,7 @@ def test_watcher_submits_each_complete_checkpoint_once(tmp_path, models):
     watch_log = tmp_path / "watch.log"
     args = [FORGETMAP, "watch", str(run), "--base", "tiny-base", "--series", "run",
             "--base-path", str(dep.models / "tiny-base"), "--benchmarks", "local:toy.jsonl",
-            "--seeds", "0", "--engine", "transformers", "--max-tokens", "8"]  # fmt: skip
+            "--seeds", "0", "--engine", "transformers", "--max-tokens", "8", "--stage", "sft"]  # fmt: skip
     env = {**dep.worker_env, "FORGETMAP_APP_URL": dep.url, "FORGETMAP_API_TOKEN": dep.submit_token}
     watcher = None
     try:
@@ -92,6 +92,7 @@ def test_watcher_submits_each_complete_checkpoint_once(tmp_path, models):
         assert series == [{"id": 1, "name": "run", "base": "tiny-base", "steps": [1, 2]}]
         view = dep.http.get("/api/series/1").json()
         assert [c["post"] for c in view["checkpoints"]] == ["run/checkpoint-1", "run/checkpoint-2"]
+        assert {p["stage"] for p in dep.http.get("/api/pairs").json()} == {"sft"}  # --stage
         totals = [r for r in view["records"] if r["category"] == "Total"]
         assert [r["step"] for r in totals] == [1, 2] and all(r["seeds"] == 1 for r in totals)
         # the base was evaluated once: one job holds its shard, the other job only the checkpoint's
