@@ -6,7 +6,7 @@ only what a training script or a notebook imports, loaded on first use so that
 ``import forgetmap`` costs nothing: ``from forgetmap import ForgetmapCallback``.
 """
 
-__all__ = ["ForgetmapCallback"]
+__all__ = ["ForgetmapCallback", "__version__"]
 
 
 def __getattr__(name: str):
@@ -14,4 +14,8 @@ def __getattr__(name: str):
         from forgetmap.integrations.trainer import ForgetmapCallback
 
         return ForgetmapCallback
+    if name == "__version__":  # one version: pyproject.toml's, as the installed package says
+        from importlib.metadata import version
+
+        return version("forgetmap")
     raise AttributeError(f"module 'forgetmap' has no attribute {name!r}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import forgetmap
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse, Response
@@ -88,7 +89,7 @@ def create_app(
 
     app = FastAPI(
         title="forgetmap",
-        version="0.1.0",
+        version=forgetmap.__version__,
         description="What did post-training make a model forget? Chance-adjusted flips, sample by sample.",
         docs_url=None,  # served below from static/, not from a CDN
         redoc_url=None,

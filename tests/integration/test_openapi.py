@@ -85,3 +85,16 @@ def test_the_document_names_the_token_so_that_docs_can_send_it(client):
         for method, operation in operations.items():
             if method != "get":
                 assert operation["security"] == [{"token": []}], path
+
+
+def test_the_document_carries_the_one_version_of_the_package(client):
+    """One version, pyproject.toml's: what the installed package and the API document both say."""
+    import tomllib
+    from pathlib import Path
+
+    import forgetmap
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    declared = tomllib.loads(pyproject.read_text())["project"]["version"]
+    assert forgetmap.__version__ == declared
+    assert client.get("/openapi.json").json()["info"]["version"] == declared
