@@ -17,6 +17,7 @@ from forgetmap.contract.recovery import RecoveryIn
 from forgetmap.contract.results import ResultRow, ResultsIn
 from forgetmap.contract.shards import (
     WORKER_HEADER,
+    ClaimedShard,
     FailIn,
     FinishIn,
     ProgressIn,
@@ -105,7 +106,7 @@ class AppClient:
                 delay = min(delay * 2, 30)
         raise AppUnavailable(f"{method} {path} failed {self.attempts} times: {problem}")
 
-    def start(self, shard_id: int, worker: str, delivery: str | None = None) -> dict | None:
+    def start(self, shard_id: int, worker: str, delivery: str | None = None) -> ClaimedShard | None:
         """Claim the shard; None when there is nothing to run (finished, cancelled, or running
         under another delivery of a re-sent message)."""
         body = StartIn(worker=worker, delivery=delivery)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from forgetmap.contract.base import problem_text
 from forgetmap.contract.jobs import Engine, Mode, Prompting, ShardStatus
 from forgetmap.contract.results import ResultRow
-from forgetmap.contract.shards import EvaluationShardSpec, ShardConfig, ShardData
+from forgetmap.contract.shards import ClaimedShard, EvaluationShardSpec, ShardConfig, ShardData
 from forgetmap.core.answer_status import ANSWERED, NO_ANSWER, TRUNCATED
 from forgetmap.runtime.paths import ModelPathError, ModelRules
 from forgetmap.worker.adaptive_slice import slice_items
@@ -41,11 +41,11 @@ class ShardFailed(RuntimeError):
     """The shard cannot succeed as specified (bad model, bad benchmark, engine error)."""
 
 
-def shard_spec(shard: dict, spec_model: type[Spec]) -> Spec:
+def shard_spec(shard: ClaimedShard, spec_model: type[Spec]) -> Spec:
     """The claimed shard's spec as ``spec_model`` (app/contract); a spec it refuses fails the
     shard before anything is loaded."""
     try:
-        return spec_model.model_validate(shard["spec"])
+        return spec_model.model_validate(shard.spec)
     except ValidationError as exc:
         raise ShardFailed(f"the shard's spec is not valid: {problem_text(exc)}") from exc
 
@@ -76,24 +76,24 @@ class EngineCache:
 
 
 def run_shard(
-    shard: dict, *, client: AppClient, engines: EngineCache, settings: WorkerSettings
+    shard: ClaimedShard, *, client: AppClient, engines: EngineCache, settings: WorkerSettings
 ) -> str:
     """Evaluate a claimed shard and report it. Returns 'done' or 'cancelled'; raises ShardFailed."""
     checked = shard_spec(shard, EvaluationShardSpec)
     model, cfg = checked.model, checked.config
-    shard_id, seed = shard["id"], shard["seed"]
+    shard_id, seed = shard.id, shard.seed
     try:  # checked again here: a job row that reached the queue another way loads nothing outside
         path = ModelRules.of(settings).check(model.path)
     except ModelPathError as exc:
         raise ShardFailed(str(exc)) from exc
-    if shard["benchmark"].startswith("local:") and not settings.benchmark_dirs:
+    if shard.benchmark.startswith("local:") and not settings.benchmark_dirs:
         raise ShardFailed(
-            f"local benchmark {shard['benchmark']!r} refused: no benchmark folders configured "
+            f"local benchmark {shard.benchmark!r} refused: no benchmark folders configured "
             "(set FORGETMAP_BENCHMARK_DIRS on the worker)"
         )
     try:
         loaded = load_benchmark(
-            shard["benchmark"],
+            shard.benchmark,
             local_dirs=settings.benchmark_dirs,
             limit=cfg.limit,
             seed=seed,
@@ -122,7 +122,7 @@ def run_shard(
 
     total = len(todo)
     log.info("shard %d: %s on %s seed %d, %d items (%s, %s prompting)", shard_id, model.name,
-             shard["benchmark"], seed, total, cfg.mode, cfg.prompting)  # fmt: skip
+             shard.benchmark, seed, total, cfg.mode, cfg.prompting)  # fmt: skip
     if client.progress(shard_id, 0, total) == ShardStatus.cancelled:
         return ShardStatus.cancelled
     started = time.monotonic()

@@ -20,6 +20,7 @@ from typing import Any
 from forgetmap.analysis.recoverability_fitting import LOG_BETA_GRID
 from forgetmap.contract.jobs import ShardStatus
 from forgetmap.contract.recovery import CorpusIn, RecoveryIn, RecoveryShardSpec
+from forgetmap.contract.shards import ClaimedShard
 from forgetmap.runtime.paths import ModelPathError, ModelRules, confined
 from forgetmap.worker.client import AppClient
 from forgetmap.worker.evaluate import ShardFailed, shard_spec
@@ -109,11 +110,11 @@ def _hub_documents(dataset_id: str, corpus: CorpusIn) -> tuple[list[str], list[s
     return [f"{dataset_id}:{i}" for i in range(len(texts))], texts
 
 
-def run_recover_shard(shard: dict, *, client: AppClient, settings: WorkerSettings) -> str:
+def run_recover_shard(shard: ClaimedShard, *, client: AppClient, settings: WorkerSettings) -> str:
     """Run a claimed recoverability shard and report it. Returns 'done' or 'cancelled'; raises
     ShardFailed when the shard cannot succeed as specified."""
     spec = shard_spec(shard, RecoveryShardSpec)
-    shard_id, options = shard["id"], spec.options
+    shard_id, options = shard.id, spec.options
     models = {"base": spec.base, "post": spec.post}
     paths = {}
     for role, model in models.items():

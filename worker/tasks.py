@@ -80,7 +80,7 @@ def make_worker_app(settings: WorkerSettings) -> Celery:
             log.info("shard %d: nothing to do (finished, cancelled or running elsewhere)", shard_id)
             return "skipped"
         try:
-            if shard.get("kind") == ShardKind.recover:
+            if shard.kind == ShardKind.recover:
                 engines.close()  # the analysis loads its own models (transformers, full logits)
                 return run_recover_shard(shard, client=client, settings=settings)
             return run_shard(shard, client=client, engines=engines, settings=settings)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from forgetmap.contract.base import MAX_ID, Choice, Int, Name, Strict
-from forgetmap.contract.jobs import EvalConfigIn, ModelIn, Prompting
+from forgetmap.contract.jobs import EvalConfigIn, ModelIn, Prompting, ShardKind
 from pydantic import BaseModel, ConfigDict, Field
 
 # the worker names itself in this header on every call, so the app can say which worker it refused
@@ -63,11 +63,26 @@ class StartIn(Strict):
     delivery: Annotated[str, Field(max_length=200)] | None = None
 
 
+class ClaimedShard(BaseModel):
+    """A shard as the app hands it to the worker that claimed it: what the worker reads of its
+    row (other columns are ignored), the spec still a mapping that its kind's model checks in the
+    worker before anything loads (``EvaluationShardSpec``; recoverability's
+    ``RecoveryShardSpec``), so that a spec an older app wrote fails as the shard's own error."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    id: int
+    job_id: int
+    kind: ShardKind = ShardKind.evaluate
+    benchmark: Annotated[str, Field(min_length=1)]
+    seed: int
+    spec: dict[str, Any]
+
+
 class ShardClaim(BaseModel):
-    """The answer to a start: whether to run, and the shard (its row, spec parsed) when so."""
+    """The answer to a start: whether to run, and the shard when so."""
 
     run: bool
-    shard: dict[str, Any] | None
+    shard: ClaimedShard | None
 
 
 class ProgressIn(Strict):

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from forgetmap.contract.jobs import EvaluateJobIn, ModelIn
 from forgetmap.contract.recovery import RecoverJobIn
+from forgetmap.contract.shards import ClaimedShard
 from forgetmap.runtime.broker import BrokerSettings
 from forgetmap.runtime.config import WebSettings
 from forgetmap.services.jobs import create_job
@@ -324,10 +325,11 @@ def _run_in_worker(shard: dict, disk, *, allow_hub: bool, kind: str) -> tuple[st
     client = AppClient(settings.app_url, settings.token, worker_name="w")  # never reached
     try:
         with pytest.raises(ShardFailed) as failed:
+            claimed = ClaimedShard.model_validate(shard)  # as the worker's client reads it
             if kind == "evaluate":
-                run_shard(shard, client=client, engines=EngineCache(factory), settings=settings)
+                run_shard(claimed, client=client, engines=EngineCache(factory), settings=settings)
             else:
-                run_recover_shard(shard, client=client, settings=settings)
+                run_recover_shard(claimed, client=client, settings=settings)
     finally:
         client.close()
     return str(failed.value), loaded

@@ -2,6 +2,7 @@
 against the boundary before loading anything."""
 
 import pytest
+from forgetmap.contract.shards import ClaimedShard
 from forgetmap.worker.evaluate import ShardFailed, run_shard
 from forgetmap.worker.recoverability_job import run_recover_shard
 from forgetmap.worker.settings import WorkerSettings
@@ -15,7 +16,7 @@ SPEC = {
 
 
 def _run(spec: dict):
-    shard = {"id": 1, "job_id": 1, "seed": 0, "benchmark": "local:nothing.jsonl", "spec": spec}
+    shard = ClaimedShard(id=1, job_id=1, seed=0, benchmark="local:nothing.jsonl", spec=spec)
     # no client and no engines: a refused spec must fail before either is used
     return run_shard(
         shard, client=None, engines=None, settings=WorkerSettings(name="w", benchmark_dirs=[])
@@ -50,8 +51,7 @@ RECOVER_SPEC = {
 
 
 def _recover(spec: dict):
-    shard = {"id": 1, "job_id": 1, "kind": "recover", "seed": 0, "benchmark": "recover:x",
-             "spec": spec}  # fmt: skip
+    shard = ClaimedShard(id=1, job_id=1, kind="recover", seed=0, benchmark="recover:x", spec=spec)
     settings = WorkerSettings(name="w", benchmark_dirs=[], corpus_dirs=[])
     return run_recover_shard(shard, client=None, settings=settings)
 
