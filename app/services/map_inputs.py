@@ -124,17 +124,11 @@ def full_or_seen(full: np.ndarray, n: np.ndarray, unpaired: np.ndarray) -> np.nd
     return np.where(np.isnan(full) & (seen > n), seen, full)
 
 
-def full_sizes(benches: Columns) -> np.ndarray:
-    """Each benchmark's full size as floats, NaN where not known (imported results)."""
-    return np.array(
-        [np.nan if v is None else v for v in benches["full_size"].tolist()], dtype=np.float64
-    )
-
-
 def full_size_by_id(benches: Columns) -> np.ndarray:
-    """``full_sizes`` indexed by benchmark id."""
+    """Each benchmark's full size as floats, indexed by benchmark id; NaN where not known
+    (imported results)."""
     by_id = np.full(int(benches["id"].max()) + 1, np.nan)
-    by_id[benches["id"]] = full_sizes(benches)
+    by_id[benches["id"]] = [np.nan if v is None else v for v in benches["full_size"].tolist()]
     return by_id
 
 

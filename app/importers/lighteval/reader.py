@@ -51,8 +51,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from forgetmap.core.columns import dictionary_codes, one_array
-from forgetmap.core.prompt_templates import settle_unit
-from forgetmap.core.sample_identity import identify, unit_questions
+from forgetmap.core.sample_identity import identify
 from forgetmap.importers.common import InputError, build_table, whole_units
 from forgetmap.importers.lighteval.files import read_columns
 from forgetmap.importers.lighteval.rows import DEFAULT_METRICS, row_columns
@@ -60,8 +59,9 @@ from forgetmap.importers.lighteval.runs import find_runs, model_names, plan_file
 from forgetmap.importers.lighteval.slices import SlicedFile, sliced_file
 from forgetmap.importers.lighteval.uniform import (
     from_uniform,
-    prompt_or_query,
+    has_document_ids,
     rows_table,
+    settled_texts,
     uniform_or_none,
     uniform_rows,
 )
@@ -96,23 +96,18 @@ def _read_unit(file: Path, table: pa.Table, nested: bool, metric: str | None,
         columns = row_columns(table, nested, metric, file)
         query, prompt = columns["query"], columns["prompt"]
         rows, slow = rows_table(columns), True
-    # what all queries of this (task, run) share is removed to leave the question: at word
-    # boundaries for its key, at line breaks for what lists show
-    questions = unit_questions(query)
     # the template is settled here, file by file, so that the query and the whole prompts (a
     # base model's few-shot block in every row: most of an import's memory) are let go with
     # their task (``_read_task``), not kept to the end: a paper import's peak memory 1.3 ->
     # 0.8-0.9 GB, a third fewer page faults
-    settled = settle_unit(prompt_or_query(prompt, query), questions.shown)
+    questions, settled = settled_texts(query, prompt)
     rows = rows.set_column(rows.schema.get_field_index("prompt"), "prompt", settled.own)
-    doc_id = rows["doc_id"]
     return _Unit(
         rows,
         slow,
         questions.keyed,
         questions.shown,
-        doc_id.null_count == 0
-        and not pc.any(pc.equal(pc.utf8_trim_whitespace(doc_id), "")).as_py(),
+        has_document_ids(rows["doc_id"]),
         settled.prefix,
         settled.suffix,
     )

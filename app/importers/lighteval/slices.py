@@ -31,18 +31,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from forgetmap.core.columns import one_array
 from forgetmap.core.errors import InputError
-from forgetmap.core.prompt_templates import settle_unit
-from forgetmap.core.sample_identity import identify, unit_questions
+from forgetmap.core.sample_identity import identify
 from forgetmap.importers.lighteval.files import Layout, layout_of, with_twin
 from forgetmap.importers.lighteval.uniform import (
     SlowPath,
     field,
     gold_indices,
+    has_document_ids,
     is_text,
     is_text_list,
     option_columns,
     optional_field,
-    prompt_or_query,
+    settled_texts,
 )
 
 SLICE_BYTES = 4 << 20
@@ -224,11 +224,8 @@ def _keys(table: pa.Table, nested: bool) -> FileKeys:
     options = option_columns(
         pc.cast(choices, strings), first_gold, n_gold, pc.cast(gold_texts, strings)
     )
-    questions = unit_questions(query)
-    settled = settle_unit(prompt_or_query(prompt, query), questions.shown)
-    has_ids = (
-        doc_id.null_count == 0 and not pc.any(pc.equal(pc.utf8_trim_whitespace(doc_id), "")).as_py()
-    )
+    questions, settled = settled_texts(query, prompt)
+    has_ids = has_document_ids(doc_id)
     sample_id = identify(
         pa.table(
             {

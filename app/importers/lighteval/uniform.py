@@ -12,6 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from forgetmap.core.columns import first_items, first_max_positions, one_array, one_item_lists
+from forgetmap.core.prompt_templates import SettledPrompts, settle_unit
+from forgetmap.core.sample_identity import Questions, unit_questions
 from forgetmap.importers.common import binary_column, choices_json_column, logprob_lists_json
 from forgetmap.importers.lighteval.files import EXTRACTED
 from forgetmap.importers.lighteval.rows import DEFAULT_METRICS, FILE_COLUMNS
@@ -339,6 +341,22 @@ def uniform_rows(read: list[tuple[pa.Table, bool]], metric: str | None) -> list[
                 bounds = zip(starts[:-1], starts[1:], strict=True)
                 return [together.slice(a, b - a) for a, b in bounds]
     return [uniform_or_none(table, nested, metric) for table, nested in read]
+
+
+def settled_texts(query, prompt) -> tuple[Questions, SettledPrompts]:
+    """One file's questions (what all of its queries share removed: at word boundaries for keys,
+    at line breaks for what lists show) and its prompts' template around each row's own part,
+    the prompt standing in for a missing query (``prompt_or_query``). A whole file's reader and a
+    sliced file's key pass (``slices``) both settle a file here."""
+    questions = unit_questions(query)
+    return questions, settle_unit(prompt_or_query(prompt, query), questions.shown)
+
+
+def has_document_ids(doc_id: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether every row of a file has a document id (not blank): its ids are then its keys."""
+    if doc_id.null_count:
+        return False
+    return not pc.any(pc.equal(pc.utf8_trim_whitespace(doc_id), "")).as_py()
 
 
 def prompt_or_query(prompt: pa.Array, query: pa.Array) -> pa.Array:
