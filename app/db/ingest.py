@@ -15,7 +15,6 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +29,7 @@ from forgetmap.core.taxonomy import UNCATEGORIZED, BenchmarkMeta, lookup
 from forgetmap.db.categories import category_changes
 from forgetmap.db.pairing import refresh_counts
 from forgetmap.db.prompts import store_template_pairs, store_templates
-from forgetmap.db.store import Connection
+from forgetmap.db.store import Connection, one_row
 from forgetmap.db.texts import TextWriter
 
 Progress = Callable[[str, int, int], None]
@@ -68,8 +67,8 @@ def ensure_models(conn: Connection, names: list[str]) -> None:
 def set_model_meta(
     conn: Connection, name: str, *, family: str | None, size_params: int | None
 ) -> None:
-    counted = conn.execute("SELECT count(*) FROM models WHERE name = ?", [name]).fetchone()
-    if cast(tuple, counted)[0] == 0:  # count(*): always one row
+    counted = one_row(conn.execute("SELECT count(*) FROM models WHERE name = ?", [name]).fetchone())
+    if counted[0] == 0:
         raise InputError(f"unknown model {name!r}; import its results first")
     conn.execute(
         "UPDATE models SET family = coalesce(?, family), size_params = coalesce(?, size_params) "
