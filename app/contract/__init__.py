@@ -1,32 +1,10 @@
 """Every typed body that crosses a boundary (HTTP, queue, CLI, form): pydantic models with their
 limits, written and read by the same classes on both sides. ``base`` (strict models, checking),
-``jobs`` (what a job is made of), ``shards`` (a shard's spec, the worker's calls about it),
-``results`` (per-sample uploads), ``recovery`` (recoverability jobs and uploads), ``errors``.
+``limits`` (the ranges every door shares, without pydantic), ``jobs`` (what a job is made of),
+``job_in`` (the body of ``POST /api/jobs``, any kind), ``shards`` (a shard's spec, the worker's
+calls about it), ``results`` (per-sample uploads), ``recovery`` (recoverability jobs and uploads),
+``imports`` (an import's options and summary), ``errors``.
 
-:data:`JobIn`, the body of ``POST /api/jobs``, lives here: it unites a kind from ``jobs`` with one
-from ``recovery``, which itself builds on ``jobs``."""
-
-from __future__ import annotations
-
-from typing import Annotated, Any
-
-from forgetmap.contract.jobs import EvaluateJobIn, SeriesJobIn
-from forgetmap.contract.recovery import RecoverJobIn
-from pydantic import Discriminator, Tag
-
-
-def _job_kind(value: Any) -> str:
-    kind = (
-        value.get("kind", "evaluate") if isinstance(value, dict) else getattr(value, "kind", None)
-    )
-    return kind if kind in ("evaluate", "recover", "series") else "evaluate"
-
-
-JobIn = Annotated[
-    Annotated[EvaluateJobIn, Tag("evaluate")]
-    | Annotated[RecoverJobIn, Tag("recover")]
-    | Annotated[SeriesJobIn, Tag("series")],
-    Discriminator(_job_kind),
-]
-"""An evaluation, a recoverability analysis (``"kind": "recover"``) or a training run
-(``"kind": "series"``); no kind means an evaluation."""
+This package imports none of its modules: a command that needs one (``forgetmap import`` reads
+``imports`` and ``limits``) does not pay for pydantic and every job model (0.17 s).
+"""

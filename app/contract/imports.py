@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from forgetmap.contract.base import seed_problem
+from forgetmap.contract.limits import seed_problem
 from forgetmap.core.errors import InputError
 
 KINDS = ("table", "lm-eval", "lighteval", "inspect", "eee")

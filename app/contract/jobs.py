@@ -11,7 +11,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from forgetmap.contract.base import MAX_SEED, MIN_SEED, Choice, Int, Name, Strict
+from forgetmap.contract.base import Choice, Int, Name, Strict
+from forgetmap.contract.limits import MAX_SEED, MIN_SEED
 from forgetmap.core.errors import InputError
 from forgetmap.core.stages import Stage  # the one list of stages (CLI included)
 from pydantic import BaseModel, Field, model_validator

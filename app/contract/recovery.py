@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from forgetmap.contract.base import MAX_ID, Int, Name, Strict
+from forgetmap.contract.base import Int, Name, Strict
 from forgetmap.contract.jobs import ModelIn
+from forgetmap.contract.limits import MAX_ID
 from forgetmap.contract.shards import ShardModel
 from forgetmap.core.errors import InputError
 from forgetmap.core.recoverability_names import CONTROLS, DEFAULT_K, DEFAULT_MAX_TOKENS

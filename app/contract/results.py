@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from forgetmap.contract.base import MAX_ID, Int, Strict
+from forgetmap.contract.base import Int, Strict
+from forgetmap.contract.limits import MAX_ID
 from pydantic import Field, model_validator
 
 AnswerStatus = Literal["answered", "no_answer", "truncated", "refused"]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from forgetmap.contract.base import MAX_ID, Choice, Int, Name, Strict
+from forgetmap.contract.base import Choice, Int, Name, Strict
 from forgetmap.contract.jobs import EvalConfigIn, ModelIn, Prompting, ShardKind
+from forgetmap.contract.limits import MAX_ID
 from pydantic import BaseModel, ConfigDict, Field
 
 # the worker names itself in this header on every call, so the app can say which worker it refused

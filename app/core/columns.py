@@ -151,6 +151,19 @@ OFFSET_LIMIT = 2**31 - 1
 _LARGE = {pa.string(): pa.large_string(), pa.binary(): pa.large_binary()}
 
 
+def text_without_bytes(texts: pa.Array | pa.ChunkedArray, start: int, finish: int) -> pa.Array:
+    """Each string without its first ``start`` and last ``finish`` bytes. Byte offsets keep the
+    slicing O(bytes kept) (codepoint slicing scans each long prompt from its start). Callers cut
+    between characters (at whitespace, or at a template's ends), so the bytes kept are viewed as
+    text again rather than cast, which would validate every byte as UTF-8 once more (most of a
+    small file's cutting)."""
+    texts = one_array(texts)
+    large = pa.types.is_large_string(texts.type)
+    raw = texts.view(pa.large_binary() if large else pa.binary())
+    kept = pc.binary_slice(raw, start, -finish if finish else SLICE_TO_END)
+    return kept.view(pa.large_string() if large else pa.string())
+
+
 def one_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The column as one array: an array as it is, a single chunk as it is (``combine_chunks``
     would copy it), several chunks (or none) combined. Text chunks holding more than

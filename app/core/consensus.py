@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
+from forgetmap.core.distributions import binomial_cdf
 from forgetmap.core.metrics import GENERATIVE, chance_and_ceilings
 
 TRANSITIONS = ("0->0", "0->1", "1->0", "1->1")
@@ -250,8 +251,6 @@ def beyond_noise(
     """Per question: whether flipping in ``seeds_flipped`` of ``seeds`` seeds is unlikely
     (P <= ``NOISE_ALPHA``) under seed noise at the rate ``noise_floor`` (NaN: not known -> False);
     the binomial upper tail P(X >= m) = 1 - F(m - 1; S, r)."""
-    from scipy.special import bdtr
-
     m = np.asarray(seeds_flipped, dtype=np.int64)
     s = np.asarray(seeds, dtype=np.int64)
     r = np.asarray(noise_floor, dtype=np.float64)
@@ -259,7 +258,7 @@ def beyond_noise(
     tail = np.ones(np.broadcast(m, s, r).shape)
     if known.any():
         mk, sk, rk = (np.broadcast_to(a, tail.shape)[known] for a in (m, s, r))
-        tail[known] = 1.0 - bdtr(mk - 1, sk, np.clip(rk, 0.0, 1.0))
+        tail[known] = 1.0 - binomial_cdf(mk - 1, sk, np.clip(rk, 0.0, 1.0))
     return known & (tail <= NOISE_ALPHA)
 
 

@@ -28,12 +28,12 @@ noise floor.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from forgetmap.core.distributions import binomial_cdf, student_t_quantile
 
 TOTAL = "Total"
 
@@ -312,17 +312,13 @@ def mcnemar_exact(n_01, n_10):
     Under H0 (no systematic change) each discordant sample is a fair coin between 0->1 and 1->0:
     p = min(1, 2 * P[Binomial(n_01 + n_10, 1/2) <= min(n_01, n_10)]). 1.0 with no discordant pair.
     """
-    # scipy.special's binomial CDF (bdtr) is the C routine behind scipy.stats.binom.cdf; imported
-    # here because scipy.stats costs seconds at start-up and most commands never need it
-    from scipy.special import bdtr
-
     a = np.asarray(n_01)
     b = np.asarray(n_10)
     if np.any(a < 0) or np.any(b < 0):
         raise ValueError("counts must be non-negative")
     discordant = a + b
     p = np.where(
-        discordant > 0, np.minimum(1.0, 2.0 * bdtr(np.minimum(a, b), discordant, 0.5)), 1.0
+        discordant > 0, np.minimum(1.0, 2.0 * binomial_cdf(np.minimum(a, b), discordant, 0.5)), 1.0
     )
     return float(p) if p.ndim == 0 else p
 
@@ -459,17 +455,7 @@ def t_margin(std: float | None, seeds: int, level: float = 0.95) -> float | None
     t_{(1+level)/2, seeds-1} * std / sqrt(seeds). None with one seed (no std)."""
     if std is None or seeds < 2:
         return None
-    return float(_t_quantile((1 + level) / 2, seeds - 1) * std / np.sqrt(seeds))
-
-
-@functools.lru_cache(maxsize=64)
-def _t_quantile(q: float, df: int) -> float:
-    # scipy.special's stdtrit is the inverse of Student's t CDF (what scipy.stats.t.ppf calls),
-    # imported here because scipy.stats costs seconds at start-up; cached: a series page asks for
-    # the same few (q, df) many times
-    from scipy.special import stdtrit
-
-    return float(stdtrit(df, q))
+    return float(student_t_quantile((1 + level) / 2, seeds - 1) * std / np.sqrt(seeds))
 
 
 def distinct_below(keys: np.ndarray, space: int) -> np.ndarray:

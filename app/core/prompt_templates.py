@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from forgetmap.core.columns import SLICE_TO_END
+from forgetmap.core.columns import SLICE_TO_END, text_without_bytes
 from forgetmap.core.sample_identity import unit_affixes
 
 MIN_TEMPLATE_BYTES = 16
@@ -120,9 +120,8 @@ def settle_unit(prompts: pa.Array, questions: pa.Array) -> SettledPrompts:
     if found is None:
         return SettledPrompts(texts, None, None)
     prefix, suffix = found
-    head, tail = len(prefix.encode()), len(suffix.encode())
-    own = pc.binary_slice(pc.cast(texts, pa.binary()), head, -tail if tail else SLICE_TO_END)
-    return SettledPrompts(pc.cast(own, pa.string()), prefix, suffix)
+    own = text_without_bytes(texts, len(prefix.encode()), len(suffix.encode()))
+    return SettledPrompts(own, prefix, suffix)
 
 
 def _strings(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

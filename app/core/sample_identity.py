@@ -31,7 +31,13 @@ from typing import NamedTuple, cast
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from forgetmap.core.columns import SLICE_TO_END, dictionary_codes, one_array, pairs_repeat
+from forgetmap.core.columns import (
+    SLICE_TO_END,
+    dictionary_codes,
+    one_array,
+    pairs_repeat,
+    text_without_bytes,
+)
 from forgetmap.core.digests import ascii_joined_md5_prefixes, md5_prefixes
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
 
@@ -121,7 +127,7 @@ def question_texts(queries: pa.Array | pa.ChunkedArray, start: int, finish: int)
     """One unit's questions: its queries without the shared affixes (byte lengths), trimmed."""
     texts = pc.cast(one_array(queries), pa.string())
     if start or finish:
-        texts = _without_bytes(texts, start, finish)
+        texts = text_without_bytes(texts, start, finish)
     return pc.utf8_trim_whitespace(texts)
 
 
@@ -135,15 +141,10 @@ class Questions(NamedTuple):
 def unit_questions(queries: pa.Array | pa.ChunkedArray) -> Questions:
     """``question_texts`` of one unit at both of ``unit_affixes``' cuts."""
     cuts = unit_affixes(queries)
-    return Questions(question_texts(queries, *cuts.words), question_texts(queries, *cuts.lines))
-
-
-def _without_bytes(texts: pa.Array, start: int, finish: int) -> pa.Array:
-    """Each string without its first ``start`` and last ``finish`` bytes: byte offsets keep the
-    slicing O(bytes kept) (codepoint slicing scans each long prompt from its start); the cuts lie at
-    whitespace (``unit_affixes``), so between characters."""
-    raw = pc.binary_slice(pc.cast(texts, pa.binary()), start, -finish if finish else SLICE_TO_END)
-    return pc.cast(raw, pa.string())
+    keyed = question_texts(queries, *cuts.words)
+    if cuts.lines == cuts.words:  # usual: what all queries share ends at a line break
+        return Questions(keyed, keyed)
+    return Questions(keyed, question_texts(queries, *cuts.lines))
 
 
 def _row_groups(

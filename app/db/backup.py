@@ -43,8 +43,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-from forgetmap.contract.base import MIN_SEED
 from forgetmap.contract.jobs import JobStatus, ShardKind, ShardStatus
+from forgetmap.contract.limits import MIN_SEED
 from forgetmap.db.store import HEAD_REVISION, Connection, Store, StoreError, open_store
 from forgetmap.db.texts import PARTIAL, committed_names, folder_of
 from forgetmap.runtime.private import keep_new_files_private, make_private

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
-from forgetmap.contract.base import MAX_SEED, MIN_SEED, seed_problem
+from forgetmap.contract.limits import MAX_SEED, MIN_SEED, seed_problem
 from forgetmap.core.answer_status import ANSWERED, NO_ANSWER, STATUSES, TRUNCATED
 from forgetmap.core.columns import dictionary_codes, map_values
 from forgetmap.importers.common import (
@@ -357,7 +357,7 @@ _INTEGER = r"^[+-]?0*\d{1,18}$"
 
 
 def _check_seeds(seeds: pa.ChunkedArray, source: str, first_row: int) -> None:
-    """Seeds in the range every door takes (forgetmap.contract.base.seed_problem): 0 up, an INTEGER."""
+    """Seeds in the range every door takes (forgetmap.contract.limits.seed_problem): 0 up, an INTEGER."""
     bad = pc.or_(pc.less(seeds, MIN_SEED), pc.greater(seeds, MAX_SEED))
     if pc.any(bad).as_py():
         row, value = _first_bad(bad, seeds, first_row)

@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 
 from fastapi import Depends, HTTPException, Path, Query, Request
 from forgetmap.analysis.lab import LabParams
-from forgetmap.contract.base import MAX_ID
 from forgetmap.contract.imports import IMPORT_JOB_KIND
+from forgetmap.contract.limits import MAX_ID
 from forgetmap.contract.shards import WORKER_HEADER
 from forgetmap.core.answer_status import TRUNCATED, cause_mask, parse_exclude
 from forgetmap.core.errors import InputError

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from forgetmap.contract import JobIn
+from forgetmap.contract.job_in import JobIn
 from forgetmap.contract.jobs import (
     TERMINAL,
     EvaluateJobIn,

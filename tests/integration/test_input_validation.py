@@ -13,7 +13,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from forgetmap.contract.base import MAX_SEED
+from forgetmap.contract.limits import MAX_SEED
 from forgetmap.core.stages import STAGE_NAMES
 from forgetmap.demo.layouts.lm_eval import write_lm_eval_samples
 from forgetmap.demo.layouts.paper import make_items, write_run

@@ -10,7 +10,7 @@ from itertools import combinations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from forgetmap.contract.base import MAX_SEED
+from forgetmap.contract.limits import MAX_SEED
 from forgetmap.db import open_store
 from forgetmap.db.pairing import add_pair
 from forgetmap.importers import import_file

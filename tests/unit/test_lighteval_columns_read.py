@@ -33,7 +33,10 @@ def _details(path: Path, style: str, n: int = 40, **write) -> list[dict]:
 
 
 def _alike(path: Path) -> bool:
-    return lighteval_files.stored_alike(pq.ParquetFile(path), path, "example", "full_prompt")
+    parquet = pq.ParquetFile(path)
+    return lighteval_files.stored_alike(
+        parquet, path, "example", "full_prompt", arrow=parquet.schema_arrow
+    )
 
 
 def test_a_base_models_prompts_are_decoded_once_and_read_as_written(tmp_path):
@@ -86,7 +89,9 @@ def test_columns_of_other_types_or_shapes_are_never_twins(tmp_path):
     ]
     # a nested column has several leaves: not compared
     nested = pq.ParquetFile(path)
-    assert not lighteval_files.stored_alike(nested, path, "example", "metrics")
+    assert not lighteval_files.stored_alike(
+        nested, path, "example", "metrics", arrow=nested.schema_arrow
+    )
 
 
 def test_an_import_reads_the_same_rows_with_and_without_the_twin_shortcut(tmp_path, monkeypatch):
@@ -98,7 +103,7 @@ def test_an_import_reads_the_same_rows_with_and_without_the_twin_shortcut(tmp_pa
     folder = tmp_path / "out" / "details" / "org" / "base"
     assert all(_alike(f) for f in folder.rglob("*.parquet"))
     shortcut = read_lighteval(folder, model="base")
-    monkeypatch.setattr(lighteval_files, "stored_alike", lambda *args: False)
+    monkeypatch.setattr(lighteval_files, "stored_alike", lambda *args, **kwargs: False)
     decoded_twice = read_lighteval(folder, model="base")
     assert shortcut.equals(decoded_twice)
 

@@ -83,7 +83,10 @@ class Layout:
 
 def layout_of(parquet: pq.ParquetFile, file: Path) -> Layout:
     """The file's ``Layout``; InputError where it is not a lighteval details table."""
-    names = set(parquet.schema_arrow.names)
+    # ParquetFile.schema_arrow converts the footer's schema again on every access (nine times
+    # a file here, a sixth of a small file's read): taken once
+    schema = parquet.schema_arrow
+    names = set(schema.names)
     if {"doc", "model_response"} <= names:
         nested = True
     elif "metrics" in names and ({"example", "predictions"} & names):
@@ -97,8 +100,8 @@ def layout_of(parquet: pq.ParquetFile, file: Path) -> Layout:
             "or example/predictions with a column per metric (the Open LLM Leaderboard v1's)"
         )
     wanted = [c for c in (_NESTED_COLUMNS if nested else _FLAT_COLUMNS) if c in names]
-    wanted = [path for c in wanted for path in used_fields(parquet.schema_arrow, c)]
-    twin = not nested and stored_alike(parquet, file, "example", "full_prompt")
+    wanted = [path for c in wanted for path in used_fields(schema, c)]
+    twin = not nested and stored_alike(parquet, file, "example", "full_prompt", arrow=schema)
     if twin:
         wanted.remove("full_prompt")
     return Layout(nested, False, wanted, twin)
@@ -202,7 +205,9 @@ def _has_path(kind: pa.DataType, path: str) -> bool:
     return True
 
 
-def stored_alike(parquet: pq.ParquetFile, file: Path, first: str, second: str) -> bool:
+def stored_alike(
+    parquet: pq.ParquetFile, file: Path, first: str, second: str, *, arrow: pa.Schema
+) -> bool:
     """Whether two top-level columns of one Arrow type are stored as the same bytes in every row
     group (codec, pages, dictionary): then they hold the same values, and one decoded serves both.
 
@@ -210,8 +215,8 @@ def stored_alike(parquet: pq.ParquetFile, file: Path, first: str, second: str) -
     ``doc.query`` without a chat template or lighteval's own few-shot examples: the paper's base
     runs): half of the bytes a flat file decodes, then copied and scanned twice. Comparing the
     compressed chunks costs a fraction of decoding one of them (the paper's layout: a 141 KB chunk
-    for 811 KB of prompts), and chunks of different sizes are not read at all."""
-    arrow = parquet.schema_arrow
+    for 811 KB of prompts), and chunks of different sizes are not read at all. ``arrow``: the
+    file's Arrow schema."""
     if first not in arrow.names or second not in arrow.names:
         return False
     if arrow.field(first).type != arrow.field(second).type:

@@ -1,0 +1,27 @@
+"""``JobIn``, the body of ``POST /api/jobs``: it unites a kind from ``jobs`` with one from
+``recovery``, which itself builds on ``jobs``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from forgetmap.contract.jobs import EvaluateJobIn, SeriesJobIn
+from forgetmap.contract.recovery import RecoverJobIn
+from pydantic import Discriminator, Tag
+
+
+def _job_kind(value: Any) -> str:
+    kind = (
+        value.get("kind", "evaluate") if isinstance(value, dict) else getattr(value, "kind", None)
+    )
+    return kind if kind in ("evaluate", "recover", "series") else "evaluate"
+
+
+JobIn = Annotated[
+    Annotated[EvaluateJobIn, Tag("evaluate")]
+    | Annotated[RecoverJobIn, Tag("recover")]
+    | Annotated[SeriesJobIn, Tag("series")],
+    Discriminator(_job_kind),
+]
+"""An evaluation, a recoverability analysis (``"kind": "recover"``) or a training run
+(``"kind": "series"``); no kind means an evaluation."""
