@@ -13,6 +13,7 @@ it again.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from forgetmap.contract.imports import ImportOptions, import_options, summary_of
@@ -20,6 +21,7 @@ from forgetmap.core.errors import InputError
 from forgetmap.db.store import Store
 from forgetmap.importers import import_file
 from forgetmap.importers.hub import HubPlan, HubUnit
+from forgetmap.importers.hub.leaderboards import LM_EVAL_NAMES, file_task
 from forgetmap.services.import_upload import ImportFailed, upload_import
 
 Progress = Callable[[str, int, int], None]
@@ -103,6 +105,15 @@ def import_hub(
     return merged(summaries)
 
 
+def _results_beside(unit: HubUnit, path: Path) -> list[Path]:
+    """The results file of the run that wrote lm-eval samples file ``path``, where the unit
+    staged it: sent with the samples, since lines of lm-eval 0.4.3-0.4.6 do not name their
+    filter and the reader reads a multi-filter task's filters from their run's results."""
+    named = file_task(LM_EVAL_NAMES, path.name) if unit.kind == "lm-eval" else None
+    results = unit.folder / f"results_{named[1]}.json" if named else None
+    return [results] if results is not None and results.is_file() else []
+
+
 def upload_hub(
     url: str,
     credential: str,
@@ -116,12 +127,13 @@ def upload_hub(
     each, followed to its end); the merged summary. InputError with the app's line when one is
     refused (the files sent before it stay imported; the message says so)."""
     options = _all_options(plan, model)
-    files = [(path, checked) for unit, checked in zip(plan.units, options, strict=True)
+    files = [(path, unit, checked) for unit, checked in zip(plan.units, options, strict=True)
              for path in unit.files]  # fmt: skip
     summaries: list[dict] = []
-    for path, checked in files:
+    for path, unit, checked in files:
         try:
-            job = upload_import(url, credential, path, checked, on_progress=progress)
+            job = upload_import(url, credential, path, checked, beside=_results_beside(unit, path),
+                                on_progress=progress)  # fmt: skip
         except ImportFailed as exc:  # its line says this file's import stored nothing
             if not summaries:
                 raise

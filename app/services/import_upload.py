@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tarfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -26,11 +26,15 @@ class ImportFailed(InputError):
 def _tar_entries(folder: Path) -> list[tuple[bytes, Path, int]]:
     """(header, file, size) of each regular file under ``folder``, named relative to it; links
     are left out (the app refuses them)."""
+    return _entries([(path.relative_to(folder).as_posix(), path)
+                     for path in sorted(folder.rglob("*"))
+                     if not path.is_symlink() and path.is_file()])  # fmt: skip
+
+
+def _entries(named: list[tuple[str, Path]]) -> list[tuple[bytes, Path, int]]:
     entries = []
-    for path in sorted(folder.rglob("*")):
-        if path.is_symlink() or not path.is_file():
-            continue
-        info = tarfile.TarInfo(path.relative_to(folder).as_posix())
+    for name, path in named:
+        info = tarfile.TarInfo(name)
         info.size, info.mode, info.mtime = path.stat().st_size, 0o600, int(path.stat().st_mtime)
         entries.append((info.tobuf(format=tarfile.PAX_FORMAT), path, info.size))
     return entries
@@ -54,20 +58,28 @@ def _tar_chunks(entries: list[tuple[bytes, Path, int]]) -> Iterator[bytes]:
     yield b"\0" * 1024
 
 
-def upload_body(path: Path) -> tuple[str, int, Iterator[bytes]]:
-    """(file name, size in bytes, the bytes in chunks) of what to send for ``path``: the file, or
-    a folder as a tar (its size known before a byte is sent, so the app can refuse it at once)."""
+def upload_body(path: Path, beside: Sequence[Path] = ()) -> tuple[str, int, Iterator[bytes]]:
+    """(file name, size in bytes, the bytes in chunks) of what to send for ``path``: the file, a
+    folder as a tar (its size known before a byte is sent, so the app can refuse it at once), or
+    the file and the files ``beside`` it as one tar of them by their names (an lm-eval samples
+    file with its run's results file, where its reader finds the run's filters)."""
     path = Path(path)
     if path.is_dir():
         entries = _tar_entries(path)
         if not entries:
             raise ImportFailed(f"{path}: the folder holds no files{NOTHING}")
-        size = sum(len(h) + s + (-s % 512) for h, _, s in entries) + 1024
-        return f"{path.resolve().name or 'folder'}.tar", size, _tar_chunks(entries)
+        return f"{path.resolve().name or 'folder'}.tar", _tar_size(entries), _tar_chunks(entries)
     if not path.is_file():
         raise ImportFailed(f"{path}: no such file or folder{NOTHING}")
+    if beside:
+        entries = _entries([(p.name, p) for p in (path, *beside)])
+        return f"{path.name}.tar", _tar_size(entries), _tar_chunks(entries)
     size = path.stat().st_size
     return path.name, size, _file_chunks(path, size)
+
+
+def _tar_size(entries: list[tuple[bytes, Path, int]]) -> int:
+    return sum(len(h) + s + (-s % 512) for h, _, s in entries) + 1024
 
 
 def _detail(reply: httpx.Response) -> str:
@@ -80,16 +92,18 @@ def upload_import(
     path: Path,
     options: ImportOptions,
     *,
+    beside: Sequence[Path] = (),
     on_progress: Callable[[str, int, int], None] | None = None,
     poll_seconds: float = 0.5,
     timeout: float = 60.0,
 ) -> dict:
-    """Send ``path`` to the app at ``url`` to import with ``options`` (token of role submit) and
+    """Send ``path`` (with the files ``beside`` it: ``upload_body``) to the app at ``url`` to
+    import with ``options`` (token of role submit) and
     wait for its job: the finished job (``GET /api/jobs/{id}``; its ``request.result`` and
     ``request.lines`` say what was imported, ``request.notices`` what the readers told).
     ``on_progress(stage, done, total)`` hears the job's progress. Raises ImportFailed with the
     app's one line when the upload is refused or the import fails (then nothing was imported)."""
-    filename, size, chunks = upload_body(path)
+    filename, size, chunks = upload_body(path, beside)
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=url, headers=headers, timeout=timeout) as client:
         reply = client.post(

@@ -28,6 +28,8 @@ pytestmark = pytest.mark.integration
 PUSH = "acme/lm-eval-results"  # lm-eval's default details dataset, two models in it
 OLDER = "acme/lm-eval-results-0.4.5"  # lines that do not name their filter (lm-eval 0.4.3-0.4.6)
 NEITHER = "acme/parquet-only"
+MIXED = "acme/lm-eval-mixed"  # the v2 leaderboard's tasks and others in one push
+BARE = "acme/lm-eval-samples-only"  # pushed without results files
 BASE, INSTRUCT, OLD_MODEL = "acme/Small-1B", "acme/Small-1B-Instruct", "acme/Old-3B"
 FIRST, LATEST, OTHER = ("2025-01-10T09-00-00.000001", "2025-02-11T10-30-00.654321",
                         "2025-02-12T08-00-00.000002")  # fmt: skip
@@ -42,6 +44,9 @@ BASE_LATEST = {
 }
 INSTRUCT_RUN = {"arc_easy": [0, 1, 1, 0], "mmlu_abstract_algebra": [0, 1, 1, 1]}
 OLD_RUN = {"gsm8k": {"strict-match": [0, 0, 1], "flexible-extract": [0, 1, 1]}}
+# leaderboard_bbh_navigate is scored by acc_norm (written as 1 - acc), arc_easy by acc
+MIXED_RUN = {"leaderboard_bbh_navigate": [1, 1, 0], "arc_easy": [0, 1, 1, 1]}
+BARE_RUN = {"arc_easy": [1, 1, 0, 0], "gsm8k": {"flexible-extract": [0, 1, 1]}}
 
 EXPECTED = {  # (model, task): {doc_id: correct}
     (BASE, "arc_easy"): {"0": 1, "1": 0, "2": 1, "3": 1},  # the latest run's
@@ -60,7 +65,8 @@ def _samples(folder: Path, task: str, values, stamp: str, *, named: bool = True)
         path = write_lm_eval_samples(folder / stamp, task, values, kind="generate_until",
                                      timestamp=stamp, filters_named=named)  # fmt: skip
     else:
-        extra = {"acc_norm": [1 - v for v in values]} if task == "hellaswag" else None
+        normed = task == "hellaswag" or task.startswith("leaderboard_")
+        extra = {"acc_norm": [1 - v for v in values]} if normed else None
         path = write_lm_eval_samples(folder / stamp, task, values, extra_metrics=extra,
                                      timestamp=stamp, filters_named=named)  # fmt: skip
     return path.read_bytes()
@@ -126,6 +132,9 @@ def hub(tmp_path_factory) -> dict:
             **_push(scratch, INSTRUCT, [(OTHER, INSTRUCT_RUN)])}  # fmt: skip
     write_cached_dataset(cache, PUSH, push)
     write_cached_dataset(cache, OLDER, _push(scratch, OLD_MODEL, [(LATEST, OLD_RUN)], named=False))
+    write_cached_dataset(cache, MIXED, _push(scratch, OLD_MODEL, [(LATEST, MIXED_RUN)]))
+    bare = _push(scratch, OLD_MODEL, [(OTHER, BARE_RUN)])
+    write_cached_dataset(cache, BARE, {k: v for k, v in bare.items() if "/results_" not in k})
     write_cached_dataset(cache, NEITHER, {
         ".gitattributes": b"*.parquet filter=lfs\n", "README.md": b"# a dataset\n",
         "data/train-00000-of-00001.parquet": b"PAR1", "data/test-00000-of-00001.parquet": b"PAR1",
@@ -161,6 +170,17 @@ def _by_task(records: dict) -> dict:
     for (model, benchmark), values in records.items():
         [task] = [t for t in tasks if benchmark.replace(":", "_") == t.replace(":", "_")]
         out[(model, task)] = values
+    return out
+
+
+def _by_name(records: dict, words: tuple[str, ...]) -> dict:
+    """``stored``'s values of one model by the one word of ``words`` each benchmark's stored
+    name holds (the store may spell a task its own way)."""
+    out = {}
+    for (_, benchmark), values in records.items():
+        [word] = [w for w in words if w in benchmark]
+        out[word] = values
+    assert sorted(out) == sorted(words)
     return out
 
 
@@ -230,3 +250,46 @@ def test_a_dataset_of_no_known_layout_says_what_it_holds(hub, tmp_path):
                      "push_samples_to_hub=True", "Every Eval Ever instance files"):  # fmt: skip
         assert accepted in done.stderr
     assert done.stderr.endswith("(nothing was imported)\n")
+
+
+def test_an_older_push_through_the_app_sends_each_file_with_its_runs_results(hub, tmp_path):
+    """Lines of lm-eval 0.4.5 do not name their filter: uploaded alone, a gsm8k file's two lines
+    per document could not be told apart; sent with its run's results file, they are."""
+    db = tmp_path / "fm.duckdb"
+    server = Server(db)
+    try:
+        done = forgetmap(db, hub, "import", "hub", OLDER)
+    finally:
+        server.stop()
+    assert (
+        done.stdout == f"imported 3 new rows (0 already stored) for {OLD_MODEL} on 1 benchmarks\n"
+    )
+    [(key, values)] = stored(db).items()
+    assert key[0] == OLD_MODEL and values == {"0": 0, "1": 1, "2": 1}  # flexible-extract's
+
+
+def test_a_push_of_leaderboard_tasks_and_others_imports_both(hub, tmp_path):
+    db = tmp_path / "fm.duckdb"
+    done = forgetmap(db, hub, "import", "hub", MIXED)
+    assert done.stdout == (f"imported 7 new rows (0 already stored) for {OLD_MODEL} on 2 "
+                           "benchmarks\n")  # fmt: skip
+    assert "Open LLM Leaderboard v2 details (lm-eval), 1 scored tasks" in done.stderr
+    assert "lm-eval's own push, 1 samples files of 1 model(s)" in done.stderr
+    assert "not scored by the leaderboard" not in done.stderr
+    by_task = _by_name(stored(db), ("navigate", "arc"))
+    assert by_task["navigate"] == {"0": 0, "1": 0, "2": 1}  # acc_norm, the leaderboard's
+    assert by_task["arc"] == {"0": 0, "1": 1, "2": 1, "3": 1}  # acc, the reader's
+
+
+def test_a_push_without_results_files_needs_the_model_named(hub, tmp_path):
+    db = tmp_path / "fm.duckdb"
+    refused = forgetmap(db, hub, "import", "hub", BARE, ok=False)
+    assert "no results file in the dataset (pushed without them)" in refused.stderr
+    error = refused.stderr.splitlines()[-1]
+    assert error.startswith(f"error: {BARE}: its results files name no one model: pass --model")
+    assert stored(db) == {}
+    done = forgetmap(db, hub, "import", "hub", BARE, "--model", "old")
+    assert done.stdout == "imported 7 new rows (0 already stored) for old on 2 benchmarks\n"
+    by_task = _by_name(stored(db), ("arc", "gsm8k"))
+    assert by_task["arc"] == {"0": 1, "1": 1, "2": 0, "3": 0}
+    assert by_task["gsm8k"] == {"0": 0, "1": 1, "2": 1}  # its one filter, named in the lines

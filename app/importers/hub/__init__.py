@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from forgetmap.core.errors import InputError
@@ -53,6 +53,10 @@ from forgetmap.importers.hub.leaderboards import (
 from forgetmap.importers.hub.truthfulqa import MC1_TASK, MC_TASK, mc1_details
 
 __all__ = ["INSTALL", "HubPlan", "HubUnit", "fetch_plan"]
+
+SAMPLES_PATTERNS = ("samples_*.json", "*/samples_*.json", "samples_*.jsonl", "*/samples_*.jsonl")
+"""Every lm-eval samples file of a push without results files (at the root, or in a model's
+folder)."""
 
 EEE_PATTERNS = ("*.json", f"*{SAMPLES_SUFFIX}")
 """What an Every Eval Ever dataset's import fetches unless ``--include`` narrows it: aggregates
@@ -97,10 +101,15 @@ def fetch_plan(
     board = leaderboard_of(runs)
     if board is None:
         pushed = [run for run in runs if run.lm_eval]
-        if pushed:
+        if pushed or (not runs and _holds_samples(repo_id, snapshot)):
             return _pushed_plan(repo_id, snapshot, pushed, include, staging)
         return _eee_plan(repo_id, snapshot, list(include or EEE_PATTERNS), staging)
     chosen, others = latest_runs(board, runs)
+    # a push of the v2 leaderboard's tasks and others: the others are read as lm-eval's push is
+    own = [task for task in others if board.kind == "lm-eval" and not task.startswith(board.prefix)]
+    others = [task for task in others if task not in own]
+    if not chosen and own:
+        return _pushed_plan(repo_id, snapshot, _runs_of(runs, own), include, staging)
     if not chosen:
         raise InputError(f"{repo_id}: its results files name none of the tasks the "
                          f"{board.title} scored")  # fmt: skip
@@ -123,8 +132,25 @@ def fetch_plan(
         raise InputError(f"{repo_id}: no details file of a scored task"
                          + (f" matches --include {' '.join(include)}" if include else ""))  # fmt: skip
     model = _model(repo_id, [_run_of(runs, f) for f in files.values()], notices)
-    units = _stage_leaderboard(board, files, runs, staging, notices)
+    units = _stage_leaderboard(board, files, runs, staging / "leaderboard", notices)
+    if own:
+        pushed = _pushed_plan(repo_id, snapshot, _runs_of(runs, own), include, staging / "pushed")
+        notices += pushed.notices
+        units += pushed.units
     return HubPlan(repo_id, snapshot.name, model, units, tuple(notices))
+
+
+def _runs_of(runs: list[Run], tasks: list[str]) -> list[Run]:
+    """The lm-eval runs that hold any of ``tasks``, each narrowed to them."""
+    wanted = frozenset(tasks)
+    return [replace(run, tasks=run.tasks & wanted) for run in runs
+            if run.lm_eval and run.tasks & wanted]  # fmt: skip
+
+
+def _holds_samples(repo_id: str, snapshot: Path) -> bool:
+    """Whether the dataset holds lm-eval samples files (a push without its results files)."""
+    return any(file_task(LM_EVAL_NAMES, PurePosixPath(path).name) is not None
+               for path in listed_files(repo_id, snapshot))  # fmt: skip
 
 
 def _listed(names: list[str], most: int = 8) -> str:
@@ -262,7 +288,9 @@ def _pushed_plan(
 ) -> HubPlan:
     """lm-eval's push of any tasks: per model (its folder), each task's file of its latest run
     (by the runs' ``configs``, which name every task with samples), staged with its run's
-    results file beside it (where the reader finds the run's filters); a unit per model."""
+    results file beside it (where the reader finds the run's filters); a unit per model. No
+    ``runs``: a push without results files, whose every samples file is read (each folder's
+    model then named by --model)."""
     latest: dict[tuple[str, str], Run] = {}
     rerun: set[str] = set()  # tasks of which an earlier run is left out
     for run in runs:  # oldest first: a later run replaces an earlier one
@@ -273,8 +301,11 @@ def _pushed_plan(
             latest[key] = run
     patterns = list(include) or sorted({pattern for (_, task), run in latest.items()
                                         for pattern in file_patterns(LM_EVAL_NAMES, task, run.key)})  # fmt: skip
+    if not runs and not include:
+        patterns = list(SAMPLES_PATTERNS)
     snapshot = download(repo_id, revision=snapshot.name, patterns=patterns)
-    files, older = _pushed_files(snapshot, runs, patterns)
+    tasks = frozenset(task for run in runs for task in run.tasks) if runs else None
+    files, older = _pushed_files(snapshot, runs, patterns, tasks)
     older |= rerun if not include else set()
     if not files:
         raise InputError(
@@ -287,6 +318,9 @@ def _pushed_plan(
         by_source.setdefault(source, []).append(file)
     notices = [f"{repo_id} ({snapshot.name[:12]}): lm-eval's own push, {len(files)} samples "
                f"files of {len(by_source)} model(s), each task's latest run"]  # fmt: skip
+    if not runs:
+        notices.append("no results file in the dataset (pushed without them): the samples are "
+                       "read without their runs' filters and models")  # fmt: skip
     if older:
         notices.append(f"left out, earlier runs of: {_listed(sorted(older))}")
     several = len(by_source) > 1
@@ -323,11 +357,11 @@ def _run_beside(runs: list[Run], path: Path, key: str) -> Run | None:
 
 
 def _pushed_files(
-    snapshot: Path, runs: list[Run], patterns: list[str]
+    snapshot: Path, runs: list[Run], patterns: list[str], tasks: frozenset[str] | None
 ) -> tuple[dict[tuple[str, str], _Pushed], set[str]]:
     """({(source, task): its file of its latest run} among the samples files ``patterns``
-    allow, the tasks of which older runs' files were passed over). Two files of one model's
-    task and run (in two folders) are refused."""
+    allow, of ``tasks`` (None: any), the tasks of which older runs' files were passed over).
+    Two files of one model's task and run (in two folders) are refused."""
     found: dict[tuple[str, str], _Pushed] = {}
     older: set[str] = set()
     for path in sorted(snapshot.rglob("*")):
@@ -338,6 +372,8 @@ def _pushed_files(
         if not allowed(relative, patterns):
             continue
         task, key = named
+        if tasks is not None and task not in tasks:
+            continue  # a leaderboard task, read by the leaderboard's plan
         run = _run_beside(runs, path, key)
         source = _source(snapshot, path, run)
         before = found.get((source, task))
