@@ -1,7 +1,8 @@
-"""The Open LLM Leaderboards' details datasets from a Hugging Face cache, end to end: `forgetmap
-import hub` of each model, the same import again, pair, map.
+"""The Open LLM Leaderboards' details datasets, and lm-eval's own push of other tasks, from a
+Hugging Face cache, end to end: `forgetmap import hub` of each model, the same import again, pair,
+map.
 
-Writes N models' details datasets of one leaderboard generation into a huggingface_hub cache, in
+Writes N models' details datasets of one leaderboard generation (or push) into a huggingface_hub cache, in
 its real layout (``app/demo/layouts/leaderboard.py``: every scored task at its real size, the
 same questions for every model, each model right where its skill beats a question's difficulty):
 
@@ -12,7 +13,11 @@ same questions for every model, each model right where its skill beats a questio
 - v1 (``--generation v1``): ARC, HellaSwag, MMLU's 57 subjects, TruthfulQA, Winogrande and
   GSM8K, 28,659 questions a model, as the leaderboard's harness wrote its details parquet (a
   column per metric, the prompt's token ids once per option; TruthfulQA in lighteval's rows)
-  beside ``results_<run>.json``.
+  beside ``results_<run>.json``;
+- an lm-eval push (``--generation push``): lm-eval's own tasks of v1's benchmarks (arc_challenge,
+  hellaswag, mmlu_<subject>, winogrande, gsm8k; 27,842 questions a model) as ``lm_eval
+  --log_samples --hf_hub_log_args push_samples_to_hub=True`` pushes them, the same lines as v2's
+  in ``<org>__<model>/`` beside ``results_<run>.json``, in a dataset per model.
 
 Generative answers (GSM8K, MATH, IFEval) hold ``--answer-tokens`` words of reasoning on average.
 Then times, each round on a fresh database:
@@ -31,6 +36,7 @@ lm-eval import: 4.4-4.6x its read).
 
     .venv/bin/python bench/hub_import.py                    # v2, 2 models x 21,606 questions
     .venv/bin/python bench/hub_import.py --generation v1    # v1, 2 models x 28,659 questions
+    .venv/bin/python bench/hub_import.py --generation push  # a push, 2 models x 27,842
     .venv/bin/python bench/hub_import.py --quick            # a smoke run, 5% of the questions
     .venv/bin/python bench/hub_import.py --models 4 --scale 0.5 --workdir /tmp/hub --keep
 """
@@ -190,7 +196,7 @@ def report(args: argparse.Namespace, files: dict[str, list[Path]], reads: list[f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--generation", choices=("v1", "v2"), default="v2")
+    parser.add_argument("--generation", choices=("v1", "v2", "push"), default="v2")
     parser.add_argument("--models", type=int, default=2, help="a base model and N-1 posts")
     parser.add_argument("--scale", type=float, default=1.0, help="of each task's real size")
     parser.add_argument("--answer-tokens", type=int, default=300,

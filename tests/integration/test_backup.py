@@ -11,6 +11,7 @@ import threading
 
 import pyarrow.parquet as pq
 import pytest
+from forgetmap import importers
 from forgetmap.db import Store, open_store, texts
 from forgetmap.db import ingest as ingest_module
 from forgetmap.db.backup import MANIFEST, TABLES, TEXTS, take_backup
@@ -200,6 +201,7 @@ def small_batches(monkeypatch):
     """A batch a task: an import writes its transaction in many statements."""
     monkeypatch.setattr(lighteval, "TASK_BYTES", (1, 1))
     monkeypatch.setattr(lighteval, "BATCH_BYTES", 1)
+    monkeypatch.setattr(importers, "JOIN_BYTES", 1)  # the store takes them one by one
 
 
 def test_a_backup_during_an_import_holds_the_state_before_it(tmp_path, small_batches, monkeypatch):

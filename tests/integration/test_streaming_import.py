@@ -18,6 +18,7 @@ import re
 import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
+from forgetmap import importers
 from forgetmap.core.errors import InputError
 from forgetmap.db import ingest as ingest_module
 from forgetmap.db import open_store, texts
@@ -59,6 +60,7 @@ def small_batches(monkeypatch):
     """A batch a task, a task a file: a small tree then imports in many batches."""
     monkeypatch.setattr(lighteval, "TASK_BYTES", (1, 1))
     monkeypatch.setattr(lighteval, "BATCH_BYTES", 1)
+    monkeypatch.setattr(importers, "JOIN_BYTES", 1)  # the store takes them one by one
 
 
 def test_long_answers_are_read_back_whole_from_the_answer_files(tmp_path, small_batches):

@@ -312,8 +312,13 @@ def v2_samples(items: list[Item], metric_values: Mapping[str, list[Any]]) -> byt
     return b"".join(v2_lines(items, metric_values))
 
 
-def v2_results(model: str, revision: str, tasks: list[str]) -> bytes:
-    groups = {"leaderboard", "leaderboard_bbh", "leaderboard_musr", "leaderboard_math_hard"}
+V2_GROUPS = ("leaderboard", "leaderboard_bbh", "leaderboard_musr", "leaderboard_math_hard")
+
+
+def v2_results(
+    model: str, revision: str, tasks: list[str], groups: tuple[str, ...] = V2_GROUPS
+) -> bytes:
+    """lm-eval's results file of a run (any push's: ``groups`` are its task groups)."""
     document = {
         "results": {task: {"alias": task} for task in [*groups, *tasks]},
         "configs": {task: {"task": task} for task in tasks},
@@ -359,8 +364,11 @@ def v2_repo(model: str, runs: list[tuple[str, str, Tasks]], revision: str = "b" 
 
 
 def repo_id(generation: str, model: str) -> str:
-    """The dataset the leaderboard of ``generation`` ("v1", "v2") put ``model``'s details in."""
+    """The dataset the leaderboard of ``generation`` ("v1", "v2") put ``model``'s details in;
+    "push": the one ``lm_eval --hf_hub_log_args push_samples_to_hub=True`` pushed them to."""
     sanitized = model.replace("/", "__")
+    if generation == "push":
+        return f"{model.split('/')[0]}/lm-eval-results-{model.split('/')[-1]}"
     if generation == "v1":
         return f"open-llm-leaderboard-old/details_{sanitized}"
     return f"open-llm-leaderboard/{sanitized}-details"
@@ -447,9 +455,16 @@ SHAPES: dict[str, tuple[Shape, ...]] = {
               ("prompt_level_strict_acc", "inst_level_strict_acc", "prompt_level_loose_acc",
                "inst_level_loose_acc"), "ifeval"),
     ),
+    "push": (  # lm-eval's own tasks of v1's benchmarks, as a researcher's push holds them
+        Shape("arc_challenge", 1172, (4,) * 60 + (3, 5), 25, ("acc", "acc_norm"), "arc"),
+        Shape("hellaswag", 10042, (4,), 10, ("acc", "acc_norm"), "hellaswag"),
+        *(Shape(f"mmlu_{s}", n, (4,), 5, ("acc",), "mmlu") for s, n in _MMLU.items()),
+        Shape("winogrande", 1267, (2,), 5, ("acc",), "winogrande"),
+        Shape("gsm8k", 1319, (), 5, ("exact_match",), "gsm8k"),
+    ),
 }  # fmt: skip
 """Each generation's scored tasks, as its leaderboard ran them (v1: 28,659 questions; v2:
-21,606)."""
+21,606), and an lm-eval push of none of the leaderboard's tasks (27,842)."""
 
 # words per question and per option, about the datasets' own (MuSR's: its story)
 _LENGTHS = {
@@ -484,7 +499,11 @@ def _laid_out(shape: Shape, body: str, options: list[str], rng: random.Random) -
     listed = "\n".join(f"{LETTERS[i]}. {o}" for i, o in enumerate(options))
     family = shape.family
     if family == "mmlu":
-        subject = shape.task.split("-", 1)[1].rsplit("|", 1)[0].replace("_", " ")
+        # v1's harness|hendrycksTest-<subject>|5, a push's mmlu_<subject>
+        named = (
+            shape.task.split("-", 1)[1].rsplit("|", 1)[0] if "-" in shape.task else shape.task[5:]
+        )
+        subject = named.replace("_", " ")
         return (f"The following are multiple choice questions (with answers) about {subject}."
                 f"\n\n{body}\n{listed}\nAnswer:"), {}  # fmt: skip
     if family == "bbh":
@@ -631,7 +650,7 @@ def write_dataset(
     stamp: str | None = None,
     layout: str = "harness",
 ) -> Written:
-    """``model``'s details dataset of ``generation`` ("v1", "v2") in the cache: one run of
+    """``model``'s details dataset of ``generation`` ("v1", "v2", "push") in the cache: one run of
     ``tasks`` ({task: ``questions``}), answered with ``skill``, its files streamed into the
     cache (v1's in ``layout``: ``V1_LAYOUTS``)."""
     shapes = {s.task: s for s in SHAPES[generation]}
@@ -652,7 +671,12 @@ def write_dataset(
         else:
             path = f"{folder}samples_{task}_{stamp}.jsonl"
             size += dataset.add(path, _batched(v2_lines(done, values)))
-    results = (v1_results if generation == "v1" else v2_results)(model, revision, list(tasks))
+    if generation == "v1":
+        results = v1_results(model, revision, list(tasks))
+    else:
+        results = v2_results(
+            model, revision, list(tasks), () if generation == "push" else V2_GROUPS
+        )
     size += dataset.add(f"{folder}results_{stamp}.json", results)
     dataset.finish()
     return Written(repo, rows, len(tasks) + 1, size)
