@@ -10,15 +10,12 @@ from forgetmap.cli.common import (
     plus_minus,
     store_of,
 )
+from forgetmap.core.vocabularies import AGGREGATES, LEVELS
 
 
 @click.command("map")
-@click.option(
-    "--level", type=click.Choice(["benchmark", "category"]), default="category", show_default=True
-)
-@click.option(
-    "--aggregate", type=click.Choice(["macro", "micro"]), default="macro", show_default=True
-)
+@click.option("--level", type=click.Choice(LEVELS), default="category", show_default=True)
+@click.option("--aggregate", type=click.Choice(AGGREGATES), default="macro", show_default=True)
 @click.option(
     "--format",
     "fmt",

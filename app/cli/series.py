@@ -22,6 +22,7 @@ from forgetmap.cli.door import APP_DOOR
 from forgetmap.cli.pairs import stage_option
 from forgetmap.core.errors import InputError
 from forgetmap.core.stages import Stage
+from forgetmap.core.vocabularies import AGGREGATES
 
 
 @click.group()
@@ -88,7 +89,7 @@ def series_list(ctx: click.Context, fmt: str) -> None:
 @click.argument("name")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
               show_default=True)  # fmt: skip
-@click.option("--aggregate", type=click.Choice(["macro", "micro"]), default="macro",
+@click.option("--aggregate", type=click.Choice(AGGREGATES), default="macro",
               show_default=True)  # fmt: skip
 @click.pass_context
 def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None:
@@ -140,7 +141,7 @@ def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None
 @click.option("--tracking-uri", help="MLflow's tracking URI (default: $MLFLOW_TRACKING_URI).")
 @click.option("--logdir", type=ClientPath(file_okay=False, path_type=Path),
               help="TensorBoard's log folder (required); for W&B, where it keeps its files.")  # fmt: skip
-@click.option("--aggregate", type=click.Choice(["macro", "micro"]), default="macro",
+@click.option("--aggregate", type=click.Choice(AGGREGATES), default="macro",
               show_default=True)  # fmt: skip
 @click.option("--max-flips", type=click.IntRange(min=0),
               help="Flipped samples written per step, forgotten ones first (default: 1000).")  # fmt: skip

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from forgetmap.contract.base import Strict
+from forgetmap.core.vocabularies import Aggregate
 
 MAX_FLIPS = 1000
 """Flip rows per step by default: a tracker's table stays readable and its upload small."""
@@ -63,7 +64,7 @@ class SeriesExport(Strict):
 
     series: str
     base: str
-    aggregate: Literal["macro", "micro"]
+    aggregate: Aggregate
     steps: list[int]  # the steps with results, in order
     results: list[SeriesResult]
     flips: list[SeriesFlip]

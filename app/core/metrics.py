@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from forgetmap.core import vocabularies
 from forgetmap.core.distributions import binomial_cdf, student_t_quantile
 
 TOTAL = "Total"
@@ -495,7 +496,7 @@ def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ordered, dtype=object), rank[codes]
 
 
-AGGREGATES = ("macro", "micro")
+AGGREGATES = vocabularies.AGGREGATES
 
 
 def benchmark_weights(n: np.ndarray, how: str) -> np.ndarray:

@@ -7,7 +7,7 @@ memory does not grow with its rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -80,7 +80,9 @@ small files, not once each (an lm-eval push of MMLU's 57 subjects: 61 batches a 
 a 5.3 s import, docs/performance.md). A batch larger than this goes alone, as it came."""
 
 
-def joined(batches: Iterator[pa.Table], limit: int | None = None) -> Iterator[pa.Table]:
+def joined(
+    batches: Iterator[pa.Table], limit: int | None = None
+) -> Generator[pa.Table, None, None]:
     """``batches`` in order, consecutive ones of one schema (its metadata too: ``whole_units``)
     joined while their bytes stay within ``limit`` (default ``JOIN_BYTES``). Closing this closes
     ``batches``."""

@@ -15,7 +15,7 @@ from itertools import chain, repeat
 import numpy as np
 import numpy.ma  # noqa: F401  numpy loads it on first use (7 ms of a cold map): at import instead
 import orjson
-from forgetmap.core import metrics
+from forgetmap.core import metrics, vocabularies
 from forgetmap.core.answer_status import cause_mask, parse_exclude
 from forgetmap.core.taxonomy import CATEGORIES, NOT_SCORED, UNCATEGORIZED
 from forgetmap.db import queries
@@ -36,7 +36,7 @@ from forgetmap.services.map_inputs import (
     unpaired_of,
 )
 
-LEVELS = ("benchmark", "category")
+LEVELS = vocabularies.LEVELS
 
 BENCHMARK_FIELDS = (
     "base", "post", "benchmark", "category", "seed", "n", "num_choices", "acc_pre", "acc_post",

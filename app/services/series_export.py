@@ -10,13 +10,14 @@ command that writes to a tracker on the user's machine while the app owns the da
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import httpx
 from forgetmap.contract.errors import reply_detail
 from forgetmap.contract.series import MAX_FLIPS, TEXT_LIMIT, SeriesExport, SeriesFlip, SeriesResult
 from forgetmap.core import metrics
 from forgetmap.core.errors import InputError
+from forgetmap.core.vocabularies import Aggregate
 from forgetmap.db import series_export as export_db
 from forgetmap.db.store import Store
 from forgetmap.services.map import MapCache
@@ -66,7 +67,7 @@ def series_export(
         ))  # fmt: skip
     return SeriesExport(
         series=series["name"], base=series["base"],
-        aggregate=cast(Literal["macro", "micro"], aggregate),  # one of them: checked above
+        aggregate=cast(Aggregate, aggregate),  # one of them: checked above
         steps=sorted({r.step for r in results}), results=results,
         flips=[SeriesFlip(**f) for f in flips], max_flips=max_flips, text_limit=text_limit,
         flips_truncated=bool(cut_steps),

@@ -5,10 +5,11 @@ forgetting against model size (``/api/cross/size``; the atlas page's scatter fet
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from forgetmap.core.naming import pair_label
+from forgetmap.core.vocabularies import Aggregate
 from forgetmap.db import queries
 from forgetmap.services.atlas import recipes as atlas_recipes
 from forgetmap.services.map import MapQuery
@@ -30,7 +31,7 @@ def api_most_forgotten(
 @router.get("/api/cross/size", tags=["api"])
 def api_size_scatter(
     request: Request,
-    aggregate: Literal["macro", "micro"] = "macro",
+    aggregate: Aggregate = "macro",
     recipes: Annotated[
         bool,
         Query(

@@ -19,6 +19,7 @@ from forgetmap.contract.shards import WORKER_HEADER
 from forgetmap.core.answer_status import TRUNCATED, cause_mask, parse_exclude
 from forgetmap.core.errors import InputError
 from forgetmap.core.metrics import TOTAL
+from forgetmap.core.vocabularies import Aggregate, Level
 from forgetmap.db import Store, flips, queries
 from forgetmap.db import recoverability as recoveries
 from forgetmap.db import scores as scores_db
@@ -228,10 +229,8 @@ def size_range(min_size_b: SizeB = None, max_size_b: SizeB = None) -> SizeRange:
 def map_query(
     request: Request,
     sizes: Annotated[SizeRange, Depends(size_range)],
-    level: Annotated[
-        Literal["benchmark", "category"], Query(description="map columns")
-    ] = "category",
-    aggregate: Annotated[Literal["macro", "micro"], Query()] = "macro",
+    level: Annotated[Level, Query(description="map columns")] = "category",
+    aggregate: Annotated[Aggregate, Query()] = "macro",
     stage: Annotated[
         str | None, Query(max_length=50, description="keep pairs with this stage")
     ] = None,

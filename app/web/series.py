@@ -4,13 +4,14 @@ thin: numbers come from forgetmap.services.series, rows from forgetmap.db.series
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
 from forgetmap.contract.jobs import CheckpointSubmission
 from forgetmap.contract.series import MAX_FLIPS, SeriesExport
 from forgetmap.core.errors import InputError
+from forgetmap.core.vocabularies import Aggregate
 from forgetmap.db import jobs as jobs_db
 from forgetmap.db import series as series_db
 from forgetmap.services.queue import send_and_record
@@ -82,9 +83,7 @@ def api_series_list(
 
 
 @router.get("/api/series/{series_id}", responses=ID_ERRORS)
-def api_series(
-    request: Request, series_id: deps.Id, aggregate: Literal["macro", "micro"] = "macro"
-) -> dict:
+def api_series(request: Request, series_id: deps.Id, aggregate: Aggregate = "macro") -> dict:
     """A series with one record per (checkpoint, category) and Total (the records of
     `forgetmap series show NAME --format json`) and, per category, the first step whose F_true
     clears its noise floor beyond its 95% CI across seeds."""
@@ -95,7 +94,7 @@ def api_series(
 def api_series_export(
     request: Request,
     series_id: deps.Id,
-    aggregate: Literal["macro", "micro"] = "macro",
+    aggregate: Aggregate = "macro",
     steps: Steps = None,
     max_flips: MaxFlips = MAX_FLIPS,
 ) -> SeriesExport:

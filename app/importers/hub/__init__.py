@@ -134,9 +134,10 @@ def fetch_plan(
     model = _model(repo_id, [_run_of(runs, f) for f in files.values()], notices)
     units = _stage_leaderboard(board, files, runs, staging / "leaderboard", notices)
     if own:
-        pushed = _pushed_plan(repo_id, snapshot, _runs_of(runs, own), include, staging / "pushed")
-        notices += pushed.notices
-        units += pushed.units
+        others_plan = _pushed_plan(repo_id, snapshot, _runs_of(runs, own), include,
+                                   staging / "pushed")  # fmt: skip
+        notices += others_plan.notices
+        units += others_plan.units
     return HubPlan(repo_id, snapshot.name, model, units, tuple(notices))
 
 
