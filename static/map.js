@@ -36,6 +36,37 @@
   // n used per seed (summed over a category's benchmarks); a partial one says how many of how many
   const used = (c) => "n " + count(c.n) + (c.partial ? " · partial: " + count(c.n) + " of " + count(c.full_size) : "");
 
+  // rows as a chain of nearest neighbours: from the first row (as added), each next row the
+  // one closest to the last by the metric over the columns both have (root mean square of the
+  // differences; rows sharing no column are farthest), ties kept in the order added. Rows that
+  // forget alike end up side by side.
+  function similarFirst(rows, data, metric, colIndex) {
+    const values = new Map(rows.map((r) => [r.id, data.columns.map(() => null)]));
+    for (const c of data.cells) {
+      const row = values.get(c.pair_id), j = colIndex.get(c.column);
+      const v = metric.value(c);
+      if (row && j !== undefined && v !== null && v !== undefined) row[j] = v;
+    }
+    const distance = (a, b) => {
+      let sum = 0, n = 0;
+      for (let j = 0; j < a.length; j++) {
+        if (a[j] === null || b[j] === null) continue;
+        sum += (a[j] - b[j]) ** 2; n += 1;
+      }
+      return n ? Math.sqrt(sum / n) : Infinity;
+    };
+    const left = rows.slice(1), chain = rows.slice(0, 1);
+    while (left.length) {
+      const last = values.get(chain[chain.length - 1].id);
+      let best = 0;
+      for (let i = 1; i < left.length; i++) {
+        if (distance(last, values.get(left[i].id)) < distance(last, values.get(left[best].id))) best = i;
+      }
+      chain.push(left.splice(best, 1)[0]);
+    }
+    return chain;
+  }
+
   function render() {
     const el = document.getElementById("heatmap");
     const dataEl = document.getElementById("map-data");
@@ -59,23 +90,31 @@
       seen.set(name, true);
       return { id: p.id, name: name };
     });
+    const colIndex = new Map(data.columns.map((c, i) => [c, i]));
     // rows in the order chosen above the map: as added, by the metric's Total (the row's mean
-    // over its cells at benchmark level), largest first, or by name
+    // over its cells where the map has no Total column), largest first, by name, or similar
+    // rows together
     const order = (document.getElementById("order") || {}).value || "added";
     if (order === "name") rows.sort((a, b) => a.name.localeCompare(b.name));
     if (order === "total") {
+      const hasTotal = colIndex.has("Total");
       const sums = new Map();
       for (const c of data.cells) {
         const v = metric.value(c);
-        if (v === null || v === undefined || (level === "category" && c.column !== "Total")) continue;
+        if (v === null || v === undefined || (hasTotal && c.column !== "Total")) continue;
         const s = sums.get(c.pair_id) || [0, 0];
         sums.set(c.pair_id, [s[0] + v, s[1] + 1]);
       }
       const key = (r) => { const s = sums.get(r.id); return s ? s[0] / s[1] : -Infinity; };
       rows.sort((a, b) => key(b) - key(a));
     }
+    if (order === "similar") rows.splice(0, rows.length, ...similarFirst(rows, data, metric, colIndex));
     const rowIndex = new Map(rows.map((r, i) => [r.id, i]));
-    const colIndex = new Map(data.columns.map((c, i) => [c, i]));
+    // at benchmark level the columns stand under their categories (named above the map, a line
+    // between two), the category map's Total after them; the hover names both
+    const groups = data.groups || null;
+    const axisX = data.columns.map(esc);
+    const shownColumn = data.columns.map((c, j) => (groups && groups[j] !== c ? esc(groups[j]) + " · " : "") + esc(c));
     const z = rows.map(() => data.columns.map(() => null));
     const faded = rows.map(() => data.columns.map(() => false));
     const partial = rows.map(() => data.columns.map(() => false));
@@ -99,14 +138,15 @@
         pct(c.noise_floor), c.seeds, c.n_benchmarks, pct(c.f_true), pct(c.bt_true), pct(c.f_max),
         c.pair_id, c.column, used(c),
         interval(c.f_true_low, c.f_true_high), interval(c.bt_true_low, c.bt_true_high), v.text,
+        shownColumn[j],
       ];
     }
     const top = Number(el.dataset.zmax) || metric.range;
     const trace = {
-      type: "heatmap", z: z, x: data.columns.map(esc), y: rows.map((r) => r.name), customdata: custom,
+      type: "heatmap", z: z, x: axisX, y: rows.map((r) => r.name), customdata: custom,
       colorscale: metric.scale, name: "cells",
       zmin: metric.diverging ? -top : 0, zmax: top, xgap: 2, ygap: 2,
-      hovertemplate: "%{y}<br>%{x}<br>" + metric.label + ": %{customdata[0]}<br>%{customdata[12]}" +
+      hovertemplate: "%{y}<br>%{customdata[13]}<br>" + metric.label + ": %{customdata[0]}<br>%{customdata[12]}" +
         "<br>noise floor: %{customdata[1]}<br>F_true %{customdata[4]} · BT_true %{customdata[5]} · F_max %{customdata[6]}" +
         "<br>95% CI: F_true %{customdata[10]} · BT_true %{customdata[11]}<br>%{customdata[9]}" +
         "<br>seeds: %{customdata[2]}, benchmarks: %{customdata[3]}<extra>click for the flipped questions</extra>",
@@ -134,6 +174,25 @@
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
       font: { family: "system-ui, -apple-system, Segoe UI, sans-serif", size: 12 },
     };
+    if (groups) {
+      // a category axis places column j at j: each run of one category is labelled over its middle
+      layout.annotations = [];
+      layout.shapes = [];
+      for (let start = 0; start < groups.length;) {
+        let end = start;
+        while (end + 1 < groups.length && groups[end + 1] === groups[start]) end += 1;
+        layout.annotations.push({
+          x: (start + end) / 2, xref: "x", y: 1, yref: "paper", yanchor: "bottom", showarrow: false,
+          text: esc(groups[start]), font: { size: 11, color: "#445" },
+        });
+        if (start > 0) {
+          layout.shapes.push({ type: "line", x0: start - 0.5, x1: start - 0.5, xref: "x", y0: 0, y1: 1,
+            yref: "paper", line: { color: "#556", width: 2 } });
+        }
+        start = end + 1;
+      }
+      layout.margin.t = 28;
+    }
     const traces = [trace, veil];
     const recoveryEl = document.getElementById("recovery-data");
     if (recoveryEl) {
@@ -166,7 +225,7 @@
     const MIN_CELL = level === "benchmark" ? 28 : 64;
     const names = Math.min(360, 7 * Math.max(12, ...rows.map((r) => String(r.name).length)));
     const colorbar = 90;
-    el.style.minWidth = (names + colorbar + MIN_CELL * (trace.x.length + (recoveryEl ? 1 : 0))) + "px";
+    el.style.minWidth = (names + colorbar + MIN_CELL * (data.columns.length + (recoveryEl ? 1 : 0))) + "px";
     // a pair with no results on a column is drawn as missing (grey, "no results"), never as the
     // pale colour of a zero; the last trace, so that the others keep their places
     if (present.some((row) => row.includes(false))) {
@@ -174,15 +233,15 @@
         type: "heatmap", name: "missing", x: trace.x, y: trace.y, xgap: 2, ygap: 2, zmin: 0, zmax: 1,
         z: present.map((row) => row.map((p) => (p ? null : 1))), colorscale: [[0, MISSING], [1, MISSING]],
         showscale: false, text: present.map((row) => row.map((p) => (p ? "" : "–"))), texttemplate: "%{text}",
-        textfont: { size: 11, color: "#667" },
-        hovertemplate: "%{y}<br>%{x}<br>no results: this pair has no paired samples here<extra></extra>",
+        textfont: { size: 11, color: "#667" }, customdata: rows.map(() => shownColumn),
+        hovertemplate: "%{y}<br>%{customdata}<br>no results: this pair has no paired samples here<extra></extra>",
       });
     }
     Plotly.react(el, traces, layout, { displaylogo: false, responsive: true });
     el.removeAllListeners && el.removeAllListeners("plotly_click");
     el.on("plotly_click", (ev) => {
       const point = ev.points && ev.points[0];
-      if (!point || !point.customdata) return;
+      if (!point || !point.customdata || point.data.name === "missing") return;
       if (point.customdata[0] === "recovery") {
         window.location.href = "/pairs/" + point.customdata[1] + "#recoverability";
         return;
@@ -190,8 +249,8 @@
       const pairId = point.customdata[7], column = point.customdata[8];
       const transition = metricName.startsWith("bt") || metricName === "net" && point.z > 0 ? "01" : "10";
       let url = "/pairs/" + pairId + "/samples?transition=" + transition;
-      if (level === "benchmark") url += "&benchmark=" + encodeURIComponent(column);
-      else if (column !== "Total") url += "&category=" + encodeURIComponent(column);
+      // Total, at either level: every flip of the pair
+      if (column !== "Total") url += (level === "benchmark" ? "&benchmark=" : "&category=") + encodeURIComponent(column);
       window.location.href = url;
     });
   }

@@ -23,6 +23,72 @@ SAMPLE_CAUSES = f"({cause_bits('b.answer_status')} | {cause_bits('p.answer_statu
 """SQL: a paired sample's causes under one seed (``b``: the base's row, ``p``: the post's)."""
 
 
+def _paired(pair: dict) -> tuple[str, list]:
+    """FROM/WHERE of a pair's paired rows, ``b`` the base's and ``p`` the post's of one seed,
+    ``bm`` their benchmark. A post sample linked by question text (sample_links) stands in for
+    the base's id; samples whose key is ambiguous never pair (forgetmap.core.sample_identity)."""
+    sql = f"""
+        FROM results b
+        LEFT JOIN sample_links l ON l.pair_id = ? AND l.benchmark_id = b.benchmark_id
+                                AND l.base_sample_id = b.sample_id
+        JOIN results p ON p.model_id = ? AND p.benchmark_id = b.benchmark_id
+                      AND p.seed = b.seed AND p.sample_id = coalesce(l.post_sample_id, b.sample_id)
+        JOIN benchmarks bm ON bm.id = b.benchmark_id
+        WHERE b.model_id = ?
+          AND (b.doc_hash IS NULL OR p.doc_hash IS NULL OR b.doc_hash = p.doc_hash)
+          AND b.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
+    """
+    return sql, [pair["id"], pair["post_model_id"], pair["base_model_id"]]
+
+
+VERSUS_SHOWN = 500
+"""Questions listed on each side of a two-pair comparison (the counts are of all of them)."""
+
+
+def versus(conn: Connection, first: dict, second: dict) -> dict:
+    """Two pairs question by question (on the questions both paired): per benchmark, how many
+    each forgot while the other kept, and how many both forgot; and those questions, at most
+    ``VERSUS_SHOWN`` a side. A pair forgot a question when it went 1->0 in a strict majority of
+    the seeds it paired, kept it when 1->1 in a strict majority."""
+    sides = []
+    params: list = []
+    for number, pair in ((1, first), (2, second)):
+        where, values = _paired(pair)
+        sides.append(f"SELECT {number} AS side, bm.name AS benchmark, bm.category, b.sample_id, "
+                     f"b.correct AS pre, p.correct AS post, "
+                     f"coalesce(b.question, {full_prompt('b')}) AS question {where}")  # fmt: skip
+        params += values
+    rows = conn.execute(
+        f"""
+        WITH paired AS ({" UNION ALL ".join(sides)}),
+        fates AS (
+            SELECT side, benchmark, category, sample_id, any_value(question) AS question,
+                   2 * count(*) FILTER (WHERE pre AND NOT post) > count(*) AS forgot,
+                   2 * count(*) FILTER (WHERE pre AND post) > count(*) AS kept
+            FROM paired GROUP BY ALL
+        )
+        SELECT a.benchmark, a.category, a.sample_id, coalesce(a.question, c.question),
+               CASE WHEN a.forgot AND c.forgot THEN 'both'
+                    WHEN a.forgot AND c.kept THEN 'first' ELSE 'second' END AS fate
+        FROM fates a JOIN fates c ON a.side = 1 AND c.side = 2 AND c.benchmark = a.benchmark
+                                 AND c.sample_id = a.sample_id
+        WHERE (a.forgot AND (c.kept OR c.forgot)) OR (c.forgot AND a.kept)
+        ORDER BY a.benchmark, a.sample_id
+        """,
+        params,
+    ).fetchall()
+    counts: dict[str, dict] = {}
+    questions: dict[str, list[dict]] = {"first": [], "second": [], "both": []}
+    for benchmark, category, sample_id, question, fate in rows:
+        count = counts.setdefault(benchmark, {"benchmark": benchmark, "category": category,
+                                              "first": 0, "second": 0, "both": 0})  # fmt: skip
+        count[fate] += 1
+        if len(questions[fate]) < VERSUS_SHOWN:
+            questions[fate].append({"benchmark": benchmark, "sample_id": sample_id,
+                                    "question": question})  # fmt: skip
+    return {"benchmarks": list(counts.values()), "questions": questions}
+
+
 def _flip_filter(
     conn: Connection,
     pair: dict,
@@ -35,20 +101,9 @@ def _flip_filter(
     """FROM/WHERE shared by the listing and its count; values go in as parameters. ``exclude``:
     the bits of the causes whose seeds are left out; ``cause``: only the seeds with one of these."""
     pre, post = TRANSITIONS[transition]
-    # a post sample linked by question text (sample_links) stands in for the base's id; samples
-    # whose key is ambiguous never pair (see forgetmap.core.sample_identity)
-    sql = f"""
-        FROM results b
-        LEFT JOIN sample_links l ON l.pair_id = ? AND l.benchmark_id = b.benchmark_id
-                                AND l.base_sample_id = b.sample_id
-        JOIN results p ON p.model_id = ? AND p.benchmark_id = b.benchmark_id
-                      AND p.seed = b.seed AND p.sample_id = coalesce(l.post_sample_id, b.sample_id)
-        JOIN benchmarks bm ON bm.id = b.benchmark_id
-        WHERE b.model_id = ? AND b.correct = ? AND p.correct = ?
-          AND (b.doc_hash IS NULL OR p.doc_hash IS NULL OR b.doc_hash = p.doc_hash)
-          AND b.sample_id NOT LIKE '%{AMBIGUOUS_MARK}%'
-    """
-    params: list = [pair["id"], pair["post_model_id"], pair["base_model_id"], pre, post]
+    sql, params = _paired(pair)
+    sql += " AND b.correct = ? AND p.correct = ?"
+    params += [pre, post]
     if exclude:
         sql += f" AND ({SAMPLE_CAUSES} & ?) = 0"
         params.append(exclude)

@@ -42,6 +42,7 @@ from forgetmap.web import (
     shards,
     suggest,
     theory,
+    versus,
 )
 from forgetmap.web import map as forgetting_map
 from forgetmap.web.headers import SecurityHeaders
@@ -174,6 +175,7 @@ def create_app(
         cli,
         forgetting_map,
         suggest,  # before pairs: /pairs/{id} would take "suggest" for an id
+        versus,  # before pairs' own routes, as suggest
         pairs,
         samples,
         recovery,

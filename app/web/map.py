@@ -4,15 +4,16 @@ their filters through one dependency (deps.map_query)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
-from forgetmap.core.metrics import OUTSIDE_TOTAL
+from forgetmap.core.metrics import OUTSIDE_TOTAL, TOTAL
 from forgetmap.core.taxonomy import CATEGORIES
 from forgetmap.db import queries
 from forgetmap.db.categories import category_changes
-from forgetmap.services.map import MapQuery, category_sort_key
+from forgetmap.services.map import MapCache, MapQuery, category_sort_key
 from forgetmap.services.series import series_groups
 from forgetmap.web import deps
 from forgetmap.web.responses import ID_ERRORS
@@ -50,8 +51,11 @@ def map_page(
     recovery: bool = False,
     zmax: Zmax = None,
     order: Annotated[
-        Literal["added", "total", "name"],
-        Query(description="the heatmap's rows: as added, largest Total first, or by name"),
+        Literal["added", "total", "name", "similar"],
+        Query(
+            description="the heatmap's rows: as added, largest Total first, by name, or similar "
+            "rows together"
+        ),
     ] = "added",
 ) -> HTMLResponse:
     cache = deps.map_cache(request)
@@ -62,9 +66,13 @@ def map_page(
     columns = sorted(
         {c["column"] for c in cells}, key=category_sort_key if query.level == "category" else str
     )
+    groups = None
     if query.level == "benchmark":
         category_of = {r["benchmark"]: r["category"] for r in records}
         columns.sort(key=lambda b: (category_sort_key(category_of[b]), b))
+        cells, columns = _with_total(cache, query, cells, columns)
+        # each column's category: the heatmap groups its benchmarks under them
+        groups = [category_of.get(c, TOTAL) for c in columns]
     return html_page(
         request,
         "map.html",
@@ -77,6 +85,7 @@ def map_page(
         all_pairs=pairs,
         cells=cells,
         columns=columns,
+        groups=groups,
         stages=sorted({p["stage"] for p in pairs if p["stage"]}),
         families=sorted({p["family"] for p in pairs if p["family"]}),
         categories=CATEGORIES,
@@ -86,6 +95,18 @@ def map_page(
         outside_total=_outside_total(request, records),
         category_history=_category_changes(request),
     )
+
+
+def _with_total(
+    cache: MapCache, query: MapQuery, cells: list[dict], columns: list[str]
+) -> tuple[list[dict], list[str]]:
+    """A benchmark-level map's cells and columns with the category map's Total after the
+    benchmarks: the same number at both levels, so that a row reads alike at either. Not where
+    a benchmark is itself named Total."""
+    if not columns or TOTAL in columns:
+        return cells, columns
+    totals = [c for c in cache.cells(replace(query, level="category")) if c["column"] == TOTAL]
+    return [*cells, *totals], [*columns, TOTAL] if totals else columns
 
 
 def _outside_total(request: Request, records: list[dict]) -> dict[str, list[str]]:

@@ -36,7 +36,11 @@ def pair_page(request: Request, pair_id: deps.Id, exclude: PairExclude) -> HTMLR
     rows = deps.pair_rows(request, pair_id, exclude)
     recoveries = deps.pair_recoveries(request, pair_id)
     pairing = deps.pairing(request, pair_id)
+    # the other recipes of this base: each a link to the two-pair comparison (app/web/versus.py)
+    siblings = [p for p in deps.map_cache(request).pairs()
+                if p["base"] == pair["base"] and p["id"] != pair_id]  # fmt: skip
     return html_page(request, "pair.html", pair=pair, rows=rows, quadrants=quadrants(rows),
+                     siblings=siblings,
                      pairing=pairing, pairing_rule=queries.pairing_rule,
                      recoveries=recoveries, recovery_rows=view_rows(recoveries[0]) if recoveries else [],
                      base_temperatures=base_temperatures, exclude=",".join(sorted(exclude)),

@@ -127,7 +127,7 @@ def test_map_cell_click_leads_to_flipped_samples_and_a_sample(server, page):
     page.goto(server.url + "/?level=benchmark")
     assert page.locator("#heatmap .main-svg").first.is_visible()
     columns = page.evaluate("JSON.parse(document.getElementById('map-data').textContent).columns")
-    assert columns == ["piqa", "mmlu:anatomy"]  # Commonsense before Science/Tech
+    assert columns == ["piqa", "mmlu:anatomy", "Total"]  # Commonsense before Science/Tech
     _click_cell(page, 0, columns.index("mmlu:anatomy"))  # first row: pair "base → post"
     page.wait_for_url("**/pairs/1/samples?transition=10&benchmark=mmlu%3Aanatomy")
     # mmlu_anatomy 1->0 flips: samples 0 and 3 (both seeds)
@@ -310,8 +310,8 @@ def test_enter_opens_a_focused_row_of_the_drill_down(server, page):
     assert page.locator("#atlas-question-link").count() == 1
 
 
-PHONE_PAGES = ("/", "/?level=benchmark", "/pairs/1", "/pairs/1/samples", "/atlas", "/theory",
-               "/jobs", "/series", "/login")  # fmt: skip
+PHONE_PAGES = ("/", "/?level=benchmark", "/pairs/1", "/pairs/1/samples", "/pairs/1/versus/2",
+               "/atlas", "/theory", "/jobs", "/series", "/login")  # fmt: skip
 
 
 def test_every_page_fits_a_phone_and_the_heatmap_keeps_readable_cells(server, browser):
@@ -337,8 +337,8 @@ def test_every_page_fits_a_phone_and_the_heatmap_keeps_readable_cells(server, br
         context.close()
 
 
-READ_PAGES = ("/", "/?level=benchmark", "/pairs/1", "/pairs/1/samples", "/atlas",
-              "/atlas/question?benchmark=piqa&sample_id=piqa-0", "/theory", "/jobs", "/series",
+READ_PAGES = ("/", "/?level=benchmark", "/pairs/1", "/pairs/1/samples", "/pairs/1/versus/2",
+              "/atlas", "/atlas/question?benchmark=piqa&sample_id=piqa-0", "/theory", "/jobs", "/series",
               "/login")  # fmt: skip
 
 
@@ -405,3 +405,52 @@ def test_rows_sort_by_total_or_name_and_the_order_is_in_the_url(server, page):
     assert page.evaluate("document.getElementById('heatmap').data[0].y") == sorted(labels.values())
     page.goto(server.url + "/?order=total")  # the order from the URL, as the page opens
     assert page.locator("#order").input_value() == "total"
+
+
+def test_the_benchmark_level_has_the_category_maps_total_and_groups_by_category(server, page):
+    """The benchmarks stand under their categories, the category map's Total after them (the
+    same numbers); a click on Total opens every flip of the pair."""
+    totals = {c["pair_id"]: c["f_true"] for c in
+              page.request.get(server.url + "/api/map/cells?level=category").json()
+              if c["column"] == "Total"}  # fmt: skip
+    page.goto(server.url + "/?level=benchmark")
+    page.wait_for_function("document.getElementById('heatmap')._fullLayout !== undefined")
+    drawn = page.evaluate("(() => { const el = document.getElementById('heatmap'), t = el.data[0];"
+                          " return { x: t.x, y: t.y, z: t.z, groups: el.layout.annotations.map("
+                          "a => [a.x, a.text]), lines: el.layout.shapes.map(s => s.x0) }; })()")  # fmt: skip
+    assert drawn["x"] == ["piqa", "mmlu:anatomy", "Total"]
+    # each category named over its columns, a line between two
+    assert drawn["groups"] == [[0, "Commonsense"], [1, "Science/Tech"], [2, "Total"]]
+    assert drawn["lines"] == [0.5, 1.5]
+    pair_of = {"base → post": 1, "other → post": 2}
+    for row, name in enumerate(drawn["y"]):
+        assert drawn["z"][row][2] == pytest.approx(totals[pair_of[name]])
+    _click_cell(page, 0, 2)
+    page.wait_for_url("**/pairs/1/samples?transition=10")
+
+
+def test_similar_rows_together(browser, tmp_path):
+    """Three recipes from one base, added as: forgets anatomy, changes nothing, forgets anatomy
+    alike: with similar rows together the two that forget stand side by side."""
+    from click.testing import CliRunner
+    from forgetmap.cli import main
+
+    db = tmp_path / "fm.duckdb"
+    _import_tables(db, {"base": BASE, "forgets": POST, "keeps": BASE, "forgets-too": POST})
+    for post in ("forgets", "keeps", "forgets-too"):
+        done = CliRunner().invoke(main, ["--db", str(db), "pair", "add", "base", post])
+        assert done.exit_code == 0, done.output
+    srv = Server(db)
+    page = browser.new_page()
+    try:
+        page.goto(srv.url + "/?level=benchmark&order=similar")
+        page.wait_for_function("document.getElementById('heatmap')._fullLayout !== undefined")
+        rows = page.evaluate("document.getElementById('heatmap').data[0].y")
+        assert rows == ["base → forgets", "base → forgets-too", "base → keeps"]
+        page.select_option("#order", "added")
+        page.wait_for_function("location.search.includes('order=added')")
+        rows = page.evaluate("document.getElementById('heatmap').data[0].y")
+        assert rows == ["base → forgets", "base → keeps", "base → forgets-too"]
+    finally:
+        page.close()
+        srv.stop()
