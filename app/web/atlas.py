@@ -121,12 +121,13 @@ def atlas_page(
 def atlas_question_page(
     request: Request, ref: Annotated[deps.SampleRef, Depends(deps.sample_ref)]
 ) -> HTMLResponse:
-    return html_page(
-        request,
-        "atlas_question.html",
-        q=_question(request, ref.benchmark, ref.sample_id),
-        fates=FATES,
-    )
+    q = _question(request, ref.benchmark, ref.sample_id)
+    # the compact grid: a row per pair, a column per seed any pair ran, each cell that seed's
+    # answers (None: the pair did not run it)
+    seeds = sorted({s["seed"] for p in q["pairs"] for s in p["seeds"]})
+    grid = {p["pair_id"]: [next((s for s in p["seeds"] if s["seed"] == seed), None)
+                           for seed in seeds] for p in q["pairs"]}  # fmt: skip
+    return html_page(request, "atlas_question.html", q=q, fates=FATES, seeds=seeds, grid=grid)
 
 
 @router.get("/cross", include_in_schema=False)

@@ -59,6 +59,9 @@ def test_pages_filters_and_a_question_across_pairs(served, page):
     # the series' step 1 forgot q000 too, but the run counts once, through step 2, which kept it
     counts = page.inner_text("#recipe-counts")
     assert "forgot 2" in counts and "kept 1" in counts
+    grid = page.inner_text("#question-grid")  # a row per pair, a cell per seed
+    assert "1→0" in grid and "not counted" in grid
+    page.click("#every-answer summary")  # every answer, folded under the grid
     table = page.inner_text("#question-pairs")
     assert "an earlier checkpoint: not counted" in table
     assert EVIL in page.inner_text(".prompt-text") and EVIL in table  # shown as text

@@ -311,7 +311,8 @@ def test_enter_opens_a_focused_row_of_the_drill_down(server, page):
 
 
 PHONE_PAGES = ("/", "/?level=benchmark", "/pairs/1", "/pairs/1/samples", "/pairs/1/versus/2",
-               "/atlas", "/theory", "/jobs", "/series", "/login")  # fmt: skip
+               "/atlas", "/atlas/question?benchmark=piqa&sample_id=piqa-0", "/theory", "/jobs",
+               "/series", "/login")  # fmt: skip
 
 
 def test_every_page_fits_a_phone_and_the_heatmap_keeps_readable_cells(server, browser):
