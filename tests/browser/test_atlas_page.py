@@ -79,6 +79,22 @@ def test_the_size_scatter_has_one_dot_per_recipe(served, page):
                               "series run (step 2)"]  # fmt: skip
 
 
+def test_recipes_of_one_base_are_drawn_apart_and_keep_their_size(served, page):
+    """The sft pair and the run share base-7b's size: drawn a little apart (else one hides the
+    other), each still says 7B."""
+    page.goto(served.url + "/atlas")
+    page.wait_for_selector("#size-scatter .main-svg")
+    dots = page.evaluate(
+        "document.getElementById('size-scatter').data.flatMap(t => t.x.map((x, i) =>"
+        " [t.text[i], x, t.customdata[i][1]]))"
+    )
+    seven = sorted((x, size) for label, x, size in dots if "base-7b" in label or "run" in label)
+    assert len(seven) == 2 and seven[0][0] < 7e9 < seven[1][0]
+    assert all(abs(x / 7e9 - 1) < 0.05 and size == 7e9 for x, size in seven)
+    [(x, size)] = [(x, size) for label, x, size in dots if "other-1b" in label]
+    assert x == size == 1e9  # alone at its size: drawn where it is
+
+
 def test_without_sizes_the_scatter_says_how_to_set_them(tmp_path, page):
     (tmp_path / "rows.csv").write_text(
         "model,benchmark,sample_id,correct\nbase,mmlu:anatomy,q0,1\ntuned,mmlu:anatomy,q0,0\n"
