@@ -85,10 +85,11 @@
       for (const st of s.steps) runRow.set(st.pair_id, st.step === step ? s.name + " @ step " + st.step : null);
     }
     const rows = data.pairs.filter((p) => runRow.get(p.id) !== null).map((p) => {
-      let name = esc(runRow.get(p.id) || p.label || p.base + " → " + p.post);
+      const raw = runRow.get(p.id) || p.label || p.base + " → " + p.post;
+      let name = esc(raw);
       if (seen.has(name)) name += " #" + p.id;
       seen.set(name, true);
-      return { id: p.id, name: name };
+      return { id: p.id, name: name, raw: raw };
     });
     const colIndex = new Map(data.columns.map((c, i) => [c, i]));
     // rows in the order chosen above the map: as added, by the metric's Total (the row's mean
@@ -193,6 +194,7 @@
       }
       layout.margin.t = 28;
     }
+    const lines = layout.shapes || [];
     const traces = [trace, veil];
     const recoveryEl = document.getElementById("recovery-data");
     if (recoveryEl) {
@@ -238,6 +240,14 @@
       });
     }
     Plotly.react(el, traces, layout, { displaylogo: false, responsive: true });
+    // a cell's flipped questions: 0->1 for a gain metric (or net above zero), else 1->0; Total,
+    // at either level, every flip of the pair
+    const open = (pairId, column, value) => {
+      const transition = metricName.startsWith("bt") || metricName === "net" && value > 0 ? "01" : "10";
+      let url = "/pairs/" + pairId + "/samples?transition=" + transition;
+      if (column !== "Total") url += (level === "benchmark" ? "&benchmark=" : "&category=") + encodeURIComponent(column);
+      window.location.href = url;
+    };
     el.removeAllListeners && el.removeAllListeners("plotly_click");
     el.on("plotly_click", (ev) => {
       const point = ev.points && ev.points[0];
@@ -246,13 +256,35 @@
         window.location.href = "/pairs/" + point.customdata[1] + "#recoverability";
         return;
       }
-      const pairId = point.customdata[7], column = point.customdata[8];
-      const transition = metricName.startsWith("bt") || metricName === "net" && point.z > 0 ? "01" : "10";
-      let url = "/pairs/" + pairId + "/samples?transition=" + transition;
-      // Total, at either level: every flip of the pair
-      if (column !== "Total") url += (level === "benchmark" ? "&benchmark=" : "&category=") + encodeURIComponent(column);
-      window.location.href = url;
+      open(point.customdata[7], point.customdata[8], point.z);
     });
+    // keyboard reach: Tab to the map, arrows move a frame from cell to cell (said aloud by the
+    // live region below the map), Enter opens the framed cell as a click does
+    const said = document.getElementById("heatmap-focus");
+    const at = { i: Math.min(Number(el.dataset.row) || 0, rows.length - 1), j: Math.min(Number(el.dataset.col) || 0, data.columns.length - 1) };
+    const frame = (show) => {
+      el.dataset.row = at.i; el.dataset.col = at.j;
+      const box = { type: "rect", xref: "x", yref: "y", x0: at.j - 0.5, x1: at.j + 0.5, y0: at.i - 0.5, y1: at.i + 0.5, line: { color: "#1d2330", width: 3 } };
+      Plotly.relayout(el, { shapes: show ? [...lines, box] : lines });
+      if (!show || !said) return;
+      const v = z[at.i][at.j];
+      said.textContent = rows[at.i].raw + ", " + data.columns[at.j] + ": " + metric.label + " " +
+        (present[at.i][at.j] ? pct(v) + (faded[at.i][at.j] ? " (faded)" : "") : "no results");
+    };
+    el.onfocus = () => frame(true);
+    el.onblur = () => frame(false);
+    el.onkeydown = (ev) => {
+      const moves = { ArrowRight: [0, 1], ArrowLeft: [0, -1], ArrowDown: [1, 0], ArrowUp: [-1, 0] };
+      if (moves[ev.key]) {
+        ev.preventDefault();
+        at.i = Math.max(0, Math.min(rows.length - 1, at.i + moves[ev.key][0]));
+        at.j = Math.max(0, Math.min(data.columns.length - 1, at.j + moves[ev.key][1]));
+        frame(true);
+      } else if (ev.key === "Enter" && present[at.i][at.j]) {
+        ev.preventDefault();
+        open(rows[at.i].id, data.columns[at.j], z[at.i][at.j]);
+      }
+    };
   }
 
   document.addEventListener("DOMContentLoaded", () => {

@@ -455,3 +455,20 @@ def test_similar_rows_together(browser, tmp_path):
     finally:
         page.close()
         srv.stop()
+
+
+def test_the_heatmap_is_reachable_by_keyboard(server, page):
+    """Tab to the map, arrows frame a cell and say it, Enter opens it as a click does."""
+    page.goto(server.url + "/?level=benchmark")
+    page.wait_for_function("document.getElementById('heatmap')._fullLayout !== undefined")
+    page.focus("#heatmap")
+    assert page.text_content("#heatmap-focus").startswith("base → post, piqa: F_true ")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowUp")
+    said = page.text_content("#heatmap-focus")
+    assert said == "base → post, mmlu:anatomy: F_true 27.8% (faded)"  # as its hover says
+    frame = page.evaluate("document.getElementById('heatmap').layout.shapes.at(-1)")
+    assert (frame["type"], frame["x0"], frame["y0"]) == ("rect", 0.5, -0.5)
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/pairs/1/samples?transition=10&benchmark=mmlu%3Aanatomy")
