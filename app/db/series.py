@@ -193,6 +193,7 @@ def question_histories(
     fate: str | None,
     page: int,
     page_size: int,
+    sample_id: str | None = None,
 ) -> tuple[int, dict[str, int], list[dict]]:
     """Each question's correctness along a series: at the base and at every checkpoint, all seeds.
 
@@ -200,7 +201,8 @@ def question_histories(
     ``forgotten`` (the base knew it, a checkpoint lost it, no later checkpoint knew it again),
     ``relearned`` (lost, then known again at a later step), ``learned`` (the base did not know it,
     the last checkpoint does), ``kept`` and ``never``. Questions the base or no checkpoint answered
-    are left out. Returns (matching questions, count per fate, this page's rows).
+    are left out. Returns (matching questions, count per fate, this page's rows). ``sample_id``
+    narrows the page to that question (of ``benchmarks``); the counts stay those of all of them.
     """
     if fate is not None and fate not in FATES:
         raise InputError(f"fate must be one of {', '.join(FATES)}, got {fate!r}")
@@ -229,6 +231,7 @@ def question_histories(
                            AS rank
                 FROM fated f JOIN benchmarks b ON b.id = f.benchmark_id
                 WHERE f.fate IS NOT NULL AND ($fate IS NULL OR f.fate = $fate)
+                  AND ($sample IS NULL OR f.sample_id = $sample)
                 ORDER BY rank
                 LIMIT $limit OFFSET $offset
             )
@@ -236,14 +239,15 @@ def question_histories(
         SELECT counts.c, page.r FROM counts, page
         """,
             {"series": series["id"], "base": series["base_model_id"], "benchmarks": benchmarks,
-             "fate": fate, "limit": page_size, "offset": (page - 1) * page_size},
+             "fate": fate, "sample": sample_id, "limit": page_size,
+             "offset": (page - 1) * page_size},
         )
         .fetchone()
     )  # fmt: skip
     counts = {c["fate"]: c["n"] for c in counts_rows[0]}
     rows = counts_rows[1]
     total = counts.get(fate, 0) if fate else sum(counts.values())
-    return total, counts, rows
+    return (len(rows) if sample_id is not None else total), counts, rows
 
 
 # ---------------------------------------------------------------------------------- watcher

@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from forgetmap.db import flips, queries
 from forgetmap.services.map import category_sort_key
 from forgetmap.services.pair_report import expected_flips
+from forgetmap.services.series import series_groups
 from forgetmap.web import deps
 from forgetmap.web.pairs import public
 from forgetmap.web.responses import ID_ERRORS, TABLE, table_response
@@ -82,8 +83,11 @@ def api_pair_samples(request: Request, pair_id: deps.Id, query: DrillDown) -> di
 def sample_page(request: Request, pair_id: deps.Id, ref: Sample) -> HTMLResponse:
     pair = deps.get_pair(request, pair_id)
     seeds = deps.sample_seeds(request, pair, ref)
+    # the runs this pair is a checkpoint of: the question's history along each
+    runs = [s for s in series_groups(deps.map_cache(request))
+            if any(step["pair_id"] == pair_id for step in s["steps"])]  # fmt: skip
     context = dict(pair=pair, benchmark=ref.benchmark, sample_id=ref.sample_id, seeds=seeds,
-                   first=seeds[0])  # fmt: skip
+                   first=seeds[0], runs=runs)  # fmt: skip
     return html_page(request, "_sample.html" if is_htmx(request) else "sample.html", **context)
 
 

@@ -50,7 +50,9 @@ def get_series(request: Request, series_id: int) -> dict:
     return found
 
 
-def histories(request: Request, series: dict, benchmark, category, fate, page, page_size):
+def histories(
+    request: Request, series: dict, benchmark, category, fate, page, page_size, sample_id=None
+):
     fate = fate or None  # the page's form sends an empty value for "all"
     if fate is not None and fate not in series_db.FATES:
         raise HTTPException(422, f"fate must be one of {', '.join(series_db.FATES)}, got {fate!r}")
@@ -58,11 +60,10 @@ def histories(request: Request, series: dict, benchmark, category, fate, page, p
 
     def load():
         with deps.store(request).read() as conn:
-            return series_db.question_histories(
-                conn, series, benchmarks=ids, fate=fate, page=page, page_size=page_size
-            )
+            return series_db.question_histories(conn, series, benchmarks=ids, fate=fate, page=page,
+                                                page_size=page_size, sample_id=sample_id)  # fmt: skip
 
-    key = ("histories", series["id"], tuple(ids or ()), fate, page, page_size)
+    key = ("histories", series["id"], tuple(ids or ()), fate, page, page_size, sample_id)
     return deps.map_cache(request).cache.get(key, load)
 
 
@@ -156,18 +157,23 @@ def series_page(
     benchmark: str | None = None,
     category: str | None = None,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
+    sample_id: Annotated[str | None, Query(max_length=500)] = None,
 ) -> HTMLResponse:
     series = get_series(request, series_id)
     view = series_view(deps.map_cache(request), series)
     opened_on = None
     if category in (ALL_CATEGORIES, ""):
         category = None
-    elif category is None and benchmark is None and len(view["categories"]) > 2:
+    elif (
+        category is None and benchmark is None and sample_id is None and len(view["categories"]) > 2
+    ):
         # a long run has millions of (question, checkpoint, seed) answers: the drill-down opens
         # on one category, and says so ("all categories" is one click away)
         category = opened_on = view["categories"][0]
+    # one question (``sample_id`` with its ``benchmark``): a drill-down's link to its history
+    one = sample_id if benchmark else None
     total, counts, rows = histories(
-        request, series, benchmark, category, fate, page, deps.PAGE_SIZE
+        request, series, benchmark, category, fate, page, deps.PAGE_SIZE, one
     )
     pair_of_step = {c["step"]: c["pair_id"] for c in series["checkpoints"]}
     return templates.TemplateResponse(
@@ -176,7 +182,8 @@ def series_page(
         dict(view=view, series=series, questions=rows, total=total, counts=counts, fate=fate,
              fate_labels=FATE_LABELS, benchmark=benchmark or "", category=category or "",
              page=page, pages=max((total + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1),
-             pair_of_step=pair_of_step, opened_on=opened_on, all_categories=ALL_CATEGORIES),
+             pair_of_step=pair_of_step, opened_on=opened_on, all_categories=ALL_CATEGORIES,
+             one_question=one),
     )  # fmt: skip
 
 

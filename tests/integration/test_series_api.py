@@ -140,3 +140,18 @@ def test_api_map_pages_by_pairs(client, level):
     filtered = client.get("/api/map", params={"level": level, "q": "@ 3", "page": 1}).json()
     assert {r["pair_id"] for r in filtered} == {3}
     assert client.get("/api/map", params={"page": 0}).status_code == 422
+
+
+def test_a_checkpoints_sample_links_to_its_history_along_the_run(client):
+    """The drill-down of a run's checkpoint links each question to its history along the run:
+    the series page narrowed to that one question (s0: forgotten at step 2, relearned at 4)."""
+    pair_id = next(p["id"] for p in client.get("/api/pairs").json() if p["post"] == "run-step2")
+    sample = client.get(f"/pairs/{pair_id}/sample",
+                        params={"benchmark": "mixbench", "sample_id": "s0"}).text  # fmt: skip
+    link = "/series/1?benchmark=mixbench&amp;sample_id=s0#questions"
+    assert f'href="{link}" class="series-history-link">along the run run</a>' in sample
+    page = client.get("/series/1", params={"benchmark": "mixbench", "sample_id": "s0"})
+    assert page.status_code == 200 and 'id="one-question"' in page.text
+    assert page.text.count("<tr data-fate=") == 1 and '<tr data-fate="relearned"' in page.text
+    every = client.get("/series/1", params={"benchmark": "mixbench"}).text
+    assert every.count("<tr data-fate=") == 4 and 'id="one-question"' not in every
