@@ -165,6 +165,13 @@
       z: faded.map((row) => row.map((f) => (f ? 1 : null))), colorscale: [[0, VEIL], [1, VEIL]],
       showscale: false, hoverinfo: "skip",
     };
+    if (trace.text) {
+      // a faded cell's number is written on the veil, dark on its light colour: under it the
+      // cell's own text (white on a dark cell) would be white on near-white
+      veil.text = text.map((row, i) => row.map((t, j) => (faded[i][j] ? t : "")));
+      veil.texttemplate = "%{text}"; veil.textfont = { size: 11, color: "#4a5263" };
+      trace.text = text.map((row, i) => row.map((t, j) => (faded[i][j] ? "" : t)));
+    }
     // many pairs: thinner rows, so a thousand pairs stay one scrollable picture
     const rowHeight = rows.length > 60 ? 16 : 40;
     const height = Math.max(level === "benchmark" ? 420 : 320, 60 + rowHeight * rows.length + (level === "benchmark" ? 200 : 60));

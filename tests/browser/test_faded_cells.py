@@ -85,6 +85,16 @@ def test_noise_is_faded_with_its_reason_and_forgetting_is_strong(server, page, l
         assert why.startswith("faded: ") and noise in why
         assert "not significant (BH-adjusted p" in why  # a McNemar test at both levels
     assert all(why.startswith("survives: ") for _, _, why in strong)
+    # a faded cell's number is written on the veil (dark on its light colour), not under it
+    written = page.evaluate(
+        "(() => { const [c, v] = document.getElementById('heatmap').data;"
+        " return c.z.map((r, i) => r.map((z, j) => [z !== null, v.z[i][j] !== null,"
+        " c.text[i][j], v.text[i][j]])).flat(); })()"
+    )
+    for present, veiled, under, over in written:
+        if present:
+            assert (bool(under), bool(over)) == ((False, True) if veiled else (True, False))
+    assert page.evaluate("document.getElementById('heatmap').data[1].textfont.color") == "#4a5263"
     row, column, why = faded[0]
     hover = _hover_cell(page, row, column)
     assert why in hover, hover
