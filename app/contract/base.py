@@ -45,7 +45,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-def problems(exc: ValidationError) -> list[tuple[tuple, str]]:
+def problems(exc: ValidationError) -> list[tuple[tuple[Any, ...], str]]:
     """(location, message) of each problem, e.g. ``(("config", "temperature"), "Input should be
     less than or equal to 2")``."""
     return [(tuple(e.get("loc", ())), e.get("msg", "invalid")) for e in exc.errors()]
@@ -59,7 +59,7 @@ def problem_text(exc: ValidationError, limit: int = 10) -> str:
 
 
 def request_problem_text(
-    errors: Sequence[Mapping[str, Any]], where: tuple = (), limit: int = 10
+    errors: Sequence[Mapping[str, Any]], where: tuple[Any, ...] = (), limit: int = 10
 ) -> str:
     """The app's one line for an invalid request (its 422 ``detail``): each problem located by
     its path, blank-separated, under ``where`` (e.g. ``body evaluate config temperature: Input

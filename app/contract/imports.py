@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forgetmap.contract.limits import seed_problem
 from forgetmap.core.errors import InputError
+
+if TYPE_CHECKING:  # the store's summary type; the contract does not import the store
+    from forgetmap.db.ingest import IngestSummary
 
 KINDS = ("table", "lm-eval", "lighteval", "inspect", "eee")
 IMPORT_JOB_KIND = "import"  # the kind of a job that imports an upload (``jobs.kind``)
@@ -46,7 +49,7 @@ class ImportOptions:
     evaluation_result_id: str | None = None
     scorer: str | None = None
 
-    def importer_kwargs(self) -> dict:
+    def importer_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``forgetmap.importers.import_file`` these options mean."""
         kwargs = {"model": self.model, "metric": self.metric,
                   "filter_name": list(self.filters) or None, "seed": self.seed,
@@ -72,7 +75,7 @@ class ImportOptions:
             query.append(("scorer", self.scorer))
         return query
 
-    def described(self) -> dict:
+    def described(self) -> dict[str, Any]:
         """The options a job page shows (those given)."""
         given = {"model": self.model, "metric": self.metric, "filters": list(self.filters) or None,
                  "seed": self.seed, "latest": self.latest or None,
@@ -129,7 +132,7 @@ def import_options(
                          given["evaluation_result_id"], scorer=given["scorer"])  # fmt: skip
 
 
-def summary_lines(summary: dict) -> list[str]:
+def summary_lines(summary: dict[str, Any]) -> list[str]:
     """What an import tells when it is done: rows added and kept, models, benchmarks, each
     refreshed pair's samples that do not pair, and each benchmark whose category it changed with
     the pairs that moves. ``summary`` as :func:`summary_of` makes it."""
@@ -162,7 +165,7 @@ def filter_notice(task: str, taken: str, filters: list[str], why: str) -> str:
     return f"{task}: filters {', '.join(filters)}; took {taken} ({why})"
 
 
-def summary_of(ingest_summary) -> dict:
+def summary_of(ingest_summary: IngestSummary) -> dict[str, Any]:
     """An ``forgetmap.db.ingest.IngestSummary`` as JSON (pair ids as text, as JSON keys are)."""
     return {
         "rows_added": ingest_summary.rows_added,

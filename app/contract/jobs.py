@@ -9,7 +9,7 @@ A leaf module (pydantic only): the worker imports it without importing the datab
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from forgetmap.contract.base import Choice, Int, Name, Strict
 from forgetmap.contract.limits import MAX_SEED, MIN_SEED
@@ -181,7 +181,7 @@ class EvaluateJobIn(Strict):
                 )
         return self
 
-    def payload(self) -> dict:
+    def payload(self) -> dict[str, Any]:
         """The job as stored (``jobs.request``, shown by ``GET /api/jobs/{id}``): the body
         without its kind, and without ``adaptive`` when the job is not adaptive."""
         return self.model_dump(

@@ -105,7 +105,7 @@ class RecoverJobIn(Strict):
         parts = self.model_dump(mode="json", include={"base", "post", "corpus", "options"})
         return RecoveryShardSpec.model_validate(parts)
 
-    def payload(self) -> dict:
+    def payload(self) -> dict[str, Any]:
         """The job as stored (``jobs.request``); the job page links the pair through ``pairs``,
         as for evaluation jobs."""
         pair = {"base": self.base.name, "post": self.post.name, "label": self.label,
@@ -118,8 +118,10 @@ class RecoveryIn(Strict):
     /api/shards/{id}/recovery``): the per-document loss sums, from which the app recomputes every
     share, and what the worker fitted and planted."""
 
-    table: dict[str, list]
-    corrections: dict[str, dict[str, dict]] = Field(default_factory=dict)  # model -> kind -> fit
-    controls: dict[str, dict] = Field(default_factory=dict)  # what each control planted
-    timing: dict[str, dict] = Field(default_factory=dict)
+    table: dict[str, list[Any]]
+    corrections: dict[str, dict[str, dict[str, Any]]] = Field(
+        default_factory=dict
+    )  # model -> kind -> fit
+    controls: dict[str, dict[str, Any]] = Field(default_factory=dict)  # what each control planted
+    timing: dict[str, dict[str, Any]] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)

@@ -4,7 +4,7 @@ sample of one shard."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from forgetmap.contract.base import Int, Strict
 from forgetmap.contract.limits import MAX_ID
@@ -59,7 +59,7 @@ class ResultsIn(Strict):
     shard_id: Annotated[Int, Field(ge=0, le=MAX_ID)]
     rows: Annotated[list[ResultRow], Field(max_length=100_000)]
 
-    def columns(self) -> dict[str, list]:
+    def columns(self) -> dict[str, list[Any]]:
         """The rows as columns named as the store names them (``choices`` as JSON text; one
         ``answer_status`` from both of a row's status fields, no ``truncated``)."""
         names = [name for name in ResultRow.model_fields if name != "truncated"]

@@ -10,6 +10,7 @@ turns such a column (or a plain one) into integer codes. A leaf module: it impor
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -51,7 +52,7 @@ def map_values(
     if not pa.types.is_dictionary(col.type):
         return fn(col)
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    done: dict[tuple, pa.Array] = {}
+    done: dict[tuple[Any, ...], pa.Array] = {}
     out = []
     for chunk in chunks:
         d = chunk.dictionary

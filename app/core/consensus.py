@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 from forgetmap.core.distributions import binomial_cdf
@@ -76,9 +77,9 @@ class ConsensusCounts:
     mean: np.ndarray
     var: np.ndarray
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The release's column names: ``mean_count_{k}_seeds_1_0`` and so on."""
-        out: dict = {f"num_combos_{self.k}_seeds": self.combos}
+        out: dict[str, Any] = {f"num_combos_{self.k}_seeds": self.combos}
         for i, name in enumerate(TRANSITIONS):
             key = name.replace("->", "_")
             out[f"mean_count_{self.k}_seeds_{key}"] = float(self.mean[i])
@@ -268,7 +269,9 @@ def reliable_flags(
     """Per question: a reliable change, flipped in a strict majority of its seeds and beyond the
     noise floor (module docstring)."""
     m = np.asarray(seeds_flipped, dtype=np.int64)
-    return (2 * m > np.asarray(seeds, dtype=np.int64)) & beyond_noise(m, seeds, noise_floor)
+    return np.asarray(
+        (2 * m > np.asarray(seeds, dtype=np.int64)) & beyond_noise(m, seeds, noise_floor)
+    )
 
 
 def reliable_threshold(seeds: np.ndarray, noise_floor: np.ndarray) -> np.ndarray:

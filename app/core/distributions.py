@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 _TINY = 1e-300  # keeps Lentz's denominators off zero
 _EPSILON = 1e-15  # relative change of the fraction at which it has converged
@@ -60,7 +62,7 @@ def _continued_fraction(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarr
     raise ArithmeticError("the incomplete beta's continued fraction did not converge")
 
 
-def regularized_incomplete_beta(a, b, x) -> np.ndarray:
+def regularized_incomplete_beta(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> np.ndarray:
     """I_x(a, b) = B(x; a, b) / B(a, b) for a, b > 0 and 0 <= x <= 1, elementwise (arrays
     broadcast)."""
     a, b, x = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (a, b, x)))
@@ -89,7 +91,7 @@ def regularized_incomplete_beta(a, b, x) -> np.ndarray:
     return out
 
 
-def binomial_cdf(k, n, p) -> np.ndarray:
+def binomial_cdf(k: ArrayLike, n: ArrayLike, p: ArrayLike) -> np.ndarray:
     """P[X <= k] for X ~ Binomial(n, p), elementwise (what ``scipy.special.bdtr`` computes):
     I_{1-p}(n - k, k + 1) for 0 <= k < n; 1 for k >= n; 0 for k < 0."""
     k, n, p = np.broadcast_arrays(
@@ -144,6 +146,7 @@ def student_t_quantile(q: float, df: int) -> float:
     if q == 0.5:
         return 0.0
     tail = q if q < 0.5 else 1.0 - q
+    rising: Callable[[float], float]
     if tail < 0.25:
         rising, slope, target = (lambda t: -_student_t_tail(t, df)), 1.0, -tail
     else:

@@ -411,7 +411,7 @@ def score_lenient(
 
 
 @lru_cache(maxsize=1)
-def _math_verify():
+def _math_verify() -> Any:
     try:
         import math_verify
     except ImportError as exc:  # pragma: no cover - a dependency; absent only in a broken install
@@ -440,9 +440,9 @@ def _math_gold_texts(gold: str) -> list[str]:
     return [text] if text else []
 
 
-def _parse(mv, text: str, limit: int | None) -> list:
+def _parse(mv: Any, text: str, limit: int | None) -> list[Any]:
     try:
-        return mv.parse(text, parsing_timeout=limit)
+        return list(mv.parse(text, parsing_timeout=limit))
     except Exception:  # noqa: BLE001 - math_verify raises what sympy raises: nothing extracted
         return []
 
@@ -500,7 +500,9 @@ def _texts_equal(prediction: str, gold: str) -> bool:
     return value is not None and any(number_value(g) == value for g in golds)
 
 
-def _user_score(name: str, func: Callable[..., Any]):
+def _user_score(
+    name: str, func: Callable[..., Any]
+) -> Callable[[str, list[str] | None, str | None, int | None], Extracted | None]:
     def score(
         response: str, choices: list[str] | None, gold: str | None, num_choices: int | None
     ) -> Extracted | None:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from forgetmap.core import vocabularies
 from forgetmap.core.distributions import binomial_cdf, student_t_quantile
+from numpy.typing import ArrayLike
 
 TOTAL = "Total"
 
@@ -188,7 +189,7 @@ class BenchmarkScores:
     # option counts present, with sample counts, when k is mixed; empty otherwise
     k_groups: Mapping[int | None, int] = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -307,7 +308,7 @@ def relative_forgetting(f_true: np.ndarray, f_max: np.ndarray) -> np.ndarray:
 # Significance, uncertainty and noise
 
 
-def mcnemar_exact(n_01, n_10):
+def mcnemar_exact(n_01: ArrayLike, n_10: ArrayLike) -> float | np.ndarray:
     """Two-sided exact McNemar p-value for paired binary outcomes (scalars or arrays).
 
     Under H0 (no systematic change) each discordant sample is a fair coin between 0->1 and 1->0:
@@ -324,7 +325,7 @@ def mcnemar_exact(n_01, n_10):
     return float(p) if p.ndim == 0 else p
 
 
-def benjamini_hochberg(p_values) -> np.ndarray:
+def benjamini_hochberg(p_values: ArrayLike) -> np.ndarray:
     """Benjamini-Hochberg step-up adjusted p-values of one family of tests (any shape).
 
     With the m non-NaN p-values sorted, p_(1) <= ... <= p_(m):
@@ -486,7 +487,7 @@ def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if values.dtype.kind not in "OUS":
         uniques, inverse = np.unique(values, return_inverse=True)
         return uniques, inverse.reshape(-1)
-    first: dict = {}
+    first: dict[str, Any] = {}
     codes = np.fromiter(
         (first.setdefault(v, len(first)) for v in values.tolist()), np.int64, count=len(values)
     )
@@ -512,7 +513,7 @@ def mean_weights(key: np.ndarray, n: np.ndarray, how: str, size: int) -> np.ndar
     """Each row's share w_b / sum_{b' in its group} w_b' of the mean of its group ``key`` (codes in
     [0, size)), with ``benchmark_weights``: 1/B under macro, n_b / N under micro."""
     weight = benchmark_weights(n, how)
-    return weight / np.bincount(key, weights=weight, minlength=size)[key]
+    return np.asarray(weight / np.bincount(key, weights=weight, minlength=size)[key])
 
 
 def aggregate_columns(
@@ -523,7 +524,7 @@ def aggregate_columns(
     n: np.ndarray,
     values: Mapping[str, np.ndarray],
     how: str = "macro",
-    outside_total: Iterable = OUTSIDE_TOTAL,
+    outside_total: Iterable[Any] = OUTSIDE_TOTAL,
 ) -> dict[str, np.ndarray]:
     """Aggregate benchmark values per (pair, category) and per pair for "Total", over columns.
 
@@ -593,7 +594,7 @@ def aggregate_columns(
             }
 
     def across_seeds(
-        means: dict, present: np.ndarray, groups: int
+        means: dict[str, Any], present: np.ndarray, groups: int
     ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]:
         shaped_present = present.reshape(groups, n_s)
         k = shaped_present.sum(axis=1)
@@ -657,7 +658,7 @@ def aggregate_arrays(
     n: np.ndarray,
     values: Mapping[str, np.ndarray],
     how: str = "macro",
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """``aggregate_columns`` as one dict per (pair, category) and per pair for "Total": ``pair``,
     ``category``, ``n_benchmarks``, ``seeds``, the value fields and ``f_true_std``/``bt_true_std``
     (None with one seed)."""

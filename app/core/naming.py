@@ -8,6 +8,7 @@ size give (family or None, None).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _SIZE = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)\s*([BbMm])(?![A-Za-z])")
 _SCALE = {"b": 1e9, "m": 1e6}
@@ -27,6 +28,6 @@ def infer_family_and_size(name: str) -> tuple[str | None, int | None]:
     return (family_part or None), size
 
 
-def pair_label(pair: dict) -> str:
+def pair_label(pair: dict[str, Any]) -> str:
     """What a pair is called on pages and in tables: its label, else ``base → post``."""
     return pair["label"] or f"{pair['base']} → {pair['post']}"

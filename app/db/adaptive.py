@@ -6,6 +6,7 @@ generated tokens a job used."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from forgetmap.db.store import Connection
 
@@ -51,7 +52,7 @@ def unfinished_cover(
     for shard_id, spec_json in rows:
         part = json.loads(spec_json).get("slice")
         if part is None or part["start"] <= start < part["end"]:
-            return shard_id
+            return int(shard_id)
     return None
 
 
@@ -117,7 +118,7 @@ def usage(
     return {name: (int(n), int(tokens)) for name, n, tokens in rows}
 
 
-def round_shards(conn: Connection, job_id: int, benchmark: str) -> list[tuple[str, dict]]:
+def round_shards(conn: Connection, job_id: int, benchmark: str) -> list[tuple[str, dict[str, Any]]]:
     """(status, spec) of the job's shards on the (requested) benchmark."""
     rows = conn.execute(
         "SELECT status, spec FROM shards WHERE job_id = ? AND benchmark = ? ORDER BY id",
@@ -126,7 +127,7 @@ def round_shards(conn: Connection, job_id: int, benchmark: str) -> list[tuple[st
     return [(status, json.loads(spec)) for status, spec in rows]
 
 
-def set_payload(conn: Connection, job_id: int, payload: dict) -> None:
+def set_payload(conn: Connection, job_id: int, payload: dict[str, Any]) -> None:
     """Rewrite a job's payload (an adaptive job keeps its rounds' state there)."""
     conn.execute(
         "UPDATE jobs SET payload = ?, updated_at = now() WHERE id = ?",

@@ -9,6 +9,8 @@ when it went 0->1 in at least half.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from forgetmap.db.prompts import full_prompt
 from forgetmap.db.queries import Columns, numpy_columns
 from forgetmap.db.store import Connection
@@ -126,7 +128,7 @@ def question_text(conn: Connection, benchmark: int, sample_id: str) -> str | Non
         [benchmark, sample_id],
     ).fetchall()
     if rows:
-        return rows[0][0]
+        return cast(str | None, rows[0][0])  # a question, or NULL where its rows had none
     rows = conn.execute(
         f"SELECT any_value(coalesce(r.question, {full_prompt('r')})), count(*) FROM results r "
         "WHERE r.benchmark_id = ? AND r.sample_id = ?",
@@ -135,7 +137,7 @@ def question_text(conn: Connection, benchmark: int, sample_id: str) -> str | Non
     return rows[0][0] if rows[0][1] else None
 
 
-def question_across_pairs(conn: Connection, benchmark: int, sample_id: str) -> list[dict]:
+def question_across_pairs(conn: Connection, benchmark: int, sample_id: str) -> list[dict[str, Any]]:
     """One question's answers in every pair that holds it on both sides, per seed: the pair, the
     seed, and each side's correctness, extracted answer and answer text (the post side found
     through the pair's links by question text where it has another id)."""

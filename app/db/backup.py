@@ -37,10 +37,12 @@ import re
 import shutil
 import stat
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import duckdb
 from forgetmap.contract.jobs import JobStatus, ShardKind, ShardStatus
@@ -75,7 +77,7 @@ class BackupError(StoreError):
     """A backup cannot be taken or restored; the message says why, in one line."""
 
 
-def take_backup(store: Store, target: Path) -> dict:
+def take_backup(store: Store, target: Path) -> dict[str, Any]:
     """Write a backup of ``store`` to the new folder ``target`` (absent or empty) and return its
     manifest. It is written beside ``target`` and renamed at the end: a failed backup leaves
     nothing."""
@@ -97,7 +99,7 @@ def take_backup(store: Store, target: Path) -> dict:
     return manifest
 
 
-def _snapshot(store: Store, folder: Path) -> dict:
+def _snapshot(store: Store, folder: Path) -> dict[str, Any]:
     with store.read() as conn:
         conn.begin()  # one snapshot for every statement below
         try:
@@ -151,7 +153,7 @@ def _copy_committed_answer_files(
     return copied, missing
 
 
-def read_manifest(folder: Path) -> dict:
+def read_manifest(folder: Path) -> dict[str, Any]:
     """A backup's manifest, its fields checked (a backup folder is input like any file)."""
     folder = Path(folder)
     try:
@@ -191,7 +193,7 @@ class Restored:
     """What a restore brought back: the backup's manifest, (name, role) of each token, and the
     tables it left empty (``NEVER_RESTORED``, and ``TOKEN_TABLES`` with ``tokens=False``)."""
 
-    manifest: dict
+    manifest: dict[str, Any]
     tokens: list[tuple[str, str]]
     skipped: tuple[str, ...]
 
@@ -247,7 +249,12 @@ def _check_plain_tree(source: Path) -> None:
 
 
 def _build(
-    source: Path, staging: Path, manifest: dict, *, roles: Collection[str], skipped: tuple
+    source: Path,
+    staging: Path,
+    manifest: dict[str, Any],
+    *,
+    roles: Collection[str],
+    skipped: tuple[Any, ...],
 ) -> list[tuple[str, str]]:
     revision = manifest["schema_revision"]
     store = Store(staging)
@@ -273,7 +280,9 @@ def _build(
     return [(name, role) for name, role in restored]
 
 
-def _load_tables(conn: Connection, folder: Path, manifest: dict, *, skipped: tuple) -> None:
+def _load_tables(
+    conn: Connection, folder: Path, manifest: dict[str, Any], *, skipped: tuple[Any, ...]
+) -> None:
     """Every table of the schema from its Parquet file (but ``skipped``), its columns, keys and
     rows checked."""
     tables = [t for t in _tables(conn) if t != "alembic_version"]
@@ -394,7 +403,7 @@ def _value_rules(roles: Collection[str]) -> list[tuple[str, str, str]]:
     return rules
 
 
-def _one_of(column: str, values) -> str:
+def _one_of(column: str, values: Iterable[Enum]) -> str:
     return f"{column} IN ({', '.join(repr(str(v.value)) for v in values)})"
 
 
@@ -466,10 +475,10 @@ def _copy_plain_file(source: Path, target: Path) -> int:
             raise BackupError(f"refused: {source} is not a plain file")
         with _private_file(target) as out:
             shutil.copyfileobj(reading, out, 1 << 20)
-            return out.tell()
+            return int(out.tell())
 
 
-def _private_file(path: Path):
+def _private_file(path: Path) -> BinaryIO:
     """A new file at ``path``, created 0600 (not through a link), open for writing bytes."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     return os.fdopen(os.open(path, flags, 0o600), "wb")

@@ -3,6 +3,8 @@ benchmark's category, with the pairs whose numbers it moves."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from forgetmap.db.store import Connection
 
 HISTORY_LIMIT = 200
@@ -12,7 +14,7 @@ release, so a store holds few)."""
 
 def category_changes(
     conn: Connection, *, names: list[str] | None = None, limit: int = HISTORY_LIMIT
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The changes, newest first (``names``: only those benchmarks'): benchmark, ``old`` and
     ``new`` category, ``changed_at`` (UTC), ``source`` (what named it) and ``pairs``, the ids of
     the pairs that pair samples of the benchmark now, whose Totals it moved."""

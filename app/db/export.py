@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from forgetmap.db.prompts import full_prompt
 from forgetmap.db.store import Connection, Store
@@ -32,7 +33,7 @@ def snapshot(store: Store) -> Iterator[Connection]:
             conn.rollback()
 
 
-def model_row(conn: Connection, name: str) -> dict | None:
+def model_row(conn: Connection, name: str) -> dict[str, Any] | None:
     """The model's id, name, family and size; None for a name not stored."""
     found = conn.execute(
         "SELECT id, name, family, size_params FROM models WHERE name = ?", [name]
@@ -85,7 +86,7 @@ def model_units(conn: Connection, model_id: int) -> list[ExportUnit]:
 
 def unit_rows(
     conn: Connection, model_id: int, unit: ExportUnit, *, page_rows: int = PAGE_ROWS
-) -> Iterator[list[dict]]:
+) -> Iterator[list[dict[str, Any]]]:
     """The unit's rows, by sample id, ``page_rows`` at a time: every stored field of a result
     (the whole prompt, the whole answer), one query read as it goes. Long answers are read from their files through a connection of their own (the
     query's holds its result; an answer file is never rewritten once an import committed it)."""

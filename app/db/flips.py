@@ -4,6 +4,8 @@ parameters; table and column names are fixed strings."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 from forgetmap.core.answer_status import CAUSE_BITS, TRUNCATED
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK
@@ -23,7 +25,7 @@ SAMPLE_CAUSES = f"({cause_bits('b.answer_status')} | {cause_bits('p.answer_statu
 """SQL: a paired sample's causes under one seed (``b``: the base's row, ``p``: the post's)."""
 
 
-def _paired(pair: dict) -> tuple[str, list]:
+def _paired(pair: dict[str, Any]) -> tuple[str, list[Any]]:
     """FROM/WHERE of a pair's paired rows, ``b`` the base's and ``p`` the post's of one seed,
     ``bm`` their benchmark. A post sample linked by question text (sample_links) stands in for
     the base's id; samples whose key is ambiguous never pair (forgetmap.core.sample_identity)."""
@@ -45,13 +47,13 @@ VERSUS_SHOWN = 500
 """Questions listed on each side of a two-pair comparison (the counts are of all of them)."""
 
 
-def versus(conn: Connection, first: dict, second: dict) -> dict:
+def versus(conn: Connection, first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     """Two pairs question by question (on the questions both paired): per benchmark, how many
     each forgot while the other kept, and how many both forgot; and those questions, at most
     ``VERSUS_SHOWN`` a side. A pair forgot a question when it went 1->0 in a strict majority of
     the seeds it paired, kept it when 1->1 in a strict majority."""
     sides = []
-    params: list = []
+    params: list[Any] = []
     for number, pair in ((1, first), (2, second)):
         where, values = _paired(pair)
         sides.append(f"SELECT {number} AS side, bm.name AS benchmark, bm.category, b.sample_id, "
@@ -77,8 +79,8 @@ def versus(conn: Connection, first: dict, second: dict) -> dict:
         """,
         params,
     ).fetchall()
-    counts: dict[str, dict] = {}
-    questions: dict[str, list[dict]] = {"first": [], "second": [], "both": []}
+    counts: dict[str, dict[str, Any]] = {}
+    questions: dict[str, list[dict[str, Any]]] = {"first": [], "second": [], "both": []}
     for benchmark, category, sample_id, question, fate in rows:
         count = counts.setdefault(benchmark, {"benchmark": benchmark, "category": category,
                                               "first": 0, "second": 0, "both": 0})  # fmt: skip
@@ -91,13 +93,13 @@ def versus(conn: Connection, first: dict, second: dict) -> dict:
 
 def _flip_filter(
     conn: Connection,
-    pair: dict,
+    pair: dict[str, Any],
     benchmarks: list[int] | None,
     transition: str,
     q: str | None,
     exclude: int = 0,
     cause: int = 0,
-):
+) -> tuple[str, list[Any]]:
     """FROM/WHERE shared by the listing and its count; values go in as parameters. ``exclude``:
     the bits of the causes whose seeds are left out; ``cause``: only the seeds with one of these."""
     pre, post = TRANSITIONS[transition]
@@ -131,7 +133,7 @@ def _flip_filter(
 
 def flipped_samples(
     conn: Connection,
-    pair: dict,
+    pair: dict[str, Any],
     *,
     benchmarks: list[int] | None,
     transition: str,
@@ -140,7 +142,7 @@ def flipped_samples(
     page_size: int,
     exclude: int = 0,
     cause: int = 0,
-) -> tuple[int, list[dict]]:
+) -> tuple[int, list[dict[str, Any]]]:
     """Samples of a pair with the given transition in at least one seed, most seeds first.
 
     Returns (total number of samples, rows of this page). A row is one (benchmark, sample); its
@@ -196,7 +198,9 @@ def causes_named(bits: int | None) -> list[str]:
     return [name for name, bit in CAUSE_BITS.items() if (bits or 0) & bit]
 
 
-def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: str) -> list[dict]:
+def sample_detail(
+    conn: Connection, pair: dict[str, Any], benchmark_id: int, sample_id: str
+) -> list[dict[str, Any]]:
     """Both models' rows of one sample, per seed (a seed present on one side only shows one):
     ``prompt`` the base model's (the post's where the base has none), ``post_prompt`` the post
     model's (a chat model's differs: its template, no few-shot block)."""
@@ -253,7 +257,9 @@ def sample_detail(conn: Connection, pair: dict, benchmark_id: int, sample_id: st
     return records
 
 
-def _rescored(conn: Connection, pair: dict, benchmark_id: int, sample_id: str) -> list[tuple]:
+def _rescored(
+    conn: Connection, pair: dict[str, Any], benchmark_id: int, sample_id: str
+) -> list[tuple[Any, ...]]:
     """Each score set's grade of one sample's base and post answers (``forgetmap rescore``):
     (set, side, seed, prediction, correct, status, rule), by set, side and seed."""
     return conn.execute(
@@ -279,7 +285,7 @@ def _rescored(conn: Connection, pair: dict, benchmark_id: int, sample_id: str) -
     ).fetchall()
 
 
-def pair_sample_rows(conn: Connection, pair: dict) -> pa.Table:
+def pair_sample_rows(conn: Connection, pair: dict[str, Any]) -> pa.Table:
     """Every paired per-sample row of a pair (for export): both models side by side, long answers
     read from their files (app/db/texts.py)."""
     files = answer_files(conn)

@@ -15,6 +15,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -47,10 +48,10 @@ class IngestSummary:
     unpaired: dict[int, dict[str, int]] = field(default_factory=dict)
     # benchmarks whose stored category the import changed: benchmark, before, after, and the
     # pairs whose numbers it moves (migration 0015 keeps the history)
-    category_changes: tuple[dict, ...] = ()
+    category_changes: tuple[dict[str, Any], ...] = ()
 
 
-def config_hash(config: dict) -> str:
+def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -135,7 +136,7 @@ def ensure_benchmarks(
     return [name for name, _, _ in differing]
 
 
-def _raise_duplicates(duck) -> None:
+def _raise_duplicates(duck: Connection) -> None:
     """Name one duplicated (model, benchmark, sample_id, seed) key of the incoming table."""
     dup = duck.execute(
         """
@@ -168,7 +169,7 @@ class _Keys:
     duplicated: bool
 
 
-def _codes_int(col) -> tuple[np.ndarray, np.ndarray]:
+def _codes_int(col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """Codes of an integer column without nulls (seeds): offsets when the range is narrow."""
     values = (
         col.to_numpy() if isinstance(col, pa.ChunkedArray) else col.to_numpy(zero_copy_only=False)
@@ -248,7 +249,7 @@ def _duplicated(conn: Connection, table: pa.Table, unit: np.ndarray, space: int)
         ).fetchall()[0][0]
     finally:
         conn.unregister("keys_check")
-    return distinct != table.num_rows
+    return bool(distinct != table.num_rows)
 
 
 _RESULT_COLUMNS = (
@@ -295,7 +296,7 @@ class Ingest:
         self,
         conn: Connection,
         *,
-        config: dict,
+        config: dict[str, Any],
         progress: Progress | None = None,
         on_conflict: str = "error",
         texts: TextWriter | None = None,
@@ -468,7 +469,7 @@ def ingest(
     table: pa.Table,
     benchmarks: dict[str, BenchmarkMeta],
     *,
-    config: dict,
+    config: dict[str, Any],
     progress: Progress | None = None,
     on_conflict: str = "error",
     grouped_by_sample: bool = False,
@@ -479,7 +480,7 @@ def ingest(
     return writer.finish()
 
 
-def _insert_runs(duck, units: str, chash: str, config: dict) -> None:
+def _insert_runs(duck: Connection, units: str, chash: str, config: dict[str, Any]) -> None:
     duck.execute(
         f"""
         INSERT INTO runs (model_id, benchmark_id, seed, config_hash, config)
@@ -509,7 +510,9 @@ def _with_refusals(table: pa.Table) -> pa.Table:
     return table.set_column(index, "answer_status", pa.array(values, pa.string()))
 
 
-def _new_rows(conn: Connection, table: pa.Table, keys: _Keys, chash: str, config: dict) -> pa.Table:
+def _new_rows(
+    conn: Connection, table: pa.Table, keys: _Keys, chash: str, config: dict[str, Any]
+) -> pa.Table:
     """Every unit of the batch is new (or new to this import): runs first, then the rows in the
     columns of the INSERT, with their run id looked up in numpy (one id per unit): no join.
 
@@ -561,7 +564,7 @@ def _new_rows(conn: Connection, table: pa.Table, keys: _Keys, chash: str, config
 
 
 def _overlapping_rows(
-    duck, table: pa.Table, chash: str, config: dict, on_conflict: str
+    duck: Connection, table: pa.Table, chash: str, config: dict[str, Any], on_conflict: str
 ) -> pa.Table:
     """Some units have stored rows: refuse contradictions (or keep the stored row); returns the
     rows not stored yet, in the columns of the INSERT (templates as the fresh rows store them)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from enum import Enum
+from typing import Any, Literal, cast
 
 from forgetmap.db.ingest import ensure_models
 from forgetmap.db.store import Connection, one_row
@@ -13,17 +15,25 @@ SHARD_KEYS = ("id", "job_id", "status", "spec", "benchmark", "seed", "config_has
               "done", "total", "error", "attempts", "kind")  # fmt: skip
 JOB_SHARD_KEYS = ("id", "model", "benchmark", "seed", "status", "done", "total", "error",
                   "attempts", "worker", "started_at", "finished_at", "resends")  # fmt: skip
-NO_SUCH_JOB = object()
 
 
-def _placeholders(values: list) -> str:
+class _Missing(Enum):
+    """A sentinel that the type checker narrows away (``job_owner``)."""
+
+    JOB = "no such job"
+
+
+NO_SUCH_JOB = _Missing.JOB
+
+
+def _placeholders(values: list[Any]) -> str:
     return ", ".join("?" for _ in values)
 
 
 # ------------------------------------------------------------------------------------ models
 
 
-def save_model_specs(conn: Connection, specs: dict[str, dict]) -> None:
+def save_model_specs(conn: Connection, specs: dict[str, dict[str, Any]]) -> None:
     """Make sure the models exist and remember the checkpoint each names (later forms prefill it)."""
     ensure_models(conn, list(specs))
     for name, spec in specs.items():
@@ -31,7 +41,7 @@ def save_model_specs(conn: Connection, specs: dict[str, dict]) -> None:
 
 
 def model_id(conn: Connection, name: str) -> int:
-    return one_row(conn.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone())[0]
+    return int(one_row(conn.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone())[0])
 
 
 def set_fingerprint(conn: Connection, model: str, fingerprint: str) -> None:
@@ -41,11 +51,13 @@ def set_fingerprint(conn: Connection, model: str, fingerprint: str) -> None:
 # ------------------------------------------------------------------------------------ jobs
 
 
-def insert_job(conn: Connection, kind: str, payload: dict) -> int:
-    return conn.execute(
-        "INSERT INTO jobs (kind, status, payload) VALUES (?, 'queued', ?) RETURNING id",
-        [kind, json.dumps(payload)],
-    ).fetchall()[0][0]
+def insert_job(conn: Connection, kind: str, payload: dict[str, Any]) -> int:
+    return int(
+        conn.execute(
+            "INSERT INTO jobs (kind, status, payload) VALUES (?, 'queued', ?) RETURNING id",
+            [kind, json.dumps(payload)],
+        ).fetchall()[0][0]
+    )
 
 
 def set_owner(conn: Connection, job_id: int, owner: str) -> None:
@@ -53,14 +65,16 @@ def set_owner(conn: Connection, job_id: int, owner: str) -> None:
     conn.execute("UPDATE jobs SET owner = ? WHERE id = ?", [owner, job_id])
 
 
-def job_owner(conn: Connection, job_id: int):
+def job_owner(conn: Connection, job_id: int) -> str | None | Literal[_Missing.JOB]:
     """The job's owner (None for jobs older than owners), or NO_SUCH_JOB."""
     row = conn.execute("SELECT owner FROM jobs WHERE id = ?", [job_id]).fetchone()
     return NO_SUCH_JOB if row is None else row[0]
 
 
 def job_status(conn: Connection, job_id: int) -> str:
-    return one_row(conn.execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone())[0]
+    return str(
+        one_row(conn.execute("SELECT status FROM jobs WHERE id = ?", [job_id]).fetchone())[0]
+    )
 
 
 def set_job_status(conn: Connection, job_id: int, status: str) -> None:
@@ -75,7 +89,7 @@ def shard_status_counts(conn: Connection, job_id: int) -> dict[str, int]:
     )
 
 
-def job_row(conn: Connection, job_id: int) -> tuple | None:
+def job_row(conn: Connection, job_id: int) -> tuple[Any, ...] | None:
     """(id, kind, status, payload, created_at, updated_at, owner, error), or None."""
     return conn.execute(
         "SELECT id, kind, status, payload, created_at, updated_at, owner, error FROM jobs "
@@ -89,9 +103,9 @@ def job_kind(conn: Connection, job_id: int) -> str | None:
     return row[0] if row else None
 
 
-def job_payload(conn: Connection, job_id: int) -> dict:
+def job_payload(conn: Connection, job_id: int) -> dict[str, Any]:
     row = one_row(conn.execute("SELECT payload FROM jobs WHERE id = ?", [job_id]).fetchone())
-    return json.loads(row[0])
+    return cast(dict[str, Any], json.loads(row[0]))
 
 
 def unfinished_jobs(conn: Connection, kind: str) -> list[int]:
@@ -108,7 +122,7 @@ def end_job(
     job_id: int,
     status: str,
     *,
-    payload: dict | None = None,
+    payload: dict[str, Any] | None = None,
     error: str | None = None,
 ) -> None:
     """A job without shards (an import) ends: its status, its error, and its payload if given."""
@@ -119,7 +133,7 @@ def end_job(
     )
 
 
-def job_shards(conn: Connection, job_id: int) -> list[dict]:
+def job_shards(conn: Connection, job_id: int) -> list[dict[str, Any]]:
     """The job's shards in id order, keyed by JOB_SHARD_KEYS."""
     rows = conn.execute(
         """
@@ -184,21 +198,23 @@ def insert_shard(
     benchmark: str,
     seed: int,
     config_hash: str,
-    spec: dict,
+    spec: dict[str, Any],
     status: str,
     kind: str = "evaluate",
 ) -> int:
     """A shard of a job; a ``reused`` one is finished at once."""
-    return conn.execute(
-        """
+    return int(
+        conn.execute(
+            """
             INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, kind,
                                 finished_at)
             SELECT ?, id, ?, ?, ?, ?, ?, ?, CASE WHEN ? = 'reused' THEN now() END
             FROM models WHERE name = ?
             RETURNING id
             """,
-        [job_id, benchmark, seed, config_hash, json.dumps(spec), status, kind, status, model],
-    ).fetchall()[0][0]
+            [job_id, benchmark, seed, config_hash, json.dumps(spec), status, kind, status, model],
+        ).fetchall()[0][0]
+    )
 
 
 def insert_evaluation_shards(
@@ -207,7 +223,7 @@ def insert_evaluation_shards(
     job_id: int,
     model_id: int,
     config_hash: str,
-    spec: dict,
+    spec: dict[str, Any],
     rows: Sequence[tuple[str, int, str]],
 ) -> list[tuple[int, str]]:
     """One model's (benchmark, seed, status) shards in one statement (a paper-suite job has
@@ -238,7 +254,7 @@ def evaluated(conn: Connection, model_id: int, config_hash: str) -> list[tuple[s
     ).fetchall()
 
 
-def shard(conn: Connection, shard_id: int) -> dict | None:
+def shard(conn: Connection, shard_id: int) -> dict[str, Any] | None:
     """A shard keyed by SHARD_KEYS, its spec parsed; None if there is none."""
     row = conn.execute(
         """
@@ -291,7 +307,7 @@ def record_progress(conn: Connection, shard_id: int, done: int, total: int | Non
     )
 
 
-def set_spec(conn: Connection, shard_id: int, spec: dict) -> None:
+def set_spec(conn: Connection, shard_id: int, spec: dict[str, Any]) -> None:
     conn.execute("UPDATE shards SET spec = ? WHERE id = ?", [json.dumps(spec), shard_id])
 
 

@@ -11,6 +11,8 @@ All SQL here takes values as parameters; table and column names are fixed string
 
 from __future__ import annotations
 
+from typing import Any
+
 from forgetmap.core.answer_status import CAUSE_BITS
 from forgetmap.core.errors import InputError
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK, QUESTION_KEY_PREFIX
@@ -24,7 +26,7 @@ JOINT_COLUMNS = ", ".join(f"n_{a}_{b}" for a in CELLS for b in CELLS)
 
 def refresh_counts(
     conn: Connection, touched: str, pair_ids: list[int] | None = None
-) -> tuple[list[int], dict]:
+) -> tuple[list[int], dict[int, dict[str, int]]]:
     """Recompute materialized counts for every unit the rows in temp table ``touched`` reach.
 
     ``touched`` has columns model_id, benchmark_id, seed. A unit is (pair, benchmark, seed) for
@@ -42,7 +44,7 @@ def refresh_counts(
         # (an import counts seed-vs-seed only for paired models; add_pair counts the rest)
         return [], {}
     pair_filter = ""
-    params: list = []
+    params: list[Any] = []
     if pair_ids is not None:
         pair_filter = f"AND p.id IN ({', '.join('?' for _ in pair_ids)})"
         params = list(pair_ids)
@@ -249,7 +251,7 @@ def cross_seed_sql(joined: list[str]) -> str:
         """
 
 
-def _refresh_cross_seed_cells(duck) -> None:
+def _refresh_cross_seed_cells(duck: Connection) -> None:
     """Recompute ``cross_seed_cells`` of every (pair, benchmark) in temp table ``affected``: one
     self-join of the paired samples across seeds and one GROUP BY (the map's interval reads them
     with the transition counts, forgetmap.analysis.adaptive.interval_from_counts).
@@ -283,7 +285,7 @@ def _refresh_cross_seed_cells(duck) -> None:
     duck.execute("DROP TABLE others")
 
 
-def link_by_text(duck) -> int:
+def link_by_text(duck: Connection) -> int:
     """Link still-unpaired samples of the pairs in temp table ``affected`` by question text.
 
     For each (pair, benchmark): base samples whose id no post sample has (any seed) and post
@@ -322,7 +324,7 @@ def link_by_text(duck) -> int:
         ORDER BY u.pair_id, u.benchmark_id, u.side, u.sample_id
         """
     ).fetchall()
-    groups: dict[tuple[int, int], dict[str, list]] = {}
+    groups: dict[tuple[int, int], dict[str, list[Any]]] = {}
     for pair_id, benchmark_id, side, sample_id, question, prompt in rows:
         group = groups.setdefault((pair_id, benchmark_id), {"base": [], "post": []})
         group[side].append((sample_id, question, prompt))
@@ -362,7 +364,7 @@ def seed_transition_sql(models: str, results: str = "results") -> str:
         """
 
 
-def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
+def _refresh_seed_transitions(duck: Connection, touched: str, *, only_paired: bool) -> None:
     """A model against itself across seeds, for every touched (model, benchmark).
 
     The noise floor is shown only for pairs, so an import skips models in no pair; ``add_pair``
@@ -391,7 +393,7 @@ def _refresh_seed_transitions(duck, touched: str, *, only_paired: bool) -> None:
 
 def add_pair(
     conn: Connection, base: str, post: str, *, label: str | None, stage: str | None
-) -> tuple[int, bool, dict]:
+) -> tuple[int, bool, dict[str, Any]]:
     """Create (or update the label of) the pair base -> post and materialize its counts.
 
     Returns (pair id, created, unpaired counts). Unknown model names raise InputError.

@@ -15,6 +15,7 @@ from forgetmap.db.store import Connection
 
 if TYPE_CHECKING:  # the store's readers use full_prompt without Arrow and numpy
     import numpy as np
+    import pyarrow as pa
     from forgetmap.core.prompt_templates import UnitTemplates
 
 
@@ -48,7 +49,9 @@ def store_templates(conn: Connection, templates: UnitTemplates) -> np.ndarray:
     return ids
 
 
-def store_template_pairs(conn: Connection, prefix, suffix) -> np.ndarray:
+def store_template_pairs(
+    conn: Connection, prefix: pa.Array | pa.ChunkedArray, suffix: pa.Array | pa.ChunkedArray
+) -> np.ndarray:
     """Insert each distinct (prefix, suffix) of two per-row string columns (Arrow, usually
     dictionary-encoded: one value per unit) once; per row its template id (-1 where the prefix
     is null: the row's prompt is whole; the suffix is set wherever the prefix is)."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import duckdb
 from forgetmap.core.answer_status import CAUSE_BITS, NO_ANSWER, REFUSED, TRUNCATED
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK
 from forgetmap.db.pairing import CELLS, JOINT_COLUMNS
@@ -20,7 +21,7 @@ Columns = dict[str, "np.ndarray"]
 with None there (integers included)."""
 
 
-def numpy_columns(relation) -> Columns:
+def numpy_columns(relation: duckdb.DuckDBPyConnection | duckdb.DuckDBPyRelation) -> Columns:
     """A DuckDB result as ``Columns`` (its ``fetchnumpy``: neither Arrow nor pandas is loaded)."""
     import numpy as np  # here: `pair add` reads through this module and needs no numpy (60 ms)
 
@@ -227,7 +228,7 @@ PAIRING_FIELDS = (
 )
 
 
-def pairing_report(conn: Connection, pair_id: int) -> list[dict]:
+def pairing_report(conn: Connection, pair_id: int) -> list[dict[str, Any]]:
     """How the samples of a pair paired, per benchmark (summed over seeds): paired, only in base,
     only in post, ambiguous (a key shared by several samples of one file), mismatched documents,
     and the rule that paired them (the file's id, the question key, the question text)."""
@@ -254,7 +255,7 @@ def pairing_report(conn: Connection, pair_id: int) -> list[dict]:
     ]
 
 
-def pairing_rule(row: dict) -> str:
+def pairing_rule(row: dict[str, Any]) -> str:
     """The rule(s) that paired a benchmark's samples, in words."""
     rules = [
         name
@@ -268,7 +269,7 @@ def pairing_rule(row: dict) -> str:
     return " + ".join(rules) if rules else "none"
 
 
-def list_pairs(conn: Connection) -> list[dict]:
+def list_pairs(conn: Connection) -> list[dict[str, Any]]:
     rows = conn.execute(
         """
         WITH t AS (SELECT pair_id, count(DISTINCT benchmark_id) AS benchmarks,
@@ -308,7 +309,7 @@ def list_pairs(conn: Connection) -> list[dict]:
 TRANSITIONS = {"10": (True, False), "01": (False, True), "11": (True, True), "00": (False, False)}
 
 
-def pair_info(conn: Connection, pair_id: int) -> dict | None:
+def pair_info(conn: Connection, pair_id: int) -> dict[str, Any] | None:
     row = conn.execute(
         """
         SELECT p.id, p.base_model_id, p.post_model_id, mb.name, mp.name, p.label, p.stage
@@ -334,7 +335,7 @@ def benchmark_ids(
     return [r[0] for r in rows]
 
 
-def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
+def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict[str, Any]]:
     """Samples forgotten (1->0 in a majority of paired seeds) by the most pairs."""
     rows = conn.execute(
         f"""
@@ -365,7 +366,7 @@ def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict]:
     return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
-def models(conn: Connection) -> list[dict]:
+def models(conn: Connection) -> list[dict[str, Any]]:
     rows = conn.execute(
         "SELECT id, name, family, size_params, fingerprint FROM models ORDER BY name"
     ).fetchall()
@@ -375,7 +376,7 @@ def models(conn: Connection) -> list[dict]:
     ]
 
 
-def benchmarks(conn: Connection) -> list[dict]:
+def benchmarks(conn: Connection) -> list[dict[str, Any]]:
     rows = conn.execute(
         "SELECT name, category, num_choices FROM benchmarks ORDER BY name"
     ).fetchall()
@@ -400,7 +401,7 @@ def pair_id_by_names(conn: Connection, base: str, post: str) -> int | None:
     return row[0][0] if row else None
 
 
-def jobs_summary(conn: Connection) -> list[dict]:
+def jobs_summary(conn: Connection) -> list[dict[str, Any]]:
     """Every job, newest first: status, shard counts, owner, the request it was made from
     (``payload``) and, for a checkpoint of a series, the series' name and the step."""
     rows = conn.execute(
@@ -432,7 +433,7 @@ def job_series(conn: Connection, job_id: int) -> tuple[int, str, int] | None:
     return (int(row[0]), row[1], int(row[2])) if row else None
 
 
-def model_specs(conn: Connection, names: list[str]) -> dict[str, dict]:
+def model_specs(conn: Connection, names: list[str]) -> dict[str, dict[str, Any]]:
     """The checkpoint spec (path, revision, ...) a job stored for each named model, if any."""
     if not names:
         return {}

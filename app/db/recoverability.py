@@ -34,9 +34,9 @@ def save_recovery(
     pair_id: int,
     shard_id: int | None,
     corpus: str,
-    config: dict,
-    summary: dict,
-    table: dict[str, list],
+    config: dict[str, Any],
+    summary: dict[str, Any],
+    table: dict[str, list[Any]],
 ) -> int:
     if shard_id is not None:
         old = conn.execute("SELECT id FROM recoveries WHERE shard_id = ?", [shard_id]).fetchall()
@@ -69,13 +69,13 @@ def save_recovery(
         conn.execute("INSERT INTO recovery_documents SELECT * FROM recovery_rows")
     finally:
         conn.unregister("recovery_rows")
-    return recovery_id
+    return int(recovery_id)
 
 
 _COLUMNS = ("id", "pair_id", "shard_id", "corpus", "config", "summary", "created_at")
 
 
-def _recovery(row) -> dict[str, Any]:
+def _recovery(row: tuple[Any, ...]) -> dict[str, Any]:
     out = dict(zip(_COLUMNS, row, strict=True))
     out["config"] = json.loads(out["config"])
     out["summary"] = json.loads(out["summary"])
@@ -110,7 +110,7 @@ def latest_recoveries(conn: Connection) -> list[dict[str, Any]]:
     return [_recovery(r) for r in rows]
 
 
-def documents_table(conn: Connection, recovery_id: int) -> dict[str, list]:
+def documents_table(conn: Connection, recovery_id: int) -> dict[str, list[Any]]:
     """The wide per-document table (``doc_id, split, n_tokens, model/correction...``) of
     forgetmap.analysis.recoverability_shares, from which every share of the analysis can be recomputed."""
     rows = conn.execute(
@@ -123,7 +123,11 @@ def documents_table(conn: Connection, recovery_id: int) -> dict[str, list]:
     if not rows:
         return {}
     n = max(r[0] for r in rows) + 1
-    table: dict[str, list] = {"doc_id": [None] * n, "split": [None] * n, "n_tokens": [None] * n}
+    table: dict[str, list[Any]] = {
+        "doc_id": [None] * n,
+        "split": [None] * n,
+        "n_tokens": [None] * n,
+    }
     for index, doc_id, split, n_tokens, model, correction, loss in rows:
         table["doc_id"][index], table["split"][index], table["n_tokens"][index] = (
             doc_id, split, n_tokens,

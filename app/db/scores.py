@@ -5,7 +5,7 @@ beside ``results``, never in it)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from forgetmap.db.store import Connection, one_row
 
@@ -42,11 +42,14 @@ def score_set(conn: Connection, name: str) -> tuple[int, str] | None:
 
 def create_score_set(conn: Connection, name: str, extractor: str) -> int:
     """A new, empty score set; its id."""
-    return one_row(
-        conn.execute(
-            "INSERT INTO score_sets (name, extractor) VALUES (?, ?) RETURNING id", [name, extractor]
-        ).fetchone()
-    )[0]
+    return int(
+        one_row(
+            conn.execute(
+                "INSERT INTO score_sets (name, extractor) VALUES (?, ?) RETURNING id",
+                [name, extractor],
+            ).fetchone()
+        )[0]
+    )
 
 
 def clear_score_set(conn: Connection, set_id: int, extractor: str) -> None:
@@ -74,17 +77,17 @@ def finish_score_set(conn: Connection, set_id: int) -> int:
         conn.execute("SELECT count(*) FROM rescored WHERE score_set_id = ?", [set_id]).fetchone()
     )
     conn.execute("UPDATE score_sets SET rows = ? WHERE id = ?", [count, set_id])
-    return count
+    return int(count)
 
 
-def score_sets(conn: Connection) -> list[tuple]:
+def score_sets(conn: Connection) -> list[tuple[Any, ...]]:
     """(name, extractor, rows, created_at) of every score set, by name."""
     return conn.execute(
         "SELECT name, extractor, rows, created_at FROM score_sets ORDER BY name"
     ).fetchall()
 
 
-def rescored_rows(conn: Connection, name: str) -> list[tuple]:
+def rescored_rows(conn: Connection, name: str) -> list[tuple[Any, ...]]:
     """(model, benchmark, seed, sample_id, prediction, correct, answer_status, rule) of every row
     of the set called ``name``, in key order."""
     return conn.execute(

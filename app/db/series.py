@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from forgetmap.core.errors import InputError
 from forgetmap.db.pairing import add_pair
 from forgetmap.db.prompts import full_prompt
@@ -12,11 +14,11 @@ from forgetmap.db.store import Connection, one_row
 FATES = ("forgotten", "relearned", "learned", "kept", "never")
 
 
-def _model_id(duck, name: str, role: str) -> int:
+def _model_id(duck: Connection, name: str, role: str) -> int:
     row = duck.execute("SELECT id FROM models WHERE name = ?", [name]).fetchone()
     if row is None:
         raise InputError(f"unknown {role} model {name!r}; import its results first")
-    return row[0]
+    return int(row[0])
 
 
 def add_checkpoints(
@@ -26,7 +28,7 @@ def add_checkpoints(
     checkpoints: list[tuple[str, int]],
     *,
     stage: str | None = None,
-) -> tuple[int, bool, list[dict]]:
+) -> tuple[int, bool, list[dict[str, Any]]]:
     """Create series ``name`` over ``base`` (or extend it) with (model, step) checkpoints, each
     with its (base, checkpoint) pair and counts; ``stage``: the post-training stage the run is
     (its pairs', so that a stage filter keeps the run). A checkpoint already in the series at the
@@ -92,7 +94,7 @@ def add_checkpoints(
     return series_id, created, added
 
 
-def list_series(conn: Connection) -> list[dict]:
+def list_series(conn: Connection) -> list[dict[str, Any]]:
     """Every series with its base and its steps in order."""
     rows = conn.execute(
         """
@@ -109,7 +111,7 @@ def list_series(conn: Connection) -> list[dict]:
 
 def get_series(
     conn: Connection, *, series_id: int | None = None, name: str | None = None
-) -> dict | None:
+) -> dict[str, Any] | None:
     """A series with its checkpoints in step order, by id or name (None if there is none)."""
     row = conn.execute(
         "SELECT s.id, s.name, s.base_model_id, m.name FROM series s "
@@ -187,14 +189,14 @@ WITH ck AS (
 
 def question_histories(
     conn: Connection,
-    series: dict,
+    series: dict[str, Any],
     *,
     benchmarks: list[int] | None,
     fate: str | None,
     page: int,
     page_size: int,
     sample_id: str | None = None,
-) -> tuple[int, dict[str, int], list[dict]]:
+) -> tuple[int, dict[str, int], list[dict[str, Any]]]:
     """Each question's correctness along a series: at the base and at every checkpoint, all seeds.
 
     A model *knows* a question when it is correct in at least half of its seeds. Fates:
@@ -253,7 +255,7 @@ def question_histories(
 # ---------------------------------------------------------------------------------- watcher
 
 
-def submission(conn: Connection, series_id: int, path: str) -> dict | None:
+def submission(conn: Connection, series_id: int, path: str) -> dict[str, Any] | None:
     """What the watcher submitted for a checkpoint folder, with its job's status."""
     row = conn.execute(
         "SELECT w.step, w.job_id, w.attempts, j.status FROM watch_submissions w "

@@ -3,13 +3,15 @@ per (step, category) and the flipped samples row by row, paired as the map pairs
 
 from __future__ import annotations
 
+from typing import Any
+
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK
 from forgetmap.db.prompts import full_prompt
 from forgetmap.db.store import Connection
 from forgetmap.db.texts import read_texts
 
 
-def flip_counts(conn: Connection, series_id: int, steps: list[int] | None) -> list[dict]:
+def flip_counts(conn: Connection, series_id: int, steps: list[int] | None) -> list[dict[str, Any]]:
     """Per (step, category): 1->0 flips, 0->1 flips and (question, seed) pairs compared, summed
     over the category's benchmarks and seeds from the materialized counts the map reads."""
     rows = conn.execute(
@@ -40,8 +42,13 @@ def _clip(column: str, *, keep_end: bool = False) -> str:
 
 
 def flip_rows(
-    conn: Connection, series: dict, steps: list[int] | None, *, max_flips: int, text_limit: int
-) -> tuple[list[dict], list[int]]:
+    conn: Connection,
+    series: dict[str, Any],
+    steps: list[int] | None,
+    *,
+    max_flips: int,
+    text_limit: int,
+) -> tuple[list[dict[str, Any]], list[int]]:
     """Every 1->0 and 0->1 flip of the series' checkpoints against its base, per (step, benchmark,
     sample, seed), at most ``max_flips`` per step (forgotten first, then by category, benchmark,
     sample and seed); texts cut at ``text_limit`` characters. The pairing is the map's: a sample

@@ -19,10 +19,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 from forgetmap.runtime.private import keep_new_files_private, make_private
 from forgetmap.runtime.resources import resource_dir
+
+if TYPE_CHECKING:  # Alembic is imported only to migrate
+    from alembic.config import Config
 
 Connection = duckdb.DuckDBPyConnection
 """What ``Store.transaction()`` and ``Store.read()`` yield: a DuckDB connection (a cursor of the
@@ -43,7 +47,7 @@ class StoreError(RuntimeError):
     """The database cannot be used (locked by another process, unreadable, ...)."""
 
 
-def one_row(row: tuple | None) -> tuple:
+def one_row(row: tuple[Any, ...] | None) -> tuple[Any, ...]:
     """The row ``fetchone()`` gave for a query that returns one by construction (``count(*)``,
     ``RETURNING``, a row the caller knows is there); a StoreError where none came."""
     if row is None:
@@ -62,7 +66,7 @@ def database_files(path: Path) -> tuple[Path, Path, Path]:
 HEAD_REVISION = "0015"
 
 
-def alembic_config():
+def alembic_config() -> Config:
     from alembic.config import Config
 
     config = Config()

@@ -77,7 +77,7 @@ class TextWriter:
         self.name: str | None = None
         self.writer: pq.ParquetWriter | None = None  # once a long answer comes
         self.thread: ThreadPoolExecutor | None = None  # its writes, one at a time
-        self.pending: Future | None = None
+        self.pending: Future[None] | None = None
         self.rows = 0
         self.bytes = 0
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from forgetmap.db.store import Connection, one_row
 
 
@@ -32,6 +34,6 @@ def token_by_hash(conn: Connection, token_hash: str) -> tuple[int, str, str] | N
     ).fetchone()
 
 
-def tokens(conn: Connection) -> list[tuple]:
+def tokens(conn: Connection) -> list[tuple[Any, ...]]:
     """(name, role, created_at) of every token, by name."""
     return conn.execute("SELECT name, role, created_at FROM api_tokens ORDER BY name").fetchall()

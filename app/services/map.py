@@ -253,7 +253,9 @@ def benchmark_records(
     cols = _benchmark_columns(store, pair_id, pair_ids, exclude, scores)
     if not cols:
         return []
-    cols["mcnemar_p"] = np.asarray(metrics.mcnemar_exact(cols["n_01"], cols["n_10"]), np.float64)
+    cols["mcnemar_p"] = np.asarray(
+        metrics.mcnemar_exact(np.asarray(cols["n_01"]), np.asarray(cols["n_10"])), np.float64
+    )
     cols.update(significance.benchmark_columns(cols))  # the family: every record returned here
 
     def column(name: str, values) -> list:

@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from forgetmap.contract.jobs import Stage
 from forgetmap.core.errors import InputError
+from forgetmap.core.stages import Stage
 from forgetmap.db import Store, queries
 from forgetmap.db.pairing import add_pair
 

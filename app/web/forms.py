@@ -8,9 +8,10 @@ from pathlib import Path
 
 from fastapi import Request
 from forgetmap.contract.base import problems, validated
-from forgetmap.contract.jobs import EvaluateJobIn, ModelIn, Prompting, SeriesJobIn, Stage
+from forgetmap.contract.jobs import EvaluateJobIn, ModelIn, Prompting, SeriesJobIn
 from forgetmap.contract.recovery import MAX_TABLE_DOCS, CorpusIn, RecoverJobIn, RecoveryOptionsIn
 from forgetmap.core.errors import InputError
+from forgetmap.core.stages import Stage
 from forgetmap.core.taxonomy import lookup, scored_benchmarks
 from forgetmap.runtime.paths import ModelRules
 from pydantic import ValidationError

@@ -20,9 +20,9 @@ from forgetmap.contract.jobs import (
     JobStatus,
     SeriesJobIn,
     ShardStatus,
-    Stage,
 )
 from forgetmap.core.errors import InputError
+from forgetmap.core.stages import Stage
 from forgetmap.core.taxonomy import CATEGORIES, scored_benchmarks
 from forgetmap.db import jobs as jobs_db
 from forgetmap.db import queries
