@@ -253,9 +253,8 @@ def benchmark_records(
     cols = _benchmark_columns(store, pair_id, pair_ids, exclude, scores)
     if not cols:
         return []
-    cols["mcnemar_p"] = np.asarray(
-        metrics.mcnemar_exact(np.asarray(cols["n_01"]), np.asarray(cols["n_10"])), np.float64
-    )
+    n_01, n_10 = np.asarray(cols["n_01"]), np.asarray(cols["n_10"])
+    cols["mcnemar_p"] = np.asarray(metrics.mcnemar_exact(n_01, n_10), np.float64)
     cols.update(significance.benchmark_columns(cols))  # the family: every record returned here
 
     def column(name: str, values) -> list:
