@@ -58,9 +58,10 @@
     const left = rows.slice(1), chain = rows.slice(0, 1);
     while (left.length) {
       const last = values.get(chain[chain.length - 1].id);
-      let best = 0;
+      let best = 0, nearest = distance(last, values.get(left[0].id));
       for (let i = 1; i < left.length; i++) {
-        if (distance(last, values.get(left[i].id)) < distance(last, values.get(left[best].id))) best = i;
+        const d = distance(last, values.get(left[i].id));
+        if (d < nearest) { best = i; nearest = d; }
       }
       chain.push(left.splice(best, 1)[0]);
     }

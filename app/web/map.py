@@ -106,7 +106,9 @@ def _with_total(
     if not columns or TOTAL in columns:
         return cells, columns
     totals = [c for c in cache.cells(replace(query, level="category")) if c["column"] == TOTAL]
-    return [*cells, *totals], [*columns, TOTAL] if totals else columns
+    if not totals:
+        return cells, columns
+    return [*cells, *totals], [*columns, TOTAL]
 
 
 def _outside_total(request: Request, records: list[dict]) -> dict[str, list[str]]:

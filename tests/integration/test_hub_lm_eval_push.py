@@ -200,9 +200,18 @@ def test_a_push_of_two_models_imports_each_tasks_latest_run(hub, tmp_path):
     assert again.stdout.startswith("imported 0 new rows (22 already stored)")
 
 
-def test_lines_without_their_filter_read_it_from_the_run_beside(hub, tmp_path):
+@pytest.mark.parametrize("through_app", [False, True], ids=["on the file", "through the app"])
+def test_lines_without_their_filter_read_it_from_the_run_beside(hub, tmp_path, through_app):
+    """Lines of lm-eval 0.4.5 do not name their filter: a gsm8k file's two lines per document
+    are told apart by the run's results file beside it. Through an app each samples file is
+    sent with that results file (uploaded alone, they could not be told apart)."""
     db = tmp_path / "fm.duckdb"
-    done = forgetmap(db, hub, "import", "hub", OLDER)
+    server = Server(db) if through_app else None
+    try:
+        done = forgetmap(db, hub, "import", "hub", OLDER)
+    finally:
+        if server is not None:
+            server.stop()
     assert (
         done.stdout == f"imported 3 new rows (0 already stored) for {OLD_MODEL} on 1 benchmarks\n"
     )
@@ -250,22 +259,6 @@ def test_a_dataset_of_no_known_layout_says_what_it_holds(hub, tmp_path):
                      "push_samples_to_hub=True", "Every Eval Ever instance files"):  # fmt: skip
         assert accepted in done.stderr
     assert done.stderr.endswith("(nothing was imported)\n")
-
-
-def test_an_older_push_through_the_app_sends_each_file_with_its_runs_results(hub, tmp_path):
-    """Lines of lm-eval 0.4.5 do not name their filter: uploaded alone, a gsm8k file's two lines
-    per document could not be told apart; sent with its run's results file, they are."""
-    db = tmp_path / "fm.duckdb"
-    server = Server(db)
-    try:
-        done = forgetmap(db, hub, "import", "hub", OLDER)
-    finally:
-        server.stop()
-    assert (
-        done.stdout == f"imported 3 new rows (0 already stored) for {OLD_MODEL} on 1 benchmarks\n"
-    )
-    [(key, values)] = stored(db).items()
-    assert key[0] == OLD_MODEL and values == {"0": 0, "1": 1, "2": 1}  # flexible-extract's
 
 
 def test_a_push_of_leaderboard_tasks_and_others_imports_both(hub, tmp_path):

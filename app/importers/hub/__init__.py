@@ -300,9 +300,12 @@ def _pushed_plan(
             if key in latest and latest[key].key != run.key:
                 rerun.add(task)
             latest[key] = run
-    patterns = list(include) or sorted({pattern for (_, task), run in latest.items()
-                                        for pattern in file_patterns(LM_EVAL_NAMES, task, run.key)})  # fmt: skip
-    if not runs and not include:
+    if include:
+        patterns = list(include)
+    elif runs:
+        patterns = sorted({pattern for (_, task), run in latest.items()
+                           for pattern in file_patterns(LM_EVAL_NAMES, task, run.key)})  # fmt: skip
+    else:  # no results files: every samples file
         patterns = list(SAMPLES_PATTERNS)
     snapshot = download(repo_id, revision=snapshot.name, patterns=patterns)
     tasks = frozenset(task for run in runs for task in run.tasks) if runs else None
