@@ -61,41 +61,97 @@ SEEDS = 3
 
 # approximate public split sizes (test for MMLU, validation where the test has no labels)
 _MMLU_SIZES = {
-    "abstract_algebra": 100, "anatomy": 135, "astronomy": 152, "business_ethics": 100,
-    "clinical_knowledge": 265, "college_biology": 144, "college_chemistry": 100,
-    "college_computer_science": 100, "college_mathematics": 100, "college_medicine": 173,
-    "college_physics": 102, "computer_security": 100, "conceptual_physics": 235,
-    "econometrics": 114, "electrical_engineering": 145, "elementary_mathematics": 378,
-    "formal_logic": 126, "global_facts": 100, "high_school_biology": 310,
-    "high_school_chemistry": 203, "high_school_computer_science": 100,
-    "high_school_european_history": 165, "high_school_geography": 198,
-    "high_school_government_and_politics": 193, "high_school_macroeconomics": 390,
-    "high_school_mathematics": 270, "high_school_microeconomics": 238, "high_school_physics": 151,
-    "high_school_psychology": 545, "high_school_statistics": 216, "high_school_us_history": 204,
-    "high_school_world_history": 237, "human_aging": 223, "human_sexuality": 131,
-    "international_law": 121, "jurisprudence": 108, "logical_fallacies": 163,
-    "machine_learning": 112, "management": 103, "marketing": 234, "medical_genetics": 100,
-    "miscellaneous": 783, "moral_disputes": 346, "moral_scenarios": 895, "nutrition": 306,
-    "philosophy": 311, "prehistory": 324, "professional_accounting": 282,
-    "professional_law": 1534, "professional_medicine": 272, "professional_psychology": 612,
-    "public_relations": 110, "security_studies": 245, "sociology": 201, "us_foreign_policy": 100,
-    "virology": 166, "world_religions": 171,
-}  # fmt: skip
+    "abstract_algebra": 100,
+    "anatomy": 135,
+    "astronomy": 152,
+    "business_ethics": 100,
+    "clinical_knowledge": 265,
+    "college_biology": 144,
+    "college_chemistry": 100,
+    "college_computer_science": 100,
+    "college_mathematics": 100,
+    "college_medicine": 173,
+    "college_physics": 102,
+    "computer_security": 100,
+    "conceptual_physics": 235,
+    "econometrics": 114,
+    "electrical_engineering": 145,
+    "elementary_mathematics": 378,
+    "formal_logic": 126,
+    "global_facts": 100,
+    "high_school_biology": 310,
+    "high_school_chemistry": 203,
+    "high_school_computer_science": 100,
+    "high_school_european_history": 165,
+    "high_school_geography": 198,
+    "high_school_government_and_politics": 193,
+    "high_school_macroeconomics": 390,
+    "high_school_mathematics": 270,
+    "high_school_microeconomics": 238,
+    "high_school_physics": 151,
+    "high_school_psychology": 545,
+    "high_school_statistics": 216,
+    "high_school_us_history": 204,
+    "high_school_world_history": 237,
+    "human_aging": 223,
+    "human_sexuality": 131,
+    "international_law": 121,
+    "jurisprudence": 108,
+    "logical_fallacies": 163,
+    "machine_learning": 112,
+    "management": 103,
+    "marketing": 234,
+    "medical_genetics": 100,
+    "miscellaneous": 783,
+    "moral_disputes": 346,
+    "moral_scenarios": 895,
+    "nutrition": 306,
+    "philosophy": 311,
+    "prehistory": 324,
+    "professional_accounting": 282,
+    "professional_law": 1534,
+    "professional_medicine": 272,
+    "professional_psychology": 612,
+    "public_relations": 110,
+    "security_studies": 245,
+    "sociology": 201,
+    "us_foreign_policy": 100,
+    "virology": 166,
+    "world_religions": 171,
+}
 _OTHER_SIZES = {
-    "commonsense_qa": 1221, "piqa": 1838, "arc:easy": 2376, "arc:challenge": 1172,
-    "hellaswag": 10042, "social_iqa": 1954, "mctest": 840, "truthfulqa:mc1": 817,
-    "salad_bench:mrq": 3000, "gpqa:diamond": 198, "musr:murder_mysteries": 250,
-    "musr:object_placements": 256, "musr:team_allocation": 250, "bbh:causal_judgment": 187,
-    "bbh:penguins_in_a_table": 146, "bbh:snarks": 178,
-}  # fmt: skip
+    "commonsense_qa": 1221,
+    "piqa": 1838,
+    "arc:easy": 2376,
+    "arc:challenge": 1172,
+    "hellaswag": 10042,
+    "social_iqa": 1954,
+    "mctest": 840,
+    "truthfulqa:mc1": 817,
+    "salad_bench:mrq": 3000,
+    "gpqa:diamond": 198,
+    "musr:murder_mysteries": 250,
+    "musr:object_placements": 256,
+    "musr:team_allocation": 250,
+    "bbh:causal_judgment": 187,
+    "bbh:penguins_in_a_table": 146,
+    "bbh:snarks": 178,
+}
 # option counts drawn per item where the real items vary
 _PER_ITEM_K = {
-    "bbh:movie_recommendation": (4, 5, 6), "bbh:penguins_in_a_table": (4, 5),
-    "bbh:reasoning_about_colored_objects": (2, 3, 4, 6, 18), "bbh:date_understanding": (5, 6),
-    "musr:murder_mysteries": (2,), "musr:object_placements": (3, 4, 5), "musr:team_allocation": (3,),
-    "bbh:disambiguation_qa": (3, 4), "bbh:ruin_names": (4, 5, 6), "bbh:geometric_shapes": (10, 11),
-    "truthfulqa:mc1": (4, 5, 6, 7, 8, 9, 10, 11, 12, 13), "salad_bench:mrq": (2, 3, 4),
-}  # fmt: skip
+    "bbh:movie_recommendation": (4, 5, 6),
+    "bbh:penguins_in_a_table": (4, 5),
+    "bbh:reasoning_about_colored_objects": (2, 3, 4, 6, 18),
+    "bbh:date_understanding": (5, 6),
+    "musr:murder_mysteries": (2,),
+    "musr:object_placements": (3, 4, 5),
+    "musr:team_allocation": (3,),
+    "bbh:disambiguation_qa": (3, 4),
+    "bbh:ruin_names": (4, 5, 6),
+    "bbh:geometric_shapes": (10, 11),
+    "truthfulqa:mc1": (4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
+    "salad_bench:mrq": (2, 3, 4),
+}
 
 
 def _size(name: str) -> int:
@@ -162,9 +218,11 @@ def simulate_zoo(seed: int) -> list[BenchmarkRun]:
                 rng.random((SEEDS, n)) < RESAMPLE, rng.random((SEEDS, n)), item_draw[model]
             )
             correct[model] = (draw < p).astype(np.int8)
-            median = BASE_TOKENS if model in BASES else next(
-                m.cot_tokens for m in POSTS if m.name == model
-            )  # fmt: skip
+            median = (
+                BASE_TOKENS
+                if model in BASES
+                else next(m.cot_tokens for m in POSTS if m.name == model)
+            )
             tokens[model] = np.ceil(
                 median * length_scale * np.exp(0.35 * difficulty + rng.normal(0, 0.5, (SEEDS, n)))
             )
@@ -210,13 +268,22 @@ def _load_runs(path: Path, manifest) -> list[BenchmarkRun]:
     data = np.load(path)
     runs = []
     for bench in manifest.benchmarks:
-        models = sorted({key.split("/")[1] for key in data.files
-                         if key.startswith(f"{bench.name}/") and key.count("/") == 2})  # fmt: skip
+        models = sorted(
+            {
+                key.split("/")[1]
+                for key in data.files
+                if key.startswith(f"{bench.name}/") and key.count("/") == 2
+            }
+        )
         runs.append(
-            BenchmarkRun(bench.name, bench.category, data[f"{bench.name}/k"],
-                         {m: data[f"{bench.name}/{m}/correct"] for m in models},
-                         {m: data[f"{bench.name}/{m}/tokens"] for m in models})
-        )  # fmt: skip
+            BenchmarkRun(
+                bench.name,
+                bench.category,
+                data[f"{bench.name}/k"],
+                {m: data[f"{bench.name}/{m}/correct"] for m in models},
+                {m: data[f"{bench.name}/{m}/tokens"] for m in models},
+            )
+        )
     return runs
 
 
@@ -247,9 +314,15 @@ def resampled(runs: list[BenchmarkRun], factor: int, seed: int = 0) -> list[Benc
     out = []
     for run in runs:
         idx = rng.integers(0, run.size, factor * run.size)
-        out.append(BenchmarkRun(run.name, run.category, run.k[idx],
-                                {m: c[:, idx] for m, c in run.correct.items()},
-                                {m: t[:, idx] for m, t in run.tokens.items()}))  # fmt: skip
+        out.append(
+            BenchmarkRun(
+                run.name,
+                run.category,
+                run.k[idx],
+                {m: c[:, idx] for m, c in run.correct.items()},
+                {m: t[:, idx] for m, t in run.tokens.items()},
+            )
+        )
     return out
 
 
@@ -300,19 +373,32 @@ def category_table(result: Replay, runs: list[BenchmarkRun], pairs: list[tuple[s
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--quick", action="store_true",
+        "--quick",
+        action="store_true",
         help="1,000 simulated benchmarks (else 5,000); the demo zoo is the same",
-    )  # fmt: skip
-    parser.add_argument("--scale", type=int,
-                        help=f"demo suite scale, 1-60 (default {DEMO_SCALE})")  # fmt: skip
-    parser.add_argument("--zoo-dir", type=Path, default=Path("data/bench-adaptive"),
-                        help="where the scaled zoo and its evaluation are cached")  # fmt: skip
+    )
+    parser.add_argument("--scale", type=int, help=f"demo suite scale, 1-60 (default {DEMO_SCALE})")
+    parser.add_argument(
+        "--zoo-dir",
+        type=Path,
+        default=Path("data/bench-adaptive"),
+        help="where the scaled zoo and its evaluation are cached",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads for evaluation")
-    parser.add_argument("--simulated", action="store_true",
-                        help="also replay a SIMULATED paper-shaped suite (not in the final line)")  # fmt: skip
-    parser.add_argument("--project", type=int, nargs="*", default=[8, 32], metavar="FACTOR",
-                        help="also replay the demo results resampled to FACTOR x each benchmark's "
-                        "size (a projection; not in the final line)")  # fmt: skip
+    parser.add_argument(
+        "--simulated",
+        action="store_true",
+        help="also replay a SIMULATED paper-shaped suite (not in the final line)",
+    )
+    parser.add_argument(
+        "--project",
+        type=int,
+        nargs="*",
+        default=[8, 32],
+        metavar="FACTOR",
+        help="also replay the demo results resampled to FACTOR x each benchmark's "
+        "size (a projection; not in the final line)",
+    )
     parser.add_argument("--target", type=float, default=1.5, help="target half-width, points")
     parser.add_argument("--min-samples", type=int, default=StoppingRule.min_samples)
     parser.add_argument("--chunk", type=int, default=StoppingRule.chunk_size)
@@ -337,8 +423,9 @@ def main(argv: list[str] | None = None) -> None:
         flush=True,
     )
     start = time.perf_counter()
-    stops = "; ".join(f"{f:.0%} -> {', '.join(f'{n:,}' for n in ns)}"
-                      for f, ns in stopping_points(rule))  # fmt: skip
+    stops = "; ".join(
+        f"{f:.0%} -> {', '.join(f'{n:,}' for n in ns)}" for f, ns in stopping_points(rule)
+    )
     print(
         f"stopping points by flip rate (k 4, base accuracy 0.8, 3 seeds, target {args.target:.2f}"
         f" points): {stops} ({time.perf_counter() - start:.1f} s)",

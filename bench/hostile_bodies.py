@@ -78,8 +78,12 @@ SMALL = b'{"base": "nobody", "post": "nobody-else"}'
 
 def post(port: int, case: Case, token: str | None) -> Sent:
     """Send ``case``'s body to the end, watching for the answer after each piece."""
-    head = [f"POST {case.path} HTTP/1.1", f"Host: {HOST}", "Content-Type: application/json",
-            f"Content-Length: {case.size}"]  # fmt: skip
+    head = [
+        f"POST {case.path} HTTP/1.1",
+        f"Host: {HOST}",
+        "Content-Type: application/json",
+        f"Content-Length: {case.size}",
+    ]
     head += [f"Authorization: Bearer {token}"] if token else []
     pieces = [SMALL] if case.size == len(SMALL) else json_body(case.size)
     t0 = time.perf_counter()
@@ -155,19 +159,21 @@ def main() -> int:
             None,
             args.mb * MB,
             args.concurrent,
-        ),  # fmt: skip
+        ),
         Case(
             f"{args.token_mb} MB to /api/results, worker token",
             "/api/results",
             Role.worker,
             args.token_mb * MB,
-        ),  # fmt: skip
+        ),
     ]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="fm-hostile-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"{args.runs} run(s) per case, a fresh app each; medians", flush=True)
-    print("| case | answer | answered after (MB sent) | whole body sent (s) "
-          "| app peak RSS growth (MB) |")  # fmt: skip
+    print(
+        "| case | answer | answered after (MB sent) | whole body sent (s) "
+        "| app peak RSS growth (MB) |"
+    )
     print("|---|---|---:|---:|---:|")
     for case in cases:
         runs = [run_case(workdir, case, i) for i in range(args.runs)]
@@ -175,8 +181,11 @@ def main() -> int:
         after = statistics.median(a.answered_after / MB for answers, _ in runs for a in answers)
         seconds = statistics.median(max(a.seconds for a in answers) for answers, _ in runs)
         growth = statistics.median(g for _, g in runs)
-        print(f"| {case.name} | {'/'.join(map(str, statuses))} | {after:.2f} | {seconds:.2f} "
-              f"| {growth:.1f} |", flush=True)  # fmt: skip
+        print(
+            f"| {case.name} | {'/'.join(map(str, statuses))} | {after:.2f} | {seconds:.2f} "
+            f"| {growth:.1f} |",
+            flush=True,
+        )
     return 0
 
 

@@ -86,8 +86,18 @@ def answers_jsonl(path: Path, size: int) -> Path:
     with path.open("w") as out:
         written, i = 0, 0
         while written < size:
-            line = json.dumps({"model": "m", "benchmark": f"b{i % 10}", "sample_id": f"q{i}",
-                               "correct": i % 2, "response": answer}) + "\n"  # fmt: skip
+            line = (
+                json.dumps(
+                    {
+                        "model": "m",
+                        "benchmark": f"b{i % 10}",
+                        "sample_id": f"q{i}",
+                        "correct": i % 2,
+                        "response": answer,
+                    }
+                )
+                + "\n"
+            )
             out.write(line)
             written += len(line)
             i += 1
@@ -126,11 +136,14 @@ def results_parquet(path: Path, size: int) -> Path:
     """A results Parquet file of about ``size`` bytes (unique ids keep it from compressing)."""
     rows = max(1000, size // 12)
     while True:
-        table = pa.table({
-            "model": ["m"] * rows, "benchmark": [f"b{i % 10}" for i in range(rows)],
-            "sample_id": [f"q{i * 7919 % 1000003}-{i}" for i in range(rows)],
-            "correct": [i % 2 for i in range(rows)],
-        })  # fmt: skip
+        table = pa.table(
+            {
+                "model": ["m"] * rows,
+                "benchmark": [f"b{i % 10}" for i in range(rows)],
+                "sample_id": [f"q{i * 7919 % 1000003}-{i}" for i in range(rows)],
+                "correct": [i % 2 for i in range(rows)],
+            }
+        )
         pq.write_table(table, path)
         if path.stat().st_size >= size * 0.9:
             return path
@@ -141,8 +154,11 @@ def cli_import(path: Path, work: Path) -> dict:
     """Peak RSS (MB), seconds and outcome of a fresh process's ``import table``."""
     db = work / f"fresh-{time.monotonic_ns()}.duckdb"
     t0 = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-v", FORGETMAP, "--db", str(db), "import", "table",
-                           str(path)], capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        ["/usr/bin/time", "-v", FORGETMAP, "--db", str(db), "import", "table", str(path)],
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - t0
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
     lines = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
@@ -187,8 +203,7 @@ def app_import(path: Path, work: Path) -> dict:
     left = (
         sum(p.stat().st_size for p in staging.rglob("*") if p.is_file()) if staging.exists() else 0
     )
-    return {"peak_mb": (peak - before) / 1024, "seconds": seconds, "outcome": outcome,
-            "left": left}  # fmt: skip
+    return {"peak_mb": (peak - before) / 1024, "seconds": seconds, "outcome": outcome, "left": left}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,11 +226,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  measured {what} ({kind}): {result['peak_mb']:.0f} MB", file=sys.stderr)
 
         wide = wide_csv(work / "wide.csv", args.columns)
-        pair(f"CSV, {args.columns:,} columns", wide,
-             results_csv(work / "normal.csv", wide.stat().st_size), cli_import)  # fmt: skip
+        pair(
+            f"CSV, {args.columns:,} columns",
+            wide,
+            results_csv(work / "normal.csv", wide.stat().st_size),
+            cli_import,
+        )
         long = long_line_jsonl(work / "long.jsonl", args.long_mb)
-        pair(f"JSONL, one {args.long_mb} MB line", long,
-             answers_jsonl(work / "answers.jsonl", long.stat().st_size), cli_import)  # fmt: skip
+        pair(
+            f"JSONL, one {args.long_mb} MB line",
+            long,
+            answers_jsonl(work / "answers.jsonl", long.stat().st_size),
+            cli_import,
+        )
         pwide = wide_parquet(work / "wide.parquet", args.parquet_columns)
         normal = results_parquet(work / "normal.parquet", pwide.stat().st_size)
         pair(f"Parquet, {args.parquet_columns:,} columns", pwide, normal, cli_import)

@@ -58,7 +58,8 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow.json as pa_json  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-from forgetmap.demo.layouts.leaderboard import SHAPES, questions, repo_id, write_dataset  # noqa: E402
+from forgetmap.demo.layouts.leaderboard import repo_id, write_dataset  # noqa: E402
+from forgetmap.demo.layouts.leaderboard_tasks import SHAPES, questions  # noqa: E402
 
 from bench._data import fmt_s, machine_line  # noqa: E402
 from bench.harness_import import CLI_ENV  # noqa: E402
@@ -74,15 +75,19 @@ def model_names(generation: str, count: int) -> list[str]:
     return [base] + [f"{base}-Chat" + (f"-{i}" if i > 1 else "") for i in range(1, count)]
 
 
-def write_cache(cache: Path, generation: str, models: list[str], scale: float,
-                answer_tokens: int) -> None:  # fmt: skip
+def write_cache(
+    cache: Path, generation: str, models: list[str], scale: float, answer_tokens: int
+) -> None:
     """Every model's dataset in ``cache``: the same questions, answered by growing skills."""
     tasks = {shape.task: questions(shape, scale=scale) for shape in SHAPES[generation]}
     for number, model in enumerate(models):
-        written = write_dataset(cache, generation, model, tasks, skill=0.2 * number,
-                                answer_tokens=answer_tokens)  # fmt: skip
-        print(f"  {written.repo_id}: {written.rows:,} rows, {written.files} files, "
-              f"{written.size / 1e6:,.0f} MB")  # fmt: skip
+        written = write_dataset(
+            cache, generation, model, tasks, skill=0.2 * number, answer_tokens=answer_tokens
+        )
+        print(
+            f"  {written.repo_id}: {written.rows:,} rows, {written.files} files, "
+            f"{written.size / 1e6:,.0f} MB"
+        )
 
 
 def snapshot_files(cache: Path, generation: str, model: str) -> list[Path]:
@@ -105,8 +110,13 @@ def plain_read(files: list[Path], generation: str) -> tuple[float, int]:
 def hub_env(cache: Path, work: Path) -> dict[str, str]:
     """The CLI's environment on a node whose Hugging Face cache holds the datasets, offline."""
     env = {k: v for k, v in CLI_ENV.items() if not k.startswith("HF_")}
-    return {**env, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache),
-            "HF_HOME": str(work / "hf-home"), "HF_HUB_DISABLE_PROGRESS_BARS": "1"}  # fmt: skip
+    return {
+        **env,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(cache),
+        "HF_HOME": str(work / "hf-home"),
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    }
 
 
 def run(cmd: list[str], env: dict[str, str], work: Path) -> tuple[float, float, str]:
@@ -117,8 +127,13 @@ def run(cmd: list[str], env: dict[str, str], work: Path) -> tuple[float, float, 
         raise SystemExit("the peak memory is measured with GNU time: apt-get install time")
     with tempfile.NamedTemporaryFile(dir=work, suffix=".rss") as peak:
         start = time.perf_counter()
-        done = subprocess.run([GNU_TIME, "-f", "%M", "-o", peak.name, *cmd], cwd=ROOT, env=env,
-                              capture_output=True, text=True)  # fmt: skip
+        done = subprocess.run(
+            [GNU_TIME, "-f", "%M", "-o", peak.name, *cmd],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         seconds = time.perf_counter() - start
         rss_kb = Path(peak.name).read_text().split()[-1]
     if done.returncode != 0:
@@ -140,8 +155,9 @@ def forget(db: Path) -> None:
     shutil.rmtree(db.with_name(db.name + ".texts"), ignore_errors=True)
 
 
-def one_round(db: Path, env: dict, work: Path, generation: str, models: list[str],
-              rows: int) -> dict:  # fmt: skip
+def one_round(
+    db: Path, env: dict, work: Path, generation: str, models: list[str], rows: int
+) -> dict:
     """Import every model, the first again, pair the first with each other, map."""
     exe = [sys.executable, "-m", "forgetmap.cli", "--db", str(db)]
     out: dict = {"import": [], "rss": []}
@@ -151,8 +167,9 @@ def one_round(db: Path, env: dict, work: Path, generation: str, models: list[str
             raise SystemExit(f"{model}: expected {rows:,} new rows, the import said {stdout!r}")
         out["import"].append(seconds)
         out["rss"].append(rss)
-    out["again"], _, stdout = run([*exe, "import", "hub", repo_id(generation, models[0])], env,
-                                  work)  # fmt: skip
+    out["again"], _, stdout = run(
+        [*exe, "import", "hub", repo_id(generation, models[0])], env, work
+    )
     if imported(stdout) != (0, rows):
         raise SystemExit(f"the second import was not a no-op: {stdout!r}")
     out["pair add"] = []
@@ -164,8 +181,13 @@ def one_round(db: Path, env: dict, work: Path, generation: str, models: list[str
     return out
 
 
-def report(args: argparse.Namespace, files: dict[str, list[Path]], reads: list[float],
-           rounds: list[dict], rows: int) -> None:  # fmt: skip
+def report(
+    args: argparse.Namespace,
+    files: dict[str, list[Path]],
+    reads: list[float],
+    rounds: list[dict],
+    rows: int,
+) -> None:
     models = list(files)
     total = rows * len(models)
     read_t = statistics.median(reads)
@@ -178,12 +200,18 @@ def report(args: argparse.Namespace, files: dict[str, list[Path]], reads: list[f
     mapped = statistics.median(r["map"] for r in rounds)
     size = sum(f.stat().st_size for m in models for f in files[m])
     baseline = "pyarrow read_table" if args.generation == "v1" else "pyarrow JSON read"
-    print(f"{args.generation}: {len(models)} models x {rows:,} rows in {len(files[models[0]])} "
-          f"files, {size / 1e6:,.0f} MB in all")  # fmt: skip
-    print(f"{baseline + ':':22} median {fmt_s(read_t):>8}, {total / read_t:>9,.0f} rows/s "
-          f"({', '.join(f'{t:.2f}' for t in reads)})")  # fmt: skip
-    print(f"{'forgetmap import hub:':22} median {fmt_s(import_t):>8}, {total / import_t:>9,.0f} "
-          f"rows/s ({', '.join(f'{t:.2f}' for t in per_round)})")  # fmt: skip
+    print(
+        f"{args.generation}: {len(models)} models x {rows:,} rows in {len(files[models[0]])} "
+        f"files, {size / 1e6:,.0f} MB in all"
+    )
+    print(
+        f"{baseline + ':':22} median {fmt_s(read_t):>8}, {total / read_t:>9,.0f} rows/s "
+        f"({', '.join(f'{t:.2f}' for t in reads)})"
+    )
+    print(
+        f"{'forgetmap import hub:':22} median {fmt_s(import_t):>8}, {total / import_t:>9,.0f} "
+        f"rows/s ({', '.join(f'{t:.2f}' for t in per_round)})"
+    )
     print(f"  one import: median {fmt_s(one)}, max RSS {peak:,.0f} MB")
     print(f"  again (imports nothing new): median {fmt_s(again)}")
     print(f"  pair add: median {fmt_s(pair)}; map: median {fmt_s(mapped)}")
@@ -199,8 +227,9 @@ def main() -> None:
     parser.add_argument("--generation", choices=("v1", "v2", "push"), default="v2")
     parser.add_argument("--models", type=int, default=2, help="a base model and N-1 posts")
     parser.add_argument("--scale", type=float, default=1.0, help="of each task's real size")
-    parser.add_argument("--answer-tokens", type=int, default=300,
-                        help="words of a generative answer, on average")  # fmt: skip
+    parser.add_argument(
+        "--answer-tokens", type=int, default=300, help="words of a generative answer, on average"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="rounds (median)")
     parser.add_argument("--quick", action="store_true", help="5%% of the questions, one round")
     parser.add_argument("--workdir", type=Path, default=None)

@@ -53,8 +53,16 @@ sys.path.insert(0, str(ROOT))
 from forgetmap.demo.layouts.paper import make_items, write_run  # noqa: E402
 
 MODEL = "Qwen/Qwen2.5-7B-Instruct"
-KEPT = ["example", "full_prompt", "predictions", "choices", "gold_index", "gold", "metrics",
-        "specifics"]  # fmt: skip
+KEPT = [
+    "example",
+    "full_prompt",
+    "predictions",
+    "choices",
+    "gold_index",
+    "gold",
+    "metrics",
+    "specifics",
+]
 CLI_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 PYARROW = """
@@ -86,8 +94,16 @@ def write_tree(out: Path, tasks: int, per_task: int, tokens: int, seeds: int = 1
     }
     for seed in range(seeds):
         outcomes = {t: (its, [rng.random() < 0.6 for _ in its]) for t, its in items.items()}
-        write_run(out, MODEL, f"2025-07-02T10-00-{seed:02d}.000001", outcomes, style="chat",
-                  seed=seed, shuffle_seed=seed, answer_tokens=tokens)  # fmt: skip
+        write_run(
+            out,
+            MODEL,
+            f"2025-07-02T10-00-{seed:02d}.000001",
+            outcomes,
+            style="chat",
+            seed=seed,
+            shuffle_seed=seed,
+            answer_tokens=tokens,
+        )
     return tasks * per_task * seeds
 
 
@@ -127,18 +143,25 @@ def lm_eval_rows(args: argparse.Namespace, work: Path) -> None:
             for old in (db, db.with_name(db.name + ".texts"), db.with_name(db.name + ".wal")):
                 shutil.rmtree(old) if old.is_dir() else old.unlink(missing_ok=True)
             forgetmap = str(Path(python).with_name("forgetmap"))
-            imports.append(timed([forgetmap, "--db", str(db), "import", "lm-eval", str(folder),
-                                  "--model", "m"]))  # fmt: skip
+            imports.append(
+                timed(
+                    [forgetmap, "--db", str(db), "import", "lm-eval", str(folder), "--model", "m"]
+                )
+            )
         read = (statistics.median(t for t, _ in reads), statistics.median(m for _, m in reads))
         ours = (statistics.median(t for t, _ in imports), statistics.median(m for _, m in imports))
-        print(f"{lines:>7,} {size_mb(path):>8.0f} | {read[0]:7.2f}/{read[1]:6.0f} "
-              f"{ours[0]:6.2f}/{ours[1]:6.0f} {ours[0] / read[0]:5.2f}", flush=True)  # fmt: skip
+        print(
+            f"{lines:>7,} {size_mb(path):>8.0f} | {read[0]:7.2f}/{read[1]:6.0f} "
+            f"{ours[0]:6.2f}/{ours[1]:6.0f} {ours[0] / read[0]:5.2f}",
+            flush=True,
+        )
 
 
 def timed(command: list[str], **kwargs) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of one command, by /usr/bin/time -v."""
-    done = subprocess.run(["/usr/bin/time", "-v", *command], capture_output=True, text=True,
-                          env=CLI_ENV, **kwargs)  # fmt: skip
+    done = subprocess.run(
+        ["/usr/bin/time", "-v", *command], capture_output=True, text=True, env=CLI_ENV, **kwargs
+    )
     if done.returncode:
         raise SystemExit(f"failed: {' '.join(command)}\n{done.stdout}\n{done.stderr}")
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", done.stderr)
@@ -157,8 +180,12 @@ def size_mb(path: Path) -> float:
 
 def measure(tree: Path, work: Path, repeat: int) -> dict:
     python = sys.executable
-    runs: dict[str, list[tuple[float, float]]] = {"pyarrow": [], "pyarrow kept": [],
-                                                  "duckdb kept": [], "import": []}  # fmt: skip
+    runs: dict[str, list[tuple[float, float]]] = {
+        "pyarrow": [],
+        "pyarrow kept": [],
+        "duckdb kept": [],
+        "import": [],
+    }
     db = work / "fm.duckdb"
     for _ in range(repeat):
         runs["pyarrow"].append(timed([python, "-c", PYARROW, str(tree)]))
@@ -204,10 +231,12 @@ def main() -> None:
             if not args.keep and args.workdir is None:
                 shutil.rmtree(work, ignore_errors=True)
         return
-    header = (f"{'answers':>7} {'scale':>5} {'rows':>7} {'files MB':>8} | "
-              f"{'pyarrow s/MB':>13} {'pa kept s/MB':>13} {'duckdb s/MB':>13} "
-              f"{'import s/MB':>13} {'ratio':>5} | {'db MB':>6} {'answers MB':>10} "
-              f"{'MB per 1M rows':>14}")  # fmt: skip
+    header = (
+        f"{'answers':>7} {'scale':>5} {'rows':>7} {'files MB':>8} | "
+        f"{'pyarrow s/MB':>13} {'pa kept s/MB':>13} {'duckdb s/MB':>13} "
+        f"{'import s/MB':>13} {'ratio':>5} | {'db MB':>6} {'answers MB':>10} "
+        f"{'MB per 1M rows':>14}"
+    )
     print(header)
     try:
         for tokens in [int(a) for a in args.answers.split(",")]:

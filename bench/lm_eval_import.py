@@ -63,8 +63,9 @@ def write_tree(out: Path, tasks: int, per_task: int, release: str = "0.4.7") -> 
         "0.4.5": {"filters_named": False},
         "0.4.2": {"legacy_model_args": LEGACY_MODEL_ARGS},
     }[release]
-    filters = {t: (None if t.startswith("mmlu") else ["strict-match", "flexible-extract"])
-               for t in base}  # fmt: skip
+    filters = {
+        t: (None if t.startswith("mmlu") else ["strict-match", "flexible-extract"]) for t in base
+    }
     lines = 0
     for model in MODELS:
         folder = out / model
@@ -87,7 +88,7 @@ def write_tree(out: Path, tasks: int, per_task: int, release: str = "0.4.7") -> 
                 lines += 2 * len(right)
         if release != "0.4.7":
             write_lm_eval_results(folder, filters, legacy_model_args=style.get("legacy_model_args"))
-    return lines  # fmt: skip
+    return lines
 
 
 def samples_files(out: Path) -> list[Path]:
@@ -151,8 +152,12 @@ def main() -> None:
         base_t, ours_t = statistics.median(base_times), statistics.median(ours_times)
         baseline = "json.loads" if args.release == "0.4.2" else "pyarrow JSON read"
         print(f"lm-eval {args.release} files; samples: {rows:,} in {len(samples_files(out))} files")
-        print(f"{baseline + ':':21} median {base_t:.2f} s  ({', '.join(f'{t:.2f}' for t in base_times)})")  # fmt: skip
-        print(f"forgetmap end to end: median {ours_t:.2f} s  ({', '.join(f'{t:.2f}' for t in ours_times)})")  # fmt: skip
+        print(
+            f"{baseline + ':':21} median {base_t:.2f} s  ({', '.join(f'{t:.2f}' for t in base_times)})"
+        )
+        print(
+            f"forgetmap end to end: median {ours_t:.2f} s  ({', '.join(f'{t:.2f}' for t in ours_times)})"
+        )
         for name in parts[0]:
             print(f"  {name}: median {statistics.median(p[name] for p in parts):.2f} s")
         print(f"  {report}")

@@ -114,12 +114,17 @@ def percentiles(seconds: list[float]) -> dict:
     if not seconds:
         return {"n": 0}
     values = np.array(seconds) * 1000
-    return {"n": len(values), "p50_ms": float(np.percentile(values, 50)),
-            "p99_ms": float(np.percentile(values, 99)), "max_ms": float(values.max())}  # fmt: skip
+    return {
+        "n": len(values),
+        "p50_ms": float(np.percentile(values, 50)),
+        "p99_ms": float(np.percentile(values, 99)),
+        "max_ms": float(values.max()),
+    }
 
 
-def summarize(calls: list[Call], quiet: tuple[float, float],
-              imports: list[tuple[float, float]]) -> dict:  # fmt: skip
+def summarize(
+    calls: list[Call], quiet: tuple[float, float], imports: list[tuple[float, float]]
+) -> dict:
     """Per kind: latency of the successful calls overall, of those started in the ``quiet``
     window (no writes yet: the baseline) and in one of the ``imports`` windows, with the failures
     counted."""
@@ -131,11 +136,13 @@ def summarize(calls: list[Call], quiet: tuple[float, float],
     for kind in dict.fromkeys(c.kind for c in calls):
         mine = [c for c in calls if c.kind == kind]
         good = [c for c in mine if c.ok]
-        out[kind] = {"requests": len(mine), "failed": len(mine) - len(good),
-                     "overall": percentiles([c.seconds for c in good]),
-                     "quiet": percentiles([c.seconds for c in good if started_in(c, [quiet])]),
-                     "during_imports": percentiles([c.seconds for c in good
-                                                    if started_in(c, imports)])}  # fmt: skip
+        out[kind] = {
+            "requests": len(mine),
+            "failed": len(mine) - len(good),
+            "overall": percentiles([c.seconds for c in good]),
+            "quiet": percentiles([c.seconds for c in good if started_in(c, [quiet])]),
+            "during_imports": percentiles([c.seconds for c in good if started_in(c, imports)]),
+        }
     return out
 
 
@@ -150,8 +157,10 @@ def seed_database(db: Path, workdir: Path, rows: int, benchmarks: int) -> dict:
     try:
         load_dataset(spec, store, paths)
         with store.transaction() as conn:
-            tokens = {role: create_token(conn, f"load-{role}", role)
-                      for role in (Role.submit, Role.worker)}  # fmt: skip
+            tokens = {
+                role: create_token(conn, f"load-{role}", role)
+                for role in (Role.submit, Role.worker)
+            }
         with store.read() as conn:
             targets = pick_targets(conn, 2, seed=0)
     finally:
@@ -176,17 +185,19 @@ def write_import_file(path: Path, model: str, rows: int, text_chars: int, seed: 
             pa.array(np.full(rows, prefix)), pc.cast(pa.array(values), pa.string()), ""
         )
 
-    table = pa.table({
-        "model": pa.array(np.full(rows, model)),
-        "benchmark": joined("load:import_", i % IMPORT_BENCHMARKS),
-        "sample_id": joined("q", i // (3 * IMPORT_BENCHMARKS)),
-        "seed": pa.array((i // IMPORT_BENCHMARKS) % 3),
-        "correct": pa.array(np.random.default_rng(seed).random(rows) < 0.6),
-        "num_choices": pa.array(np.full(rows, 4)),
-        "category": pa.array(np.full(rows, CATEGORY)),
-        "prompt": text("Question: ", numbers),
-        "response": text("Let us think. ", numbers),
-    })  # fmt: skip
+    table = pa.table(
+        {
+            "model": pa.array(np.full(rows, model)),
+            "benchmark": joined("load:import_", i % IMPORT_BENCHMARKS),
+            "sample_id": joined("q", i // (3 * IMPORT_BENCHMARKS)),
+            "seed": pa.array((i // IMPORT_BENCHMARKS) % 3),
+            "correct": pa.array(np.random.default_rng(seed).random(rows) < 0.6),
+            "num_choices": pa.array(np.full(rows, 4)),
+            "category": pa.array(np.full(rows, CATEGORY)),
+            "prompt": text("Question: ", numbers),
+            "response": text("Let us think. ", numbers),
+        }
+    )
     pq.write_table(table, path)
     return path
 
@@ -215,8 +226,14 @@ def clear_queue(url: str, queue: str) -> None:
 # ------------------------------------------------------------------------------ the clients
 
 
-def browse(port: int, pages: list[tuple[str, str]], think: float, stop: threading.Event,
-           log: list[Call], seed: int) -> None:  # fmt: skip
+def browse(
+    port: int,
+    pages: list[tuple[str, str]],
+    think: float,
+    stop: threading.Event,
+    log: list[Call],
+    seed: int,
+) -> None:
     """One browsing client: the pages in turn, an exponential think time between them."""
     rng = np.random.default_rng(seed)
     conn = Conn(port)
@@ -241,16 +258,29 @@ def shard_batches(shard_id: int, rows: int, batch: int, text_chars: int) -> list
     """A shard's rows as a worker uploads them, in batches (built before the clock starts)."""
     filler = "word " * max(0, text_chars // 5)
     body = [
-        ResultRow(sample_id=f"w{j:06d}", correct=(shard_id + j) % 3 != 0, num_choices=4,
-                  category=CATEGORY, prompt=f"Question {j}: {filler}",
-                  response=f"Let us think. {filler} #{j}", prediction="A", gold="A")
+        ResultRow(
+            sample_id=f"w{j:06d}",
+            correct=(shard_id + j) % 3 != 0,
+            num_choices=4,
+            category=CATEGORY,
+            prompt=f"Question {j}: {filler}",
+            response=f"Let us think. {filler} #{j}",
+            prediction="A",
+            gold="A",
+        )
         for j in range(rows)
-    ]  # fmt: skip
+    ]
     return [body[i : i + batch] for i in range(0, rows, batch)]
 
 
-def run_worker(url: str, token: str, name: str, shards: dict[int, list[list[ResultRow]]],
-               pause: float, record: Record) -> None:  # fmt: skip
+def run_worker(
+    url: str,
+    token: str,
+    name: str,
+    shards: dict[int, list[list[ResultRow]]],
+    pause: float,
+    record: Record,
+) -> None:
     """A worker's calls for each of its shards, as worker/evaluate.py makes them: claim,
     progress, the rows in batches, finish."""
     log = record.new_log()
@@ -279,26 +309,31 @@ def run_worker(url: str, token: str, name: str, shards: dict[int, list[list[Resu
         client.close()
 
 
-def run_import(url: str, token: str, path: Path, record: Record, ends: list[float],
-               results: list[dict]) -> None:  # fmt: skip
+def run_import(
+    url: str, token: str, path: Path, record: Record, ends: list[float], results: list[dict]
+) -> None:
     try:
-        job = upload_import(url, token, path, import_options("table"), poll_seconds=0.05,
-                            timeout=300)  # fmt: skip
+        job = upload_import(
+            url, token, path, import_options("table"), poll_seconds=0.05, timeout=300
+        )
         results.append(job["request"]["result"])
     except Exception as exc:  # noqa: BLE001 - reported as a failure of the run
         record.problems.append(f"import of {path.name}: {type(exc).__name__}: {exc}")
     ends.append(time.perf_counter())
 
 
-def submit_shards(url: str, token: str, model: str, workers: int,
-                  shards_per_worker: int) -> list[list[int]]:  # fmt: skip
+def submit_shards(
+    url: str, token: str, model: str, workers: int, shards_per_worker: int
+) -> list[list[int]]:
     """An evaluation job of ``model`` on a benchmark per worker, a seed per shard; each worker's
     shard ids."""
     import httpx
 
-    body = {"models": [{"name": model, "path": f"load/{model}"}],
-            "benchmarks": [f"load:worker_{w}" for w in range(workers)],
-            "seeds": list(range(shards_per_worker))}  # fmt: skip
+    body = {
+        "models": [{"name": model, "path": f"load/{model}"}],
+        "benchmarks": [f"load:worker_{w}" for w in range(workers)],
+        "seeds": list(range(shards_per_worker)),
+    }
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
         reply = client.post("/api/jobs", json=body)
@@ -335,42 +370,80 @@ def row_check(expected: dict[str, int], found: dict[str, tuple[int, int]]) -> di
     duplicated = sum(rows - keys for rows, keys in found.values())
     duplicated += sum(found[m][0] for m in found if m not in expected)
     duplicated += sum(max(0, found.get(m, (0, 0))[1] - n) for m, n in expected.items())
-    return {"expected": sum(expected.values()), "found": sum(r for r, _ in found.values()),
-            "lost": lost, "duplicated": duplicated,
-            "per_model": {m: {"expected": expected.get(m, 0), "rows": found.get(m, (0, 0))[0],
-                              "keys": found.get(m, (0, 0))[1]}
-                          for m in sorted(set(expected) | set(found))}}  # fmt: skip
+    return {
+        "expected": sum(expected.values()),
+        "found": sum(r for r, _ in found.values()),
+        "lost": lost,
+        "duplicated": duplicated,
+        "per_model": {
+            m: {
+                "expected": expected.get(m, 0),
+                "rows": found.get(m, (0, 0))[0],
+                "keys": found.get(m, (0, 0))[1],
+            }
+            for m in sorted(set(expected) | set(found))
+        },
+    }
 
 
 def page_list(targets: list[tuple[int, str, int]]) -> list[tuple[str, str]]:
     pages = []
     for pair_id, benchmark, _ in targets:
         query = urllib.parse.urlencode({"benchmark": benchmark, "transition": "10"})
-        pages += [("map page", "/"), ("/api/map", "/api/map"), ("pair page", f"/pairs/{pair_id}"),
-                  ("drill-down", f"/pairs/{pair_id}/samples?{query}"),
-                  ("drill-down JSON", f"/api/pairs/{pair_id}/samples?{query}")]  # fmt: skip
+        pages += [
+            ("map page", "/"),
+            ("/api/map", "/api/map"),
+            ("pair page", f"/pairs/{pair_id}"),
+            ("drill-down", f"/pairs/{pair_id}/samples?{query}"),
+            ("drill-down JSON", f"/api/pairs/{pair_id}/samples?{query}"),
+        ]
     return pages
 
 
 def write_round(app: Server, args, tokens: dict, round_: int, record: Record) -> dict:
     """One round of writes at once: the imports and the workers; its window and what it wrote."""
-    imports = [write_import_file(app.workdir / f"import-{round_}-{k}.parquet",
-                                 f"load-import-{round_}-{k}", args.import_rows, args.text_chars,
-                                 seed=round_ * 100 + k)
-               for k in range(args.imports)]  # fmt: skip
+    imports = [
+        write_import_file(
+            app.workdir / f"import-{round_}-{k}.parquet",
+            f"load-import-{round_}-{k}",
+            args.import_rows,
+            args.text_chars,
+            seed=round_ * 100 + k,
+        )
+        for k in range(args.imports)
+    ]
     model = f"load-worker-{round_}"
-    shard_ids = (submit_shards(app.url, tokens[Role.submit], model, args.workers, args.shards)
-                 if args.workers else [])  # fmt: skip
-    shards = [{sid: shard_batches(sid, args.worker_rows, args.batch, args.text_chars)
-               for sid in ids} for ids in shard_ids]  # fmt: skip
+    shard_ids = (
+        submit_shards(app.url, tokens[Role.submit], model, args.workers, args.shards)
+        if args.workers
+        else []
+    )
+    shards = [
+        {sid: shard_batches(sid, args.worker_rows, args.batch, args.text_chars) for sid in ids}
+        for ids in shard_ids
+    ]
     ends: list[float] = []
     results: list[dict] = []
-    threads = [threading.Thread(target=run_import, args=(app.url, tokens[Role.submit], path,
-                                                         record, ends, results))
-               for path in imports]  # fmt: skip
-    threads += [threading.Thread(target=run_worker, args=(
-        app.url, tokens[Role.worker], f"load-worker-{round_}-{w}", shards[w], args.worker_pause,
-        record)) for w in range(args.workers)]  # fmt: skip
+    threads = [
+        threading.Thread(
+            target=run_import, args=(app.url, tokens[Role.submit], path, record, ends, results)
+        )
+        for path in imports
+    ]
+    threads += [
+        threading.Thread(
+            target=run_worker,
+            args=(
+                app.url,
+                tokens[Role.worker],
+                f"load-worker-{round_}-{w}",
+                shards[w],
+                args.worker_pause,
+                record,
+            ),
+        )
+        for w in range(args.workers)
+    ]
     start = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -381,8 +454,12 @@ def write_round(app: Server, args, tokens: dict, round_: int, record: Record) ->
     expected = {f"load-import-{round_}-{k}": args.import_rows for k in range(args.imports)}
     if args.workers:
         expected[model] = args.workers * args.shards * args.worker_rows
-    return {"window": (start, max(ends, default=start)), "seconds": time.perf_counter() - start,
-            "expected": expected, "added": sum(r["rows_added"] for r in results)}  # fmt: skip
+    return {
+        "window": (start, max(ends, default=start)),
+        "seconds": time.perf_counter() - start,
+        "expected": expected,
+        "added": sum(r["rows_added"] for r in results),
+    }
 
 
 def run(args, workdir: Path) -> dict:
@@ -399,7 +476,7 @@ def run(args, workdir: Path) -> dict:
             "FORGETMAP_BROKER_URL": args.broker,
             "FORGETMAP_QUEUE": queue,
             **dict(s.split("=", 1) for s in args.app_setting),
-        },  # fmt: skip
+        },
     )
     record, stop, retries = Record(), threading.Event(), RetryCounter()
     logging.getLogger("forgetmap.worker").addHandler(retries)
@@ -410,9 +487,14 @@ def run(args, workdir: Path) -> dict:
         for _, path in pages:  # the first request of a page fills the app's caches: not timed
             warm.get((path, {}))
         warm.close()
-        browsers = [threading.Thread(target=browse, args=(app.port, pages, args.think, stop,
-                                                          record.new_log(), c), daemon=True)
-                    for c in range(args.clients)]  # fmt: skip
+        browsers = [
+            threading.Thread(
+                target=browse,
+                args=(app.port, pages, args.think, stop, record.new_log(), c),
+                daemon=True,
+            )
+            for c in range(args.clients)
+        ]
         quiet_start = time.perf_counter()
         for thread in browsers:
             thread.start()
@@ -433,39 +515,56 @@ def run(args, workdir: Path) -> dict:
     calls = record.all()
     windows = [r["window"] for r in rounds]
     kinds = summarize(calls, quiet, windows)
-    return {"kinds": kinds, "requests": len(calls),
-            "failed": sum(k["failed"] for k in kinds.values()) + len(retries.retries),
-            "retries": retries.retries[:20], "problems": record.problems,
-            "rows": row_check(expected, stored_rows(db)),
-            "imports_seconds": [end - start for start, end in windows],
-            "round_seconds": [r["seconds"] for r in rounds],
-            "imported_rows_added": sum(r["added"] for r in rounds)}  # fmt: skip
+    return {
+        "kinds": kinds,
+        "requests": len(calls),
+        "failed": sum(k["failed"] for k in kinds.values()) + len(retries.retries),
+        "retries": retries.retries[:20],
+        "problems": record.problems,
+        "rows": row_check(expected, stored_rows(db)),
+        "imports_seconds": [end - start for start, end in windows],
+        "round_seconds": [r["seconds"] for r in rounds],
+        "imported_rows_added": sum(r["added"] for r in rounds),
+    }
 
 
 def report(args, result: dict) -> str:
     kinds = result["kinds"]
-    columns = (("overall", "p50"), ("overall", "p99"), ("quiet", "p99"),
-               ("during_imports", "p50"), ("during_imports", "p99"))  # fmt: skip
-    print(f"\n{'kind':<26}{'requests':>9}{'failed':>7}{'p50':>8}{'p99':>8}{'p99 quiet':>10}"
-          f"{'p50 imp.':>9}{'p99 imp.':>9}{'n imp.':>7}")  # fmt: skip
+    columns = (
+        ("overall", "p50"),
+        ("overall", "p99"),
+        ("quiet", "p99"),
+        ("during_imports", "p50"),
+        ("during_imports", "p99"),
+    )
+    print(
+        f"\n{'kind':<26}{'requests':>9}{'failed':>7}{'p50':>8}{'p99':>8}{'p99 quiet':>10}"
+        f"{'p50 imp.':>9}{'p99 imp.':>9}{'n imp.':>7}"
+    )
     for kind in [*PAGES, RESULTS]:
         if (k := kinds.get(kind)) is None:
             continue
         cells = [f"{k[part][f'{q}_ms']:.1f}" if k[part]["n"] else "-" for part, q in columns]
         widths = (8, 8, 10, 9, 9)
-        print(f"{kind:<26}{k['requests']:>9}{k['failed']:>7}"
-              + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
-              + f"{k['during_imports']['n']:>7}")  # fmt: skip
+        print(
+            f"{kind:<26}{k['requests']:>9}{k['failed']:>7}"
+            + "".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
+            + f"{k['during_imports']['n']:>7}"
+        )
     imports = ", ".join(f"{s:.1f}" for s in result["imports_seconds"])
     rounds = ", ".join(f"{s:.1f}" for s in result["round_seconds"])
-    print(f"(ms; quiet: the {args.warmup:.0f} s before any write; imp.: requests started while "
-          f"the imports ran: {imports} s; each round's writes took {rounds} s)")  # fmt: skip
+    print(
+        f"(ms; quiet: the {args.warmup:.0f} s before any write; imp.: requests started while "
+        f"the imports ran: {imports} s; each round's writes took {rounds} s)"
+    )
     for line in result["problems"] + result["retries"]:
         print(f"problem: {line}")
     rows = result["rows"]
     for model, r in rows["per_model"].items():
-        print(f"rows {model}: expected {r['expected']:,}, stored {r['rows']:,} "
-              f"({r['keys']:,} distinct keys)")  # fmt: skip
+        print(
+            f"rows {model}: expected {r['expected']:,}, stored {r['rows']:,} "
+            f"({r['keys']:,} distinct keys)"
+        )
     during = [kinds[k]["during_imports"] for k in ("map page", "/api/map") if k in kinds]
     map_p99 = max((d["p99_ms"] for d in during if d["n"]), default=float("nan"))
     met = "met" if map_p99 < MAP_P99_GOAL_MS else "missed"
@@ -479,8 +578,9 @@ def report(args, result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="fewer clients and rows, short phases")
     ap.add_argument("--clients", type=int, help="browsing clients (default 20; quick 10)")
     ap.add_argument("--think", type=float, default=0.5, help="mean think time, s (0: closed loop)")
@@ -501,12 +601,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, help="where the database goes (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the workdir")
     ap.add_argument("--json", type=Path, help="write the figures here as JSON")
-    ap.add_argument("--app-setting", action="append", default=[], metavar="FORGETMAP_X=V",
-                    help="a setting for the app (repeatable), e.g. to compare a setting's values")  # fmt: skip
+    ap.add_argument(
+        "--app-setting",
+        action="append",
+        default=[],
+        metavar="FORGETMAP_X=V",
+        help="a setting for the app (repeatable), e.g. to compare a setting's values",
+    )
     args = ap.parse_args(argv)
     quick = args.quick
-    defaults = {"clients": (20, 10), "import_rows": (65_000, 13_000), "worker_rows": (2_560, 1_024),
-                "warmup": (5.0, 2.0), "after": (3.0, 1.0), "rounds": (3, 1)}  # fmt: skip
+    defaults = {
+        "clients": (20, 10),
+        "import_rows": (65_000, 13_000),
+        "worker_rows": (2_560, 1_024),
+        "warmup": (5.0, 2.0),
+        "after": (3.0, 1.0),
+        "rounds": (3, 1),
+    }
     for name, (full, short) in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, short if quick else full)

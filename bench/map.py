@@ -49,7 +49,8 @@ import pyarrow.parquet as pq  # noqa: E402
 from forgetmap.db import queries  # noqa: E402
 from forgetmap.db.store import open_store  # noqa: E402
 from forgetmap.services import map as forgetting_map  # noqa: E402
-from forgetmap.services.map import MapQuery, map_records  # noqa: E402
+from forgetmap.services.map import MapQuery  # noqa: E402
+from forgetmap.services.map_cache import map_records
 
 from bench._data import (  # noqa: E402
     FULL_BENCHMARKS,
@@ -261,7 +262,7 @@ def _timings(store, fn, runs: int, workdir: Path) -> tuple[float, float, float]:
     """Medians of: a cold call on a fresh MapCache (a process that just started); the first call
     after a write (one model's upload) on a long-lived MapCache, as a running fleet causes; and
     the warm cache hit."""
-    from forgetmap.services.map import MapCache
+    from forgetmap.services.map_cache import MapCache
 
     cold = [timed(fn, MapCache(store))[0] for _ in range(runs)]
     cache = MapCache(store)
@@ -280,7 +281,7 @@ _WRITES = itertools.count()
 def scale_section(store, runs: int, baseline: dict[str, float], workdir: Path) -> list[str]:
     """Cold, after-a-write and warm timings of what the app serves, against the recompute."""
     from forgetmap.db import series as series_db
-    from forgetmap.services.map import MapCache
+    from forgetmap.services.map_cache import MapCache
     from forgetmap.services.series import series_view
 
     with store.read() as conn:
@@ -299,8 +300,9 @@ def scale_section(store, runs: int, baseline: dict[str, float], workdir: Path) -
     def histories(cache):
         def load():
             with cache.store.read() as conn:
-                return series_db.question_histories(conn, found, benchmarks=ids, fate=None,
-                                                    page=1, page_size=50)  # fmt: skip
+                return series_db.question_histories(
+                    conn, found, benchmarks=ids, fate=None, page=1, page_size=50
+                )
 
         return cache.cache.get(("histories", found["id"], tuple(ids)), load)
 
@@ -308,14 +310,16 @@ def scale_section(store, runs: int, baseline: dict[str, float], workdir: Path) -
     measured = {
         "category map": (_timings(store, lambda c: c.records(category), runs, workdir), 50.0),
         "series page (records)": (
-            _timings(store, lambda c: series_view(c, found), runs, workdir), 100.0,
+            _timings(store, lambda c: series_view(c, found), runs, workdir),
+            100.0,
         ),
         "series questions (1 category)": (_timings(store, histories, few, workdir), 100.0),
         "benchmark JSON": (_timings(store, lambda c: c.json(bench), few, workdir), 500.0),
         "benchmark JSON, 50-pair page": (
-            _timings(store, lambda c: c.page_json(bench, 1, 50), runs, workdir), 500.0,
+            _timings(store, lambda c: c.page_json(bench, 1, 50), runs, workdir),
+            500.0,
         ),
-    }  # fmt: skip
+    }
     recompute = {  # measured above (the series page filters the category map)
         "category map": baseline["category/macro"],
         "series page (records)": baseline["category/macro"],
@@ -325,11 +329,12 @@ def scale_section(store, runs: int, baseline: dict[str, float], workdir: Path) -
     with store.read() as conn:
         n_pairs = conn.execute("SELECT count(*) FROM pairs").fetchone()[0]
     lines = [
-        "", f"-- scale: {n_pairs} pairs, series {found['name']!r} with {len(found['checkpoints'])} checkpoints --",
+        "",
+        f"-- scale: {n_pairs} pairs, series {found['name']!r} with {len(found['checkpoints'])} checkpoints --",
         "cold: fresh cache (a process that just started); after write: first call on a long-lived",
         "cache after one model's upload (what a running fleet causes); warm: cache hit; medians",
         f"{'what':30s} {'cold':>10s} {'after write':>12s} {'warm':>10s} {'recompute':>10s}  goal",
-    ]  # fmt: skip
+    ]
     for name, ((cold, after, warm), goal) in measured.items():
         base = recompute.get(name)
         lines.append(

@@ -59,8 +59,10 @@ class Tree:
     def command(self, *args: str) -> list[str]:
         if self.shim is None:
             return [str(Path(sys.executable).parent / "forgetmap"), *args]
-        boot = (f"import sys; sys.path.insert(0, {str(self.shim)!r}); "
-                "sys.argv = ['forgetmap', *sys.argv[1:]]; from forgetmap.cli import run; run()")  # fmt: skip
+        boot = (
+            f"import sys; sys.path.insert(0, {str(self.shim)!r}); "
+            "sys.argv = ['forgetmap', *sys.argv[1:]]; from forgetmap.cli import run; run()"
+        )
         return [sys.executable, "-c", boot, *args]
 
     def prepare(self, benchmarks: int, questions: int) -> Path:
@@ -82,8 +84,11 @@ class Tree:
     def serve(self, db: Path) -> tuple[subprocess.Popen, str]:
         port = free_port()
         log = (self.workdir / "serve.log").open("w")
-        proc = subprocess.Popen(self.command("--db", str(db), "serve", "--port", str(port)),
-                                stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        proc = subprocess.Popen(
+            self.command("--db", str(db), "serve", "--port", str(port)),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         url = f"http://127.0.0.1:{port}"
         import urllib.request
 
@@ -128,8 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.before:
             worktree = workdir / "before-src"
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree),
-                            args.before], check=True, capture_output=True)  # fmt: skip
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(worktree), args.before],
+                check=True,
+                capture_output=True,
+            )
             trees.insert(0, Tree("before", workdir, worktree))
         servers = {}
         for tree in trees:
@@ -148,22 +156,28 @@ def main(argv: list[str] | None = None) -> int:
                     results[tree.name]["again"].append(visit(context, url))
                     context.close()
             browser.close()
-        print(f"== map page over loopback: {args.benchmarks} benchmarks x {args.questions} "
-              f"questions, one pair, {args.rounds} rounds, load avg "
-              f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} ==")  # fmt: skip
+        print(
+            f"== map page over loopback: {args.benchmarks} benchmarks x {args.questions} "
+            f"questions, one pair, {args.rounds} rounds, load avg "
+            f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} =="
+        )
         for tree in trees:
             for when, label in (("first", "first visit"), ("again", "revisit")):
                 wire = statistics.median(b for b, _ in results[tree.name][when])
                 ms = statistics.median(m for _, m in results[tree.name][when])
-                print(f"{tree.name:>6} {label:<12} {wire / 1e6:8.3f} MB over the wire, "
-                      f"{ms:7.0f} ms to the heatmap (median)")  # fmt: skip
+                print(
+                    f"{tree.name:>6} {label:<12} {wire / 1e6:8.3f} MB over the wire, "
+                    f"{ms:7.0f} ms to the heatmap (median)"
+                )
         for proc, _ in servers.values():
             proc.terminate()
             proc.wait(timeout=20)
     finally:
         if worktree is not None:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)],
-                           capture_output=True)  # fmt: skip
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)],
+                capture_output=True,
+            )
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

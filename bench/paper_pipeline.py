@@ -64,8 +64,9 @@ def release_module(release: Path, into: Path) -> Path:
     else:
         shown = subprocess.run(
             ["git", f"--git-dir={release}", "show", f"HEAD:{MODULE}"],
-            capture_output=True, check=True,
-        )  # fmt: skip
+            capture_output=True,
+            check=True,
+        )
         target.write_bytes(shown.stdout)
     return target
 
@@ -96,8 +97,9 @@ def main() -> None:
     try:
         out = work / f"out-{args.per_benchmark}-{args.limit}-{args.answer_tokens}"
         if not (out / "details").is_dir():
-            rows = write_tree(out, args.per_benchmark, args.seeds, args.limit,
-                              answer_tokens=args.answer_tokens)  # fmt: skip
+            rows = write_tree(
+                out, args.per_benchmark, args.seeds, args.limit, answer_tokens=args.answer_tokens
+            )
             print(f"wrote {rows:,} rows to {out}")
         module = release_module(args.release, work)
         python, forgetmap = sys.executable, str(Path(sys.executable).with_name("forgetmap"))
@@ -105,8 +107,12 @@ def main() -> None:
         paper, ours = [], []
         for _ in range(args.repeat):
             csv = work / "paper.csv"
-            paper.append(timed([python, "-c", DRIVE, str(module), str(out), BASE_MODEL,
-                                POST_MODEL, str(csv)], work))  # fmt: skip
+            paper.append(
+                timed(
+                    [python, "-c", DRIVE, str(module), str(out), BASE_MODEL, POST_MODEL, str(csv)],
+                    work,
+                )
+            )
             for old in (db, db.with_name(db.name + ".texts"), db.with_name(db.name + ".wal")):
                 shutil.rmtree(old) if old.is_dir() else old.unlink(missing_ok=True)
             ours.append(
@@ -116,8 +122,10 @@ def main() -> None:
             )
         p, o = statistics.median(paper), statistics.median(ours)
         print(f"paper's compare_models: median {p:.2f} s ({', '.join(f'{t:.2f}' for t in paper)})")
-        print(f"forgetmap import + pair add + map: median {o:.2f} s "
-              f"({', '.join(f'{t:.2f}' for t in ours)})")  # fmt: skip
+        print(
+            f"forgetmap import + pair add + map: median {o:.2f} s "
+            f"({', '.join(f'{t:.2f}' for t in ours)})"
+        )
         print(
             f"paper_pipeline: forgetmap {p / o:.2f}x faster than the paper's pipeline (goal >= 3x)"
         )

@@ -44,9 +44,12 @@ def raw_requests(items, seed: int, cfg: dict, engine) -> tuple[list[dict], objec
 
     built = [build_prompt(item, mode="chat", shots=[]) for item in items]
     params = GenerationParams(
-        temperature=cfg["temperature"], top_p=cfg["top_p"], max_tokens=cfg["max_tokens"],
-        seed=seed, stop=tuple(built[0].stop),
-    )  # fmt: skip
+        temperature=cfg["temperature"],
+        top_p=cfg["top_p"],
+        max_tokens=cfg["max_tokens"],
+        seed=seed,
+        stop=tuple(built[0].stop),
+    )
     return engine.requests([p.render(engine.apply_chat_template) for p in built], params)
 
 
@@ -66,9 +69,12 @@ def run(args, workdir: Path) -> list[dict]:
     write_benchmark(bench_dir / "overhead.jsonl", args.items)
     t0 = time.perf_counter()
     engine = make_engine(
-        "vllm", model_path, max_model_len=args.max_model_len,
-        kv_cache_memory_bytes=args.kv_mb << 20, max_num_seqs=args.max_num_seqs,
-    )  # fmt: skip
+        "vllm",
+        model_path,
+        max_model_len=args.max_model_len,
+        kv_cache_memory_bytes=args.kv_mb << 20,
+        max_num_seqs=args.max_num_seqs,
+    )
     print(f"engine start {time.perf_counter() - t0:.1f} s (in neither side)", flush=True)
     engines = EngineCache(factory=lambda name, path, **options: engine)
     try:
@@ -78,8 +84,9 @@ def run(args, workdir: Path) -> list[dict]:
         engine.close()
 
 
-def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_dir: Path,
-             workdir: Path) -> list[dict]:  # fmt: skip
+def _measure(
+    args, engine, engines, model_path: Path, models_dir: Path, bench_dir: Path, workdir: Path
+) -> list[dict]:
     from forgetmap.contract.jobs import EvalConfigIn, EvaluateJobIn, ModelIn
     from forgetmap.worker.benchmarks.registry import load_benchmark
     from forgetmap.worker.engines.base import GenerationParams
@@ -88,16 +95,26 @@ def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_di
 
     pipe = Pipeline(workdir / "overhead.duckdb", models_dir, bench_dir, engines)
     pipe.settings = pipe.settings.model_copy(update={"upload_batch": args.upload_batch})
-    config = EvalConfigIn(engine="vllm", mode="generate", temperature=args.temperature,
-                          top_p=0.95, max_tokens=args.max_tokens)  # fmt: skip
+    config = EvalConfigIn(
+        engine="vllm",
+        mode="generate",
+        temperature=args.temperature,
+        top_p=0.95,
+        max_tokens=args.max_tokens,
+    )
     seeds = list(range(args.seeds))
-    job_id, to_run, _ = pipe.job(EvaluateJobIn(
-        models=[ModelIn(name="tiny", path=str(model_path), prompting="chat")],
-        benchmarks=["local:overhead.jsonl"], seeds=seeds, config=config,
-    ))  # fmt: skip
+    job_id, to_run, _ = pipe.job(
+        EvaluateJobIn(
+            models=[ModelIn(name="tiny", path=str(model_path), prompting="chat")],
+            benchmarks=["local:overhead.jsonl"],
+            seeds=seeds,
+            config=config,
+        )
+    )
     cfg = {"temperature": args.temperature, "top_p": 0.95, "max_tokens": args.max_tokens}
-    engine.generate(["warm-up"] * 4, GenerationParams(temperature=0.0, top_p=1.0, max_tokens=4,
-                                                      seed=0, stop=()))  # fmt: skip
+    engine.generate(
+        ["warm-up"] * 4, GenerationParams(temperature=0.0, top_p=1.0, max_tokens=4, seed=0, stop=())
+    )
     rows = []
     with pipe.store.read() as conn:
         shard_seed = dict(
@@ -118,16 +135,22 @@ def _measure(args, engine, engines, model_path: Path, models_dir: Path, bench_di
                 (seed,),
             ).fetchall()[0][0]
         row = {
-            "seed": seed, "raw_s": raw_s, "raw_tokens": raw_tokens, "worker_s": worker_s,
+            "seed": seed,
+            "raw_s": raw_s,
+            "raw_tokens": raw_tokens,
+            "worker_s": worker_s,
             "worker_tokens": int(worker_tokens or 0),
-        }  # fmt: skip
+        }
         row["raw_tps"] = raw_tokens / raw_s
         row["worker_tps"] = row["worker_tokens"] / worker_s
         row["ratio"] = row["worker_tps"] / row["raw_tps"]
         rows.append(row)
-        print(f"seed {seed}: raw {raw_tokens} tokens in {raw_s:.2f} s ({row['raw_tps']:.0f}/s); "
-              f"worker {row['worker_tokens']} tokens in {worker_s:.2f} s ({row['worker_tps']:.0f}/s); "
-              f"ratio {row['ratio']:.2f}", flush=True)  # fmt: skip
+        print(
+            f"seed {seed}: raw {raw_tokens} tokens in {raw_s:.2f} s ({row['raw_tps']:.0f}/s); "
+            f"worker {row['worker_tokens']} tokens in {worker_s:.2f} s ({row['worker_tps']:.0f}/s); "
+            f"ratio {row['ratio']:.2f}",
+            flush=True,
+        )
     pipe.close()
     return rows
 
@@ -156,9 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     own = args.workdir is None
     workdir = Path(tempfile.mkdtemp(prefix="forgetmap-overhead-")) if own else args.workdir
     workdir.mkdir(parents=True, exist_ok=True)
-    print(f"== worker overhead: {args.items} items x {args.seeds} seeds, max_tokens "
-          f"{args.max_tokens}, temperature {args.temperature}, load avg "
-          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} ==", flush=True)  # fmt: skip
+    print(
+        f"== worker overhead: {args.items} items x {args.seeds} seeds, max_tokens "
+        f"{args.max_tokens}, temperature {args.temperature}, load avg "
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} ==",
+        flush=True,
+    )
     try:
         rows = run(args, workdir)
     finally:
@@ -167,8 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     raw = statistics.median(r["raw_tps"] for r in rows)
     worker = statistics.median(r["worker_tps"] for r in rows)
     ratio = statistics.median(r["ratio"] for r in rows)
-    print(f"worker_overhead: worker {worker:.0f} tokens/s, raw engine {raw:.0f} tokens/s, "
-          f"ratio {ratio:.2f} (median of {len(rows)} seeds; goal >= 0.9)")  # fmt: skip
+    print(
+        f"worker_overhead: worker {worker:.0f} tokens/s, raw engine {raw:.0f} tokens/s, "
+        f"ratio {ratio:.2f} (median of {len(rows)} seeds; goal >= 0.9)"
+    )
     return 0
 
 

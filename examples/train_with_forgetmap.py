@@ -18,8 +18,12 @@ import argparse
 
 def training_texts(tokenizer, count: int) -> list[dict]:
     """A toy instruction set: short question/answer chats, tokenized for causal LM training."""
-    facts = [("capital of France", "Paris"), ("red planet", "Mars"), ("two plus three", "five"),
-             ("freezing point of water in Celsius", "0")]  # fmt: skip
+    facts = [
+        ("capital of France", "Paris"),
+        ("red planet", "Mars"),
+        ("two plus three", "five"),
+        ("freezing point of water in Celsius", "0"),
+    ]
     rows = []
     for i in range(count):
         topic, answer = facts[i % len(facts)]
@@ -47,29 +51,42 @@ def main() -> None:
     parser.add_argument("--poll-every", type=float, default=30.0)
     opts = parser.parse_args()
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
-
     from forgetmap import ForgetmapCallback  # forgetmap
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainingArguments
 
     tokenizer = AutoTokenizer.from_pretrained(opts.model)
     model = AutoModelForCausalLM.from_pretrained(opts.model)
     args = TrainingArguments(
-        output_dir=opts.output_dir, max_steps=opts.max_steps, save_steps=opts.save_steps,
-        save_total_limit=opts.save_total_limit, per_device_train_batch_size=1,
-        learning_rate=1e-3, logging_steps=1, report_to=opts.report_to.split(","), seed=0,
-        use_cpu=True, save_only_model=True,
-    )  # fmt: skip
+        output_dir=opts.output_dir,
+        max_steps=opts.max_steps,
+        save_steps=opts.save_steps,
+        save_total_limit=opts.save_total_limit,
+        per_device_train_batch_size=1,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to=opts.report_to.split(","),
+        seed=0,
+        use_cpu=True,
+        save_only_model=True,
+    )
     callback = ForgetmapCallback(  # forgetmap
-        opts.series, base=opts.base, base_path=opts.model, benchmarks=opts.benchmarks.split(","),
-        seeds=[int(s) for s in opts.seeds.split(",")], staging_dir=opts.staging_dir,
+        opts.series,
+        base=opts.base,
+        base_path=opts.model,
+        benchmarks=opts.benchmarks.split(","),
+        seeds=[int(s) for s in opts.seeds.split(",")],
+        staging_dir=opts.staging_dir,
         config={"engine": opts.engine, "max_tokens": opts.max_tokens},
-        poll_every=opts.poll_every, wait_at_end=opts.wait_at_end,
-    )  # fmt: skip
+        poll_every=opts.poll_every,
+        wait_at_end=opts.wait_at_end,
+    )
     trainer = Trainer(
-        model=model, args=args, train_dataset=training_texts(tokenizer, opts.max_steps),
+        model=model,
+        args=args,
+        train_dataset=training_texts(tokenizer, opts.max_steps),
         processing_class=tokenizer,  # saved in each checkpoint: the evaluation needs it
         callbacks=[callback],  # forgetmap
-    )  # fmt: skip
+    )
     trainer.train()
 
 

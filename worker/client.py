@@ -100,8 +100,15 @@ class AppClient:
                     raise AppRejected(f"{method} {path} -> {status}: {response.text[:500]}")
                 problem = f"HTTP {status}"
             if attempt < self.attempts:
-                log.warning("%s %s failed (%s); retry %d/%d in %.1fs",
-                            method, path, problem, attempt, self.attempts - 1, delay)  # fmt: skip
+                log.warning(
+                    "%s %s failed (%s); retry %d/%d in %.1fs",
+                    method,
+                    path,
+                    problem,
+                    attempt,
+                    self.attempts - 1,
+                    delay,
+                )
                 time.sleep(delay)
                 delay = min(delay * 2, 30)
         raise AppUnavailable(f"{method} {path} failed {self.attempts} times: {problem}")

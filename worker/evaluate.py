@@ -110,9 +110,11 @@ def run_shard(
         # on a shared CPU node torch's default (every core) slowed generation 6-20x (bench/engine)
         options["num_threads"] = settings.torch_threads
     if cfg.engine == Engine.vllm:
-        options.update(tensor_parallel_size=settings.tensor_parallel_size,
-                       gpu_memory_utilization=settings.gpu_memory_utilization,
-                       batch_invariant=settings.batch_invariant)  # fmt: skip
+        options.update(
+            tensor_parallel_size=settings.tensor_parallel_size,
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+            batch_invariant=settings.batch_invariant,
+        )
     try:
         engine = engines.get(cfg.engine.value, path, **options)
     except Exception as exc:  # unreachable or unloadable model: nothing to retry
@@ -121,8 +123,16 @@ def run_shard(
         ) from exc
 
     total = len(todo)
-    log.info("shard %d: %s on %s seed %d, %d items (%s, %s prompting)", shard_id, model.name,
-             shard.benchmark, seed, total, cfg.mode, cfg.prompting)  # fmt: skip
+    log.info(
+        "shard %d: %s on %s seed %d, %d items (%s, %s prompting)",
+        shard_id,
+        model.name,
+        shard.benchmark,
+        seed,
+        total,
+        cfg.mode,
+        cfg.prompting,
+    )
     if client.progress(shard_id, 0, total) == ShardStatus.cancelled:
         return ShardStatus.cancelled
     started = time.monotonic()
@@ -142,8 +152,12 @@ def run_shard(
         if done < total and client.progress(shard_id, done, total) == ShardStatus.cancelled:
             log.info("shard %d cancelled; stopping", shard_id)
             return ShardStatus.cancelled
-    status = client.finish(shard_id, model_fingerprint(path, model.revision),
-                           ShardData.model_validate(loaded.data_record()), full_size=len(items))  # fmt: skip
+    status = client.finish(
+        shard_id,
+        model_fingerprint(path, model.revision),
+        ShardData.model_validate(loaded.data_record()),
+        full_size=len(items),
+    )
     if status == ShardStatus.cancelled:
         log.info("shard %d was cancelled while its last batch ran", shard_id)
         return ShardStatus.cancelled
@@ -155,8 +169,10 @@ def _evaluate(
     engine, batch: list[Item], pool: list[Item], cfg: ShardConfig, seed: int
 ) -> list[ResultRow]:
     base = cfg.prompting == Prompting.base
-    shots = {item.sample_id: select_shots(item, pool, cfg.shots, seed=seed) if base else []
-             for item in batch}  # fmt: skip
+    shots = {
+        item.sample_id: select_shots(item, pool, cfg.shots, seed=seed) if base else []
+        for item in batch
+    }
     if cfg.mode == Mode.loglik:
         contexts, continuations = [], []
         for item in batch:
@@ -175,9 +191,12 @@ def _evaluate(
         ]
         prompts = [p.render(engine.apply_chat_template) for p in built]
         params = GenerationParams(
-            temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens,
-            seed=seed, stop=tuple(built[0].stop),
-        )  # fmt: skip
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            max_tokens=cfg.max_tokens,
+            seed=seed,
+            stop=tuple(built[0].stop),
+        )
         generations = engine.generate(prompts, params)
         responses = [g.text for g in generations]
         graded = [grade(item, g.text) for item, g in zip(batch, generations, strict=True)]

@@ -145,9 +145,17 @@ def run_recover_shard(shard: ClaimedShard, *, client: AppClient, settings: Worke
     stages = ["base", *options.controls, "post"]
     total = len(stages) * len(docs)
     n_tokens = sum(len(d) - 1 for d in docs)
-    log.info("shard %d: recoverability of %s -> %s on %s: %d documents, %d tokens, K=%d, controls %s",
-             shard_id, spec.base.name, spec.post.name, spec.corpus.source, len(docs), n_tokens,
-             options.k, ", ".join(options.controls) or "none")  # fmt: skip
+    log.info(
+        "shard %d: recoverability of %s -> %s on %s: %d documents, %d tokens, K=%d, controls %s",
+        shard_id,
+        spec.base.name,
+        spec.post.name,
+        spec.corpus.source,
+        len(docs),
+        n_tokens,
+        options.k,
+        ", ".join(options.controls) or "none",
+    )
     if client.progress(shard_id, 0, total) == ShardStatus.cancelled:
         return ShardStatus.cancelled
     last = {"t": 0.0}
@@ -162,8 +170,13 @@ def run_recover_shard(shard: ClaimedShard, *, client: AppClient, settings: Worke
         last["t"] = now
         overall = stages.index(stage) * len(docs) + done if stage in stages else done
         if finished:
-            log.info("shard %d: %s scored (%d documents, %.0fs so far)", shard_id, stage, done,
-                     now - started)  # fmt: skip
+            log.info(
+                "shard %d: %s scored (%d documents, %.0fs so far)",
+                shard_id,
+                stage,
+                done,
+                now - started,
+            )
         if client.progress(shard_id, overall, total) == ShardStatus.cancelled:
             raise Cancelled
 
@@ -171,8 +184,12 @@ def run_recover_shard(shard: ClaimedShard, *, client: AppClient, settings: Worke
 
     def load(role: str):
         try:
-            return load_model(paths[role], device=device, revision=models[role].revision,
-                              trust_remote_code=settings.trust_remote_code)  # fmt: skip
+            return load_model(
+                paths[role],
+                device=device,
+                revision=models[role].revision,
+                trust_remote_code=settings.trust_remote_code,
+            )
         except Exception as exc:
             raise ShardFailed(
                 f"cannot load {role} model {models[role].path!r}: {type(exc).__name__}: {exc}"
@@ -184,15 +201,28 @@ def run_recover_shard(shard: ClaimedShard, *, client: AppClient, settings: Worke
         scratch = tempfile.mkdtemp(
             prefix=f"forgetmap-recover-{shard_id}-", dir=settings.scratch_dir
         )
-        log.info("shard %d: %.1f GB of token statistics per model: kept in memory maps under %s",
-                 shard_id, per_model / 2**30, scratch)  # fmt: skip
+        log.info(
+            "shard %d: %.1f GB of token statistics per model: kept in memory maps under %s",
+            shard_id,
+            per_model / 2**30,
+            scratch,
+        )
     try:
         result = run_recoverability(
-            "base", "post", docs, doc_ids=doc_ids, k=options.k,
-            eval_fraction=options.eval_fraction, select_fraction=options.select_fraction,
-            seed=options.seed, controls=options.controls, n_boot=200,
-            load=load, progress=progress, scratch_dir=scratch,
-        )  # fmt: skip
+            "base",
+            "post",
+            docs,
+            doc_ids=doc_ids,
+            k=options.k,
+            eval_fraction=options.eval_fraction,
+            select_fraction=options.select_fraction,
+            seed=options.seed,
+            controls=options.controls,
+            n_boot=200,
+            load=load,
+            progress=progress,
+            scratch_dir=scratch,
+        )
     except Cancelled:
         log.info("shard %d cancelled; stopping", shard_id)
         return ShardStatus.cancelled
@@ -224,8 +254,13 @@ def upload_body(result: Any) -> RecoveryIn:
     d = result.to_dict()
     table = dict(d["table"])
     table["doc_id"] = [str(x) for x in table["doc_id"]]
-    return RecoveryIn(table=table, corrections=d["corrections"], controls=d["controls"],
-                      timing=d["timing"], config=d["config"])  # fmt: skip
+    return RecoveryIn(
+        table=table,
+        corrections=d["corrections"],
+        controls=d["controls"],
+        timing=d["timing"],
+        config=d["config"],
+    )
 
 
 def _torch(settings: WorkerSettings):

@@ -66,8 +66,11 @@ def make_worker_app(settings: WorkerSettings) -> Celery:
             return run_one(client, shard_id, self.request.id)
         except TokenRefused as exc:
             # every shard would fail the same way: keep this one and stop taking more
-            log.error("%s; stopping, shard %d goes back to the queue", token_problem(settings, exc),
-                      shard_id)  # fmt: skip
+            log.error(
+                "%s; stopping, shard %d goes back to the queue",
+                token_problem(settings, exc),
+                shard_id,
+            )
             celery.token_refused = exc
             worker_state.should_stop = 1  # the consumer loop ends before it takes another message
             raise Reject(str(exc), requeue=True) from None
@@ -115,13 +118,18 @@ def check_token(settings: WorkerSettings) -> None:
     except TokenRefused as exc:
         raise SystemExit(f"error: {token_problem(settings, exc)}") from None
     except (AppUnavailable, AppRejected) as exc:
-        log.warning("worker %s: could not check its token with the app (%s); going on",
-                    settings.name, exc)  # fmt: skip
+        log.warning(
+            "worker %s: could not check its token with the app (%s); going on", settings.name, exc
+        )
         return
     finally:
         client.close()
-    log.info("worker %s: the app accepts its token %r (role %s)", settings.name, holder["token"],
-             holder["role"])  # fmt: skip
+    log.info(
+        "worker %s: the app accepts its token %r (role %s)",
+        settings.name,
+        holder["token"],
+        holder["role"],
+    )
 
 
 def run_worker(settings: WorkerSettings, *, loglevel: str = "INFO") -> None:
@@ -141,14 +149,30 @@ def run_worker(settings: WorkerSettings, *, loglevel: str = "INFO") -> None:
         )
     check_token(settings)
     celery = make_worker_app(settings)
-    log.info("worker %s: queue %s on %s, app %s, model roots %s, hub ids %s", settings.name,
-             settings.broker.queue,
-             settings.broker.url or f"the embedded queue in {settings.broker.data_dir.resolve() / 'broker'}",
-             settings.app_url, ", ".join(map(str, settings.model_roots)) or "none",
-             "allowed" if settings.allow_hub_models else "off")  # fmt: skip
+    log.info(
+        "worker %s: queue %s on %s, app %s, model roots %s, hub ids %s",
+        settings.name,
+        settings.broker.queue,
+        settings.broker.url
+        or f"the embedded queue in {settings.broker.data_dir.resolve() / 'broker'}",
+        settings.app_url,
+        ", ".join(map(str, settings.model_roots)) or "none",
+        "allowed" if settings.allow_hub_models else "off",
+    )
     celery.worker_main(
-        ["worker", "--pool=solo", "--concurrency=1", f"--loglevel={loglevel}", "-Q", settings.broker.queue,
-         "-n", settings.name, "--without-gossip", "--without-mingle", "--without-heartbeat"]
-    )  # fmt: skip
+        [
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            f"--loglevel={loglevel}",
+            "-Q",
+            settings.broker.queue,
+            "-n",
+            settings.name,
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ]
+    )
     if celery.token_refused is not None:
         raise SystemExit(f"error: {token_problem(settings, celery.token_refused)}")

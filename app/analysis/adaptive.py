@@ -244,9 +244,10 @@ def interval_from_counts(
     miss_post = (cells[:, 0] + cells[:, 2]) / n_g
     inv_km1 = np.where(k == 0, 0.0, 1.0 / np.maximum(k - 1, 1))
     chance = inv_km1[:, None] * (
-        miss_post[:, None] * (1 - CELL_PRE) + miss_pre[:, None] * (1 - CELL_POST)
+        miss_post[:, None] * (1 - CELL_PRE)
+        + miss_pre[:, None] * (1 - CELL_POST)
         - (miss_pre * miss_post)[:, None]
-    )  # fmt: skip
+    )
     flip = {"f": 2, "bt": 1}  # the cell of the flip each value counts: 10 (F) and 01 (BT)
     # per row, sum_c N[c] v[c] and sum_c N[c] v[c]^2 with v = [c is the flip] - chance, from
     # the two chance moments shared by both values (three (rows, 4) products, not eight)
@@ -391,8 +392,13 @@ def prefix_counts(
         empty = np.zeros(0, dtype=np.int64)
         parts = [(empty, empty, empty, empty, np.zeros((0, 16), dtype=np.int64))]
     u, sa, sb, g, joint = (np.concatenate(x) for x in zip(*parts, strict=True))
-    cross_rows = {"unit": u, "seed_a": sa, "seed_b": sb, "k": group_ks[g],
-                  "joint": joint.reshape(-1, 4, 4)}  # fmt: skip
+    cross_rows = {
+        "unit": u,
+        "seed_a": sa,
+        "seed_b": sb,
+        "k": group_ks[g],
+        "joint": joint.reshape(-1, 4, 4),
+    }
     return seed_rows, cross_rows
 
 

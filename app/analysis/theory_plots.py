@@ -42,8 +42,16 @@ def old_weight_curves(
     to ``alpha0`` (the target keeps the old mode). All runs start from the same pretrained model.
     """
     # Both objectives in one batched call would need two code paths per step; two calls are cheap.
-    fwd = train_batch("forward", separation, sigma, np.array([0.0, replay]), lr, steps,
-                      alpha0=alpha0, new_offset=new_offset)  # fmt: skip
+    fwd = train_batch(
+        "forward",
+        separation,
+        sigma,
+        np.array([0.0, replay]),
+        lr,
+        steps,
+        alpha0=alpha0,
+        new_offset=new_offset,
+    )
     rev = train("reverse", separation, sigma, 0.0, lr, steps, alpha0=alpha0, new_offset=new_offset)
     return {
         "step": list(range(steps + 1)),

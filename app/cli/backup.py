@@ -41,9 +41,11 @@ def backup_command(ctx: click.Context, path: Path) -> None:
 
 @click.command("restore")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--without-tokens", is_flag=True,
-              help="Restore no API tokens (create new ones after); login sessions are never "
-                   "restored.")  # fmt: skip
+@click.option(
+    "--without-tokens",
+    is_flag=True,
+    help="Restore no API tokens (create new ones after); login sessions are never restored.",
+)
 @click.pass_context
 def restore_command(ctx: click.Context, path: Path, without_tokens: bool) -> None:
     """Restore the backup in folder PATH into the --db file, which must not exist yet or hold no

@@ -62,8 +62,15 @@ read from the app over HTTP with the door's credential (found at ``APP_DOOR``) a
 machine, with the user's own tracker login and files, instead of being forwarded."""
 APP_DOOR = "forgetmap.app_door"
 
-UPLOADED = frozenset({("import", "table"), ("import", "lm-eval"), ("import", "lighteval"),
-                      ("import", "inspect"), ("import", "eee")})  # fmt: skip
+UPLOADED = frozenset(
+    {
+        ("import", "table"),
+        ("import", "lm-eval"),
+        ("import", "lighteval"),
+        ("import", "inspect"),
+        ("import", "eee"),
+    }
+)
 """Commands that, through a remote app, run here and send the files they name to it
 (``POST /api/imports``) instead of being forwarded (``imports.upload_to_app``)."""
 
@@ -171,9 +178,13 @@ def forward(door: AppDoor, argv: list[str], prog_name: str) -> int:
     try:
         with (
             httpx.Client(timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_SECONDS)) as http,
-            http.stream("POST", door.url + "/api/cli", json=call.model_dump(),
-                        headers={"Authorization": f"Bearer {door.credential}"}) as answer,
-        ):  # fmt: skip
+            http.stream(
+                "POST",
+                door.url + "/api/cli",
+                json=call.model_dump(),
+                headers={"Authorization": f"Bearer {door.credential}"},
+            ) as answer,
+        ):
             if answer.status_code != 200:
                 answer.read()
                 raise CliError(

@@ -50,8 +50,15 @@ def _run_import(
     store = store_of(ctx)
     try:
         with progress_reporter(f"importing {path.name}") as progress:
-            summary = import_file(store, kind, path, progress=progress, on_filter=on_filter,
-                                  notice=notice, **checked.importer_kwargs())  # fmt: skip
+            summary = import_file(
+                store,
+                kind,
+                path,
+                progress=progress,
+                on_filter=on_filter,
+                notice=notice,
+                **checked.importer_kwargs(),
+            )
     except InputError as exc:
         raise CliError(f"{exc} (nothing was imported)") from exc
     finally:
@@ -288,11 +295,13 @@ def import_hub(
         try:
             with progress_reporter(f"importing {repo_id}") as progress:
                 if store is not None:
-                    summary = hub_import.import_hub(store, plan, model=model, progress=progress,
-                                                    notice=told)  # fmt: skip
+                    summary = hub_import.import_hub(
+                        store, plan, model=model, progress=progress, notice=told
+                    )
                 else:
-                    summary = hub_import.upload_hub(door.url, door.credential, plan, model=model,
-                                                    progress=progress, notice=told)  # fmt: skip
+                    summary = hub_import.upload_hub(
+                        door.url, door.credential, plan, model=model, progress=progress, notice=told
+                    )
         except InputError as exc:
             raise CliError(str(exc)) from exc
         except httpx.TransportError as exc:

@@ -29,12 +29,30 @@ def _model(value: str, prompting: str) -> dict:
     return {"name": name, "path": path, "prompting": prompting}
 
 
-def job_request(*, base: str, post: str, benchmarks: str, seeds: str, base_prompting: str,
-                post_prompting: str, engine: str, mode: str, temperature: float, top_p: float,
-                max_tokens: int, shots: int, limit: int | None, label: str | None,
-                stage: str | None, adaptive: bool, target: float | None,
-                min_samples: int | None, max_samples: int | None, chunk: int | None,
-                round_growth: float | None = None) -> EvaluateJobIn:  # fmt: skip
+def job_request(
+    *,
+    base: str,
+    post: str,
+    benchmarks: str,
+    seeds: str,
+    base_prompting: str,
+    post_prompting: str,
+    engine: str,
+    mode: str,
+    temperature: float,
+    top_p: float,
+    max_tokens: int,
+    shots: int,
+    limit: int | None,
+    label: str | None,
+    stage: str | None,
+    adaptive: bool,
+    target: float | None,
+    min_samples: int | None,
+    max_samples: int | None,
+    chunk: int | None,
+    round_growth: float | None = None,
+) -> EvaluateJobIn:
     """The job of the command's options, checked as the app checks a ``POST /api/jobs`` body: a
     job the app would refuse is refused here with the line its answer would give."""
     try:
@@ -46,13 +64,26 @@ def job_request(*, base: str, post: str, benchmarks: str, seeds: str, base_promp
         "models": models,
         "benchmarks": [b.strip() for b in benchmarks.split(",") if b.strip()],
         "seeds": seed_list,
-        "config": {"engine": engine, "mode": mode, "temperature": temperature, "top_p": top_p,
-                   "max_tokens": max_tokens, "shots": shots, "limit": limit},
-        "pairs": [{"base": models[0]["name"], "post": models[1]["name"], "label": label,
-                   "stage": stage}],
-    }  # fmt: skip
-    settings = {"target_points": target, "min_samples": min_samples, "max_samples": max_samples,
-                "chunk_size": chunk, "round_growth": round_growth}  # fmt: skip
+        "config": {
+            "engine": engine,
+            "mode": mode,
+            "temperature": temperature,
+            "top_p": top_p,
+            "max_tokens": max_tokens,
+            "shots": shots,
+            "limit": limit,
+        },
+        "pairs": [
+            {"base": models[0]["name"], "post": models[1]["name"], "label": label, "stage": stage}
+        ],
+    }
+    settings = {
+        "target_points": target,
+        "min_samples": min_samples,
+        "max_samples": max_samples,
+        "chunk_size": chunk,
+        "round_growth": round_growth,
+    }
     given = {k: v for k, v in settings.items() if v is not None}
     if given and not adaptive:
         raise CliError(
@@ -93,8 +124,10 @@ def _post(app_url: str, token: str | None, path: str, body: dict | None = None) 
     import httpx
 
     if not token:
-        raise CliError("this needs a token: --token or $FORGETMAP_API_TOKEN "
-                       "(`forgetmap token create NAME --role submit`)")  # fmt: skip
+        raise CliError(
+            "this needs a token: --token or $FORGETMAP_API_TOKEN "
+            "(`forgetmap token create NAME --role submit`)"
+        )
     headers = {"Authorization": f"Bearer {token}"}
     try:
         with httpx.Client(base_url=app_url, headers=headers, timeout=60) as http:
@@ -107,17 +140,24 @@ def _post(app_url: str, token: str | None, path: str, body: dict | None = None) 
         except ValueError:
             detail = r.text
         if isinstance(detail, list):  # the boundary's problems: field and message each
-            detail = "; ".join(f"{'.'.join(str(p) for p in d.get('loc', [])[1:])}: {d.get('msg')}"
-                               for d in detail)  # fmt: skip
+            detail = "; ".join(
+                f"{'.'.join(str(p) for p in d.get('loc', [])[1:])}: {d.get('msg')}" for d in detail
+            )
         raise _refused(detail, r.status_code)
     return r.json()
 
 
-_APP = click.option("--app", "app_url", envvar="FORGETMAP_APP_URL",
-                    default="http://127.0.0.1:8000", show_default=True,
-                    help="The forgetmap app ($FORGETMAP_APP_URL).")  # fmt: skip
-_TOKEN = click.option("--token", envvar="FORGETMAP_API_TOKEN",
-                      help="A submit token ($FORGETMAP_API_TOKEN).")  # fmt: skip
+_APP = click.option(
+    "--app",
+    "app_url",
+    envvar="FORGETMAP_APP_URL",
+    default="http://127.0.0.1:8000",
+    show_default=True,
+    help="The forgetmap app ($FORGETMAP_APP_URL).",
+)
+_TOKEN = click.option(
+    "--token", envvar="FORGETMAP_API_TOKEN", help="A submit token ($FORGETMAP_API_TOKEN)."
+)
 
 
 @click.group()
@@ -141,14 +181,20 @@ def job() -> None:
 @click.option("--limit", type=int, help="Items per benchmark (default: all).")
 @click.option("--label", help="The pair's label.")
 @stage_option("What post-training step the pair measures")
-@click.option("--adaptive", is_flag=True,
-              help="Stop each benchmark once F_true and BT_true are known to +-TARGET points.")  # fmt: skip
+@click.option(
+    "--adaptive",
+    is_flag=True,
+    help="Stop each benchmark once F_true and BT_true are known to +-TARGET points.",
+)
 @click.option("--target", type=float, help="Adaptive: half-width in points (1.5).")
 @click.option("--min-samples", type=int, help="Adaptive: samples before the first look (100).")
 @click.option("--max-samples", type=int, help="Adaptive: at most this many samples (all).")
 @click.option("--chunk", type=int, help="Adaptive: look every CHUNK samples (50).")
-@click.option("--round-growth", type=float,
-              help="Adaptive: each round reaches this many times the samples before it (1.5).")  # fmt: skip
+@click.option(
+    "--round-growth",
+    type=float,
+    help="Adaptive: each round reaches this many times the samples before it (1.5).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the request's body, send nothing.")
 @_APP
 @_TOKEN
@@ -171,8 +217,9 @@ def job_show(job_id: int, app_url: str, token: str | None) -> None:
 
 
 @job.command("list")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)  # fmt: skip
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 @_APP
 @_TOKEN
 def job_list(fmt: str, app_url: str, token: str | None) -> None:
@@ -187,8 +234,19 @@ def job_list(fmt: str, app_url: str, token: str | None) -> None:
         return
     echo_columns(
         ("id", "status", "kind", "evaluates", "owner", "shards done", "failed", "created"),
-        [(str(j["id"]), j["status"], j["kind"], j["subject"], j["owner"] or "",
-          f"{j['finished']} of {j['shards']}", str(j["failed"]), utc_time(j["created_at"]))
-         for j in jobs],
-        right=frozenset({0, 6}), keep=1,
-    )  # fmt: skip
+        [
+            (
+                str(j["id"]),
+                j["status"],
+                j["kind"],
+                j["subject"],
+                j["owner"] or "",
+                f"{j['finished']} of {j['shards']}",
+                str(j["failed"]),
+                utc_time(j["created_at"]),
+            )
+            for j in jobs
+        ],
+        right=frozenset({0, 6}),
+        keep=1,
+    )

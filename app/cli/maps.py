@@ -64,8 +64,8 @@ def map_command(
         CATEGORY_EXTRA,
         CATEGORY_FIELDS,
         MapQuery,
-        map_records,
     )
+    from forgetmap.services.map_cache import map_records
 
     try:
         causes = parse_exclude(exclude) | ({"truncated"} if exclude_truncated else set())
@@ -128,39 +128,92 @@ def _print_table(records: list[dict], level: str) -> None:
         )
         headers: tuple[str, ...]
         rows: list[tuple[str, ...]]
-        headers = ("pair", "category", "bench", "seeds", "n", "F_true", "F_true 95%", "BT_true",
-                   "BT_true 95%", "F", "BT", "F_max", "noise", "1->0 no answer", "1->0 cut")  # fmt: skip
+        headers = (
+            "pair",
+            "category",
+            "bench",
+            "seeds",
+            "n",
+            "F_true",
+            "F_true 95%",
+            "BT_true",
+            "BT_true 95%",
+            "F",
+            "BT",
+            "F_max",
+            "noise",
+            "1->0 no answer",
+            "1->0 cut",
+        )
         rows = [
-            (f"{r['base']} -> {r['post']}", r["category"], str(r["n_benchmarks"]),
-             str(r["seeds"]), _n_used(r), plus_minus(r["f_true"], r["f_true_std"]),
-             _interval(r["f_true_low"], r["f_true_high"]),
-             plus_minus(r["bt_true"], r["bt_true_std"]),
-             _interval(r["bt_true_low"], r["bt_true_high"]), format_value(r["f"]),
-             format_value(r["bt"]), format_value(r["f_max"]), format_value(r["noise_floor"]),
-             str(r["n_10_no_answer"]), str(r["n_10_truncated"]))
+            (
+                f"{r['base']} -> {r['post']}",
+                r["category"],
+                str(r["n_benchmarks"]),
+                str(r["seeds"]),
+                _n_used(r),
+                plus_minus(r["f_true"], r["f_true_std"]),
+                _interval(r["f_true_low"], r["f_true_high"]),
+                plus_minus(r["bt_true"], r["bt_true_std"]),
+                _interval(r["bt_true_low"], r["bt_true_high"]),
+                format_value(r["f"]),
+                format_value(r["bt"]),
+                format_value(r["f_max"]),
+                format_value(r["noise_floor"]),
+                str(r["n_10_no_answer"]),
+                str(r["n_10_truncated"]),
+            )
             for r in records
-        ]  # fmt: skip
+        ]
         ends = frozenset(i for i, r in enumerate(records) if r["category"] == "Total")
-        echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ", breaks=ends,
-                     keep=2)  # fmt: skip
+        echo_columns(
+            headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ", breaks=ends, keep=2
+        )
         return
     click.echo(
         "per benchmark and seed (95%: the paired interval over all seeds, valid for adaptive runs;"
         " 1->0 no answer / cut: flips whose answer gave no extractable option / was cut off by"
         " the token limit)"
     )
-    headers = ("pair", "benchmark", "seed", "n", "k", "acc_pre", "acc_post", "F", "BT", "F_true",
-               "F_true 95%", "BT_true", "BT_true 95%", "p", "1->0 no answer", "1->0 cut")  # fmt: skip
+    headers = (
+        "pair",
+        "benchmark",
+        "seed",
+        "n",
+        "k",
+        "acc_pre",
+        "acc_post",
+        "F",
+        "BT",
+        "F_true",
+        "F_true 95%",
+        "BT_true",
+        "BT_true 95%",
+        "p",
+        "1->0 no answer",
+        "1->0 cut",
+    )
     rows = [
-        (f"{r['base']} -> {r['post']}", r["benchmark"], str(r["seed"]), _n_used(r),
-         str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")), format_value(r["acc_pre"]),
-         format_value(r["acc_post"]), format_value(r["f"]), format_value(r["bt"]),
-         format_value(r["f_true"]), _interval(r["f_true_low"], r["f_true_high"]),
-         format_value(r["bt_true"]), _interval(r["bt_true_low"], r["bt_true_high"]),
-         f"{r['mcnemar_p']:.3g}", f"{r['n_10_no_answer']} of {r['n_10']}",
-         f"{r['n_10_truncated']} of {r['n_10']}")
+        (
+            f"{r['base']} -> {r['post']}",
+            r["benchmark"],
+            str(r["seed"]),
+            _n_used(r),
+            str(r["num_choices"] or ("mixed" if r["k_mix"] else "gen")),
+            format_value(r["acc_pre"]),
+            format_value(r["acc_post"]),
+            format_value(r["f"]),
+            format_value(r["bt"]),
+            format_value(r["f_true"]),
+            _interval(r["f_true_low"], r["f_true_high"]),
+            format_value(r["bt_true"]),
+            _interval(r["bt_true_low"], r["bt_true_high"]),
+            f"{r['mcnemar_p']:.3g}",
+            f"{r['n_10_no_answer']} of {r['n_10']}",
+            f"{r['n_10_truncated']} of {r['n_10']}",
+        )
         for r in records
-    ]  # fmt: skip
+    ]
     echo_columns(headers, rows, right=frozenset(range(2, len(headers))), sep=" │ ", keep=3)
 
 

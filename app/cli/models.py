@@ -37,8 +37,11 @@ def model_set(ctx: click.Context, name: str, family: str | None, size: float | N
 
 
 @model.command("sizes")
-@click.option("--from-hub", is_flag=True,
-              help="Set the unknown sizes from the local Hugging Face cache (nothing is fetched).")  # fmt: skip
+@click.option(
+    "--from-hub",
+    is_flag=True,
+    help="Set the unknown sizes from the local Hugging Face cache (nothing is fetched).",
+)
 @click.pass_context
 def model_sizes(ctx: click.Context, from_hub: bool) -> None:
     """List every model's size and, for the unknown ones (no size in the name, none set), what
@@ -61,8 +64,9 @@ def model_sizes(ctx: click.Context, from_hub: bool) -> None:
         for m in models:
             assert m.hub is not None  # fill_sizes_from_hub answers unknown sizes, looked up
             if m.hub.params is not None:
-                click.echo(f"set {m.name}: from the hub cache: {m.hub.params:,} parameters "
-                           f"({m.hub.how})")  # fmt: skip
+                click.echo(
+                    f"set {m.name}: from the hub cache: {m.hub.params:,} parameters ({m.hub.how})"
+                )
             else:
                 click.echo(f"left {m.name} unknown: {m.hub.how}")
         if not models:

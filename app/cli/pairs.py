@@ -21,8 +21,12 @@ def _checked_stage(ctx: click.Context, param: click.Parameter, value: str | None
 
 def stage_option(what: str):
     """The ``--stage`` option of every command that stores a pair's stage."""
-    return click.option("--stage", callback=_checked_stage, metavar="STAGE",
-                        help=f"{what}: {', '.join(STAGE_NAMES)}.")  # fmt: skip
+    return click.option(
+        "--stage",
+        callback=_checked_stage,
+        metavar="STAGE",
+        help=f"{what}: {', '.join(STAGE_NAMES)}.",
+    )
 
 
 @click.group()
@@ -64,16 +68,31 @@ def _print_pairing(report: list[dict], unpaired: dict) -> None:
 
     if report:
         echo_columns(
-            ("benchmark", "seeds", "paired", "only base", "only post", "ambiguous", "mismatched",
-             "rule"),
+            (
+                "benchmark",
+                "seeds",
+                "paired",
+                "only base",
+                "only post",
+                "ambiguous",
+                "mismatched",
+                "rule",
+            ),
             [
-                (row["benchmark"], str(row["seeds"]), f"{row['paired']:,}",
-                 f"{row['only_base']:,}", f"{row['only_post']:,}", f"{row['ambiguous']:,}",
-                 f"{row['mismatched']:,}", pairing_rule(row))
+                (
+                    row["benchmark"],
+                    str(row["seeds"]),
+                    f"{row['paired']:,}",
+                    f"{row['only_base']:,}",
+                    f"{row['only_post']:,}",
+                    f"{row['ambiguous']:,}",
+                    f"{row['mismatched']:,}",
+                    pairing_rule(row),
+                )
                 for row in report
             ],
             right=frozenset(range(1, 7)),
-        )  # fmt: skip
+        )
     paired = sum(r["paired"] for r in report)
     click.echo(
         f"paired {paired:,} samples on {sum(1 for r in report if r['paired'])} of "
@@ -105,16 +124,28 @@ def pair_list(ctx: click.Context) -> None:
         return
     echo_columns(
         ("id", "base", "post", "label", "stage", "benchmarks", "seeds", "paired samples"),
-        [(str(p["id"]), p["base"], p["post"], p["label"] or "", p["stage"] or "",
-          str(p["benchmarks"]), str(p["seeds"]), f"{p['paired_samples']:,}") for p in pairs],
+        [
+            (
+                str(p["id"]),
+                p["base"],
+                p["post"],
+                p["label"] or "",
+                p["stage"] or "",
+                str(p["benchmarks"]),
+                str(p["seeds"]),
+                f"{p['paired_samples']:,}",
+            )
+            for p in pairs
+        ],
         right=frozenset({0, 5, 6, 7}),
-    )  # fmt: skip
+    )
 
 
 @pair.command("suggest")
 @click.option("--accept", help="Add suggestions as pairs: 'all', or their numbers (e.g. 1,3).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)  # fmt: skip
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 @click.pass_context
 def pair_suggest(ctx: click.Context, accept: str | None, fmt: str) -> None:
     """Propose base -> post pairs among the stored models, from model cards' base_model in the
@@ -136,21 +167,28 @@ def pair_suggest(ctx: click.Context, accept: str | None, fmt: str) -> None:
         store.close()
     if fmt == "json":
         added_ids = {(s.base, s.post): pair_id for pair_id, s in added}
-        click.echo(json.dumps([
-            {**suggestion_record(s, i), "added_pair": added_ids.get((s.base, s.post))}
-            for i, s in enumerate(suggestions, 1)
-        ], indent=2))  # fmt: skip
+        click.echo(
+            json.dumps(
+                [
+                    {**suggestion_record(s, i), "added_pair": added_ids.get((s.base, s.post))}
+                    for i, s in enumerate(suggestions, 1)
+                ],
+                indent=2,
+            )
+        )
         return
     if not suggestions:
-        click.echo("no pairs to suggest: every base/post pair the names or cached model cards "
-                   "show is already a pair (or import more models)")  # fmt: skip
+        click.echo(
+            "no pairs to suggest: every base/post pair the names or cached model cards "
+            "show is already a pair (or import more models)"
+        )
         return
     echo_columns(
         ("#", "base", "post", "evidence", "stage"),
         [
             (str(i), s.base, s.post, ", ".join(s.evidence), s.stage or "")
             for i, s in enumerate(suggestions, 1)
-        ],  # fmt: skip
+        ],
         right=frozenset({0}),
     )
     for pair_id, s in added:

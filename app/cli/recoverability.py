@@ -22,8 +22,12 @@ def recover() -> None:
 
 @recover.command("list")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
-@click.option("--correction", type=click.Choice(["bias", "temp", "bias_temp", "closed_bias"]),
-              default="bias_temp", show_default=True)  # fmt: skip
+@click.option(
+    "--correction",
+    type=click.Choice(["bias", "temp", "bias_temp", "closed_bias"]),
+    default="bias_temp",
+    show_default=True,
+)
 @click.pass_context
 def recover_list(ctx: click.Context, fmt: str, correction: str) -> None:
     """The newest analysis of each pair: its symmetric share beside the noise control's."""
@@ -53,12 +57,24 @@ def recover_list(ctx: click.Context, fmt: str, correction: str) -> None:
             return "–"
         return f"{100 * row[key]:.1f} [{100 * row[key + '_lo']:.1f}, {100 * row[key + '_hi']:.1f}]"
 
-    table = Table("id", "pair", "corpus", "gap (nats/token)", f"symmetric share, {correction} %",
-                  "noise control %")  # fmt: skip
+    table = Table(
+        "id",
+        "pair",
+        "corpus",
+        "gap (nats/token)",
+        f"symmetric share, {correction} %",
+        "noise control %",
+    )
     for row in rows:
         gap = "–" if row["gap"] is None else f"{row['gap']:.4f}"
-        table.add_row(str(row["recovery_id"]), row["pair"], row["corpus"], gap,
-                      share(row, "symmetric"), share(row, "control_symmetric"))  # fmt: skip
+        table.add_row(
+            str(row["recovery_id"]),
+            row["pair"],
+            row["corpus"],
+            gap,
+            share(row, "symmetric"),
+            share(row, "control_symmetric"),
+        )
     Console().print(table)
 
 

@@ -11,14 +11,26 @@ from forgetmap.core.errors import InputError
 
 @click.command("rescore")
 @click.argument("name")
-@click.option("--extractor", "extractor", required=True,
-              help="lenient (multiple choice: a documented cascade of rules), math (generative: "
-              "math-verify against the gold) or the name of an entry point in the group "
-              "forgetmap.extractors.")  # fmt: skip
-@click.option("--model", "models", multiple=True,
-              help="Only this model's answers (repeatable; default: every model).")  # fmt: skip
-@click.option("--benchmark", "benchmarks", multiple=True,
-              help="Only this benchmark's answers (repeatable; default: every benchmark).")  # fmt: skip
+@click.option(
+    "--extractor",
+    "extractor",
+    required=True,
+    help="lenient (multiple choice: a documented cascade of rules), math (generative: "
+    "math-verify against the gold) or the name of an entry point in the group "
+    "forgetmap.extractors.",
+)
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    help="Only this model's answers (repeatable; default: every model).",
+)
+@click.option(
+    "--benchmark",
+    "benchmarks",
+    multiple=True,
+    help="Only this benchmark's answers (repeatable; default: every benchmark).",
+)
 @click.option("--replace", is_flag=True, help="Write the score set NAME again if it exists.")
 @click.pass_context
 def rescore_command(
@@ -36,8 +48,9 @@ def rescore_command(
 
     store = store_of(ctx)
     try:
-        summary = rescore(store, name, extractor, list(models) or None, list(benchmarks) or None,
-                          replace=replace)  # fmt: skip
+        summary = rescore(
+            store, name, extractor, list(models) or None, list(benchmarks) or None, replace=replace
+        )
     except InputError as exc:
         raise CliError(str(exc)) from exc
     finally:
@@ -72,7 +85,6 @@ def scores_command(ctx: click.Context) -> None:
         return
     echo_columns(
         ("name", "extractor", "rows", "created"),
-        [(s["name"], s["extractor"], f"{s['rows']:,}", utc_time(s['created_at']))
-         for s in sets],
+        [(s["name"], s["extractor"], f"{s['rows']:,}", utc_time(s["created_at"])) for s in sets],
         right=frozenset({2}),
-    )  # fmt: skip
+    )

@@ -35,8 +35,14 @@ def series() -> None:
 @click.option(
     "--base", required=True, help="The base model (by name) every checkpoint is compared with."
 )
-@click.option("--checkpoint", "checkpoints", multiple=True, required=True, metavar="MODEL@STEP",
-              help="A checkpoint model (by name) and its training step; repeat for more.")  # fmt: skip
+@click.option(
+    "--checkpoint",
+    "checkpoints",
+    multiple=True,
+    required=True,
+    metavar="MODEL@STEP",
+    help="A checkpoint model (by name) and its training step; repeat for more.",
+)
 @stage_option("The run's post-training stage, its pairs' (a map filtered by stage keeps it)")
 @click.pass_context
 def series_add(
@@ -80,21 +86,30 @@ def series_list(ctx: click.Context, fmt: str) -> None:
         return
     table = Table("id", "name", "base", "checkpoints", "steps")
     for r in rows:
-        table.add_row(str(r["id"]), r["name"], r["base"], str(len(r["steps"])),
-                      ", ".join(map(str, r["steps"])))  # fmt: skip
+        table.add_row(
+            str(r["id"]),
+            r["name"],
+            r["base"],
+            str(len(r["steps"])),
+            ", ".join(map(str, r["steps"])),
+        )
     Console(width=200).print(table)
 
 
 @series.command("show")
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
-              show_default=True)  # fmt: skip
-@click.option("--aggregate", type=click.Choice(AGGREGATES), default="macro",
-              show_default=True)  # fmt: skip
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "csv"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--aggregate", type=click.Choice(AGGREGATES), default="macro", show_default=True)
 @click.pass_context
 def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None:
     """F_true / BT_true of each checkpoint per category (and Total), in step order."""
-    from forgetmap.services.map import MapCache
+    from forgetmap.services.map_cache import MapCache
     from forgetmap.services.series import (
         SERIES_EXTRA,
         SERIES_FIELDS,
@@ -121,35 +136,62 @@ def series_show(ctx: click.Context, name: str, fmt: str, aggregate: str) -> None
         for col in ("step", "post", "category", "bench", "F_true", "BT_true", "noise", "clears"):
             table.add_column(col, justify="left" if col in ("post", "category") else "right")
         for r in records:
-            table.add_row(str(r["step"]), r["post"], r["category"], str(r["n_benchmarks"]),
-                          plus_minus(r["f_true"], r["f_true_std"]), plus_minus(r["bt_true"], r["bt_true_std"]),
-                          format_value(r["noise_floor"]),
-                          {True: "yes", False: "no", None: ""}[r["clears_noise"]],
-                          end_section=r["category"] == "Total")  # fmt: skip
+            table.add_row(
+                str(r["step"]),
+                r["post"],
+                r["category"],
+                str(r["n_benchmarks"]),
+                plus_minus(r["f_true"], r["f_true_std"]),
+                plus_minus(r["bt_true"], r["bt_true_std"]),
+                format_value(r["noise_floor"]),
+                {True: "yes", False: "no", None: ""}[r["clears_noise"]],
+                end_section=r["category"] == "Total",
+            )
         Console(width=200).print(table)
 
 
 @series.command("export")
 @click.argument("name")
-@click.option("--to", "target", type=click.Choice(["wandb", "mlflow", "tensorboard"]),
-              required=True, help="The tracker to write into.")  # fmt: skip
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(["wandb", "mlflow", "tensorboard"]),
+    required=True,
+    help="The tracker to write into.",
+)
 @click.option("--project", help="W&B project, or MLflow experiment (default: forgetmap).")
 @click.option("--entity", help="W&B entity (user or team; default: your W&B default).")
-@click.option("--run-id", help="An existing W&B or MLflow run to write into (W&B resumes it); "
-              "default: a new run.")  # fmt: skip
+@click.option(
+    "--run-id",
+    help="An existing W&B or MLflow run to write into (W&B resumes it); default: a new run.",
+)
 @click.option("--run-name", help="The name of the new run.")
 @click.option("--tracking-uri", help="MLflow's tracking URI (default: $MLFLOW_TRACKING_URI).")
-@click.option("--logdir", type=ClientPath(file_okay=False, path_type=Path),
-              help="TensorBoard's log folder (required); for W&B, where it keeps its files.")  # fmt: skip
-@click.option("--aggregate", type=click.Choice(AGGREGATES), default="macro",
-              show_default=True)  # fmt: skip
-@click.option("--max-flips", type=click.IntRange(min=0),
-              help="Flipped samples written per step, forgotten ones first (default: 1000).")  # fmt: skip
+@click.option(
+    "--logdir",
+    type=ClientPath(file_okay=False, path_type=Path),
+    help="TensorBoard's log folder (required); for W&B, where it keeps its files.",
+)
+@click.option("--aggregate", type=click.Choice(AGGREGATES), default="macro", show_default=True)
+@click.option(
+    "--max-flips",
+    type=click.IntRange(min=0),
+    help="Flipped samples written per step, forgotten ones first (default: 1000).",
+)
 @click.pass_context
-def series_export_command(ctx: click.Context, name: str, target: str, project: str | None,
-                          entity: str | None, run_id: str | None, run_name: str | None,
-                          tracking_uri: str | None, logdir: Path | None, aggregate: str,
-                          max_flips: int | None) -> None:  # fmt: skip
+def series_export_command(
+    ctx: click.Context,
+    name: str,
+    target: str,
+    project: str | None,
+    entity: str | None,
+    run_id: str | None,
+    run_name: str | None,
+    tracking_uri: str | None,
+    logdir: Path | None,
+    aggregate: str,
+    max_flips: int | None,
+) -> None:
     """Write series NAME into a tracker run: per step (the checkpoint's training step) and category,
     F_true and BT_true with their 95% margins and the counts of forgotten and learned samples, plus
     a table of the flipped samples (W&B, MLflow). It writes from this machine, with your tracker
@@ -173,10 +215,19 @@ def series_export_command(ctx: click.Context, name: str, target: str, project: s
             finally:
                 store.close()
         if not export.steps:
-            raise CliError(f"series {name!r} has no scored checkpoints yet (evaluate or import "
-                           "them); nothing was written")  # fmt: skip
-        writer = writer_for(target, project=project, entity=entity, run_id=run_id,
-                            run_name=run_name, tracking_uri=tracking_uri, logdir=logdir)  # fmt: skip
+            raise CliError(
+                f"series {name!r} has no scored checkpoints yet (evaluate or import "
+                "them); nothing was written"
+            )
+        writer = writer_for(
+            target,
+            project=project,
+            entity=entity,
+            run_id=run_id,
+            run_name=run_name,
+            tracking_uri=tracking_uri,
+            logdir=logdir,
+        )
         try:
             written = writer.write(export)
         finally:
@@ -184,16 +235,23 @@ def series_export_command(ctx: click.Context, name: str, target: str, project: s
     except InputError as exc:
         raise CliError(str(exc)) from exc
     cut = f", at most {export.max_flips} per step" if export.flips_truncated else ""
-    click.echo(f"wrote {len(written)} steps of series {name} to {writer.target} "
-               f"({len(export.results)} results, {len(export.flips)} flipped samples{cut})")  # fmt: skip
+    click.echo(
+        f"wrote {len(written)} steps of series {name} to {writer.target} "
+        f"({len(export.results)} results, {len(export.flips)} flipped samples{cut})"
+    )
 
 
 @click.command("watch")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--base", required=True, help="The base model's name.")
 @click.option("--series", "series_name", required=True, help="The series the checkpoints join.")
-@click.option("--every", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-              help="Seconds between scans.")  # fmt: skip
+@click.option(
+    "--every",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds between scans.",
+)
 @click.option("--benchmarks", required=True, help="Comma-separated benchmarks to evaluate.")
 @click.option("--seeds", default="0,1,2", show_default=True)
 @click.option("--base-path", help="The base's folder or Hub id (default: the one a job stored).")
@@ -208,34 +266,63 @@ def series_export_command(ctx: click.Context, name: str, target: str, project: s
 )
 @click.option("--max-tokens", type=int, default=2048, show_default=True)
 @click.option("--limit", type=int, help="Items per benchmark (default: all).")
-@click.option("--app", "app_url", envvar="FORGETMAP_APP_URL", default="http://127.0.0.1:8000",
-              show_default=True, help="The forgetmap app ($FORGETMAP_APP_URL).")  # fmt: skip
+@click.option(
+    "--app",
+    "app_url",
+    envvar="FORGETMAP_APP_URL",
+    default="http://127.0.0.1:8000",
+    show_default=True,
+    help="The forgetmap app ($FORGETMAP_APP_URL).",
+)
 @click.option("--token", envvar="FORGETMAP_API_TOKEN", help="A token ($FORGETMAP_API_TOKEN).")
 @click.option("--once", is_flag=True, help="Scan once and exit.")
 @stage_option("The run's post-training stage, its pairs' (a map filtered by stage keeps it)")
-def watch_command(directory: Path, base: str, series_name: str, every: float, benchmarks: str,
-                  seeds: str, base_path: str | None, marker: str | None, engine: str, mode: str,
-                  max_tokens: int, limit: int | None, app_url: str, token: str | None,
-                  once: bool, stage: Stage | None) -> None:  # fmt: skip
+def watch_command(
+    directory: Path,
+    base: str,
+    series_name: str,
+    every: float,
+    benchmarks: str,
+    seeds: str,
+    base_path: str | None,
+    marker: str | None,
+    engine: str,
+    mode: str,
+    max_tokens: int,
+    limit: int | None,
+    app_url: str,
+    token: str | None,
+    once: bool,
+    stage: Stage | None,
+) -> None:
     """Submit each complete checkpoint-<step> folder under DIRECTORY as training writes it."""
     import logging
 
     from forgetmap.services.watch import WatchSettings, watch
 
     if not token:
-        raise CliError("watch needs a token: --token or $FORGETMAP_API_TOKEN "
-                       "(`forgetmap token create NAME`)")  # fmt: skip
+        raise CliError(
+            "watch needs a token: --token or $FORGETMAP_API_TOKEN (`forgetmap token create NAME`)"
+        )
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:
         raise CliError(f"--seeds must be integers separated by commas, got {seeds!r}") from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = WatchSettings(
-        root=directory.resolve(), series=series_name, base=base, app_url=app_url, token=token,
-        benchmarks=[b.strip() for b in benchmarks.split(",") if b.strip()], seeds=seed_list,
+        root=directory.resolve(),
+        series=series_name,
+        base=base,
+        app_url=app_url,
+        token=token,
+        benchmarks=[b.strip() for b in benchmarks.split(",") if b.strip()],
+        seeds=seed_list,
         config={"engine": engine, "mode": mode, "max_tokens": max_tokens, "limit": limit},
-        base_path=base_path, marker=marker, every=every, stage=stage,
-    )  # fmt: skip
+        base_path=base_path,
+        marker=marker,
+        every=every,
+        stage=stage,
+    )
     try:
         watch(settings, once=once)
     except KeyboardInterrupt:

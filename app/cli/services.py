@@ -66,8 +66,12 @@ def worker(ctx: click.Context, loglevel: str) -> None:
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
-@click.option("--watch", "watch_args", metavar="'DIR --base B --series S --benchmarks A,B ...'",
-              help="Also run `forgetmap watch` with these arguments (one quoted string).")  # fmt: skip
+@click.option(
+    "--watch",
+    "watch_args",
+    metavar="'DIR --base B --series S --benchmarks A,B ...'",
+    help="Also run `forgetmap watch` with these arguments (one quoted string).",
+)
 @click.pass_context
 def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None:
     """The app plus a local worker on the embedded queue (no Redis needed). Ctrl-C stops both."""
@@ -80,8 +84,13 @@ def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None
 
     try:
         WorkerSettings.from_env()  # the local worker's, read here: it would fail on its own
-        run_up(ctx.obj["db"], host, port, commands=_root_group(ctx),
-               watch_args=shlex.split(watch_args) if watch_args else None)  # fmt: skip
+        run_up(
+            ctx.obj["db"],
+            host,
+            port,
+            commands=_root_group(ctx),
+            watch_args=shlex.split(watch_args) if watch_args else None,
+        )
     except SettingsError as exc:
         raise CliError(f"a setting does not parse: {exc}") from None
     except (InputError, StoreError) as exc:

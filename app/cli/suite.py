@@ -57,11 +57,18 @@ def suite() -> None:
 
 @suite.command("fetch")
 @_selection_options
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for <name>.jsonl copies and manifest.json.")  # fmt: skip
-@click.option("--hub-dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
-              help="Read the hub's Parquet exports from this folder (<owner>/<name>/<config>/"
-                   "<split>/*.parquet) instead of the hub.")  # fmt: skip
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for <name>.jsonl copies and manifest.json.",
+)
+@click.option(
+    "--hub-dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Read the hub's Parquet exports from this folder (<owner>/<name>/<config>/"
+    "<split>/*.parquet) instead of the hub.",
+)
 @click.option("--force", is_flag=True, help="Rewrite copies that are current.")
 def suite_fetch(
     benchmarks: str | None,
@@ -84,16 +91,19 @@ def suite_fetch(
     for r in results:
         if r.status == "failed":
             click.echo(f"failed {r.name}: {r.error}", err=True)
-    click.echo(f"{counts['fetched']} fetched, {counts['current']} already current, "
-               f"{counts['failed']} failed; copies in {out}")  # fmt: skip
+    click.echo(
+        f"{counts['fetched']} fetched, {counts['current']} already current, "
+        f"{counts['failed']} failed; copies in {out}"
+    )
     if counts["failed"]:
         raise SystemExit(1)
 
 
 @suite.command("check")
 @_selection_options
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)  # fmt: skip
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 def suite_check(benchmarks: str | None, categories: str | None, paper: bool, fmt: str) -> None:
     """Load every benchmark as a worker here would (copies in FORGETMAP_BENCHMARK_DIRS first, else
     the hub); exit 0 only when all load."""
@@ -114,11 +124,13 @@ def suite_check(benchmarks: str | None, categories: str | None, paper: bool, fmt
         for r in records:
             hist = lambda h: " ".join(f"{k}:{v}" for k, v in h.items())  # noqa: E731
             problems = r.error if r.error else "; ".join(r.problems)
-            table.add_row(r.name, r.source, str(r.n), hist(r.k_histogram),
-                          hist(r.gold_histogram), problems)  # fmt: skip
+            table.add_row(
+                r.name, r.source, str(r.n), hist(r.k_histogram), hist(r.gold_histogram), problems
+            )
         Console(width=200).print(table)
     failed = [r.name for r in records if not r.ok]
     if failed:
-        click.echo(f"{len(failed)} of {len(records)} benchmarks do not load: {', '.join(failed)}",
-                   err=True)  # fmt: skip
+        click.echo(
+            f"{len(failed)} of {len(records)} benchmarks do not load: {', '.join(failed)}", err=True
+        )
         raise SystemExit(1)

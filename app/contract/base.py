@@ -53,8 +53,9 @@ def problems(exc: ValidationError) -> list[tuple[tuple[Any, ...], str]]:
 
 def problem_text(exc: ValidationError, limit: int = 10) -> str:
     """One line for all problems: ``config.temperature: Input should be ...; ...``."""
-    parts = [f"{'.'.join(map(str, loc))}: {msg}" if loc else msg
-             for loc, msg in problems(exc)[:limit]]  # fmt: skip
+    parts = [
+        f"{'.'.join(map(str, loc))}: {msg}" if loc else msg for loc, msg in problems(exc)[:limit]
+    ]
     return "; ".join(parts) or "invalid"
 
 
@@ -64,8 +65,10 @@ def request_problem_text(
     """The app's one line for an invalid request (its 422 ``detail``): each problem located by
     its path, blank-separated, under ``where`` (e.g. ``body evaluate config temperature: Input
     should be ...``). The CLI checks a body before sending it with the same words."""
-    parts = [f"{' '.join(map(str, (*where, *e.get('loc', ()))))}: {e.get('msg', 'invalid')}"
-             for e in errors[:limit]]  # fmt: skip
+    parts = [
+        f"{' '.join(map(str, (*where, *e.get('loc', ()))))}: {e.get('msg', 'invalid')}"
+        for e in errors[:limit]
+    ]
     return "; ".join(parts) or "invalid request"
 
 

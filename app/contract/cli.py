@@ -99,8 +99,9 @@ def resolve_command_line(commands: click.Group, argv: list[str]) -> CommandLine:
     click's own parser, group by group, exactly as ``Group.invoke`` does: ``--`` and options
     before a subcommand's name are read as click reads them, so ``token -- create`` is
     ``token create``. Raises RootOptionsGiven when ``argv`` sets one of the root's options."""
-    context = commands.make_context(commands.name or "forgetmap", list(argv),
-                                    resilient_parsing=True)  # fmt: skip
+    context = commands.make_context(
+        commands.name or "forgetmap", list(argv), resilient_parsing=True
+    )
     given = [
         param.opts[0]
         for param in commands.params

@@ -30,9 +30,15 @@ TAKES = {
     "inspect": ("model", "scorer"),
     "eee": ("model", "evaluation_result_id"),
 }
-OPTION_FLAGS = {"model": "--model", "metric": "--metric", "filters": "--filter", "seed": "--seed",
-                "latest": "--latest", "evaluation_result_id": "--evaluation-result-id",
-                "scorer": "--scorer"}  # fmt: skip
+OPTION_FLAGS = {
+    "model": "--model",
+    "metric": "--metric",
+    "filters": "--filter",
+    "seed": "--seed",
+    "latest": "--latest",
+    "evaluation_result_id": "--evaluation-result-id",
+    "scorer": "--scorer",
+}
 MAX_NAME = 200
 
 
@@ -51,9 +57,13 @@ class ImportOptions:
 
     def importer_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``forgetmap.importers.import_file`` these options mean."""
-        kwargs = {"model": self.model, "metric": self.metric,
-                  "filter_name": list(self.filters) or None, "seed": self.seed,
-                  "latest": self.latest}  # fmt: skip
+        kwargs = {
+            "model": self.model,
+            "metric": self.metric,
+            "filter_name": list(self.filters) or None,
+            "seed": self.seed,
+            "latest": self.latest,
+        }
         if self.evaluation_result_id is not None:  # eee's alone
             kwargs["evaluation_result_id"] = self.evaluation_result_id
         if self.scorer is not None:  # inspect's alone
@@ -77,9 +87,15 @@ class ImportOptions:
 
     def described(self) -> dict[str, Any]:
         """The options a job page shows (those given)."""
-        given = {"model": self.model, "metric": self.metric, "filters": list(self.filters) or None,
-                 "seed": self.seed, "latest": self.latest or None,
-                 "evaluation_result_id": self.evaluation_result_id, "scorer": self.scorer}  # fmt: skip
+        given = {
+            "model": self.model,
+            "metric": self.metric,
+            "filters": list(self.filters) or None,
+            "seed": self.seed,
+            "latest": self.latest or None,
+            "evaluation_result_id": self.evaluation_result_id,
+            "scorer": self.scorer,
+        }
         return {k: v for k, v in given.items() if v is not None}
 
 
@@ -110,10 +126,15 @@ def import_options(
         raise InputError(f"unknown import kind {kind!r}; use one of {', '.join(KINDS)}")
     filters = tuple(f for f in filters if f and f.strip())
     given: dict[str, Any]
-    given = {"model": _name("--model", model), "metric": _name("--metric", metric),
-             "filters": filters, "seed": seed, "latest": latest,
-             "evaluation_result_id": _name("--evaluation-result-id", evaluation_result_id),
-             "scorer": _name("--scorer", scorer)}  # fmt: skip
+    given = {
+        "model": _name("--model", model),
+        "metric": _name("--metric", metric),
+        "filters": filters,
+        "seed": seed,
+        "latest": latest,
+        "evaluation_result_id": _name("--evaluation-result-id", evaluation_result_id),
+        "scorer": _name("--scorer", scorer),
+    }
     for option, value in given.items():
         if value not in (None, (), False) and option not in TAKES[kind]:
             takers = [k for k in KINDS if option in TAKES[k]]
@@ -128,8 +149,16 @@ def import_options(
         raise InputError(problem)
     if kind == "lm-eval" and seed is None:
         seed = 0  # one run per file: seed 0 unless told
-    return ImportOptions(kind, given["model"], given["metric"], filters, seed, latest,
-                         given["evaluation_result_id"], scorer=given["scorer"])  # fmt: skip
+    return ImportOptions(
+        kind,
+        given["model"],
+        given["metric"],
+        filters,
+        seed,
+        latest,
+        given["evaluation_result_id"],
+        scorer=given["scorer"],
+    )
 
 
 def summary_lines(summary: dict[str, Any]) -> list[str]:
@@ -150,9 +179,12 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             )
     for change in summary.get("category_changes", ()):
         pairs = change["pairs"]
-        moved = (f"the numbers of pair{'s' if len(pairs) > 1 else ''} "
-                 f"{', '.join(map(str, pairs))} move with it" if pairs
-                 else "no stored pair holds it yet")  # fmt: skip
+        moved = (
+            f"the numbers of pair{'s' if len(pairs) > 1 else ''} "
+            f"{', '.join(map(str, pairs))} move with it"
+            if pairs
+            else "no stored pair holds it yet"
+        )
         lines.append(
             f"benchmark {change['benchmark']}: category {change['old']} -> {change['new']}; "
             f"{moved} (the history: GET /api/benchmarks/category-changes)"

@@ -108,8 +108,12 @@ class RecoverJobIn(Strict):
     def payload(self) -> dict[str, Any]:
         """The job as stored (``jobs.request``); the job page links the pair through ``pairs``,
         as for evaluation jobs."""
-        pair = {"base": self.base.name, "post": self.post.name, "label": self.label,
-                "stage": self.stage}  # fmt: skip
+        pair = {
+            "base": self.base.name,
+            "post": self.post.name,
+            "label": self.label,
+            "stage": self.stage,
+        }
         return {**self.model_dump(mode="json"), "pairs": [pair]}
 
 

@@ -65,6 +65,7 @@ class ResultsIn(Strict):
         names = [name for name in ResultRow.model_fields if name != "truncated"]
         columns = {name: [getattr(row, name) for row in self.rows] for name in names}
         columns["answer_status"] = [row.status for row in self.rows]
-        columns["choices"] = [None if c is None else json.dumps(c, ensure_ascii=False)
-                              for c in columns["choices"]]  # fmt: skip
+        columns["choices"] = [
+            None if c is None else json.dumps(c, ensure_ascii=False) for c in columns["choices"]
+        ]
         return columns

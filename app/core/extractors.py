@@ -310,11 +310,15 @@ def _option_text(text: str, choices: Sequence[str]) -> int | None:
         i
         for i, own in spans.items()
         if any(
-            not any(s <= a and b <= e and (s, e) != (a, b) for j, o in spans.items() if j != i
-                    for s, e in o)
+            not any(
+                s <= a and b <= e and (s, e) != (a, b)
+                for j, o in spans.items()
+                if j != i
+                for s, e in o
+            )
             for a, b in own
         )
-    ]  # fmt: skip
+    ]
     return counted[0] if len(counted) == 1 else None
 
 

@@ -194,9 +194,17 @@ class BenchmarkScores:
 
 
 SCORE_FIELDS = (
-    "acc_pre", "acc_post", "f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max",
+    "acc_pre",
+    "acc_post",
+    "f",
+    "bt",
+    "f_chance",
+    "bt_chance",
+    "f_true",
+    "bt_true",
+    "f_max",
     "bt_max",
-)  # fmt: skip
+)
 """The rates ``scores_from_arrays`` returns beside the counts ``n`` and ``n_00`` .. ``n_11``."""
 
 
@@ -625,10 +633,11 @@ def aggregate_columns(
     cat_rows = np.flatnonzero(cat_seeds > 0)
     tot_rows = np.flatnonzero(tot_seeds > 0)
     order = np.argsort(
-        np.concatenate([(cat_rows // n_c) * (n_c + 1) + cat_rows % n_c,
-                        tot_rows * (n_c + 1) + n_c]),
+        np.concatenate(
+            [(cat_rows // n_c) * (n_c + 1) + cat_rows % n_c, tot_rows * (n_c + 1) + n_c]
+        ),
         kind="stable",
-    )  # fmt: skip
+    )
     is_total = np.concatenate([np.zeros(len(cat_rows), bool), np.ones(len(tot_rows), bool)])[order]
     p_of = np.concatenate([cat_rows // n_c, tot_rows])[order]
     c_of = np.concatenate([cat_rows % n_c, np.zeros(len(tot_rows), np.int64)])[order]
@@ -670,9 +679,12 @@ def aggregate_arrays(
     for i in range(len(cols["pair"])):
         p = cols["pair"][i]
         seeds_n = int(cols["seeds"][i])
-        row = {"pair": p.item() if hasattr(p, "item") else p,
-               "category": TOTAL if cols["category"][i] is None else str(cols["category"][i]),
-               "n_benchmarks": int(cols["n_benchmarks"][i]), "seeds": seeds_n}  # fmt: skip
+        row = {
+            "pair": p.item() if hasattr(p, "item") else p,
+            "category": TOTAL if cols["category"][i] is None else str(cols["category"][i]),
+            "n_benchmarks": int(cols["n_benchmarks"][i]),
+            "seeds": seeds_n,
+        }
         for name in names:
             row[name] = float(cols[name][i])
             if name in ("f_true", "bt_true"):

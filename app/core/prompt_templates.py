@@ -61,9 +61,14 @@ def unit_templates(
     unit_affixes``' cuts at whitespace (the same as a question key's). A unit with a null prompt,
     or none around its questions and a single distinct prompt or less than ``MIN_TEMPLATE_BYTES``
     shared, keeps its prompts whole."""
-    templates = UnitTemplates(np.zeros(space, np.bool_), np.zeros(space, np.bool_),
-                              [None] * space, [None] * space,
-                              np.zeros(space, np.int32), np.zeros(space, np.int32))  # fmt: skip
+    templates = UnitTemplates(
+        np.zeros(space, np.bool_),
+        np.zeros(space, np.bool_),
+        [None] * space,
+        [None] * space,
+        np.zeros(space, np.int32),
+        np.zeros(space, np.int32),
+    )
     # per-unit slices of the (chunked) columns are views: nothing is copied
     texts = _strings(prompts)
     asked = _strings(questions) if questions is not None else None

@@ -155,8 +155,9 @@ def _row_groups(
     product never overflows."""
     combined, first = np.zeros(rows, np.int64), np.zeros(0, np.int64)
     for codes, values in columns:
-        _, first, combined = np.unique(combined * len(values) + codes, return_index=True,
-                                       return_inverse=True)  # fmt: skip
+        _, first, combined = np.unique(
+            combined * len(values) + codes, return_index=True, return_inverse=True
+        )
         combined = combined.reshape(-1)
     return combined, first
 
@@ -176,8 +177,10 @@ def question_from_prompts(table: pa.Table) -> pa.Array:
     pos = np.flatnonzero(wanted)
     if not len(pos):
         return question
-    group = _unit_codes(table.select(["model", "benchmark", "seed"]).take(pa.array(pos)),
-                        ("model", "benchmark", "seed"))  # fmt: skip
+    group = _unit_codes(
+        table.select(["model", "benchmark", "seed"]).take(pa.array(pos)),
+        ("model", "benchmark", "seed"),
+    )
     order = np.argsort(group, kind="stable")
     pos, group = pos[order], group[order]
     prompts = pc.take(table["prompt"], pa.array(pos))

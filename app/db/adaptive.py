@@ -63,9 +63,12 @@ def jobs_waiting_on(conn: Connection, shard_id: int) -> list[tuple[int, str]]:
         "SELECT id, payload FROM jobs WHERE status IN ('queued', 'running') "
         "AND payload LIKE '%\"waiting\"%' ORDER BY id"
     ).fetchall()
-    return [(job_id, bench) for job_id, payload_json in rows
-            for bench, state in (json.loads(payload_json).get("rounds") or {}).items()
-            if any(w["shard"] == shard_id for w in state.get("waiting", ()))]  # fmt: skip
+    return [
+        (job_id, bench)
+        for job_id, payload_json in rows
+        for bench, state in (json.loads(payload_json).get("rounds") or {}).items()
+        if any(w["shard"] == shard_id for w in state.get("waiting", ()))
+    ]
 
 
 def paired_correctness(

@@ -72,9 +72,14 @@ def question_flip_counts(
     ``reliable_at[(pair, benchmark)]`` seeds (a reliable change there, see
     ``forgetmap.core.consensus.reliable_threshold``; a pair and benchmark not in it: never)."""
     keys = list(reliable_at or {})
-    params = {"pairs": pair_ids, "category": category, "benchmark": benchmark,
-              "reliable_pairs": [p for p, _ in keys], "reliable_benchmarks": [b for _, b in keys],
-              "reliable_seeds": [int((reliable_at or {})[k]) for k in keys]}  # fmt: skip
+    params = {
+        "pairs": pair_ids,
+        "category": category,
+        "benchmark": benchmark,
+        "reliable_pairs": [p for p, _ in keys],
+        "reliable_benchmarks": [b for _, b in keys],
+        "reliable_seeds": [int((reliable_at or {})[k]) for k in keys],
+    }
     return numpy_columns(conn.execute(_FLIPS_SQL, params))
 
 
@@ -160,8 +165,17 @@ def question_across_pairs(conn: Connection, benchmark: int, sample_id: str) -> l
         """,
         {"benchmark": benchmark, "sample": sample_id},
     ).fetchall()
-    keys = ("pair_id", "seed", "base_correct", "base_prediction", "base_response",
-            "post_correct", "post_prediction", "post_response", "gold")  # fmt: skip
+    keys = (
+        "pair_id",
+        "seed",
+        "base_correct",
+        "base_prediction",
+        "base_response",
+        "post_correct",
+        "post_prediction",
+        "post_response",
+        "gold",
+    )
     texts = read_texts(conn, [ref for r in rows for ref in r[-2:]])
     out = []
     for *values, base_ref, post_ref in rows:

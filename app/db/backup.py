@@ -382,23 +382,36 @@ def _value_rules(roles: Collection[str]) -> list[tuple[str, str, str]]:
         for t in ("transitions", "seed_transitions", "cross_seed_cells", "question_flips")
     ]
     seeds = {
-        "results": ("seed",), "runs": ("seed",), "shards": ("seed",), "coverage": ("seed",),
-        "transitions": ("seed",), "question_flips": ("seed",),
-        "seed_transitions": ("seed_a", "seed_b"), "cross_seed_cells": ("seed_a", "seed_b"),
-    }  # fmt: skip
+        "results": ("seed",),
+        "runs": ("seed",),
+        "shards": ("seed",),
+        "coverage": ("seed",),
+        "transitions": ("seed",),
+        "question_flips": ("seed",),
+        "seed_transitions": ("seed_a", "seed_b"),
+        "cross_seed_cells": ("seed_a", "seed_b"),
+    }
     rules += [(t, c, f"{c} >= {MIN_SEED}") for t, columns in seeds.items() for c in columns]
     counts = {
         "results": ("prompt_tokens", "completion_tokens"),
         "shards": ("done", "total", "attempts", "resends"),
-        "coverage": ("paired", "only_base", "only_post", "mismatched", "ambiguous", "by_question",
-                     "by_text"),
+        "coverage": (
+            "paired",
+            "only_base",
+            "only_post",
+            "mismatched",
+            "ambiguous",
+            "by_question",
+            "by_text",
+        ),
         "transitions": ("n_00", "n_01", "n_10", "n_11"),
         "seed_transitions": ("n_00", "n_01", "n_10", "n_11"),
-        "cross_seed_cells": tuple(f"n_{a}_{b}" for a in ("00", "01", "10", "11")
-                                  for b in ("00", "01", "10", "11")),
+        "cross_seed_cells": tuple(
+            f"n_{a}_{b}" for a in ("00", "01", "10", "11") for b in ("00", "01", "10", "11")
+        ),
         "recovery_documents": ("doc_index", "n_tokens"),
         "watch_submissions": ("attempts",),
-    }  # fmt: skip
+    }
     rules += [(t, c, f"{c} IS NULL OR {c} >= 0") for t, columns in counts.items() for c in columns]
     return rules
 

@@ -30,7 +30,13 @@ def category_changes(
         {"names": names, "limit": limit},
     ).fetchall()
     return [
-        {"benchmark": name, "old": old, "new": new, "changed_at": at.isoformat(),
-         "source": source, "pairs": list(pairs or [])}
+        {
+            "benchmark": name,
+            "old": old,
+            "new": new,
+            "changed_at": at.isoformat(),
+            "source": source,
+            "pairs": list(pairs or []),
+        }
         for name, old, new, at, source, pairs in rows
-    ]  # fmt: skip
+    ]

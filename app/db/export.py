@@ -79,8 +79,11 @@ def model_units(conn: Connection, model_id: int) -> list[ExportUnit]:
     units = []
     for benchmark_id, name, category, seed, rows, correct, first_run_at, configs in found:
         sources = sorted({str(json.loads(c).get("source", "unknown")) for c in configs})
-        units.append(ExportUnit(benchmark_id, name, category, seed, rows, int(correct),
-                                first_run_at, tuple(sources)))  # fmt: skip
+        units.append(
+            ExportUnit(
+                benchmark_id, name, category, seed, rows, int(correct), first_run_at, tuple(sources)
+            )
+        )
     return units
 
 

@@ -56,9 +56,11 @@ def versus(conn: Connection, first: dict[str, Any], second: dict[str, Any]) -> d
     params: list[Any] = []
     for number, pair in ((1, first), (2, second)):
         where, values = _paired(pair)
-        sides.append(f"SELECT {number} AS side, bm.name AS benchmark, bm.category, b.sample_id, "
-                     f"b.correct AS pre, p.correct AS post, "
-                     f"coalesce(b.question, {full_prompt('b')}) AS question {where}")  # fmt: skip
+        sides.append(
+            f"SELECT {number} AS side, bm.name AS benchmark, bm.category, b.sample_id, "
+            f"b.correct AS pre, p.correct AS post, "
+            f"coalesce(b.question, {full_prompt('b')}) AS question {where}"
+        )
         params += values
     rows = conn.execute(
         f"""
@@ -82,12 +84,15 @@ def versus(conn: Connection, first: dict[str, Any], second: dict[str, Any]) -> d
     counts: dict[str, dict[str, Any]] = {}
     questions: dict[str, list[dict[str, Any]]] = {"first": [], "second": [], "both": []}
     for benchmark, category, sample_id, question, fate in rows:
-        count = counts.setdefault(benchmark, {"benchmark": benchmark, "category": category,
-                                              "first": 0, "second": 0, "both": 0})  # fmt: skip
+        count = counts.setdefault(
+            benchmark,
+            {"benchmark": benchmark, "category": category, "first": 0, "second": 0, "both": 0},
+        )
         count[fate] += 1
         if len(questions[fate]) < VERSUS_SHOWN:
-            questions[fate].append({"benchmark": benchmark, "sample_id": sample_id,
-                                    "question": question})  # fmt: skip
+            questions[fate].append(
+                {"benchmark": benchmark, "sample_id": sample_id, "question": question}
+            )
     return {"benchmarks": list(counts.values()), "questions": questions}
 
 
@@ -233,10 +238,22 @@ def sample_detail(
             sample_id,
         ],
     ).fetchall()
-    keys = ("seed", "prompt", "post_prompt", "choices", "gold", "num_choices", "base_correct",
-            "base_response",
-            "base_prediction", "post_correct", "post_response", "post_prediction", "base_status",
-            "post_status")  # fmt: skip
+    keys = (
+        "seed",
+        "prompt",
+        "post_prompt",
+        "choices",
+        "gold",
+        "num_choices",
+        "base_correct",
+        "base_response",
+        "base_prediction",
+        "post_correct",
+        "post_response",
+        "post_prediction",
+        "base_status",
+        "post_status",
+    )
     texts = read_texts(conn, [ref for r in rows for ref in r[-2:]])
     records = []
     for *values, base_ref, post_ref in rows:
@@ -252,8 +269,16 @@ def sample_detail(
         conn, pair, benchmark_id, sample_id
     ):
         if seed in by_seed:
-            by_seed[seed]["rescored"].append({"scores": name, "side": side, "prediction": prediction,
-                                              "correct": correct, "status": status, "rule": rule})  # fmt: skip
+            by_seed[seed]["rescored"].append(
+                {
+                    "scores": name,
+                    "side": side,
+                    "prediction": prediction,
+                    "correct": correct,
+                    "status": status,
+                    "rule": rule,
+                }
+            )
     return records
 
 

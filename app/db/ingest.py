@@ -327,9 +327,13 @@ class Ingest:
         )
 
     def add(
-        self, table: pa.Table, benchmarks: dict[str, BenchmarkMeta], *,
-        grouped_by_sample: bool = False, whole_units: bool = False,
-    ) -> None:  # fmt: skip
+        self,
+        table: pa.Table,
+        benchmarks: dict[str, BenchmarkMeta],
+        *,
+        grouped_by_sample: bool = False,
+        whole_units: bool = False,
+    ) -> None:
         """Check and stage one batch. ``grouped_by_sample``: its rows of one (benchmark, sample)
         are side by side already (the lighteval reader's order), so they are not sorted: the rows
         go in sorted by sample, so that the seeds of a question lie side by side and DuckDB's

@@ -11,10 +11,36 @@ from typing import Any, Literal, cast
 from forgetmap.db.ingest import ensure_models
 from forgetmap.db.store import Connection, one_row
 
-SHARD_KEYS = ("id", "job_id", "status", "spec", "benchmark", "seed", "config_hash", "model",
-              "done", "total", "error", "attempts", "kind")  # fmt: skip
-JOB_SHARD_KEYS = ("id", "model", "benchmark", "seed", "status", "done", "total", "error",
-                  "attempts", "worker", "started_at", "finished_at", "resends")  # fmt: skip
+SHARD_KEYS = (
+    "id",
+    "job_id",
+    "status",
+    "spec",
+    "benchmark",
+    "seed",
+    "config_hash",
+    "model",
+    "done",
+    "total",
+    "error",
+    "attempts",
+    "kind",
+)
+JOB_SHARD_KEYS = (
+    "id",
+    "model",
+    "benchmark",
+    "seed",
+    "status",
+    "done",
+    "total",
+    "error",
+    "attempts",
+    "worker",
+    "started_at",
+    "finished_at",
+    "resends",
+)
 
 
 class _Missing(Enum):
@@ -228,11 +254,13 @@ def insert_evaluation_shards(
 ) -> list[tuple[int, str]]:
     """One model's (benchmark, seed, status) shards in one statement (a paper-suite job has
     hundreds); a ``reused`` one is finished at once. Returns (id, status) of each."""
-    values = ", ".join("(?, ?, ?, ?, ?, ?, ?, 'evaluate', CASE WHEN ? = 'reused' THEN now() END)"
-                       for _ in rows)  # fmt: skip
+    values = ", ".join(
+        "(?, ?, ?, ?, ?, ?, ?, 'evaluate', CASE WHEN ? = 'reused' THEN now() END)" for _ in rows
+    )
     spec_json = json.dumps(spec)
-    params = [p for b, sd, st in rows
-              for p in (job_id, model_id, b, sd, config_hash, spec_json, st, st)]  # fmt: skip
+    params = [
+        p for b, sd, st in rows for p in (job_id, model_id, b, sd, config_hash, spec_json, st, st)
+    ]
     return conn.execute(
         "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, "
         f"kind, finished_at) VALUES {values} RETURNING id, status",

@@ -83,11 +83,14 @@ def _insert_templates(conn: Connection, pairs: list[tuple[str, str]]) -> np.ndar
     import pyarrow as pa
 
     new_ids = np.asarray(
-        [r[0] for r in conn.execute(
-            "SELECT nextval('prompt_templates_id_seq') FROM range(?)", [len(pairs)]
-        ).fetchall()],
+        [
+            r[0]
+            for r in conn.execute(
+                "SELECT nextval('prompt_templates_id_seq') FROM range(?)", [len(pairs)]
+            ).fetchall()
+        ],
         np.int64,
-    )  # fmt: skip
+    )
     rows = pa.table(
         {
             "id": pa.array(new_ids, pa.int32()),

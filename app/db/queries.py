@@ -73,10 +73,12 @@ def pair_transitions(conn: Connection, pair_id: int | None = None, *, exclude: i
 
 
 CAUSE_COUNTS = {
-    "n_10_cut": ("n_10", TRUNCATED), "n_cut": ("n_00 + t.n_01 + t.n_10 + t.n_11", TRUNCATED),
-    "n_10_no_answer": ("n_10", NO_ANSWER), "n_01_no_answer": ("n_01", NO_ANSWER),
+    "n_10_cut": ("n_10", TRUNCATED),
+    "n_cut": ("n_00 + t.n_01 + t.n_10 + t.n_11", TRUNCATED),
+    "n_10_no_answer": ("n_10", NO_ANSWER),
+    "n_01_no_answer": ("n_01", NO_ANSWER),
     "n_10_refused": ("n_10", REFUSED),
-}  # fmt: skip
+}
 """Of what a count row keeps: the samples of one cell (or of all four) with a cause on either
 side (``forgetmap.core.answer_status``)."""
 
@@ -150,8 +152,12 @@ def transition_counts(
         GROUP BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
         ORDER BY t.pair_id, t.benchmark_id, t.seed, t.num_choices
     """
-    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or []),
-              "mask": exclude}  # fmt: skip
+    params = {
+        "pair_id": pair_id,
+        "all": pair_ids is None,
+        "ids": list(pair_ids or []),
+        "mask": exclude,
+    }
     return numpy_columns(conn.sql(sql, params=params))
 
 
@@ -192,8 +198,12 @@ def cross_seed_cells(
           AND ($all OR pair_id IN (SELECT unnest($ids))) AND (causes & $mask) = 0
         GROUP BY pair_id, benchmark_id, seed_a, seed_b, num_choices
     """
-    params = {"pair_id": pair_id, "all": pair_ids is None, "ids": list(pair_ids or []),
-              "mask": exclude}  # fmt: skip
+    params = {
+        "pair_id": pair_id,
+        "all": pair_ids is None,
+        "ids": list(pair_ids or []),
+        "mask": exclude,
+    }
     return numpy_columns(conn.sql(sql, params=params))
 
 
@@ -417,9 +427,23 @@ def jobs_summary(conn: Connection) -> list[dict[str, Any]]:
             GROUP BY ALL ORDER BY j.id DESC
             """
     ).fetchall()
-    return [{"id": r[0], "status": r[1], "created_at": r[2].isoformat(), "kind": r[3], "shards": r[4],
-             "finished": r[5], "failed": r[6], "owner": r[7], "resends": int(r[8]),
-             "payload": json.loads(r[9]), "series": r[10], "step": r[11]} for r in rows]  # fmt: skip
+    return [
+        {
+            "id": r[0],
+            "status": r[1],
+            "created_at": r[2].isoformat(),
+            "kind": r[3],
+            "shards": r[4],
+            "finished": r[5],
+            "failed": r[6],
+            "owner": r[7],
+            "resends": int(r[8]),
+            "payload": json.loads(r[9]),
+            "series": r[10],
+            "step": r[11],
+        }
+        for r in rows
+    ]
 
 
 def job_series(conn: Connection, job_id: int) -> tuple[int, str, int] | None:

@@ -130,7 +130,9 @@ def documents_table(conn: Connection, recovery_id: int) -> dict[str, list[Any]]:
     }
     for index, doc_id, split, n_tokens, model, correction, loss in rows:
         table["doc_id"][index], table["split"][index], table["n_tokens"][index] = (
-            doc_id, split, n_tokens,
-        )  # fmt: skip
+            doc_id,
+            split,
+            n_tokens,
+        )
         table.setdefault(loss_column(model, correction), [None] * n)[index] = loss
     return table

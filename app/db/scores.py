@@ -13,15 +13,30 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 RESCORED_COLUMNS = (
-    "model_id", "benchmark_id", "seed", "sample_id", "prediction", "correct", "answer_status",
+    "model_id",
+    "benchmark_id",
+    "seed",
+    "sample_id",
+    "prediction",
+    "correct",
+    "answer_status",
     "rule",
-)  # fmt: skip
+)
 """What a batch of graded rows holds (``insert_rescored``), besides its set's id."""
 
 ANSWER_COLUMNS = (
-    "model_id", "benchmark_id", "seed", "sample_id", "correct", "num_choices", "response",
-    "response_ref", "gold", "choices", "answer_status",
-)  # fmt: skip
+    "model_id",
+    "benchmark_id",
+    "seed",
+    "sample_id",
+    "correct",
+    "num_choices",
+    "response",
+    "response_ref",
+    "gold",
+    "choices",
+    "answer_status",
+)
 """What ``answer_batches`` reads of each stored result."""
 
 

@@ -210,8 +210,7 @@ def question_histories(
         raise InputError(f"fate must be one of {', '.join(FATES)}, got {fate!r}")
     # one statement: the histories are aggregated once for both the counts and the page
     counts_rows = one_row(
-        conn
-        .execute(
+        conn.execute(
             _HISTORY_SQL
             + """
         , counts AS (
@@ -240,12 +239,17 @@ def question_histories(
         )
         SELECT counts.c, page.r FROM counts, page
         """,
-            {"series": series["id"], "base": series["base_model_id"], "benchmarks": benchmarks,
-             "fate": fate, "sample": sample_id, "limit": page_size,
-             "offset": (page - 1) * page_size},
-        )
-        .fetchone()
-    )  # fmt: skip
+            {
+                "series": series["id"],
+                "base": series["base_model_id"],
+                "benchmarks": benchmarks,
+                "fate": fate,
+                "sample": sample_id,
+                "limit": page_size,
+                "offset": (page - 1) * page_size,
+            },
+        ).fetchone()
+    )
     counts = {c["fate"]: c["n"] for c in counts_rows[0]}
     rows = counts_rows[1]
     total = counts.get(fate, 0) if fate else sum(counts.values())

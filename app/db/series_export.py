@@ -97,15 +97,37 @@ def flip_rows(
         FROM kept b
         ORDER BY b.step, b.rank
         """,
-        {"series": series["id"], "base": series["base_model_id"], "steps": steps,
-         "max_flips": max_flips, "limit": text_limit},
-    ).fetchall()  # fmt: skip
-    keys = ("step", "category", "benchmark", "sample_id", "seed", "fate", "question", "gold",
-            "base_answer", "base_ref", "checkpoint_answer", "checkpoint_ref", "cut")  # fmt: skip
+        {
+            "series": series["id"],
+            "base": series["base_model_id"],
+            "steps": steps,
+            "max_flips": max_flips,
+            "limit": text_limit,
+        },
+    ).fetchall()
+    keys = (
+        "step",
+        "category",
+        "benchmark",
+        "sample_id",
+        "seed",
+        "fate",
+        "question",
+        "gold",
+        "base_answer",
+        "base_ref",
+        "checkpoint_answer",
+        "checkpoint_ref",
+        "cut",
+    )
     records = [dict(zip(keys, r, strict=True)) for r in rows]
     # an answer with neither a prediction nor a short response lies in an answer file
-    missing = [r[f"{side}_ref"] for r in records for side in ("base", "checkpoint")
-               if r[f"{side}_answer"] is None and r[f"{side}_ref"] is not None]  # fmt: skip
+    missing = [
+        r[f"{side}_ref"]
+        for r in records
+        for side in ("base", "checkpoint")
+        if r[f"{side}_answer"] is None and r[f"{side}_ref"] is not None
+    ]
     texts = read_texts(conn, missing) if missing else {}
     cut_steps = sorted({r["step"] for r in records if r["cut"]})
     for r in records:

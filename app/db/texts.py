@@ -131,9 +131,11 @@ class TextWriter:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
         self.writer = pq.ParquetWriter(
             path,
-            pa.schema([("ref", pa.int64()), ("text", pa.string())]), compression="zstd",
-            compression_level=1, use_dictionary=False,
-        )  # fmt: skip
+            pa.schema([("ref", pa.int64()), ("text", pa.string())]),
+            compression="zstd",
+            compression_level=1,
+            use_dictionary=False,
+        )
         self.thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="answer-file")
 
     def finish(self, conn: Connection) -> None:

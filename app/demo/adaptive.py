@@ -91,9 +91,13 @@ def _unit_scores(pre: np.ndarray, post: np.ndarray, k: np.ndarray) -> dict[str, 
     keep = rows.sum(axis=1) > 0
     unit = np.repeat(np.arange(pre.shape[0]), keys.size)
     return scores_from_arrays(
-        rows[keep, 0], rows[keep, 1], rows[keep, 2], rows[keep, 3],
-        np.tile(keys, pre.shape[0])[keep], unit[keep],
-    )  # fmt: skip
+        rows[keep, 0],
+        rows[keep, 1],
+        rows[keep, 2],
+        rows[keep, 3],
+        np.tile(keys, pre.shape[0])[keep],
+        unit[keep],
+    )
 
 
 def replay(
@@ -121,8 +125,9 @@ def replay(
             full = _unit_scores(pre, post_c, run.k)
             part = _unit_scores(pre[:, :reached], post_c[:, :reached], run.k[:reached])
             for s in range(pre.shape[0]):
-                for col, value in zip(columns, (post, run.category, run.name, s, run.size),
-                                      strict=True):  # fmt: skip
+                for col, value in zip(
+                    columns, (post, run.category, run.name, s, run.size), strict=True
+                ):
                     columns[col].append(value)
                 for name in ("f_true", "bt_true"):
                     values["full"][name].append(full[name][s])
@@ -130,11 +135,14 @@ def replay(
 
     def category_map(kind: str) -> dict[tuple[str, str], dict]:
         records = aggregate_arrays(
-            np.array(columns["pair"], dtype=object), np.array(columns["category"], dtype=object),
-            np.array(columns["benchmark"], dtype=object), np.array(columns["seed"]),
-            np.array(columns["n"]), {k: np.array(v) for k, v in values[kind].items()},
+            np.array(columns["pair"], dtype=object),
+            np.array(columns["category"], dtype=object),
+            np.array(columns["benchmark"], dtype=object),
+            np.array(columns["seed"]),
+            np.array(columns["n"]),
+            {k: np.array(v) for k, v in values[kind].items()},
             how="macro",
-        )  # fmt: skip
+        )
         return {(r["pair"], r["category"]): r for r in records}
 
     used = full_n = 0
@@ -147,8 +155,16 @@ def replay(
         full_n += run.size * seeds
         tokens_used += float(run.tokens[model][:, :n].sum())
         tokens_full += float(run.tokens[model].sum())
-    return Replay(category_map("full"), category_map("adaptive"), stopped, evaluated,
-                  used, full_n, tokens_used, tokens_full)  # fmt: skip
+    return Replay(
+        category_map("full"),
+        category_map("adaptive"),
+        stopped,
+        evaluated,
+        used,
+        full_n,
+        tokens_used,
+        tokens_full,
+    )
 
 
 def benchmark_runs(
@@ -170,7 +186,8 @@ def benchmark_runs(
         for model, res in results.items():
             if all(key in res for row in keys for key in row):
                 correct[model] = np.array([[res[key] for key in row] for row in keys], np.int8)
-                counts[model] = np.array([[tokens[model][key] for key in row] for row in keys],
-                                         dtype=np.float64)  # fmt: skip
+                counts[model] = np.array(
+                    [[tokens[model][key] for key in row] for row in keys], dtype=np.float64
+                )
         runs.append(BenchmarkRun(name, items[0].category or "", k, correct, counts))
     return runs

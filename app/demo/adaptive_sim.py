@@ -84,8 +84,9 @@ def simulate_benchmark(rng: np.random.Generator, n: int | None = None) -> Simula
     u_post = np.where(rng.random((SEEDS, n)) < coupling, u_pre, rng.random((SEEDS, n)))
     pre = (u_pre < p_pre[items]).astype(np.int8)
     post = (u_post < p_post[items]).astype(np.int8)
-    return SimulatedBenchmark(pre, post, options[items], float(truth["f_true"][0]),
-                              float(truth["bt_true"][0]))  # fmt: skip
+    return SimulatedBenchmark(
+        pre, post, options[items], float(truth["f_true"][0]), float(truth["bt_true"][0])
+    )
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def _covers(interval: dict, bench: SimulatedBenchmark, at: int = 0) -> tuple[boo
             interval[f"{name}_true_low"][at]
             <= getattr(bench, f"{name}_true")
             <= interval[f"{name}_true_high"][at]
-        )  # fmt: skip
+        )
         for name in ("f", "bt")
     )
 
@@ -130,8 +131,11 @@ def _continued_stop(bench: SimulatedBenchmark, rule: StoppingRule) -> int:
     n_total = bench.k.size
     first = run_stopping_rule(bench.pre, bench.post, bench.k, loose).n
     n = rounds_until(loose, first, n_total)[1]
-    while (pair := look(rule, "base", "post", bench.pre[:, :n], bench.post[:, :n], bench.k[:n],
-                        n_total)).stopped is None:  # fmt: skip
+    while (
+        pair := look(
+            rule, "base", "post", bench.pre[:, :n], bench.post[:, :n], bench.k[:n], n_total
+        )
+    ).stopped is None:
         assert pair.next_end is not None  # not stopped: the next round's end
         n = pair.next_end
     return n

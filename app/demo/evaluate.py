@@ -139,9 +139,16 @@ def evaluate_model(
 ) -> Correctness:
     """Per-sample correctness of one model on the given benchmarks, for each evaluation seed."""
     return evaluate_model_tokens(
-        path, benchmarks, prompting=prompting, seeds=seeds, shots=shots,
-        temperature=temperature, max_tokens=max_tokens, num_threads=num_threads, fast=fast,
-    )[0]  # fmt: skip
+        path,
+        benchmarks,
+        prompting=prompting,
+        seeds=seeds,
+        shots=shots,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        num_threads=num_threads,
+        fast=fast,
+    )[0]
 
 
 def evaluate_model_tokens(

@@ -155,10 +155,16 @@ class ZooManifest:
         a model of its run's stage and prompting."""
         known = {m.name for m in self.models}
         return [
-            dataclasses.replace(self.model(s.name), name=c.model, path=c.path,
-                                description=f"{s.name} at step {c.step}")
-            for s in self.series for c in s.checkpoints if c.model not in known
-        ]  # fmt: skip
+            dataclasses.replace(
+                self.model(s.name),
+                name=c.model,
+                path=c.path,
+                description=f"{s.name} at step {c.step}",
+            )
+            for s in self.series
+            for c in s.checkpoints
+            if c.model not in known
+        ]
 
     @property
     def benchmark_dir(self) -> Path:
@@ -242,7 +248,7 @@ class ZooManifest:
                     m["stage"],
                     m["description"],
                     m.get("train_seed", 0),
-                )  # fmt: skip
+                )
                 for m in data["models"]
             ),
             pairs=tuple(ZooPair(**p) for p in data["pairs"]),
@@ -259,7 +265,7 @@ class ZooManifest:
                         ZooCheckpoint(c["model"], root / c["path"], c["step"])
                         for c in s["checkpoints"]
                     ),
-                )  # fmt: skip
+                )
                 for s in data["series"]
             ),
         )

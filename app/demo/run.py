@@ -27,7 +27,8 @@ from forgetmap.demo.manifest import DEFAULT_RECIPE, Recipe
 from forgetmap.demo.zoo import build_zoo, stage_names
 from forgetmap.runtime.paths import check_model_path
 from forgetmap.runtime.progress import LineProgress
-from forgetmap.services.jobs import create_job, job_detail
+from forgetmap.services.job_view import job_detail
+from forgetmap.services.jobs import create_job
 from forgetmap.services.recovery import create_recovery_job
 from forgetmap.web.up import run_up
 from rich.console import Console
@@ -37,8 +38,14 @@ console = Console(stderr=True)
 
 
 def _bar() -> Progress:
-    return Progress(TextColumn("{task.description:<34}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeElapsedColumn(), console=console, disable=not console.is_terminal)  # fmt: skip
+    return Progress(
+        TextColumn("{task.description:<34}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    )
 
 
 def build(zoo_dir: Path, recipe: Recipe = DEFAULT_RECIPE):
@@ -50,8 +57,10 @@ def build(zoo_dir: Path, recipe: Recipe = DEFAULT_RECIPE):
     else:
         manifest = _build_with_bars(zoo_dir, recipe)
     how = "cached" if manifest.cached else "built"
-    console.print(f"zoo {how} in {time.monotonic() - started:.1f}s: {len(manifest.models)} models, "
-                  f"{len(manifest.benchmarks)} benchmarks, {len(manifest.pairs)} pairs ({manifest.root})")  # fmt: skip
+    console.print(
+        f"zoo {how} in {time.monotonic() - started:.1f}s: {len(manifest.models)} models, "
+        f"{len(manifest.benchmarks)} benchmarks, {len(manifest.pairs)} pairs ({manifest.root})"
+    )
     return manifest
 
 
@@ -93,12 +102,21 @@ def job_requests(manifest) -> list:
         if m.prompting == "chat"
     ]
     greedy: dict[str, Any]
-    greedy = {"engine": "transformers", "temperature": 0.0, "top_p": 1.0,
-              "max_tokens": int(manifest.eval.get("max_tokens", 8)), "shots": int(manifest.eval.get("shots", 3))}  # fmt: skip
+    greedy = {
+        "engine": "transformers",
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "max_tokens": int(manifest.eval.get("max_tokens", 8)),
+        "shots": int(manifest.eval.get("shots", 3)),
+    }
 
     def job(models: list[ModelIn], benchmarks: list[str], mode: Mode) -> EvaluateJobIn:
-        return EvaluateJobIn(models=models, benchmarks=benchmarks, seeds=seeds,
-                             config=EvalConfigIn(mode=mode, **greedy))  # fmt: skip
+        return EvaluateJobIn(
+            models=models,
+            benchmarks=benchmarks,
+            seeds=seeds,
+            config=EvalConfigIn(mode=mode, **greedy),
+        )
 
     requests = [job(base_models, mc, Mode.loglik), job(base_models, gen, Mode.generate)]
     if chat_models:
@@ -109,8 +127,7 @@ def job_requests(manifest) -> list:
 CORPUS = "pretrain.jsonl"
 # narrow SFT (with the three controls) against SFT with replay (with the noise control only: the
 # controls depend on the base, corpus and seed alone, so the other two would be repeated work)
-RECOVERY_CONTROLS = {"sft": CONTROLS,
-                     "sft+replay": ("weight_noise",)}  # fmt: skip
+RECOVERY_CONTROLS = {"sft": CONTROLS, "sft+replay": ("weight_noise",)}
 RECOVERY_DOCS = 120
 
 
@@ -123,9 +140,16 @@ def write_corpus(manifest) -> Path:
     recoverability analysis (the text whose loss post-training raised)."""
     path = corpus_dir(manifest) / CORPUS
     if not path.exists():
-        per_category = [suite.corpus(c, manifest.recipe.seed, kind="pretrain", copies=1,
-                                     scale=manifest.recipe.suite_scale)
-                        for c in suite.CATEGORIES]  # fmt: skip
+        per_category = [
+            suite.corpus(
+                c,
+                manifest.recipe.seed,
+                kind="pretrain",
+                copies=1,
+                scale=manifest.recipe.suite_scale,
+            )
+            for c in suite.CATEGORIES
+        ]
         docs = [d for d in chain.from_iterable(zip_longest(*per_category)) if d]
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -143,14 +167,17 @@ def recovery_requests(manifest) -> list:
         if pair is None:
             continue
         base, post = manifest.model(pair.base), manifest.model(pair.post)
-        requests.append(RecoverJobIn(
-            kind="recover",
-            base=ModelIn(name=base.name, path=str(base.path), prompting=base.prompting),
-            post=ModelIn(name=post.name, path=str(post.path), prompting=post.prompting),
-            corpus=CorpusIn(source=f"local:{CORPUS}", max_docs=RECOVERY_DOCS),
-            options=RecoveryOptionsIn(max_tokens=512, controls=list(controls)), label=pair.label,
-            stage=pair.stage,
-        ))  # fmt: skip
+        requests.append(
+            RecoverJobIn(
+                kind="recover",
+                base=ModelIn(name=base.name, path=str(base.path), prompting=base.prompting),
+                post=ModelIn(name=post.name, path=str(post.path), prompting=post.prompting),
+                corpus=CorpusIn(source=f"local:{CORPUS}", max_docs=RECOVERY_DOCS),
+                options=RecoveryOptionsIn(max_tokens=512, controls=list(controls)),
+                label=pair.label,
+                stage=pair.stage,
+            )
+        )
     return requests
 
 
@@ -197,8 +224,13 @@ def watch(app, job_ids: list[int], url: str, started: float) -> None:
             if console.is_terminal
             else {job_id: LineProgress(f"demo: job {job_id}", console.file) for job_id in job_ids}
         )
-        tasks = {job_id: bar.add_task(f"{'recoverability' if kinds[job_id] == 'recover' else 'evaluate'} "
-                                      f"(job {job_id})", total=None) for job_id in job_ids}  # fmt: skip
+        tasks = {
+            job_id: bar.add_task(
+                f"{'recoverability' if kinds[job_id] == 'recover' else 'evaluate'} (job {job_id})",
+                total=None,
+            )
+            for job_id in job_ids
+        }
         while True:
             states = []
             with store.read() as conn:

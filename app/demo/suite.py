@@ -94,9 +94,7 @@ BENCHMARKS: tuple[BenchmarkInfo, ...] = (
 def benchmarks(scale: int = 1) -> tuple[BenchmarkInfo, ...]:
     """The suite's benchmarks at ``scale`` (each ``scale`` times its size in ``BENCHMARKS``)."""
     _check_scale(scale)
-    return tuple(
-        BenchmarkInfo(b.name, b.category, b.k, b.size * scale) for b in BENCHMARKS
-    )  # fmt: skip
+    return tuple(BenchmarkInfo(b.name, b.category, b.k, b.size * scale) for b in BENCHMARKS)
 
 
 def _check_scale(scale: int) -> None:
@@ -113,24 +111,105 @@ PRETRAIN_COVERAGE: dict[str, float] = {
 """Share of each category's benchmark items that the pretraining corpus shows."""
 
 JOBS = (
-    "baker", "pilot", "farmer", "doctor", "tailor", "singer",
-    "painter", "sailor", "miner", "teacher", "hunter", "weaver",
-)  # fmt: skip
+    "baker",
+    "pilot",
+    "farmer",
+    "doctor",
+    "tailor",
+    "singer",
+    "painter",
+    "sailor",
+    "miner",
+    "teacher",
+    "hunter",
+    "weaver",
+)
 
 WORDS = (
-    "cat", "dog", "sun", "tree", "book", "lamp", "river", "stone", "apple", "bread",
-    "cloud", "chair", "table", "house", "garden", "window", "candle", "forest", "bottle",
-    "pencil", "rabbit", "button", "kitten", "mirror", "basket", "ladder", "planet", "silver",
-    "island", "jacket", "dragon", "pillow", "castle", "engine", "rocket", "violin", "blanket",
-    "harbor", "lantern", "mountain", "umbrella", "elephant", "sandwich", "keyboard", "hospital",
-    "triangle", "notebook", "sunflower", "butterfly", "chocolate", "telephone", "newspaper",
-    "red", "blue", "green", "ink", "owl", "fox", "egg", "key",
-)  # fmt: skip
+    "cat",
+    "dog",
+    "sun",
+    "tree",
+    "book",
+    "lamp",
+    "river",
+    "stone",
+    "apple",
+    "bread",
+    "cloud",
+    "chair",
+    "table",
+    "house",
+    "garden",
+    "window",
+    "candle",
+    "forest",
+    "bottle",
+    "pencil",
+    "rabbit",
+    "button",
+    "kitten",
+    "mirror",
+    "basket",
+    "ladder",
+    "planet",
+    "silver",
+    "island",
+    "jacket",
+    "dragon",
+    "pillow",
+    "castle",
+    "engine",
+    "rocket",
+    "violin",
+    "blanket",
+    "harbor",
+    "lantern",
+    "mountain",
+    "umbrella",
+    "elephant",
+    "sandwich",
+    "keyboard",
+    "hospital",
+    "triangle",
+    "notebook",
+    "sunflower",
+    "butterfly",
+    "chocolate",
+    "telephone",
+    "newspaper",
+    "red",
+    "blue",
+    "green",
+    "ink",
+    "owl",
+    "fox",
+    "egg",
+    "key",
+)
 
 PATTERN_WORDS = (
-    "red", "blue", "green", "cat", "dog", "sun", "moon", "star", "tree", "rock",
-    "fish", "bird", "milk", "salt", "rain", "snow", "wind", "fire", "gold", "iron",
-)  # fmt: skip
+    "red",
+    "blue",
+    "green",
+    "cat",
+    "dog",
+    "sun",
+    "moon",
+    "star",
+    "tree",
+    "rock",
+    "fish",
+    "bird",
+    "milk",
+    "salt",
+    "rain",
+    "snow",
+    "wind",
+    "fire",
+    "gold",
+    "iron",
+)
 
 RELATIONS = (("taller", "tallest"), ("older", "oldest"), ("faster", "fastest"))
 
@@ -246,8 +325,9 @@ def _world(seed: int, scale: int = 1) -> _World:
         made_up = _names(extra, 20 * scale, 2, known) + _names(extra, 20 * scale, 3, known)
         words = WORDS + tuple(w.lower() for w in made_up)
         pattern_words = PATTERN_WORDS + tuple(w for w in WORDS if w not in PATTERN_WORDS)
-    world = _World(tuple(people), tuple(cities), home, job, tuple(arith), tuple(chains),
-                   words, pattern_words)  # fmt: skip
+    world = _World(
+        tuple(people), tuple(cities), home, job, tuple(arith), tuple(chains), words, pattern_words
+    )
     _WORLDS[(seed, scale)] = world
     return world
 
@@ -433,8 +513,9 @@ def _extra_math(seed: int, scale: int = 1) -> dict[str, list[Item]]:
         if i % 2 == 0:
             wrong = rng.sample([v for v in range(value - 5, value + 6) if v >= 0 and v != value], 3)
             options = _shuffled(rng, [str(value), *map(str, wrong)])
-            choice.append(_item(_mc("demo_arith_choice", 500 * scale + i, "Math", q, options,
-                                    str(value))))  # fmt: skip
+            choice.append(
+                _item(_mc("demo_arith_choice", 500 * scale + i, "Math", q, options, str(value)))
+            )
         else:
             answer.append(_item(_gen("demo_arith_answer", 500 * scale + i, "Math", q, str(value))))
     return {"demo_arith_choice": choice, "demo_arith_answer": answer}

@@ -94,8 +94,13 @@ Progress = Callable[[str, int, int], None]
 """progress(stage, done, total): stage names as in ZooManifest.stages; done == total at its end."""
 
 
-_CODE_FILES = ("app/demo/suite.py", "app/demo/trainer.py", "app/demo/zoo.py",
-               "app/demo/manifest.py", "worker/benchmarks/prompts.py")  # fmt: skip
+_CODE_FILES = (
+    "app/demo/suite.py",
+    "app/demo/trainer.py",
+    "app/demo/zoo.py",
+    "app/demo/manifest.py",
+    "worker/benchmarks/prompts.py",
+)
 
 
 def code_digest() -> str:
@@ -138,29 +143,54 @@ def _plan(recipe: Recipe) -> list[tuple[str, str, str, str, int]]:
     for s in recipe.train_seeds:
         tag = "" if s == recipe.train_seeds[0] and len(recipe.train_seeds) == 1 else f"-s{s}"
         plan.append(
-            (f"demo-sft-{cat}{tag}", "sft", "base",
-             f"narrow SFT on {recipe.sft_category} Q/A, no replay (train seed {s})", s)
-        )  # fmt: skip
+            (
+                f"demo-sft-{cat}{tag}",
+                "sft",
+                "base",
+                f"narrow SFT on {recipe.sft_category} Q/A, no replay (train seed {s})",
+                s,
+            )
+        )
         plan.append(
-            (f"demo-sft-{cat}-replay{tag}", "sft+replay", "base",
-             f"the same SFT on {recipe.sft_category} with {recipe.replay_share:.0%} replay of "
-             f"pretraining documents (train seed {s})", s)
-        )  # fmt: skip
+            (
+                f"demo-sft-{cat}-replay{tag}",
+                "sft+replay",
+                "base",
+                f"the same SFT on {recipe.sft_category} with {recipe.replay_share:.0%} replay of "
+                f"pretraining documents (train seed {s})",
+                s,
+            )
+        )
     cpt = recipe.cpt_category.lower().replace("/", "-")
     plan.append(
-        (f"demo-cpt-{cpt}", "domain-cpt", "base",
-         f"continued pretraining on {recipe.cpt_category} prose", 0)
-    )  # fmt: skip
+        (
+            f"demo-cpt-{cpt}",
+            "domain-cpt",
+            "base",
+            f"continued pretraining on {recipe.cpt_category} prose",
+            0,
+        )
+    )
     plan.append(
-        ("demo-instruct", "instruct", "chat",
-         f"instruction-format tuning: chat Q/A on {recipe.instruct_share:.0%} of every "
-         "category's items", 0)
-    )  # fmt: skip
+        (
+            "demo-instruct",
+            "instruct",
+            "chat",
+            f"instruction-format tuning: chat Q/A on {recipe.instruct_share:.0%} of every "
+            "category's items",
+            0,
+        )
+    )
     plan.append(
-        ("demo-merge", "merge", "base",
-         f"linear merge: {1 - recipe.merge_alpha:g} * demo-base + {recipe.merge_alpha:g} * "
-         f"{plan[1][0]}", 0)
-    )  # fmt: skip
+        (
+            "demo-merge",
+            "merge",
+            "base",
+            f"linear merge: {1 - recipe.merge_alpha:g} * demo-base + {recipe.merge_alpha:g} * "
+            f"{plan[1][0]}",
+            0,
+        )
+    )
     return plan
 
 
@@ -221,7 +251,7 @@ def build_zoo(
                     ),
                 )
                 for s in manifest.series
-            ),  # fmt: skip
+            ),
         )
         (staging / "manifest.json").write_text(json.dumps(final.to_json(), indent=2) + "\n")
         if root.exists():
@@ -286,8 +316,14 @@ def _build_inner(
     for name, stage, prompting, description, tseed in plan:
         report(name, 0, 1)
         path = root / "models" / name
-        meta = {"name": name, "stage": stage, "prompting": prompting, "description": description,
-                "train_seed": tseed, "recipe_hash": digest}  # fmt: skip
+        meta = {
+            "name": name,
+            "stage": stage,
+            "prompting": prompting,
+            "description": description,
+            "train_seed": tseed,
+            "recipe_hash": digest,
+        }
         if stage == "base":
             model = train_base(tokenizer, recipe, data, progress=step_reporter(name))
         elif stage == "merge":
@@ -300,9 +336,16 @@ def _build_inner(
                 save_model(model, tokenizer, folder, meta={**meta, "step": step})
                 saved.append(ZooCheckpoint(f"{name}/checkpoint-{step}", folder, step))
 
-            model = post_train(stage, models["demo-base"], tokenizer, recipe, data, tseed,
-                               progress=step_reporter(name),
-                               on_checkpoint=save_checkpoint if saved is not None else None)  # fmt: skip
+            model = post_train(
+                stage,
+                models["demo-base"],
+                tokenizer,
+                recipe,
+                data,
+                tseed,
+                progress=step_reporter(name),
+                on_checkpoint=save_checkpoint if saved is not None else None,
+            )
             if saved is not None:
                 saved.append(ZooCheckpoint(name, path, run_steps(stage, recipe)))
                 meta["step"] = run_steps(stage, recipe)
@@ -314,11 +357,15 @@ def _build_inner(
     multi = len(recipe.train_seeds) > 1
     stages = {m.name: m for m in entries}
     series = tuple(
-        ZooSeries(name, "demo-base", stages[name].stage,
-                  _pair_label(stages[name].stage, recipe, stages[name].train_seed, multi),
-                  tuple(checkpoints))
+        ZooSeries(
+            name,
+            "demo-base",
+            stages[name].stage,
+            _pair_label(stages[name].stage, recipe, stages[name].train_seed, multi),
+            tuple(checkpoints),
+        )
         for name, checkpoints in runs.items()
-    )  # fmt: skip
+    )
     pairs = tuple(
         ZooPair(
             base="demo-base",
@@ -371,8 +418,17 @@ def train_base(tokenizer, recipe: Recipe, data: _Data | None = None, *, progress
     """The base model: pretraining on every category's documents."""
     data = data or _Data(recipe)
     model = new_model(tokenizer, recipe.model, seed=recipe.seed)
-    train(model, tokenizer, data.pretrain, steps=recipe.base_steps, batch_size=recipe.batch_size,
-          lr=recipe.base_lr, warmup=30, seed=recipe.seed, progress=progress)  # fmt: skip
+    train(
+        model,
+        tokenizer,
+        data.pretrain,
+        steps=recipe.base_steps,
+        batch_size=recipe.batch_size,
+        lr=recipe.base_lr,
+        warmup=30,
+        seed=recipe.seed,
+        progress=progress,
+    )
     return model
 
 
@@ -397,9 +453,16 @@ def checkpoint_steps(stage: str, recipe: Recipe) -> list[int]:
 
 
 def post_train(
-    stage: str, base, tokenizer, recipe: Recipe, data: _Data | None = None, train_seed: int = 0,
-    *, progress=None, on_checkpoint=None,
-):  # fmt: skip
+    stage: str,
+    base,
+    tokenizer,
+    recipe: Recipe,
+    data: _Data | None = None,
+    train_seed: int = 0,
+    *,
+    progress=None,
+    on_checkpoint=None,
+):
     """A post-trained copy of ``base``: stage "sft", "sft+replay", "domain-cpt" or "instruct".
 
     ``on_checkpoint(model, step)`` is called at each of the run's ``checkpoint_steps`` but its
@@ -422,8 +485,10 @@ def post_train(
             examples += [rng.choice(data.pretrain) for _ in range(n_replay)]
         saves: dict[str, Any] = {}
         if on_checkpoint is not None:
-            saves = dict(checkpoint_steps=checkpoint_steps(stage, recipe)[:-1],
-                         on_checkpoint=lambda step: on_checkpoint(model, step))  # fmt: skip
+            saves = dict(
+                checkpoint_steps=checkpoint_steps(stage, recipe)[:-1],
+                on_checkpoint=lambda step: on_checkpoint(model, step),
+            )
         train(model, tokenizer, examples, steps=steps, lr=recipe.sft_lr, **common, **saves)
     elif stage == "domain-cpt":
         train(model, tokenizer, data.prose, steps=recipe.cpt_steps, lr=recipe.cpt_lr, **common)
@@ -457,14 +522,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Build the forgetmap demo zoo (cached by recipe).")
     ap.add_argument("out_dir", type=Path, nargs="?", default=Path("data/demo"))
     ap.add_argument("--seed", type=int, default=DEFAULT_RECIPE.seed)
-    ap.add_argument("--evaluate", action="store_true",
-                    help="evaluate every pair and series checkpoint in-process")  # fmt: skip
+    ap.add_argument(
+        "--evaluate",
+        action="store_true",
+        help="evaluate every pair and series checkpoint in-process",
+    )
     args = ap.parse_args(argv)
     recipe = dataclasses.replace(DEFAULT_RECIPE, seed=args.seed)
     started = time.monotonic()
     manifest = build_zoo(args.out_dir, recipe=recipe, verbose=True)
-    print(f"zoo ready in {time.monotonic() - started:.1f}s ({'cached' if manifest.cached else 'built'}"
-          f", first build {manifest.build_seconds:.1f}s): {manifest.root}")  # fmt: skip
+    print(
+        f"zoo ready in {time.monotonic() - started:.1f}s ({'cached' if manifest.cached else 'built'}"
+        f", first build {manifest.build_seconds:.1f}s): {manifest.root}"
+    )
     if args.evaluate:
         checkpoints = [m.name for m in manifest.checkpoint_models()]
         print(format_report(evaluate_zoo(manifest, checkpoints=checkpoints, verbose=True)))

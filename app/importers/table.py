@@ -481,8 +481,9 @@ def _normalize(raw: pa.Table, source: str, model: str | None, first_row: int = 1
                     text, lambda v: pc.if_else(pc.equal(v, ""), pa.scalar(None, pa.string()), v)
                 )
             if not pa.types.is_dictionary(text.type):
-                _check_most(pc.binary_length(text), name, MAX_LINE_BYTES, source, first_row,
-                            unit=" bytes")  # fmt: skip
+                _check_most(
+                    pc.binary_length(text), name, MAX_LINE_BYTES, source, first_row, unit=" bytes"
+                )
             if name == "choices":
                 _check_nesting(text, source, first_row)
             columns[name] = text

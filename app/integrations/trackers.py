@@ -32,9 +32,13 @@ PREFIX = "forgetmap"
 STEP_KEY = f"{PREFIX}/step"
 FLIPS_KEY = f"{PREFIX}/flips"
 VALUES = (
-    ("F_true", "f_true"), ("F_true_margin", "f_true_margin"), ("BT_true", "bt_true"),
-    ("BT_true_margin", "bt_true_margin"), ("forgotten", "forgotten"), ("learned", "learned"),
-)  # fmt: skip
+    ("F_true", "f_true"),
+    ("F_true_margin", "f_true_margin"),
+    ("BT_true", "bt_true"),
+    ("BT_true_margin", "bt_true_margin"),
+    ("forgotten", "forgotten"),
+    ("learned", "learned"),
+)
 """(metric name, SeriesResult field): a margin is left out where it is None (one seed)."""
 FLIP_COLUMNS = tuple(SeriesFlip.model_fields)
 TARGETS = ("wandb", "mlflow", "tensorboard")
@@ -144,9 +148,14 @@ class WandbWriter:
     ) -> WandbWriter:
         wandb = _library("wandb")
         try:
-            run = wandb.init(project=project, name=name, id=run_id, entity=entity,
-                             dir=None if dir is None else str(dir),
-                             resume="allow" if run_id else None)  # fmt: skip
+            run = wandb.init(
+                project=project,
+                name=name,
+                id=run_id,
+                entity=entity,
+                dir=None if dir is None else str(dir),
+                resume="allow" if run_id else None,
+            )
         except wandb.Error as exc:
             raise InputError(f"wandb: {exc}") from None
         return cls(run, owned=True)
@@ -228,8 +237,11 @@ class MlflowWriter:
         written = chosen_steps(export, steps)
         by_step = step_metrics(export, self._keys)
         now = int(time.time() * 1000)
-        points = [self._metric(key, float(value), now, step)
-                  for step in written for key, value in by_step[step].items()]  # fmt: skip
+        points = [
+            self._metric(key, float(value), now, step)
+            for step in written
+            for key, value in by_step[step].items()
+        ]
         try:
             for start in range(0, len(points), MLFLOW_BATCH):
                 self.client.log_batch(self.run_id, metrics=points[start : start + MLFLOW_BATCH])
@@ -300,15 +312,25 @@ def writer_for(target: str, **options: Any) -> TrackerWriter:
     wrong = sorted(set(given) - OPTIONS[target])
     if wrong:
         names = ", ".join("--" + w.replace("_", "-") for w in wrong)
-        raise InputError(f"{names} is not an option of {target}: it takes "
-                         f"{', '.join('--' + o.replace('_', '-') for o in sorted(OPTIONS[target]))}")  # fmt: skip
+        raise InputError(
+            f"{names} is not an option of {target}: it takes "
+            f"{', '.join('--' + o.replace('_', '-') for o in sorted(OPTIONS[target]))}"
+        )
     if target == "wandb":
-        return WandbWriter.open(given.get("project", PREFIX), name=given.get("run_name"),
-                                run_id=given.get("run_id"), dir=given.get("logdir"),
-                                entity=given.get("entity"))  # fmt: skip
+        return WandbWriter.open(
+            given.get("project", PREFIX),
+            name=given.get("run_name"),
+            run_id=given.get("run_id"),
+            dir=given.get("logdir"),
+            entity=given.get("entity"),
+        )
     if target == "mlflow":
-        return MlflowWriter.open(given.get("project", PREFIX), name=given.get("run_name"),
-                                 run_id=given.get("run_id"), tracking_uri=given.get("tracking_uri"))  # fmt: skip
+        return MlflowWriter.open(
+            given.get("project", PREFIX),
+            name=given.get("run_name"),
+            run_id=given.get("run_id"),
+            tracking_uri=given.get("tracking_uri"),
+        )
     if "logdir" not in given:
         raise InputError("tensorboard needs --logdir DIR (the folder TensorBoard reads)")
     return TensorBoardWriter(given["logdir"])

@@ -102,9 +102,15 @@ class ForgetmapCallback(TrainerCallback):
     ):
         # a wrong argument is an error now, before training starts, not a warning at step 500
         request = CheckpointSubmission(
-            series=series, base=base, base_path=base_path, folder="-", step=0,
-            benchmarks=list(benchmarks), seeds=list(seeds), config=config or {},
-        )  # fmt: skip
+            series=series,
+            base=base,
+            base_path=base_path,
+            folder="-",
+            step=0,
+            benchmarks=list(benchmarks),
+            seeds=list(seeds),
+            config=config or {},
+        )
         token = token or os.environ.get("FORGETMAP_API_TOKEN")
         if not token:
             raise ValueError(
@@ -116,11 +122,16 @@ class ForgetmapCallback(TrainerCallback):
             raise ValueError(f"report_to: unknown tracker(s) {sorted(unknown)}; known: {TRACKERS}")
         staging = staging_dir or os.environ.get("FORGETMAP_STAGING_DIR")
         self.settings = WatchSettings(
-            root=Path("."), series=request.series, base=request.base,
+            root=Path("."),
+            series=request.series,
+            base=request.base,
             app_url=app_url or os.environ.get("FORGETMAP_APP_URL", "http://127.0.0.1:8000"),
-            token=token, benchmarks=request.benchmarks, seeds=request.seeds,
-            config=request.config.model_dump(), base_path=_local_or_hub(request.base_path),
-        )  # fmt: skip
+            token=token,
+            benchmarks=request.benchmarks,
+            seeds=request.seeds,
+            config=request.config.model_dump(),
+            base_path=_local_or_hub(request.base_path),
+        )
         self.staging_dir = Path(staging).resolve() if staging else None
         self.report_to = list(report_to) if report_to is not None else None
         self.poll_every = poll_every
@@ -181,8 +192,10 @@ class ForgetmapCallback(TrainerCallback):
         if left:
             log.warning(
                 "forgetmap: steps %s not evaluated yet; when they are, write them with "
-                "`forgetmap series export %s --to ...`", left, self.settings.series,
-            )  # fmt: skip
+                "`forgetmap series export %s --to ...`",
+                left,
+                self.settings.series,
+            )
         for writer in self.writers.values():
             try:
                 writer.close()
@@ -246,8 +259,11 @@ class ForgetmapCallback(TrainerCallback):
                 job = _get(client, f"/api/jobs/{s.job_id}")
                 s.done = job["status"] == "done"
                 if job["status"] == "failed":
-                    self._warn_once(f"failed-{s.step}", f"forgetmap: the evaluation of step "
-                                    f"{s.step} failed; see {self.settings.app_url}/jobs/{s.job_id}")  # fmt: skip
+                    self._warn_once(
+                        f"failed-{s.step}",
+                        f"forgetmap: the evaluation of step "
+                        f"{s.step} failed; see {self.settings.app_url}/jobs/{s.job_id}",
+                    )
         ready = [s for s in steps if s.done and not s.finished]
         if ready:
             self._write(client, ready)
@@ -286,8 +302,9 @@ class ForgetmapCallback(TrainerCallback):
         for name in wanted:
             target = _current_run(name, args)
             if target is None:
-                self._warn_once(f"no-{name}", f"forgetmap: no open {name} run; results are not "
-                                "written to it")  # fmt: skip
+                self._warn_once(
+                    f"no-{name}", f"forgetmap: no open {name} run; results are not written to it"
+                )
             else:
                 self._targets[name] = target
 

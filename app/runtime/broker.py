@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from forgetmap.runtime.config import ENVIRONMENT, read_settings
+from forgetmap.runtime.config import ENVIRONMENT, read_settings, shown
 from forgetmap.runtime.paths import default_db_path
 from forgetmap.runtime.private import make_private
 from pydantic import Field
@@ -20,12 +20,29 @@ class BrokerSettings(BaseSettings):
 
     model_config = ENVIRONMENT
 
-    url: str | None = Field(None, validation_alias="FORGETMAP_BROKER_URL")  # None: embedded queue
-    # the embedded queue's folder is data_dir/broker; by default beside the database, which
-    # `serve`, `up` and `worker` all name the same way (--db, else $FORGETMAP_DB, else data/)
-    data_dir: Path = Field(default_factory=lambda: default_db_path().parent)
-    queue: str = "forgetmap"
-    visibility_timeout: int = 3600  # seconds before Redis re-delivers an unacknowledged task
+    url: str | None = Field(
+        None,
+        validation_alias="FORGETMAP_BROKER_URL",
+        description="e.g. `redis://host:6379/0`, or `rediss://` across networks (see "
+        "[Adding worker nodes](jobs.md#adding-worker-nodes))",
+        json_schema_extra=shown("none: the embedded filesystem queue"),
+    )
+    data_dir: Path = Field(
+        default_factory=lambda: default_db_path().parent,
+        description="the embedded queue lives in `<data dir>/broker`: a worker started with the "
+        "app's `--db` finds the app's queue",
+        json_schema_extra=shown(
+            "the database's folder (`--db`, else `$FORGETMAP_DB`'s, else `data`), for `serve`, "
+            "`up` and `worker` alike"
+        ),
+    )
+    queue: str = Field("forgetmap", description="the Celery queue's name")
+    visibility_timeout: int = Field(
+        3600,
+        gt=0,
+        description="seconds before Redis re-delivers the task of a dead worker; set it above "
+        "your longest shard",
+    )
 
     @classmethod
     def from_env(cls, data_dir: Path | None = None) -> BrokerSettings:

@@ -22,6 +22,16 @@ ENVIRONMENT = SettingsConfigDict(
 )
 
 
+# what an uploaded archive may unpack to besides the byte cap (import_max_unpacked_bytes), fixed
+MAX_MEMBERS = 100_000
+"""Members an archive may hold (files and folders): more is refused before anything is written."""
+MAX_UNPACK_RATIO = 200
+"""The most an archive may unpack to, as a multiple of its own size. Result files compress 10-45x
+(deflate: a results CSV 10x, lm-eval samples with 5- and 25-shot prompts 18x and 44x; xz on the
+25-shot file 93x), a compression bomb 1,000x (deflate's most) and far beyond (bzip2, xz); past
+this the archive is refused as it unpacks, whatever its headers say."""
+
+
 class SettingsError(ValueError):
     """An environment variable that does not parse; the message names it."""
 
@@ -41,6 +51,12 @@ def read_settings(cls: type[S]) -> S:
         raise SettingsError("; ".join(names)) from None
 
 
+def shown(default: str) -> dict[str, Any]:
+    """A setting's default as docs/settings.md says it, where the value in code is not what a
+    reader needs (a computed default, or one that ``forgetmap up`` replaces)."""
+    return {"shown_default": default}
+
+
 def _split_paths(value: Any) -> Any:
     return [p for p in value.split(os.pathsep) if p.strip()] if isinstance(value, str) else value
 
@@ -54,34 +70,96 @@ class WebSettings(BaseSettings):
 
     model_config = ENVIRONMENT
 
-    # signs sessions; empty: from_env keeps a random one beside the database
-    secret_key: str = Field("", repr=False)
-    private: bool = False  # True: every page and API read needs a login or a token
-    model_roots: PathList = ()
-    # False: only folders under model_roots load; True: also Hugging Face ids (org/name)
-    allow_hub_models: bool = True
-    benchmark_dirs: PathList = ()
-    corpus_dirs: PathList = ()  # recoverability corpora; empty: the benchmark folders
-    reconcile_seconds: float = 10.0
-    # how long the theory lab computes one parameter set before it answers 422
-    theory_seconds: float = Field(30.0, gt=0, le=3600)
-    stale_seconds: float = 1800.0  # a running shard silent this long is sent again
-    # a queued shard sent this long ago that no worker has started is sent again (lost message)
-    resend_seconds: float = 300.0
-    session_days: float = 7.0  # a login lasts this long
-    # an upload to import (POST /api/imports): larger is refused with 413
-    import_max_bytes: int = Field(8 << 30, gt=0)
-    # what an uploaded archive may unpack to on disk (zip bombs): larger, over 200x its own size
-    # (forgetmap.services.imports.MAX_UNPACK_RATIO) or over 100,000 members is refused
-    import_max_unpacked_bytes: int = Field(8 << 30, gt=0)
-    # the write-ahead log's size at which a commit checkpoints the file. A checkpoint holds every
-    # reader until it is done (0.3-0.5 s after a 65,000-row import): at DuckDB's 16 MB nearly
-    # every import's commit did one, and the map's p99 during imports was 130-530 ms; at 1 GB it
-    # was 72-135 ms (docs/performance.md, "Under load"). The app checkpoints when it stops.
-    checkpoint_mb: int = Field(1024, ge=1, le=1 << 20)
-    # compute the default map and the atlas as the app starts, so that the first visitor after a
-    # restart finds them ready (forgetmap.services.warm); the start takes as long longer
-    warm_start: bool = True
+    # Each setting's description and shown default are docs/settings.md's row (scripts/docs-settings
+    # writes the page from them; a test fails when the page and these differ).
+    secret_key: str = Field(
+        "",
+        repr=False,
+        description="signs login sessions",
+        json_schema_extra=shown("a random key kept in `data/secret_key`"),
+    )
+    private: bool = Field(
+        False, description="true: every page needs a login and every API read a token of any role"
+    )
+    session_days: float = Field(
+        7.0,
+        gt=0,
+        description="how long a login lasts (it ends at once on logout, also for a copy of its "
+        "cookie, or when its token is revoked)",
+    )
+    model_roots: PathList = Field(
+        (),
+        description="folders that local checkpoints in jobs must sit under; `..` and symlinks are "
+        "resolved first, and a relative path is looked up under each root in turn (see "
+        "[Model paths](jobs.md#model-paths))",
+        json_schema_extra=shown("none (`forgetmap up`: `data/models`)"),
+    )
+    allow_hub_models: bool = Field(
+        True,
+        description="false: a job's model must be a folder under the model roots; true: also a "
+        "Hugging Face id (`org/name`), except a name that is a folder in the working directory",
+    )
+    benchmark_dirs: PathList = Field(
+        (),
+        description="folders of `local:` benchmark files and of `forgetmap suite fetch` copies",
+        json_schema_extra=shown("none (`forgetmap up`: `data/benchmarks`)"),
+    )
+    corpus_dirs: PathList = Field(
+        (),
+        description="folders of recoverability corpora (`local:NAME`)",
+        json_schema_extra=shown("the benchmark folders"),
+    )
+    reconcile_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="how often the reconciler asks the broker which shard messages it still "
+        "holds and re-sends the lost ones",
+    )
+    resend_seconds: float = Field(
+        300.0,
+        gt=0,
+        description="with a broker it cannot ask (the embedded queue): a queued shard no worker "
+        "started this long after it was sent is sent again (the wait doubles per re-send, at "
+        "most 32x)",
+    )
+    stale_seconds: float = Field(
+        1800.0,
+        gt=0,
+        description="a running shard whose worker sent no progress this long is sent again",
+    )
+    theory_seconds: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="time budget of one theory-lab computation (longer: 422)",
+    )
+    import_max_bytes: int = Field(
+        8 << 30,
+        gt=0,
+        description="the largest upload `POST /api/imports` and the import page take (larger: 413)",
+    )
+    import_max_unpacked_bytes: int = Field(
+        8 << 30,
+        gt=0,
+        description="what an uploaded archive may unpack to on disk (more, more than "
+        f"{MAX_UNPACK_RATIO} times the archive's own size, or over {MAX_MEMBERS:,} members: the "
+        "import fails as it unpacks, and what it wrote is removed)",
+    )
+    checkpoint_mb: int = Field(
+        1024,
+        ge=1,
+        le=1 << 20,
+        description="the write-ahead log's size at which a commit checkpoints the database file; a "
+        "checkpoint holds every reader until it is done, so the app keeps it rare (DuckDB's "
+        "default, 16 MB, made nearly every import's commit one: "
+        "[Performance](performance.md#under-load)); the app checkpoints when it stops",
+    )
+    warm_start: bool = Field(
+        True,
+        description="compute the default map and the atlas's ranking as the app starts, before it "
+        "serves, so that the first visitor after a restart finds them ready (the start takes "
+        "that much longer: [Performance](performance.md))",
+    )
 
     @property
     def session_seconds(self) -> float:

@@ -24,11 +24,22 @@ from forgetmap.db import atlas as atlas_db
 from forgetmap.db import queries
 from forgetmap.db import series as series_db
 from forgetmap.db.queries import Columns, row_count
-from forgetmap.services.map import MapCache
+from forgetmap.services.map_cache import MapCache
 from forgetmap.services.map_inputs import noise_grid, pair_noise
 
-RANK_FIELDS = ("benchmark", "category", "sample_id", "k", "forgot", "learned", "held", "chance",
-               "beyond", "forgot_reliable", "learned_reliable")  # fmt: skip
+RANK_FIELDS = (
+    "benchmark",
+    "category",
+    "sample_id",
+    "k",
+    "forgot",
+    "learned",
+    "held",
+    "chance",
+    "beyond",
+    "forgot_reliable",
+    "learned_reliable",
+)
 """One ranked question (the atlas's JSON and CSV/Parquet export, in this order)."""
 
 
@@ -73,9 +84,18 @@ def recipes(cache: MapCache) -> list[dict]:
             label = pair_label(p)
             if in_series is not None:
                 label = f"series {in_series[1]} (step {in_series[2]})"
-            out.append({"pair_id": p["id"], "label": label, "base": p["base"], "post": p["post"],
-                        "family": p["family"], "size_params": p["size_params"],
-                        "stage": p["stage"], "series": in_series[1] if in_series else None})  # fmt: skip
+            out.append(
+                {
+                    "pair_id": p["id"],
+                    "label": label,
+                    "base": p["base"],
+                    "post": p["post"],
+                    "family": p["family"],
+                    "size_params": p["size_params"],
+                    "stage": p["stage"],
+                    "series": in_series[1] if in_series else None,
+                }
+            )
         return out
 
     return cache.cache.get(("atlas-recipes",), load)
@@ -110,11 +130,17 @@ def _reliable_thresholds(conn, pair_ids: list[int]) -> dict[tuple[int, int], int
     if not row_count(seeds):
         return {}
     bench = seeds["benchmark_id"].astype(np.int64)
-    noise = pair_noise(noise_grid(conn), seeds["base_model_id"].astype(np.int64),
-                       seeds["post_model_id"].astype(np.int64), bench)  # fmt: skip
+    noise = pair_noise(
+        noise_grid(conn),
+        seeds["base_model_id"].astype(np.int64),
+        seeds["post_model_id"].astype(np.int64),
+        bench,
+    )
     least = reliable_threshold(seeds["seeds"], noise)
-    return {(int(p), int(b)): int(m)
-            for p, b, m in zip(seeds["pair_id"].tolist(), bench.tolist(), least.tolist(), strict=True)}  # fmt: skip
+    return {
+        (int(p), int(b)): int(m)
+        for p, b, m in zip(seeds["pair_id"].tolist(), bench.tolist(), least.tolist(), strict=True)
+    }
 
 
 def ranking(cache: MapCache, query: AtlasQuery) -> dict:
@@ -126,13 +152,18 @@ def ranking(cache: MapCache, query: AtlasQuery) -> dict:
         pair_ids = [r["pair_id"] for r in chosen]
         with cache.store.read() as conn:
             flips = atlas_db.question_flip_counts(
-                conn, pair_ids, category=query.category, benchmark=query.benchmark,
+                conn,
+                pair_ids,
+                category=query.category,
+                benchmark=query.benchmark,
                 reliable_at=_reliable_thresholds(conn, pair_ids),
-            )  # fmt: skip
+            )
             chance = _chance_by_benchmark(atlas_db.benchmark_transitions(conn, pair_ids))
         names = list(flips)
-        rows = [dict(zip(names, values, strict=True))
-                for values in zip(*(flips[c].tolist() for c in names), strict=True)]  # fmt: skip
+        rows = [
+            dict(zip(names, values, strict=True))
+            for values in zip(*(flips[c].tolist() for c in names), strict=True)
+        ]
         for row in rows:
             row["chance"] = chance.get((row["benchmark_id"], row["k"]), 0.0)
             row["beyond"] = row["forgot"] - row["chance"]
@@ -160,7 +191,7 @@ def page(cache: MapCache, query: AtlasQuery, number: int, size: int) -> dict:
                 "question": texts.get(r["question_id"]),
             }
             for r in shown
-        ],  # fmt: skip
+        ],
     }
 
 
@@ -173,8 +204,12 @@ def fate_of(base: list[bool], post: list[bool]) -> str:
     before and after likewise), else mixed."""
     half = len(base) / 2
     cells = list(zip(base, post, strict=True))
-    for fate, cell in (("forgot", (True, False)), ("learned", (False, True)),
-                       ("kept", (True, True)), ("never", (False, False))):  # fmt: skip
+    for fate, cell in (
+        ("forgot", (True, False)),
+        ("learned", (False, True)),
+        ("kept", (True, True)),
+        ("never", (False, False)),
+    ):
         if cells.count(cell) >= half:
             return fate
     return "mixed"
@@ -202,16 +237,30 @@ def question_view(cache: MapCache, benchmark: str, sample_id: str) -> dict | Non
     for pair_id, seeds in by_pair.items():
         p = pairs[pair_id]
         in_series = steps.get(pair_id)
-        out.append({
-            "pair_id": pair_id, "label": pair_label(p),
-            "base": p["base"], "post": p["post"], "stage": p["stage"],
-            "series": in_series[1] if in_series else None,
-            "step": in_series[2] if in_series else None, "recipe": pair_id in recipe_ids,
-            "fate": fate_of([s["base_correct"] for s in seeds], [s["post_correct"] for s in seeds]),
-            "seeds": seeds,
-        })  # fmt: skip
+        out.append(
+            {
+                "pair_id": pair_id,
+                "label": pair_label(p),
+                "base": p["base"],
+                "post": p["post"],
+                "stage": p["stage"],
+                "series": in_series[1] if in_series else None,
+                "step": in_series[2] if in_series else None,
+                "recipe": pair_id in recipe_ids,
+                "fate": fate_of(
+                    [s["base_correct"] for s in seeds], [s["post_correct"] for s in seeds]
+                ),
+                "seeds": seeds,
+            }
+        )
     out.sort(key=lambda r: (FATES.index(r["fate"]), r["series"] or "", r["step"] or 0, r["label"]))
     gold = next((row["gold"] for row in rows if row["gold"] is not None), None)
     counts = {fate: sum(1 for r in out if r["fate"] == fate and r["recipe"]) for fate in FATES}
-    return {"benchmark": benchmark, "sample_id": sample_id, "question": text, "gold": gold,
-            "recipe_counts": counts, "pairs": out}  # fmt: skip
+    return {
+        "benchmark": benchmark,
+        "sample_id": sample_id,
+        "question": text,
+        "gold": gold,
+        "recipe_counts": counts,
+        "pairs": out,
+    }

@@ -82,8 +82,9 @@ def export_model(store: Store, model: str, folder: Path) -> ExportSummary:
     return ExportSummary(model, folder, len(units), rows, len({u.benchmark for u in units}))
 
 
-def _write_run(conn: Connection, model: dict, unit: export_db.ExportUnit, root: Path,
-               retrieved: str) -> int:  # fmt: skip
+def _write_run(
+    conn: Connection, model: dict, unit: export_db.ExportUnit, root: Path, retrieved: str
+) -> int:
     """One unit's instance file, then its aggregate; the lines written."""
     name = model["name"]
     file_uuid = run_uuid(name, unit.benchmark, unit.seed)
@@ -96,16 +97,24 @@ def _write_run(conn: Connection, model: dict, unit: export_db.ExportUnit, root: 
     with (root / folder / samples_name).open("wb") as out:
         for page in export_db.unit_rows(conn, model["id"], unit):
             chunk = "".join(
-                json.dumps(instance_record(row, name, unit, evaluation_id), ensure_ascii=False,
-                           allow_nan=False) + "\n"
+                json.dumps(
+                    instance_record(row, name, unit, evaluation_id),
+                    ensure_ascii=False,
+                    allow_nan=False,
+                )
+                + "\n"
                 for row in page
-            ).encode("utf-8")  # fmt: skip
+            ).encode("utf-8")
             out.write(chunk)
             digest.update(chunk)
             lines += len(page)
-    detailed = {"format": "jsonl", "file_path": (folder / samples_name).as_posix(),
-                "hash_algorithm": "sha256", "checksum": digest.hexdigest(),
-                "total_rows": lines}  # fmt: skip
+    detailed = {
+        "format": "jsonl",
+        "file_path": (folder / samples_name).as_posix(),
+        "hash_algorithm": "sha256",
+        "checksum": digest.hexdigest(),
+        "total_rows": lines,
+    }
     record = aggregate_record(model, unit, evaluation_id, retrieved, detailed)
     text = json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     (root / folder / f"{file_uuid}.json").write_text(text, encoding="utf-8")
@@ -134,8 +143,9 @@ def path_part(name: str) -> str:
 def run_folder(model: str, benchmark: str) -> PurePosixPath:
     """``data/<benchmark>/<developer>/<model>``: the datastore's folder of a run."""
     developer, short = developer_and_model(model)
-    return PurePosixPath("data", path_part(benchmark), path_part(developer or UNSPECIFIED),
-                         path_part(short))  # fmt: skip
+    return PurePosixPath(
+        "data", path_part(benchmark), path_part(developer or UNSPECIFIED), path_part(short)
+    )
 
 
 def instance_record(row: dict, model: str, unit: export_db.ExportUnit, evaluation_id: str) -> dict:
@@ -174,12 +184,19 @@ def instance_record(row: dict, model: str, unit: export_db.ExportUnit, evaluatio
         "interaction_type": "single_turn",
         "input": given,
         "output": {"raw": [] if row["response"] is None else [row["response"]]},
-        "answer_attribution": [] if row["prediction"] is None else [
-            {"turn_idx": 0, "source": "output.raw", "extracted_value": row["prediction"],
-             "extraction_method": EXTRACTION_METHOD, "is_terminal": True}
+        "answer_attribution": []
+        if row["prediction"] is None
+        else [
+            {
+                "turn_idx": 0,
+                "source": "output.raw",
+                "extracted_value": row["prediction"],
+                "extraction_method": EXTRACTION_METHOD,
+                "is_terminal": True,
+            }
         ],
         "evaluation": {"score": 1.0 if row["correct"] else 0.0, "is_correct": bool(row["correct"])},
-    }  # fmt: skip
+    }
     if row["prompt_tokens"] is not None and row["completion_tokens"] is not None:
         record["token_usage"] = {
             "input_tokens": row["prompt_tokens"],
@@ -202,8 +219,9 @@ def _choices(stored: str | None) -> list[str] | None:
     return [str(o) for o in options] if isinstance(options, list) else None
 
 
-def aggregate_record(model: dict, unit: export_db.ExportUnit, evaluation_id: str, retrieved: str,
-                     detailed: dict) -> dict:  # fmt: skip
+def aggregate_record(
+    model: dict, unit: export_db.ExportUnit, evaluation_id: str, retrieved: str, detailed: dict
+) -> dict:
     """The run's aggregate: the model, its accuracy on the unit's samples, the instance file."""
     name = model["name"]
     developer, _ = developer_and_model(name)
@@ -223,33 +241,54 @@ def aggregate_record(model: dict, unit: export_db.ExportUnit, evaluation_id: str
         "evaluation_id": evaluation_id,
         "evaluation_timestamp": started,
         "retrieved_timestamp": retrieved,
-        "source_metadata": {"source_name": "forgetmap", "source_type": "evaluation_run",
-                            "source_organization_name": UNSPECIFIED,
-                            "evaluator_relationship": "other"},
-        "eval_library": {"name": "forgetmap", "version": _forgetmap_version(),
-                         "additional_details": {"run_sources": ", ".join(unit.sources)}},
+        "source_metadata": {
+            "source_name": "forgetmap",
+            "source_type": "evaluation_run",
+            "source_organization_name": UNSPECIFIED,
+            "evaluator_relationship": "other",
+        },
+        "eval_library": {
+            "name": "forgetmap",
+            "version": _forgetmap_version(),
+            "additional_details": {"run_sources": ", ".join(unit.sources)},
+        },
         "model_info": model_info,
-        "evaluation_results": [{
-            "evaluation_result_id": RESULT_ID,
-            "evaluation_name": unit.benchmark,
-            "source_data": {"dataset_name": unit.benchmark, "source_type": "other",
-                            "additional_details": {eee.CATEGORY: unit.category}},
-            "evaluation_timestamp": started,
-            "metric_config": {
-                "evaluation_description": "share of the samples answered correctly",
-                "metric_id": "accuracy", "metric_name": "accuracy", "metric_kind": "accuracy",
-                "metric_unit": "proportion", "lower_is_better": False,
-                "score_type": "continuous", "min_score": 0.0, "max_score": 1.0,
-            },
-            "score_details": {"score": accuracy, "uncertainty": {
-                "standard_error": {"value": math.sqrt(accuracy * (1 - accuracy) / unit.rows),
-                                   "method": "analytic"},
-                "num_samples": unit.rows,
-            }},
-            "generation_config": {"additional_details": {eee.SEED: str(unit.seed)}},
-        }],
+        "evaluation_results": [
+            {
+                "evaluation_result_id": RESULT_ID,
+                "evaluation_name": unit.benchmark,
+                "source_data": {
+                    "dataset_name": unit.benchmark,
+                    "source_type": "other",
+                    "additional_details": {eee.CATEGORY: unit.category},
+                },
+                "evaluation_timestamp": started,
+                "metric_config": {
+                    "evaluation_description": "share of the samples answered correctly",
+                    "metric_id": "accuracy",
+                    "metric_name": "accuracy",
+                    "metric_kind": "accuracy",
+                    "metric_unit": "proportion",
+                    "lower_is_better": False,
+                    "score_type": "continuous",
+                    "min_score": 0.0,
+                    "max_score": 1.0,
+                },
+                "score_details": {
+                    "score": accuracy,
+                    "uncertainty": {
+                        "standard_error": {
+                            "value": math.sqrt(accuracy * (1 - accuracy) / unit.rows),
+                            "method": "analytic",
+                        },
+                        "num_samples": unit.rows,
+                    },
+                },
+                "generation_config": {"additional_details": {eee.SEED: str(unit.seed)}},
+            }
+        ],
         "detailed_evaluation_results": detailed,
-    }  # fmt: skip
+    }
 
 
 def _forgetmap_version() -> str:

@@ -49,9 +49,15 @@ def extractor_shift(scored: list[dict], harness: list[dict], level: str, name: s
         shift = None if base is None else record["f_true"] - base["f_true"]
         low, high = (None, None) if base is None else (base["f_true_low"], base["f_true_high"])
         half = None if low is None or high is None else (high - low) / 2
-        out.append({
-            **record, "scores": name, "f_true_harness": None if base is None else base["f_true"],
-            "f_true_shift": shift,
-            "depends_on_extractor": shift is not None and half is not None and abs(shift) > half,
-        })  # fmt: skip
+        out.append(
+            {
+                **record,
+                "scores": name,
+                "f_true_harness": None if base is None else base["f_true"],
+                "f_true_shift": shift,
+                "depends_on_extractor": shift is not None
+                and half is not None
+                and abs(shift) > half,
+            }
+        )
     return out

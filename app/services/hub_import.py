@@ -43,8 +43,14 @@ def merged(summaries: list[dict]) -> dict:
     """Several imports' summaries (``summary_of``'s) as one: rows and unpaired samples added up,
     models, benchmarks and category changes in the order they came."""
     out: dict[str, Any]
-    out = {"rows_added": 0, "rows_unchanged": 0, "models": [], "benchmarks": [], "unpaired": {},
-           "category_changes": []}  # fmt: skip
+    out = {
+        "rows_added": 0,
+        "rows_unchanged": 0,
+        "models": [],
+        "benchmarks": [],
+        "unpaired": {},
+        "category_changes": [],
+    }
     for summary in summaries:
         out["category_changes"] += summary.get("category_changes", [])
         out["rows_added"] += summary["rows_added"]
@@ -97,8 +103,14 @@ def import_hub(
     summaries: list[dict] = []
     for unit, checked in zip(plan.units, options, strict=True):
         try:
-            imported = import_file(store, unit.kind, unit.folder, progress=progress,
-                                   notice=notice, **checked.importer_kwargs())  # fmt: skip
+            imported = import_file(
+                store,
+                unit.kind,
+                unit.folder,
+                progress=progress,
+                notice=notice,
+                **checked.importer_kwargs(),
+            )
         except InputError as exc:
             raise _failed(exc, len(summaries), len(plan.units)) from exc
         summaries.append(summary_of(imported))
@@ -127,13 +139,22 @@ def upload_hub(
     each, followed to its end); the merged summary. InputError with the app's line when one is
     refused (the files sent before it stay imported; the message says so)."""
     options = _all_options(plan, model)
-    files = [(path, unit, checked) for unit, checked in zip(plan.units, options, strict=True)
-             for path in unit.files]  # fmt: skip
+    files = [
+        (path, unit, checked)
+        for unit, checked in zip(plan.units, options, strict=True)
+        for path in unit.files
+    ]
     summaries: list[dict] = []
     for path, unit, checked in files:
         try:
-            job = upload_import(url, credential, path, checked, beside=_results_beside(unit, path),
-                                on_progress=progress)  # fmt: skip
+            job = upload_import(
+                url,
+                credential,
+                path,
+                checked,
+                beside=_results_beside(unit, path),
+                on_progress=progress,
+            )
         except ImportFailed as exc:  # its line says this file's import stored nothing
             if not summaries:
                 raise

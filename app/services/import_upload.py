@@ -26,9 +26,13 @@ class ImportFailed(InputError):
 def _tar_entries(folder: Path) -> list[tuple[bytes, Path, int]]:
     """(header, file, size) of each regular file under ``folder``, named relative to it; links
     are left out (the app refuses them)."""
-    return _entries([(path.relative_to(folder).as_posix(), path)
-                     for path in sorted(folder.rglob("*"))
-                     if not path.is_symlink() and path.is_file()])  # fmt: skip
+    return _entries(
+        [
+            (path.relative_to(folder).as_posix(), path)
+            for path in sorted(folder.rglob("*"))
+            if not path.is_symlink() and path.is_file()
+        ]
+    )
 
 
 def _entries(named: list[tuple[str, Path]]) -> list[tuple[bytes, Path, int]]:

@@ -41,16 +41,10 @@ from forgetmap.db import jobs as jobs_db
 from forgetmap.db.store import Store
 from forgetmap.importers import import_file
 from forgetmap.importers.lm_eval.reader import parse_filter_options
+from forgetmap.runtime.config import MAX_MEMBERS, MAX_UNPACK_RATIO
 from forgetmap.runtime.private import make_private
 
 STAGING_SUFFIX = ".imports"
-MAX_MEMBERS = 100_000
-"""Members an archive may hold (files and folders): more is refused before anything is written."""
-MAX_UNPACK_RATIO = 200
-"""The most an archive may unpack to, as a multiple of its own size. Result files compress 10-45x
-(deflate: a results CSV 10x, lm-eval samples with 5- and 25-shot prompts 18x and 44x; xz on the
-25-shot file 93x), a compression bomb 1,000x (deflate's most) and far beyond (bzip2, xz); past
-this the archive is refused as it unpacks, whatever its headers say."""
 MAX_NAME = 255
 COPY_CHUNK = 1 << 20
 INTERRUPTED = (
@@ -310,8 +304,14 @@ class ImportRunner:
 
     def submit(self, upload: StagedUpload, options: ImportOptions, owner: str) -> int:
         """Write the job (queued) and hand the staged upload to the import thread; its id."""
-        payload = {"import": {"kind": options.kind, "file": upload.name, "bytes": upload.size,
-                              **options.described()}}  # fmt: skip
+        payload = {
+            "import": {
+                "kind": options.kind,
+                "file": upload.name,
+                "bytes": upload.size,
+                **options.described(),
+            }
+        }
         with self.store.transaction() as conn:
             job_id = jobs_db.insert_job(conn, IMPORT_JOB_KIND, payload)
             jobs_db.set_owner(conn, job_id, owner)
@@ -368,10 +368,14 @@ class ImportRunner:
                 upload.path.unlink()
                 path = import_path(tree)
             summary = import_file(
-                self.store, options.kind, path, progress=report,
+                self.store,
+                options.kind,
+                path,
+                progress=report,
                 on_filter=lambda *told: notices.append(filter_notice(*told)),
-                notice=notices.append, **options.importer_kwargs(),
-            )  # fmt: skip
+                notice=notices.append,
+                **options.importer_kwargs(),
+            )
         except InputError as exc:
             error = f"{_shown(str(exc), upload, tree)} (nothing was imported)"
             self._end(job_id, JobStatus.failed, error=error, notices=notices, upload=upload)
@@ -381,11 +385,20 @@ class ImportRunner:
             error = f"the import failed: {type(exc).__name__}: {_shown(first_line, upload, tree)} (nothing was imported)"
             self._end(job_id, JobStatus.failed, error=error, notices=notices, upload=upload)
             raise
-        self._end(job_id, JobStatus.done, result=summary_of(summary), notices=notices,
-                  upload=upload)  # fmt: skip
+        self._end(
+            job_id, JobStatus.done, result=summary_of(summary), notices=notices, upload=upload
+        )
 
-    def _end(self, job_id: int, status: str, *, upload: StagedUpload, notices: list[str],
-             result: dict | None = None, error: str | None = None) -> None:  # fmt: skip
+    def _end(
+        self,
+        job_id: int,
+        status: str,
+        *,
+        upload: StagedUpload,
+        notices: list[str],
+        result: dict | None = None,
+        error: str | None = None,
+    ) -> None:
         notices = [_shown(n, upload, upload.folder / "files") for n in notices]
         with self.store.transaction() as conn:
             payload = jobs_db.job_payload(conn, job_id)

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,7 +59,6 @@ from forgetmap.db.pairing import add_pair
 from forgetmap.db.store import Connection, one_row
 from forgetmap.importers.common import build_table, prepare
 from forgetmap.runtime.paths import ModelRules
-from forgetmap.services.rejections import Rejection
 from forgetmap.services.rounds import PairLook, Stop, look, model_ends, rule_of
 from pydantic import BaseModel
 
@@ -71,8 +68,11 @@ Body = TypeVar("Body", bound=BaseModel)
 def shard_config(model: ModelIn, config: EvalConfigIn) -> dict:
     """The eval config of one shard (forgetmap.contract.shards.ShardConfig): the job's settings plus
     how this model is prompted."""
-    return {**config.model_dump(mode="json"), "prompting": model.prompting.value,
-            "revision": model.revision}  # fmt: skip
+    return {
+        **config.model_dump(mode="json"),
+        "prompting": model.prompting.value,
+        "revision": model.revision,
+    }
 
 
 def stored_benchmark_name(name: str) -> str:
@@ -136,13 +136,14 @@ def create_job(conn: Connection, request: EvaluateJobIn) -> tuple[int, list[int]
                 ShardStatus.reused
                 if (stored_benchmark_name(bench), seed) in done
                 else ShardStatus.queued,
-            )  # fmt: skip
+            )
             for bench in request.benchmarks
             for seed in request.seeds
         ]
         spec = {"model": m.model_dump(mode="json"), "config": cfg}
-        ids = jobs_db.insert_evaluation_shards(conn, job_id=job_id, model_id=model_id,
-                                               config_hash=chash, spec=spec, rows=rows)  # fmt: skip
+        ids = jobs_db.insert_evaluation_shards(
+            conn, job_id=job_id, model_id=model_id, config_hash=chash, spec=spec, rows=rows
+        )
         to_enqueue += sorted(i for i, status in ids if status == ShardStatus.queued)
     _add_pairs(conn, request.pairs)
     update_job_status(conn, job_id)
@@ -232,8 +233,10 @@ def finish_shard(
     spec = s["spec"]
     if spec.get("slice") and full_size is None:
         # without the benchmark's size the rounds could not tell its end
-        raise InputError(f"shard {shard_id} is an adaptive round's: its finish needs full_size "
-                         "(the samples the benchmark has); update the worker")  # fmt: skip
+        raise InputError(
+            f"shard {shard_id} is an adaptive round's: its finish needs full_size "
+            "(the samples the benchmark has); update the worker"
+        )
     if data:
         spec = {**spec, "config": {**spec["config"], "data": data}}
     if full_size is not None:
@@ -278,16 +281,27 @@ def retry_failed(conn: Connection, job_id: int) -> list[int]:
         _, _, chash, mid = _shard_target(conn, payload, s["model"])
         prefix, whole = adaptive_db.stored_prefix(conn, mid, s["benchmark"], s["seed"], chash)
         stored = whole or prefix >= part["end"]
-        cover = None if stored else adaptive_db.unfinished_cover(
-            conn, mid, s["benchmark"], s["seed"], chash, part["start"])  # fmt: skip
+        cover = (
+            None
+            if stored
+            else adaptive_db.unfinished_cover(
+                conn, mid, s["benchmark"], s["seed"], chash, part["start"]
+            )
+        )
         if not stored and cover is None:
             continue
         jobs_db.set_spec(conn, shard_id, {**s["spec"], "reused_from": cover or "stored rows"})
         jobs_db.mark_reused(conn, shard_id)
         if cover is not None:
-            state.setdefault("waiting", []).append({"shard": cover, "model": s["model"],
-                                                    "seed": s["seed"], "start": part["start"],
-                                                    "end": part["end"]})  # fmt: skip
+            state.setdefault("waiting", []).append(
+                {
+                    "shard": cover,
+                    "model": s["model"],
+                    "seed": s["seed"],
+                    "start": part["start"],
+                    "end": part["end"],
+                }
+            )
         touched.add(s["benchmark"])
     to_send: list[int] = []
     if touched:
@@ -312,90 +326,6 @@ def cancel_job(conn: Connection, job_id: int) -> tuple[int, list[int]]:
     return len(stopped), [i for shard_id in stopped for i in _wake_waiting(conn, shard_id)]
 
 
-def job_subject(payload: dict, series: tuple[str, int] | None = None) -> str:
-    """What a job evaluates, in words: a series' checkpoint, else its pairs (label, or
-    ``base -> post``), else its models. Plain text: pages and charts escape it."""
-    if series is not None:
-        return f"series {series[0]}, step {series[1]}"
-    if "import" in payload:  # an upload imported by the app (app/services/imports.py)
-        return f"{payload['import']['file']} ({payload['import']['kind']})"
-    pairs = payload.get("pairs") or []
-    if pairs:
-        return "; ".join(p.get("label") or f"{p['base']} -> {p['post']}" for p in pairs)
-    return ", ".join(m["name"] for m in payload.get("models", []) if "name" in m)
-
-
-def job_detail(conn: Connection, job_id: int) -> dict | None:
-    row = jobs_db.job_row(conn, job_id)
-    if row is None:
-        return None
-    request = json.loads(row[3])
-    found = queries.job_series(conn, job_id)
-    series = found[1:] if found else None
-    shard_rows = jobs_db.job_shards(conn, job_id)
-    for d in shard_rows:
-        for k in ("started_at", "finished_at"):
-            d[k] = d[k].isoformat() if d[k] else None
-    return {
-        "id": row[0],
-        "kind": row[1],
-        "status": row[2],
-        "request": request,
-        "subject": job_subject(request, series),
-        "series_id": found[0] if found else None,
-        "series": series[0] if series else None,
-        "step": series[1] if series else None,
-        "created_at": row[4].isoformat(),
-        "updated_at": row[5].isoformat(),
-        "owner": row[6],
-        "error": row[7],
-        "resends": sum(r["resends"] for r in shard_rows),
-        "shards": shard_rows,
-        "adaptive": adaptive_summary(conn, request),
-    }
-
-
-NO_WORKER_AFTER_SECONDS = 30
-"""How long a job waits with no worker heard from before its page says so (a worker that has just
-started takes a few seconds to call)."""
-
-
-def waiting_reason(
-    job: dict, rejection: Rejection | None, now: float, *, worker_heard_at: float | None = None,
-    app_started_at: float | None = None,
-) -> str | None:  # fmt: skip
-    """Why a job's queued shards do not move, when none of them runs:
-
-    - a worker was refused (``RejectionLog.blocking``): "waiting: worker W rejected: REASON (N s
-      ago, at HH:MM:SS UTC)";
-    - no worker's call has been accepted since the app started (``app_started_at``; the job has
-      waited NO_WORKER_AFTER_SECONDS): "waiting: no worker has called this app since it started
-      ...", with the command that starts one.
-
-    None otherwise (nothing queued, something running, or a worker is known to be there)."""
-    statuses = {s["status"] for s in job["shards"]}
-    if ShardStatus.queued not in statuses or ShardStatus.running in statuses:
-        return None
-    if rejection is not None:
-        ago = max(0, round(now - rejection.at))
-        clock = time.strftime("%H:%M:%S UTC", time.gmtime(rejection.at))
-        return (
-            f"waiting: worker {rejection.worker} rejected: {rejection.reason} ({ago} s ago, at "
-            f"{clock})"
-        )
-    if app_started_at is None or worker_heard_at is not None:
-        return None
-    created = datetime.fromisoformat(job["created_at"]).replace(tzinfo=UTC).timestamp()
-    if now - created < NO_WORKER_AFTER_SECONDS:
-        return None
-    clock = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(app_started_at))
-    return (
-        f"waiting: no worker has called this app since it started ({clock}); start one on a "
-        "machine that reaches the queue: `forgetmap worker`, with a token of role worker "
-        "(`forgetmap token create NAME --role worker`)"
-    )
-
-
 def results_target(conn: Connection, shard_id: int) -> dict:
     """Where a shard's uploaded rows go: its model, benchmark, seed and eval config."""
     s = _existing_shard(conn, shard_id)
@@ -417,8 +347,14 @@ def store_results(conn: Connection, body: ResultsIn) -> tuple[IngestSummary, boo
     target = results_target(conn, body.shard_id)
     known = bool(queries.benchmark_ids(conn, name=target["benchmark"]))
     n = len(body.rows)
-    table = build_table({"model": [target["model"]] * n, "benchmark": [target["benchmark"]] * n,
-                         "seed": [target["seed"]] * n, **body.columns()})  # fmt: skip
+    table = build_table(
+        {
+            "model": [target["model"]] * n,
+            "benchmark": [target["benchmark"]] * n,
+            "seed": [target["seed"]] * n,
+            **body.columns(),
+        }
+    )
     table, benchmarks = prepare(table, source=f"shard {body.shard_id}")
     config = {"source": "worker", **target["spec"]["config"]}
     summary = ingest(conn, table, benchmarks, config=config, on_conflict="keep")
@@ -432,8 +368,9 @@ def _payload(conn: Connection, job_id: int) -> dict:
     return json.loads(one_row(jobs_db.job_row(conn, job_id))[3])
 
 
-def _pair_look(conn: Connection, rule, pair: dict, stored: str, seeds: list[int],
-               full_size: int | None) -> PairLook:  # fmt: skip
+def _pair_look(
+    conn: Connection, rule, pair: dict, stored: str, seeds: list[int], full_size: int | None
+) -> PairLook:
     """One pair's look at its paired samples (all seeds), put in evaluation order."""
     rows = adaptive_db.paired_correctness(conn, pair["base"], pair["post"], stored, seeds)
     by_id: dict[str, dict[int, tuple]] = {}
@@ -445,8 +382,15 @@ def _pair_look(conn: Connection, rule, pair: dict, stored: str, seeds: list[int]
     pre = np.array([[by_id[s][seed][0] for s in order] for seed in seeds], dtype=np.int8)
     post = np.array([[by_id[s][seed][1] for s in order] for seed in seeds], dtype=np.int8)
     k = np.array([by_id[s][seeds[0]][2] for s in order], dtype=np.int64)
-    return look(rule, pair["base"], pair["post"], pre.reshape(len(seeds), -1),
-                post.reshape(len(seeds), -1), k, full_size)  # fmt: skip
+    return look(
+        rule,
+        pair["base"],
+        pair["post"],
+        pre.reshape(len(seeds), -1),
+        post.reshape(len(seeds), -1),
+        k,
+        full_size,
+    )
 
 
 def _advance(
@@ -463,8 +407,11 @@ def _advance(
     stored = stored_benchmark_name(benchmark)
     seeds = list(payload["seeds"])
     state = payload.setdefault("rounds", {}).get(benchmark) or {"round": -1, "full_size": None}
-    sizes = [sp["full_size"] for _, sp in adaptive_db.round_shards(conn, job_id, benchmark)
-             if sp.get("full_size") is not None]  # fmt: skip
+    sizes = [
+        sp["full_size"]
+        for _, sp in adaptive_db.round_shards(conn, job_id, benchmark)
+        if sp.get("full_size") is not None
+    ]
     full = min(sizes) if sizes else state["full_size"] or adaptive_db.full_size(conn, stored)
     last_n: list[int] | None = None
     while True:
@@ -481,20 +428,29 @@ def _advance(
             break
         n_now = [p.n for p in looks]
         if n_now == last_n:  # stored prefixes cover the round, yet no paired sample came: the end
-            looks = [p if p.stopped else PairLook(p.base, p.post, p.n, Stop.end, None,
-                                                  p.f_half_points, p.bt_half_points)
-                     for p in looks]  # fmt: skip
+            looks = [
+                p
+                if p.stopped
+                else PairLook(
+                    p.base, p.post, p.n, Stop.end, None, p.f_half_points, p.bt_half_points
+                )
+                for p in looks
+            ]
             break
         last_n = n_now
     number = state["round"] + 1 if planned else state["round"]
     ids, waiting = [], []
     for name, seed, start, end in planned:
-        shard_id, wait = _write_or_wait(conn, job_id, benchmark, payload, name, seed, start, end,
-                                        number)  # fmt: skip
+        shard_id, wait = _write_or_wait(
+            conn, job_id, benchmark, payload, name, seed, start, end, number
+        )
         ids += [shard_id] if shard_id is not None else []
         waiting += [wait] if wait is not None else []
-    payload["rounds"][benchmark] = {"round": number, "full_size": full,
-                                    "pairs": [p.to_dict() for p in looks]}  # fmt: skip
+    payload["rounds"][benchmark] = {
+        "round": number,
+        "full_size": full,
+        "pairs": [p.to_dict() for p in looks],
+    }
     if waiting:
         payload["rounds"][benchmark]["waiting"] = waiting
     adaptive_db.set_payload(conn, job_id, payload)
@@ -504,14 +460,24 @@ def _advance(
 def _shard_target(conn: Connection, payload: dict, name: str) -> tuple[ModelIn, dict, str, int]:
     """A model of an adaptive job as its shards evaluate it: (model, shard config, config hash,
     model id); the hash is what stored prefixes and other jobs' shards are matched on."""
-    model = validated(ModelIn, next(m for m in payload["models"] if m["name"] == name),
-                      strict=False)  # fmt: skip
+    model = validated(
+        ModelIn, next(m for m in payload["models"] if m["name"] == name), strict=False
+    )
     cfg = shard_config(model, validated(EvalConfigIn, payload["config"], strict=False))
     return model, cfg, config_hash(cfg), jobs_db.model_id(conn, name)
 
 
-def _write_or_wait(conn: Connection, job_id: int, benchmark: str, payload: dict, name: str,
-                   seed: int, start: int, end: int, number: int) -> tuple[int | None, dict | None]:  # fmt: skip
+def _write_or_wait(
+    conn: Connection,
+    job_id: int,
+    benchmark: str,
+    payload: dict,
+    name: str,
+    seed: int,
+    start: int,
+    end: int,
+    number: int,
+) -> tuple[int | None, dict | None]:
     """Round ``number``'s slice [start, end) of one model and seed: (the id of the shard
     written, None), or (None, the wait) when an unfinished shard of another job already
     evaluates its first sample (its rows will be the stored prefix the next look reads)."""
@@ -519,20 +485,35 @@ def _write_or_wait(conn: Connection, job_id: int, benchmark: str, payload: dict,
     cover = adaptive_db.unfinished_cover(conn, model_id, benchmark, seed, chash, start)
     if cover is not None:
         return None, {"shard": cover, "model": name, "seed": seed, "start": start, "end": end}
-    spec = {"model": model.model_dump(mode="json"), "config": cfg,
-            "slice": {"start": start, "end": end, "order": stored_benchmark_name(benchmark),
-                      "round": number}}  # fmt: skip
+    spec = {
+        "model": model.model_dump(mode="json"),
+        "config": cfg,
+        "slice": {
+            "start": start,
+            "end": end,
+            "order": stored_benchmark_name(benchmark),
+            "round": number,
+        },
+    }
     [(shard_id, _)] = jobs_db.insert_evaluation_shards(
-        conn, job_id=job_id, model_id=model_id, config_hash=chash, spec=spec,
-        rows=[(benchmark, seed, ShardStatus.queued)])  # fmt: skip
+        conn,
+        job_id=job_id,
+        model_id=model_id,
+        config_hash=chash,
+        spec=spec,
+        rows=[(benchmark, seed, ShardStatus.queued)],
+    )
     return shard_id, None
 
 
 def _round_complete(conn: Connection, job_id: int, benchmark: str, state: dict) -> bool:
     """Whether the current round of the job on the benchmark is over: its own shards done and
     the shards it waits for finished one way or another."""
-    own = [st for st, sp in adaptive_db.round_shards(conn, job_id, benchmark)
-           if (sp.get("slice") or {}).get("round") == state["round"]]  # fmt: skip
+    own = [
+        st
+        for st, sp in adaptive_db.round_shards(conn, job_id, benchmark)
+        if (sp.get("slice") or {}).get("round") == state["round"]
+    ]
     waited = [jobs_db.shard_status(conn, w["shard"]) for w in state.get("waiting", ())]
     finished = (ShardStatus.done, ShardStatus.reused)  # reused: another shard evaluated it
     return all(st in finished for st in own) and all(st in TERMINAL for st in waited)
@@ -540,9 +521,11 @@ def _round_complete(conn: Connection, job_id: int, benchmark: str, state: dict) 
 
 def _open_waits(conn: Connection, payload: dict) -> int:
     """How many shards of other jobs an adaptive job's current rounds still wait for."""
-    return sum(jobs_db.shard_status(conn, w["shard"]) not in TERMINAL
-               for state in (payload.get("rounds") or {}).values()
-               for w in state.get("waiting", ()))  # fmt: skip
+    return sum(
+        jobs_db.shard_status(conn, w["shard"]) not in TERMINAL
+        for state in (payload.get("rounds") or {}).values()
+        for w in state.get("waiting", ())
+    )
 
 
 def _wake_waiting(conn: Connection, shard_id: int) -> list[int]:
@@ -562,8 +545,17 @@ def _wake_waiting(conn: Connection, shard_id: int) -> list[int]:
                 if w["shard"] != shard_id:
                     waiting.append(w)
                     continue
-                new_id, wait = _write_or_wait(conn, job_id, benchmark, payload, w["model"],
-                                              w["seed"], w["start"], w["end"], state["round"])  # fmt: skip
+                new_id, wait = _write_or_wait(
+                    conn,
+                    job_id,
+                    benchmark,
+                    payload,
+                    w["model"],
+                    w["seed"],
+                    w["start"],
+                    w["end"],
+                    state["round"],
+                )
                 ids += [new_id] if new_id is not None else []
                 waiting += [wait] if wait is not None else []
             state["waiting"] = waiting
@@ -587,43 +579,3 @@ def _after_round(conn: Connection, shard: dict) -> list[int]:
     if not _round_complete(conn, shard["job_id"], shard["benchmark"], state):
         return []
     return _advance(conn, shard["job_id"], shard["benchmark"], payload)
-
-
-def adaptive_summary(conn: Connection, payload: dict) -> dict | None:
-    """An adaptive job's savings: per benchmark, each pair's n (of the full size) and why it
-    stopped; in total, samples and generated tokens used against a full run's (tokens of the
-    full run estimated per model and benchmark as tokens used / samples used * full size)."""
-    if not payload.get("adaptive"):
-        return None
-    seeds = list(payload["seeds"])
-    names = [m["name"] for m in payload["models"]]
-    benchmarks, used, full, tokens, tokens_full = [], 0, 0, 0, 0.0
-    for bench, state in (payload.get("rounds") or {}).items():
-        stored = stored_benchmark_name(bench)
-        size = state.get("full_size")
-        per_model = adaptive_db.usage(conn, names, stored, seeds)
-        for n_rows, n_tokens in per_model.values():
-            used += n_rows
-            tokens += n_tokens
-            if size is not None and n_rows:
-                full += size * len(seeds)
-                tokens_full += n_tokens / n_rows * size * len(seeds)
-        benchmarks.append({
-            "benchmark": stored, "requested": bench, "full_size": size, "round": state["round"],
-            "done": all(p["stopped"] for p in state["pairs"]),
-            "waiting_for_shards": [w["shard"] for w in state.get("waiting", [])],
-            "pairs": [{k: p[k] for k in ("base", "post", "n", "stopped", "f_half_points",
-                                         "bt_half_points")} for p in state["pairs"]],
-        })  # fmt: skip
-    return {
-        # a job from before round_growth was a setting ran with the rule's default
-        "settings": {
-            "round_growth": rule_of(payload["adaptive"]).round_growth,
-            **payload["adaptive"],
-        },
-        "benchmarks": benchmarks,
-        "samples_used": used,
-        "samples_full": full,
-        "tokens_used": tokens,
-        "tokens_full_estimated": round(tokens_full),
-    }

@@ -8,13 +8,11 @@ order of the public contract, followed by extension fields.
 from __future__ import annotations
 
 import gc
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import repeat
 
 import numpy as np
 import numpy.ma  # noqa: F401  numpy loads it on first use (7 ms of a cold map): at import instead
-import orjson
 from forgetmap.core import metrics, vocabularies
 from forgetmap.core.answer_status import cause_mask, parse_exclude
 from forgetmap.core.taxonomy import CATEGORIES, NOT_SCORED, UNCATEGORIZED
@@ -23,8 +21,6 @@ from forgetmap.db import scored as scored_counts
 from forgetmap.db.queries import Columns, row_count
 from forgetmap.db.store import Store
 from forgetmap.services import significance
-from forgetmap.services.cache import VersionCache
-from forgetmap.services.extractor_shift import extractor_shift, score_set_id
 from forgetmap.services.map_inputs import (
     combined_half_widths,
     full_or_seen,
@@ -39,10 +35,28 @@ from forgetmap.services.map_inputs import (
 LEVELS = vocabularies.LEVELS
 
 BENCHMARK_FIELDS = (
-    "base", "post", "benchmark", "category", "seed", "n", "num_choices", "acc_pre", "acc_post",
-    "n_00", "n_01", "n_10", "n_11", "f", "bt", "f_chance", "bt_chance", "f_true", "bt_true",
-    "f_max", "bt_max",
-)  # fmt: skip
+    "base",
+    "post",
+    "benchmark",
+    "category",
+    "seed",
+    "n",
+    "num_choices",
+    "acc_pre",
+    "acc_post",
+    "n_00",
+    "n_01",
+    "n_10",
+    "n_11",
+    "f",
+    "bt",
+    "f_chance",
+    "bt_chance",
+    "f_true",
+    "bt_true",
+    "f_max",
+    "bt_max",
+)
 INTERVAL_FIELDS = ("f_true_low", "f_true_high", "bt_true_low", "bt_true_high")
 """The paired 95% interval of the values over all seeds (forgetmap.analysis.adaptive.interval_from_counts)."""
 TRUNCATION_FIELDS = ("n_10_truncated", "n_truncated")
@@ -52,22 +66,63 @@ CAUSE_FIELDS = ("n_10_no_answer", "n_01_no_answer", "n_10_refused")
 """Of the counted samples: the 1->0 and 0->1 flips with an answer from which nothing could be
 extracted (either side's), and the 1->0 flips with a refusal (``forgetmap.core.answer_status``);
 0 where the map leaves them out."""
-COUNTED_CAUSES = {"n_10_truncated": "n_10_cut", "n_truncated": "n_cut", "n_10_no_answer":
-                  "n_10_no_answer", "n_01_no_answer": "n_01_no_answer", "n_10_refused": "n_10_refused"}  # fmt: skip
+COUNTED_CAUSES = {
+    "n_10_truncated": "n_10_cut",
+    "n_truncated": "n_cut",
+    "n_10_no_answer": "n_10_no_answer",
+    "n_01_no_answer": "n_01_no_answer",
+    "n_10_refused": "n_10_refused",
+}
 """Each cause field of a record and the count column (``forgetmap.db.queries.CAUSE_COUNTS``) it sums."""
 BENCHMARK_EXTRA = (
-    "pair_id", "label", "stage", "k_mix", "mcnemar_p", "noise_floor", "only_base", "only_post",
-    "mismatched", "net", "f_rel", *INTERVAL_FIELDS, "full_size", "partial", *TRUNCATION_FIELDS,
+    "pair_id",
+    "label",
+    "stage",
+    "k_mix",
+    "mcnemar_p",
+    "noise_floor",
+    "only_base",
+    "only_post",
+    "mismatched",
+    "net",
+    "f_rel",
+    *INTERVAL_FIELDS,
+    "full_size",
+    "partial",
+    *TRUNCATION_FIELDS,
     *CAUSE_FIELDS,
-) + significance.SIGNIFICANCE_FIELDS  # fmt: skip
+) + significance.SIGNIFICANCE_FIELDS
 CATEGORY_FIELDS = (
-    "base", "post", "category", "n_benchmarks", "seeds", "f_true", "f_true_std", "bt_true",
-    "bt_true_std", "f", "bt", "f_max", "bt_max",
-)  # fmt: skip
+    "base",
+    "post",
+    "category",
+    "n_benchmarks",
+    "seeds",
+    "f_true",
+    "f_true_std",
+    "bt_true",
+    "bt_true_std",
+    "f",
+    "bt",
+    "f_max",
+    "bt_max",
+)
 CATEGORY_EXTRA = (
-    "pair_id", "label", "stage", "noise_floor", "net", "f_rel", "n", *INTERVAL_FIELDS, "full_size",
-    "partial", "n_10_truncated", *CAUSE_FIELDS, "mcnemar_p", *significance.SIGNIFICANCE_FIELDS,
-)  # fmt: skip
+    "pair_id",
+    "label",
+    "stage",
+    "noise_floor",
+    "net",
+    "f_rel",
+    "n",
+    *INTERVAL_FIELDS,
+    "full_size",
+    "partial",
+    "n_10_truncated",
+    *CAUSE_FIELDS,
+    "mcnemar_p",
+    *significance.SIGNIFICANCE_FIELDS,
+)
 TRUNCATED = ("include", "exclude")
 DERIVED = ("net", "f_rel")
 """Derived values the map can colour by (forgetmap.core.metrics: net_transfer, relative_forgetting); NaN and
@@ -184,41 +239,70 @@ def _benchmark_columns(
     # names: per pair and per benchmark (small tables), then taken for every unit
     pair_id_column = pairs["pair_id"]
     p_row = np.searchsorted(pair_id_column, cols["pair_id"][starts])
-    per_pair = {name: np.asarray(pairs[name], dtype=object)
-                for name in ("base", "post", "label", "stage")}  # fmt: skip
+    per_pair = {
+        name: np.asarray(pairs[name], dtype=object) for name in ("base", "post", "label", "stage")
+    }
     bench_ids = benches["id"]
     b_row = np.searchsorted(bench_ids, cols["benchmark_id"][starts])
     bench_name = np.asarray(benches["name"], dtype=object)
     bench_cat = np.asarray(benches["category"], dtype=object)
-    at = {name: cols[name][starts] for name in ("seed", "pair_id", "only_base", "only_post",
-                                                "mismatched", "benchmark_id")}  # fmt: skip
+    at = {
+        name: cols[name][starts]
+        for name in ("seed", "pair_id", "only_base", "only_post", "mismatched", "benchmark_id")
+    }
     known = full_size_by_id(benches)[at["benchmark_id"]]
     full_size = full_or_seen(known, s["n"], at["only_base"] + at["only_post"])
     at.update(
-        base=per_pair["base"][p_row], post=per_pair["post"][p_row], label=per_pair["label"][p_row],
-        stage=per_pair["stage"][p_row], benchmark=bench_name[b_row], category=bench_cat[b_row],
+        base=per_pair["base"][p_row],
+        post=per_pair["post"][p_row],
+        label=per_pair["label"][p_row],
+        stage=per_pair["stage"][p_row],
+        benchmark=bench_name[b_row],
+        category=bench_cat[b_row],
         base_model_id=pairs["base_model_id"][p_row],
         post_model_id=pairs["post_model_id"][p_row],
-    )  # fmt: skip
+    )
     out = {
-        "base": at["base"], "post": at["post"], "benchmark": at["benchmark"], "category": at["category"],
-        "seed": at["seed"].astype(np.int64), "n": s["n"],
+        "base": at["base"],
+        "post": at["post"],
+        "benchmark": at["benchmark"],
+        "category": at["category"],
+        "seed": at["seed"].astype(np.int64),
+        "n": s["n"],
         "num_choices": np.where(single_k > 0, single_k, -1),
-        "acc_pre": s["acc_pre"], "acc_post": s["acc_post"],
-        "n_00": s["n_00"], "n_01": s["n_01"], "n_10": s["n_10"], "n_11": s["n_11"],
-        **{name: s[name] for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max")},
-        "pair_id": at["pair_id"].astype(np.int64), "label": at["label"], "stage": at["stage"], "k_mix": k_mix,
+        "acc_pre": s["acc_pre"],
+        "acc_post": s["acc_post"],
+        "n_00": s["n_00"],
+        "n_01": s["n_01"],
+        "n_10": s["n_10"],
+        "n_11": s["n_11"],
+        **{
+            name: s[name]
+            for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max")
+        },
+        "pair_id": at["pair_id"].astype(np.int64),
+        "label": at["label"],
+        "stage": at["stage"],
+        "k_mix": k_mix,
         "mcnemar_p": None,  # filled by benchmark_records only: the category map needs no test
-        "noise_floor": pair_noise(noise, at["base_model_id"].astype(np.int64), at["post_model_id"].astype(np.int64),
-                                   at["benchmark_id"].astype(np.int64)),
-        "only_base": at["only_base"].astype(np.int64), "only_post": at["only_post"].astype(np.int64),
+        "noise_floor": pair_noise(
+            noise,
+            at["base_model_id"].astype(np.int64),
+            at["post_model_id"].astype(np.int64),
+            at["benchmark_id"].astype(np.int64),
+        ),
+        "only_base": at["only_base"].astype(np.int64),
+        "only_post": at["only_post"].astype(np.int64),
         "mismatched": at["mismatched"].astype(np.int64),
         **derived_metrics(s["f_true"], s["bt_true"], s["f_max"]),
         **{name: interval[name][pb_of[starts]] for name in INTERVAL_FIELDS},
-        "full_size": full_size, "partial": full_size > s["n"],
-        **{name: np.add.reduceat(cols[column], starts).astype(np.int64)
-           for name, column in COUNTED_CAUSES.items()},
-    }  # fmt: skip
+        "full_size": full_size,
+        "partial": full_size > s["n"],
+        **{
+            name: np.add.reduceat(cols[column], starts).astype(np.int64)
+            for name, column in COUNTED_CAUSES.items()
+        },
+    }
     categories = sorted(set(bench_cat.tolist()), key=category_sort_key)
     cat_rank = np.array([categories.index(c) for c in bench_cat.tolist()], dtype=np.int64)
     name_rank = np.argsort(np.argsort(bench_name.astype(str), kind="stable"), kind="stable")
@@ -323,10 +407,15 @@ def category_records_for(
     post_ids = pairs["post_model_id"].astype(np.int64)
     unit_noise = pair_noise(noise, base_ids[p_row], post_ids[p_row], bench)
     agg = metrics.aggregate_columns(
-        pair, cat, bench, cols["seed"][starts], s["n"],
-        {name: s[name] for name in metrics.VALUE_FIELDS}, aggregate,
+        pair,
+        cat,
+        bench,
+        cols["seed"][starts],
+        s["n"],
+        {name: s[name] for name in metrics.VALUE_FIELDS},
+        aggregate,
         outside_total=[i for i, c in enumerate(categories) if c in metrics.OUTSIDE_TOTAL],
-    )  # fmt: skip
+    )
     # mean noise floor per (pair, category) and per pair ("Total") over the units that have one
     n_c = len(categories) + 1  # the last code is "Total"
     uniq = agg["pair"][np.r_[True, agg["pair"][1:] != agg["pair"][:-1]]]
@@ -338,8 +427,10 @@ def category_records_for(
     # "Total" leaves out the categories that stay out of it (metrics.OUTSIDE_TOTAL)
     in_total_cat = np.array([c not in metrics.OUTSIDE_TOTAL for c in categories], dtype=bool)
     in_total = in_total_cat[cat]
-    summed_causes = {name: np.add.reduceat(cols[COUNTED_CAUSES[name]], starts).astype(np.float64)
-                     for name in ("n_10_truncated", *CAUSE_FIELDS)}  # fmt: skip
+    summed_causes = {
+        name: np.add.reduceat(cols[COUNTED_CAUSES[name]], starts).astype(np.float64)
+        for name in ("n_10_truncated", *CAUSE_FIELDS)
+    }
     cause_total = {name: np.zeros(size) for name in summed_causes}
     for key, counted in ((p_idx * n_c + cat, has), (p_idx * n_c + n_c - 1, has & in_total)):
         total += np.bincount(key[counted], weights=unit_noise[counted], minlength=size)
@@ -371,9 +462,15 @@ def category_records_for(
     pb_total = pb_key - code_of[pb_bench] + n_c - 1
     pb_in_total = in_total_cat[code_of[pb_bench]]
     halves = combined_half_widths(
-        pb_key, pb_total, pb_in_total, interval["n"],
-        {name: interval[f"{name}_true_half_width"] for name in ("f", "bt")}, aggregate, size, n_c,
-    )  # fmt: skip
+        pb_key,
+        pb_total,
+        pb_in_total,
+        interval["n"],
+        {name: interval[f"{name}_true_half_width"] for name in ("f", "bt")},
+        aggregate,
+        size,
+        n_c,
+    )
     full_of = full_size_by_id(benches)
     unpaired = unpaired_of(conn, pair_ids, cols["pair_id"][first], pb_bench)
     pb_known = full_or_seen(full_of[pb_bench], interval["n"], unpaired)
@@ -394,224 +491,52 @@ def category_records_for(
         bounds[f"{name}_true_low"] = np.maximum(value - half, 0.0).tolist()
         bounds[f"{name}_true_high"] = np.minimum(value + half, 1.0).tolist()
     out_row = np.searchsorted(all_pairs, agg["pair"])
-    names_of = {name: np.asarray(pairs[name], dtype=object)[out_row]
-                for name in ("base", "post", "label", "stage")}  # fmt: skip
+    names_of = {
+        name: np.asarray(pairs[name], dtype=object)[out_row]
+        for name in ("base", "post", "label", "stage")
+    }
     labels = np.asarray([*categories, metrics.TOTAL], dtype=object)[row_code]
     single = agg["seeds"] <= 1
     columns = {
-        "base": names_of["base"].tolist(), "post": names_of["post"].tolist(),
-        "category": labels.tolist(), "n_benchmarks": agg["n_benchmarks"].tolist(),
-        "seeds": agg["seeds"].tolist(), "f_true": agg["f_true"].tolist(),
+        "base": names_of["base"].tolist(),
+        "post": names_of["post"].tolist(),
+        "category": labels.tolist(),
+        "n_benchmarks": agg["n_benchmarks"].tolist(),
+        "seeds": agg["seeds"].tolist(),
+        "f_true": agg["f_true"].tolist(),
         "f_true_std": nan_to_none(np.where(single, np.nan, agg["f_true_std"])),
         "bt_true": agg["bt_true"].tolist(),
         "bt_true_std": nan_to_none(np.where(single, np.nan, agg["bt_true_std"])),
-        "f": agg["f"].tolist(), "bt": agg["bt"].tolist(), "f_max": agg["f_max"].tolist(),
-        "bt_max": agg["bt_max"].tolist(), "pair_id": agg["pair"].tolist(),
-        "label": names_of["label"].tolist(), "stage": names_of["stage"].tolist(),
+        "f": agg["f"].tolist(),
+        "bt": agg["bt"].tolist(),
+        "f_max": agg["f_max"].tolist(),
+        "bt_max": agg["bt_max"].tolist(),
+        "pair_id": agg["pair"].tolist(),
+        "label": names_of["label"].tolist(),
+        "stage": names_of["stage"].tolist(),
         "noise_floor": nan_to_none(row_noise),
-        **{name: nan_to_none(v)
-           for name, v in derived_metrics(agg["f_true"], agg["bt_true"], agg["f_max"]).items()},
-        "n": row_n.astype(np.int64).tolist(), **bounds,
-        "full_size": [int(f) if k else None for f, k in zip(row_full.tolist(), row_known.tolist(), strict=True)],
+        **{
+            name: nan_to_none(v)
+            for name, v in derived_metrics(agg["f_true"], agg["bt_true"], agg["f_max"]).items()
+        },
+        "n": row_n.astype(np.int64).tolist(),
+        **bounds,
+        "full_size": [
+            int(f) if k else None
+            for f, k in zip(row_full.tolist(), row_known.tolist(), strict=True)
+        ],
         "partial": (row_known & (row_full > row_n)).tolist(),
         **{name: total[row_key].astype(np.int64).tolist() for name, total in cause_total.items()},
-        "mcnemar_p": np.asarray(metrics.mcnemar_exact(np.rint(discordant["n_01"][row_key]).astype(np.int64),
-                                                      np.rint(discordant["n_10"][row_key]).astype(np.int64)),
-                                np.float64).tolist(),
-    }  # fmt: skip
+        "mcnemar_p": np.asarray(
+            metrics.mcnemar_exact(
+                np.rint(discordant["n_01"][row_key]).astype(np.int64),
+                np.rint(discordant["n_10"][row_key]).astype(np.int64),
+            ),
+            np.float64,
+        ).tolist(),
+    }
     columns.update(significance.category_columns(columns))
     return _records_from_columns(tuple(columns), list(columns.values()))
-
-
-def pair_filter(pairs: list[dict], query: MapQuery) -> set[int]:
-    """Ids of the pairs that pass the query's filters (pairs as from queries.list_pairs)."""
-    keep = set()
-    needle = (query.q or "").strip().lower()
-    for p in pairs:
-        if query.stage and (p["stage"] or "") != query.stage:
-            continue
-        if query.family and (p["family"] or "") != query.family:
-            continue
-        size = p["size_params"]
-        if query.min_size is not None and (size is None or size < query.min_size):
-            continue
-        if query.max_size is not None and (size is None or size > query.max_size):
-            continue
-        text = " ".join(str(p[k] or "") for k in ("label", "base", "post")).lower()
-        if needle and needle not in text:
-            continue
-        keep.add(p["id"])
-    return keep
-
-
-class MapCache:
-    """Map records, heatmap cells and encoded JSON per (level, aggregate), kept until a write."""
-
-    def __init__(self, store: Store, cache: VersionCache | None = None):
-        self.store = store
-        self.cache = cache or VersionCache(store)
-        # per aggregate, {pair id: (fingerprint, category records)}: kept across writes, so the
-        # first map after a write recomputes only the pairs whose inputs changed (a worker's upload
-        # touches the pairs of one model), not all of them
-        self._category_parts: dict[str, dict[int, tuple[int, list[dict]]]] = {}
-        # the same for the benchmark level (its Benjamini-Hochberg family is set afresh each time)
-        self._benchmark_parts: dict[int, tuple[int, list[dict]]] = {}
-
-    def _all(self, query: MapQuery) -> list[dict]:
-        if query.mask or query.scores:  # computed whole: the parts are of the usual map
-            return self.cache.get(("map", query.level, query.aggregate, query.mask, query.scores),
-                                  lambda: _whole(self.store, query))  # fmt: skip
-        if query.level == "benchmark":
-            return self.cache.get(("map", "benchmark"), self._benchmark)
-        return self.cache.get(("map", "category", query.aggregate),
-                              lambda: self._category(query.aggregate))  # fmt: skip
-
-    @staticmethod
-    def _stale(parts: dict, prints: dict[int, int]) -> list[int]:
-        """Pairs whose parts are missing or older than their fingerprint; drops deleted pairs."""
-        for gone in set(parts) - set(prints):
-            del parts[gone]
-        return sorted(p for p, f in prints.items() if p not in parts or parts[p][0] != f)
-
-    def _benchmark(self) -> list[dict]:
-        """All benchmark-level records, recomputing only the pairs that changed; p_adjusted and
-        significant over all of them (significance.refamily: one pair's write moves every p)."""
-        parts = self._benchmark_parts
-        with self.store.read() as conn:
-            prints = queries.pair_fingerprints(conn)
-        stale = self._stale(parts, prints)
-        if stale:
-            fresh: dict[int, list[dict]] = {p: [] for p in stale}
-            subset = stale if len(stale) < len(prints) else None
-            for r in benchmark_records(self.store, pair_ids=subset):
-                fresh[r["pair_id"]].append(r)
-            for p in stale:
-                parts[p] = (prints[p], fresh[p])
-        every = list(chain.from_iterable(parts[p][1] for p in sorted(prints)))
-        return significance.refamily(every)
-
-    def _category(self, aggregate: str) -> list[dict]:
-        """Category records of every pair, recomputing only pairs whose fingerprint changed.
-        (A write between reading the fingerprints and the counts leaves a stale fingerprint with
-        newer records: the next call sees the new fingerprint and recomputes, so this is safe.)"""
-        parts = self._category_parts.setdefault(aggregate, {})
-        if not parts:
-            return self._category_first(aggregate, parts)
-        with self.store.read() as conn:
-            prints = queries.pair_fingerprints(conn)
-            stale = self._stale(parts, prints)
-            if stale:
-                fresh: dict[int, list[dict]] = {p: [] for p in stale}
-                subset = stale if len(stale) < len(prints) else None
-                for r in category_records_for(conn, subset, aggregate):
-                    fresh[r["pair_id"]].append(r)
-                for p in stale:
-                    parts[p] = (prints[p], fresh[p])
-        every = list(chain.from_iterable(parts[p][1] for p in sorted(prints)))
-        return significance.refamily(every)
-
-    def _category_first(self, aggregate: str, parts: dict) -> list[dict]:
-        """Every pair's category records, with nothing kept yet: the fingerprints are read on
-        another cursor while the records are computed (a fresh process's first map: 15 of its
-        100 ms were the fingerprints' query). Both reads may see different commits, so the parts
-        are kept only when no write committed from before the first read to after the last."""
-        version = self.store.version
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            prints_read = pool.submit(self._fingerprints)
-            with self.store.read() as conn:
-                records = category_records_for(conn, None, aggregate)
-            prints = prints_read.result()
-        if self.store.version == version:
-            fresh: dict[int, list[dict]] = {p: [] for p in prints}
-            for r in records:
-                fresh[r["pair_id"]].append(r)
-            parts.update((p, (f, fresh[p])) for p, f in prints.items())
-        return records
-
-    def _fingerprints(self) -> dict[int, int]:
-        with self.store.read() as conn:
-            return queries.pair_fingerprints(conn)
-
-    @staticmethod
-    def _filtered(query: MapQuery) -> bool:
-        return any((query.stage, query.family, query.q, query.min_size, query.max_size))
-
-    def records(self, query: MapQuery) -> list[dict]:
-        records = self._all(query)
-        if not self._filtered(query):
-            return records
-        keep = self.cache.get(("keep", query), lambda: pair_filter(self.pairs(), query))
-        return significance.refamily([r for r in records if r["pair_id"] in keep])
-
-    def pairs(self) -> list[dict]:
-        def load() -> list[dict]:
-            with self.store.read() as conn:
-                return queries.list_pairs(conn)
-
-        return self.cache.get(("pairs",), load)
-
-    def cells(self, query: MapQuery) -> list[dict]:
-        if self._filtered(query):
-            return heatmap_cells(self.records(query), query.level)
-        return self.cache.get(("cells", query.level, query.aggregate, query.mask, query.scores),
-                              lambda: heatmap_cells(self._all(query), query.level))  # fmt: skip
-
-    def json(self, query: MapQuery) -> bytes:
-        """The records as JSON bytes (encoding 9,000 records costs more than computing them)."""
-        if self._filtered(query) or query.mask or query.scores:
-            return orjson.dumps(self.records(query))
-        return self.cache.get(
-            ("json", query.level, query.aggregate), lambda: orjson.dumps(self._all(query))
-        )
-
-    def page_json(self, query: MapQuery, page: int, page_size: int) -> tuple[bytes, int]:
-        """One page of the records, ``page_size`` pairs per page in pair id order, as JSON, and
-        the number of pairs in all pages. A benchmark-level page computes only its own pairs."""
-
-        def ids() -> list[int]:
-            if self._filtered(query):
-                return sorted(self.cache.get(("keep", query),
-                                             lambda: pair_filter(self.pairs(), query)))  # fmt: skip
-            with self.store.read() as conn:
-                return queries.pair_names(conn)["pair_id"].tolist()
-
-        def encode() -> tuple[bytes, int]:
-            every = ids()
-            chosen = every[(page - 1) * page_size : page * page_size]
-            if query.level == "benchmark" and not query.scores:
-                records = benchmark_records(self.store, pair_ids=chosen, exclude=query.mask)
-            else:
-                keep = set(chosen)
-                records = [r for r in self._all(query) if r["pair_id"] in keep]
-            return orjson.dumps(records), len(every)
-
-        return self.cache.get(("page", query, page, page_size), encode)
-
-
-def map_records(store: Store, query: MapQuery) -> list[dict]:
-    """The records of one map, computed once (a command's process keeps no cache: the category
-    level skips the per-pair fingerprints that a long-lived ``MapCache`` compares)."""
-    if query.level == "category" and not MapCache._filtered(query) and not query.scores:
-        with store.read() as conn:
-            return category_records_for(conn, None, query.aggregate, query.mask)
-    return MapCache(store).records(query)
-
-
-def _whole(store: Store, query: MapQuery) -> list[dict]:
-    """Every pair's records with the samples of the query's excluded causes left out of every
-    count, the paired intervals and the noise floors included, graded by its score set (each
-    record then says how far F_true moved from the harness's grades: ``extractor_shift``)."""
-    scores = score_set_id(store, query.scores) if query.scores else None
-
-    def records(score_set: int | None) -> list[dict]:
-        if query.level == "benchmark":
-            return benchmark_records(store, exclude=query.mask, scores=score_set)
-        with store.read() as conn:
-            return category_records_for(conn, None, query.aggregate, query.mask, score_set)
-
-    if scores is None or query.scores is None:
-        return records(None)
-    return extractor_shift(records(scores), records(None), query.level, query.scores)
 
 
 def _scored_source(conn, scores: int | None, pair_ids: list[int] | None) -> str:
@@ -621,80 +546,3 @@ def _scored_source(conn, scores: int | None, pair_ids: list[int] | None) -> str:
         return ""
     scored_counts.build(conn, scores, pair_ids)
     return scored_counts.SCORED
-
-
-def heatmap_cells(records: list[dict], level: str) -> list[dict]:
-    """One cell per (pair, column) for the heatmap; benchmark-level seeds are averaged here."""
-    if level == "category":
-        return [
-            {**{k: r[k] for k in ("pair_id", "f_true", "f_true_std", "bt_true", "bt_true_std", "f",
-                                  "bt", "f_max", "bt_max", "noise_floor", "n_benchmarks", "seeds",
-                                  *DERIVED, "n", *INTERVAL_FIELDS, "full_size", "partial")},
-             "column": r["category"], **{k: r[k] for k in significance.SIGNIFICANCE_FIELDS},
-             **{k: r[k] for k in CELL_SHIFT if k in r}}
-            for r in records
-        ]  # fmt: skip
-    if not records:
-        return []
-    keys = [(r["pair_id"], r["benchmark"]) for r in records]
-    uniq = list(dict.fromkeys(keys))
-    index = {k: i for i, k in enumerate(uniq)}
-    group = np.fromiter((index[k] for k in keys), dtype=np.int64, count=len(keys))
-    count = np.bincount(group, minlength=len(uniq)).astype(np.float64)
-    cols = {}
-    for name in ("f_true", "bt_true", "f", "bt", "f_max", "bt_max"):
-        x = np.fromiter((r[name] for r in records), dtype=np.float64, count=len(records))
-        mean = np.bincount(group, weights=x, minlength=len(uniq)) / count
-        cols[name] = mean
-        if name in ("f_true", "bt_true"):
-            sq = np.bincount(group, weights=(x - mean[group]) ** 2, minlength=len(uniq))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                cols[f"{name}_std"] = np.where(count > 1, np.sqrt(sq / (count - 1)), np.nan)
-    cols.update(derived_metrics(cols["f_true"], cols["bt_true"], cols["f_max"]))
-    noise = np.fromiter((np.nan if r["noise_floor"] is None else r["noise_floor"] for r in records),
-                        dtype=np.float64, count=len(records))  # fmt: skip
-    has = ~np.isnan(noise)
-    noise_n = np.bincount(group[has], minlength=len(uniq))
-    noise_sum = np.bincount(group[has], weights=noise[has], minlength=len(uniq))
-    # the interval and full size are per (pair, benchmark) already (the same on every seed's
-    # record); n: the fewest paired samples of a seed, as the interval counts them
-    first: dict[int, dict] = {}
-    n_min = np.full(len(uniq), np.iinfo(np.int64).max)
-    np.minimum.at(n_min, group, np.fromiter((r["n"] for r in records), np.int64, len(records)))
-    partial = np.zeros(len(uniq), dtype=bool)
-    for g, r in zip(group.tolist(), records, strict=True):
-        first.setdefault(g, r)
-        partial[g] |= r["partial"]
-    out, passed = [], significance.cell_fields(records, group, len(uniq))
-    shifted = _shifted(records, group, len(uniq))
-    for i, (pair_id, bench) in enumerate(uniq):
-        cell = {"pair_id": pair_id, "column": bench, "n_benchmarks": 1, "seeds": int(count[i])}
-        for name, values in cols.items():
-            v = float(values[i])
-            cell[name] = None if np.isnan(v) else v
-        cell["noise_floor"] = float(noise_sum[i] / noise_n[i]) if noise_n[i] else None
-        cell["n"] = int(n_min[i])
-        cell.update({name: first[i][name] for name in (*INTERVAL_FIELDS, "full_size")})
-        cell["partial"] = bool(partial[i])
-        out.append(cell | passed[i] | shifted.get(i, {}))
-    return out
-
-
-CELL_SHIFT = ("f_true_shift", "depends_on_extractor")
-"""What a score set's heatmap cell says of its extractor (``forgetmap.services.extractor_shift``)."""
-
-
-def _shifted(records: list[dict], group: np.ndarray, size: int) -> dict[int, dict]:
-    """Per benchmark cell of a score set's map: the mean F_true shift over its seeds, and whether
-    any seed's depends on the extractor (none: the harness's map)."""
-    if not records or "f_true_shift" not in records[0]:
-        return {}
-    shift = np.fromiter((np.nan if r["f_true_shift"] is None else r["f_true_shift"] for r in records),
-                        dtype=np.float64, count=len(records))  # fmt: skip
-    has = ~np.isnan(shift)
-    total = np.bincount(group[has], weights=shift[has], minlength=size)
-    count = np.bincount(group[has], minlength=size)
-    depends = np.zeros(size, dtype=bool)
-    np.logical_or.at(depends, group, [bool(r["depends_on_extractor"]) for r in records])
-    return {i: {"f_true_shift": float(total[i] / count[i]) if count[i] else None,
-                "depends_on_extractor": bool(depends[i])} for i in range(size)}  # fmt: skip

@@ -24,8 +24,12 @@ def intervals(cols: Columns, x: Columns) -> tuple[np.ndarray, dict[str, np.ndarr
     x_key = x["pair_id"].astype(np.int64) * width + x["benchmark_id"]
     x_unit = np.minimum(np.searchsorted(keys, x_key), keys.size - 1)
     mine = keys[x_unit] == x_key  # cross rows of pairs and benchmarks being mapped
-    seed_rows = {"unit": of, "seed": cols["seed"], "k": cols["k"],
-                 **{c: cols[c] for c in ("n_00", "n_01", "n_10", "n_11")}}  # fmt: skip
+    seed_rows = {
+        "unit": of,
+        "seed": cols["seed"],
+        "k": cols["k"],
+        **{c: cols[c] for c in ("n_00", "n_01", "n_10", "n_11")},
+    }
     cross_rows = {name: x[name][mine] for name in ("seed_a", "seed_b", "k")}
     cross_rows["unit"] = x_unit[mine]
     cross_rows["joint"] = np.stack([x[name][mine] for name in JOINT_CELLS], axis=1)
@@ -61,8 +65,9 @@ def combined_half_widths(
     out = {}
     for name, h in halves.items():
         sq = np.bincount(key, weights=(weight * h) ** 2, minlength=size)
-        sq += np.bincount(total_key[in_total], weights=(total_weight * h[in_total]) ** 2,
-                          minlength=size)  # fmt: skip
+        sq += np.bincount(
+            total_key[in_total], weights=(total_weight * h[in_total]) ** 2, minlength=size
+        )
         out[name] = np.sqrt(sq)
     return out
 

@@ -36,9 +36,15 @@ CONFIG = "config.json"
 MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit on a header
 
 DTYPE_BYTES = {
-    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1,
-    "float8_e4m3fn": 1, "float8_e5m2": 1,
-}  # fmt: skip
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+}
 DTYPE_SHORT = {"float64": "fp64", "float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 
@@ -169,10 +175,13 @@ def model_sizes(store: Store) -> list[ModelSize]:
     with store.read() as conn:
         models = queries.models(conn)
     return [
-        ModelSize(m["name"], m["size_params"],
-                  size_from_hub_cache(m["name"]) if m["size_params"] is None else None)
+        ModelSize(
+            m["name"],
+            m["size_params"],
+            size_from_hub_cache(m["name"]) if m["size_params"] is None else None,
+        )
         for m in models
-    ]  # fmt: skip
+    ]
 
 
 def fill_sizes_from_hub(store: Store) -> list[ModelSize]:

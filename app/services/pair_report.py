@@ -95,18 +95,30 @@ def mark_reliable(samples: list[dict], benchmarks: list[dict]) -> list[dict]:
     page's rows (their ``seeds`` and ``noise_floor``)."""
     of = {b["benchmark"]: b for b in benchmarks}
     total = np.array([of[s["benchmark"]]["seeds"] if s["benchmark"] in of else 0 for s in samples])
-    noise = np.array([np.nan if of.get(s["benchmark"], {}).get("noise_floor") is None
-                      else of[s["benchmark"]]["noise_floor"] for s in samples], dtype=np.float64)  # fmt: skip
+    noise = np.array(
+        [
+            np.nan
+            if of.get(s["benchmark"], {}).get("noise_floor") is None
+            else of[s["benchmark"]]["noise_floor"]
+            for s in samples
+        ],
+        dtype=np.float64,
+    )
     flipped = np.array([len(s["seeds"]) for s in samples], dtype=np.int64)
     flags = reliable_flags(flipped, total, noise) if samples else np.array([], dtype=bool)
-    return [{**s, "seeds_total": int(t), "reliable": bool(f)}
-            for s, t, f in zip(samples, total.tolist(), flags.tolist(), strict=True)]  # fmt: skip
+    return [
+        {**s, "seeds_total": int(t), "reliable": bool(f)}
+        for s, t, f in zip(samples, total.tolist(), flags.tolist(), strict=True)
+    ]
 
 
 def expected_flips(
-    rows: list[dict], transition: str, *, benchmark: str | None = None,
+    rows: list[dict],
+    transition: str,
+    *,
+    benchmark: str | None = None,
     category: str | None = None,
-) -> dict | None:  # fmt: skip
+) -> dict | None:
     """What a drill-down's flip count is to be read against, per seed, over the benchmarks it
     shows (``rows``: :func:`pair_benchmarks`' records): ``seen``, the flips of ``transition``
     ("10" or "01") the pair made; ``chance``, those two guessers would make
@@ -115,8 +127,12 @@ def expected_flips(
     floor a sample; None where no benchmark has one). None for 1->1, 0->0 or no benchmark."""
     if transition not in ("10", "01"):
         return None
-    chosen = [r for r in rows if (benchmark is None or r["benchmark"] == benchmark)
-              and (category is None or r["category"] == category)]  # fmt: skip
+    chosen = [
+        r
+        for r in rows
+        if (benchmark is None or r["benchmark"] == benchmark)
+        and (category is None or r["category"] == category)
+    ]
     if not chosen:
         return None
     floors = [r for r in chosen if r["noise_floor"] is not None]

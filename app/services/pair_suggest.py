@@ -31,9 +31,15 @@ from forgetmap.db import Store, queries
 from forgetmap.db.pairing import add_pair
 
 TAG_STAGES = {
-    "instruct": Stage.instruct, "chat": Stage.instruct, "it": Stage.instruct, "sft": Stage.sft,
-    "dpo": Stage.rl, "rlhf": Stage.rl, "orpo": Stage.rl, "kto": Stage.rl,
-}  # fmt: skip
+    "instruct": Stage.instruct,
+    "chat": Stage.instruct,
+    "it": Stage.instruct,
+    "sft": Stage.sft,
+    "dpo": Stage.rl,
+    "rlhf": Stage.rl,
+    "orpo": Stage.rl,
+    "kto": Stage.rl,
+}
 _POST_NAME = re.compile(
     r"^(?P<core>.+?)[-_](?P<tag>" + "|".join(TAG_STAGES) + r")(?P<version>[-_]v?\d+(\.\d+)*)?$",
     re.IGNORECASE,
@@ -132,8 +138,14 @@ def stored_suggestions(
 def suggestion_record(s: Suggestion, number: int) -> dict:
     """A suggestion as the JSON of `pair suggest --format json` and ``/api/pairs/suggestions``
     have it; ``number`` is the one `--accept` takes."""
-    return {"number": number, "base": s.base, "post": s.post, "evidence": list(s.evidence),
-            "stage": s.stage, "label": s.label}  # fmt: skip
+    return {
+        "number": number,
+        "base": s.base,
+        "post": s.post,
+        "evidence": list(s.evidence),
+        "stage": s.stage,
+        "label": s.label,
+    }
 
 
 def named(suggestions: Sequence[Suggestion], wanted: Iterable[tuple[str, str]]) -> list[Suggestion]:

@@ -68,8 +68,9 @@ class Enqueuer:
         try:
             import redis
 
-            client = redis.Redis.from_url(self.settings.url, socket_connect_timeout=3,
-                                          socket_timeout=10)  # fmt: skip
+            client = redis.Redis.from_url(
+                self.settings.url, socket_connect_timeout=3, socket_timeout=10
+            )
             queue = self.settings.queue
             # kombu keeps priority levels in sibling lists named queue + '\x06\x16' + level
             lists = [queue, *client.scan_iter(match=f"{queue}\x06\x16*", count=1000)]

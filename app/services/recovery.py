@@ -106,9 +106,12 @@ def check_table(table: dict[str, list], controls: tuple[str, ...] | list[str]) -
                 raise InputError(f"unknown correction {c!r} for {model!r}")
             values = table[loss_column(model, c)]
             if any(
-                not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
-                or v < 0 for v in values
-            ):  # fmt: skip
+                not isinstance(v, (int, float))
+                or isinstance(v, bool)
+                or not math.isfinite(v)
+                or v < 0
+                for v in values
+            ):
                 raise InputError(f"column {model}/{c} must hold finite, non-negative loss sums")
 
 
@@ -151,8 +154,14 @@ def store_upload(conn: Connection, shard: dict, upload: RecoveryIn) -> int:
         timing=finite_or_none(upload.timing),
     )
     parts = spec.model_dump(mode="json")
-    config = {**finite_or_none(upload.config), "corpus": parts["corpus"], "options": parts["options"],
-              "base": parts["base"], "post": parts["post"], "config_hash": shard["config_hash"]}  # fmt: skip
+    config = {
+        **finite_or_none(upload.config),
+        "corpus": parts["corpus"],
+        "options": parts["options"],
+        "base": parts["base"],
+        "post": parts["post"],
+        "config_hash": shard["config_hash"],
+    }
     return store.save_recovery(
         conn,
         pair_id=pair_id,
@@ -213,15 +222,22 @@ def view_rows(recovery: dict) -> list[dict]:
 def base_temperatures(recovery: dict) -> dict[str, float]:
     """The temperatures fitted on the base itself (what the symmetric share subtracts)."""
     fitted = recovery["summary"].get("corrections", {}).get("base", {})
-    return {kind: c["temperature"] for kind, c in fitted.items()
-            if kind in ("temp", "bias_temp") and c.get("temperature") is not None}  # fmt: skip
+    return {
+        kind: c["temperature"]
+        for kind, c in fitted.items()
+        if kind in ("temp", "bias_temp") and c.get("temperature") is not None
+    }
 
 
 def headline(recovery: dict, correction: str = "bias_temp") -> dict[str, Any]:
     """The pair's symmetric share under one correction beside the noise control's (for the map)."""
     shares = recovery["summary"]["shares"]
-    out: dict[str, Any] = {"recovery_id": recovery["id"], "pair_id": recovery["pair_id"],
-                           "corpus": recovery["corpus"], "correction": correction}  # fmt: skip
+    out: dict[str, Any] = {
+        "recovery_id": recovery["id"],
+        "pair_id": recovery["pair_id"],
+        "corpus": recovery["corpus"],
+        "correction": correction,
+    }
     for role, key in (("post", "symmetric"), (YARDSTICK, "control_symmetric")):
         s = (shares.get(role) or {}).get("symmetric", {}).get(correction)
         out[key] = s["estimate"] if s else None

@@ -158,8 +158,12 @@ def _grade(conn: Connection, rows: dict[str, list], chosen: Extractor, summary: 
         k = rows["num_choices"][i]
         reason = _skip_reason(response, k, chosen)
         if reason is None:
-            key = (rows["model_id"][i], rows["benchmark_id"][i], rows["seed"][i],
-                   rows["sample_id"][i])  # fmt: skip
+            key = (
+                rows["model_id"][i],
+                rows["benchmark_id"][i],
+                rows["seed"][i],
+                rows["sample_id"][i],
+            )
             result = _run(chosen, response, _choices(rows["choices"][i]), rows["gold"][i], k, key)
             reason = "no_gold" if result is None else None
         if reason is not None:
@@ -215,11 +219,18 @@ def _run(chosen: Extractor, response: str, choices, gold, k, key) -> Extracted |
 
 
 def _table(columns: dict[str, list]) -> pa.Table:
-    schema = pa.schema([
-        ("model_id", pa.int32()), ("benchmark_id", pa.int32()), ("seed", pa.int32()),
-        ("sample_id", pa.string()), ("prediction", pa.string()), ("correct", pa.bool_()),
-        ("answer_status", pa.string()), ("rule", pa.string()),
-    ])  # fmt: skip
+    schema = pa.schema(
+        [
+            ("model_id", pa.int32()),
+            ("benchmark_id", pa.int32()),
+            ("seed", pa.int32()),
+            ("sample_id", pa.string()),
+            ("prediction", pa.string()),
+            ("correct", pa.bool_()),
+            ("answer_status", pa.string()),
+            ("rule", pa.string()),
+        ]
+    )
     return pa.Table.from_pydict(columns, schema=schema)
 
 

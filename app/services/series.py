@@ -24,13 +24,22 @@ from forgetmap.db.queries import model_specs
 from forgetmap.db.store import Store
 from forgetmap.runtime.paths import ModelRules
 from forgetmap.services import jobs
-from forgetmap.services.map import MapCache, MapQuery, category_sort_key
+from forgetmap.services.map import MapQuery, category_sort_key
+from forgetmap.services.map_cache import MapCache
 from forgetmap.services.watch import step_of
 
 SERIES_FIELDS = (
-    "series", "step", "post", "category", "f_true", "f_true_std", "bt_true", "bt_true_std",
-    "noise_floor", "n_benchmarks",
-)  # fmt: skip
+    "series",
+    "step",
+    "post",
+    "category",
+    "f_true",
+    "f_true_std",
+    "bt_true",
+    "bt_true_std",
+    "noise_floor",
+    "n_benchmarks",
+)
 SERIES_EXTRA = ("seeds", "f", "bt", "f_max", "bt_max", "pair_id", "clears_noise")
 SERIES_MARGINS = ("f_true_margin", "bt_true_margin")
 """The half-widths of the 95% t-interval across seeds that ``clears_noise`` tests and the series
@@ -171,24 +180,40 @@ def submit_checkpoint(
             if before["attempts"] >= MAX_ATTEMPTS:
                 return {"status": "gave_up", "job_id": before["job_id"], "step": body.step}, []
             shard_ids = jobs.retry_failed(conn, before["job_id"])
-            series_db.record_submission(conn, found["id"], folder, body.step,
-                                        checkpoint_model_name(body.series, body.step), before["job_id"])  # fmt: skip
-            return {"status": "retried", "job_id": before["job_id"], "step": body.step,
-                    "attempt": before["attempts"] + 1}, shard_ids  # fmt: skip
+            series_db.record_submission(
+                conn,
+                found["id"],
+                folder,
+                body.step,
+                checkpoint_model_name(body.series, body.step),
+                before["job_id"],
+            )
+            return {
+                "status": "retried",
+                "job_id": before["job_id"],
+                "step": body.step,
+                "attempt": before["attempts"] + 1,
+            }, shard_ids
     base_path = body.base_path or model_specs(conn, [body.base]).get(body.base, {}).get("path")
     if not base_path:
         raise InputError(
             f"no checkpoint known for base {body.base!r}: give its path or Hub id (--base-path)"
         )
-    base = validated(ModelIn, {"name": body.base, "path": rules.check(base_path),
-                               "prompting": body.base_prompting})  # fmt: skip
+    base = validated(
+        ModelIn,
+        {"name": body.base, "path": rules.check(base_path), "prompting": body.base_prompting},
+    )
     name = checkpoint_model_name(body.series, body.step)
     checkpoint = validated(ModelIn, {"name": name, "path": folder, "prompting": body.prompting})
     chash = jobs.config_hash(jobs.shard_config(base, body.config))
     names = [list({b, jobs.stored_benchmark_name(b)}) for b in body.benchmarks]
     base_pending = series_db.covered_by_shards(conn, body.base, names, body.seeds, chash)
-    request = EvaluateJobIn(models=[checkpoint] if base_pending else [base, checkpoint],
-                            benchmarks=body.benchmarks, seeds=body.seeds, config=body.config)  # fmt: skip
+    request = EvaluateJobIn(
+        models=[checkpoint] if base_pending else [base, checkpoint],
+        benchmarks=body.benchmarks,
+        seeds=body.seeds,
+        config=body.config,
+    )
     job_id, shard_ids = jobs.create_job(conn, request)
     series_id, _, _ = series_db.add_checkpoints(
         conn, body.series, body.base, [(name, body.step)], stage=body.stage

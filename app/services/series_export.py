@@ -20,7 +20,7 @@ from forgetmap.core.errors import InputError
 from forgetmap.core.vocabularies import Aggregate
 from forgetmap.db import series_export as export_db
 from forgetmap.db.store import Store
-from forgetmap.services.map import MapCache
+from forgetmap.services.map_cache import MapCache
 from forgetmap.services.series import find_series, series_records
 
 
@@ -47,8 +47,9 @@ def series_export(
     if max_flips < 0 or text_limit < 2:
         raise InputError("max_flips must be >= 0 and text_limit >= 2")
     wanted = _checked_steps(series, steps)
-    records = [r for r in series_records(cache, series, aggregate)
-               if wanted is None or r["step"] in wanted]  # fmt: skip
+    records = [
+        r for r in series_records(cache, series, aggregate) if wanted is None or r["step"] in wanted
+    ]
     with cache.store.read() as conn:
         counts = export_db.flip_counts(conn, series["id"], wanted)
         flips, cut_steps = export_db.flip_rows(
@@ -58,20 +59,33 @@ def series_export(
     results = []
     for r in records:
         forgotten, learned, n = by_cell.get((r["step"], r["category"]), (0, 0, 0))
-        results.append(SeriesResult(
-            step=r["step"], post=r["post"], category=r["category"],
-            f_true=r["f_true"], f_true_margin=metrics.t_margin(r["f_true_std"], r["seeds"]),
-            bt_true=r["bt_true"], bt_true_margin=metrics.t_margin(r["bt_true_std"], r["seeds"]),
-            noise_floor=r["noise_floor"], seeds=r["seeds"],
-            forgotten=forgotten, learned=learned, n=n,
-        ))  # fmt: skip
+        results.append(
+            SeriesResult(
+                step=r["step"],
+                post=r["post"],
+                category=r["category"],
+                f_true=r["f_true"],
+                f_true_margin=metrics.t_margin(r["f_true_std"], r["seeds"]),
+                bt_true=r["bt_true"],
+                bt_true_margin=metrics.t_margin(r["bt_true_std"], r["seeds"]),
+                noise_floor=r["noise_floor"],
+                seeds=r["seeds"],
+                forgotten=forgotten,
+                learned=learned,
+                n=n,
+            )
+        )
     return SeriesExport(
-        series=series["name"], base=series["base"],
+        series=series["name"],
+        base=series["base"],
         aggregate=cast(Aggregate, aggregate),  # one of them: checked above
-        steps=sorted({r.step for r in results}), results=results,
-        flips=[SeriesFlip(**f) for f in flips], max_flips=max_flips, text_limit=text_limit,
+        steps=sorted({r.step for r in results}),
+        results=results,
+        flips=[SeriesFlip(**f) for f in flips],
+        max_flips=max_flips,
+        text_limit=text_limit,
         flips_truncated=bool(cut_steps),
-    )  # fmt: skip
+    )
 
 
 def _checked_steps(series: dict, steps: Collection[int] | None) -> list[int] | None:

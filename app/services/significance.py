@@ -46,9 +46,10 @@ def benchmark_columns(cols: dict) -> dict[str, list]:
     floor[group] = np.asarray(cols["noise_floor"], dtype=np.float64)  # the same on every seed
     below = [
         _below_noise(m, s if c > 1 else None, c, None if f != f else f)
-        for m, s, c, f in zip(mean.tolist(), std.tolist(), count.tolist(), floor.tolist(),
-                              strict=True)
-    ]  # fmt: skip
+        for m, s, c, f in zip(
+            mean.tolist(), std.tolist(), count.tolist(), floor.tolist(), strict=True
+        )
+    ]
     return {
         "p_adjusted": p_adjusted.tolist(),
         "significant": _significant(p_adjusted),
@@ -61,10 +62,17 @@ def category_columns(cols: dict) -> dict[str, list]:
     ``noise_floor`` and ``mcnemar_p``, as category records hold them): the family is every
     entry."""
     p_adjusted = metrics.benjamini_hochberg(np.asarray(cols["mcnemar_p"], dtype=np.float64))
-    below = [_below_noise(*row) for row in zip(cols["f_true"], cols["f_true_std"], cols["seeds"],
-                                                 cols["noise_floor"], strict=True)]  # fmt: skip
-    return {"p_adjusted": p_adjusted.tolist(), "significant": _significant(p_adjusted),
-            "below_noise": below}  # fmt: skip
+    below = [
+        _below_noise(*row)
+        for row in zip(
+            cols["f_true"], cols["f_true_std"], cols["seeds"], cols["noise_floor"], strict=True
+        )
+    ]
+    return {
+        "p_adjusted": p_adjusted.tolist(),
+        "significant": _significant(p_adjusted),
+        "below_noise": below,
+    }
 
 
 def refamily(records: list[dict]) -> list[dict]:

@@ -9,7 +9,8 @@ import logging
 import time
 
 from forgetmap.services.atlas import AtlasQuery, ranking
-from forgetmap.services.map import MapCache, MapQuery
+from forgetmap.services.map import MapQuery
+from forgetmap.services.map_cache import MapCache
 
 log = logging.getLogger("forgetmap.warm")
 

@@ -137,9 +137,16 @@ def submit_all(
     (app down, bad answer) is logged and tried again at the next scan."""
     answers = []
     for ck in checkpoints:
-        body = {"series": settings.series, "base": settings.base, "base_path": settings.base_path,
-                "folder": str(ck.path), "step": ck.step, "benchmarks": settings.benchmarks,
-                "seeds": settings.seeds, "config": settings.config}  # fmt: skip
+        body = {
+            "series": settings.series,
+            "base": settings.base,
+            "base_path": settings.base_path,
+            "folder": str(ck.path),
+            "step": ck.step,
+            "benchmarks": settings.benchmarks,
+            "seeds": settings.seeds,
+            "config": settings.config,
+        }
         if settings.stage is not None:
             body["stage"] = settings.stage
         try:
@@ -171,8 +178,11 @@ def watch(settings: WatchSettings, *, once: bool = False) -> None:
             for answer in submit_all(client, settings, scanner.scan()):
                 if answer["status"] == "gave_up" and answer["step"] not in given_up:
                     given_up.add(answer["step"])
-                    log.error("step %d: evaluation failed too often; see job %d",
-                              answer["step"], answer["job_id"])  # fmt: skip
+                    log.error(
+                        "step %d: evaluation failed too often; see job %d",
+                        answer["step"],
+                        answer["job_id"],
+                    )
             if once:
                 return
             time.sleep(settings.every)

@@ -23,7 +23,7 @@ from forgetmap.db import open_store
 from forgetmap.runtime import owner
 from forgetmap.runtime.broker import BrokerSettings
 from forgetmap.runtime.config import WebSettings
-from forgetmap.services.map import MapCache
+from forgetmap.services.map_cache import MapCache
 from forgetmap.services.queue import Enqueuer, Reconciler
 from forgetmap.services.rejections import RejectionLog
 from forgetmap.services.warm import warm_start
@@ -67,8 +67,9 @@ def create_app(
     settings = settings or WebSettings.from_env(data_dir)
     store = open_store(db_path, checkpoint_mb=settings.checkpoint_mb)
     enqueuer = Enqueuer(broker or BrokerSettings.from_env(data_dir=data_dir))
-    reconciler = Reconciler(store, enqueuer, settings.reconcile_seconds, settings.stale_seconds,
-                            settings.resend_seconds)  # fmt: skip
+    reconciler = Reconciler(
+        store, enqueuer, settings.reconcile_seconds, settings.stale_seconds, settings.resend_seconds
+    )
 
     published = owner.new_owner(door.url) if door is not None else None
 
@@ -119,15 +120,24 @@ def create_app(
                 except HTTPException as exc:
                     return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
                 if principal is None:
-                    return JSONResponse({"detail": "this forgetmap is private: send 'Authorization: Bearer <token>' (any role; `forgetmap token create NAME --role read`)"},
-                                        status_code=401)  # fmt: skip
+                    return JSONResponse(
+                        {
+                            "detail": "this forgetmap is private: send 'Authorization: Bearer <token>' (any role; `forgetmap token create NAME --role read`)"
+                        },
+                        status_code=401,
+                    )
             else:
                 return login_redirect(path)
         return await call_next(request)
 
     # added after the middleware above, so it runs first and request.session exists there
-    app.add_middleware(SessionMiddleware, secret_key=settings.secret_key, same_site="lax",
-                       session_cookie="forgetmap_session", max_age=int(settings.session_seconds))  # fmt: skip
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=settings.secret_key,
+        same_site="lax",
+        session_cookie="forgetmap_session",
+        max_age=int(settings.session_seconds),
+    )
     # added last, so it runs first: a write's token and its body's size are checked before any
     # of the body is read (forgetmap.web.limits)
     app.add_middleware(BodyLimits)
@@ -157,11 +167,20 @@ def create_app(
     @app.exception_handler(405)
     async def method_not_allowed(request: Request, exc: HTTPException):
         """List every method the path takes: its GET and POST may live in different routers."""
-        allowed = sorted({m for route in app.router.routes if (methods := getattr(route, "methods", None))
-                          and route.matches(request.scope)[0] == Match.PARTIAL for m in methods})  # fmt: skip
-        return JSONResponse({"detail": f"method {request.method} is not allowed here; use "
-                                       f"{' or '.join(allowed)}"}, status_code=405,
-                            headers={"Allow": ", ".join(allowed)})  # fmt: skip
+        allowed = sorted(
+            {
+                m
+                for route in app.router.routes
+                if (methods := getattr(route, "methods", None))
+                and route.matches(request.scope)[0] == Match.PARTIAL
+                for m in methods
+            }
+        )
+        return JSONResponse(
+            {"detail": f"method {request.method} is not allowed here; use {' or '.join(allowed)}"},
+            status_code=405,
+            headers={"Allow": ", ".join(allowed)},
+        )
 
     @app.get("/healthz", tags=["api"])
     def healthz(request: Request, response: Response) -> dict:

@@ -30,9 +30,13 @@ def atlas_query(
     """The atlas's filters, the same for the page, its JSON and its files; empty means all (the
     page's form sends every field)."""
     return AtlasQuery(
-        category=category or None, benchmark=benchmark or None, family=family or None,
-        stage=stage or None, min_size=sizes.min_size, max_size=sizes.max_size,
-    )  # fmt: skip
+        category=category or None,
+        benchmark=benchmark or None,
+        family=family or None,
+        stage=stage or None,
+        min_size=sizes.min_size,
+        max_size=sizes.max_size,
+    )
 
 
 Filters = Annotated[AtlasQuery, Depends(atlas_query)]
@@ -72,7 +76,7 @@ def api_atlas_file(request: Request, query: Filters, fmt: Literal["csv", "parque
                 ("forgot_reliable", pa.int64()),
                 ("learned_reliable", pa.int64()),
             ]
-        ),  # fmt: skip
+        ),
     )
     return table_response(table, fmt, "atlas")
 
@@ -107,13 +111,18 @@ def atlas_page(
         known = queries.benchmarks(conn)
     pairs = cache.pairs()
     return html_page(
-        request, "atlas.html", atlas=shown, query=query,
+        request,
+        "atlas.html",
+        atlas=shown,
+        query=query,
         pages=max((shown["total"] + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1),
-        categories=sorted({b["category"] for b in known}), benchmarks=[b["name"] for b in known],
+        categories=sorted({b["category"] for b in known}),
+        benchmarks=[b["name"] for b in known],
         families=sorted({p["family"] for p in pairs if p["family"]}),
-        stages=sorted({p["stage"] for p in pairs if p["stage"]}), has_pairs=bool(pairs),
+        stages=sorted({p["stage"] for p in pairs if p["stage"]}),
+        has_pairs=bool(pairs),
         query_string=request.url.query,
-    )  # fmt: skip
+    )
 
 
 @router.get("/atlas/question", response_class=HTMLResponse, include_in_schema=False)
@@ -125,8 +134,10 @@ def atlas_question_page(
     # the compact grid: a row per pair, a column per seed any pair ran, each cell that seed's
     # answers (None: the pair did not run it)
     seeds = sorted({s["seed"] for p in q["pairs"] for s in p["seeds"]})
-    grid = {p["pair_id"]: [next((s for s in p["seeds"] if s["seed"] == seed), None)
-                           for seed in seeds] for p in q["pairs"]}  # fmt: skip
+    grid = {
+        p["pair_id"]: [next((s for s in p["seeds"] if s["seed"] == seed), None) for seed in seeds]
+        for p in q["pairs"]
+    }
     return html_page(request, "atlas_question.html", q=q, fates=FATES, seeds=seeds, grid=grid)
 
 

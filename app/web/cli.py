@@ -115,10 +115,14 @@ def app_machine_only(line: CommandLine) -> bool:
 
 
 STREAMED_ANSWER: dict[int | str, dict[str, Any]]
-STREAMED_ANSWER = {200: {"description": "JSON lines, sent as the command writes: "
-                         '{"stream": "stdout"|"stderr", "text": ...} for each piece of its '
-                         'output, then {"exit_code": N}',
-                         "content": {OUTPUT_MEDIA_TYPE: {"schema": {"type": "string"}}}}}  # fmt: skip
+STREAMED_ANSWER = {
+    200: {
+        "description": "JSON lines, sent as the command writes: "
+        '{"stream": "stdout"|"stderr", "text": ...} for each piece of its '
+        'output, then {"exit_code": N}',
+        "content": {OUTPUT_MEDIA_TYPE: {"schema": {"type": "string"}}},
+    }
+}
 
 
 @router.post(
@@ -137,8 +141,11 @@ def run_cli(call: CommandCall, request: Request) -> StreamingResponse:
     ``--token``) are refused (400)."""
     principal = deps.bearer_principal(request)
     if principal is None:
-        raise HTTPException(401, "this endpoint needs a token: send 'Authorization: Bearer <token>'",
-                            headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+        raise HTTPException(
+            401,
+            "this endpoint needs a token: send 'Authorization: Bearer <token>'",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     door: Door | None = request.app.state.door
     if door is None:
         raise HTTPException(404, "this app runs no command lines (start it with `forgetmap serve`)")
@@ -155,8 +162,11 @@ def run_cli(call: CommandCall, request: Request) -> StreamingResponse:
     if not may_run(principal, role):
         raise HTTPException(403, needs_role_message(principal, role))
     if app_machine_only(line) and principal != LOCAL_PRINCIPAL:
-        raise HTTPException(400, f"`forgetmap {line.name}` reads or writes files of the app's "
-                                 "machine, which it does only for a command line on that machine")  # fmt: skip
+        raise HTTPException(
+            400,
+            f"`forgetmap {line.name}` reads or writes files of the app's "
+            "machine, which it does only for a command line on that machine",
+        )
     if line.runs_command:  # the command click resolved, spelled so that nothing else can run
         call = call.model_copy(update={"argv": line.canonical_argv()})
     lines = start_command_line(door.commands, call, deps.store(request))
@@ -265,8 +275,12 @@ def start_command_line(commands: click.Group, call: CommandCall, store) -> Itera
         _command_streams.set((stdout, stderr))
         try:
             # --db names the app's own file, for a command that reads the path itself
-            commands.main(args=["--db", str(store.path), *call.argv], prog_name=call.prog_name,
-                          standalone_mode=True, obj=obj)  # fmt: skip
+            commands.main(
+                args=["--db", str(store.path), *call.argv],
+                prog_name=call.prog_name,
+                standalone_mode=True,
+                obj=obj,
+            )
         except SystemExit as done:
             return exit_code(done.code, stderr)
         except Exception:  # a command's bug: a traceback and exit 1, as in its own process

@@ -52,10 +52,15 @@ def api_size_scatter(
             continue
         pair = pairs[r["pair_id"]]
         record = {
-            "pair_id": r["pair_id"], "label": pair_label(r),
-            "stage": pair["stage"], "family": pair["family"], "size_params": pair["size_params"],
-            "f_true": r["f_true"], "f_true_std": r["f_true_std"], "bt_true": r["bt_true"],
-        }  # fmt: skip
+            "pair_id": r["pair_id"],
+            "label": pair_label(r),
+            "stage": pair["stage"],
+            "family": pair["family"],
+            "size_params": pair["size_params"],
+            "f_true": r["f_true"],
+            "f_true_std": r["f_true_std"],
+            "bt_true": r["bt_true"],
+        }
         if chosen is not None:
             record["label"] = chosen[r["pair_id"]]["label"]
             record["series"] = chosen[r["pair_id"]]["series"]

@@ -24,8 +24,9 @@ from forgetmap.db import Store, flips, queries
 from forgetmap.db import recoverability as recoveries
 from forgetmap.db import scores as scores_db
 from forgetmap.services.extractor_shift import score_set_id
-from forgetmap.services.jobs import job_detail
-from forgetmap.services.map import MapCache, MapQuery
+from forgetmap.services.job_view import job_detail
+from forgetmap.services.map import MapQuery
+from forgetmap.services.map_cache import MapCache
 from forgetmap.services.pair_report import mark_reliable, pair_benchmarks
 from forgetmap.services.recovery import headline
 from forgetmap.services.rejections import RejectionLog
@@ -62,10 +63,12 @@ CAUSE_TITLES = {
     "refused": "the model declined to answer",
 }
 EXCLUDE_CHOICES = (
-    ("", "nothing"), ("no_answer", "no answer"), ("truncated", "cut off"),
+    ("", "nothing"),
+    ("no_answer", "no answer"),
+    ("truncated", "cut off"),
     ("no_answer,truncated", "no answer, cut off"),
     ("no_answer,refused,truncated", "every answer never given"),
-)  # fmt: skip
+)
 """The drill-down's "leave out" choices (``exclude=``, names sorted as the page echoes them)."""
 TRANSITION_LABELS = {"10": "1→0 forgotten", "01": "0→1 gained", "11": "1→1 kept", "00": "0→0 never"}
 PAGE_SIZE = 50
@@ -190,9 +193,11 @@ def get_job(request: Request, job_id: int) -> dict:
 MAX_SIZE_B = 1_000_000  # billions of parameters: a size filter past this bounds nothing real
 SizeB = Annotated[
     str | None,
-    Query(max_length=30, description="base model parameters, in billions (the forms' unit); "
-          "empty: no bound"),
-]  # fmt: skip
+    Query(
+        max_length=30,
+        description="base model parameters, in billions (the forms' unit); empty: no bound",
+    ),
+]
 
 
 @dataclass(frozen=True)

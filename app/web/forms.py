@@ -135,11 +135,21 @@ def parse_submission(request: Request, values: dict, form) -> tuple[EvaluateJobI
     seeds = _number(values, errors, "seeds", int, 1, 10, "seeds")  # how many: seeds 0 .. n-1
     label = (values.get("label") or "").strip() or f"{models[0]['name']} → {models[1]['name']}"
     data = {
-        "models": models, "benchmarks": benchmarks, "seeds": list(range(seeds or 1)),
-        "config": {k: values.get(k) for k in ("engine", "mode", "temperature", "top_p", "max_tokens")},
-        "pairs": [{"base": models[0]["name"], "post": models[1]["name"], "label": label,
-                   "stage": values.get("stage") or Stage.other}],
-    }  # fmt: skip
+        "models": models,
+        "benchmarks": benchmarks,
+        "seeds": list(range(seeds or 1)),
+        "config": {
+            k: values.get(k) for k in ("engine", "mode", "temperature", "top_p", "max_tokens")
+        },
+        "pairs": [
+            {
+                "base": models[0]["name"],
+                "post": models[1]["name"],
+                "label": label,
+                "stage": values.get("stage") or Stage.other,
+            }
+        ],
+    }
     if values.get("adaptive"):  # the checkbox; the other settings keep their defaults
         data["adaptive"] = {"target_points": values.get("adaptive_target")}
     try:
@@ -169,19 +179,34 @@ def parse_series_submission(
     benchmarks = _benchmarks(request, values, form, errors)
     seeds = _number(values, errors, "seeds", int, 1, 10, "seeds")
     data = {
-        "kind": "series", "series": (values.get("series") or "").strip(), "base": base["name"],
-        "base_path": base["path"], "checkpoints": checkpoints, "benchmarks": benchmarks,
+        "kind": "series",
+        "series": (values.get("series") or "").strip(),
+        "base": base["name"],
+        "base_path": base["path"],
+        "checkpoints": checkpoints,
+        "benchmarks": benchmarks,
         "seeds": list(range(seeds or 1)),
-        "config": {k: values.get(k) for k in ("engine", "mode", "temperature", "top_p", "max_tokens")},
+        "config": {
+            k: values.get(k) for k in ("engine", "mode", "temperature", "top_p", "max_tokens")
+        },
         "prompting": values.get("post_prompting") or Prompting.chat,
-        "base_prompting": base["prompting"], "stage": values.get("stage") or Stage.other,
-    }  # fmt: skip
+        "base_prompting": base["prompting"],
+        "stage": values.get("stage") or Stage.other,
+    }
     try:
         body = SeriesJobIn.model_validate(data, strict=False)
     except ValidationError as exc:
         for loc, message in problems(exc):
-            field = {"series": "series", "checkpoints": "checkpoints", "base_path": "base_path",
-                     "prompting": "post_prompting"}.get(loc[0]) if loc else None  # fmt: skip
+            field = (
+                {
+                    "series": "series",
+                    "checkpoints": "checkpoints",
+                    "base_path": "base_path",
+                    "prompting": "post_prompting",
+                }.get(loc[0])
+                if loc
+                else None
+            )
             errors.setdefault(field or _form_field(loc), message)
         return None, errors
     if errors:
@@ -196,8 +221,11 @@ def local_corpora(request: Request) -> list[str]:
     names: set[str] = set()
     for folder in settings.corpus_dirs or settings.benchmark_dirs:
         if Path(folder).is_dir():
-            names.update(p.name for p in Path(folder).iterdir()
-                         if p.is_dir() or p.suffix in (".txt", ".jsonl", ".json"))  # fmt: skip
+            names.update(
+                p.name
+                for p in Path(folder).iterdir()
+                if p.is_dir() or p.suffix in (".txt", ".jsonl", ".json")
+            )
     return sorted(names)
 
 
@@ -232,14 +260,19 @@ def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoverJ
     seed = _number(values, errors, "seed", int, 0, 2**31 - 1, "seed")
     if errors:
         return None, errors
-    corpus = {"source": source, "text_field": (values.get("text_field") or "text").strip(),
-              "separator": "\n\n" if values.get("split_paragraphs") else None, "max_docs": max_docs,
-              "config": (values.get("hf_config") or "").strip() or None,
-              "split": (values.get("hf_split") or "train").strip()}  # fmt: skip
+    corpus = {
+        "source": source,
+        "text_field": (values.get("text_field") or "text").strip(),
+        "separator": "\n\n" if values.get("split_paragraphs") else None,
+        "max_docs": max_docs,
+        "config": (values.get("hf_config") or "").strip() or None,
+        "split": (values.get("hf_split") or "train").strip(),
+    }
     try:
         checked = validated(CorpusIn, corpus).check()
     except InputError as exc:
         return None, {"corpus": str(exc)}
     options = RecoveryOptionsIn(max_tokens=max_tokens, k=k, seed=seed)
-    return RecoverJobIn(kind="recover", base=models["base"], post=models["post"], corpus=checked,
-                        options=options), {}  # fmt: skip
+    return RecoverJobIn(
+        kind="recover", base=models["base"], post=models["post"], corpus=checked, options=options
+    ), {}

@@ -30,8 +30,12 @@ from starlette.requests import ClientDisconnect
 
 router = APIRouter()
 WRITE_BUFFER = 1 << 20  # bytes gathered before a write to disk (off the event loop)
-BINARY_BODY = {"requestBody": {"required": True, "content": {"application/octet-stream": {
-    "schema": {"type": "string", "format": "binary"}}}}}  # fmt: skip
+BINARY_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+    }
+}
 
 
 def install(app: FastAPI) -> None:
@@ -56,21 +60,46 @@ class ImportQuery:
 
     def __init__(
         self,
-        kind: Annotated[Literal["table", "lm-eval", "lighteval", "inspect", "eee"], Query(description="the import's kind")],
-        filename: Annotated[str, Query(min_length=1, max_length=255, description="the file's own name: its suffix tells a table's format, an lm-eval samples file's name its task; an archive (.zip, .tar, .tar.gz) is unpacked, except an inspect .eval log")],
+        kind: Annotated[
+            Literal["table", "lm-eval", "lighteval", "inspect", "eee"],
+            Query(description="the import's kind"),
+        ],
+        filename: Annotated[
+            str,
+            Query(
+                min_length=1,
+                max_length=255,
+                description="the file's own name: its suffix tells a table's format, an lm-eval samples file's name its task; an archive (.zip, .tar, .tar.gz) is unpacked, except an inspect .eval log",
+            ),
+        ],
         model: Annotated[str | None, Query(max_length=200, description="--model")] = None,
-        metric: Annotated[str | None, Query(max_length=200, description="--metric (lm-eval, lighteval)")] = None,
-        filter: Annotated[list[str], Query(max_length=50, description="--filter, repeatable (lm-eval)")] = [],  # noqa: A002, B006 - the CLI's name; FastAPI copies defaults
+        metric: Annotated[
+            str | None, Query(max_length=200, description="--metric (lm-eval, lighteval)")
+        ] = None,
+        filter: Annotated[
+            list[str], Query(max_length=50, description="--filter, repeatable (lm-eval)")
+        ] = [],  # noqa: A002, B006 - the CLI's name; FastAPI copies defaults
         seed: Annotated[int | None, Query(description="--seed (lm-eval, lighteval)")] = None,
         latest: Annotated[bool, Query(description="--latest (lighteval)")] = False,
-        evaluation_result_id: Annotated[str | None, Query(max_length=200, description="--evaluation-result-id (eee)")] = None,
-        scorer: Annotated[str | None, Query(max_length=200, description="--scorer (inspect)")] = None,
-    ):  # fmt: skip
+        evaluation_result_id: Annotated[
+            str | None, Query(max_length=200, description="--evaluation-result-id (eee)")
+        ] = None,
+        scorer: Annotated[
+            str | None, Query(max_length=200, description="--scorer (inspect)")
+        ] = None,
+    ):
         self.filename = filename
         self.values: dict[str, Any]
-        self.values = dict(kind=kind, model=model, metric=metric, filters=filter, seed=seed,
-                           latest=latest, evaluation_result_id=evaluation_result_id,
-                           scorer=scorer)  # fmt: skip
+        self.values = dict(
+            kind=kind,
+            model=model,
+            metric=metric,
+            filters=filter,
+            seed=seed,
+            latest=latest,
+            evaluation_result_id=evaluation_result_id,
+            scorer=scorer,
+        )
 
 
 async def receive(request: Request, query: ImportQuery, owner: str) -> dict:
@@ -133,8 +162,13 @@ async def upload_import(
 @router.get("/import", response_class=HTMLResponse, include_in_schema=False)
 def import_page(request: Request) -> HTMLResponse:
     require_login(request, Role.submit)
-    return html_page(request, "import.html", csrf=csrf_token(request), kinds=KINDS,
-                     max_bytes=runner_of(request).max_bytes)  # fmt: skip
+    return html_page(
+        request,
+        "import.html",
+        csrf=csrf_token(request),
+        kinds=KINDS,
+        max_bytes=runner_of(request).max_bytes,
+    )
 
 
 @router.post("/import", include_in_schema=False, status_code=202)

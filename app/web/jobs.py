@@ -27,7 +27,7 @@ from forgetmap.core.taxonomy import CATEGORIES, scored_benchmarks
 from forgetmap.db import jobs as jobs_db
 from forgetmap.db import queries
 from forgetmap.db import series as series_db
-from forgetmap.services import jobs
+from forgetmap.services import job_view, jobs
 from forgetmap.services.queue import send_and_record
 from forgetmap.services.recovery import create_recovery_job
 from forgetmap.services.series import submit_run
@@ -45,10 +45,19 @@ from forgetmap.web.templating import html_page, is_htmx
 
 router = APIRouter()
 DEFAULTS = {
-    "base_prompting": "base", "post_prompting": "chat", "suite": "paper", "seeds": "3",
-    "engine": "vllm", "mode": "generate", "temperature": "0.6", "top_p": "0.95", "max_tokens": "2048",
-    "stage": "instruct", "target": "pair", "adaptive_target": "1.5",
-}  # fmt: skip
+    "base_prompting": "base",
+    "post_prompting": "chat",
+    "suite": "paper",
+    "seeds": "3",
+    "engine": "vllm",
+    "mode": "generate",
+    "temperature": "0.6",
+    "top_p": "0.95",
+    "max_tokens": "2048",
+    "stage": "instruct",
+    "target": "pair",
+    "adaptive_target": "1.5",
+}
 
 
 def job_summaries(request: Request) -> list[dict]:
@@ -57,7 +66,7 @@ def job_summaries(request: Request) -> list[dict]:
         summaries = queries.jobs_summary(conn)
     for job in summaries:
         series = (job["series"], job["step"]) if job["series"] is not None else None
-        job["subject"] = jobs.job_subject(job.pop("payload"), series)
+        job["subject"] = job_view.job_subject(job.pop("payload"), series)
     return summaries
 
 
@@ -75,8 +84,10 @@ def _progress(job: dict) -> dict:
     """Per (model, benchmark): shards by state and items done; the job's ETA from its pace."""
     groups: dict[tuple[str, str], dict] = {}
     for s in job["shards"]:
-        g = groups.setdefault((s["model"], s["benchmark"]), {"model": s["model"], "benchmark": s["benchmark"],
-                                                             "shards": [], "done": 0, "total": 0})  # fmt: skip
+        g = groups.setdefault(
+            (s["model"], s["benchmark"]),
+            {"model": s["model"], "benchmark": s["benchmark"], "shards": [], "done": 0, "total": 0},
+        )
         g["shards"].append(s)
         g["done"] += s["done"] or 0
         g["total"] += s["total"] or 0
@@ -88,9 +99,15 @@ def _progress(job: dict) -> dict:
         elapsed = time.time() - min(datetime.fromisoformat(t).timestamp() for t in started)
         eta = elapsed / done * (total - done)
     finished = sum(s["status"] in TERMINAL for s in job["shards"])
-    return {"groups": list(groups.values()), "done": done, "total": total, "eta": eta,
-            "finished": finished, "shards": len(job["shards"]),
-            "failures": [s for s in job["shards"] if s["status"] == ShardStatus.failed]}  # fmt: skip
+    return {
+        "groups": list(groups.values()),
+        "done": done,
+        "total": total,
+        "eta": eta,
+        "finished": finished,
+        "shards": len(job["shards"]),
+        "failures": [s for s in job["shards"] if s["status"] == ShardStatus.failed],
+    }
 
 
 def job_with_waiting(request: Request, job_id: int) -> dict:
@@ -100,9 +117,9 @@ def job_with_waiting(request: Request, job_id: int) -> dict:
     job = deps.get_job(request, job_id)
     now = time.time()
     log = deps.worker_rejections(request)
-    job["waiting_reason"] = jobs.waiting_reason(job, log.blocking(now), now,
-                                                worker_heard_at=log.accepted_at,
-                                                app_started_at=log.started_at)  # fmt: skip
+    job["waiting_reason"] = job_view.waiting_reason(
+        job, log.blocking(now), now, worker_heard_at=log.accepted_at, app_started_at=log.started_at
+    )
     return job
 
 
@@ -115,9 +132,16 @@ def job_page(request: Request, job_id: int, queue: str | None = None) -> HTMLRes
             pair_id = pair_id or queries.pair_id_by_names(conn, p["base"], p["post"])
     template = "_job_progress.html" if is_htmx(request) else "job.html"
     principal = current_principal(request)
-    return html_page(request, template, job=job, progress=_progress(job), queue_down=queue == "down",
-                     csrf=csrf_token(request), pair_id=pair_id,
-                     may_manage=principal is not None and principal.may_manage(job["owner"]))  # fmt: skip
+    return html_page(
+        request,
+        template,
+        job=job,
+        progress=_progress(job),
+        queue_down=queue == "down",
+        csrf=csrf_token(request),
+        pair_id=pair_id,
+        may_manage=principal is not None and principal.may_manage(job["owner"]),
+    )
 
 
 @router.get("/api/jobs/{job_id}", tags=["api"], responses=ID_ERRORS)
@@ -133,9 +157,14 @@ def api_job(request: Request, job_id: deps.Id) -> dict:
 
 def _form_page(request: Request, values: dict, errors: dict) -> HTMLResponse:
     context = dict(
-        values={**DEFAULTS, **values}, errors=errors, csrf=csrf_token(request), stages=tuple(Stage),
-        categories=CATEGORIES, local=local_benchmarks(request), paper_count=len(scored_benchmarks()),
-    )  # fmt: skip
+        values={**DEFAULTS, **values},
+        errors=errors,
+        csrf=csrf_token(request),
+        stages=tuple(Stage),
+        categories=CATEGORIES,
+        local=local_benchmarks(request),
+        paper_count=len(scored_benchmarks()),
+    )
     template = "_submit_form.html" if is_htmx(request) else "submit.html"
     return html_page(request, template, **context)
 
@@ -225,8 +254,13 @@ def submit_job(request: Request, body: JobIn, principal: deps.Submitter) -> dict
     except InputError as exc:
         raise HTTPException(422, str(exc)) from exc
     sent, problem = send_and_record(deps.store(request), request.app.state.enqueuer, to_send)
-    return {"id": job_id, "shards_to_run": len(to_send), "sent": sent, "queue_error": problem,
-            **extra}  # fmt: skip
+    return {
+        "id": job_id,
+        "shards_to_run": len(to_send),
+        "sent": sent,
+        "queue_error": problem,
+        **extra,
+    }
 
 
 # ------------------------------------------------------------------------ cancel and retry

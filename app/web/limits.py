@@ -69,26 +69,46 @@ class BodyRule:
     advice: str  # how to send less, for the 413's message
 
 
-def _rule(route: str, pattern: str, max_bytes: int | None, holder: Holder | None,
-          advice: str = "send a smaller body") -> BodyRule:  # fmt: skip
+def _rule(
+    route: str,
+    pattern: str,
+    max_bytes: int | None,
+    holder: Holder | None,
+    advice: str = "send a smaller body",
+) -> BodyRule:
     path = re.compile(pattern, re.DOTALL)  # a decoded path may hold a newline
     return BodyRule(route, path, max_bytes, holder, advice)
 
 
 BATCHES = "send the rows in smaller batches"
 RULES: tuple[BodyRule, ...] = (
-    _rule("POST /api/results", r"/api/results", WORKER_UPLOAD_MAX_BYTES, deps.worker_principal,
-          BATCHES),
-    _rule("POST /api/shards/{id}/recovery", r"/api/shards/[^/]+/recovery",
-          WORKER_UPLOAD_MAX_BYTES, deps.worker_principal, BATCHES),
+    _rule(
+        "POST /api/results",
+        r"/api/results",
+        WORKER_UPLOAD_MAX_BYTES,
+        deps.worker_principal,
+        BATCHES,
+    ),
+    _rule(
+        "POST /api/shards/{id}/recovery",
+        r"/api/shards/[^/]+/recovery",
+        WORKER_UPLOAD_MAX_BYTES,
+        deps.worker_principal,
+        BATCHES,
+    ),
     _rule("the shard protocol", r"/api/shards/.*", JSON_MAX_BYTES, deps.worker_principal),
     # streamed to the staging folder, which stops at FORGETMAP_IMPORT_MAX_BYTES (app/web/imports)
     _rule("POST /api/imports", r"/api/imports", None, any_token),
-    _rule("an API body", r"/api/.*", JSON_MAX_BYTES, any_token,
-          "send a smaller body (a file to import goes to POST /api/imports)"),
+    _rule(
+        "an API body",
+        r"/api/.*",
+        JSON_MAX_BYTES,
+        any_token,
+        "send a smaller body (a file to import goes to POST /api/imports)",
+    ),
     _rule("the import page", r"/import", None, None),  # the same stream as /api/imports
     _rule("a page's form", r".*", FORM_MAX_BYTES, None, "send a shorter form"),
-)  # fmt: skip
+)
 
 
 def rule_for(path: str) -> BodyRule:
@@ -121,8 +141,9 @@ def answer_too_large(scope: Scope, rule: BodyRule) -> Response:
     message = too_large_message(rule)
     if scope["path"].startswith("/api/"):
         return JSONResponse({"detail": message}, status_code=413)
-    return HTMLResponse(f"<!doctype html><title>413 too large</title><p>{html.escape(message)}",
-                        status_code=413)  # fmt: skip
+    return HTMLResponse(
+        f"<!doctype html><title>413 too large</title><p>{html.escape(message)}", status_code=413
+    )
 
 
 class BoundedBody:
@@ -134,7 +155,12 @@ class BoundedBody:
 
     def __init__(self, scope: Scope, receive: Receive, send: Send, rule: BodyRule, limit: int):
         self.scope, self._receive, self._send, self.rule, self.limit = (
-            scope, receive, send, rule, limit)  # fmt: skip
+            scope,
+            receive,
+            send,
+            rule,
+            limit,
+        )
         self.declared = declared_length(scope)
         self.received = 0
         self.started = False  # the app began its answer
@@ -171,8 +197,9 @@ async def refusal(scope: Scope, rule: BodyRule) -> JSONResponse | None:
     try:
         await anyio.to_thread.run_sync(rule.holder, Request(scope))
     except HTTPException as exc:
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
-                            headers=exc.headers)  # fmt: skip
+        return JSONResponse(
+            {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+        )
     return None
 
 

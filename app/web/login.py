@@ -15,8 +15,9 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/login", response_class=HTMLResponse)
 def login_page(request: Request, next: str = "/") -> HTMLResponse:
-    return html_page(request, "login.html", next=safe_next(next), error=None,
-                     csrf=csrf_token(request))  # fmt: skip
+    return html_page(
+        request, "login.html", next=safe_next(next), error=None, csrf=csrf_token(request)
+    )
 
 
 @router.post("/login")
@@ -26,8 +27,13 @@ async def login_submit(request: Request) -> Response:
     next_url = safe_next(form.get("next"))
     # on a thread: the session is written under the store's write lock, which an import may hold
     if await run_in_threadpool(login, request, str(form.get("token") or "")) is None:
-        return html_page(request, "login.html", next=next_url, csrf=csrf_token(request),
-                         error="That token is not valid (create one with `forgetmap token create NAME`).")  # fmt: skip
+        return html_page(
+            request,
+            "login.html",
+            next=next_url,
+            csrf=csrf_token(request),
+            error="That token is not valid (create one with `forgetmap token create NAME`).",
+        )
     return RedirectResponse(next_url, status_code=303)
 
 

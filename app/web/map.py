@@ -13,7 +13,8 @@ from forgetmap.core.metrics import OUTSIDE_TOTAL, TOTAL
 from forgetmap.core.taxonomy import CATEGORIES
 from forgetmap.db import queries
 from forgetmap.db.categories import category_changes
-from forgetmap.services.map import MapCache, MapQuery, category_sort_key
+from forgetmap.services.map import MapQuery, category_sort_key
+from forgetmap.services.map_cache import MapCache
 from forgetmap.services.series import series_groups
 from forgetmap.web import deps
 from forgetmap.web.responses import ID_ERRORS

@@ -35,8 +35,9 @@ def install_openapi(app: FastAPI) -> None:
 
     def openapi() -> dict:
         if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version,
-                                 description=app.description, routes=app.routes)  # fmt: skip
+            schema = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
             schema.setdefault("components", {})["securitySchemes"] = {TOKEN_SCHEME: TOKEN}
             components = schema["components"].setdefault("schemas", {})
             components["ErrorBody"] = ErrorBody.model_json_schema()

@@ -37,14 +37,26 @@ def pair_page(request: Request, pair_id: deps.Id, exclude: PairExclude) -> HTMLR
     recoveries = deps.pair_recoveries(request, pair_id)
     pairing = deps.pairing(request, pair_id)
     # the other recipes of this base: each a link to the two-pair comparison (app/web/versus.py)
-    siblings = [p for p in deps.map_cache(request).pairs()
-                if p["base"] == pair["base"] and p["id"] != pair_id]  # fmt: skip
-    return html_page(request, "pair.html", pair=pair, rows=rows, quadrants=quadrants(rows),
-                     siblings=siblings,
-                     pairing=pairing, pairing_rule=queries.pairing_rule,
-                     recoveries=recoveries, recovery_rows=view_rows(recoveries[0]) if recoveries else [],
-                     base_temperatures=base_temperatures, exclude=",".join(sorted(exclude)),
-                     logged_in=bool(request.session.get("user")))  # fmt: skip
+    siblings = [
+        p
+        for p in deps.map_cache(request).pairs()
+        if p["base"] == pair["base"] and p["id"] != pair_id
+    ]
+    return html_page(
+        request,
+        "pair.html",
+        pair=pair,
+        rows=rows,
+        quadrants=quadrants(rows),
+        siblings=siblings,
+        pairing=pairing,
+        pairing_rule=queries.pairing_rule,
+        recoveries=recoveries,
+        recovery_rows=view_rows(recoveries[0]) if recoveries else [],
+        base_temperatures=base_temperatures,
+        exclude=",".join(sorted(exclude)),
+        logged_in=bool(request.session.get("user")),
+    )
 
 
 @router.get("/api/pairs", tags=["api"])

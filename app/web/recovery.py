@@ -24,13 +24,27 @@ from forgetmap.web.session import check_csrf, csrf_token, require_login
 from forgetmap.web.templating import html_page
 
 router = APIRouter()
-RECOVER_DEFAULTS = {"corpus_kind": "local", "hf_split": "train", "text_field": "text",
-                    "max_docs": "2000", "max_tokens": "2047", "k": "4096", "seed": "0"}  # fmt: skip
+RECOVER_DEFAULTS = {
+    "corpus_kind": "local",
+    "hf_split": "train",
+    "text_field": "text",
+    "max_docs": "2000",
+    "max_tokens": "2047",
+    "k": "4096",
+    "seed": "0",
+}
 
 
 def _recover_page(request: Request, pair: dict, values: dict, errors: dict) -> HTMLResponse:
-    return html_page(request, "recover.html", pair=pair, values={**RECOVER_DEFAULTS, **values},
-                     errors=errors, csrf=csrf_token(request), local=local_corpora(request))  # fmt: skip
+    return html_page(
+        request,
+        "recover.html",
+        pair=pair,
+        values={**RECOVER_DEFAULTS, **values},
+        errors=errors,
+        csrf=csrf_token(request),
+        local=local_corpora(request),
+    )
 
 
 @router.get("/pairs/{pair_id}/recover", response_class=HTMLResponse, include_in_schema=False)

@@ -34,9 +34,15 @@ ID_ERRORS = errors(404)
 WRITE_ERRORS = errors(401, 403, 422)
 WRITE_ID_ERRORS = errors(401, 403, 404, 422)
 TABLE: dict[int | str, dict[str, Any]]
-TABLE = {200: {"description": "the table as a file",
-               "content": {"text/csv": {"schema": {"type": "string"}},
-                           "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}}}}}  # fmt: skip
+TABLE = {
+    200: {
+        "description": "the table as a file",
+        "content": {
+            "text/csv": {"schema": {"type": "string"}},
+            "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}},
+        },
+    }
+}
 
 
 def table_response(table: pa.Table, fmt: str, stem: str) -> Response:

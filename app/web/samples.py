@@ -51,7 +51,7 @@ def samples_page(request: Request, pair_id: deps.Id, query: DrillDown) -> HTMLRe
             query.transition,
             benchmark=query.benchmark,
             category=query.category,
-        ),  # fmt: skip
+        ),
     )
     template = "_sample_rows.html" if is_htmx(request) else "samples.html"
     return html_page(request, template, **context)
@@ -84,10 +84,19 @@ def sample_page(request: Request, pair_id: deps.Id, ref: Sample) -> HTMLResponse
     pair = deps.get_pair(request, pair_id)
     seeds = deps.sample_seeds(request, pair, ref)
     # the runs this pair is a checkpoint of: the question's history along each
-    runs = [s for s in series_groups(deps.map_cache(request))
-            if any(step["pair_id"] == pair_id for step in s["steps"])]  # fmt: skip
-    context = dict(pair=pair, benchmark=ref.benchmark, sample_id=ref.sample_id, seeds=seeds,
-                   first=seeds[0], runs=runs)  # fmt: skip
+    runs = [
+        s
+        for s in series_groups(deps.map_cache(request))
+        if any(step["pair_id"] == pair_id for step in s["steps"])
+    ]
+    context = dict(
+        pair=pair,
+        benchmark=ref.benchmark,
+        sample_id=ref.sample_id,
+        seeds=seeds,
+        first=seeds[0],
+        runs=runs,
+    )
     return html_page(request, "_sample.html" if is_htmx(request) else "sample.html", **context)
 
 
@@ -96,8 +105,12 @@ def api_pair_sample(request: Request, pair_id: deps.Id, ref: Sample) -> dict:
     """One sample: prompt, choices, gold, and both models' answers for every seed."""
     pair = deps.get_pair(request, pair_id)
     seeds = deps.sample_seeds(request, pair, ref)
-    return {"pair": public(pair), "benchmark": ref.benchmark, "sample_id": ref.sample_id,
-            "seeds": seeds}  # fmt: skip
+    return {
+        "pair": public(pair),
+        "benchmark": ref.benchmark,
+        "sample_id": ref.sample_id,
+        "seeds": seeds,
+    }
 
 
 @router.get(

@@ -60,8 +60,15 @@ def histories(
 
     def load():
         with deps.store(request).read() as conn:
-            return series_db.question_histories(conn, series, benchmarks=ids, fate=fate, page=page,
-                                                page_size=page_size, sample_id=sample_id)  # fmt: skip
+            return series_db.question_histories(
+                conn,
+                series,
+                benchmarks=ids,
+                fate=fate,
+                page=page,
+                page_size=page_size,
+                sample_id=sample_id,
+            )
 
     key = ("histories", series["id"], tuple(ids or ()), fate, page, page_size, sample_id)
     return deps.map_cache(request).cache.get(key, load)
@@ -106,8 +113,9 @@ def api_series_export(
     chosen = None if steps is None else tuple(sorted(set(steps)))
 
     def build() -> SeriesExport:
-        return series_export(deps.map_cache(request), series, aggregate=aggregate, steps=chosen,
-                             max_flips=max_flips)  # fmt: skip
+        return series_export(
+            deps.map_cache(request), series, aggregate=aggregate, steps=chosen, max_flips=max_flips
+        )
 
     try:
         return deps.map_cache(request).cache.get(
@@ -131,8 +139,15 @@ def api_series_questions(
     it was first forgotten and its fate; ``fate`` filters (forgotten = never recovered)."""
     series = get_series(request, series_id)
     total, counts, rows = histories(request, series, benchmark, category, fate, page, page_size)
-    return {"series": series["name"], "fate": fate, "counts": counts, "total": total,
-            "page": page, "page_size": page_size, "questions": rows}  # fmt: skip
+    return {
+        "series": series["name"],
+        "fate": fate,
+        "counts": counts,
+        "total": total,
+        "page": page,
+        "page_size": page_size,
+        "questions": rows,
+    }
 
 
 ALL_CATEGORIES = "all"
@@ -179,12 +194,24 @@ def series_page(
     return templates.TemplateResponse(
         request,
         "series.html",
-        dict(view=view, series=series, questions=rows, total=total, counts=counts, fate=fate,
-             fate_labels=FATE_LABELS, benchmark=benchmark or "", category=category or "",
-             page=page, pages=max((total + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1),
-             pair_of_step=pair_of_step, opened_on=opened_on, all_categories=ALL_CATEGORIES,
-             one_question=one),
-    )  # fmt: skip
+        dict(
+            view=view,
+            series=series,
+            questions=rows,
+            total=total,
+            counts=counts,
+            fate=fate,
+            fate_labels=FATE_LABELS,
+            benchmark=benchmark or "",
+            category=category or "",
+            page=page,
+            pages=max((total + deps.PAGE_SIZE - 1) // deps.PAGE_SIZE, 1),
+            pair_of_step=pair_of_step,
+            opened_on=opened_on,
+            all_categories=ALL_CATEGORIES,
+            one_question=one,
+        ),
+    )
 
 
 @router.post("/api/checkpoints", status_code=200, responses=WRITE_ERRORS)

@@ -34,8 +34,11 @@ def worker_me(request: Request, principal: deps.Worker) -> dict:
     """Who the app takes this worker for (role worker): its token's name and role, and the name
     the worker sent in ``X-Forgetmap-Worker``. A worker calls it once at start, so a token the
     app refuses stops it before it takes a shard."""
-    return {"token": principal.name, "role": principal.role.value,
-            "worker": deps.worker_name(request, principal)}  # fmt: skip
+    return {
+        "token": principal.name,
+        "role": principal.role.value,
+        "worker": deps.worker_name(request, principal),
+    }
 
 
 @router.post("/api/results", responses={**WRITE_ID_ERRORS, **errors(413)})
@@ -74,8 +77,13 @@ def shard_start(
     with store.transaction() as conn:
         store.pages_unchanged()  # a shard's bookkeeping: no read page shows it
         _shard_or_404(conn, shard_id)
-        s = jobs.start_shard(conn, shard_id, body.worker, body.delivery,
-                             stale_seconds=request.app.state.settings.stale_seconds)  # fmt: skip
+        s = jobs.start_shard(
+            conn,
+            shard_id,
+            body.worker,
+            body.delivery,
+            stale_seconds=request.app.state.settings.stale_seconds,
+        )
     return ShardClaim(run=s is not None, shard=s)
 
 
@@ -100,8 +108,9 @@ def shard_finish(
         with deps.store(request).transaction() as conn:
             _shard_or_404(conn, shard_id)
             data = body.data.model_dump(exclude_none=True) if body.data else None
-            to_send = jobs.finish_shard(conn, shard_id, fingerprint=body.fingerprint, data=data,
-                                        full_size=body.full_size)  # fmt: skip
+            to_send = jobs.finish_shard(
+                conn, shard_id, fingerprint=body.fingerprint, data=data, full_size=body.full_size
+            )
             status = jobs_db.shard_status(conn, shard_id)  # cancelled while its last batch ran
             assert status is not None  # _shard_or_404 found it in this transaction
     except InputError as exc:

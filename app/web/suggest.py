@@ -48,9 +48,13 @@ def api_suggestions(request: Request) -> list[dict]:
 def _page(request: Request, *, added: list[int], error: str | None = None) -> HTMLResponse:
     pairs = {p["id"]: p for p in deps.map_cache(request).pairs()}
     return html_page(
-        request, "pair_suggest.html", suggestions=stored_suggestions(deps.store(request)),
-        added=[pairs[i] for i in added if i in pairs], error=error, csrf=csrf_token(request),
-    )  # fmt: skip
+        request,
+        "pair_suggest.html",
+        suggestions=stored_suggestions(deps.store(request)),
+        added=[pairs[i] for i in added if i in pairs],
+        error=error,
+        csrf=csrf_token(request),
+    )
 
 
 @router.get("/pairs/suggest", response_class=HTMLResponse, include_in_schema=False)
@@ -98,8 +102,15 @@ async def accept_from_page(request: Request) -> Response:
 def _new_pair_page(request: Request, values: dict, error: str | None = None) -> HTMLResponse:
     with deps.store(request).read() as conn:
         models = [m["name"] for m in queries.models(conn)]
-    return html_page(request, "pair_new.html", models=models, values=values, error=error,
-                     stages=tuple(Stage), csrf=csrf_token(request))  # fmt: skip
+    return html_page(
+        request,
+        "pair_new.html",
+        models=models,
+        values=values,
+        error=error,
+        stages=tuple(Stage),
+        csrf=csrf_token(request),
+    )
 
 
 PairField = Annotated[str | None, Query(max_length=500)]
@@ -125,8 +136,7 @@ async def add_pair_from_page(request: Request) -> Response:
     def add() -> int:
         body = validated(PairSpecIn, {k: v or None for k, v in values.items()})
         with store.transaction() as conn:
-            pair_id, _, _ = add_pair(conn, body.base, body.post, label=body.label,
-                                     stage=body.stage)  # fmt: skip
+            pair_id, _, _ = add_pair(conn, body.base, body.post, label=body.label, stage=body.stage)
         return pair_id
 
     try:

@@ -54,8 +54,11 @@ def _lab_slot(request: Request) -> Iterator[None]:
     identified = _identified(request)
     slots = _identified_slots if identified else _anonymous_slots
     if not slots.acquire(blocking=False):
-        who = (f"{IDENTIFIED_LAB_REQUESTS} requests with a login or token" if identified
-               else f"{ANONYMOUS_LAB_REQUESTS} requests without a login")  # fmt: skip
+        who = (
+            f"{IDENTIFIED_LAB_REQUESTS} requests with a login or token"
+            if identified
+            else f"{ANONYMOUS_LAB_REQUESTS} requests without a login"
+        )
         raise HTTPException(
             503,
             f"the theory lab is computing {who}, the most at once; retry in a few seconds"

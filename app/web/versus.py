@@ -19,8 +19,12 @@ def _compared(request: Request, first_id: int, second_id: int) -> dict:
     first, second = deps.get_pair(request, first_id), deps.get_pair(request, second_id)
     with deps.store(request).read() as conn:
         found = flips.versus(conn, first, second)
-    return {"first": public(first), "second": public(second),
-            "same_base": first["base"] == second["base"], **found}  # fmt: skip
+    return {
+        "first": public(first),
+        "second": public(second),
+        "same_base": first["base"] == second["base"],
+        **found,
+    }
 
 
 @router.get(
@@ -28,8 +32,9 @@ def _compared(request: Request, first_id: int, second_id: int) -> dict:
 )
 @cached_for_readers
 def versus_page(request: Request, first_id: deps.Id, second_id: deps.Id) -> HTMLResponse:
-    return html_page(request, "versus.html", shown=flips.VERSUS_SHOWN,
-                     **_compared(request, first_id, second_id))  # fmt: skip
+    return html_page(
+        request, "versus.html", shown=flips.VERSUS_SHOWN, **_compared(request, first_id, second_id)
+    )
 
 
 @router.get("/api/pairs/{first_id}/versus/{second_id}", tags=["api"], responses=ID_ERRORS)

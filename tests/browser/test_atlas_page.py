@@ -17,8 +17,14 @@ def served(tmp_path):
     for i in range(80):
         q = f"q{i:03d}"
         text = f"Question {i} {EVIL}" if i == 0 else f"Question {i}?"
-        rows = {"base-7b": 1, "base-7b-sft": int(i >= 70), "other-1b": 1,
-                "other-1b-it": int(i >= 20), "run-1": 0 if i < 5 else 1, "run-2": 1}  # fmt: skip
+        rows = {
+            "base-7b": 1,
+            "base-7b-sft": int(i >= 70),
+            "other-1b": 1,
+            "other-1b-it": int(i >= 20),
+            "run-1": 0 if i < 5 else 1,
+            "run-2": 1,
+        }
         for model, correct in rows.items():
             lines.append(f'{model},mmlu:anatomy,{q},{correct},4,"{text}","{EVIL} answer {correct}"')
     (tmp_path / "rows.csv").write_text("\n".join(lines) + "\n")
@@ -26,8 +32,17 @@ def served(tmp_path):
     cli("import", "table", tmp_path / "rows.csv")
     cli("pair", "add", "base-7b", "base-7b-sft", "--stage", "sft")
     cli("pair", "add", "other-1b", "other-1b-it", "--stage", "instruct")
-    cli("series", "add", "run", "--base", "base-7b", "--checkpoint", "run-1@1",
-        "--checkpoint", "run-2@2")  # fmt: skip
+    cli(
+        "series",
+        "add",
+        "run",
+        "--base",
+        "base-7b",
+        "--checkpoint",
+        "run-1@1",
+        "--checkpoint",
+        "run-2@2",
+    )
     server = Server(cli.db)
     yield server
     server.stop()
@@ -75,8 +90,11 @@ def test_the_size_scatter_has_one_dot_per_recipe(served, page):
     # four pairs, three recipes: the series' two steps make one dot, through step 2
     assert page.locator("#size-scatter .scatterlayer path.point").count() == 3
     labels = page.evaluate("document.getElementById('size-scatter').data.flatMap(t => t.text)")
-    assert sorted(labels) == ["base-7b → base-7b-sft", "other-1b → other-1b-it",
-                              "series run (step 2)"]  # fmt: skip
+    assert sorted(labels) == [
+        "base-7b → base-7b-sft",
+        "other-1b → other-1b-it",
+        "series run (step 2)",
+    ]
 
 
 def test_recipes_of_one_base_are_drawn_apart_and_keep_their_size(served, page):

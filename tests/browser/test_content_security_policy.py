@@ -14,16 +14,41 @@ from tests.support.server import Server
 
 BASE = {"piqa": [1, 1, 1, 0, 0, 1], "mmlu_anatomy": [1, 0, 1, 1]}
 POST = {"piqa": [0, 1, 1, 1, 0, 0], "mmlu_anatomy": [1, 1, 0, 1]}
-PAGES = ("/", "/?level=benchmark", "/pairs/1", "/pairs/1/samples", "/theory?steps=40", "/atlas",
-         "/jobs", "/submit", "/import", "/pairs/suggest", "/docs")  # fmt: skip
-DRAWN = {"/": "svg.main-svg", "/pairs/1": "svg.main-svg", "/theory?steps=40": "svg.main-svg",
-         "/docs": "#swagger-ui .opblock"}  # what each page's scripts draw  # fmt: skip
+PAGES = (
+    "/",
+    "/?level=benchmark",
+    "/pairs/1",
+    "/pairs/1/samples",
+    "/theory?steps=40",
+    "/atlas",
+    "/jobs",
+    "/submit",
+    "/import",
+    "/pairs/suggest",
+    "/docs",
+)
+DRAWN = {
+    "/": "svg.main-svg",
+    "/pairs/1": "svg.main-svg",
+    "/theory?steps=40": "svg.main-svg",
+    "/docs": "#swagger-ui .opblock",
+}  # what each page's scripts draw
 
 
 def _write(path, model: str, pattern: dict) -> None:
-    rows = [{"model": model, "benchmark": bench, "sample_id": f"q{i}", "seed": 0,
-             "correct": c, "num_choices": 4, "prompt": f"Q{i} of {bench}"}
-            for bench, values in pattern.items() for i, c in enumerate(values)]  # fmt: skip
+    rows = [
+        {
+            "model": model,
+            "benchmark": bench,
+            "sample_id": f"q{i}",
+            "seed": 0,
+            "correct": c,
+            "num_choices": 4,
+            "prompt": f"Q{i} of {bench}",
+        }
+        for bench, values in pattern.items()
+        for i, c in enumerate(values)
+    ]
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -51,8 +76,14 @@ def test_the_pages_work_under_the_policy_without_a_violation(served, browser):
     context = browser.new_context(bypass_csp=False, viewport={"width": 1300, "height": 900})
     page = context.new_page()
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"{page.url}: {m.text}")
-            if m.type == "error" and "Content Security Policy" in m.text else None)  # fmt: skip
+    page.on(
+        "console",
+        lambda m: (
+            problems.append(f"{page.url}: {m.text}")
+            if m.type == "error" and "Content Security Policy" in m.text
+            else None
+        ),
+    )
     page.on("pageerror", lambda e: problems.append(f"{page.url}: {e}"))
     try:
         page.goto(server.url + "/login")

@@ -258,8 +258,10 @@ def test_the_chosen_replay_is_drawn_on_the_plots_it_concerns(server, page, repla
 
 def percent_tick_labels(page, element_id: str, axis: str, low: float, high: float) -> list[str]:
     """The tick labels Plotly draws on a percentage axis of a chart zoomed to [low, high]."""
-    page.evaluate("([id, axis, low, high]) => Plotly.relayout(id, {[axis + '.range']: [low, high]})",
-                  [element_id, axis, low, high])  # fmt: skip
+    page.evaluate(
+        "([id, axis, low, high]) => Plotly.relayout(id, {[axis + '.range']: [low, high]})",
+        [element_id, axis, low, high],
+    )
     return page.evaluate(
         "sel => [...document.querySelectorAll(sel)].map(t => t.textContent)",
         f"#{element_id} .{axis[0]}tick text",
@@ -310,9 +312,19 @@ def test_enter_opens_a_focused_row_of_the_drill_down(server, page):
     assert page.locator("#atlas-question-link").count() == 1
 
 
-PHONE_PAGES = ("/", "/?level=benchmark", "/pairs/1", "/pairs/1/samples", "/pairs/1/versus/2",
-               "/atlas", "/atlas/question?benchmark=piqa&sample_id=piqa-0", "/theory", "/jobs",
-               "/series", "/login")  # fmt: skip
+PHONE_PAGES = (
+    "/",
+    "/?level=benchmark",
+    "/pairs/1",
+    "/pairs/1/samples",
+    "/pairs/1/versus/2",
+    "/atlas",
+    "/atlas/question?benchmark=piqa&sample_id=piqa-0",
+    "/theory",
+    "/jobs",
+    "/series",
+    "/login",
+)
 
 
 def test_every_page_fits_a_phone_and_the_heatmap_keeps_readable_cells(server, browser):
@@ -338,9 +350,19 @@ def test_every_page_fits_a_phone_and_the_heatmap_keeps_readable_cells(server, br
         context.close()
 
 
-READ_PAGES = ("/", "/?level=benchmark", "/pairs/1", "/pairs/1/samples", "/pairs/1/versus/2",
-              "/atlas", "/atlas/question?benchmark=piqa&sample_id=piqa-0", "/theory", "/jobs", "/series",
-              "/login")  # fmt: skip
+READ_PAGES = (
+    "/",
+    "/?level=benchmark",
+    "/pairs/1",
+    "/pairs/1/samples",
+    "/pairs/1/versus/2",
+    "/atlas",
+    "/atlas/question?benchmark=piqa&sample_id=piqa-0",
+    "/theory",
+    "/jobs",
+    "/series",
+    "/login",
+)
 
 
 def test_axe_finds_no_serious_or_critical_violation_on_the_read_pages(server, page):
@@ -378,8 +400,12 @@ def test_a_missing_cell_is_drawn_as_missing_not_as_a_pale_zero(browser, tmp_path
         anatomy = next(j for j, column in enumerate(drawn["x"]) if "anatomy" in column)
         short = next(i for i, name in enumerate(drawn["y"]) if "short" in name)
         assert drawn["z"][short][anatomy] == 1 and drawn["cells"][short][anatomy] is None
-        assert all(v is None for i, row in enumerate(drawn["z"]) for j, v in enumerate(row)
-                   if (i, j) != (short, anatomy))  # fmt: skip
+        assert all(
+            v is None
+            for i, row in enumerate(drawn["z"])
+            for j, v in enumerate(row)
+            if (i, j) != (short, anatomy)
+        )
     finally:
         page.close()
         srv.stop()
@@ -411,14 +437,18 @@ def test_rows_sort_by_total_or_name_and_the_order_is_in_the_url(server, page):
 def test_the_benchmark_level_has_the_category_maps_total_and_groups_by_category(server, page):
     """The benchmarks stand under their categories, the category map's Total after them (the
     same numbers); a click on Total opens every flip of the pair."""
-    totals = {c["pair_id"]: c["f_true"] for c in
-              page.request.get(server.url + "/api/map/cells?level=category").json()
-              if c["column"] == "Total"}  # fmt: skip
+    totals = {
+        c["pair_id"]: c["f_true"]
+        for c in page.request.get(server.url + "/api/map/cells?level=category").json()
+        if c["column"] == "Total"
+    }
     page.goto(server.url + "/?level=benchmark")
     page.wait_for_function("document.getElementById('heatmap')._fullLayout !== undefined")
-    drawn = page.evaluate("(() => { const el = document.getElementById('heatmap'), t = el.data[0];"
-                          " return { x: t.x, y: t.y, z: t.z, groups: el.layout.annotations.map("
-                          "a => [a.x, a.text]), lines: el.layout.shapes.map(s => s.x0) }; })()")  # fmt: skip
+    drawn = page.evaluate(
+        "(() => { const el = document.getElementById('heatmap'), t = el.data[0];"
+        " return { x: t.x, y: t.y, z: t.z, groups: el.layout.annotations.map("
+        "a => [a.x, a.text]), lines: el.layout.shapes.map(s => s.x0) }; })()"
+    )
     assert drawn["x"] == ["piqa", "mmlu:anatomy", "Total"]
     # each category named over its columns, a line between two
     assert drawn["groups"] == [[0, "Commonsense"], [1, "Science/Tech"], [2, "Total"]]

@@ -45,9 +45,12 @@ def server(tmp_path_factory):
 def _cells(traces: list[dict], veiled: bool) -> list[tuple[str, str, str]]:
     """(row, column, hover line) of every cell under the veil (``veiled``) or not."""
     cells, veil = traces
-    return [(cells["y"][i], cells["x"][j], cells["why"][i][j])
-            for i, row in enumerate(cells["z"]) for j, v in enumerate(row)
-            if v is not None and (veil["z"][i][j] is not None) == veiled]  # fmt: skip
+    return [
+        (cells["y"][i], cells["x"][j], cells["why"][i][j])
+        for i, row in enumerate(cells["z"])
+        for j, v in enumerate(row)
+        if v is not None and (veil["z"][i][j] is not None) == veiled
+    ]
 
 
 def _hover_cell(page, row: str, column: str) -> str:

@@ -28,8 +28,14 @@ def test_upload_a_file_and_a_folder_and_watch_the_jobs_finish(served, page, tmp_
     server, token = served
     table = write_csv(tmp_path / "base.csv", rows_for("base", BASE))
     tree = tmp_path / "lighteval-out"
-    write_run(tree, "org/le-base", "2025-07-01T10-00-00.000001",
-              {TASK: (make_items("navigate", 6), [1, 1, 0, 0, 1, 0])}, style="base", seed=0)  # fmt: skip
+    write_run(
+        tree,
+        "org/le-base",
+        "2025-07-01T10-00-00.000001",
+        {TASK: (make_items("navigate", 6), [1, 1, 0, 0, 1, 0])},
+        style="base",
+        seed=0,
+    )
 
     page.goto(server.url + "/import")
     assert "/login" in page.url  # the page needs a login
@@ -79,9 +85,11 @@ def test_each_kind_shows_only_its_own_fields(served, page):
     page.wait_for_url("**/import")
     for kind, shown in KIND_FIELDS.items():
         page.select_option("#import-kind", kind)
-        visible = {name for name in ("metric", "filter", "scorer", "evaluation_result_id", "seed",
-                                     "latest")
-                   if page.locator(f"#import-form [name={name}]").is_visible()}  # fmt: skip
+        visible = {
+            name
+            for name in ("metric", "filter", "scorer", "evaluation_result_id", "seed", "latest")
+            if page.locator(f"#import-form [name={name}]").is_visible()
+        }
         assert visible == shown, kind
 
 
@@ -96,8 +104,9 @@ def test_the_whole_path_in_the_browser_with_no_command_line(served, page, tmp_pa
     for model, data in (("base", BASE), ("post", POST)):
         page.goto(server.url + "/import")
         page.select_option("#import-kind", "table")
-        page.set_input_files("#import-file", str(write_csv(tmp_path / f"{model}.csv",
-                                                           rows_for(model, data))))  # fmt: skip
+        page.set_input_files(
+            "#import-file", str(write_csv(tmp_path / f"{model}.csv", rows_for(model, data)))
+        )
         page.click("#import-submit")
         page.wait_for_url("**/jobs/*")
         page.wait_for_selector("#job-status:text('done')", timeout=30_000)
@@ -142,8 +151,10 @@ def test_a_pair_made_on_the_page_is_checked_like_pair_add(served, page, tmp_path
     assert page.locator("#too-few-models").count() == 1  # nothing to pair yet
     page.goto(server.url + "/import")
     page.select_option("#import-kind", "table")
-    page.set_input_files("#import-file", str(write_csv(tmp_path / "both.csv",
-                                                       rows_for("a", BASE) + rows_for("b", POST))))  # fmt: skip
+    page.set_input_files(
+        "#import-file",
+        str(write_csv(tmp_path / "both.csv", rows_for("a", BASE) + rows_for("b", POST))),
+    )
     page.click("#import-submit")
     page.wait_for_selector("#job-status:text('done')", timeout=30_000)
     page.goto(server.url + "/pairs/new?base=a")

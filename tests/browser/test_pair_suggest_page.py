@@ -45,8 +45,11 @@ def test_tick_a_suggestion_and_see_the_pair_on_the_map(served, page):
     rows = page.locator("#suggestions tbody tr")
     assert rows.count() == 2
     assert rows.nth(0).inner_text().split("\t")[1:5] == [
-        "org/Base-7B", "org/Base-7B-Instruct", "model card, name", "instruct",
-    ]  # fmt: skip
+        "org/Base-7B",
+        "org/Base-7B-Instruct",
+        "model card, name",
+        "instruct",
+    ]
     page.check("#suggestions tr:has-text('org/Base-7B-DPO') input[type=checkbox]")
     page.click("#suggest-submit")
     page.wait_for_url("**/pairs/suggest?added=1")

@@ -32,10 +32,16 @@ def server(tmp_path_factory):
     ).stdout.strip()
     srv = Server(db)
     with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {token}"}) as http:
-        job = http.post("/api/jobs", json={
-            "kind": "recover", "base": {"name": "base", "path": "org/base"},
-            "post": {"name": "post", "path": "org/post"}, "corpus": {"source": "local:web.jsonl"},
-            "options": {"n_boot": 500}}).json()  # fmt: skip
+        job = http.post(
+            "/api/jobs",
+            json={
+                "kind": "recover",
+                "base": {"name": "base", "path": "org/base"},
+                "post": {"name": "post", "path": "org/post"},
+                "corpus": {"source": "local:web.jsonl"},
+                "options": {"n_boot": 500},
+            },
+        ).json()
         shard = http.get(f"/api/jobs/{job['id']}").json()["shards"][0]["id"]
         http.post(f"/api/shards/{shard}/start", json={"worker": "test"}).raise_for_status()
         http.post(f"/api/shards/{shard}/recovery", json=fixtures.upload()).raise_for_status()

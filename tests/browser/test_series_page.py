@@ -24,8 +24,14 @@ def server(tmp_path_factory):
         assert result.exit_code == 0, result.output
 
     cli("import", "table", write_results(tmp / "run.parquet"))
-    cli("series", "add", NAME, "--base", "base",
-        *[a for m, s in CHECKPOINTS for a in ("--checkpoint", f"{m}@{s}")])  # fmt: skip
+    cli(
+        "series",
+        "add",
+        NAME,
+        "--base",
+        "base",
+        *[a for m, s in CHECKPOINTS for a in ("--checkpoint", f"{m}@{s}")],
+    )
     srv = Server(db)
     yield srv
     srv.stop()
@@ -48,8 +54,10 @@ def test_series_curves_are_drawn_and_a_point_opens_its_pair(server, page):
     charts.first.locator(".main-svg").first.wait_for()
     assert charts.count() == 3
     assert [charts.nth(i).get_attribute("data-category") for i in range(3)] == [
-        "Knowledge/QA", "Math", "Total",
-    ]  # fmt: skip
+        "Knowledge/QA",
+        "Math",
+        "Total",
+    ]
     # per chart: noise band, the two curves' 95% bands, F_true and BT_true lines over 4 steps,
     # and the star
     traces = page.evaluate(

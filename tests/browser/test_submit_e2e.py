@@ -34,14 +34,23 @@ def up(tmp_path_factory):
     build_tiny_model(data / "models" / "tiny-post", seed=12)
     write_toy_benchmark(data / "benchmarks" / "toy.jsonl", 16)
     db = data / "forgetmap.duckdb"
-    token = subprocess.run([FORGETMAP, "--db", str(db), "token", "create", "alice"], check=True,
-                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    token = subprocess.run(
+        [FORGETMAP, "--db", str(db), "token", "create", "alice"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORGETMAP_")}
     env.update(FORGETMAP_RECONCILE_SECONDS="1", OMP_NUM_THREADS="1", FORGETMAP_UPLOAD_BATCH="4")
     log = (root / "up.log").open("w")
-    proc = subprocess.Popen([FORGETMAP, "--db", str(db), "up", "--port", str(port)], env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [FORGETMAP, "--db", str(db), "up", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:

@@ -76,8 +76,14 @@ def test_benchmark_runs_put_samples_in_evaluation_order():
     items = suite.benchmark_items(0)["demo_logic_compare"][:5]
     order = evaluation_order("demo_logic_compare", [it.sample_id for it in items])
     position = {sid: i for i, sid in enumerate(order)}
-    results = {m: {("demo_logic_compare", it.sample_id, s): position[it.sample_id] % 2 == s
-                   for it in items for s in (0, 1)} for m in ("a", "b")}  # fmt: skip
+    results = {
+        m: {
+            ("demo_logic_compare", it.sample_id, s): position[it.sample_id] % 2 == s
+            for it in items
+            for s in (0, 1)
+        }
+        for m in ("a", "b")
+    }
     tokens = {m: {key: 10 * position[key[1]] + key[2] for key in results[m]} for m in results}
     results["partial"] = {next(iter(results["a"])): True}  # missing samples: left out
     tokens["partial"] = {}

@@ -18,14 +18,32 @@ pytestmark = pytest.mark.slow
 
 def _write_results(zoo, report, models, path):
     items = {(it.benchmark, it.sample_id): it for v in load_benchmarks(zoo).values() for it in v}
-    rows = {k: [] for k in ("model", "benchmark", "sample_id", "seed", "correct", "num_choices",
-                            "category", "prompt")}  # fmt: skip
+    rows = {
+        k: []
+        for k in (
+            "model",
+            "benchmark",
+            "sample_id",
+            "seed",
+            "correct",
+            "num_choices",
+            "category",
+            "prompt",
+        )
+    }
     for model in models:
         for (bench, sample_id, seed), correct in report.results[model].items():
             item = items[(bench, sample_id)]
-            for key, value in (("model", model), ("benchmark", bench), ("sample_id", sample_id),
-                               ("seed", seed), ("correct", correct), ("num_choices", item.k),
-                               ("category", item.category), ("prompt", item.question)):  # fmt: skip
+            for key, value in (
+                ("model", model),
+                ("benchmark", bench),
+                ("sample_id", sample_id),
+                ("seed", seed),
+                ("correct", correct),
+                ("num_choices", item.k),
+                ("category", item.category),
+                ("prompt", item.question),
+            ):
                 rows[key].append(value)
     table = pa.table({**rows, "num_choices": pa.array(rows["num_choices"], pa.int64())})
     pq.write_table(table, path)
@@ -42,11 +60,22 @@ def server(zoo, runs, report, tmp_path_factory):
     for args in (
         ["import", "table", str(_write_results(zoo, report, models, tmp / "zoo.parquet"))],
         *(
-            ["series", "add", run.name, "--base", run.base,
-             *[a for c in run.checkpoints if c in evaluated for a in ("--checkpoint", f"{c.model}@{c.step}")]]
+            [
+                "series",
+                "add",
+                run.name,
+                "--base",
+                run.base,
+                *[
+                    a
+                    for c in run.checkpoints
+                    if c in evaluated
+                    for a in ("--checkpoint", f"{c.model}@{c.step}")
+                ],
+            ]
             for run in zoo.series
         ),
-    ):  # fmt: skip
+    ):
         result = cli.invoke(main, ["--db", str(db), *args])
         assert result.exit_code == 0, result.output
     srv = Server(db)

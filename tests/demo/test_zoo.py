@@ -92,8 +92,9 @@ def test_sft_runs_are_checkpoint_series(zoo):
     """Both SFT runs saved their checkpoints as HF Trainer lays them out; the last is the run's
     final model (the pair's post model), not a second copy of it."""
     assert [(s.name, s.stage) for s in zoo.series] == [
-        ("demo-sft-math", "sft"), ("demo-sft-math-replay", "sft+replay"),
-    ]  # fmt: skip
+        ("demo-sft-math", "sft"),
+        ("demo-sft-math-replay", "sft+replay"),
+    ]
     assert [c.step for c in zoo.series[0].checkpoints] == [8, 15, 30, 60, 120]
     assert [c.step for c in zoo.series[1].checkpoints] == [9, 19, 38, 75, 150]
     for run in zoo.series:
@@ -184,9 +185,11 @@ def test_forgetting_grows_along_sft_and_stays_low_with_replay(runs, report):
         total(sft.checkpoints[-1]),
         total(replay.checkpoints[-1]),
     )
-    print(f"\nTotal F_true: SFT step {sft.checkpoints[0].step} {first:.3f}, step "
-          f"{sft.checkpoints[-1].step} {last:.3f}; replay step {replay.checkpoints[-1].step} "
-          f"{replay_last:.3f}")  # fmt: skip
+    print(
+        f"\nTotal F_true: SFT step {sft.checkpoints[0].step} {first:.3f}, step "
+        f"{sft.checkpoints[-1].step} {last:.3f}; replay step {replay.checkpoints[-1].step} "
+        f"{replay_last:.3f}"
+    )
     assert last - first > MIN_SFT_SERIES_GROWTH
     assert last - replay_last > MIN_SFT_OVER_REPLAY_AT_END
 
@@ -308,8 +311,9 @@ def test_recoverability_of_the_sft_pairs(zoo):
     write_corpus(zoo)
     requests = {r.stage: r for r in recovery_requests(zoo)}
     assert [requests["sft"].options.controls, requests["sft+replay"].options.controls] == [
-        list(CONTROLS), ["weight_noise"],
-    ]  # fmt: skip
+        list(CONTROLS),
+        ["weight_noise"],
+    ]
     _, texts = read_documents(requests["sft"].corpus, [corpus_dir(zoo)])
     tokenizer = AutoTokenizer.from_pretrained(requests["sft"].base.path)
     docs, _ = scoring.prepare_documents(
@@ -320,10 +324,17 @@ def test_recoverability_of_the_sft_pairs(zoo):
         r = requests[stage]
         o = r.options
         return scoring.run_recoverability(
-            r.base.path, r.post.path if post else None, documents, n_boot=500,
-            controls=controls, kinds=kinds, k=o.k, eval_fraction=o.eval_fraction,
-            select_fraction=o.select_fraction, seed=o.seed,
-        )  # fmt: skip
+            r.base.path,
+            r.post.path if post else None,
+            documents,
+            n_boot=500,
+            controls=controls,
+            kinds=kinds,
+            k=o.k,
+            eval_fraction=o.eval_fraction,
+            select_fraction=o.select_fraction,
+            seed=o.seed,
+        )
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -339,8 +350,10 @@ def test_recoverability_of_the_sft_pairs(zoo):
         beside = analyze("sft", controls=CONTROLS, kinds=("temp",), post=False, documents=few)
     finally:
         torch.set_num_threads(threads)
-    gap = {"sft": sft.shares["post"]["gap"]["estimate"],
-           "sft+replay": replay.shares["post"]["gap"]["estimate"]}  # fmt: skip
+    gap = {
+        "sft": sft.shares["post"]["gap"]["estimate"],
+        "sft+replay": replay.shares["post"]["gap"]["estimate"],
+    }
     sym = sft.shares["post"]["symmetric"]["bias_temp"]["estimate"]
     noise = sft.shares["weight_noise"]["symmetric"]["bias_temp"]
     planted_share = planted.shares["planted_bias"]["symmetric"]["bias"]["estimate"]
@@ -348,8 +361,10 @@ def test_recoverability_of_the_sft_pairs(zoo):
         doubled.corrections["doubled_logits"]["temp"].temperature
         / doubled.corrections["base"]["temp"].temperature
     )
-    print(f"\nrecoverability on the zoo: gap {gap}, symmetric bias+T {sym:.3f}, noise control "
-          f"{noise['estimate']:.3f}, planted {planted_share:.3f}, T doubled/base {ratio:.4f}")  # fmt: skip
+    print(
+        f"\nrecoverability on the zoo: gap {gap}, symmetric bias+T {sym:.3f}, noise control "
+        f"{noise['estimate']:.3f}, planted {planted_share:.3f}, T doubled/base {ratio:.4f}"
+    )
     assert gap["sft"] > MIN_RECOVER_GAP_RATIO * gap["sft+replay"] > 0
     assert sym < noise["lo"]  # below the whole interval of the random-damage yardstick
     assert planted_share > 0.9

@@ -29,10 +29,14 @@ def _as_worker(client, path, body):
 
 def _job(adaptive, models=("a", "b"), pairs=(("a", "b"),), seeds=(0,)):
     # a hub id per model (org/model-N: a name such as <b>a</b> is no valid hub id)
-    return {"models": [{"name": m, "path": f"org/model-{i}"} for i, m in enumerate(models)],
-            "benchmarks": ["local:toy.jsonl"], "seeds": list(seeds),
-            "config": {"engine": "transformers", "max_tokens": 4},
-            "pairs": [{"base": b, "post": p} for b, p in pairs], "adaptive": adaptive}  # fmt: skip
+    return {
+        "models": [{"name": m, "path": f"org/model-{i}"} for i, m in enumerate(models)],
+        "benchmarks": ["local:toy.jsonl"],
+        "seeds": list(seeds),
+        "config": {"engine": "transformers", "max_tokens": 4},
+        "pairs": [{"base": b, "post": p} for b, p in pairs],
+        "adaptive": adaptive,
+    }
 
 
 def _queued(client, job_id):
@@ -51,8 +55,15 @@ def _run_queued(client, job_id, correct=lambda model, sample_id: False) -> list[
             part = shard["shard"]["spec"]["slice"]
             assert part["order"] == "toy"
             todo = ORDER[part["start"] : part["end"]]
-            rows = [{"sample_id": i, "correct": correct(s["model"], i), "prompt_tokens": 5,
-                     "completion_tokens": 3} for i in todo]  # fmt: skip
+            rows = [
+                {
+                    "sample_id": i,
+                    "correct": correct(s["model"], i),
+                    "prompt_tokens": 5,
+                    "completion_tokens": 3,
+                }
+                for i in todo
+            ]
             r = _as_worker(client, "/api/results", {"shard_id": s["id"], "rows": rows})
             assert r.status_code == 200, r.text
             r = _as_worker(client, f"/api/shards/{s['id']}/finish", {"full_size": N})
@@ -70,8 +81,12 @@ def test_rounds_stop_on_target_and_continue_without_reevaluating(client):
     ran = _run_queued(client, job_id)
     # identical answers: no flips; the 1-point half-width is first reached at 80 samples, in the
     # fourth round (each round reaches 1.5 times the prefix), which runs to its end at 100
-    assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 60),
-                                                                   (60, 100)]  # fmt: skip
+    assert sorted({(start, end) for _, _, start, end in ran}) == [
+        (0, 20),
+        (20, 40),
+        (40, 60),
+        (60, 100),
+    ]
     job = client.get(f"/api/jobs/{job_id}").json()
     assert job["status"] == "done"
     bench = job["adaptive"]["benchmarks"][0]
@@ -120,8 +135,9 @@ def test_max_samples_and_the_end_of_the_benchmark_stop_a_pair(client):
     pair = client.get(f"/api/jobs/{job_id}").json()["adaptive"]["benchmarks"][0]["pairs"][0]
     assert (pair["n"], pair["stopped"]) == (80, "max samples")
     whole = {"target_points": 0.5, "min_samples": 40, "chunk_size": 100}
-    job_id = client.post("/api/jobs", json=_job(whole, models=("a", "c"),
-                                                pairs=(("a", "c"),))).json()["id"]  # fmt: skip
+    job_id = client.post(
+        "/api/jobs", json=_job(whole, models=("a", "c"), pairs=(("a", "c"),))
+    ).json()["id"]
     ran = _run_queued(client, job_id, flips)
     pair = client.get(f"/api/jobs/{job_id}").json()["adaptive"]["benchmarks"][0]["pairs"][0]
     assert (pair["n"], pair["stopped"]) == (N, "end of benchmark")
@@ -136,16 +152,21 @@ def test_max_samples_and_the_end_of_the_benchmark_stop_a_pair(client):
 def test_a_shared_base_goes_as_far_as_its_furthest_pair_and_cancel_stops_rounds(client):
     # pair (a, b) has no flips and stops early; (a, c) flips often and goes on: "a" follows (a, c)
     flips = lambda model, sample_id: model == "c" and int(sample_id[1:]) % 2 == 0  # noqa: E731
-    body = _job({"target_points": 1.0, "min_samples": 20, "chunk_size": 20}, models=("a", "b", "c"),
-                pairs=(("a", "b"), ("a", "c")))  # fmt: skip
+    body = _job(
+        {"target_points": 1.0, "min_samples": 20, "chunk_size": 20},
+        models=("a", "b", "c"),
+        pairs=(("a", "b"), ("a", "c")),
+    )
     job_id = client.post("/api/jobs", json=body).json()["id"]
     for _ in range(4):  # four rounds by hand (to 20, 40, 60, 100), then cancel
         queued = _queued(client, job_id)
         for s in queued:
             start = _as_worker(client, f"/api/shards/{s['id']}/start", {"worker": "t"}).json()
             part = start["shard"]["spec"]["slice"]
-            rows = [{"sample_id": i, "correct": flips(s["model"], i)}
-                    for i in ORDER[part["start"] : part["end"]]]  # fmt: skip
+            rows = [
+                {"sample_id": i, "correct": flips(s["model"], i)}
+                for i in ORDER[part["start"] : part["end"]]
+            ]
             _as_worker(client, "/api/results", {"shard_id": s["id"], "rows": rows})
             _as_worker(client, f"/api/shards/{s['id']}/finish", {"full_size": N})
     job = client.get(f"/api/jobs/{job_id}").json()
@@ -186,10 +207,22 @@ def test_an_adaptive_job_needs_every_model_in_a_pair(client):
     assert r.status_code == 422 and "c has none" in r.text
 
 
-FORM = {"base_path": "org/base-model", "post_path": "org/post-model", "suite": "benchmarks",
-        "benchmarks": "piqa", "seeds": "1", "engine": "vllm", "mode": "generate", "temperature": "0.6",
-        "top_p": "0.95", "max_tokens": "64", "stage": "sft", "base_prompting": "base",
-        "post_prompting": "chat", "adaptive": "on"}  # fmt: skip
+FORM = {
+    "base_path": "org/base-model",
+    "post_path": "org/post-model",
+    "suite": "benchmarks",
+    "benchmarks": "piqa",
+    "seeds": "1",
+    "engine": "vllm",
+    "mode": "generate",
+    "temperature": "0.6",
+    "top_p": "0.95",
+    "max_tokens": "64",
+    "stage": "sft",
+    "base_prompting": "base",
+    "post_prompting": "chat",
+    "adaptive": "on",
+}
 
 
 def _csrf(html: str) -> str:
@@ -198,8 +231,11 @@ def _csrf(html: str) -> str:
 
 def test_the_form_submits_an_adaptive_job_and_shows_a_bad_target_beside_its_field(client):
     token = client.headers.pop("Authorization").removeprefix("Bearer ")
-    r = client.post("/login", data={"token": token, "csrf": _csrf(client.get("/login").text),
-                                    "next": "/submit"}, follow_redirects=False)  # fmt: skip
+    r = client.post(
+        "/login",
+        data={"token": token, "csrf": _csrf(client.get("/login").text), "next": "/submit"},
+        follow_redirects=False,
+    )
     assert r.status_code == 303
     form = client.get("/submit").text
     assert 'name="adaptive"' in form and 'name="adaptive_target" value="1.5"' in form
@@ -207,25 +243,40 @@ def test_the_form_submits_an_adaptive_job_and_shows_a_bad_target_beside_its_fiel
     for bad, message in (("0.01", "greater than or equal to 0.1"), ("many", "valid number")):
         page = client.post("/submit", data={**FORM, "adaptive_target": bad, "csrf": csrf}).text
         assert re.search(rf'data-field="adaptive_target">[^<]*{message}', page), page[-3000:]
-    r = client.post("/submit", data={**FORM, "adaptive_target": "2", "csrf": csrf},
-                    follow_redirects=False)  # fmt: skip
+    r = client.post(
+        "/submit", data={**FORM, "adaptive_target": "2", "csrf": csrf}, follow_redirects=False
+    )
     assert r.status_code == 303, r.text
     job = client.get(r.headers["location"].split("?")[0].replace("/jobs/", "/api/jobs/")).json()
-    assert job["request"]["adaptive"] == {"target_points": 2.0, "min_samples": 100,
-                                          "max_samples": None, "chunk_size": 50,
-                                          "round_growth": 1.5}  # fmt: skip
+    assert job["request"]["adaptive"] == {
+        "target_points": 2.0,
+        "min_samples": 100,
+        "max_samples": None,
+        "chunk_size": 50,
+        "round_growth": 1.5,
+    }
     assert [s["benchmark"] for s in job["shards"]] == ["piqa", "piqa"]
     assert job["shards"][0]["total"] is None  # the first round: samples 0..100 of the order
     # without the checkbox: an ordinary job
-    r = client.post("/submit", data={**{k: v for k, v in FORM.items() if k != "adaptive"},
-                                     "adaptive_target": "2", "csrf": csrf}, follow_redirects=False)  # fmt: skip
+    r = client.post(
+        "/submit",
+        data={
+            **{k: v for k, v in FORM.items() if k != "adaptive"},
+            "adaptive_target": "2",
+            "csrf": csrf,
+        },
+        follow_redirects=False,
+    )
     job = client.get(r.headers["location"].split("?")[0].replace("/jobs/", "/api/jobs/")).json()
     assert "adaptive" not in job["request"] and job["adaptive"] is None
 
 
 def test_names_on_the_adaptive_section_are_escaped(client):
-    body = _job({"target_points": 1.0, "min_samples": 20, "chunk_size": 20},
-                models=("<b>a</b>", "b"), pairs=(("<b>a</b>", "b"),))  # fmt: skip
+    body = _job(
+        {"target_points": 1.0, "min_samples": 20, "chunk_size": 20},
+        models=("<b>a</b>", "b"),
+        pairs=(("<b>a</b>", "b"),),
+    )
     job_id = client.post("/api/jobs", json=body).json()["id"]
     _run_queued(client, job_id)
     page = client.get(f"/jobs/{job_id}").text
@@ -258,8 +309,12 @@ def test_a_job_waits_for_the_shards_another_job_is_running_on_its_models(client)
     assert [s["model"] for s in _queued(client, other["id"])] == ["c"]
 
     ran = _run_queued(client, first["id"], flips)
-    assert sorted({(start, end) for _, _, start, end in ran}) == [(0, 20), (20, 40), (40, 60),
-                                                                   (60, 100)]  # fmt: skip
+    assert sorted({(start, end) for _, _, start, end in ran}) == [
+        (0, 20),
+        (20, 40),
+        (40, 60),
+        (60, 100),
+    ]
     done = client.get(f"/api/jobs/{twin['id']}").json()
     # the twin rode along round by round and evaluated nothing itself
     assert (done["status"], done["shards"]) == ("done", [])
@@ -294,8 +349,10 @@ def test_a_waiting_job_evaluates_the_slice_itself_when_the_other_shard_fails_or_
     mine = [s for s in _queued(client, second["id"]) if s["model"] == "a"]
     assert len(mine) == 1
     spec = _as_worker(client, f"/api/shards/{mine[0]['id']}/start", {"worker": "t"}).json()
-    assert spec["run"] and (spec["shard"]["spec"]["slice"]["start"],
-                            spec["shard"]["spec"]["slice"]["end"]) == (0, 20)  # fmt: skip
+    assert spec["run"] and (
+        spec["shard"]["spec"]["slice"]["start"],
+        spec["shard"]["spec"]["slice"]["end"],
+    ) == (0, 20)
 
     # a third job waits for that (running) shard; cancelling the second job hands it the slice
     third = client.post("/api/jobs", json=_job(setting, models=("a", "d"), pairs=(("a", "d"),)))
@@ -308,7 +365,11 @@ def test_a_waiting_job_evaluates_the_slice_itself_when_the_other_shard_fails_or_
     pair = detail["adaptive"]["benchmarks"][0]["pairs"][0]
     assert (detail["status"], pair["n"], pair["stopped"]) == ("done", 100, "target met")
     assert sorted((m, s, e) for m, _, s, e in ran if m == "a") == [
-        ("a", 0, 20), ("a", 20, 40), ("a", 40, 60), ("a", 60, 100)]  # fmt: skip
+        ("a", 0, 20),
+        ("a", 20, 40),
+        ("a", 40, 60),
+        ("a", 60, 100),
+    ]
 
 
 def _two_jobs_on_a_whose_first_shard_failed(client) -> tuple[dict, dict, dict]:
@@ -338,8 +399,10 @@ def test_a_retried_shard_does_not_run_again_when_a_waiting_job_took_its_slice_ov
     if other_shard == "finished":  # both jobs' first rounds run (all but the failed shard)
         for s in _queued(client, second["id"]) + _queued(client, first["id"]):
             _as_worker(client, f"/api/shards/{s['id']}/start", {"worker": "t"})
-            rows = [{"sample_id": i, "correct": False, "prompt_tokens": 5, "completion_tokens": 3}
-                    for i in ORDER[:20]]  # fmt: skip
+            rows = [
+                {"sample_id": i, "correct": False, "prompt_tokens": 5, "completion_tokens": 3}
+                for i in ORDER[:20]
+            ]
             _as_worker(client, "/api/results", {"shard_id": s["id"], "rows": rows})
             _as_worker(client, f"/api/shards/{s['id']}/finish", {"full_size": N})
             ran.append((s["model"], 0, 0, 20))
@@ -383,8 +446,10 @@ def test_a_retried_shard_is_reused_when_the_benchmark_ends_inside_its_slice(clie
             shard["shard"]["spec"]["slice"]["start"],
             shard["shard"]["spec"]["slice"]["end"],
         ) == (0, 20)
-        rows = [{"sample_id": i, "correct": False, "prompt_tokens": 5, "completion_tokens": 3}
-                for i in ORDER[:small]]  # fmt: skip
+        rows = [
+            {"sample_id": i, "correct": False, "prompt_tokens": 5, "completion_tokens": 3}
+            for i in ORDER[:small]
+        ]
         _as_worker(client, "/api/results", {"shard_id": s["id"], "rows": rows})
         _as_worker(client, f"/api/shards/{s['id']}/finish", {"full_size": small})
         evaluated.append(s["model"])

@@ -39,14 +39,28 @@ def model(tmp_path_factory):
 
 def _job(model, target: float) -> dict:
     path = str(model["path"])
-    return {"models": [{"name": "tiny-a", "path": path, "prompting": "base"},
-                       {"name": "tiny-b", "path": path, "prompting": "base"}],
-            "benchmarks": ["local:toy.jsonl"], "seeds": [0],
-            "config": {"engine": "transformers", "mode": "generate", "temperature": 0.0,
-                       "max_tokens": 2, "shots": 1},
-            "pairs": [{"base": "tiny-a", "post": "tiny-b", "label": "twins"}],
-            "adaptive": {"target_points": target, "min_samples": 20, "chunk_size": 20,
-                         "max_samples": 180}}  # fmt: skip
+    return {
+        "models": [
+            {"name": "tiny-a", "path": path, "prompting": "base"},
+            {"name": "tiny-b", "path": path, "prompting": "base"},
+        ],
+        "benchmarks": ["local:toy.jsonl"],
+        "seeds": [0],
+        "config": {
+            "engine": "transformers",
+            "mode": "generate",
+            "temperature": 0.0,
+            "max_tokens": 2,
+            "shots": 1,
+        },
+        "pairs": [{"base": "tiny-a", "post": "tiny-b", "label": "twins"}],
+        "adaptive": {
+            "target_points": target,
+            "min_samples": 20,
+            "chunk_size": 20,
+            "max_samples": 180,
+        },
+    }
 
 
 def _deployment(tmp_path, model) -> Deployment:
@@ -73,7 +87,11 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
         assert {s["status"] for s in first["shards"]} == {"done"}
         # four rounds per model, each reaching 1.5 times the prefix: 20, 40, 60, 100
         assert sorted(s["total"] for s in first["shards"] if s["model"] == "tiny-a") == [
-            20, 20, 20, 40]  # fmt: skip
+            20,
+            20,
+            20,
+            40,
+        ]
         assert all(s["done"] == s["total"] for s in first["shards"])
         used = first["adaptive"]
         assert (used["samples_used"], used["samples_full"]) == (2 * 100, 2 * N)
@@ -84,14 +102,48 @@ def test_adaptive_job_stops_early_and_a_tighter_one_continues(tmp_path, model):
         # the tighter job through the command line (the same body as _job(model, 0.6))
         path = str(model["path"])
         submitted = subprocess.run(
-            [FORGETMAP, "job", "submit", "--base", f"tiny-a={path}", "--post", f"tiny-b={path}",
-             "--post-prompting", "base", "--benchmarks", "local:toy.jsonl", "--seeds", "0",
-             "--engine", "transformers", "--temperature", "0", "--max-tokens", "2", "--shots", "1",
-             "--label", "twins", "--adaptive", "--target", "0.6", "--min-samples", "20",
-             "--chunk", "20", "--max-samples", "180", "--app", dep.url,
-             "--token", dep.submit_token],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
+            [
+                FORGETMAP,
+                "job",
+                "submit",
+                "--base",
+                f"tiny-a={path}",
+                "--post",
+                f"tiny-b={path}",
+                "--post-prompting",
+                "base",
+                "--benchmarks",
+                "local:toy.jsonl",
+                "--seeds",
+                "0",
+                "--engine",
+                "transformers",
+                "--temperature",
+                "0",
+                "--max-tokens",
+                "2",
+                "--shots",
+                "1",
+                "--label",
+                "twins",
+                "--adaptive",
+                "--target",
+                "0.6",
+                "--min-samples",
+                "20",
+                "--chunk",
+                "20",
+                "--max-samples",
+                "180",
+                "--app",
+                dep.url,
+                "--token",
+                dep.submit_token,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         second_id = json.loads(submitted.stdout)["id"]
         by_cli = {k: v for k, v in dep.job(second_id)["request"].items() if k != "rounds"}
         by_api = {k: v for k, v in first["request"].items() if k != "rounds"}

@@ -41,10 +41,18 @@ def _statuses(db) -> dict[tuple[str, str], str | None]:
 
 
 def _tree(out):
-    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {TASK: (ITEMS, BASE)},
-              style="base", seed=0)  # fmt: skip
-    folder = write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001", {TASK: (ITEMS, POST)},
-                       style="chat", seed=0, answer_tokens=300)  # fmt: skip
+    write_run(
+        out, BASE_MODEL, "2025-07-01T10-00-00.000001", {TASK: (ITEMS, BASE)}, style="base", seed=0
+    )
+    folder = write_run(
+        out,
+        POST_MODEL,
+        "2025-07-02T10-00-00.000001",
+        {TASK: (ITEMS, POST)},
+        style="chat",
+        seed=0,
+        answer_tokens=300,
+    )
     [file] = folder.glob("details_*.parquet")
     table = pq.read_table(file)
     rows = table.to_pylist()
@@ -69,8 +77,11 @@ def test_each_cause_is_counted_shown_and_can_be_left_out(cli, tmp_path):
     statuses = _statuses(cli.db)
     post = {s: v for (m, s), v in statuses.items() if m == "post"}
     assert sorted(v for v in post.values() if v not in ("answered", None)) == [
-        "no_answer", "no_answer", "no_answer", "truncated",
-    ]  # fmt: skip
+        "no_answer",
+        "no_answer",
+        "no_answer",
+        "truncated",
+    ]
 
     [record] = cli.json("map", "--level", "benchmark", "--format", "json")
     # 1->0 flips: items 0, 1, 2, of which 0 and 1 gave no option; item 7 (0->0) gave none either;
@@ -196,8 +207,20 @@ def test_leaving_a_cause_out_equals_never_having_its_samples(cli, tmp_path):
 
     left_out = by_pair("--level", "benchmark", "--exclude", "no_answer")
     never = by_pair("--level", "benchmark")
-    fields = ("n", "n_00", "n_01", "n_10", "n_11", "f_true", "bt_true", "f_true_low",
-              "f_true_high", "bt_true_low", "bt_true_high", "mcnemar_p")  # fmt: skip
+    fields = (
+        "n",
+        "n_00",
+        "n_01",
+        "n_10",
+        "n_11",
+        "f_true",
+        "bt_true",
+        "f_true_low",
+        "f_true_high",
+        "bt_true_low",
+        "bt_true_high",
+        "mcnemar_p",
+    )
     for seed in SEEDS:
         a, b = left_out[("post", seed)], never[("post2", seed)]
         assert {f: a[f] for f in fields} == pytest.approx({f: b[f] for f in fields})
@@ -232,5 +255,8 @@ def test_leaving_a_cause_out_equals_never_having_its_samples(cli, tmp_path):
         assert all(s["reliable"] and s["seeds_total"] == 2 for s in lost)
         gained = client.get(url, params={"transition": "01"}).json()["samples"]
         assert {s["sample_id"]: s["reliable"] for s in gained} == {
-            "q24": True, "q25": True, "q26": True, "q27": False,
-        }  # fmt: skip
+            "q24": True,
+            "q25": True,
+            "q26": True,
+            "q27": False,
+        }

@@ -213,16 +213,20 @@ def test_theory_page_and_api(client):
 def test_theory_replay_reaches_every_plot_it_concerns(client):
     """The replay input moves plot 1 (SFT with replay settles at lambda) and plot 3 (the chosen
     lambda is on its grid, also beyond the default grid's 0.5), as well as plot 4."""
-    runs = {lam: client.get("/api/theory", params={"replay": lam, "steps": 200}).json()
-            for lam in (0.1, 0.8)}  # fmt: skip
+    runs = {
+        lam: client.get("/api/theory", params={"replay": lam, "steps": 200}).json()
+        for lam in (0.1, 0.8)
+    }
     for lam, data in runs.items():
         assert abs(data["weights"]["forward_replay_alpha"][-1] - lam) < 0.05
         assert data["weights"]["forward_alpha"][-1] < 0.05  # without replay SFT still drains it
         grid = data["replay"]["replay"]
         assert lam in grid and max(grid) >= lam and grid == sorted(grid)
     assert runs[0.8]["replay"]["replay"][-1] == 0.8  # the axis reaches the chosen value
-    assert (runs[0.1]["starvation"]["by_batch_size"]["replay_empirical"]
-            != runs[0.8]["starvation"]["by_batch_size"]["replay_empirical"])  # fmt: skip
+    assert (
+        runs[0.1]["starvation"]["by_batch_size"]["replay_empirical"]
+        != runs[0.8]["starvation"]["by_batch_size"]["replay_empirical"]
+    )
 
 
 def test_docs_page_uses_local_assets_only(client):

@@ -66,14 +66,22 @@ def server(tmp_path_factory):
     forgetmap("import", "table", tmp / "post.csv")
     forgetmap("pair", "add", "base-7b", "post-7b", "--label", "fuzzed")
     tokens = {role: forgetmap("token", "create", role, "--role", role) for role in ROLES}
-    env = {"FORGETMAP_PRIVATE": "1", "FORGETMAP_THEORY_SECONDS": "0.2",
-           "FORGETMAP_DATA_DIR": str(tmp), "FORGETMAP_RECONCILE_SECONDS": "3600"}  # fmt: skip
+    env = {
+        "FORGETMAP_PRIVATE": "1",
+        "FORGETMAP_THEORY_SECONDS": "0.2",
+        "FORGETMAP_DATA_DIR": str(tmp),
+        "FORGETMAP_RECONCILE_SECONDS": "3600",
+    }
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # the access log of thousands of requests goes to a file: a pipe nobody reads would fill up
     with (tmp / "server.log").open("w") as log:
-        proc = subprocess.Popen([str(FORGETMAP), "--db", str(db), "serve", "--port", str(port)],
-                                env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        proc = subprocess.Popen(
+            [str(FORGETMAP), "--db", str(db), "serve", "--port", str(port)],
+            env={**os.environ, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         _wait_healthy(url, proc)
         # a job with a shard, so the job and shard operations reach their logic (ids 1)
@@ -110,18 +118,38 @@ def _wait_healthy(url: str, proc: subprocess.Popen) -> None:
 # admin passes every role check, so its run goes deepest: every phase (coverage: boundary values
 # of every parameter; fuzzing; stateful). The other roles and no token are refused at the same
 # points of every operation, so random fuzzing suffices to check those answers are documented.
-RUNS = {"admin": ("examples,coverage,fuzzing,stateful", 8), "submit": ("fuzzing", 4),
-        "worker": ("fuzzing", 4), "read": ("fuzzing", 4), None: ("fuzzing", 3)}  # fmt: skip
+RUNS = {
+    "admin": ("examples,coverage,fuzzing,stateful", 8),
+    "submit": ("fuzzing", 4),
+    "worker": ("fuzzing", 4),
+    "read": ("fuzzing", 4),
+    None: ("fuzzing", 3),
+}
 
 
 @pytest.mark.parametrize("role", list(RUNS))
 def test_fuzz_openapi(server, role):
     url, tokens, tmp = server
     phases, examples = RUNS[role]
-    command = [str(ST), "--config-file", str(tmp / "schemathesis.toml"), "run",
-               str(tmp / "openapi.json"), "--url", url, "--checks", "all", "--phases", phases,
-               "--max-examples", str(examples), "--request-timeout", "30",
-               "--generation-deterministic", "--no-color"]  # fmt: skip
+    command = [
+        str(ST),
+        "--config-file",
+        str(tmp / "schemathesis.toml"),
+        "run",
+        str(tmp / "openapi.json"),
+        "--url",
+        url,
+        "--checks",
+        "all",
+        "--phases",
+        phases,
+        "--max-examples",
+        str(examples),
+        "--request-timeout",
+        "30",
+        "--generation-deterministic",
+        "--no-color",
+    ]
     if role:
         command += ["-H", f"Authorization: Bearer {tokens[role]}"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp)

@@ -98,8 +98,11 @@ def test_owner_writes_read_back_after_it_stops(served, tmp_path):
 def test_serve_is_refused_through_the_app(served):
     server, _ = served
     owner = read_owner(owner_path(server.db))
-    answer = httpx.post(server.url + "/api/cli", json={"argv": ["serve"], "cwd": "/"},
-                        headers={"Authorization": f"Bearer {owner.credential}"})  # fmt: skip
+    answer = httpx.post(
+        server.url + "/api/cli",
+        json={"argv": ["serve"], "cwd": "/"},
+        headers={"Authorization": f"Bearer {owner.credential}"},
+    )
     assert answer.status_code == 400
     assert answer.json()["detail"] == (
         "`forgetmap serve` does not run through the app; run it in a shell of its own"
@@ -144,10 +147,18 @@ def test_remote_app_takes_a_token_of_the_commands_role(served, tmp_path):
 def test_a_stale_owner_file_is_ignored(tmp_path):
     local = Cli(tmp_path / "fm.duckdb")
     (tmp_path / "base.csv").write_text(GOOD)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
-    stale = {"url": f"http://127.0.0.1:{free_port()}", "credential": "fml_x", "app_id": "a",
-             "started_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    stale = {
+        "url": f"http://127.0.0.1:{free_port()}",
+        "credential": "fml_x",
+        "app_id": "a",
+        "started_at": "2026-01-01T00:00:00+00:00",
+    }
     for pid in (int(dead.stdout), os.getpid()):  # a dead pid; a live one that does not answer
         owner_path(local.db).write_text(json.dumps({**stale, "pid": pid}))
         out = local("import", "table", tmp_path / "base.csv").stdout

@@ -41,8 +41,17 @@ def stored(cli, tmp_path):
     cli("import", "table", tmp_path / "rows.csv")
     cli("pair", "add", "llama-7b", "llama-7b-sft", "--stage", "sft")
     cli("pair", "add", "qwen-1b", "qwen-1b-instruct", "--stage", "instruct")
-    cli("series", "add", "run", "--base", "llama-7b", "--checkpoint", "run-s1@1",
-        "--checkpoint", "run-s2@2")  # fmt: skip
+    cli(
+        "series",
+        "add",
+        "run",
+        "--base",
+        "llama-7b",
+        "--checkpoint",
+        "run-s1@1",
+        "--checkpoint",
+        "run-s2@2",
+    )
     return cli
 
 
@@ -85,8 +94,10 @@ def test_filters_choose_the_recipes_and_the_questions(client):
     big = ranked(client, min_size_b=5)  # the llama recipes: the sft pair and the series
     assert big["recipes"] == 2 and {q["held"] for q in big["questions"]} == {2}
     assert [(q["sample_id"], q["forgot"]) for q in big["questions"]] == [
-        ("q0", 1), ("q1", 1), ("q2", 1),
-    ]  # fmt: skip
+        ("q0", 1),
+        ("q1", 1),
+        ("q2", 1),
+    ]
     assert ranked(client, family="qwen")["recipes"] == 1
     assert ranked(client, benchmark="nope")["total"] == 0
     paged = ranked(client, page=2, page_size=2)
@@ -95,9 +106,19 @@ def test_filters_choose_the_recipes_and_the_questions(client):
 
 def test_the_atlas_as_csv_and_parquet(client):
     csv = pacsv.read_csv(io.BytesIO(client.get("/api/atlas.csv").content))
-    assert csv.column_names == ["benchmark", "category", "sample_id", "k", "forgot", "learned",
-                                "held", "chance", "beyond", "forgot_reliable",
-                                "learned_reliable"]  # fmt: skip
+    assert csv.column_names == [
+        "benchmark",
+        "category",
+        "sample_id",
+        "k",
+        "forgot",
+        "learned",
+        "held",
+        "chance",
+        "beyond",
+        "forgot_reliable",
+        "learned_reliable",
+    ]
     # every question some recipe forgot or learned: q3 was learned by the sft pair
     assert csv["sample_id"].to_pylist() == ["q0", "q1", "q2", "q3"]
     assert csv["learned"].to_pylist() == [0, 0, 0, 1]
@@ -119,8 +140,9 @@ def test_one_question_across_every_pair(client):
     assert q["recipe_counts"] == {"forgot": 2, "learned": 0, "kept": 1, "never": 0, "mixed": 0}
     sft = q["pairs"][0]["seeds"]
     assert [(s["seed"], s["base_prediction"], s["post_prediction"]) for s in sft] == [
-        (0, "B", "A"), (1, "B", "A"),
-    ]  # fmt: skip
+        (0, "B", "A"),
+        (1, "B", "A"),
+    ]
     page = client.get("/atlas/question", params={"benchmark": "quad", "sample_id": "q0"})
     assert page.status_code == 200 and "an earlier checkpoint: not counted" in page.text
     missing = client.get("/api/atlas/question", params={"benchmark": "quad", "sample_id": "zz"})
@@ -182,9 +204,11 @@ def test_the_migration_fills_the_flips_of_pairs_stored_before_it(stored):
 
 @pytest.mark.parametrize(
     ("params", "message"),
-    [({"min_size_b": "big"}, "min_size_b must be a number of billions, got 'big'"),
-     ({"max_size_b": "-1"}, "max_size_b must be between 0 and 1,000,000")],
-)  # fmt: skip
+    [
+        ({"min_size_b": "big"}, "min_size_b must be a number of billions, got 'big'"),
+        ({"max_size_b": "-1"}, "max_size_b must be between 0 and 1,000,000"),
+    ],
+)
 def test_a_bad_size_is_a_422_and_an_empty_one_is_no_filter(client, params, message):
     answer = client.get("/api/atlas", params=params)
     assert answer.status_code == 422 and message in answer.json()["detail"]

@@ -32,10 +32,15 @@ ITEMS = {t: make_items(t, 10) for t in TASKS}
 
 def _write_model(out, model, *, seed, answer_tokens):
     rng = random.Random(hash((model, seed)) % 1000)
-    write_run(out, model, f"2025-07-0{seed + 1}T10-00-00.000001",
-              {t: (ITEMS[t], [rng.random() < 0.6 for _ in ITEMS[t]]) for t in TASKS},
-              style="chat" if answer_tokens else "base", seed=seed,
-              answer_tokens=answer_tokens)  # fmt: skip
+    write_run(
+        out,
+        model,
+        f"2025-07-0{seed + 1}T10-00-00.000001",
+        {t: (ITEMS[t], [rng.random() < 0.6 for _ in ITEMS[t]]) for t in TASKS},
+        style="chat" if answer_tokens else "base",
+        seed=seed,
+        answer_tokens=answer_tokens,
+    )
     return out
 
 
@@ -50,10 +55,16 @@ def filled(tmp_path) -> Cli:
     a training run's series, tokens, a job with shards."""
     cli = Cli(tmp_path / "fm.duckdb")
     for seed in (0, 1):
-        cli("import", "lighteval", _write_model(tmp_path / f"b{seed}", BASE, seed=seed,
-                                                answer_tokens=0))  # fmt: skip
-        cli("import", "lighteval", _write_model(tmp_path / f"p{seed}", POST, seed=seed,
-                                                answer_tokens=600))  # fmt: skip
+        cli(
+            "import",
+            "lighteval",
+            _write_model(tmp_path / f"b{seed}", BASE, seed=seed, answer_tokens=0),
+        )
+        cli(
+            "import",
+            "lighteval",
+            _write_model(tmp_path / f"p{seed}", POST, seed=seed, answer_tokens=600),
+        )
     cli("pair", "add", BASE, POST, "--label", "instruct")
     load_run(cli, tmp_path)
     cli("token", "create", "worker-1", "--role", "worker")
@@ -63,8 +74,16 @@ def filled(tmp_path) -> Cli:
         with store.transaction() as conn:
             job = insert_job(conn, "evaluate", {"models": [POST], "benchmarks": ["t0"]})
             for seed in (0, 1):
-                insert_shard(conn, job_id=job, model=POST, benchmark="t0", seed=seed,
-                             config_hash="c0", spec={"seed": seed}, status="queued")  # fmt: skip
+                insert_shard(
+                    conn,
+                    job_id=job,
+                    model=POST,
+                    benchmark="t0",
+                    seed=seed,
+                    config_hash="c0",
+                    spec={"seed": seed},
+                    status="queued",
+                )
     finally:
         store.close()
     assert len(_answer_bytes(cli.db)) == 2
@@ -101,8 +120,12 @@ def test_the_answers_are_read_back_from_the_restored_answer_files(filled, tmp_pa
     store = open_store(restored.db)
     try:
         with store.read() as conn:
-            refs = [r for (r,) in conn.execute("SELECT response_ref FROM results "
-                                               "WHERE response_ref IS NOT NULL").fetchall()]  # fmt: skip
+            refs = [
+                r
+                for (r,) in conn.execute(
+                    "SELECT response_ref FROM results WHERE response_ref IS NOT NULL"
+                ).fetchall()
+            ]
             answers = texts.read_texts(conn, refs)
     finally:
         store.close()
@@ -192,8 +215,12 @@ def _state(folder) -> tuple[frozenset[str], int, int, set[str]]:
     named = set(tables["text_files"]["name"].to_pylist())
     on_disk = {p.name for p in (folder / TEXTS).iterdir()} if (folder / TEXTS).is_dir() else set()
     assert named == on_disk == set(manifest["answer_files"])
-    return (frozenset(tables["models"]["name"].to_pylist()), tables["results"].num_rows,
-            tables["runs"].num_rows, named)  # fmt: skip
+    return (
+        frozenset(tables["models"]["name"].to_pylist()),
+        tables["results"].num_rows,
+        tables["runs"].num_rows,
+        named,
+    )
 
 
 @pytest.fixture
@@ -256,8 +283,10 @@ def test_backups_taken_while_imports_commit_are_never_a_mix(tmp_path, small_batc
     db = tmp_path / "fm.duckdb"
     store = open_store(db)
     models = [f"org/model-{i}" for i in range(6)]
-    trees = [_write_model(tmp_path / f"t{i}", m, seed=0, answer_tokens=300 * (i % 2))
-             for i, m in enumerate(models)]  # fmt: skip
+    trees = [
+        _write_model(tmp_path / f"t{i}", m, seed=0, answer_tokens=300 * (i % 2))
+        for i, m in enumerate(models)
+    ]
     failures = []
 
     def run_imports():

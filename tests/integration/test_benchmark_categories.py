@@ -15,13 +15,19 @@ from forgetmap.runtime.config import WebSettings
 from forgetmap.web import create_app
 
 
-def _table(path, benchmarks: tuple[str, ...], category: str | None = None,
-           models: tuple[str, ...] = ("a", "b")):  # fmt: skip
+def _table(
+    path,
+    benchmarks: tuple[str, ...],
+    category: str | None = None,
+    models: tuple[str, ...] = ("a", "b"),
+):
     head = "model,benchmark,sample_id,correct,num_choices" + (",category" if category else "")
     lines = [head] + [
         f"{m},{b},s{i},{_correct(b, j, i)},4" + (f",{category}" if category else "")
-        for b in benchmarks for j, m in enumerate(models) for i in range(6)
-    ]  # fmt: skip
+        for b in benchmarks
+        for j, m in enumerate(models)
+        for i in range(6)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -34,8 +40,11 @@ def _correct(benchmark: str, model: int, sample: int) -> int:
 
 def _map_page(db) -> str:
     """A fresh app's map page (the map is open to anyone)."""
-    app = create_app(db, broker=BrokerSettings(url=None, data_dir=db.parent),
-                     settings=WebSettings(secret_key="k" * 40, reconcile_seconds=3600))  # fmt: skip
+    app = create_app(
+        db,
+        broker=BrokerSettings(url=None, data_dir=db.parent),
+        settings=WebSettings(secret_key="k" * 40, reconcile_seconds=3600),
+    )
     with TestClient(app) as client:
         return client.get("/").text
 
@@ -57,19 +66,23 @@ def test_the_map_names_what_total_leaves_out_until_it_has_a_category(cli, tmp_pa
     assert "piqa" not in said and "category</code> column" in said
     before = _total(cli)
     # the category named on a later import: counted, told, kept; the notice goes
-    said = cli("import", "table", _table(tmp_path / "c.csv", ("my-own-bench", "zz <b>x</b>"),
-                                         "Math")).stdout  # fmt: skip
+    said = cli(
+        "import", "table", _table(tmp_path / "c.csv", ("my-own-bench", "zz <b>x</b>"), "Math")
+    ).stdout
     for name in ("my-own-bench", "zz <b>x</b>"):
-        assert (f"benchmark {name}: category Uncategorized -> Math; the numbers of pair 1 move "
-                "with it (the history: GET /api/benchmarks/category-changes)") in said  # fmt: skip
+        assert (
+            f"benchmark {name}: category Uncategorized -> Math; the numbers of pair 1 move "
+            "with it (the history: GET /api/benchmarks/category-changes)"
+        ) in said
     assert _notice(cli.db) is None
     assert _total(cli) != before  # Total now counts them: the change that was silent
     history = _history(cli.db)
-    assert sorted((c["benchmark"], c["old"], c["new"], c["pairs"], c["source"])
-                  for c in history) == [
+    assert sorted(
+        (c["benchmark"], c["old"], c["new"], c["pairs"], c["source"]) for c in history
+    ) == [
         ("my-own-bench", "Uncategorized", "Math", [1], "import:table"),
         ("zz <b>x</b>", "Uncategorized", "Math", [1], "import:table"),
-    ]  # fmt: skip
+    ]
     assert all(c["changed_at"] for c in history)
     page = _map_page(cli.db)  # the history on the map page, names escaped
     history_html = page[page.index('id="category-history"') : page.index("</details>")]
@@ -79,8 +92,12 @@ def test_the_map_names_what_total_leaves_out_until_it_has_a_category(cli, tmp_pa
 
 def test_another_category_for_a_named_one_is_refused_and_nothing_is_imported(cli, tmp_path):
     cli("import", "table", _table(tmp_path / "a.csv", ("my-own-bench",), "Math"))
-    refused = cli("import", "table", _table(tmp_path / "b.csv", ("my-own-bench",), "Logic",
-                                            models=("c",)), ok=False)  # fmt: skip
+    refused = cli(
+        "import",
+        "table",
+        _table(tmp_path / "b.csv", ("my-own-bench",), "Logic", models=("c",)),
+        ok=False,
+    )
     assert refused.exit_code == 2
     assert refused.stderr.strip().splitlines() == [
         "error: benchmark 'my-own-bench' is in category 'Math' (named by its first results); "
@@ -100,7 +117,10 @@ def _total(cli) -> float:
 
 
 def _history(db) -> list[dict]:
-    app = create_app(db, broker=BrokerSettings(url=None, data_dir=db.parent),
-                     settings=WebSettings(secret_key="k" * 40, reconcile_seconds=3600))  # fmt: skip
+    app = create_app(
+        db,
+        broker=BrokerSettings(url=None, data_dir=db.parent),
+        settings=WebSettings(secret_key="k" * 40, reconcile_seconds=3600),
+    )
     with TestClient(app) as client:
         return client.get("/api/benchmarks/category-changes").json()

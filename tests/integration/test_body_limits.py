@@ -32,13 +32,18 @@ def app(tmp_path_factory) -> Iterator[dict]:
     root = tmp_path_factory.mktemp("body-limits")
     db = root / "app.duckdb"
     cli = Cli(db)
-    tokens = {role: cli("token", "create", f"t-{role}", "--role", role).stdout.strip()
-              for role in ("read", "submit", "worker")}  # fmt: skip
+    tokens = {
+        role: cli("token", "create", f"t-{role}", "--role", role).stdout.strip()
+        for role in ("read", "submit", "worker")
+    }
     for name in ("base", "post"):
         (root / "models" / name).mkdir(parents=True)
-    env = {**_environ(), "FORGETMAP_MODEL_ROOTS": str(root / "models"),
-           "FORGETMAP_BROKER_URL": "redis://127.0.0.1:1/0",  # nothing listens there
-           "FORGETMAP_IMPORT_MAX_BYTES": str(10 * MB)}  # fmt: skip
+    env = {
+        **_environ(),
+        "FORGETMAP_MODEL_ROOTS": str(root / "models"),
+        "FORGETMAP_BROKER_URL": "redis://127.0.0.1:1/0",  # nothing listens there
+        "FORGETMAP_IMPORT_MAX_BYTES": str(10 * MB),
+    }
     server = Server(db, env=env)
     yield {"server": server, "tokens": tokens, "root": root}
     server.stop()
@@ -59,16 +64,18 @@ def _peak_rss(app) -> int:
     return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) * 1024
 
 
-def _partial_post(app, path: str, headers: dict[str, str], declared: int | None,
-                  send: int, then_send: int = 0) -> tuple[int, str]:  # fmt: skip
+def _partial_post(
+    app, path: str, headers: dict[str, str], declared: int | None, send: int, then_send: int = 0
+) -> tuple[int, str]:
     """POST ``path`` declaring ``declared`` body bytes (None: chunked), send only ``send`` of
     them, and read the answer; then send ``then_send`` bytes more (what an attacker streams on
     after the answer). The answer must come while the body is still mostly unsent."""
     port = app["server"].port
     head = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Content-Type: application/json"]
     head += [f"{k}: {v}" for k, v in headers.items()]
-    head.append(f"Content-Length: {declared}" if declared is not None
-                else "Transfer-Encoding: chunked")  # fmt: skip
+    head.append(
+        f"Content-Length: {declared}" if declared is not None else "Transfer-Encoding: chunked"
+    )
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
         sock.sendall(_body_bytes(send, chunked=declared is None))
@@ -98,8 +105,14 @@ def _pieces(n: int, size: int) -> Iterator[bytes]:
 # ---------------------------------------------------------------------------- attacks refused
 
 
-WRITES = ["/api/jobs", "/api/results", "/api/cli", "/api/pairs", "/api/shards/1/start",
-          "/api/imports?kind=table&filename=a.csv"]  # fmt: skip
+WRITES = [
+    "/api/jobs",
+    "/api/results",
+    "/api/cli",
+    "/api/pairs",
+    "/api/shards/1/start",
+    "/api/imports?kind=table&filename=a.csv",
+]
 
 
 @pytest.mark.parametrize("path", WRITES)
@@ -117,8 +130,9 @@ def test_unauthenticated_bodies_streamed_in_full_leave_the_app_flat(app):
     arrives: the app's peak memory stays within a few MB."""
     before = _peak_rss(app)
     for _ in range(4):
-        status, _ = _partial_post(app, "/api/jobs", {}, declared=50 * MB, send=MB,
-                                  then_send=49 * MB)  # fmt: skip
+        status, _ = _partial_post(
+            app, "/api/jobs", {}, declared=50 * MB, send=MB, then_send=49 * MB
+        )
         assert status == 401
     time.sleep(0.5)
     assert _peak_rss(app) - before < 20 * MB
@@ -142,13 +156,17 @@ def test_an_upload_declared_over_the_limit_is_413_not_422(app):
 def test_a_chunked_body_is_counted_as_it_arrives(app):
     """No Content-Length: the 413 comes at the chunk that passes the limit, whatever the body."""
     headers = {"Authorization": f"Bearer {app['tokens']['submit']}"}
-    status, text = _partial_post(app, "/api/pairs", headers, declared=None,
-                                 send=JSON_MAX_BYTES + 64 * 1024)  # fmt: skip
+    status, text = _partial_post(
+        app, "/api/pairs", headers, declared=None, send=JSON_MAX_BYTES + 64 * 1024
+    )
     assert status == 413, text
     assert "the limit of an API body" in json.loads(text)["detail"]
     with _client(app, "worker") as client:  # the worker routes' larger limit, through httpx
-        reply = client.post("/api/results", content=_pieces(WORKER_UPLOAD_MAX_BYTES + MB, MB),
-                            headers={"Content-Type": "application/json"})  # fmt: skip
+        reply = client.post(
+            "/api/results",
+            content=_pieces(WORKER_UPLOAD_MAX_BYTES + MB, MB),
+            headers={"Content-Type": "application/json"},
+        )
     assert reply.status_code == 413, reply.text
 
 
@@ -173,21 +191,28 @@ def test_a_body_under_the_limit_is_parsed_as_before(app):
     body = json.dumps({"base": "nobody", "post": "nobody-else"}).encode()
     body += b" " * (JSON_MAX_BYTES - len(body))
     with _client(app, "submit") as client:
-        reply = client.post("/api/pairs", content=body,
-                            headers={"Content-Type": "application/json"})  # fmt: skip
+        reply = client.post(
+            "/api/pairs", content=body, headers={"Content-Type": "application/json"}
+        )
         assert reply.status_code == 422 and "unknown base model 'nobody'" in reply.text
-        bad = client.post("/api/pairs", content=b"{not json",
-                          headers={"Content-Type": "application/json"})  # fmt: skip
+        bad = client.post(
+            "/api/pairs", content=b"{not json", headers={"Content-Type": "application/json"}
+        )
         assert bad.status_code == 422
 
 
 def test_a_job_its_shard_and_its_results_go_through(app):
     models = app["root"] / "models"
-    job = {"models": [{"name": "base", "path": str(models / "base")},
-                      {"name": "post", "path": str(models / "post")}],
-           "benchmarks": ["local:toy.jsonl"], "seeds": [0],
-           "config": {"engine": "transformers", "max_tokens": 4},
-           "pairs": [{"base": "base", "post": "post"}]}  # fmt: skip
+    job = {
+        "models": [
+            {"name": "base", "path": str(models / "base")},
+            {"name": "post", "path": str(models / "post")},
+        ],
+        "benchmarks": ["local:toy.jsonl"],
+        "seeds": [0],
+        "config": {"engine": "transformers", "max_tokens": 4},
+        "pairs": [{"base": "base", "post": "post"}],
+    }
     with _client(app, "submit") as client:
         created = client.post("/api/jobs", json=job)
         assert created.status_code == 201, created.text
@@ -195,8 +220,9 @@ def test_a_job_its_shard_and_its_results_go_through(app):
     with _client(app, "worker") as worker:
         start = worker.post(f"/api/shards/{shard['id']}/start", json={"worker": "w"})
         assert start.status_code == 200 and start.json()["run"], start.text
-        rows = [{"sample_id": f"q{i}", "correct": i % 2 == 0, "prompt": "p" * 2000}
-                for i in range(2000)]  # fmt: skip  # a 4 MB batch: over the JSON default
+        rows = [
+            {"sample_id": f"q{i}", "correct": i % 2 == 0, "prompt": "p" * 2000} for i in range(2000)
+        ]  # a 4 MB batch: over the JSON default
         reply = worker.post("/api/results", json={"shard_id": shard["id"], "rows": rows})
         assert reply.status_code == 200, reply.text
         assert reply.json()["rows_added"] == 2000
@@ -207,8 +233,9 @@ def test_a_job_its_shard_and_its_results_go_through(app):
 def test_a_login_form_and_a_logout_go_through(app):
     with _client(app) as client:
         csrf = _csrf(client.get("/login").text)
-        login = client.post("/login", data={"token": app["tokens"]["submit"], "csrf": csrf,
-                                            "next": "/submit"})  # fmt: skip
+        login = client.post(
+            "/login", data={"token": app["tokens"]["submit"], "csrf": csrf, "next": "/submit"}
+        )
         assert login.status_code == 303 and login.headers["location"] == "/submit"
         page = client.get("/submit")
         assert page.status_code == 200
@@ -223,12 +250,16 @@ def test_an_import_upload_streams_past_the_json_limit(app, tmp_path):
     table = write_csv(tmp_path / "pair.csv", rows)
     padded = table.read_bytes() + b"\n" * (2 * MB)  # blank lines: still the same table
     with _client(app, "submit") as client:
-        reply = client.post("/api/imports", params={"kind": "table", "filename": "pair.csv"},
-                            content=padded)  # fmt: skip
+        reply = client.post(
+            "/api/imports", params={"kind": "table", "filename": "pair.csv"}, content=padded
+        )
         assert reply.status_code == 202, reply.text
         assert reply.json()["bytes"] == len(padded)
-        too_big = client.post("/api/imports", params={"kind": "table", "filename": "big.csv"},
-                              content=_pieces(11 * MB, MB))  # fmt: skip
+        too_big = client.post(
+            "/api/imports",
+            params={"kind": "table", "filename": "big.csv"},
+            content=_pieces(11 * MB, MB),
+        )
         assert too_big.status_code == 413 and "FORGETMAP_IMPORT_MAX_BYTES" in too_big.text
 
 

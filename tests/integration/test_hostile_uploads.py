@@ -106,7 +106,7 @@ HOSTILE = {
     "value.parquet": (
         lambda p: pq.write_table(
             pa.table({k: [v] for k, v in ROW.items()} | {"prompt": ["x" * (MAX_LINE_BYTES + 1)]}), p
-        ),  # fmt: skip
+        ),
         "row 1: prompt is 16,777,217 bytes, over the 16,777,216 bytes it may be",
     ),
 }
@@ -119,8 +119,11 @@ def _normal_files(folder: Path) -> dict[str, Path]:
     names = [*ROW, *(f"extra{i}" for i in range(MAX_TABLE_COLUMNS - len(ROW)))]
     csv.write_text(",".join(names) + "\n" + "m,mmlu_anatomy,n1,1" + ",x" * (len(names) - 4) + "\n")
     jsonl = folder / "normal.jsonl"
-    _jsonl(jsonl, {**ROW, "sample_id": "n2", "response": "think " * 200_000},
-           {**ROW, "sample_id": "n3", "num_choices": 32_767})  # fmt: skip
+    _jsonl(
+        jsonl,
+        {**ROW, "sample_id": "n2", "response": "think " * 200_000},
+        {**ROW, "sample_id": "n3", "num_choices": 32_767},
+    )
     deep = folder / "deep-ok.jsonl"
     deep.write_text(json.dumps({**ROW, "sample_id": "n4"})[:-1] + f', "extra": {_deep(63)}}}\n')
     parquet = folder / "normal.parquet"
@@ -208,8 +211,9 @@ def app(tmp_path_factory):
     db = folder / "app.duckdb"
     token = Cli(db)("token", "create", "submitter", "--role", "submit").stdout.strip()
     server = Server(db, env={**os.environ, "FORGETMAP_WARM_START": "false"})
-    client = httpx.Client(base_url=server.url, timeout=120,
-                          headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    client = httpx.Client(
+        base_url=server.url, timeout=120, headers={"Authorization": f"Bearer {token}"}
+    )
     yield {"server": server, "db": db, "client": client}
     client.close()
     server.stop()
@@ -217,8 +221,11 @@ def app(tmp_path_factory):
 
 def _upload(app, path: Path, name: str | None = None) -> dict:
     client = app["client"]
-    reply = client.post("/api/imports", params={"kind": "table", "filename": name or path.name},
-                        content=path.read_bytes())  # fmt: skip
+    reply = client.post(
+        "/api/imports",
+        params={"kind": "table", "filename": name or path.name},
+        content=path.read_bytes(),
+    )
     assert reply.status_code == 202, reply.text
     return finished_job(client, reply.json()["id"], timeout=120)
 
@@ -258,8 +265,9 @@ def test_archive_bombs_are_refused_as_they_unpack_and_leave_nothing(app, tmp_pat
     bomb = _zeros_zip(tmp_path / "bomb.zip", 64)
     assert (64 << 20) > 200 * bomb.stat().st_size  # deflate: about 1,000x
     job = _upload(app, bomb)
-    _failed_with(job, f"unpacks to more than {MAX_UNPACK_RATIO} times its own "
-                      f"{bomb.stat().st_size:,} bytes")  # fmt: skip
+    _failed_with(
+        job, f"unpacks to more than {MAX_UNPACK_RATIO} times its own {bomb.stat().st_size:,} bytes"
+    )
     assert _staged(app) == []
     gz = _zeros_tar_gz(tmp_path / "bomb.tar.gz", 64)
     job = _upload(app, gz)

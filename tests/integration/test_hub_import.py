@@ -34,7 +34,10 @@ from tests.support.server import Server
 
 pytestmark = pytest.mark.integration
 
-V1_BASE, V1_CHAT = "open-llm-leaderboard-old/details_acme__Tiny-7B", "open-llm-leaderboard-old/details_acme__Tiny-7B-Chat"  # fmt: skip
+V1_BASE, V1_CHAT = (
+    "open-llm-leaderboard-old/details_acme__Tiny-7B",
+    "open-llm-leaderboard-old/details_acme__Tiny-7B-Chat",
+)
 V1_LIGHTEVAL = "open-llm-leaderboard-old/details_acme__Tiny-7B-Instruct"
 V2_BASE = "open-llm-leaderboard/acme__Tiny-8B-details"
 V2_INSTRUCT = "open-llm-leaderboard/acme__Tiny-8B-Instruct-details"
@@ -143,28 +146,35 @@ def test_through_the_app_that_owns_the_database(hub, tmp_path):
 
 def test_include_and_model_choose_files_and_name(hub, tmp_path):
     db = tmp_path / "fm.duckdb"
-    done = forgetmap(db, hub, "import", "hub", V1_BASE, "--include", "*hendrycksTest*",
-                     "--model", "mine")  # fmt: skip
+    done = forgetmap(
+        db, hub, "import", "hub", V1_BASE, "--include", "*hendrycksTest*", "--model", "mine"
+    )
     assert done.stdout == "imported 4 new rows (0 already stored) for mine on 1 benchmarks\n"
 
 
 def test_a_dataset_missing_from_the_offline_cache_is_one_line(hub, tmp_path):
     done = forgetmap(tmp_path / "fm.duckdb", hub, "import", "hub", "acme/not-cached", ok=False)
     assert done.returncode == 2
-    assert done.stderr.startswith("error: dataset acme/not-cached (revision main) is not in the "
-                                  "Hugging Face cache")  # fmt: skip
+    assert done.stderr.startswith(
+        "error: dataset acme/not-cached (revision main) is not in the Hugging Face cache"
+    )
     assert "HF_HUB_OFFLINE is set" in done.stderr and "nothing was imported" in done.stderr
 
 
 def test_every_eval_ever_files(hub, tmp_path):
     source = eee_files.write_pair(tmp_path / "eee")
-    files = {p.relative_to(source).as_posix(): p.read_bytes()
-             for p in sorted(source.rglob("*")) if p.is_file()}  # fmt: skip
+    files = {
+        p.relative_to(source).as_posix(): p.read_bytes()
+        for p in sorted(source.rglob("*"))
+        if p.is_file()
+    }
     write_cached_dataset(Path(hub["HF_HUB_CACHE"]), "acme/evals", files)
     db = tmp_path / "fm.duckdb"
     done = forgetmap(db, hub, "import", "hub", "acme/evals", "--include", "data/toy_mc/*")
-    assert done.stdout == (f"imported 16 new rows (0 already stored) for {eee_files.BASE}, "
-                           f"{eee_files.POST} on 1 benchmarks\n")  # fmt: skip
+    assert done.stdout == (
+        f"imported 16 new rows (0 already stored) for {eee_files.BASE}, "
+        f"{eee_files.POST} on 1 benchmarks\n"
+    )
     done = forgetmap(db, hub, "import", "hub", "acme/evals")
     assert done.stdout.startswith("imported 16 new rows (16 already stored)")
 
@@ -179,10 +189,14 @@ def test_file_names_of_both_generations():
     assert V1.file_task(name) == ("harness|arc:challenge|25", run_key(V1_OLD))
     [pattern] = V1.patterns("harness|arc:challenge|25", run_key(V1_OLD))
     assert fnmatch(f"{V1_OLD}/{name}", pattern)  # colons in the folder's and the file's times
-    assert fnmatch(f"{V1_NEW}/details_harness|arc:challenge|25_{V1_NEW}.parquet",
-                   V1.patterns("harness|arc:challenge|25", V1_NEW)[0])  # fmt: skip
+    assert fnmatch(
+        f"{V1_NEW}/details_harness|arc:challenge|25_{V1_NEW}.parquet",
+        V1.patterns("harness|arc:challenge|25", V1_NEW)[0],
+    )
     assert V2.file_task(f"samples_leaderboard_bbh_navigate_{V2_OLD}.json") == (
-        "leaderboard_bbh_navigate", V2_OLD)  # fmt: skip
+        "leaderboard_bbh_navigate",
+        V2_OLD,
+    )
     assert V2.metric_of("leaderboard_math_algebra_hard") == "exact_match"
     assert V2.metric_of("leaderboard_math_hard") is None  # a group: no samples of its own
     assert V1.metric_of("harness|gsm8k|0") is None and V1.metric_of("harness|gsm8k|5") == "acc"

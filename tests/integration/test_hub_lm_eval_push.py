@@ -31,8 +31,11 @@ NEITHER = "acme/parquet-only"
 MIXED = "acme/lm-eval-mixed"  # the v2 leaderboard's tasks and others in one push
 BARE = "acme/lm-eval-samples-only"  # pushed without results files
 BASE, INSTRUCT, OLD_MODEL = "acme/Small-1B", "acme/Small-1B-Instruct", "acme/Old-3B"
-FIRST, LATEST, OTHER = ("2025-01-10T09-00-00.000001", "2025-02-11T10-30-00.654321",
-                        "2025-02-12T08-00-00.000002")  # fmt: skip
+FIRST, LATEST, OTHER = (
+    "2025-01-10T09-00-00.000001",
+    "2025-02-11T10-30-00.654321",
+    "2025-02-12T08-00-00.000002",
+)
 
 # per model, task: per filter, each document's value (1 right); the imported ones by hand below
 BASE_FIRST = {"arc_easy": [0, 0, 0, 0]}  # an earlier run of arc_easy: not the one imported
@@ -62,13 +65,20 @@ def _samples(folder: Path, task: str, values, stamp: str, *, named: bool = True)
     """A samples file's bytes as lm-eval writes them (MMLU-style options for the multiple-choice
     tasks, gsm8k generations with a line per filter)."""
     if isinstance(values, dict):
-        path = write_lm_eval_samples(folder / stamp, task, values, kind="generate_until",
-                                     timestamp=stamp, filters_named=named)  # fmt: skip
+        path = write_lm_eval_samples(
+            folder / stamp,
+            task,
+            values,
+            kind="generate_until",
+            timestamp=stamp,
+            filters_named=named,
+        )
     else:
         normed = task == "hellaswag" or task.startswith("leaderboard_")
         extra = {"acc_norm": [1 - v for v in values]} if normed else None
-        path = write_lm_eval_samples(folder / stamp, task, values, extra_metrics=extra,
-                                     timestamp=stamp, filters_named=named)  # fmt: skip
+        path = write_lm_eval_samples(
+            folder / stamp, task, values, extra_metrics=extra, timestamp=stamp, filters_named=named
+        )
     return path.read_bytes()
 
 
@@ -76,16 +86,24 @@ def _results(model: str, tasks: dict) -> bytes:
     """A run's results file as ``save_results_aggregated`` writes it: scores per task and
     group, ``configs`` of the tasks with samples (their ``filter_list``), the run's config and
     the ``GeneralConfigTracker``'s fields (``model_name``)."""
-    groups = {"mmlu": [t for t in tasks if t.startswith("mmlu_")]} if any(
-        t.startswith("mmlu_") for t in tasks) else {}  # fmt: skip
+    groups = (
+        {"mmlu": [t for t in tasks if t.startswith("mmlu_")]}
+        if any(t.startswith("mmlu_") for t in tasks)
+        else {}
+    )
     configs = {}
     for task, values in tasks.items():
-        config = {"task": task, "dataset_path": task, "num_fewshot": 0,
-                  "output_type": "generate_until" if isinstance(values, dict) else
-                  "multiple_choice", "metadata": {"version": 1.0}}  # fmt: skip
+        config = {
+            "task": task,
+            "dataset_path": task,
+            "num_fewshot": 0,
+            "output_type": "generate_until" if isinstance(values, dict) else "multiple_choice",
+            "metadata": {"version": 1.0},
+        }
         if isinstance(values, dict):
-            config["filter_list"] = [{"name": name, "filter": [{"function": "take_first"}]}
-                                     for name in values]  # fmt: skip
+            config["filter_list"] = [
+                {"name": name, "filter": [{"function": "take_first"}]} for name in values
+            ]
         configs[task] = config
     document = {
         "results": {name: {"alias": name, "acc,none": 0.5} for name in [*groups, *tasks]},
@@ -97,7 +115,7 @@ def _results(model: str, tasks: dict) -> bytes:
             "model": "hf",
             "model_args": f"pretrained={model},revision=main,dtype=bfloat16",
             "batch_size": "auto",
-        },  # fmt: skip
+        },
         "git_hash": "4f8e479",
         "date": 1739269800.0,
         "task_hashes": {},
@@ -128,17 +146,26 @@ def hub(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("hf")
     cache, scratch = root / "hub", root / "scratch"
     card = b"---\nconfigs:\n- config_name: acme__Small-1B__arc_easy\n---\n# Evaluation run\n"
-    push = {"README.md": card, **_push(scratch, BASE, [(FIRST, BASE_FIRST), (LATEST, BASE_LATEST)]),
-            **_push(scratch, INSTRUCT, [(OTHER, INSTRUCT_RUN)])}  # fmt: skip
+    push = {
+        "README.md": card,
+        **_push(scratch, BASE, [(FIRST, BASE_FIRST), (LATEST, BASE_LATEST)]),
+        **_push(scratch, INSTRUCT, [(OTHER, INSTRUCT_RUN)]),
+    }
     write_cached_dataset(cache, PUSH, push)
     write_cached_dataset(cache, OLDER, _push(scratch, OLD_MODEL, [(LATEST, OLD_RUN)], named=False))
     write_cached_dataset(cache, MIXED, _push(scratch, OLD_MODEL, [(LATEST, MIXED_RUN)]))
     bare = _push(scratch, OLD_MODEL, [(OTHER, BARE_RUN)])
     write_cached_dataset(cache, BARE, {k: v for k, v in bare.items() if "/results_" not in k})
-    write_cached_dataset(cache, NEITHER, {
-        ".gitattributes": b"*.parquet filter=lfs\n", "README.md": b"# a dataset\n",
-        "data/train-00000-of-00001.parquet": b"PAR1", "data/test-00000-of-00001.parquet": b"PAR1",
-    })  # fmt: skip
+    write_cached_dataset(
+        cache,
+        NEITHER,
+        {
+            ".gitattributes": b"*.parquet filter=lfs\n",
+            "README.md": b"# a dataset\n",
+            "data/train-00000-of-00001.parquet": b"PAR1",
+            "data/test-00000-of-00001.parquet": b"PAR1",
+        },
+    )
     return offline_env(cache, root / "home")
 
 
@@ -187,8 +214,9 @@ def _by_name(records: dict, words: tuple[str, ...]) -> dict:
 def test_a_push_of_two_models_imports_each_tasks_latest_run(hub, tmp_path):
     db = tmp_path / "fm.duckdb"
     done = forgetmap(db, hub, "import", "hub", PUSH)
-    assert done.stdout == (f"imported 22 new rows (0 already stored) for {BASE}, {INSTRUCT} "
-                           "on 4 benchmarks\n")  # fmt: skip
+    assert done.stdout == (
+        f"imported 22 new rows (0 already stored) for {BASE}, {INSTRUCT} on 4 benchmarks\n"
+    )
     assert (
         "lm-eval's own push, 6 samples files of 2 model(s), each task's latest run" in done.stderr
     )
@@ -227,12 +255,13 @@ def test_model_names_one_models_files(hub, tmp_path):
         f"error: {PUSH}: its files are 2 models' ({BASE}, {INSTRUCT}) and --model names one"
     )
     assert error.endswith("(nothing was imported)") and stored(db) == {}
-    done = forgetmap(db, hub, "import", "hub", PUSH, "--include", "acme__Small-1B-Instruct/*",
-                     "--model", "mine")  # fmt: skip
+    done = forgetmap(
+        db, hub, "import", "hub", PUSH, "--include", "acme__Small-1B-Instruct/*", "--model", "mine"
+    )
     assert done.stdout == "imported 8 new rows (0 already stored) for mine on 2 benchmarks\n"
-    assert _by_task(stored(db)) == {("mine", task): values
-                                    for (model, task), values in EXPECTED.items()
-                                    if model == INSTRUCT}  # fmt: skip
+    assert _by_task(stored(db)) == {
+        ("mine", task): values for (model, task), values in EXPECTED.items() if model == INSTRUCT
+    }
 
 
 def test_through_the_app_that_owns_the_database(hub, tmp_path):
@@ -240,8 +269,9 @@ def test_through_the_app_that_owns_the_database(hub, tmp_path):
     server = Server(db)
     try:
         done = forgetmap(db, hub, "import", "hub", PUSH)
-        assert done.stdout == (f"imported 22 new rows (0 already stored) for {BASE}, {INSTRUCT} "
-                               "on 4 benchmarks\n")  # fmt: skip
+        assert done.stdout == (
+            f"imported 22 new rows (0 already stored) for {BASE}, {INSTRUCT} on 4 benchmarks\n"
+        )
     finally:
         server.stop()
     assert _by_task(stored(db)) == EXPECTED
@@ -255,8 +285,12 @@ def test_a_dataset_of_no_known_layout_says_what_it_holds(hub, tmp_path):
         "1 .gitattributes, 1 .md), at its top level .gitattributes, README.md, data/ (2 files); "
         "it reads Open LLM Leaderboard details"
     )
-    for accepted in ("lm-eval's own push of any tasks", "samples_<task>_<timestamp>.jsonl",
-                     "push_samples_to_hub=True", "Every Eval Ever instance files"):  # fmt: skip
+    for accepted in (
+        "lm-eval's own push of any tasks",
+        "samples_<task>_<timestamp>.jsonl",
+        "push_samples_to_hub=True",
+        "Every Eval Ever instance files",
+    ):
         assert accepted in done.stderr
     assert done.stderr.endswith("(nothing was imported)\n")
 
@@ -264,8 +298,9 @@ def test_a_dataset_of_no_known_layout_says_what_it_holds(hub, tmp_path):
 def test_a_push_of_leaderboard_tasks_and_others_imports_both(hub, tmp_path):
     db = tmp_path / "fm.duckdb"
     done = forgetmap(db, hub, "import", "hub", MIXED)
-    assert done.stdout == (f"imported 7 new rows (0 already stored) for {OLD_MODEL} on 2 "
-                           "benchmarks\n")  # fmt: skip
+    assert done.stdout == (
+        f"imported 7 new rows (0 already stored) for {OLD_MODEL} on 2 benchmarks\n"
+    )
     assert "Open LLM Leaderboard v2 details (lm-eval), 1 scored tasks" in done.stderr
     assert "lm-eval's own push, 1 samples files of 1 model(s)" in done.stderr
     assert "not scored by the leaderboard" not in done.stderr

@@ -38,16 +38,18 @@ def write_big_table(path: Path) -> Path:
             pa.array(np.full(ROWS, prefix)), pc.cast(pa.array(values), pa.string()), ""
         )
 
-    table = pa.table({
-        "model": pa.array(np.full(ROWS, MODEL)),
-        "benchmark": joined("crash:b", i % 10),
-        "sample_id": joined("q", i // 30),
-        "seed": pa.array((i // 10) % 3),
-        "correct": pa.array(i % 3 == 0),
-        "num_choices": pa.array(np.full(ROWS, 4)),
-        "category": pa.array(np.full(ROWS, "Knowledge/QA")),
-        "response": joined("Let us think step by step. " * 12 + "#", i),
-    })  # fmt: skip
+    table = pa.table(
+        {
+            "model": pa.array(np.full(ROWS, MODEL)),
+            "benchmark": joined("crash:b", i % 10),
+            "sample_id": joined("q", i // 30),
+            "seed": pa.array((i // 10) % 3),
+            "correct": pa.array(i % 3 == 0),
+            "num_choices": pa.array(np.full(ROWS, 4)),
+            "category": pa.array(np.full(ROWS, "Knowledge/QA")),
+            "response": joined("Let us think step by step. " * 12 + "#", i),
+        }
+    )
     pq.write_table(table, path)
     return path
 
@@ -82,10 +84,15 @@ def kill_while_writing(server: Server, token: str, path: Path) -> int:
     """Upload ``path`` and SIGKILL the app once its import job reports rows written and is not
     done; the job's id."""
     filename, size, chunks = upload_body(path)
-    with httpx.Client(base_url=server.url, timeout=120,
-                      headers={"Authorization": f"Bearer {token}"}) as client:  # fmt: skip
-        reply = client.post("/api/imports", params={"kind": "table", "filename": filename},
-                            content=chunks, headers={"Content-Length": str(size)})  # fmt: skip
+    with httpx.Client(
+        base_url=server.url, timeout=120, headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        reply = client.post(
+            "/api/imports",
+            params={"kind": "table", "filename": filename},
+            content=chunks,
+            headers={"Content-Length": str(size)},
+        )
         assert reply.status_code == 202, reply.text
         job_id = reply.json()["id"]
         deadline = time.time() + 120

@@ -64,8 +64,17 @@ def test_pair_add_refuses_a_stage_the_api_refuses_and_stores_a_listed_one(paired
 
 
 def test_job_submit_takes_the_same_stages(cli):
-    args = ["job", "submit", "--base", "a=org/a", "--post", "b=org/b", "--benchmarks", "piqa",
-            "--dry-run"]  # fmt: skip
+    args = [
+        "job",
+        "submit",
+        "--base",
+        "a=org/a",
+        "--post",
+        "b=org/b",
+        "--benchmarks",
+        "piqa",
+        "--dry-run",
+    ]
     refused = cli(*args, "--stage", "dpo", ok=False)
     assert (
         _one_line_error(refused) == f"error: --stage must be one of {ALLOWED_STAGES}; got 'dpo'\n"
@@ -73,8 +82,9 @@ def test_job_submit_takes_the_same_stages(cli):
     body = json.loads(cli(*args, "--stage", "rl").stdout)
     assert body["pairs"][0]["stage"] == "rl"
     with admin_client(cli) as client:  # the job's own door: the same list
-        answer = client.post("/api/jobs", json={**body, "pairs": [{**body["pairs"][0],
-                                                                   "stage": "dpo"}]})  # fmt: skip
+        answer = client.post(
+            "/api/jobs", json={**body, "pairs": [{**body["pairs"][0], "stage": "dpo"}]}
+        )
         assert answer.status_code == 422 and "'domain-cpt'" in answer.json()["detail"]
 
 
@@ -85,8 +95,16 @@ def test_an_empty_size_is_no_bound_on_the_map_as_on_the_atlas(paired):
     paired("pair", "add", "base-7b", "post-7b", "--label", "7B")
     with admin_client(paired) as client:
         # what the map's form sends without JavaScript: every field, the empty ones empty
-        form = {"metric": "f_true", "level": "category", "aggregate": "macro", "stage": "",
-                "family": "", "q": "", "min_size_b": "", "max_size_b": ""}  # fmt: skip
+        form = {
+            "metric": "f_true",
+            "level": "category",
+            "aggregate": "macro",
+            "stage": "",
+            "family": "",
+            "q": "",
+            "min_size_b": "",
+            "max_size_b": "",
+        }
         for path in ("/", "/atlas"):
             answer = client.get(path, params={"min_size_b": ""})
             assert answer.status_code == 200, (path, answer.text[-500:])
@@ -99,8 +117,10 @@ def test_an_empty_size_is_no_bound_on_the_map_as_on_the_atlas(paired):
         assert len(client.get("/api/map", params={"min_size_b": "6"}).json()) == 3
         assert client.get("/api/map", params={"min_size_b": "8"}).json() == []
         for path in ("/", "/atlas", "/api/map", "/api/atlas"):
-            for value, message in (("big", "min_size_b must be a number of billions, got 'big'"),
-                                   ("-1", "min_size_b must be between 0 and 1,000,000")):  # fmt: skip
+            for value, message in (
+                ("big", "min_size_b must be a number of billions, got 'big'"),
+                ("-1", "min_size_b must be between 0 and 1,000,000"),
+            ):
                 answer = client.get(path, params={"min_size_b": value})
                 assert answer.status_code == 422, (path, value)
                 assert message in html.unescape(answer.text), (path, answer.text[-500:])
@@ -130,10 +150,12 @@ def _table(tmp_path, name: str, seed: str) -> str:
 
 @pytest.mark.parametrize(
     ("seed", "message"),
-    [("-1", "seed must be between 0 and 2147483647, got -1"),
-     (str(MAX_SEED + 1), f"seed must be between 0 and 2147483647, got {MAX_SEED + 1}"),
-     ("9" * 5000, "seed must be an integer, got '" + "9" * 60 + "...'")],
-)  # fmt: skip
+    [
+        ("-1", "seed must be between 0 and 2147483647, got -1"),
+        (str(MAX_SEED + 1), f"seed must be between 0 and 2147483647, got {MAX_SEED + 1}"),
+        ("9" * 5000, "seed must be an integer, got '" + "9" * 60 + "...'"),
+    ],
+)
 def test_a_table_refuses_a_seed_out_of_range_in_one_line(cli, tmp_path, seed, message):
     refused = cli("import", "table", _table(tmp_path, "bad.csv", seed), ok=False)
     assert _one_line_error(refused) == (
@@ -172,10 +194,14 @@ def test_a_parquet_tables_integer_seed_is_held_to_the_same_range(cli, tmp_path):
 def test_the_seed_option_is_one_rule_on_the_command_line_and_the_upload_route(cli, tmp_path):
     samples = write_lm_eval_samples(tmp_path / "lm", "mmlu_anatomy", [1, 0, 1, 1])
     tree = tmp_path / "le"
-    write_run(tree, "org/le", "2025-07-01T10-00-00.000001",
-              {"community|bbh_reasoning_letter:navigate|0": (make_items("navigate", 4),
-                                                              [1, 0, 1, 0])},
-              style="base", seed=0)  # fmt: skip
+    write_run(
+        tree,
+        "org/le",
+        "2025-07-01T10-00-00.000001",
+        {"community|bbh_reasoning_letter:navigate|0": (make_items("navigate", 4), [1, 0, 1, 0])},
+        style="base",
+        seed=0,
+    )
     line = "--seed must be between 0 and 2147483647, got -1"
     for args in (("lm-eval", samples, "--model", "m"), ("lighteval", tree)):
         refused = cli("import", *args, "--seed", "-1", ok=False)
@@ -188,11 +214,13 @@ def test_the_seed_option_is_one_rule_on_the_command_line_and_the_upload_route(cl
         params = {"kind": "lm-eval", "model": "up", "filename": samples.name}
         # the route's own parser refuses a number past its size; the options' check the rest
         for seed, told in (("-1", line), ("9" * 5000, "query seed: Unable to parse input string")):
-            answer = client.post("/api/imports", params={**params, "seed": seed},
-                                 content=samples.read_bytes())  # fmt: skip
+            answer = client.post(
+                "/api/imports", params={**params, "seed": seed}, content=samples.read_bytes()
+            )
             assert answer.status_code == 422 and answer.json()["detail"].startswith(told)
-        answer = client.post("/api/imports", params={**params, "seed": "2"},
-                             content=samples.read_bytes())  # fmt: skip
+        answer = client.post(
+            "/api/imports", params={**params, "seed": "2"}, content=samples.read_bytes()
+        )
         assert answer.status_code == 202, answer.text
         job = finished_job(client, answer.json()["id"])
         assert job["status"] == "done", job

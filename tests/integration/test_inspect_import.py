@@ -25,11 +25,15 @@ from tests.support.server import Server
 
 cli = cli_both_ways(shared_owner=True)  # each test on the file, then through a real serve
 
-ARC = [Sample(id=i, input=f"arc question {i}?", choices=["w", "x", "y", "z"], target="ABCD"[i - 1])
-       for i in range(1, 5)]  # fmt: skip
-SUMS = [Sample(id="a", input="What is 1+1?", target="2"),
-        Sample(id="b", input="What is 2+3?", target="5"),
-        Sample(id="c", input="What is 3+4?", target="7")]  # fmt: skip
+ARC = [
+    Sample(id=i, input=f"arc question {i}?", choices=["w", "x", "y", "z"], target="ABCD"[i - 1])
+    for i in range(1, 5)
+]
+SUMS = [
+    Sample(id="a", input="What is 1+1?", target="2"),
+    Sample(id="b", input="What is 2+3?", target="5"),
+    Sample(id="c", input="What is 3+4?", target="7"),
+]
 # correct per sample, epoch 1 (seed 0) then epoch 2 (seed 1)
 BASE = {"arc": ([1, 1, 0, 1], [1, 1, 1, 0]), "sums": ([1, 0, 1], [1, 1, 0])}
 POST = {"arc": ([1, 0, 1, 1], [1, 1, 0, 0]), "sums": ([0, 0, 1], [1, 1, 1])}
@@ -39,11 +43,19 @@ HALF_RIGHT = "5 apples"
 
 def _tasks() -> list[Task]:
     return [
-        Task(name="inspect_evals/arc_easy", dataset=MemoryDataset(ARC), solver=multiple_choice(),
-             scorer=choice()),
-        Task(name="sums", dataset=MemoryDataset(SUMS), solver=generate(),
-             scorer=[match(), includes()]),
-    ]  # fmt: skip
+        Task(
+            name="inspect_evals/arc_easy",
+            dataset=MemoryDataset(ARC),
+            solver=multiple_choice(),
+            scorer=choice(),
+        ),
+        Task(
+            name="sums",
+            dataset=MemoryDataset(SUMS),
+            solver=generate(),
+            scorer=[match(), includes()],
+        ),
+    ]
 
 
 def _answers(correct: dict, *, half_right: bool) -> dict[str, list[str]]:
@@ -51,8 +63,10 @@ def _answers(correct: dict, *, half_right: bool) -> dict[str, list[str]]:
     for i, sample in enumerate(ARC):
         answers[sample.input] = [mc_answer(sample, bool(epoch[i])) for epoch in correct["arc"]]
     for i, sample in enumerate(SUMS):
-        answers[sample.input] = [f"The answer is {sample.target}" if epoch[i] else "I do not know"
-                                 for epoch in correct["sums"]]  # fmt: skip
+        answers[sample.input] = [
+            f"The answer is {sample.target}" if epoch[i] else "I do not know"
+            for epoch in correct["sums"]
+        ]
     if half_right:
         answers["What is 2+3?"][0] = HALF_RIGHT
     return answers
@@ -70,8 +84,10 @@ VALUES = {
 def _value_tasks() -> tuple[list[Task], dict[str, list[str]]]:
     tasks, answers = [], {}
     for name, values in VALUES.items():
-        samples = [Sample(id=i, input=f"{name} {i}.", target="x", metadata={"value": value})
-                   for i, value in enumerate(values)]  # fmt: skip
+        samples = [
+            Sample(id=i, input=f"{name} {i}.", target="x", metadata={"value": value})
+            for i, value in enumerate(values)
+        ]
         answers.update({sample.input: ["x"] for sample in samples})
         dataset = MemoryDataset(samples)
         tasks.append(Task(name=name, dataset=dataset, solver=generate(), scorer=from_metadata()))
@@ -90,8 +106,7 @@ def logs(tmp_path_factory):
     questions = MemoryDataset([Sample(id=i, input=f"q{i}", target="2") for i in range(3)])
     failing = Task(name="broken", dataset=questions, solver=failing_on("q1"), scorer=match())
     [broken] = run_eval(failing, "broken", {"q0": ["2"]}, root / "broken", epochs=1).values()
-    return {"root": root, "base": root / "base", "post": root / "post", "broken": broken,
-            **scored}  # fmt: skip
+    return {"root": root, "base": root / "base", "post": root / "post", "broken": broken, **scored}
 
 
 def _read(path, **options):
@@ -137,8 +152,10 @@ def test_a_log_with_several_scorers_needs_scorer(cli, logs):
     assert result.exit_code == 2
     [line] = _told(result.stderr)
     [sums] = [p for p in logs["post"].iterdir() if "_sums_" in p.name]
-    assert line == (f"error: {sums}: 2 scorers (match, includes); choose one with --scorer NAME "
-                    "(nothing was imported)")  # fmt: skip
+    assert line == (
+        f"error: {sums}: 2 scorers (match, includes); choose one with --scorer NAME "
+        "(nothing was imported)"
+    )
     assert cli.contents() == before
 
 
@@ -197,8 +214,11 @@ def test_the_scorer_chosen_gives_correct(logs):
     by = {}
     for scorer in ("match", "includes"):
         rows = _read(sums, scorer=scorer).sort_by("sample_id").to_pylist()
-        by[scorer] = [(r["sample_id"], r["seed"], r["correct"], r["prediction"])
-                      for r in rows if r["seed"] == 0]  # fmt: skip
+        by[scorer] = [
+            (r["sample_id"], r["seed"], r["correct"], r["prediction"])
+            for r in rows
+            if r["seed"] == 0
+        ]
     assert [r[2] for r in by["match"]] == [True, False, True]
     assert [r[2] for r in by["includes"]] == [True, True, True]  # "5 apples" includes 5
     assert by["match"][1][3] == HALF_RIGHT
@@ -211,20 +231,26 @@ def test_scorer_values(logs):
     dicts = _read(logs["dicts"], scorer="from_metadata:exact")
     assert dicts.sort_by("sample_id")["correct"].to_pylist() == [True, False]
     for path, scorer, message in (
-        (logs["dicts"], None, "scorer 'from_metadata' gives several values (exact, f1); choose "
-                              "one with --scorer from_metadata:KEY"),
+        (
+            logs["dicts"],
+            None,
+            "scorer 'from_metadata' gives several values (exact, f1); choose "
+            "one with --scorer from_metadata:KEY",
+        ),
         (logs["dicts"], "from_metadata:f1", "scorer 'from_metadata' has the non-binary value 0.5"),
         (logs["dicts"], "from_metadata:recall", "has no value 'recall' (its keys: exact, f1)"),
         (logs["partial"], None, "sample 1 (epoch 1): scorer 'from_metadata' gave partial credit"),
         (logs["graded"], None, "scorer 'from_metadata' has the non-binary value 0.5"),
-    ):  # fmt: skip
+    ):
         with pytest.raises(InputError) as raised:
             _read(path, scorer=scorer)
         assert message in str(raised.value)
     told = []  # a log of one scorer takes it, and says so, when --scorer names another
     _read(logs["letters"], scorer="accuracy", notice=told.append)
-    assert told == [f"{logs['letters']}: scored by from_metadata only; took it (--scorer accuracy "
-                    "names none of its scorers)"]  # fmt: skip
+    assert told == [
+        f"{logs['letters']}: scored by from_metadata only; took it (--scorer accuracy "
+        "names none of its scorers)"
+    ]
 
 
 def test_without_inspect_ai_the_import_says_how_to_install_it(logs, tmp_path, monkeypatch):

@@ -219,25 +219,66 @@ def test_map_table_shows_n_interval_and_partial(cli, tmp_path, monkeypatch):
 
     out = cli("map").stdout
     header, *rows = _table_rows(out)
-    assert header == ["pair", "category", "bench", "seeds", "n", "F_true", "F_true 95%",
-                      "BT_true", "BT_true 95%", "F", "BT", "F_max", "noise", "1->0 no answer",
-                      "1->0 cut"]  # fmt: skip
+    assert header == [
+        "pair",
+        "category",
+        "bench",
+        "seeds",
+        "n",
+        "F_true",
+        "F_true 95%",
+        "BT_true",
+        "BT_true 95%",
+        "F",
+        "BT",
+        "F_max",
+        "noise",
+        "1->0 no answer",
+        "1->0 cut",
+    ]
     expected = [
-        ["base -> post", r["category"], str(r["n_benchmarks"]), str(r["seeds"]),
-         f"{2 * n} of {200 + n} (partial)", f"{r['f_true']:.4f} ± {r['f_true_std']:.4f}",
-         interval(r, "f_true"), f"{r['bt_true']:.4f} ± {r['bt_true_std']:.4f}",
-         interval(r, "bt_true"), f"{r['f']:.4f}", f"{r['bt']:.4f}", f"{r['f_max']:.4f}",
-         f"{r['noise_floor']:.4f}", str(r["n_10_no_answer"]), str(r["n_10_truncated"])]
+        [
+            "base -> post",
+            r["category"],
+            str(r["n_benchmarks"]),
+            str(r["seeds"]),
+            f"{2 * n} of {200 + n} (partial)",
+            f"{r['f_true']:.4f} ± {r['f_true_std']:.4f}",
+            interval(r, "f_true"),
+            f"{r['bt_true']:.4f} ± {r['bt_true_std']:.4f}",
+            interval(r, "bt_true"),
+            f"{r['f']:.4f}",
+            f"{r['bt']:.4f}",
+            f"{r['f_max']:.4f}",
+            f"{r['noise_floor']:.4f}",
+            str(r["n_10_no_answer"]),
+            str(r["n_10_truncated"]),
+        ]
         for r in records(cli, "category")
-    ]  # fmt: skip
+    ]
     assert rows == expected
     assert "95%" in out and "paired interval" in out
 
     out = cli("map", "--level", "benchmark").stdout
     header, *rows = _table_rows(out)
-    assert header == ["pair", "benchmark", "seed", "n", "k", "acc_pre", "acc_post", "F", "BT",
-                      "F_true", "F_true 95%", "BT_true", "BT_true 95%", "p", "1->0 no answer",
-                      "1->0 cut"]  # fmt: skip
+    assert header == [
+        "pair",
+        "benchmark",
+        "seed",
+        "n",
+        "k",
+        "acc_pre",
+        "acc_post",
+        "F",
+        "BT",
+        "F_true",
+        "F_true 95%",
+        "BT_true",
+        "BT_true 95%",
+        "p",
+        "1->0 no answer",
+        "1->0 cut",
+    ]
     by_row = {(r["benchmark"], str(r["seed"])): r for r in records(cli)}
     assert len(rows) == len(by_row) == 4
     for row in rows:
@@ -249,9 +290,21 @@ def test_map_table_shows_n_interval_and_partial(cli, tmp_path, monkeypatch):
         assert row[15] == f"{r['n_10_truncated']} of {r['n_10']}"
     # JSON and CSV keep what they had
     csv_header = cli("map", "--format", "csv").stdout.splitlines()[0].split(",")
-    assert csv_header[:13] == ["base", "post", "category", "n_benchmarks", "seeds", "f_true",
-                               "f_true_std", "bt_true", "bt_true_std", "f", "bt", "f_max",
-                               "bt_max"]  # fmt: skip
+    assert csv_header[:13] == [
+        "base",
+        "post",
+        "category",
+        "n_benchmarks",
+        "seeds",
+        "f_true",
+        "f_true_std",
+        "bt_true",
+        "bt_true_std",
+        "f",
+        "bt",
+        "f_max",
+        "bt_max",
+    ]
 
 
 def test_map_table_shows_names_as_typed(cli, tmp_path, monkeypatch):
@@ -270,9 +323,7 @@ def test_map_table_shows_names_as_typed(cli, tmp_path, monkeypatch):
     assert cat[0] == f"{base} -> {post}"
 
 
-def test_a_post_model_holding_part_of_the_questions_is_partial_without_a_known_size(
-    cli, tmp_path
-):
+def test_a_post_model_holding_part_of_the_questions_is_partial_without_a_known_size(cli, tmp_path):
     """Imported results carry no full size: the base answered alpha's 120 questions, the post
     model only the first 60 of them, in two seeds. The map marks the pair partial, 60 of the 120
     questions either model holds, at both levels and on the pair page; beta, whole on both

@@ -35,8 +35,22 @@ class OwnRedis:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         import redis
 
         for _ in range(100):
@@ -115,8 +129,11 @@ def test_cancel_stops_the_remaining_shards(tmp_path, models):  # noqa: F811
         cancelled = dep.http.post(f"/api/jobs/{job_id}/cancel").json()
         assert cancelled["cancelled_shards"] >= 1
         # a running shard stops at its next progress report
-        job = dep.wait(job_id, timeout=120, until=lambda j: not {"queued", "running"} & {
-            s["status"] for s in j["shards"]})  # fmt: skip
+        job = dep.wait(
+            job_id,
+            timeout=120,
+            until=lambda j: not {"queued", "running"} & {s["status"] for s in j["shards"]},
+        )
         assert job["status"] == "cancelled"
         done_before = sum(s["status"] == "done" for s in job["shards"])
         # the negative below means something only once the worker has taken every shard's

@@ -17,9 +17,21 @@ from tests.support.worker_env import REDIS_URL, require_redis
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ("map page", "/api/map", "pair page", "drill-down", "drill-down JSON")
-SIZES = {"--clients": 5, "--rounds": 1, "--imports": 2, "--import-rows": 6_500, "--workers": 4,
-         "--shards": 2, "--worker-rows": 512, "--batch": 128, "--seed-rows": 12_000,
-         "--seed-benchmarks": 10, "--warmup": 1, "--after": 1, "--think": 0.1}  # fmt: skip
+SIZES = {
+    "--clients": 5,
+    "--rounds": 1,
+    "--imports": 2,
+    "--import-rows": 6_500,
+    "--workers": 4,
+    "--shards": 2,
+    "--worker-rows": 512,
+    "--batch": 128,
+    "--seed-rows": 12_000,
+    "--seed-benchmarks": 10,
+    "--warmup": 1,
+    "--after": 1,
+    "--think": 0.1,
+}
 EXPECTED = {
     "model-00": 6_000,  # the browsed pair's two models: 12,000 rows
     "model-01": 6_000,
@@ -47,8 +59,17 @@ def test_browsing_imports_and_workers_at_once_fail_nothing_and_store_each_row_on
     require_redis()
     figures = tmp_path / "load.json"
     sizes = [str(part) for option, value in SIZES.items() for part in (option, value)]
-    command = [sys.executable, str(ROOT / "bench" / "load.py"), *sizes, "--broker", REDIS_URL,
-               "--workdir", str(tmp_path / "run"), "--json", str(figures)]  # fmt: skip
+    command = [
+        sys.executable,
+        str(ROOT / "bench" / "load.py"),
+        *sizes,
+        "--broker",
+        REDIS_URL,
+        "--workdir",
+        str(tmp_path / "run"),
+        "--json",
+        str(figures),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     result = json.loads(figures.read_text())

@@ -21,8 +21,11 @@ SEEDS = (0, 1, 2, 3)
 
 def test_flushdb_mid_job_loses_nothing(tmp_path, models):  # noqa: F811
     # the time bound is far away: only asking the broker can find the lost messages this fast
-    dep = _deployment(tmp_path, models, extra_env={"FORGETMAP_RECONCILE_SECONDS": "1",
-                                                   "FORGETMAP_RESEND_SECONDS": "3600"})  # fmt: skip
+    dep = _deployment(
+        tmp_path,
+        models,
+        extra_env={"FORGETMAP_RECONCILE_SECONDS": "1", "FORGETMAP_RESEND_SECONDS": "3600"},
+    )
     try:
         write_toy_benchmark(dep.benchmarks / "toy.jsonl", N_ITEMS)
         dep.start_worker()

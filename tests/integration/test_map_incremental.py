@@ -8,15 +8,26 @@ import pyarrow.parquet as pq
 from forgetmap.db import open_store
 from forgetmap.db.pairing import add_pair
 from forgetmap.importers import import_file
-from forgetmap.services.map import MapCache, MapQuery
+from forgetmap.services.map import MapQuery
+from forgetmap.services.map_cache import MapCache
 
 from tests.support.series_fixtures import load_run
 
 
 def _extra(path, model: str, bench: str, category: str | None, seeds=(0, 1)):
-    rows = [{"model": model, "benchmark": bench, "sample_id": f"x{i}", "seed": s,
-             "correct": (i + s) % 3 == 0, "num_choices": 4, "category": category}
-            for s in seeds for i in range(6)]  # fmt: skip
+    rows = [
+        {
+            "model": model,
+            "benchmark": bench,
+            "sample_id": f"x{i}",
+            "seed": s,
+            "correct": (i + s) % 3 == 0,
+            "num_choices": 4,
+            "category": category,
+        }
+        for s in seeds
+        for i in range(6)
+    ]
     pq.write_table(pa.Table.from_pylist(rows), path)
     return path
 
@@ -101,9 +112,19 @@ def test_a_write_during_the_first_map_keeps_no_parts_older_than_their_fingerprin
     records, or the next map would show the old records until the pair changes again."""
     load_run(cli, tmp_path)
     store = open_store(cli.db)
-    rows = [{"model": model, "benchmark": "extra", "sample_id": f"x{i}", "seed": 0,
-             "correct": i % 3 == 0, "num_choices": 4, "category": "Culture"}
-            for model in ("base", "run-step2") for i in range(20_000)]  # fmt: skip
+    rows = [
+        {
+            "model": model,
+            "benchmark": "extra",
+            "sample_id": f"x{i}",
+            "seed": 0,
+            "correct": i % 3 == 0,
+            "num_choices": 4,
+            "category": "Culture",
+        }
+        for model in ("base", "run-step2")
+        for i in range(20_000)
+    ]
     late = tmp_path / "late.parquet"
     pq.write_table(pa.Table.from_pylist(rows), late)
 

@@ -18,9 +18,19 @@ N = 100  # per benchmark and seed: a quarter of the questions each way
 
 
 def _row(model: str, bench: str, i: int, seed: int, response: str, prediction: str, correct: int):
-    return {"model": model, "benchmark": bench, "sample_id": f"q{i}", "seed": seed,
-            "correct": correct, "num_choices": 4, "category": "Knowledge", "response": response,
-            "prediction": prediction, "gold": "Paris", "choices": json.dumps(CHOICES)}  # fmt: skip
+    return {
+        "model": model,
+        "benchmark": bench,
+        "sample_id": f"q{i}",
+        "seed": seed,
+        "correct": correct,
+        "num_choices": 4,
+        "category": "Knowledge",
+        "response": response,
+        "prediction": prediction,
+        "gold": "Paris",
+        "choices": json.dumps(CHOICES),
+    }
 
 
 def _rows() -> list[dict]:
@@ -117,8 +127,16 @@ def test_a_score_set_moves_f_true_and_marks_the_cells_that_depend_on_it(cli, tmp
         for seed in seeds:
             assert (seed["post_prediction"], seed["post_status"]) == ("", "no_answer")
             post = [r for r in seed["rescored"] if r["side"] == "post"]
-            assert post == [{"scores": "lenient", "side": "post", "prediction": "B",
-                             "correct": True, "status": "answered", "rule": "statement"}]  # fmt: skip
+            assert post == [
+                {
+                    "scores": "lenient",
+                    "side": "post",
+                    "prediction": "B",
+                    "correct": True,
+                    "status": "answered",
+                    "rule": "statement",
+                }
+            ]
         html = client.get(f"/pairs/{pair['id']}/sample", params=ref).text
         assert "score set <b>lenient</b>: <b>B</b> · correct" in html and "cause-no_answer" in html
         page = client.get("/", params={"scores": "lenient"}).text

@@ -62,14 +62,20 @@ def disk(tmp_path, monkeypatch) -> dict[str, Path]:
 @pytest.fixture
 def tokens(cli) -> dict[str, str]:
     cli("map")  # creates the database
-    return {role: cli("token", "create", role, "--role", role).stdout.strip()
-            for role in ("submit", "worker")}  # fmt: skip
+    return {
+        role: cli("token", "create", role, "--role", role).stdout.strip()
+        for role in ("submit", "worker")
+    }
 
 
 def _app(cli, disk, tokens, *, allow_hub: bool) -> TestClient:
-    settings = WebSettings(secret_key="k" * 40, model_roots=(disk["root"],),
-                           allow_hub_models=allow_hub, corpus_dirs=(disk["tmp"] / "corpora",),
-                           reconcile_seconds=3600)  # fmt: skip
+    settings = WebSettings(
+        secret_key="k" * 40,
+        model_roots=(disk["root"],),
+        allow_hub_models=allow_hub,
+        corpus_dirs=(disk["tmp"] / "corpora",),
+        reconcile_seconds=3600,
+    )
     broker = BrokerSettings(url="redis://127.0.0.1:1/0")  # nothing listens there: sends fail fast
     client = TestClient(create_app(cli.db, broker=broker, settings=settings))
     client.headers["Authorization"] = f"Bearer {tokens['submit']}"
@@ -90,8 +96,7 @@ def _ok(disk) -> str:
 def _bodies(attack: str, disk) -> dict[str, dict]:
     """Every kind of ``POST /api/jobs`` with the attack in each place that names a model."""
     ok, checkpoint = _ok(disk), str(disk["root"] / "run" / "checkpoint-10")
-    evaluate = {"benchmarks": ["piqa"], "seeds": [0],
-                "pairs": [{"base": "a", "post": "b"}]}  # fmt: skip
+    evaluate = {"benchmarks": ["piqa"], "seeds": [0], "pairs": [{"base": "a", "post": "b"}]}
     recover = {"kind": "recover", "corpus": {"source": "local:web.jsonl"}}
     series = {"kind": "series", "series": "run", "base": "base", "benchmarks": ["piqa"]}
     return {
@@ -133,26 +138,41 @@ def test_every_job_kind_refuses_the_attacks(cli, disk, tokens, path, allow_hub, 
 def test_every_job_kind_takes_folders_under_the_root_and_hub_ids(cli, disk, tokens):
     ok = str(disk["resolved"] / "ok")
     with _app(cli, disk, tokens, allow_hub=True) as client:
-        body = {"models": [{"name": "abs", "path": _ok(disk)}, {"name": "rel", "path": "ok"},
-                           {"name": "hub", "path": "org/hub-model"}],
-                "benchmarks": ["piqa"], "seeds": [0]}  # fmt: skip
+        body = {
+            "models": [
+                {"name": "abs", "path": _ok(disk)},
+                {"name": "rel", "path": "ok"},
+                {"name": "hub", "path": "org/hub-model"},
+            ],
+            "benchmarks": ["piqa"],
+            "seeds": [0],
+        }
         created = client.post("/api/jobs", json=body)
         assert created.status_code == 201, created.text
         job = client.get(f"/api/jobs/{created.json()['id']}").json()
         # the job keeps what the worker will load: resolved folders, the hub id as given
         assert [m["path"] for m in job["request"]["models"]] == [ok, ok, "org/hub-model"]
 
-        recover = {"kind": "recover", "base": {"name": "rb", "path": "ok"},
-                   "post": {"name": "rp", "path": "org/post"},
-                   "corpus": {"source": "local:web.jsonl"}}  # fmt: skip
+        recover = {
+            "kind": "recover",
+            "base": {"name": "rb", "path": "ok"},
+            "post": {"name": "rp", "path": "org/post"},
+            "corpus": {"source": "local:web.jsonl"},
+        }
         created = client.post("/api/jobs", json=recover)
         assert created.status_code == 201, created.text
         request = client.get(f"/api/jobs/{created.json()['id']}").json()["request"]
         assert (request["base"]["path"], request["post"]["path"]) == (ok, "org/post")
 
-        run = {"kind": "series", "series": "run", "base": "base", "base_path": "org/base",
-               "checkpoints": ["run/checkpoint-*"], "benchmarks": ["piqa"],
-               "seeds": [0]}  # fmt: skip
+        run = {
+            "kind": "series",
+            "series": "run",
+            "base": "base",
+            "base_path": "org/base",
+            "checkpoints": ["run/checkpoint-*"],
+            "benchmarks": ["piqa"],
+            "seeds": [0],
+        }
         created = client.post("/api/jobs", json=run)
         assert created.status_code == 201, created.text
         assert [c["step"] for c in created.json()["checkpoints"]] == [10, 20]
@@ -160,8 +180,11 @@ def test_every_job_kind_takes_folders_under_the_root_and_hub_ids(cli, disk, toke
 
 def test_with_hub_ids_off_only_folders_under_the_root_load(cli, disk, tokens):
     with _app(cli, disk, tokens, allow_hub=False) as client:
-        body = {"models": [{"name": "abs", "path": _ok(disk)}, {"name": "rel", "path": "ok"}],
-                "benchmarks": ["piqa"], "seeds": [0]}  # fmt: skip
+        body = {
+            "models": [{"name": "abs", "path": _ok(disk)}, {"name": "rel", "path": "ok"}],
+            "benchmarks": ["piqa"],
+            "seeds": [0],
+        }
         assert client.post("/api/jobs", json=body).status_code == 201
         body["models"][1]["path"] = "Qwen/Qwen2.5-7B-Instruct"
         refused = client.post("/api/jobs", json=body)
@@ -169,8 +192,13 @@ def test_with_hub_ids_off_only_folders_under_the_root_load(cli, disk, tokens):
 
 
 def test_a_checkpoint_glob_outside_the_root_lists_nothing(cli, disk, tokens):
-    run = {"kind": "series", "series": "run", "base": "base", "base_path": _ok(disk),
-           "benchmarks": ["piqa"]}  # fmt: skip
+    run = {
+        "kind": "series",
+        "series": "run",
+        "base": "base",
+        "base_path": _ok(disk),
+        "benchmarks": ["piqa"],
+    }
     with _app(cli, disk, tokens, allow_hub=True) as client:
         for pattern in ("/etc/*", "/nowhere/checkpoint-*", f"{disk['root']}/*/../../*"):
             response = client.post("/api/jobs", json={**run, "checkpoints": [pattern]})
@@ -182,9 +210,16 @@ def test_a_checkpoint_glob_outside_the_root_lists_nothing(cli, disk, tokens):
 
 
 def _checkpoint(disk, **change) -> dict:
-    return {"series": "run", "base": "base", "base_path": _ok(disk), "step": 10,
-            "folder": str(disk["root"] / "run" / "checkpoint-10"), "benchmarks": ["piqa"],
-            "seeds": [0], **change}  # fmt: skip
+    return {
+        "series": "run",
+        "base": "base",
+        "base_path": _ok(disk),
+        "step": 10,
+        "folder": str(disk["root"] / "run" / "checkpoint-10"),
+        "benchmarks": ["piqa"],
+        "seeds": [0],
+        **change,
+    }
 
 
 @pytest.mark.parametrize(("path", "allow_hub", "message"), ATTACKS, ids=IDS)
@@ -201,8 +236,9 @@ def test_the_checkpoints_route_takes_folders_under_the_root(cli, disk, tokens):
     with _app(cli, disk, tokens, allow_hub=True) as client:
         answer = client.post("/api/checkpoints", json=_checkpoint(disk, folder="run/checkpoint-10"))
         assert answer.status_code == 200 and answer.json()["status"] == "submitted", answer.text
-        hub_base = _checkpoint(disk, step=20, folder=str(disk["root"] / "run" / "checkpoint-20"),
-                               base_path="org/base")  # fmt: skip
+        hub_base = _checkpoint(
+            disk, step=20, folder=str(disk["root"] / "run" / "checkpoint-20"), base_path="org/base"
+        )
         assert client.post("/api/checkpoints", json=hub_base).json()["status"] == "submitted"
 
 
@@ -216,15 +252,27 @@ def _csrf(html: str) -> str:
 def _logged_in(client: TestClient, token: str) -> None:
     client.headers.pop("Authorization")
     csrf = _csrf(client.get("/login").text)
-    login = client.post("/login", data={"token": token, "csrf": csrf, "next": "/"},
-                        follow_redirects=False)  # fmt: skip
+    login = client.post(
+        "/login", data={"token": token, "csrf": csrf, "next": "/"}, follow_redirects=False
+    )
     assert login.status_code == 303
 
 
-FORM = {"base_name": "base", "post_name": "post", "suite": "benchmarks", "benchmarks": "piqa",
-        "seeds": "1", "engine": "vllm", "mode": "generate", "temperature": "0.6", "top_p": "0.95",
-        "max_tokens": "64", "stage": "sft", "base_prompting": "base",
-        "post_prompting": "chat"}  # fmt: skip
+FORM = {
+    "base_name": "base",
+    "post_name": "post",
+    "suite": "benchmarks",
+    "benchmarks": "piqa",
+    "seeds": "1",
+    "engine": "vllm",
+    "mode": "generate",
+    "temperature": "0.6",
+    "top_p": "0.95",
+    "max_tokens": "64",
+    "stage": "sft",
+    "base_prompting": "base",
+    "post_prompting": "chat",
+}
 
 
 @pytest.mark.parametrize(("path", "allow_hub", "message"), ATTACKS, ids=IDS)
@@ -235,14 +283,31 @@ def test_the_forms_refuse_the_attacks(cli, disk, tokens, path, allow_hub, messag
         _logged_in(client, tokens["submit"])
         csrf = _csrf(client.get("/submit").text)
         values = {**FORM, "csrf": csrf, "base_path": attack, "post_path": _ok(disk)}
-        for form in (values, {**values, "base_path": _ok(disk), "post_path": attack},
-                     {**values, "target": "series", "series": "run", "base_path": _ok(disk),
-                      "checkpoints": attack}):  # fmt: skip
+        for form in (
+            values,
+            {**values, "base_path": _ok(disk), "post_path": attack},
+            {
+                **values,
+                "target": "series",
+                "series": "run",
+                "base_path": _ok(disk),
+                "checkpoints": attack,
+            },
+        ):
             page = client.post("/submit", data=form, follow_redirects=False)
             assert page.status_code == 200 and message in page.text, form
-        recover = {"csrf": csrf, "base_path": attack, "post_path": _ok(disk),
-                   "corpus_kind": "local", "local_corpus": "web.jsonl", "max_docs": "50",
-                   "max_tokens": "512", "k": "64", "seed": "0", "text_field": "text"}  # fmt: skip
+        recover = {
+            "csrf": csrf,
+            "base_path": attack,
+            "post_path": _ok(disk),
+            "corpus_kind": "local",
+            "local_corpus": "web.jsonl",
+            "max_docs": "50",
+            "max_tokens": "512",
+            "k": "64",
+            "seed": "0",
+            "text_field": "text",
+        }
         page = client.post(f"/pairs/{pair}/recover", data=recover, follow_redirects=False)
         assert page.status_code == 200 and message in page.text
         assert len(client.get("/api/jobs").json()) == 1  # only the recover job that made the pair
@@ -250,9 +315,12 @@ def test_the_forms_refuse_the_attacks(cli, disk, tokens, path, allow_hub, messag
 
 def _recover_pair(client: TestClient) -> int:
     """A pair to open the recoverability form on (made by a recover job through the API)."""
-    body = {"kind": "recover", "base": {"name": "rb", "path": "ok"},
-            "post": {"name": "rp", "path": "ok"},
-            "corpus": {"source": "local:web.jsonl"}}  # fmt: skip
+    body = {
+        "kind": "recover",
+        "base": {"name": "rb", "path": "ok"},
+        "post": {"name": "rp", "path": "ok"},
+        "corpus": {"source": "local:web.jsonl"},
+    }
     assert client.post("/api/jobs", json=body).status_code == 201
     return client.get("/api/pairs").json()[0]["id"]
 
@@ -273,9 +341,18 @@ def test_the_forms_take_folders_under_the_root(cli, disk, tokens):
         done = client.post("/submit", data=series, follow_redirects=False)
         assert done.status_code == 303, done.text
         assert client.get("/api/series").json()[0]["steps"] == [10, 20]
-        recover = {"csrf": csrf, "base_path": "ok", "post_path": _ok(disk),
-                   "corpus_kind": "local", "local_corpus": "web.jsonl", "max_docs": "50",
-                   "max_tokens": "512", "k": "64", "seed": "0", "text_field": "text"}  # fmt: skip
+        recover = {
+            "csrf": csrf,
+            "base_path": "ok",
+            "post_path": _ok(disk),
+            "corpus_kind": "local",
+            "local_corpus": "web.jsonl",
+            "max_docs": "50",
+            "max_tokens": "512",
+            "k": "64",
+            "seed": "0",
+            "text_field": "text",
+        }
         done = client.post(f"/pairs/{pair}/recover", data=recover, follow_redirects=False)
         assert done.status_code == 303, done.text
 
@@ -285,8 +362,11 @@ def test_the_forms_take_folders_under_the_root(cli, disk, tokens):
 
 def _claimed(client: TestClient, tokens, shard_id: int) -> dict:
     """The shard as the worker gets it from the app (``POST /api/shards/{id}/start``)."""
-    claim = client.post(f"/api/shards/{shard_id}/start", json={"worker": "w"},
-                        headers={"Authorization": f"Bearer {tokens['worker']}"})  # fmt: skip
+    claim = client.post(
+        f"/api/shards/{shard_id}/start",
+        json={"worker": "w"},
+        headers={"Authorization": f"Bearer {tokens['worker']}"},
+    )
     assert claim.status_code == 200 and claim.json()["run"], claim.text
     return claim.json()["shard"]
 
@@ -297,14 +377,19 @@ def _row_written_around_the_app(client: TestClient, kind: str, path: str) -> int
     store = client.app.state.store
     with store.transaction() as conn:
         if kind == "evaluate":
-            body = EvaluateJobIn(models=[ModelIn(name="m", path=path)],
-                                 benchmarks=["local:toy.jsonl"], seeds=[0])  # fmt: skip
+            body = EvaluateJobIn(
+                models=[ModelIn(name="m", path=path)], benchmarks=["local:toy.jsonl"], seeds=[0]
+            )
             _, shard_ids = create_job(conn, body)
         else:
             body = RecoverJobIn.model_validate(
-                {"kind": "recover", "base": {"name": "rb", "path": path},
-                 "post": {"name": "rp", "path": path}, "corpus": {"source": "local:web.jsonl"}}
-            )  # fmt: skip
+                {
+                    "kind": "recover",
+                    "base": {"name": "rb", "path": path},
+                    "post": {"name": "rp", "path": path},
+                    "corpus": {"source": "local:web.jsonl"},
+                }
+            )
             _, shard_ids = create_recovery_job(conn, body)
     return shard_ids[0]
 
@@ -319,9 +404,13 @@ def _run_in_worker(shard: dict, disk, *, allow_hub: bool, kind: str) -> tuple[st
         loaded.append(path)
         raise RuntimeError("the test stops before a model loads")
 
-    settings = WorkerSettings(app_url="http://127.0.0.1:1", token="fm_unused",
-                              model_roots=(disk["root"],), allow_hub_models=allow_hub,
-                              benchmark_dirs=(disk["tmp"] / "benchmarks",))  # fmt: skip
+    settings = WorkerSettings(
+        app_url="http://127.0.0.1:1",
+        token="fm_unused",
+        model_roots=(disk["root"],),
+        allow_hub_models=allow_hub,
+        benchmark_dirs=(disk["tmp"] / "benchmarks",),
+    )
     client = AppClient(settings.app_url, settings.token, worker_name="w")  # never reached
     try:
         with pytest.raises(ShardFailed) as failed:

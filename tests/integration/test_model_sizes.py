@@ -17,40 +17,78 @@ safetensors_numpy = require_module("safetensors.numpy")
 cli = cli_both_ways()
 
 INDEX = "model.safetensors.index.json"
-MODELS = ["acme/sharded-model", "acme/counted", "acme/single", "acme/two-shards",
-          "acme/quantized", "acme/odd", "acme/absent", "acme/Named-7B", "local-model"]  # fmt: skip
+MODELS = [
+    "acme/sharded-model",
+    "acme/counted",
+    "acme/single",
+    "acme/two-shards",
+    "acme/quantized",
+    "acme/odd",
+    "acme/absent",
+    "acme/Named-7B",
+    "local-model",
+]
 
 
 def write_cache(cache) -> None:
     # shards not cached: total_size / 2 bytes of bf16 = 14,483,464,192 / 2
     write_json(cache, "acme/sharded-model", "config.json", {"torch_dtype": "bfloat16"})
-    write_json(cache, "acme/sharded-model", INDEX, {
-        "metadata": {"total_size": 14_483_464_192},
-        "weight_map": {"a": "model-00001-of-00002.safetensors",
-                       "b": "model-00002-of-00002.safetensors"}})  # fmt: skip
+    write_json(
+        cache,
+        "acme/sharded-model",
+        INDEX,
+        {
+            "metadata": {"total_size": 14_483_464_192},
+            "weight_map": {
+                "a": "model-00001-of-00002.safetensors",
+                "b": "model-00002-of-00002.safetensors",
+            },
+        },
+    )
     # transformers' own count wins over total_size (4 bytes each would say 1,234,568)
     write_json(cache, "acme/counted", "config.json", {"dtype": "float32"})
-    write_json(cache, "acme/counted", INDEX,
-               {"metadata": {"total_parameters": 1_234_567, "total_size": 4_938_272}})  # fmt: skip
+    write_json(
+        cache,
+        "acme/counted",
+        INDEX,
+        {"metadata": {"total_parameters": 1_234_567, "total_size": 4_938_272}},
+    )
     # one file: 10*3 + 3 + 4*5 elements, whatever their dtypes
     safetensors_numpy.save_file(
-        {"w": np.zeros((10, 3), np.float32), "b": np.zeros(3, np.float32),
-         "e": np.zeros((4, 5), np.float16)},
+        {
+            "w": np.zeros((10, 3), np.float32),
+            "b": np.zeros(3, np.float32),
+            "e": np.zeros((4, 5), np.float16),
+        },
         str(snapshot(cache, "acme/single") / "model.safetensors"),
-    )  # fmt: skip
+    )
     # both shards cached: their headers (2*2 + 5) win over total_size / 2 bytes of fp16 (18)
     write_json(cache, "acme/two-shards", "config.json", {"torch_dtype": "float16"})
-    write_json(cache, "acme/two-shards", INDEX, {
-        "metadata": {"total_size": 36},
-        "weight_map": {"x": "model-00001-of-00002.safetensors",
-                       "y": "model-00002-of-00002.safetensors"}})  # fmt: skip
+    write_json(
+        cache,
+        "acme/two-shards",
+        INDEX,
+        {
+            "metadata": {"total_size": 36},
+            "weight_map": {
+                "x": "model-00001-of-00002.safetensors",
+                "y": "model-00002-of-00002.safetensors",
+            },
+        },
+    )
     folder = snapshot(cache, "acme/two-shards")
-    safetensors_numpy.save_file({"x": np.zeros((2, 2), np.float32)},
-                                str(folder / "model-00001-of-00002.safetensors"))  # fmt: skip
-    safetensors_numpy.save_file({"y": np.zeros(5, np.float32)},
-                                str(folder / "model-00002-of-00002.safetensors"))  # fmt: skip
-    write_json(cache, "acme/quantized", "config.json",
-               {"torch_dtype": "float16", "quantization_config": {"bits": 4}})  # fmt: skip
+    safetensors_numpy.save_file(
+        {"x": np.zeros((2, 2), np.float32)}, str(folder / "model-00001-of-00002.safetensors")
+    )
+    safetensors_numpy.save_file(
+        {"y": np.zeros(5, np.float32)}, str(folder / "model-00002-of-00002.safetensors")
+    )
+    write_json(
+        cache,
+        "acme/quantized",
+        "config.json",
+        {"torch_dtype": "float16", "quantization_config": {"bits": 4}},
+    )
     write_json(cache, "acme/quantized", INDEX, {"metadata": {"total_size": 1000}})
     write_json(cache, "acme/odd", "config.json", {"torch_dtype": "bfloat16"})
     write_json(cache, "acme/odd", INDEX, {"metadata": {"total_size": 7}})
@@ -111,9 +149,12 @@ def test_unknown_sizes_are_listed_then_set_from_the_hub_cache(stored, monkeypatc
         + [f"left {name} unknown: {why}" for name, why in LEFT.items()]
     )
     assert sizes(stored) == {
-        **before, "acme/sharded-model": 7_241_732_096, "acme/counted": 1_234_567,
-        "acme/single": 53, "acme/two-shards": 9,
-    }  # fmt: skip
+        **before,
+        "acme/sharded-model": 7_241_732_096,
+        "acme/counted": 1_234_567,
+        "acme/single": 53,
+        "acme/two-shards": 9,
+    }
 
 
 def test_model_set_wins_and_a_set_size_is_not_filled_again(stored):

@@ -19,8 +19,9 @@ def client(cli, tmp_path):
     cli("pair", "add", "a", "b")
     worker = cli("token", "create", "w", "--role", "worker").stdout.strip()
     settings = WebSettings(secret_key="k" * 40, reconcile_seconds=3600)
-    with TestClient(create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path),
-                               settings=settings)) as c:  # fmt: skip
+    with TestClient(
+        create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path), settings=settings)
+    ) as c:
         c.headers["Authorization"] = f"Bearer {worker}"
         yield c
 
@@ -28,8 +29,10 @@ def client(cli, tmp_path):
 def test_empty_sample_parameters_are_a_422_not_a_500(client):
     r = client.get("/api/pairs/1/sample", params={"benchmark": "", "sample_id": ""})
     assert r.status_code == 422
-    assert r.json() == {"detail": "query benchmark: String should have at least 1 character; "
-                                  "query sample_id: String should have at least 1 character"}  # fmt: skip
+    assert r.json() == {
+        "detail": "query benchmark: String should have at least 1 character; "
+        "query sample_id: String should have at least 1 character"
+    }
 
 
 def test_wrongly_typed_bodies_are_refused(client):

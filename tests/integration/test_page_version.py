@@ -23,8 +23,12 @@ def client(cli, tmp_path):
 
 
 def shard_of(client, model: str, benchmark: str) -> int:
-    body = {"models": [{"name": model, "path": f"org/{model}"}], "benchmarks": [benchmark],
-            "seeds": [0], "config": {"engine": "transformers", "max_tokens": 4}}  # fmt: skip
+    body = {
+        "models": [{"name": model, "path": f"org/{model}"}],
+        "benchmarks": [benchmark],
+        "seeds": [0],
+        "config": {"engine": "transformers", "max_tokens": 4},
+    }
     job = client.post("/api/jobs", json=body)
     assert job.status_code in (200, 201, 202), job.text
     return client.get(f"/api/jobs/{job.json()['id']}").json()["shards"][0]["id"]

@@ -17,8 +17,14 @@ from tests.support.model_cache import use_cache, write_card
 
 cli = cli_both_ways()
 
-MODELS = ["org/Base-7B", "org/Base-7B-Instruct", "org/Base-7B-DPO", "org/Other-1B",
-          "lab/tuned-model", "lab/unrelated"]  # fmt: skip
+MODELS = [
+    "org/Base-7B",
+    "org/Base-7B-Instruct",
+    "org/Base-7B-DPO",
+    "org/Other-1B",
+    "lab/tuned-model",
+    "lab/unrelated",
+]
 
 
 def store_models(cli, tmp_path, monkeypatch) -> None:
@@ -62,17 +68,20 @@ def test_suggestions_name_their_evidence_and_are_accepted(stored):
     assert "added pair 2: org/Base-7B -> org/Base-7B-Instruct" in out
     assert "added pair 3: org/Base-7B -> org/Base-7B-DPO" in out
     assert sorted(p[3:5] for p in stored.contents()["pairs"]) == [
-        ("Base-7B -> Base-7B-DPO", "rl"), ("Base-7B -> Base-7B-Instruct", "instruct"),
+        ("Base-7B -> Base-7B-DPO", "rl"),
+        ("Base-7B -> Base-7B-Instruct", "instruct"),
         ("Other-1B -> tuned-model", None),
-    ]  # fmt: skip
+    ]
     assert "no pairs to suggest" in stored("pair", "suggest").stdout
 
 
 @pytest.mark.parametrize(
     ("accept", "message"),
-    [("9", "--accept: no suggestion 9 (there are 3)"),
-     ("one", "--accept takes 'all' or numbers like 1,3, got 'one'")],
-)  # fmt: skip
+    [
+        ("9", "--accept: no suggestion 9 (there are 3)"),
+        ("one", "--accept takes 'all' or numbers like 1,3, got 'one'"),
+    ],
+)
 def test_a_wrong_accept_is_one_line_and_adds_nothing(stored, accept, message):
     result = stored("pair", "suggest", "--accept", accept, ok=False)
     assert result.exit_code != 0 and message in result.stderr
@@ -80,13 +89,31 @@ def test_a_wrong_accept_is_one_line_and_adds_nothing(stored, accept, message):
 
 
 SUGGESTED = [
-    {"number": 1, "base": "org/Base-7B", "post": "org/Base-7B-Instruct",
-     "evidence": ["model card", "name"], "stage": "instruct", "label": "Base-7B -> Base-7B-Instruct"},
-    {"number": 2, "base": "org/Other-1B", "post": "lab/tuned-model", "evidence": ["model card"],
-     "stage": None, "label": "Other-1B -> tuned-model"},
-    {"number": 3, "base": "org/Base-7B", "post": "org/Base-7B-DPO", "evidence": ["name"],
-     "stage": "rl", "label": "Base-7B -> Base-7B-DPO"},
-]  # fmt: skip
+    {
+        "number": 1,
+        "base": "org/Base-7B",
+        "post": "org/Base-7B-Instruct",
+        "evidence": ["model card", "name"],
+        "stage": "instruct",
+        "label": "Base-7B -> Base-7B-Instruct",
+    },
+    {
+        "number": 2,
+        "base": "org/Other-1B",
+        "post": "lab/tuned-model",
+        "evidence": ["model card"],
+        "stage": None,
+        "label": "Other-1B -> tuned-model",
+    },
+    {
+        "number": 3,
+        "base": "org/Base-7B",
+        "post": "org/Base-7B-DPO",
+        "evidence": ["name"],
+        "stage": "rl",
+        "label": "Base-7B -> Base-7B-DPO",
+    },
+]
 
 
 @pytest.fixture
@@ -106,8 +133,11 @@ def _csrf(html: str) -> str:
 
 def _log_in(client: TestClient, app_cli, role: str) -> None:
     token = app_cli("token", "create", f"someone-{role}", "--role", role).stdout.strip()
-    answer = client.post("/login", data={"token": token, "csrf": _csrf(client.get("/login").text),
-                                         "next": "/pairs/suggest"}, follow_redirects=False)  # fmt: skip
+    answer = client.post(
+        "/login",
+        data={"token": token, "csrf": _csrf(client.get("/login").text), "next": "/pairs/suggest"},
+        follow_redirects=False,
+    )
     assert answer.status_code == 303, answer.text
 
 
@@ -128,8 +158,9 @@ def test_the_page_adds_the_ticked_suggestions(app_cli):
         assert [json.loads(b) for b in boxes] == [[s["base"], s["post"]] for s in SUGGESTED]
         assert "model card, name" in page and "Add the chosen pairs" in page
 
-        sent = client.post("/pairs/suggest", data={"csrf": _csrf(page), "pair": boxes[2]},
-                           follow_redirects=False)  # fmt: skip
+        sent = client.post(
+            "/pairs/suggest", data={"csrf": _csrf(page), "pair": boxes[2]}, follow_redirects=False
+        )
         assert (sent.status_code, sent.headers["location"]) == (303, "/pairs/suggest?added=1")
         after = client.get(sent.headers["location"]).text
         assert re.search(r'Added 1 pair:\s*<a href="/pairs/1">Base-7B -&gt; Base-7B-DPO</a>', after)
@@ -146,13 +177,18 @@ def test_the_page_refuses_what_it_cannot_add(app_cli):
         csrf = _csrf(client.get("/pairs/suggest").text)
         for chosen, message in [
             ([], "tick at least one suggestion to add"),
-            (['["org/Other-1B", "org/Base-7B"]'], "org/Other-1B -&gt; org/Base-7B is not a suggested pair"),
+            (
+                ['["org/Other-1B", "org/Base-7B"]'],
+                "org/Other-1B -&gt; org/Base-7B is not a suggested pair",
+            ),
             (["not json"], "a chosen pair is not one of the suggestions: reload the page"),
-        ]:  # fmt: skip
+        ]:
             page = client.post("/pairs/suggest", data={"csrf": csrf, "pair": chosen})
             assert page.status_code == 200 and message in page.text
-        stale = client.post("/pairs/suggest", data={"csrf": "stale", "pair": [json.dumps(
-            ["org/Base-7B", "org/Base-7B-DPO"])]})  # fmt: skip
+        stale = client.post(
+            "/pairs/suggest",
+            data={"csrf": "stale", "pair": [json.dumps(["org/Base-7B", "org/Base-7B-DPO"])]},
+        )
         assert stale.status_code == 403
         assert client.get("/api/pairs").json() == []
 

@@ -40,12 +40,26 @@ ITEMS = {
 def _write_tree(out: Path, *, base_seeds=SEEDS, post_seeds=SEEDS, base_style="base") -> None:
     for s in base_seeds:
         tasks = {t: (ITEMS[t], BASE[t]) for t in ITEMS}
-        write_run(out, BASE_MODEL, f"2025-07-01T10-0{s}-00.000001", tasks, style=base_style,
-                  seed=s, shuffle_seed=10 + s)  # fmt: skip
+        write_run(
+            out,
+            BASE_MODEL,
+            f"2025-07-01T10-0{s}-00.000001",
+            tasks,
+            style=base_style,
+            seed=s,
+            shuffle_seed=10 + s,
+        )
     for s in post_seeds:
         tasks = {t: (ITEMS[t], POST[t][s]) for t in ITEMS}
-        write_run(out, POST_MODEL, f"2025-07-02T10-0{s}-00.000001", tasks, style="chat", seed=s,
-                  shuffle_seed=20 + s)  # fmt: skip
+        write_run(
+            out,
+            POST_MODEL,
+            f"2025-07-02T10-0{s}-00.000001",
+            tasks,
+            style="chat",
+            seed=s,
+            shuffle_seed=20 + s,
+        )
 
 
 def _expected(base: list[int], post: list[int], k: int) -> dict:
@@ -172,10 +186,24 @@ def test_duplicated_question_is_reported_not_mispaired(cli, tmp_path):
     items = make_items("navigate", 4)
     twice = [*items, items[1]]  # item 1 appears twice
     out = tmp_path / "out"
-    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {NAVIGATE: (twice, [1, 1, 0, 0, 0])},
-              style="base", seed=0, shuffle_seed=1)  # fmt: skip
-    write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001", {NAVIGATE: (twice, [1, 0, 0, 1, 1])},
-              style="chat", seed=0, shuffle_seed=2)  # fmt: skip
+    write_run(
+        out,
+        BASE_MODEL,
+        "2025-07-01T10-00-00.000001",
+        {NAVIGATE: (twice, [1, 1, 0, 0, 0])},
+        style="base",
+        seed=0,
+        shuffle_seed=1,
+    )
+    write_run(
+        out,
+        POST_MODEL,
+        "2025-07-02T10-00-00.000001",
+        {NAVIGATE: (twice, [1, 0, 0, 1, 1])},
+        style="chat",
+        seed=0,
+        shuffle_seed=2,
+    )
     cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base")
     cli("import", "lighteval", out / "details" / POST_MODEL, "--model", "post")
     report = cli("pair", "add", "base", "post").stdout
@@ -206,8 +234,14 @@ def test_the_only_unseeded_run_of_a_task_imports_as_seed_0_and_says_so(cli, tmp_
     assert len(cli.contents()["results"]) == len(ITEMS[NAVIGATE])
     # a details folder without its results file is an unseeded run too
     other = tmp_path / "other"
-    write_run(other, POST_MODEL, "2025-07-02T11-00-00.000001",
-              {NAVIGATE: (ITEMS[NAVIGATE], POST[NAVIGATE][0])}, style="chat", seed=None)  # fmt: skip
+    write_run(
+        other,
+        POST_MODEL,
+        "2025-07-02T11-00-00.000001",
+        {NAVIGATE: (ITEMS[NAVIGATE], POST[NAVIGATE][0])},
+        style="chat",
+        seed=None,
+    )
     (other / "results" / POST_MODEL / "results_2025-07-02T11-00-00.000001.json").unlink()
     result = cli("import", "lighteval", other / "details" / POST_MODEL, "--model", "post")
     assert "no results_2025-07-02T11-00-00.000001.json was found" in result.stderr
@@ -236,20 +270,41 @@ def test_several_unseeded_runs_of_a_task_are_refused_naming_them(cli, tmp_path):
     assert {r[2] for r in cli.contents()["results"]} == {0, 1}
     # an unseeded run beside a run of seed 0 of the same task: two runs for seed 0
     _write_tree(tmp_path / "mixed", post_seeds=())
-    _greedy_run(tmp_path / "mixed", "2025-07-05T11-00-00.000001",
-                {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])})  # fmt: skip
-    result = cli("import", "lighteval", tmp_path / "mixed" / "details" / BASE_MODEL, "--model",
-                 "mixed", ok=False)  # fmt: skip
+    _greedy_run(
+        tmp_path / "mixed",
+        "2025-07-05T11-00-00.000001",
+        {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])},
+    )
+    result = cli(
+        "import",
+        "lighteval",
+        tmp_path / "mixed" / "details" / BASE_MODEL,
+        "--model",
+        "mixed",
+        ok=False,
+    )
     assert "seed 0 comes from two runs" in result.stderr
 
 
 def test_two_runs_of_a_task_with_one_seed_need_latest(cli, tmp_path):
     out = tmp_path / "out"
     first = [0, 0, 0, 0, 0, 0]
-    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {NAVIGATE: (ITEMS[NAVIGATE], first)},
-              style="base", seed=0)  # fmt: skip
-    write_run(out, BASE_MODEL, "2025-07-03T10-00-00.000001", {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])},
-              style="base", seed=0)  # fmt: skip
+    write_run(
+        out,
+        BASE_MODEL,
+        "2025-07-01T10-00-00.000001",
+        {NAVIGATE: (ITEMS[NAVIGATE], first)},
+        style="base",
+        seed=0,
+    )
+    write_run(
+        out,
+        BASE_MODEL,
+        "2025-07-03T10-00-00.000001",
+        {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])},
+        style="base",
+        seed=0,
+    )
     result = cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base", ok=False)
     assert "seed 0 comes from two runs" in result.stderr and "--latest" in result.stderr
     assert "2025-07-01T10-00-00.000001" in result.stderr
@@ -264,8 +319,14 @@ def test_two_runs_of_a_task_with_one_seed_need_latest(cli, tmp_path):
 
 def test_seed_option_overrides_results_files(cli, tmp_path):
     out = tmp_path / "out"
-    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])},
-              style="base", seed=None)  # fmt: skip
+    write_run(
+        out,
+        BASE_MODEL,
+        "2025-07-01T10-00-00.000001",
+        {NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE])},
+        style="base",
+        seed=None,
+    )
     cli("import", "lighteval", out, "--model", "base", "--seed", "7")
     assert {r[2] for r in cli.contents()["results"]} == {7}  # results: model, benchmark, seed, ...
 
@@ -281,9 +342,22 @@ def test_unmatched_keys_are_linked_by_question_text(cli, tmp_path):
     )
     others = make_items("navigate", 3)
     out = tmp_path / "out"
-    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {NAVIGATE: ([item], [1])}, style="base", seed=0)  # fmt: skip
-    write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001", {NAVIGATE: ([item, *others], [0, 1, 1, 1])},
-              style="chat", seed=0)  # fmt: skip
+    write_run(
+        out,
+        BASE_MODEL,
+        "2025-07-01T10-00-00.000001",
+        {NAVIGATE: ([item], [1])},
+        style="base",
+        seed=0,
+    )
+    write_run(
+        out,
+        POST_MODEL,
+        "2025-07-02T10-00-00.000001",
+        {NAVIGATE: ([item, *others], [0, 1, 1, 1])},
+        style="chat",
+        seed=0,
+    )
     cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base")
     cli("import", "lighteval", out / "details" / POST_MODEL, "--model", "post")
     report = cli("pair", "add", "base", "post").stdout
@@ -302,16 +376,34 @@ def test_pages_say_what_paired_and_show_questions(cli, tmp_path):
     out = tmp_path / "out"
     items = make_items("navigate", 4)
     twice = [*items, items[1]]
-    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001", {NAVIGATE: (twice, [1, 1, 0, 0, 1])},
-              style="base", seed=0)  # fmt: skip
-    write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001", {NAVIGATE: (twice, [0, 0, 0, 1, 1])},
-              style="chat", seed=0)  # fmt: skip
+    write_run(
+        out,
+        BASE_MODEL,
+        "2025-07-01T10-00-00.000001",
+        {NAVIGATE: (twice, [1, 1, 0, 0, 1])},
+        style="base",
+        seed=0,
+    )
+    write_run(
+        out,
+        POST_MODEL,
+        "2025-07-02T10-00-00.000001",
+        {NAVIGATE: (twice, [0, 0, 0, 1, 1])},
+        style="chat",
+        seed=0,
+    )
     cli("import", "lighteval", out / "details" / BASE_MODEL, "--model", "base")
     cli("import", "lighteval", out / "details" / POST_MODEL, "--model", "post")
     cli("pair", "add", "base", "post")
     # a second pair whose post model ran another benchmark: nothing pairs
-    write_run(out, "org/other", "2025-07-03T10-00-00.000001", {ANATOMY: (ITEMS[ANATOMY], POST[ANATOMY][0])},
-              style="chat", seed=0)  # fmt: skip
+    write_run(
+        out,
+        "org/other",
+        "2025-07-03T10-00-00.000001",
+        {ANATOMY: (ITEMS[ANATOMY], POST[ANATOMY][0])},
+        style="chat",
+        seed=0,
+    )
     cli("import", "lighteval", out / "details" / "org" / "other", "--model", "other")
     cli("pair", "add", "base", "other")
     assert "paired no samples" in cli("map").stdout or cli.json("map", "--format", "json")
@@ -369,10 +461,16 @@ def test_prompts_come_back_whole_after_the_reader_splits_their_templates(cli, tm
         NAVIGATE: (ITEMS[NAVIGATE], BASE[NAVIGATE]),
         ANATOMY: (ITEMS[ANATOMY], BASE[ANATOMY]),
     }
-    second = write_run(out / "later", BASE_MODEL, "2025-07-03T10-00-00.000001", all_items,
-                       style="base", seed=0, shuffle_seed=5)  # fmt: skip
-    chat = write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001", all_items, style="chat",
-                     seed=0)  # fmt: skip
+    second = write_run(
+        out / "later",
+        BASE_MODEL,
+        "2025-07-03T10-00-00.000001",
+        all_items,
+        style="base",
+        seed=0,
+        shuffle_seed=5,
+    )
+    chat = write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001", all_items, style="chat", seed=0)
     cli("import", "lighteval", first, "--model", "base")
     added = cli("import", "lighteval", second, "--model", "base").stdout
     assert "imported 10 new rows (4 already stored)" in added
@@ -440,9 +538,12 @@ def test_the_seeds_of_a_sample_are_stored_side_by_side_as_a_sorted_insert_stores
         try:
             with store.transaction() as conn:
                 ingest(
-                    conn, table, benchmarks, config={"source": "import:lighteval"},
+                    conn,
+                    table,
+                    benchmarks,
+                    config={"source": "import:lighteval"},
                     grouped_by_sample=grouped,
-                )  # fmt: skip
+                )
             with store.read() as conn:
                 contents[grouped] = table_contents(conn)
                 stored = conn.execute(
@@ -475,11 +576,27 @@ def test_chain_of_thought_answers_past_one_string_arrays_limit_import_alike(tmp_
     out = tmp_path / "out"
     for s in SEEDS:
         base = {t: (ITEMS[t], BASE[t]) for t in ITEMS}
-        write_run(out, BASE_MODEL, f"2025-07-01T10-0{s}-00.000001", base, style="base", seed=s,
-                  shuffle_seed=s, answer_tokens=60)  # fmt: skip
+        write_run(
+            out,
+            BASE_MODEL,
+            f"2025-07-01T10-0{s}-00.000001",
+            base,
+            style="base",
+            seed=s,
+            shuffle_seed=s,
+            answer_tokens=60,
+        )
         post = {t: (ITEMS[t], POST[t][s]) for t in ITEMS}
-        write_run(out, POST_MODEL, f"2025-07-02T10-0{s}-00.000001", post, style="chat", seed=s,
-                  shuffle_seed=s, answer_tokens=60)  # fmt: skip
+        write_run(
+            out,
+            POST_MODEL,
+            f"2025-07-02T10-0{s}-00.000001",
+            post,
+            style="chat",
+            seed=s,
+            shuffle_seed=s,
+            answer_tokens=60,
+        )
     # a task of files a benchmark: the columns come in several chunks, to be combined
     monkeypatch.setattr(lighteval, "TASK_BYTES", (1, 1))
     contents = {}

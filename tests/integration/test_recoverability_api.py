@@ -28,8 +28,12 @@ def env(cli, tmp_path):
     (tmp_path / "models" / "base").mkdir(parents=True)
     (tmp_path / "corpora").mkdir()
     (tmp_path / "corpora" / "web.jsonl").write_text('{"text": "hello"}\n')
-    settings = WebSettings(secret_key="k" * 40, model_roots=(tmp_path / "models",),
-                           corpus_dirs=(tmp_path / "corpora",), reconcile_seconds=3600)  # fmt: skip
+    settings = WebSettings(
+        secret_key="k" * 40,
+        model_roots=(tmp_path / "models",),
+        corpus_dirs=(tmp_path / "corpora",),
+        reconcile_seconds=3600,
+    )
     broker = BrokerSettings(url="redis://127.0.0.1:1/0")  # nothing listens: sends fail fast
     client = TestClient(create_app(cli.db, broker=broker, settings=settings))
     client.headers["Authorization"] = f"Bearer {token}"
@@ -38,9 +42,14 @@ def env(cli, tmp_path):
 
 
 def _body(tmp_path, **options):
-    return {"kind": "recover", "base": {"name": "tiny-base", "path": str(tmp_path / "models" / "base")},
-            "post": {"name": "tiny-sft", "path": "org/tiny-sft"}, "label": "tiny SFT",
-            "corpus": {"source": "local:web.jsonl"}, "options": {"n_boot": 500, **options}}  # fmt: skip
+    return {
+        "kind": "recover",
+        "base": {"name": "tiny-base", "path": str(tmp_path / "models" / "base")},
+        "post": {"name": "tiny-sft", "path": "org/tiny-sft"},
+        "label": "tiny SFT",
+        "corpus": {"source": "local:web.jsonl"},
+        "options": {"n_boot": 500, **options},
+    }
 
 
 def _submit(client, tmp_path, **options) -> dict:
@@ -79,8 +88,10 @@ def test_upload_recompute_page_export_and_reuse(env):
     assert started["shard"]["kind"] == "recover"
     assert started["shard"]["spec"]["options"]["max_tokens"] == 2047
     # per-sample results cannot be sent to a recoverability shard
-    wrong = client.post("/api/results", json={"shard_id": shard["id"],
-                                               "rows": [{"sample_id": "1", "correct": True}]})  # fmt: skip
+    wrong = client.post(
+        "/api/results",
+        json={"shard_id": shard["id"], "rows": [{"sample_id": "1", "correct": True}]},
+    )
     assert wrong.status_code == 422 and "recoverability results go to" in wrong.text
 
     before = cli.contents()
@@ -163,15 +174,27 @@ def test_recover_form(env):
     pair_id = client.get("/api/pairs").json()[0]["id"]
     client.headers.pop("Authorization")
     assert client.get(f"/pairs/{pair_id}/recover", follow_redirects=False).status_code == 303
-    login = client.post("/login", data={"token": token, "csrf": _csrf(client.get("/login").text),
-                                        "next": "/"}, follow_redirects=False)  # fmt: skip
+    login = client.post(
+        "/login",
+        data={"token": token, "csrf": _csrf(client.get("/login").text), "next": "/"},
+        follow_redirects=False,
+    )
     assert login.status_code == 303
     form = client.get(f"/pairs/{pair_id}/recover").text
     assert str(tmp_path / "models" / "base") in form  # prefilled from the job's model spec
     assert "web.jsonl" in form
-    values = {"csrf": _csrf(form), "base_path": "/etc", "post_path": "org/tiny-sft",
-              "corpus_kind": "local", "local_corpus": "missing.txt", "max_docs": "2", "max_tokens": "512",
-              "k": "64", "seed": "0", "text_field": "text"}  # fmt: skip
+    values = {
+        "csrf": _csrf(form),
+        "base_path": "/etc",
+        "post_path": "org/tiny-sft",
+        "corpus_kind": "local",
+        "local_corpus": "missing.txt",
+        "max_docs": "2",
+        "max_tokens": "512",
+        "k": "64",
+        "seed": "0",
+        "text_field": "text",
+    }
     page = client.post(f"/pairs/{pair_id}/recover", data=values)
     assert "outside the configured roots" in page.text
     assert "choose a local corpus" in page.text and "documents must be between 3" in page.text

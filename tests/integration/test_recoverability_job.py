@@ -55,8 +55,13 @@ def pair(tmp_path_factory):
 def test_recoverability_job_end_to_end(tmp_path, pair):
     require_redis()
     # the app checks model paths against its roots too (the form and the API refuse others)
-    dep = Deployment(tmp_path, extra_env={"FORGETMAP_CORPUS_DIRS": str(pair / "corpora"),
-                                          "FORGETMAP_MODEL_ROOTS": str(tmp_path / "models")})  # fmt: skip
+    dep = Deployment(
+        tmp_path,
+        extra_env={
+            "FORGETMAP_CORPUS_DIRS": str(pair / "corpora"),
+            "FORGETMAP_MODEL_ROOTS": str(tmp_path / "models"),
+        },
+    )
     dep.models.symlink_to(pair / "models", target_is_directory=True)
     # ~12 MB of statistics per model here: over this limit, so they go to memory maps on disk
     (tmp_path / "scratch").mkdir()
@@ -66,11 +71,14 @@ def test_recoverability_job_end_to_end(tmp_path, pair):
     try:
         dep.start_worker()
         dep.wait_ready()
-        body = {"kind": "recover", "label": "doubled head",
-                "base": {"name": "tiny-base", "path": str(dep.models / "tiny-base")},
-                "post": {"name": "tiny-doubled", "path": str(dep.models / "tiny-doubled")},
-                "corpus": {"source": "local:sampled.jsonl"},
-                "options": {"max_tokens": 256, "n_boot": 1000}}  # fmt: skip
+        body = {
+            "kind": "recover",
+            "label": "doubled head",
+            "base": {"name": "tiny-base", "path": str(dep.models / "tiny-base")},
+            "post": {"name": "tiny-doubled", "path": str(dep.models / "tiny-doubled")},
+            "corpus": {"source": "local:sampled.jsonl"},
+            "options": {"max_tokens": 256, "n_boot": 1000},
+        }
         job = dep.wait(dep.submit(body), timeout=600)
         assert job["status"] == "done", dep.logs()
         (shard,) = job["shards"]

@@ -59,17 +59,37 @@ MATH = [
 
 def _rows() -> list[dict]:
     rows = [
-        {"model": "chat-7b", "benchmark": "mmlu_anatomy", "sample_id": s, "seed": 0,
-         "correct": c, "num_choices": 4, "category": "", "response": r, "gold": g,
-         "choices": json.dumps(CAPITALS), "truncated": int(s == "q9")}
+        {
+            "model": "chat-7b",
+            "benchmark": "mmlu_anatomy",
+            "sample_id": s,
+            "seed": 0,
+            "correct": c,
+            "num_choices": 4,
+            "category": "",
+            "response": r,
+            "gold": g,
+            "choices": json.dumps(CAPITALS),
+            "truncated": int(s == "q9"),
+        }
         for s, r, g, c, _ in MC
-    ]  # fmt: skip
+    ]
     rows += [
-        {"model": "chat-7b", "benchmark": "toy_arith", "sample_id": s, "seed": 0, "correct": c,
-         "num_choices": "", "category": "Math", "response": r, "gold": g, "choices": "",
-         "truncated": ""}
+        {
+            "model": "chat-7b",
+            "benchmark": "toy_arith",
+            "sample_id": s,
+            "seed": 0,
+            "correct": c,
+            "num_choices": "",
+            "category": "Math",
+            "response": r,
+            "gold": g,
+            "choices": "",
+            "truncated": "",
+        }
         for s, r, g, c, _ in MATH
-    ]  # fmt: skip
+    ]
     return rows
 
 
@@ -88,8 +108,10 @@ def _set_rows(contents: dict, name: str) -> dict[str, tuple]:
 def test_lenient_rescoring_keeps_the_harness_scores_and_writes_the_set(cli, tmp_path):
     before = _loaded(cli, tmp_path)
     out = cli("rescore", "lenient-v1", "--extractor", "lenient").stdout
-    assert "wrote score set lenient-v1 (lenient): 8 answers graded, 3 changed against the " \
-           "harness (2 now right, 1 now wrong), 3 with no answer" in out  # fmt: skip
+    assert (
+        "wrote score set lenient-v1 (lenient): 8 answers graded, 3 changed against the "
+        "harness (2 now right, 1 now wrong), 3 with no answer" in out
+    )
     assert "rules: bare_line 1, none 3, option_text 1, statement 3" in out
     assert "skipped: loglikelihood 1, no_response 1, other_kind 4" in out
 
@@ -114,16 +136,22 @@ def test_a_set_is_written_again_only_with_replace(cli, tmp_path):
     assert "score set mine exists (extractor lenient); --replace writes it again" in again.stderr
 
     out = cli("rescore", "mine", "--extractor", "math", "--replace").stdout
-    assert "replaced score set mine (math): 4 answers graded, 2 changed against the harness " \
-           "(1 now right, 1 now wrong), 1 with no answer" in out  # fmt: skip
+    assert (
+        "replaced score set mine (math): 4 answers graded, 2 changed against the harness "
+        "(1 now right, 1 now wrong), 1 with no answer" in out
+    )
     assert "skipped: other_kind 10" in out
     contents = cli.contents()
     assert len(contents["score_sets"]) == 1 and contents["score_sets"][0][2] == "math"
     assert _set_rows(contents, "mine") == {
-        sample: (prediction, correct, "answered" if prediction else "no_answer",
-                 "math_verify" if prediction else None)
+        sample: (
+            prediction,
+            correct,
+            "answered" if prediction else "no_answer",
+            "math_verify" if prediction else None,
+        )
         for sample, _, _, _, (prediction, correct) in MATH
-    }  # fmt: skip
+    }
 
     listing = cli("scores").stdout
     assert listing.splitlines()[0].split() == ["name", "extractor", "rows", "created"]
@@ -132,8 +160,16 @@ def test_a_set_is_written_again_only_with_replace(cli, tmp_path):
 
 def test_choosing_models_and_benchmarks_and_refusing_unknown_names(cli, tmp_path):
     _loaded(cli, tmp_path)
-    out = cli("rescore", "anatomy", "--extractor", "lenient", "--benchmark", "mmlu_anatomy",
-              "--model", "chat-7b").stdout  # fmt: skip
+    out = cli(
+        "rescore",
+        "anatomy",
+        "--extractor",
+        "lenient",
+        "--benchmark",
+        "mmlu_anatomy",
+        "--model",
+        "chat-7b",
+    ).stdout
     assert "8 answers graded" in out and "other_kind" not in out
 
     for args, message in [

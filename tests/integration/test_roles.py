@@ -16,8 +16,12 @@ from forgetmap.web import create_app
 from tests.support.cli import Cli
 
 ROLES = ("read", "submit", "worker", "admin")
-JOB = {"models": [{"name": "m-base", "path": "org/base"}, {"name": "m-post", "path": "org/post"}],
-       "benchmarks": ["piqa"], "seeds": [0], "config": {"engine": "vllm"}}  # fmt: skip
+JOB = {
+    "models": [{"name": "m-base", "path": "org/base"}, {"name": "m-post", "path": "org/post"}],
+    "benchmarks": ["piqa"],
+    "seeds": [0],
+    "config": {"engine": "vllm"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +103,9 @@ def test_role_matrix(world, endpoint, who):
     else:
         assert r.status_code == 403, r.text
         needed = " or ".join(dict.fromkeys([*[a for a in allowed if a != "admin"], "admin"]))
-        assert r.json() == {"detail": f"this needs a token with role {needed}; "
-                                      f"token {who!r} has role {who}"}  # fmt: skip
+        assert r.json() == {
+            "detail": f"this needs a token with role {needed}; token {who!r} has role {who}"
+        }
 
 
 @pytest.mark.parametrize("action", ["cancel", "retry"])
@@ -167,8 +172,9 @@ def test_a_revoked_token_ends_its_sessions(cli, tmp_path):
     cli("map")
     token = cli("token", "create", "alice").stdout.strip()
     settings = WebSettings(secret_key="k" * 40, reconcile_seconds=3600)
-    with TestClient(create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path),
-                               settings=settings)) as client:  # fmt: skip
+    with TestClient(
+        create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path), settings=settings)
+    ) as client:
         _login(client, token)
         assert client.get("/submit", follow_redirects=False).status_code == 200
         # the app holds the database: revoke through its store, as `token revoke` does on a file
@@ -186,8 +192,9 @@ def test_logins_expire(cli, tmp_path):
     cli("map")
     token = cli("token", "create", "alice").stdout.strip()
     settings = WebSettings(secret_key="k" * 40, reconcile_seconds=3600, session_days=1 / 86400)
-    with TestClient(create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path),
-                               settings=settings)) as client:  # fmt: skip
+    with TestClient(
+        create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path), settings=settings)
+    ) as client:
         _login(client, token)
         assert client.get("/submit", follow_redirects=False).status_code == 200
         time.sleep(1.2)
@@ -205,16 +212,20 @@ def test_private_reads_need_a_token_of_any_role(cli, tmp_path):
     cli("map")
     read = cli("token", "create", "reader", "--role", "read").stdout.strip()
     settings = WebSettings(secret_key="k" * 40, reconcile_seconds=3600, private=True)
-    with TestClient(create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path),
-                               settings=settings)) as client:  # fmt: skip
+    with TestClient(
+        create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path), settings=settings)
+    ) as client:
         r = client.get("/api/pairs")
         assert r.status_code == 401 and "--role read" in r.json()["detail"]
         assert (
             client.get("/api/pairs", headers={"Authorization": "Bearer fm_nope"}).status_code == 401
         )
         assert client.get("/api/pairs", headers={"Authorization": f"Bearer {read}"}).json() == []
-        r = client.post("/api/pairs", json={"base": "a", "post": "b"},
-                        headers={"Authorization": f"Bearer {read}"})  # fmt: skip
+        r = client.post(
+            "/api/pairs",
+            json={"base": "a", "post": "b"},
+            headers={"Authorization": f"Bearer {read}"},
+        )
         assert r.status_code == 403
 
 

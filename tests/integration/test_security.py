@@ -45,9 +45,21 @@ def _login(client: TestClient, token: str) -> None:
     assert response.status_code == 303 and response.headers["location"] == "/submit"
 
 
-FORM = {"base_path": "org/base-model", "post_path": "org/post-model", "suite": "benchmarks",
-        "benchmarks": "piqa", "seeds": "1", "engine": "vllm", "mode": "generate", "temperature": "0.6",
-        "top_p": "0.95", "max_tokens": "64", "stage": "sft", "base_prompting": "base", "post_prompting": "chat"}  # fmt: skip
+FORM = {
+    "base_path": "org/base-model",
+    "post_path": "org/post-model",
+    "suite": "benchmarks",
+    "benchmarks": "piqa",
+    "seeds": "1",
+    "engine": "vllm",
+    "mode": "generate",
+    "temperature": "0.6",
+    "top_p": "0.95",
+    "max_tokens": "64",
+    "stage": "sft",
+    "base_prompting": "base",
+    "post_prompting": "chat",
+}
 
 
 def test_submit_without_login_is_refused(setup):
@@ -85,8 +97,11 @@ def test_login_rejects_bad_tokens_and_foreign_redirects(setup):
         csrf = _csrf(client.get("/login").text)
         bad = client.post("/login", data={"token": "fm_wrong", "csrf": csrf, "next": "/"})
         assert "not valid" in bad.text
-        good = client.post("/login", data={"token": token, "csrf": csrf, "next": "https://evil.example/"},
-                           follow_redirects=False)  # fmt: skip
+        good = client.post(
+            "/login",
+            data={"token": token, "csrf": csrf, "next": "https://evil.example/"},
+            follow_redirects=False,
+        )
         assert good.headers["location"] == "/"
 
 
@@ -108,8 +123,14 @@ def test_revoked_token_stops_working(setup):
     cli, token, *_ = setup
     cli("token", "revoke", "alice")
     with _client(setup) as client:
-        assert client.post("/api/pairs", json={"base": "a", "post": "b"},
-                           headers={"Authorization": f"Bearer {token}"}).status_code == 401  # fmt: skip
+        assert (
+            client.post(
+                "/api/pairs",
+                json={"base": "a", "post": "b"},
+                headers={"Authorization": f"Bearer {token}"},
+            ).status_code
+            == 401
+        )
 
 
 def test_tokens_are_stored_hashed(setup):
@@ -173,8 +194,14 @@ def test_form_and_api_share_the_boundarys_limits(setup):
     with _client(setup) as client:
         _login(client, token)
         csrf = _csrf(client.get("/submit").text)
-        body = {**FORM, "csrf": csrf, "temperature": "2.5", "stage": "dpo", "post_prompting": "x",
-                "max_tokens": "ten"}  # fmt: skip
+        body = {
+            **FORM,
+            "csrf": csrf,
+            "temperature": "2.5",
+            "stage": "dpo",
+            "post_prompting": "x",
+            "max_tokens": "ten",
+        }
         response = client.post("/submit", data=body, headers={"HX-Request": "true"})
         errors = _field_errors(response.text)
         assert errors["temperature"] == "Input should be less than or equal to 2"
@@ -184,8 +211,10 @@ def test_form_and_api_share_the_boundarys_limits(setup):
         assert client.get("/api/jobs").json() == []
         job = {"models": [{"name": "m", "path": "org/m"}], "benchmarks": ["piqa"]}
         auth = {"Authorization": f"Bearer {token}"}
-        for bad in ({**job, "config": {"temperature": 2.5}},
-                    {**job, "pairs": [{"base": "m", "post": "m", "stage": "dpo"}]}):  # fmt: skip
+        for bad in (
+            {**job, "config": {"temperature": 2.5}},
+            {**job, "pairs": [{"base": "m", "post": "m", "stage": "dpo"}]},
+        ):
             assert client.post("/api/jobs", json=bad, headers=auth).status_code == 422
         body.update(temperature="2", stage="rl", post_prompting="chat", max_tokens="64")
         response = client.post("/submit", data=body, follow_redirects=False)
@@ -223,8 +252,12 @@ def test_reconciler_resends_unsent_and_stale_shards(setup):
 
     cli, token, settings, broker, _ = setup
     with _client(setup) as client:
-        body = {"models": [{"name": "a", "path": "org/a"}, {"name": "b", "path": "org/b"}],
-                "benchmarks": ["piqa"], "seeds": [0], "config": {"engine": "vllm"}}  # fmt: skip
+        body = {
+            "models": [{"name": "a", "path": "org/a"}, {"name": "b", "path": "org/b"}],
+            "benchmarks": ["piqa"],
+            "seeds": [0],
+            "config": {"engine": "vllm"},
+        }
         created = client.post(
             "/api/jobs", json=body, headers={"Authorization": f"Bearer {token}"}
         ).json()
@@ -247,9 +280,12 @@ def test_job_pages_name_what_they_evaluate_escaped(setup):
     names typed by users are shown as text, never as markup."""
     _, token, _, _, _ = setup
     label = '<b id="x">bold</b> & co'
-    job = {"models": [{"name": "m<i>1</i>", "path": "org/m1"}, {"name": "m2", "path": "org/m2"}],
-           "benchmarks": ["piqa"], "seeds": [0],
-           "pairs": [{"base": "m<i>1</i>", "post": "m2", "label": label}]}  # fmt: skip
+    job = {
+        "models": [{"name": "m<i>1</i>", "path": "org/m1"}, {"name": "m2", "path": "org/m2"}],
+        "benchmarks": ["piqa"],
+        "seeds": [0],
+        "pairs": [{"base": "m<i>1</i>", "post": "m2", "label": label}],
+    }
     unlabelled = {**job, "pairs": [{"base": "m<i>1</i>", "post": "m2"}], "seeds": [1]}
     auth = {"Authorization": f"Bearer {token}"}
     with _client(setup) as client:
@@ -269,19 +305,30 @@ def test_the_form_takes_a_training_run_as_a_series(setup):
     _, token, _, _, tmp_path = setup
     for step in (10, 20):
         (tmp_path / "models" / "run" / f"checkpoint-{step}").mkdir(parents=True)
-    run = {**FORM, "target": "series", "series": "sft-run", "base_path": str(tmp_path / "models" / "ok"),
-           "post_path": "", "checkpoints": str(tmp_path / "models" / "run" / "checkpoint-*")}  # fmt: skip
+    run = {
+        **FORM,
+        "target": "series",
+        "series": "sft-run",
+        "base_path": str(tmp_path / "models" / "ok"),
+        "post_path": "",
+        "checkpoints": str(tmp_path / "models" / "run" / "checkpoint-*"),
+    }
     with _client(setup) as client:
         _login(client, token)
         csrf = _csrf(client.get("/submit").text)
         for change, field, message in (
             ({"checkpoints": ""}, "checkpoints", "list the checkpoint folders"),
             ({"checkpoints": "/etc"}, "checkpoints", "outside the configured roots"),
-            ({"checkpoints": str(tmp_path / "models" / "nothing-*")}, "checkpoints", "no checkpoint folder matches"),
+            (
+                {"checkpoints": str(tmp_path / "models" / "nothing-*")},
+                "checkpoints",
+                "no checkpoint folder matches",
+            ),
             ({"series": ""}, "series", "at least 1 character"),
-        ):  # fmt: skip
-            response = client.post("/submit", data={**run, **change, "csrf": csrf},
-                                   headers={"HX-Request": "true"})  # fmt: skip
+        ):
+            response = client.post(
+                "/submit", data={**run, **change, "csrf": csrf}, headers={"HX-Request": "true"}
+            )
             assert message in _field_errors(response.text).get(field, ""), (change, response.text)
         assert client.get("/api/jobs").json() == []
         response = client.post("/submit", data={**run, "csrf": csrf}, follow_redirects=False)

@@ -34,10 +34,17 @@ def _rows(draw_seeds, data):
                 ]
                 answers = data.draw(st.lists(st.booleans(), min_size=SAMPLES, max_size=SAMPLES))
                 rows += [
-                    {"model": model, "benchmark": bench, "sample_id": f"s{i}", "seed": seed,
-                     "correct": answers[i], "num_choices": 4}
-                    for i in range(SAMPLES) if present[i]
-                ]  # fmt: skip
+                    {
+                        "model": model,
+                        "benchmark": bench,
+                        "sample_id": f"s{i}",
+                        "seed": seed,
+                        "correct": answers[i],
+                        "num_choices": 4,
+                    }
+                    for i in range(SAMPLES)
+                    if present[i]
+                ]
     return rows
 
 

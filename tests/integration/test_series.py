@@ -120,11 +120,29 @@ def test_series_list_and_extending_a_series(run, tmp_path):
     listed = run.json("series", "list", "--format", "json")
     assert listed == [{"id": 1, "name": "run", "base": "base", "steps": [1, 2, 3, 4]}]
     # a second series over the same checkpoints placed out of order, extended later
-    out = run("series", "add", "late", "--base", "base", "--checkpoint", "run-step3@30",
-              "--checkpoint", "run-step1@10").stdout  # fmt: skip
+    out = run(
+        "series",
+        "add",
+        "late",
+        "--base",
+        "base",
+        "--checkpoint",
+        "run-step3@30",
+        "--checkpoint",
+        "run-step1@10",
+    ).stdout
     assert "created series 2 late" in out
-    out = run("series", "add", "late", "--base", "base", "--checkpoint", "run-step2@20",
-              "--checkpoint", "run-step1@10").stdout  # fmt: skip
+    out = run(
+        "series",
+        "add",
+        "late",
+        "--base",
+        "base",
+        "--checkpoint",
+        "run-step2@20",
+        "--checkpoint",
+        "run-step1@10",
+    ).stdout
     assert "extended series 2 late: run-step2@20" in out and "run-step1@10" not in out
     steps = [r["step"] for r in run.json("series", "show", "late", "--format", "json")]
     assert steps == sorted(steps) and set(steps) == {10, 20, 30}
@@ -133,15 +151,40 @@ def test_series_list_and_extending_a_series(run, tmp_path):
 
 
 def test_a_runs_stage_is_its_pairs_so_a_stage_filter_keeps_it(run):
-    out = run("series", "add", "tuned", "--base", "base", "--checkpoint", "run-step1@10",
-              "--checkpoint", "run-step2@20", "--stage", "sft").stdout  # fmt: skip
+    out = run(
+        "series",
+        "add",
+        "tuned",
+        "--base",
+        "base",
+        "--checkpoint",
+        "run-step1@10",
+        "--checkpoint",
+        "run-step2@20",
+        "--stage",
+        "sft",
+    ).stdout
     assert "created series 2 tuned" in out
     listed = run("pair", "list").stdout.splitlines()
-    staged = {post for post in ("run-step1", "run-step2", "run-step3", "run-step4")
-              for line in listed if f" {post} " in line and " sft " in line}  # fmt: skip
+    staged = {
+        post
+        for post in ("run-step1", "run-step2", "run-step3", "run-step4")
+        for line in listed
+        if f" {post} " in line and " sft " in line
+    }
     assert staged == {"run-step1", "run-step2"}
-    refused = run("series", "add", "tuned", "--base", "base", "--checkpoint", "run-step3@30",
-                  "--stage", "bogus", ok=False)  # fmt: skip
+    refused = run(
+        "series",
+        "add",
+        "tuned",
+        "--base",
+        "base",
+        "--checkpoint",
+        "run-step3@30",
+        "--stage",
+        "bogus",
+        ok=False,
+    )
     assert refused.exit_code == 2 and "--stage" in refused.stderr and "sft" in refused.stderr
 
 

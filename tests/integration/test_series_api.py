@@ -55,8 +55,11 @@ def test_question_histories_match_the_hand_computed_ones(client):
     # step 3 000; step 4 111: relearned
     assert s0["base_correct"] == [1, 1, 1]
     assert [(h["step"], marks(h), h["known"]) for h in s0["history"]] == [
-        (1, "111", True), (2, "001", False), (3, "000", False), (4, "111", True),
-    ]  # fmt: skip
+        (1, "111", True),
+        (2, "001", False),
+        (3, "000", False),
+        (4, "111", True),
+    ]
     assert (s0["first_forgotten"], s0["fate"]) == (2, "relearned")
     g1 = by[("genbench", "g1")]  # 1 1 | 0 1 0 | 0 0 0 | 1 1 1
     assert [marks(h) for h in g1["history"]] == ["111", "010", "000", "111"]
@@ -146,8 +149,9 @@ def test_a_checkpoints_sample_links_to_its_history_along_the_run(client):
     """The drill-down of a run's checkpoint links each question to its history along the run:
     the series page narrowed to that one question (s0: forgotten at step 2, relearned at 4)."""
     pair_id = next(p["id"] for p in client.get("/api/pairs").json() if p["post"] == "run-step2")
-    sample = client.get(f"/pairs/{pair_id}/sample",
-                        params={"benchmark": "mixbench", "sample_id": "s0"}).text  # fmt: skip
+    sample = client.get(
+        f"/pairs/{pair_id}/sample", params={"benchmark": "mixbench", "sample_id": "s0"}
+    ).text
     link = "/series/1?benchmark=mixbench&amp;sample_id=s0#questions"
     assert f'href="{link}" class="series-history-link">along the run run</a>' in sample
     page = client.get("/series/1", params={"benchmark": "mixbench", "sample_id": "s0"})

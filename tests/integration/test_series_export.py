@@ -36,18 +36,28 @@ cli = cli_both_ways(shared_owner=True)  # every test on the file, then through a
 
 T = 4.302652729749464  # Student's t, 97.5% quantile, 2 degrees of freedom
 COUNTS = {  # (step, category): (forgotten, learned, n)
-    (1, "Knowledge/QA"): (0, 0, 12), (1, "Math"): (0, 0, 6), (1, "Total"): (0, 0, 18),
-    (2, "Knowledge/QA"): (3, 0, 12), (2, "Math"): (2, 0, 6), (2, "Total"): (5, 0, 18),
-    (3, "Knowledge/QA"): (3, 3, 12), (3, "Math"): (3, 0, 6), (3, "Total"): (6, 3, 18),
-    (4, "Knowledge/QA"): (3, 3, 12), (4, "Math"): (0, 0, 6), (4, "Total"): (3, 3, 18),
-}  # fmt: skip
+    (1, "Knowledge/QA"): (0, 0, 12),
+    (1, "Math"): (0, 0, 6),
+    (1, "Total"): (0, 0, 18),
+    (2, "Knowledge/QA"): (3, 0, 12),
+    (2, "Math"): (2, 0, 6),
+    (2, "Total"): (5, 0, 18),
+    (3, "Knowledge/QA"): (3, 3, 12),
+    (3, "Math"): (3, 0, 6),
+    (3, "Total"): (6, 3, 18),
+    (4, "Knowledge/QA"): (3, 3, 12),
+    (4, "Math"): (0, 0, 6),
+    (4, "Total"): (3, 3, 18),
+}
 # 95% half-widths at step 2 (t * std / sqrt(3), stds from test_series.py); 0 wherever seeds agree
 MARGINS_2 = {"Knowledge/QA": T / 72, "Math": T / 6, "Total": T * math.sqrt(133) / 144}
 STEP_2_FLIPS = [  # forgotten first, then by category, benchmark, sample, seed
-    ("Knowledge/QA", "mixbench", "s0", 0), ("Knowledge/QA", "mixbench", "s0", 1),
-    ("Knowledge/QA", "mixbench", "s2", 2), ("Math", "genbench", "g1", 0),
+    ("Knowledge/QA", "mixbench", "s0", 0),
+    ("Knowledge/QA", "mixbench", "s0", 1),
+    ("Knowledge/QA", "mixbench", "s2", 2),
+    ("Math", "genbench", "g1", 0),
     ("Math", "genbench", "g1", 2),
-]  # fmt: skip
+]
 KEYS = {"Knowledge/QA": "Knowledge_QA", "Math": "Math", "Total": "Total"}
 
 
@@ -84,9 +94,14 @@ def _expected_metrics(shown: dict) -> dict[str, list[tuple[int, float]]]:
     for (step, category), r in sorted(shown.items()):
         forgotten, learned, _ = COUNTS[(step, category)]
         margin = MARGINS_2[category] if step == 2 else 0.0
-        for name, value in (("F_true", r["f_true"]), ("F_true_margin", margin),
-                            ("BT_true", r["bt_true"]), ("BT_true_margin", 0.0),
-                            ("forgotten", forgotten), ("learned", learned)):  # fmt: skip
+        for name, value in (
+            ("F_true", r["f_true"]),
+            ("F_true_margin", margin),
+            ("BT_true", r["bt_true"]),
+            ("BT_true_margin", 0.0),
+            ("forgotten", forgotten),
+            ("learned", learned),
+        ):
             out.setdefault(f"forgetmap/{KEYS[category]}/{name}", []).append((step, value))
     return out
 
@@ -127,8 +142,19 @@ def test_series_export_writes_mlflow_and_tensorboard_from_the_client(run, tmp_pa
     shown = _shown(run)
     expected = _expected_metrics(shown)
     uri = (tmp_path / "mlruns").as_uri()
-    out = run("series", "export", "run", "--to", "mlflow", "--tracking-uri", uri,
-              "--project", "sft", "--run-name", "sft-1").stdout  # fmt: skip
+    out = run(
+        "series",
+        "export",
+        "run",
+        "--to",
+        "mlflow",
+        "--tracking-uri",
+        uri,
+        "--project",
+        "sft",
+        "--run-name",
+        "sft-1",
+    ).stdout
     assert out.startswith("wrote 4 steps of series run to mlflow run ")
     assert out.endswith(f" at {uri} (12 results, 20 flipped samples)\n")
     run_id = out.split("mlflow run ")[1].split()[0]
@@ -139,22 +165,38 @@ def test_series_export_writes_mlflow_and_tensorboard_from_the_client(run, tmp_pa
     assert table["columns"][:6] == ["step", "category", "benchmark", "sample_id", "seed", "fate"]
     assert [row[5] for row in table["data"]] == ["forgotten"] * 6 + ["learned"] * 3
     # written again into the same run (--run-id) at the same steps: MLflow keeps both points
-    again = run("series", "export", "run", "--to", "mlflow", "--tracking-uri", uri,
-                "--run-id", run_id)  # fmt: skip
+    again = run(
+        "series", "export", "run", "--to", "mlflow", "--tracking-uri", uri, "--run-id", run_id
+    )
     assert f"to mlflow run {run_id} at {uri}" in again.stdout
     assert len(mlflow_metrics(uri, run_id)["forgetmap/Total/F_true"]) == 8
 
     logdir = tmp_path / "tb"
     out = run("series", "export", "run", "--to", "tensorboard", "--logdir", logdir).stdout
-    assert out == (f"wrote 4 steps of series run to tensorboard logdir {logdir} "
-                   "(12 results, 20 flipped samples)\n")  # fmt: skip
+    assert out == (
+        f"wrote 4 steps of series run to tensorboard logdir {logdir} "
+        "(12 results, 20 flipped samples)\n"
+    )
     _close(tensorboard_scalars(logdir), expected, 1e-7)  # float32
 
 
 def test_series_export_to_wandb_lands_at_the_training_steps(run, tmp_path):
     # --logdir, not $WANDB_DIR: wandb reads its environment once per process
-    out = run("series", "export", "run", "--to", "wandb", "--project", "sft", "--run-name", "a",
-              "--max-flips", "2", "--logdir", tmp_path).stdout  # fmt: skip
+    out = run(
+        "series",
+        "export",
+        "run",
+        "--to",
+        "wandb",
+        "--project",
+        "sft",
+        "--run-name",
+        "a",
+        "--max-flips",
+        "2",
+        "--logdir",
+        tmp_path,
+    ).stdout
     assert out.startswith("wrote 4 steps of series run to wandb run ")
     assert out.endswith(" in sft (12 results, 6 flipped samples, at most 2 per step)\n")
     rows = [r for r in wandb_history(tmp_path / "wandb") if "forgetmap/step" in r]
@@ -192,10 +234,13 @@ def test_series_export_says_what_is_wrong_in_one_line(run, tmp_path):
 def test_flips_carry_cut_texts_and_long_answers(run, tmp_path):
     """A question cut at its start (its end is the question), an answer read from the answer
     file beside the database (a long response, no extracted answer) and cut at its end."""
-    question = dict(benchmark="longbench", sample_id="a", seed=0, gold="4",
-                    prompt="x" * 600 + " What is 2+2?")  # fmt: skip
-    rows = [dict(model="qb", correct=1, prediction="4", response="4", **question),
-            dict(model="qp", correct=0, prediction="", response="r" * 700, **question)]  # fmt: skip
+    question = dict(
+        benchmark="longbench", sample_id="a", seed=0, gold="4", prompt="x" * 600 + " What is 2+2?"
+    )
+    rows = [
+        dict(model="qb", correct=1, prediction="4", response="4", **question),
+        dict(model="qp", correct=0, prediction="", response="r" * 700, **question),
+    ]
     with (tmp_path / "q.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -219,8 +264,12 @@ def test_export_steps_and_cap(run):
     assert export.steps == [2, 3] and {r.step for r in export.results} == {2, 3}
     assert export.flips_truncated and export.max_flips == 4
     step_3 = [(f.benchmark, f.sample_id, f.seed, f.fate) for f in export.flips if f.step == 3]
-    assert step_3 == [("mixbench", "s0", 0, "forgotten"), ("mixbench", "s0", 1, "forgotten"),
-                      ("mixbench", "s0", 2, "forgotten"), ("genbench", "g1", 0, "forgotten")]  # fmt: skip
+    assert step_3 == [
+        ("mixbench", "s0", 0, "forgotten"),
+        ("mixbench", "s0", 1, "forgotten"),
+        ("mixbench", "s0", 2, "forgotten"),
+        ("genbench", "g1", 0, "forgotten"),
+    ]
     micro = _export(run, "run", aggregate="micro", steps=[2])
     total = next(r for r in micro.results if r.category == "Total")
     assert micro.aggregate == "micro" and (total.forgotten, total.n) == (5, 18)
@@ -231,8 +280,9 @@ def test_the_export_route_and_a_remote_app(tmp_path, monkeypatch):
     database: read over HTTP with a read token, written here, told as on the file."""
     local = Cli(tmp_path / "fm.duckdb")
     load_run(local, tmp_path)
-    on_file = local("series", "export", "run", "--to", "tensorboard",
-                    "--logdir", tmp_path / "tb").stdout  # fmt: skip
+    on_file = local(
+        "series", "export", "run", "--to", "tensorboard", "--logdir", tmp_path / "tb"
+    ).stdout
     reader = local("token", "create", "reader", "--role", "read").stdout.strip()
     server = Server(tmp_path / "fm.duckdb")
     client = tmp_path / "client"
@@ -260,7 +310,9 @@ def test_the_export_route_and_a_remote_app(tmp_path, monkeypatch):
             assert http.get("/api/series/9/export").status_code == 404
             bad = http.get("/api/series/1/export", params={"steps": [5, 9]})
             assert (bad.status_code, bad.json()["detail"]) == (
-                422, "series 'run' has no step 5, 9 (its steps: 1, 2, 3, 4)")  # fmt: skip
+                422,
+                "series 'run' has no step 5, 9 (its steps: 1, 2, 3, 4)",
+            )
             assert http.get("/api/series/1/export", params={"max_flips": -1}).status_code == 422
     finally:
         server.stop()

@@ -24,10 +24,17 @@ def app_client(cli, tmp_path):
 
 
 def body(client, step, **extra):
-    return {"series": "run", "base": "base", "base_path": str(client.models / "base"),
-            "folder": str(client.models / "run" / f"checkpoint-{step}"), "step": step,
-            "benchmarks": ["local:toy.jsonl"], "seeds": [0, 1],
-            "config": {"engine": "transformers", "max_tokens": 8}, **extra}  # fmt: skip
+    return {
+        "series": "run",
+        "base": "base",
+        "base_path": str(client.models / "base"),
+        "folder": str(client.models / "run" / f"checkpoint-{step}"),
+        "step": step,
+        "benchmarks": ["local:toy.jsonl"],
+        "seeds": [0, 1],
+        "config": {"engine": "transformers", "max_tokens": 8},
+        **extra,
+    }
 
 
 def test_checkpoints_are_submitted_once_and_placed_by_step(app_client):
@@ -99,9 +106,17 @@ def test_bad_submissions_are_refused(app_client):
 def test_post_api_jobs_takes_a_whole_run_by_glob(app_client):
     models = app_client.models
     (models / "run" / "tmp-checkpoint-30").mkdir()  # not matched by checkpoint-*
-    run = {"kind": "series", "series": "run", "base": "base", "base_path": str(models / "base"),
-           "checkpoints": [str(models / "run" / "checkpoint-*")], "benchmarks": ["local:toy.jsonl"],
-           "seeds": [0], "config": {"engine": "transformers"}, "stage": "sft"}  # fmt: skip
+    run = {
+        "kind": "series",
+        "series": "run",
+        "base": "base",
+        "base_path": str(models / "base"),
+        "checkpoints": [str(models / "run" / "checkpoint-*")],
+        "benchmarks": ["local:toy.jsonl"],
+        "seeds": [0],
+        "config": {"engine": "transformers"},
+        "stage": "sft",
+    }
     response = app_client.post("/api/jobs", json=run)
     assert response.status_code == 201, response.text
     out = response.json()
@@ -132,9 +147,15 @@ def test_post_api_jobs_takes_a_whole_run_by_glob(app_client):
     ],
 )
 def test_bad_run_requests_are_refused(app_client, change, message):
-    run = {"kind": "series", "series": "run", "base": "base", "base_path": str(app_client.models / "base"),
-           "checkpoints": [str(app_client.models / "run" / "checkpoint-10")],
-           "benchmarks": ["local:toy.jsonl"], **change}  # fmt: skip
+    run = {
+        "kind": "series",
+        "series": "run",
+        "base": "base",
+        "base_path": str(app_client.models / "base"),
+        "checkpoints": [str(app_client.models / "run" / "checkpoint-10")],
+        "benchmarks": ["local:toy.jsonl"],
+        **change,
+    }
     response = app_client.post("/api/jobs", json=run)
     assert response.status_code == 422 and message in response.text, response.text
     assert app_client.get("/api/jobs").json() == []
@@ -143,7 +164,13 @@ def test_bad_run_requests_are_refused(app_client, change, message):
 def test_a_folder_without_a_step_is_refused(app_client):
     folder = app_client.models / "run" / "final"
     folder.mkdir()
-    run = {"kind": "series", "series": "run", "base": "base", "base_path": str(app_client.models / "base"),
-           "checkpoints": [str(folder)], "benchmarks": ["local:toy.jsonl"]}  # fmt: skip
+    run = {
+        "kind": "series",
+        "series": "run",
+        "base": "base",
+        "base_path": str(app_client.models / "base"),
+        "checkpoints": [str(folder)],
+        "benchmarks": ["local:toy.jsonl"],
+    }
     response = app_client.post("/api/jobs", json=run)
     assert response.status_code == 422 and "no step for" in response.text

@@ -54,8 +54,9 @@ def test_plotly_goes_compressed_and_cached_for_a_year(client):
     assert sent == int(answer.headers["content-length"])
     assert sent < PLOTLY.stat().st_size * 0.35, sent  # 4.8 MB -> about 1.47 MB
 
-    again = client.get(url, headers={"Accept-Encoding": "gzip",
-                                     "If-None-Match": answer.headers["etag"]})  # fmt: skip
+    again = client.get(
+        url, headers={"Accept-Encoding": "gzip", "If-None-Match": answer.headers["etag"]}
+    )
     assert again.status_code == 304 and again.content == b""
     assert again.headers["cache-control"] == IMMUTABLE
 
@@ -73,16 +74,19 @@ def test_without_gzip_or_without_the_version_the_file_goes_as_it_is(client):
     tag = plain.headers["etag"]
     assert old.headers["etag"] == "W/" + tag
     for accept in ("gzip", "identity"):
-        answer = client.get("/static/plotly.min.js",
-                            headers={"Accept-Encoding": accept, "If-None-Match": f"W/{tag}"})  # fmt: skip
+        answer = client.get(
+            "/static/plotly.min.js",
+            headers={"Accept-Encoding": accept, "If-None-Match": f"W/{tag}"},
+        )
         assert answer.status_code == 304, accept
 
 
 def test_small_files_ranges_and_head_go_uncompressed(client):
     favicon = client.get("/static/favicon.svg", headers={"Accept-Encoding": "gzip"})
     assert favicon.status_code == 200 and "content-encoding" not in favicon.headers  # < 1 KB
-    part = client.get("/static/plotly.min.js", headers={"Accept-Encoding": "gzip",
-                                                        "Range": "bytes=0-99"})  # fmt: skip
+    part = client.get(
+        "/static/plotly.min.js", headers={"Accept-Encoding": "gzip", "Range": "bytes=0-99"}
+    )
     assert part.status_code == 206 and part.content == PLOTLY.read_bytes()[:100]
     head = client.head("/static/plotly.min.js", headers={"Accept-Encoding": "gzip"})
     assert head.status_code == 200 and "content-encoding" not in head.headers

@@ -38,11 +38,23 @@ def _tree(out, *, answer_tokens=400, tasks=TASKS):
     rng = random.Random(1)
     base = {t: [rng.random() < 0.6 for _ in ITEMS[t]] for t in tasks}
     post = {t: [(c if rng.random() < 0.7 else not c) for c in base[t]] for t in tasks}
-    write_run(out, BASE_MODEL, "2025-07-01T10-00-00.000001",
-              {t: (ITEMS[t], base[t]) for t in tasks}, style="base", seed=0)  # fmt: skip
-    write_run(out, POST_MODEL, "2025-07-02T10-00-00.000001",
-              {t: (ITEMS[t], post[t]) for t in tasks}, style="chat", seed=0,
-              answer_tokens=answer_tokens)  # fmt: skip
+    write_run(
+        out,
+        BASE_MODEL,
+        "2025-07-01T10-00-00.000001",
+        {t: (ITEMS[t], base[t]) for t in tasks},
+        style="base",
+        seed=0,
+    )
+    write_run(
+        out,
+        POST_MODEL,
+        "2025-07-02T10-00-00.000001",
+        {t: (ITEMS[t], post[t]) for t in tasks},
+        style="chat",
+        seed=0,
+        answer_tokens=answer_tokens,
+    )
     return base, post
 
 
@@ -219,8 +231,9 @@ def test_nested_details_and_lm_eval_samples_with_long_answers(tmp_path):
     responses = table["model_response"].to_pylist()
     for r in responses:
         r["text"] = [r["text"][0] + long_tail]
-    table = table.set_column(table.schema.get_field_index("model_response"), "model_response",
-                             [responses])  # fmt: skip
+    table = table.set_column(
+        table.schema.get_field_index("model_response"), "model_response", [responses]
+    )
     pq.write_table(table, nested)
     samples = write_lm_eval_samples(tmp_path / "lm", "gsm8k", [1, 0, 1], kind="generate_until")
     lines = [json.loads(line) for line in samples.read_text().splitlines()]

@@ -10,9 +10,20 @@ from forgetmap.core.taxonomy import CATEGORIES
 
 from tests.support.app_client import admin_client
 
-FORM = {"base_path": "org/base-model", "post_path": "org/post-model", "suite": "categories",
-        "seeds": "1", "engine": "vllm", "mode": "generate", "temperature": "0.6", "top_p": "0.95",
-        "max_tokens": "64", "stage": "sft", "base_prompting": "base", "post_prompting": "chat"}  # fmt: skip
+FORM = {
+    "base_path": "org/base-model",
+    "post_path": "org/post-model",
+    "suite": "categories",
+    "seeds": "1",
+    "engine": "vllm",
+    "mode": "generate",
+    "temperature": "0.6",
+    "top_p": "0.95",
+    "max_tokens": "64",
+    "stage": "sft",
+    "base_prompting": "base",
+    "post_prompting": "chat",
+}
 
 
 @pytest.fixture
@@ -20,8 +31,11 @@ def form_client(cli):
     with admin_client(cli) as client:
         token = client.headers.pop("Authorization").removeprefix("Bearer ")
         login = client.get("/login").text
-        r = client.post("/login", data={"token": token, "csrf": _csrf(login), "next": "/submit"},
-                        follow_redirects=False)  # fmt: skip
+        r = client.post(
+            "/login",
+            data={"token": token, "csrf": _csrf(login), "next": "/submit"},
+            follow_redirects=False,
+        )
         assert r.status_code == 303
         yield client
 
@@ -41,8 +55,10 @@ def _errors(page: str) -> list[str]:
 def test_ticked_categories_survive_an_error_and_each_problem_is_said_once(form_client):
     csrf = _csrf(form_client.get("/submit").text)
     chosen = [CATEGORIES[0], CATEGORIES[2]]
-    page = form_client.post("/submit", data={**FORM, "temperature": "hot", "max_tokens": "0",
-                                             "categories": chosen, "csrf": csrf}).text  # fmt: skip
+    page = form_client.post(
+        "/submit",
+        data={**FORM, "temperature": "hot", "max_tokens": "0", "categories": chosen, "csrf": csrf},
+    ).text
     assert _ticked(page, "categories") == set(chosen)
     errors = _errors(page)
     assert len(errors) == len(set(errors)), errors  # none twice
@@ -55,9 +71,13 @@ def test_ticked_categories_survive_an_error_and_each_problem_is_said_once(form_c
 
 def test_a_pair_whose_job_has_not_run_says_so_and_promises_no_table(cli):
     """A job's pair before any result: no "table below" that is not there."""
-    body = {"models": [{"name": "a", "path": "org/model-a"}, {"name": "b", "path": "org/model-b"}],
-            "benchmarks": ["piqa"], "seeds": [0], "config": {"engine": "transformers"},
-            "pairs": [{"base": "a", "post": "b"}]}  # fmt: skip
+    body = {
+        "models": [{"name": "a", "path": "org/model-a"}, {"name": "b", "path": "org/model-b"}],
+        "benchmarks": ["piqa"],
+        "seeds": [0],
+        "config": {"engine": "transformers"},
+        "pairs": [{"base": "a", "post": "b"}],
+    }
     with admin_client(cli) as client:
         assert client.post("/api/jobs", json=body).status_code == 201
         pair_id = client.get("/api/pairs").json()[0]["id"]

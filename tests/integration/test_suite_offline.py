@@ -22,8 +22,13 @@ FETCHED = ["bbh:causal_judgment", "piqa"]
 
 
 def _cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([FORGETMAP, *args], env={**os.environ, **OFFLINE, **env},
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [FORGETMAP, *args],
+        env={**os.environ, **OFFLINE, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_fetch_check_offline_then_a_worker_job_on_the_copies(tmp_path):
@@ -38,8 +43,19 @@ def test_fetch_check_offline_then_a_worker_job_on_the_copies(tmp_path):
     copies = tmp_path / "dep" / "benchmarks"
 
     # where the hub is reachable (here: a folder of its Parquet exports)
-    fetch = _cli(["suite", "fetch", "--benchmarks", ",".join(FETCHED), "--out", str(copies),
-                  "--hub-dir", str(hub)], {})  # fmt: skip
+    fetch = _cli(
+        [
+            "suite",
+            "fetch",
+            "--benchmarks",
+            ",".join(FETCHED),
+            "--out",
+            str(copies),
+            "--hub-dir",
+            str(hub),
+        ],
+        {},
+    )
     assert fetch.returncode == 0, fetch.stderr
     manifest = json.loads((copies / "manifest.json").read_text())["benchmarks"]
     assert {name: entry["rows"] for name, entry in manifest.items()} == {
@@ -65,13 +81,15 @@ def test_fetch_check_offline_then_a_worker_job_on_the_copies(tmp_path):
         dep.models.symlink_to(models, target_is_directory=True)
         dep.start_worker()
         body = {
-            "models": [{"name": "tiny-base", "path": str(base), "prompting": "base"},
-                       {"name": "tiny-post", "path": str(post), "prompting": "chat"}],
+            "models": [
+                {"name": "tiny-base", "path": str(base), "prompting": "base"},
+                {"name": "tiny-post", "path": str(post), "prompting": "chat"},
+            ],
             "benchmarks": [*FETCHED, "mmlu:anatomy"],
             "seeds": [0],
             "config": {"engine": "transformers", "mode": "loglik"},
             "pairs": [{"base": "tiny-base", "post": "tiny-post", "label": "tiny"}],
-        }  # fmt: skip
+        }
         job_id = dep.submit(body)
         job = dep.wait(job_id, timeout=400)
         by = {(s["model"], s["benchmark"]): s for s in job["shards"]}

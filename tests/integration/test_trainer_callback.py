@@ -36,11 +36,35 @@ def base_model(tmp_path_factory):
 
 
 def train(base: Path, out: Path, env: dict, *extra: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(EXAMPLE), "--model", str(base), "--output-dir", str(out),
-               "--series", "run", "--base", "tiny-base", "--benchmarks", "local:toy.jsonl",
-               "--seeds", "0,1", "--engine", "transformers", "--max-tokens", "8",
-               "--max-steps", "4", "--save-steps", "2", "--save-total-limit", "1",
-               "--poll-every", "1", *extra]  # fmt: skip
+    command = [
+        sys.executable,
+        str(EXAMPLE),
+        "--model",
+        str(base),
+        "--output-dir",
+        str(out),
+        "--series",
+        "run",
+        "--base",
+        "tiny-base",
+        "--benchmarks",
+        "local:toy.jsonl",
+        "--seeds",
+        "0,1",
+        "--engine",
+        "transformers",
+        "--max-tokens",
+        "8",
+        "--max-steps",
+        "4",
+        "--save-steps",
+        "2",
+        "--save-total-limit",
+        "1",
+        "--poll-every",
+        "1",
+        *extra,
+    ]
     # a W&B service this test process started (the trackers' tests) is not the training's: the
     # training starts its own, whose run ends with the process
     env = {k: v for k, v in env.items() if k != "WANDB_SERVICE"}
@@ -50,8 +74,17 @@ def train(base: Path, out: Path, env: dict, *extra: str) -> subprocess.Completed
 
 def test_training_goes_on_when_the_app_is_unreachable(tmp_path, base_model):
     env = {**os.environ, "FORGETMAP_APP_URL": "http://127.0.0.1:9", "FORGETMAP_API_TOKEN": "t"}
-    done = train(base_model, tmp_path / "out", env, "--staging-dir", str(tmp_path / "staging"),
-                 "--report-to", "none", "--wait-at-end", "2")  # fmt: skip
+    done = train(
+        base_model,
+        tmp_path / "out",
+        env,
+        "--staging-dir",
+        str(tmp_path / "staging"),
+        "--report-to",
+        "none",
+        "--wait-at-end",
+        "2",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "app unreachable" in done.stderr and "will retry" in done.stderr
     assert "steps [2, 4] not evaluated yet" in done.stderr
@@ -88,14 +121,28 @@ def test_a_trainer_run_fills_the_series_and_its_trackers(tmp_path, base_model, m
     base = dep.models / "tiny-base"  # the app takes model folders under its roots only
     shutil.copytree(base_model, base)
     tracking = f"file:{tmp_path / 'mlruns'}"
-    env = {**os.environ, "FORGETMAP_APP_URL": dep.url, "FORGETMAP_API_TOKEN": dep.submit_token,
-           "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path / "wandb"), "WANDB_SILENT": "true",
-           "WANDB_PROJECT": "forgetmap-test", "MLFLOW_TRACKING_URI": tracking,
-           "MLFLOW_ALLOW_FILE_STORE": "true"}  # fmt: skip
+    env = {
+        **os.environ,
+        "FORGETMAP_APP_URL": dep.url,
+        "FORGETMAP_API_TOKEN": dep.submit_token,
+        "WANDB_MODE": "offline",
+        "WANDB_DIR": str(tmp_path / "wandb"),
+        "WANDB_SILENT": "true",
+        "WANDB_PROJECT": "forgetmap-test",
+        "MLFLOW_TRACKING_URI": tracking,
+        "MLFLOW_ALLOW_FILE_STORE": "true",
+    }
     try:
         dep.start_worker()
-        done = train(base, tmp_path / "out", env, "--staging-dir", str(dep.models / "staging"),
-                     "--wait-at-end", "300")  # fmt: skip
+        done = train(
+            base,
+            tmp_path / "out",
+            env,
+            "--staging-dir",
+            str(dep.models / "staging"),
+            "--wait-at-end",
+            "300",
+        )
         assert done.returncode == 0, done.stderr[-5000:] + dep.logs()
         assert "not evaluated yet" not in done.stderr, done.stderr[-5000:]
 
@@ -108,12 +155,12 @@ def test_a_trainer_run_fills_the_series_and_its_trackers(tmp_path, base_model, m
         embedded = json.loads(page.text.split('id="series-data">', 1)[1].split("</script>", 1)[0])
         assert embedded["steps"] == [2, 4] and embedded["records"] == view["records"]
         flips = {
-            step: [f for f in dep.http.get("/api/series/1/export").json()["flips"] if f["step"] == step]
+            step: [
+                f for f in dep.http.get("/api/series/1/export").json()["flips"] if f["step"] == step
+            ]
             for step in (2, 4)
-        }  # fmt: skip
-        expected = {
-            (r["step"], r["category"]): r for r in view["records"] if r["seeds"] == 2
-        }  # fmt: skip
+        }
+        expected = {(r["step"], r["category"]): r for r in view["records"] if r["seeds"] == 2}
         assert {step for step, _ in expected} == {2, 4}
         # the staged copies were removed once their results were in
         assert list((dep.models / "staging" / "run").iterdir()) == []
@@ -164,8 +211,9 @@ def test_an_unreachable_app_is_asked_again_later_and_later(tmp_path, caplog):
     import httpx
     from forgetmap.integrations.trainer import MAX_RETRY_SECONDS, ForgetmapCallback, _Step
 
-    callback = ForgetmapCallback("run", base="b", benchmarks=["mmlu"], token="t",
-                                 app_url="http://127.0.0.1:9", poll_every=5)  # fmt: skip
+    callback = ForgetmapCallback(
+        "run", base="b", benchmarks=["mmlu"], token="t", app_url="http://127.0.0.1:9", poll_every=5
+    )
     callback.steps[2] = _Step(2, tmp_path, staged=False)
     caplog.set_level(logging.WARNING)
     with httpx.Client(base_url=callback.settings.app_url) as client:

@@ -32,11 +32,18 @@ def test_up_runs_a_watcher_beside_the_app(tmp_path):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FORGETMAP_")}
     env.update(OMP_NUM_THREADS="1")
-    watch = (f"{run} --base base --base-path {data / 'models' / 'base'} --series run "
-             "--benchmarks local:toy.jsonl --seeds 0 --engine transformers --every 0.5")  # fmt: skip
+    watch = (
+        f"{run} --base base --base-path {data / 'models' / 'base'} --series run "
+        "--benchmarks local:toy.jsonl --seeds 0 --engine transformers --every 0.5"
+    )
     log = (tmp_path / "up.log").open("w")
-    proc = subprocess.Popen([FORGETMAP, "--db", str(db), "up", "--port", str(port), "--watch", watch],
-                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [FORGETMAP, "--db", str(db), "up", "--port", str(port), "--watch", watch],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         series = []

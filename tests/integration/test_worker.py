@@ -45,13 +45,21 @@ def _job(
     max_tokens=8,
 ):
     return {
-        "models": [{"name": "tiny-base", "path": str(models["base"]), "prompting": "base"},
-                   {"name": "tiny-post", "path": str(models["post"]), "prompting": "chat"}],
+        "models": [
+            {"name": "tiny-base", "path": str(models["base"]), "prompting": "base"},
+            {"name": "tiny-post", "path": str(models["post"]), "prompting": "chat"},
+        ],
         "benchmarks": list(benchmarks),
         "seeds": list(seeds),
-        "config": {"engine": engine, "mode": mode, "temperature": 0.6, "top_p": 0.95, "max_tokens": max_tokens},
+        "config": {
+            "engine": engine,
+            "mode": mode,
+            "temperature": 0.6,
+            "top_p": 0.95,
+            "max_tokens": max_tokens,
+        },
         "pairs": [{"base": "tiny-base", "post": "tiny-post", "label": "tiny", "stage": "sft"}],
-    }  # fmt: skip
+    }
 
 
 def _check_complete(dep: Deployment, job: dict, n_items: int, seeds=(0, 1)) -> None:
@@ -121,8 +129,13 @@ def test_loglik_mode_and_bad_shards_fail_with_clear_messages(tmp_path, models):
     dep = _deployment(tmp_path, models)
     try:
         write_toy_benchmark(dep.benchmarks / "toy.jsonl", 6)
-        body = _job(models, "transformers", benchmarks=("local:toy.jsonl", "no_such_benchmark"), seeds=(0,),
-                    mode="loglik")  # fmt: skip
+        body = _job(
+            models,
+            "transformers",
+            benchmarks=("local:toy.jsonl", "no_such_benchmark"),
+            seeds=(0,),
+            mode="loglik",
+        )
         # a path outside the roots never gets this far: the app refuses the job, and the worker's
         # own check refuses a row that got in another way (tests/integration/test_model_paths.py)
         body["models"].append(

@@ -10,14 +10,20 @@ from forgetmap.runtime.broker import BrokerSettings
 from forgetmap.runtime.config import WebSettings
 from forgetmap.web import create_app
 
-JOB = {"models": [{"name": "m-base", "path": "org/base"}, {"name": "m-post", "path": "org/post"}],
-       "benchmarks": ["piqa"], "seeds": [0], "config": {"engine": "vllm"}}  # fmt: skip
+JOB = {
+    "models": [{"name": "m-base", "path": "org/base"}, {"name": "m-post", "path": "org/post"}],
+    "benchmarks": ["piqa"],
+    "seeds": [0],
+    "config": {"engine": "vllm"},
+}
 
 
 @pytest.fixture
 def world(cli, tmp_path):
-    tokens = {role: cli("token", "create", role, "--role", role).stdout.strip()
-              for role in ("read", "submit", "worker")}  # fmt: skip
+    tokens = {
+        role: cli("token", "create", role, "--role", role).stdout.strip()
+        for role in ("read", "submit", "worker")
+    }
     settings = WebSettings(secret_key="k" * 40, reconcile_seconds=3600)
     broker = BrokerSettings(url=None, data_dir=tmp_path)  # the embedded queue: sends succeed
     with TestClient(create_app(cli.db, broker=broker, settings=settings)) as client:
@@ -55,8 +61,10 @@ def test_a_refused_worker_is_the_reason_a_job_waits_until_a_worker_is_accepted(w
     assert r.status_code == 403
     # named by its token: the header's text is taken only with a worker's token (issue 50)
     reason = client.get(f"/api/jobs/{job_id}").json()["waiting_reason"]
-    assert reason.startswith("waiting: worker token 'read' rejected: this needs a token with role worker or admin; "
-                             "token 'read' has role read (")  # fmt: skip
+    assert reason.startswith(
+        "waiting: worker token 'read' rejected: this needs a token with role worker or admin; "
+        "token 'read' has role read ("
+    )
     page = client.get(f"/jobs/{job_id}").text
     assert 'id="job-waiting"' in page and "worker token &#39;read&#39; rejected" in page
     assert name not in page and "alert(1)" not in page

@@ -81,8 +81,12 @@ def _revoked_worker_gives_its_message_back(
 
 
 def _refused_after_revocation(dep: Deployment, zoo: dict, monkeypatch, queued, doomed) -> tuple:
-    _, good_token = _restart_server(dep, monkeypatch, ("token", "revoke", "worker"),
-                                    ("token", "create", "worker-2", "--role", "worker"))  # fmt: skip
+    _, good_token = _restart_server(
+        dep,
+        monkeypatch,
+        ("token", "revoke", "worker"),
+        ("token", "create", "worker-2", "--role", "worker"),
+    )
     job_id = dep.submit(_job(zoo, "transformers", seeds=SEEDS, mode="loglik"))
     shard_ids = sorted(s["id"] for s in dep.job(job_id)["shards"])
     assert len(shard_ids) == 2 * len(SEEDS)
@@ -172,8 +176,9 @@ def test_a_refused_worker_gives_its_message_back_to_the_embedded_queue(
 ):
     """The embedded filesystem queue of `forgetmap up` (one file per waiting message)."""
     data = tmp_path / "data"
-    dep = _deployment(tmp_path, models, extra_env={"FORGETMAP_BROKER_URL": "",
-                                                   "FORGETMAP_DATA_DIR": str(data)})  # fmt: skip
+    dep = _deployment(
+        tmp_path, models, extra_env={"FORGETMAP_BROKER_URL": "", "FORGETMAP_DATA_DIR": str(data)}
+    )
     folder = data / "broker" / "queue"
 
     def queued() -> list[int]:

@@ -12,5 +12,8 @@ def serious_violations(page) -> list[str]:
     """``rule (impact): N elements, e.g. SELECTOR`` for each serious or critical violation."""
     axe = require_module("axe_playwright_python.sync_playwright", "pip install -e '.[dev]'")
     found = axe.Axe().run(page).response["violations"]
-    return [f"{v['id']} ({v['impact']}): {len(v['nodes'])} elements, e.g. {v['nodes'][0]['target']}"
-            for v in found if v["impact"] in BLOCKING]  # fmt: skip
+    return [
+        f"{v['id']} ({v['impact']}): {len(v['nodes'])} elements, e.g. {v['nodes'][0]['target']}"
+        for v in found
+        if v["impact"] in BLOCKING
+    ]

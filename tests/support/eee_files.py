@@ -71,21 +71,39 @@ def mc_lines(model: str) -> list[dict]:
         metadata = {"category": "Toy", "doc_hash": f"doc{i}"}
         if i == 7:
             metadata["stop_reason"] = "max_tokens"
-        lines.append(line(
-            model, "toy_mc", f"mc-{i}", correct,
-            input={"raw": f"Which city is number {i}?",
-                   "formatted": f"Answer with a letter.\n\nWhich city is number {i}?\nAnswer:",
-                   "reference": [gold], "choices": OPTIONS},
-            output={"raw": [f"The answer is {said}."], "reasoning_trace": thought},
-            answer_attribution=[
-                {"turn_idx": 0, "source": "output.raw", "extracted_value": f"{said}.",
-                 "extraction_method": "regex", "is_terminal": False},
-                {"turn_idx": 0, "source": "output.raw", "extracted_value": said,
-                 "extraction_method": "regex", "is_terminal": True},
-            ],
-            token_usage={"input_tokens": 20 + i, "output_tokens": 5, "total_tokens": 25 + i},
-            metadata=metadata,
-        ))  # fmt: skip
+        lines.append(
+            line(
+                model,
+                "toy_mc",
+                f"mc-{i}",
+                correct,
+                input={
+                    "raw": f"Which city is number {i}?",
+                    "formatted": f"Answer with a letter.\n\nWhich city is number {i}?\nAnswer:",
+                    "reference": [gold],
+                    "choices": OPTIONS,
+                },
+                output={"raw": [f"The answer is {said}."], "reasoning_trace": thought},
+                answer_attribution=[
+                    {
+                        "turn_idx": 0,
+                        "source": "output.raw",
+                        "extracted_value": f"{said}.",
+                        "extraction_method": "regex",
+                        "is_terminal": False,
+                    },
+                    {
+                        "turn_idx": 0,
+                        "source": "output.raw",
+                        "extracted_value": said,
+                        "extraction_method": "regex",
+                        "is_terminal": True,
+                    },
+                ],
+                token_usage={"input_tokens": 20 + i, "output_tokens": 5, "total_tokens": 25 + i},
+                metadata=metadata,
+            )
+        )
     return lines
 
 
@@ -106,7 +124,7 @@ def gen_lines(model: str) -> list[dict]:
                     "is_terminal": True,
                 }
             ],
-        )  # fmt: skip
+        )
         for epoch in (1, 2)
         for i, correct in enumerate(GEN_CORRECT[(model, epoch)])
     ]
@@ -116,13 +134,28 @@ def helm_lines(model: str) -> list[dict]:
     lines = []
     for i, correct in enumerate(HELM_CORRECT[model]):
         for result_id, score in (("exact_match", float(correct)), ("f1", 0.5)):
-            lines.append(line(model, "toy_helm", f"h-{i}", correct, evaluation_result_id=result_id,
-                              evaluation={"score": score, "is_correct": bool(correct)}))  # fmt: skip
+            lines.append(
+                line(
+                    model,
+                    "toy_helm",
+                    f"h-{i}",
+                    correct,
+                    evaluation_result_id=result_id,
+                    evaluation={"score": score, "is_correct": bool(correct)},
+                )
+            )
     return lines
 
 
-def write_run(root: Path, model: str, benchmark: str, lines: list[dict], *,
-              aggregate: bool = True, total_rows: int | None = None) -> Path:  # fmt: skip
+def write_run(
+    root: Path,
+    model: str,
+    benchmark: str,
+    lines: list[dict],
+    *,
+    aggregate: bool = True,
+    total_rows: int | None = None,
+) -> Path:
     """The run's instance file (and its aggregate, naming it) under ``root``; the instance
     file's path."""
     file_uuid = UUIDS[(model, benchmark)]
@@ -139,25 +172,39 @@ def write_run(root: Path, model: str, benchmark: str, lines: list[dict], *,
             "schema_version": "0.3.0",
             "evaluation_id": evaluation_id(model, benchmark),
             "retrieved_timestamp": "1750000001",
-            "source_metadata": {"source_type": "evaluation_run", "source_organization_name": "acme",
-                                "evaluator_relationship": "first_party"},
+            "source_metadata": {
+                "source_type": "evaluation_run",
+                "source_organization_name": "acme",
+                "evaluator_relationship": "first_party",
+            },
             "eval_library": {"name": "inspect_ai", "version": "0.3.100"},
-            "model_info": {"name": short, "id": model, "developer": developer,
-                           "additional_details": {"deployment_type": "self_deployed",
-                                                  "model_availability": "open_weights"}},
+            "model_info": {
+                "name": short,
+                "id": model,
+                "developer": developer,
+                "additional_details": {
+                    "deployment_type": "self_deployed",
+                    "model_availability": "open_weights",
+                },
+            },
             "evaluation_results": [
-                {"evaluation_result_id": i, "evaluation_name": benchmark,
-                 "source_data": {"dataset_name": benchmark, "source_type": "other"},
-                 "metric_config": {"lower_is_better": False},
-                 "score_details": {"score": 0.5}}
+                {
+                    "evaluation_result_id": i,
+                    "evaluation_name": benchmark,
+                    "source_data": {"dataset_name": benchmark, "source_type": "other"},
+                    "metric_config": {"lower_is_better": False},
+                    "score_details": {"score": 0.5},
+                }
                 for i in ids
             ],
             "detailed_evaluation_results": {
-                "format": "jsonl", "file_path": (relative / samples.name).as_posix(),
-                "hash_algorithm": "sha256", "checksum": hashlib.sha256(data).hexdigest(),
+                "format": "jsonl",
+                "file_path": (relative / samples.name).as_posix(),
+                "hash_algorithm": "sha256",
+                "checksum": hashlib.sha256(data).hexdigest(),
                 "total_rows": len(lines) if total_rows is None else total_rows,
             },
-        }  # fmt: skip
+        }
         (folder / f"{file_uuid}.json").write_text(json.dumps(record, indent=2))
     return samples
 

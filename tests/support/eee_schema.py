@@ -160,7 +160,7 @@ AGGREGATE = {
         "model_info",
         "eval_library",
         "evaluation_results",
-    ],  # fmt: skip
+    ],
     "additionalProperties": False,
     "properties": {
         "schema_version": {"type": "string"},
@@ -244,7 +244,7 @@ INSTANCE = {
         "input",
         "answer_attribution",
         "evaluation",
-    ],  # fmt: skip
+    ],
     "additionalProperties": False,
     "properties": {
         "schema_version": {"type": "string"},
@@ -298,7 +298,7 @@ INSTANCE = {
                     "extracted_value",
                     "extraction_method",
                     "is_terminal",
-                ],  # fmt: skip
+                ],
                 "properties": {
                     "turn_idx": COUNT,
                     "source": {"type": "string"},
@@ -359,8 +359,10 @@ Draft7Validator.check_schema(INSTANCE)
 
 def problems(record: dict, schema: dict) -> list[str]:
     """Where ``record`` breaks ``schema``, one line each (none: it validates)."""
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-            for e in Draft7Validator(schema).iter_errors(record)]  # fmt: skip
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in Draft7Validator(schema).iter_errors(record)
+    ]
 
 
 def check_export(folder: Path) -> list[Path]:

@@ -42,8 +42,9 @@ def reply_with(answers: dict[str, Sequence[str]]):
         asked[question] += 1
         output = ModelOutput.from_content(model="mockllm/model", content=text)
         # with usage given, mockllm counts no tokens (which would download a tokenizer)
-        output.usage = ModelUsage(input_tokens=len(prompt), output_tokens=len(text),
-                                  total_tokens=len(prompt) + len(text))  # fmt: skip
+        output.usage = ModelUsage(
+            input_tokens=len(prompt), output_tokens=len(text), total_tokens=len(prompt) + len(text)
+        )
         return output
 
     return reply

@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from forgetmap.demo.layouts.leaderboard import (
-    Item,
     v1_details,
     v1_repo,
     v2_repo,
     write_cached_dataset,
 )
+from forgetmap.demo.layouts.leaderboard_tasks import Item
 
 __all__ = [
     "DATASETS",
@@ -94,20 +94,36 @@ def _v1_tasks(arc, anatomy, truthful, winogrande, gsm8k) -> dict:
 
 
 def _v1(model: str, latest: dict, layout: str) -> dict:
-    older = {"harness|arc:challenge|25": (
-        [_mc(f"arc {i}", k, False) for i, k in enumerate(ARC_K)],
-        {"acc": [0] * len(ARC_K), "acc_norm": [0] * len(ARC_K)})}  # fmt: skip
+    older = {
+        "harness|arc:challenge|25": (
+            [_mc(f"arc {i}", k, False) for i, k in enumerate(ARC_K)],
+            {"acc": [0] * len(ARC_K), "acc_norm": [0] * len(ARC_K)},
+        )
+    }
     return v1_repo(model, [(V1_OLD, older), (V1_NEW, latest)], layout=layout)
 
 
 # the base's files keep the datasets' own ids in ``example`` (the question in ``query``), the
 # chat model's the question; a third model answers as the chat model, in lighteval's rows: all
 # three pair on the questions
-V1_BASE = _v1("acme/Tiny-7B", _v1_tasks(
-    arc=[1, 1, 0, 0, 0, 1, 0], anatomy=[1, 1, 1, 0], truthful=[1, 1, 1, 0],
-    winogrande=[1, 1, 1, 0], gsm8k=[1, 1, 0]), "harness-ids")  # fmt: skip
-_CHAT = dict(arc=[1, 0, 0, 1, 0, 0, 1], anatomy=[1, 0, 1, 1], truthful=[0, 1, 0, 0],
-             winogrande=[1, 1, 0, 0], gsm8k=[0, 1, 1])  # fmt: skip
+V1_BASE = _v1(
+    "acme/Tiny-7B",
+    _v1_tasks(
+        arc=[1, 1, 0, 0, 0, 1, 0],
+        anatomy=[1, 1, 1, 0],
+        truthful=[1, 1, 1, 0],
+        winogrande=[1, 1, 1, 0],
+        gsm8k=[1, 1, 0],
+    ),
+    "harness-ids",
+)
+_CHAT = dict(
+    arc=[1, 0, 0, 1, 0, 0, 1],
+    anatomy=[1, 0, 1, 1],
+    truthful=[0, 1, 0, 0],
+    winogrande=[1, 1, 0, 0],
+    gsm8k=[0, 1, 1],
+)
 V1_CHAT = _v1("acme/Tiny-7B-Chat", _v1_tasks(**_CHAT), "harness")
 V1_LIGHTEVAL = _v1("acme/Tiny-7B-Instruct", _v1_tasks(**_CHAT), "lighteval")
 
@@ -143,11 +159,26 @@ def _v2(model: str, navigate, gpqa, pro, placements, team, algebra, ifeval) -> d
     return v2_repo(model, [(V2_OLD, ".json", first), (V2_NEW, ".jsonl", latest)])
 
 
-V2_BASE = _v2("acme/Tiny-8B", navigate=[1, 1, 1, 0], gpqa=[1, 0, 0, 1], pro=[0, 0, 1],
-              placements=[0, 0, 1], team=[1, 0], algebra=[1, 0], ifeval=[1, 0])  # fmt: skip
-V2_INSTRUCT = _v2("acme/Tiny-8B-Instruct", navigate=[1, 1, 0, 1], gpqa=[0, 0, 0, 1],
-                  pro=[1, 0, 0], placements=[0, 0, 0], team=[1, 1], algebra=[0, 0],
-                  ifeval=[1, 1])  # fmt: skip
+V2_BASE = _v2(
+    "acme/Tiny-8B",
+    navigate=[1, 1, 1, 0],
+    gpqa=[1, 0, 0, 1],
+    pro=[0, 0, 1],
+    placements=[0, 0, 1],
+    team=[1, 0],
+    algebra=[1, 0],
+    ifeval=[1, 0],
+)
+V2_INSTRUCT = _v2(
+    "acme/Tiny-8B-Instruct",
+    navigate=[1, 1, 0, 1],
+    gpqa=[0, 0, 0, 1],
+    pro=[1, 0, 0],
+    placements=[0, 0, 0],
+    team=[1, 1],
+    algebra=[0, 0],
+    ifeval=[1, 1],
+)
 
 DATASETS = {
     "open-llm-leaderboard-old/details_acme__Tiny-7B": V1_BASE,

@@ -21,8 +21,11 @@ FRACTION = {"none": 1.0, "bias": None, "temp": 0.9, "bias_temp": 0.85, "closed_b
 
 
 def table(controls=CONTROLS) -> dict[str, list]:
-    t: dict[str, list] = {"doc_id": [f"doc <{i}>" for i in range(5)], "split": list(SPLITS),
-                          "n_tokens": list(N_TOKENS)}  # fmt: skip
+    t: dict[str, list] = {
+        "doc_id": [f"doc <{i}>" for i in range(5)],
+        "split": list(SPLITS),
+        "n_tokens": list(N_TOKENS),
+    }
     for model in ("base", "post", *controls):
         none = BASE_NONE if model == "base" else POST_NONE
         for c in ALL_CORRECTIONS:
@@ -45,7 +48,7 @@ def upload(controls=CONTROLS) -> dict:
                 if c != "none"
             }
             for m in models
-        },  # fmt: skip
+        },
         "controls": {c: {"kind": c} for c in controls},
         "timing": {m: {"score_s": 0.1, "fit_s": 0.2} for m in models},
         "config": {
@@ -55,5 +58,5 @@ def upload(controls=CONTROLS) -> dict:
             "n_tokens": sum(N_TOKENS),
             "split_docs": {"fit_train": 2, "fit_select": 1, "eval": 2},
             "split_tokens": {"fit_train": 20, "fit_select": 16, "eval": 40},
-        },  # fmt: skip
+        },
     }

@@ -40,8 +40,19 @@ CHECKPOINTS = [("run-step1", 1), ("run-step2", 2), ("run-step3", 3), ("run-step4
 
 
 def write_results(path: Path) -> Path:
-    rows: dict[str, list] = {k: [] for k in ("model", "benchmark", "sample_id", "seed", "correct",
-                                             "num_choices", "category", "prompt")}  # fmt: skip
+    rows: dict[str, list] = {
+        k: []
+        for k in (
+            "model",
+            "benchmark",
+            "sample_id",
+            "seed",
+            "correct",
+            "num_choices",
+            "category",
+            "prompt",
+        )
+    }
     for model in MIX:
         for seed in range(3):
             for bench, data, category in (

@@ -85,10 +85,12 @@ def wandb_history(run_dir: Path | str) -> list[dict]:
     rows = []
     for record in wandb_records(run_dir):
         if record.WhichOneof("record_type") == "history":
-            rows.append({
-                item.key or "/".join(item.nested_key): json.loads(item.value_json)
-                for item in record.history.item
-            })  # fmt: skip
+            rows.append(
+                {
+                    item.key or "/".join(item.nested_key): json.loads(item.value_json)
+                    for item in record.history.item
+                }
+            )
     return rows
 
 

@@ -79,9 +79,13 @@ class Deployment:
         self.queue = f"fm-test-{uuid.uuid4().hex[:8]}"
         self.redis_url = redis_url
         # the app checks model paths against its roots too: the same folder as the workers'
-        env = {"FORGETMAP_BROKER_URL": redis_url, "FORGETMAP_QUEUE": self.queue,
-               "FORGETMAP_VISIBILITY_TIMEOUT": str(visibility_timeout),
-               "FORGETMAP_MODEL_ROOTS": str(self.models), **(extra_env or {})}  # fmt: skip
+        env = {
+            "FORGETMAP_BROKER_URL": redis_url,
+            "FORGETMAP_QUEUE": self.queue,
+            "FORGETMAP_VISIBILITY_TIMEOUT": str(visibility_timeout),
+            "FORGETMAP_MODEL_ROOTS": str(self.models),
+            **(extra_env or {}),
+        }
         self.env = {**os.environ, **env}
         subprocess.run([FORGETMAP, "--db", str(self.db), "map"], check=True, capture_output=True)
         # the workers' token may only run shards; jobs are submitted with a submit token
@@ -95,10 +99,15 @@ class Deployment:
                 os.environ.pop(key, None)
         self.url = self.server.url
         self.worker_env = {
-            **self.env, "FORGETMAP_APP_URL": self.url, "FORGETMAP_API_TOKEN": self.token,
-            "FORGETMAP_MODEL_ROOTS": str(self.models), "FORGETMAP_BENCHMARK_DIRS": str(self.benchmarks),
-            "FORGETMAP_UPLOAD_BATCH": str(upload_batch), "OMP_NUM_THREADS": "1", "FORGETMAP_TORCH_THREADS": "1",
-        }  # fmt: skip
+            **self.env,
+            "FORGETMAP_APP_URL": self.url,
+            "FORGETMAP_API_TOKEN": self.token,
+            "FORGETMAP_MODEL_ROOTS": str(self.models),
+            "FORGETMAP_BENCHMARK_DIRS": str(self.benchmarks),
+            "FORGETMAP_UPLOAD_BATCH": str(upload_batch),
+            "OMP_NUM_THREADS": "1",
+            "FORGETMAP_TORCH_THREADS": "1",
+        }
         self.workers: list[subprocess.Popen] = []
         self.http = httpx.Client(
             base_url=self.url, timeout=60, headers={"Authorization": f"Bearer {self.submit_token}"}
@@ -110,8 +119,13 @@ class Deployment:
 
     def start_worker(self, log_name: str = "worker") -> subprocess.Popen:
         log = (self.root / f"{log_name}-{len(self.workers)}.log").open("w")
-        proc = subprocess.Popen([FORGETMAP, "worker"], env=self.worker_env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [FORGETMAP, "worker"],
+            env=self.worker_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.workers.append(proc)
         return proc
 
@@ -162,8 +176,9 @@ class Deployment:
             if len(ended) >= messages:
                 return
             time.sleep(0.3)
-        raise AssertionError(f"the workers did not handle {messages} messages in {timeout}s: "
-                             f"{self.logs()}")  # fmt: skip
+        raise AssertionError(
+            f"the workers did not handle {messages} messages in {timeout}s: {self.logs()}"
+        )
 
     def logs(self) -> str:
         return "\n".join(p.read_text()[-3000:] for p in sorted(self.root.glob("worker-*.log")))

@@ -32,8 +32,15 @@ def test_order_key_golden():
     # samples (blake2b-64 of "mmlu:anatomy\x1f17", person "forgetmap-order").
     assert order_key("mmlu:anatomy", "17") == 3735628996774545071
     assert evaluation_order("mmlu:anatomy", [str(i) for i in range(8)]) == [
-        "1", "2", "3", "5", "7", "0", "4", "6",
-    ]  # fmt: skip
+        "1",
+        "2",
+        "3",
+        "5",
+        "7",
+        "0",
+        "4",
+        "6",
+    ]
 
 
 def test_order_is_stable_and_ignores_input_order_and_duplicates():
@@ -97,8 +104,18 @@ def test_half_width_golden_one_seed_k4():
     """
     pre = np.array([1, 1, 1, 0, 0, 0, 0, 1])
     post = np.array([0, 1, 1, 0, 1, 0, 0, 0])
-    psi = np.array([0.9375, 1 / 3 - 0.3125 + 0.0833333333, 0.1041666667, -0.2708333333,
-                    -0.1041666667, -0.2708333333, -0.2708333333, 0.9375])  # fmt: skip
+    psi = np.array(
+        [
+            0.9375,
+            1 / 3 - 0.3125 + 0.0833333333,
+            0.1041666667,
+            -0.2708333333,
+            -0.1041666667,
+            -0.2708333333,
+            -0.2708333333,
+            0.9375,
+        ]
+    )
     assert psi.mean() == pytest.approx(0.1458333333, abs=1e-9)
     variance = psi.var()  # 0.2300347
     assert variance == pytest.approx(0.2300347, abs=1e-6)
@@ -157,9 +174,11 @@ def test_linearization_matches_the_metric_and_explicit_contributions():
         per_seed = []
         for s in range(seeds):
             groups = {
-                (None if g == 0 else int(g)): count_transitions(pre[s, :t][k[:t] == g], post[s, :t][k[:t] == g])
+                (None if g == 0 else int(g)): count_transitions(
+                    pre[s, :t][k[:t] == g], post[s, :t][k[:t] == g]
+                )
                 for g in np.unique(k[:t])
-            }  # fmt: skip
+            }
             per_seed.append(benchmark_scores(groups))
         for name in ("f", "bt"):
             # the reported value is the map's: mean over seeds of the clipped per-seed value
@@ -199,8 +218,12 @@ def test_interval_shrinks_with_n():
 )
 def test_interval_contains_the_point_estimate(seed, n, seeds, p_pre, p_flip, kind):
     rng = np.random.default_rng(seed)
-    k = {"generative": np.zeros(n), "k2": np.full(n, 2), "k4": np.full(n, 4),
-         "mixed": rng.choice([0, 3, 5], size=n)}[kind]  # fmt: skip
+    k = {
+        "generative": np.zeros(n),
+        "k2": np.full(n, 2),
+        "k4": np.full(n, 4),
+        "mixed": rng.choice([0, 3, 5], size=n),
+    }[kind]
     pre = (rng.random((seeds, n)) < p_pre).astype(int)
     post = np.where(rng.random((seeds, n)) < p_flip, 1 - pre, pre)
     checkpoints = sorted({max(1, n // 3), n})
@@ -331,13 +354,18 @@ def _counts_by_hand(pre, post, k, seed_labels):
                 )
                 joint[cells[s], cells[b]] += 1
     groups = sorted({(s, kk) for s, kk, _ in per_seed}, reverse=True)
-    seed_rows = {"unit": [0] * len(groups), "seed": [s for s, _ in groups],
-                 "k": [kk for _, kk in groups]}  # fmt: skip
+    seed_rows = {
+        "unit": [0] * len(groups),
+        "seed": [s for s, _ in groups],
+        "k": [kk for _, kk in groups],
+    }
     for c, name in enumerate(("n_00", "n_01", "n_10", "n_11")):
         seed_rows[name] = [per_seed[(s, kk, c)] for s, kk in groups]
     keys = sorted(cross, reverse=True)
-    cross_rows = {field: np.asarray([key[j] for key in keys], dtype=np.int64)
-                  for j, field in enumerate(("seed_a", "seed_b", "k"))}  # fmt: skip
+    cross_rows = {
+        field: np.asarray([key[j] for key in keys], dtype=np.int64)
+        for j, field in enumerate(("seed_a", "seed_b", "k"))
+    }
     cross_rows["unit"] = np.zeros(len(keys), dtype=np.int64)
     cross_rows["joint"] = np.asarray([cross[key] for key in keys]).reshape(-1, 4, 4)
     return {f: np.asarray(v) for f, v in seed_rows.items()}, cross_rows

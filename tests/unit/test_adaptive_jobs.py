@@ -110,17 +110,28 @@ def test_a_look_stops_on_target_max_or_end_and_otherwise_says_how_far_to_go():
 
 
 def test_a_shared_base_goes_as_far_as_its_furthest_running_pair():
-    looks = [PairLook("a", "b", 40, None, 60), PairLook("a", "c", 40, None, 100),
-             PairLook("d", "e", 80, Stop.target, None)]  # fmt: skip
+    looks = [
+        PairLook("a", "b", 40, None, 60),
+        PairLook("a", "c", 40, None, 100),
+        PairLook("d", "e", 80, Stop.target, None),
+    ]
     assert model_ends(looks) == {"a": 100, "b": 60, "c": 100}
 
 
 def test_the_job_setting_is_the_rule():
-    rule = rule_of({"target_points": 1.5, "min_samples": 100, "max_samples": None,
-                    "chunk_size": 50})  # fmt: skip
+    rule = rule_of(
+        {"target_points": 1.5, "min_samples": 100, "max_samples": None, "chunk_size": 50}
+    )
     assert rule == StoppingRule(0.015, 100, None, 50)  # a job from before round_growth: 1.5
-    doubling = rule_of({"target_points": 1.5, "min_samples": 100, "max_samples": None,
-                        "chunk_size": 50, "round_growth": 2.0})  # fmt: skip
+    doubling = rule_of(
+        {
+            "target_points": 1.5,
+            "min_samples": 100,
+            "max_samples": None,
+            "chunk_size": 50,
+            "round_growth": 2.0,
+        }
+    )
     assert doubling == StoppingRule(0.015, 100, None, 50, round_growth=2.0)
 
 
@@ -141,29 +152,45 @@ def test_round_growth_is_a_setting():
 @pytest.mark.parametrize(
     "setting, problem",
     [
-        ({"target_points": 0.05}, "adaptive.target_points: Input should be greater than or equal to 0.1"),
+        (
+            {"target_points": 0.05},
+            "adaptive.target_points: Input should be greater than or equal to 0.1",
+        ),
         ({"target_points": 51}, "adaptive.target_points: Input should be less than or equal to 50"),
         ({"min_samples": 0}, "adaptive.min_samples"),
         ({"chunk_size": 100_001}, "adaptive.chunk_size"),
-        ({"round_growth": 0.9}, "adaptive.round_growth: Input should be greater than or equal to 1"),
+        (
+            {"round_growth": 0.9},
+            "adaptive.round_growth: Input should be greater than or equal to 1",
+        ),
         ({"round_growth": 11}, "adaptive.round_growth: Input should be less than or equal to 10"),
         ({"min_samples": 100, "max_samples": 99}, "max_samples (99) must be >= min_samples (100)"),
         ({"steps": 3}, "adaptive.steps: Extra inputs are not permitted"),
     ],
-)  # fmt: skip
+)
 def test_the_boundary_refuses_bad_settings(setting, problem):
-    body = {"models": [{"name": "a", "path": "org/a"}], "benchmarks": ["piqa"],
-            "adaptive": setting}  # fmt: skip
+    body = {"models": [{"name": "a", "path": "org/a"}], "benchmarks": ["piqa"], "adaptive": setting}
     with pytest.raises(InputError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         validated(EvaluateJobIn, body)
-    assert AdaptiveIn().model_dump() == {"target_points": 1.5, "min_samples": 100,
-                                         "max_samples": None, "chunk_size": 50,
-                                         "round_growth": 1.5}  # fmt: skip
+    assert AdaptiveIn().model_dump() == {
+        "target_points": 1.5,
+        "min_samples": 100,
+        "max_samples": None,
+        "chunk_size": 50,
+        "round_growth": 1.5,
+    }
 
 
 def _item(i: int) -> Item:
-    return Item(benchmark="toy", sample_id=f"s{i}", question=f"q{i}", choices=None,
-                gold=str(i), gold_index=None, category=None)  # fmt: skip
+    return Item(
+        benchmark="toy",
+        sample_id=f"s{i}",
+        question=f"q{i}",
+        choices=None,
+        gold=str(i),
+        gold_index=None,
+        category=None,
+    )
 
 
 def test_the_worker_evaluates_its_slice_of_the_shared_order():
@@ -174,7 +201,7 @@ def test_the_worker_evaluates_its_slice_of_the_shared_order():
             "model": {"name": "m", "path": "org/m"},
             "config": {},
             "slice": {"start": 10, "end": 25, "order": "toy", "round": 1},
-        }  # fmt: skip
+        }
     )
     assert [it.sample_id for it in slice_items(items, spec.slice)] == order[10:25]
     # the end may pass the benchmark's size; no slice: everything in the loader's order
@@ -193,22 +220,44 @@ def test_the_clis_choices_are_the_boundarys():
 
 def test_the_cli_builds_the_apis_body_and_refuses_adaptive_flags_alone():
     runner = CliRunner()
-    args = ["job", "submit", "--base", "a=org/a", "--post", "b=org/b", "--benchmarks", "piqa,arc",
-            "--seeds", "0,1", "--dry-run"]  # fmt: skip
+    args = [
+        "job",
+        "submit",
+        "--base",
+        "a=org/a",
+        "--post",
+        "b=org/b",
+        "--benchmarks",
+        "piqa,arc",
+        "--seeds",
+        "0,1",
+        "--dry-run",
+    ]
     plain = runner.invoke(main, args)
     assert plain.exit_code == 0, plain.output
     body = json.loads(plain.output)
     # the options the command sets, nothing more: the app's defaults fill the rest
     assert body == {
-        "models": [{"name": "a", "path": "org/a", "prompting": "base"},
-                   {"name": "b", "path": "org/b", "prompting": "chat"}],
-        "benchmarks": ["piqa", "arc"], "seeds": [0, 1],
-        "config": {"engine": "vllm", "mode": "generate", "temperature": 0.6, "top_p": 0.95,
-                   "max_tokens": 2048, "shots": 3, "limit": None},
+        "models": [
+            {"name": "a", "path": "org/a", "prompting": "base"},
+            {"name": "b", "path": "org/b", "prompting": "chat"},
+        ],
+        "benchmarks": ["piqa", "arc"],
+        "seeds": [0, 1],
+        "config": {
+            "engine": "vllm",
+            "mode": "generate",
+            "temperature": 0.6,
+            "top_p": 0.95,
+            "max_tokens": 2048,
+            "shots": 3,
+            "limit": None,
+        },
         "pairs": [{"base": "a", "post": "b", "label": None, "stage": None}],
-    }  # fmt: skip
-    adaptive = json.loads(runner.invoke(main, [*args, "--adaptive", "--target", "2",
-                                               "--max-samples", "500"]).output)  # fmt: skip
+    }
+    adaptive = json.loads(
+        runner.invoke(main, [*args, "--adaptive", "--target", "2", "--max-samples", "500"]).output
+    )
     assert adaptive["adaptive"] == {"target_points": 2.0, "max_samples": 500}
     checked = validated(EvaluateJobIn, adaptive)
     assert checked.adaptive.min_samples == 100 and checked.adaptive.target_points == 2.0

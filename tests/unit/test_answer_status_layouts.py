@@ -42,8 +42,9 @@ def _stringified(path: Path, out: Path) -> Path:
     only the row reader reads it."""
     rows = pq.read_table(path).to_pylist()
     out.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([{k: str(v) for k, v in r.items()} for r in rows]),
-                   out / path.name)  # fmt: skip
+    pq.write_table(
+        pa.Table.from_pylist([{k: str(v) for k, v in r.items()} for r in rows]), out / path.name
+    )
     return out / path.name
 
 
@@ -63,8 +64,9 @@ def _lighteval_statuses(path: Path, tmp_path: Path) -> list[str | None]:
 def test_lighteval_empty_extraction_is_no_answer_and_a_cut_prompt_truncated(tmp_path, layout):
     # row 1: a chain of thought that ends before its answer (extracted_predictions == []);
     # row 2: lighteval cut 120 tokens from the prompt (truncated / truncated_tokens_count)
-    path = write_lighteval_details(tmp_path, GSM8K, [1, 0, 0], schema=layout, kind="generative",
-                                   no_answer={1}, prompt_cut={2})  # fmt: skip
+    path = write_lighteval_details(
+        tmp_path, GSM8K, [1, 0, 0], schema=layout, kind="generative", no_answer={1}, prompt_cut={2}
+    )
     rows = read_lighteval(path, model="m", seed=0).to_pylist()
     assert sorted(r["answer_status"] for r in rows) == ["answered", "no_answer", "truncated"]
     empty = next(r for r in rows if r["answer_status"] == "no_answer")
@@ -101,8 +103,9 @@ def test_lighteval_a_text_graded_whole_says_nothing(tmp_path, layout):
 @pytest.mark.parametrize("style", ["dict", "list"])  # the list form goes to the row reader
 def test_lm_eval_invalid_is_no_answer_under_either_filter(tmp_path, chosen, style):
     scores = {"strict-match": [1, 0, 0, 1], "flexible-extract": [1, 0, 1, 1]}
-    write_lm_eval_samples(tmp_path, "gsm8k", scores, kind="generate_until", no_answer={1},
-                          arguments_style=style)  # fmt: skip
+    write_lm_eval_samples(
+        tmp_path, "gsm8k", scores, kind="generate_until", no_answer={1}, arguments_style=style
+    )
     table = read_lm_eval(tmp_path, model="m", filter_name=chosen)
     assert table["prediction"].to_pylist()[1] == "[invalid]"
     # lm-eval logs no finish reason: never truncated
@@ -124,16 +127,23 @@ def _csv(tmp_path: Path, text: str) -> Path:
 
 
 def test_a_table_with_empty_predictions_beside_responses(tmp_path):
-    path = _csv(tmp_path, "model,benchmark,sample_id,correct,response,prediction\n"
-                          "m,gsm8k,0,1,The answer is 72,72\n"
-                          "m,gsm8k,1,0,Let me think about it step by,\n"
-                          "m,gsm8k,2,0,,\n"
-                          "m,gsm8k,3,0,   ,7\n"
-                          "m,gsm8k,4,1,The answer is 5,\n")  # fmt: skip
+    path = _csv(
+        tmp_path,
+        "model,benchmark,sample_id,correct,response,prediction\n"
+        "m,gsm8k,0,1,The answer is 72,72\n"
+        "m,gsm8k,1,0,Let me think about it step by,\n"
+        "m,gsm8k,2,0,,\n"
+        "m,gsm8k,3,0,   ,7\n"
+        "m,gsm8k,4,1,The answer is 5,\n",
+    )
     # row 4 is right: its grader found the answer the table does not repeat
     assert read_table(path)["answer_status"].to_pylist() == [
-        "answered", "no_answer", None, None, "answered"
-    ]  # fmt: skip
+        "answered",
+        "no_answer",
+        None,
+        None,
+        "answered",
+    ]
 
 
 def test_a_table_without_a_prediction_column_says_nothing(tmp_path):
@@ -142,22 +152,32 @@ def test_a_table_without_a_prediction_column_says_nothing(tmp_path):
 
 
 def test_a_table_answer_status_column_wins_and_truncated_still_reads(tmp_path):
-    path = _csv(tmp_path, "model,benchmark,sample_id,correct,answer_status,truncated,response,"
-                          "prediction\n"
-                          "m,b,0,0,refused,,I cannot help with that,\n"
-                          "m,b,1,0, Truncated ,1,Let me,\n"
-                          "m,b,2,0,,1,Let me,\n"
-                          "m,b,3,0,,0,Let me,\n"
-                          "m,b,4,1,answered,0,B,B\n"
-                          "m,b,5,0,no_answer,,,\n")  # fmt: skip
+    path = _csv(
+        tmp_path,
+        "model,benchmark,sample_id,correct,answer_status,truncated,response,"
+        "prediction\n"
+        "m,b,0,0,refused,,I cannot help with that,\n"
+        "m,b,1,0, Truncated ,1,Let me,\n"
+        "m,b,2,0,,1,Let me,\n"
+        "m,b,3,0,,0,Let me,\n"
+        "m,b,4,1,answered,0,B,B\n"
+        "m,b,5,0,no_answer,,,\n",
+    )
     assert read_table(path)["answer_status"].to_pylist() == [
-        "refused", "truncated", "truncated", "no_answer", "answered", "no_answer"
-    ]  # fmt: skip
+        "refused",
+        "truncated",
+        "truncated",
+        "no_answer",
+        "answered",
+        "no_answer",
+    ]
 
 
 def test_a_bad_answer_status_is_one_line_naming_the_file_row_and_values(tmp_path):
-    path = _csv(tmp_path, "model,benchmark,sample_id,correct,answer_status\n"
-                          "m,b,0,1,answered\nm,b,1,0,cut off\n")  # fmt: skip
+    path = _csv(
+        tmp_path,
+        "model,benchmark,sample_id,correct,answer_status\nm,b,0,1,answered\nm,b,1,0,cut off\n",
+    )
     with pytest.raises(InputError) as info:
         read_table(path)
     message = str(info.value)
@@ -167,13 +187,20 @@ def test_a_bad_answer_status_is_one_line_naming_the_file_row_and_values(tmp_path
 
 
 def test_a_table_whose_truncated_and_answer_status_disagree_is_refused(tmp_path):
-    path = _csv(tmp_path, "model,benchmark,sample_id,correct,answer_status,truncated\n"
-                          "m,b,0,0,truncated,1\nm,b,1,0,answered,1\n")  # fmt: skip
-    with pytest.raises(InputError, match=r"^results.csv: row 2: truncated is 1 but "
-                                         r"answer_status is 'answered'"):  # fmt: skip
+    path = _csv(
+        tmp_path,
+        "model,benchmark,sample_id,correct,answer_status,truncated\n"
+        "m,b,0,0,truncated,1\nm,b,1,0,answered,1\n",
+    )
+    with pytest.raises(
+        InputError,
+        match=r"^results.csv: row 2: truncated is 1 but "
+        r"answer_status is 'answered'",
+    ):
         read_table(path)
-    path = _csv(tmp_path, "model,benchmark,sample_id,correct,answer_status,truncated\n"
-                          "m,b,0,0,truncated,0\n")  # fmt: skip
+    path = _csv(
+        tmp_path, "model,benchmark,sample_id,correct,answer_status,truncated\nm,b,0,0,truncated,0\n"
+    )
     with pytest.raises(InputError, match=r"row 1: truncated is 0 but answer_status is 'trunc"):
         read_table(path)
 
@@ -195,9 +222,13 @@ def _inspect_log(tmp_path: Path, task, answers: dict[str, tuple[str, str]]) -> P
     try:
         with ThreadPoolExecutor(1) as pool:  # inspect_ai runs its own event loop
             [log] = pool.submit(
-                inspect_eval, task, model=get_model("mockllm/m", custom_outputs=reply),
-                log_dir=str(tmp_path), display="none", max_samples=1,
-            ).result()  # fmt: skip
+                inspect_eval,
+                task,
+                model=get_model("mockllm/m", custom_outputs=reply),
+                log_dir=str(tmp_path),
+                display="none",
+                max_samples=1,
+            ).result()
     finally:
         if previous is None:
             os.environ.pop("INSPECT_LOG_DIR", None)
@@ -213,25 +244,50 @@ def test_inspect_stop_reasons_and_scorers_without_an_answer(tmp_path):
     from inspect_ai.solver import generate, multiple_choice
 
     options = ["w", "x", "y", "z"]
-    mc = Task(name="arc", solver=multiple_choice(), scorer=choice(), dataset=MemoryDataset(
-        [Sample(id=i, input=f"arc question {i}?", choices=options, target="A") for i in range(4)]
-    ))  # fmt: skip
-    sums = Task(name="sums", solver=generate(), scorer=pattern(r"ANSWER: (\d+)"),
-                dataset=MemoryDataset([Sample(id=i, input=f"sum number {i}.", target="2")
-                                       for i in range(3)]))  # fmt: skip
-    mc_log = _inspect_log(tmp_path / "mc", mc, {
-        "arc question 0?": ("ANSWER: A", "stop"),
-        "arc question 1?": ("ANSWER: B", "stop"),  # wrong, but an answer
-        "arc question 2?": ("I am not sure which of these it is", "stop"),  # no ANSWER: line
-        "arc question 3?": ("Let me weigh each option in", "max_tokens"),
-    })  # fmt: skip
-    sums_log = _inspect_log(tmp_path / "sums", sums, {
-        "sum number 0.": ("ANSWER: 2", "stop"),
-        "sum number 1.": ("I would rather not", "stop"),  # pattern() finds nothing
-        "sum number 2.": ("First add the", "model_length"),
-    })  # fmt: skip
-    assert _statuses(mc_log) == {"0": "answered", "1": "answered", "2": "no_answer",
-                                 "3": "truncated"}  # fmt: skip
+    mc = Task(
+        name="arc",
+        solver=multiple_choice(),
+        scorer=choice(),
+        dataset=MemoryDataset(
+            [
+                Sample(id=i, input=f"arc question {i}?", choices=options, target="A")
+                for i in range(4)
+            ]
+        ),
+    )
+    sums = Task(
+        name="sums",
+        solver=generate(),
+        scorer=pattern(r"ANSWER: (\d+)"),
+        dataset=MemoryDataset(
+            [Sample(id=i, input=f"sum number {i}.", target="2") for i in range(3)]
+        ),
+    )
+    mc_log = _inspect_log(
+        tmp_path / "mc",
+        mc,
+        {
+            "arc question 0?": ("ANSWER: A", "stop"),
+            "arc question 1?": ("ANSWER: B", "stop"),  # wrong, but an answer
+            "arc question 2?": ("I am not sure which of these it is", "stop"),  # no ANSWER: line
+            "arc question 3?": ("Let me weigh each option in", "max_tokens"),
+        },
+    )
+    sums_log = _inspect_log(
+        tmp_path / "sums",
+        sums,
+        {
+            "sum number 0.": ("ANSWER: 2", "stop"),
+            "sum number 1.": ("I would rather not", "stop"),  # pattern() finds nothing
+            "sum number 2.": ("First add the", "model_length"),
+        },
+    )
+    assert _statuses(mc_log) == {
+        "0": "answered",
+        "1": "answered",
+        "2": "no_answer",
+        "3": "truncated",
+    }
     assert _statuses(sums_log) == {"0": "answered", "1": "no_answer", "2": "truncated"}
 
 
@@ -242,26 +298,44 @@ def _statuses(log: Path) -> dict[str, str | None]:
 
 def test_the_upload_field_takes_the_statuses_and_the_older_flag():
     assert get_args(AnswerStatus) == STATUSES
-    body = ResultsIn.model_validate({"shard_id": 1, "rows": [
-        {"sample_id": "a", "correct": True, "answer_status": "answered"},
-        {"sample_id": "b", "correct": False, "answer_status": "no_answer"},
-        {"sample_id": "c", "correct": False, "truncated": True},  # an older worker
-        {"sample_id": "d", "correct": False, "truncated": False},
-        {"sample_id": "e", "correct": False, "truncated": True, "answer_status": "truncated"},
-        {"sample_id": "f", "correct": False},
-    ]})  # fmt: skip
+    body = ResultsIn.model_validate(
+        {
+            "shard_id": 1,
+            "rows": [
+                {"sample_id": "a", "correct": True, "answer_status": "answered"},
+                {"sample_id": "b", "correct": False, "answer_status": "no_answer"},
+                {"sample_id": "c", "correct": False, "truncated": True},  # an older worker
+                {"sample_id": "d", "correct": False, "truncated": False},
+                {
+                    "sample_id": "e",
+                    "correct": False,
+                    "truncated": True,
+                    "answer_status": "truncated",
+                },
+                {"sample_id": "f", "correct": False},
+            ],
+        }
+    )
     columns = body.columns()
     assert "truncated" not in columns
-    assert columns["answer_status"] == ["answered", "no_answer", "truncated", None, "truncated",
-                                        None]  # fmt: skip
+    assert columns["answer_status"] == [
+        "answered",
+        "no_answer",
+        "truncated",
+        None,
+        "truncated",
+        None,
+    ]
 
 
 @pytest.mark.parametrize(
     "row",
-    [{"truncated": True, "answer_status": "no_answer"},
-     {"truncated": False, "answer_status": "truncated"},
-     {"answer_status": "cut"}],
-)  # fmt: skip
+    [
+        {"truncated": True, "answer_status": "no_answer"},
+        {"truncated": False, "answer_status": "truncated"},
+        {"answer_status": "cut"},
+    ],
+)
 def test_an_upload_row_that_contradicts_itself_or_names_no_status_is_refused(row):
     with pytest.raises(ValidationError):
         ResultRow.model_validate({"sample_id": "a", "correct": False, **row})
@@ -303,11 +377,25 @@ class _Engine:
 
 
 def test_the_worker_uploads_each_rows_status():
-    items = [Item(benchmark="mmlu:anatomy", sample_id=f"s{i}", question=f"Q{i}?",
-                  choices=("a", "b", "c", "d"), gold="B", gold_index=1, category=None)
-             for i in range(3)]  # fmt: skip
-    engine = _Engine([("Answer: B", "stop", 3), ("I cannot tell which", "stop", 5),
-                      ("Let me think step by", "length", 32)])  # fmt: skip
+    items = [
+        Item(
+            benchmark="mmlu:anatomy",
+            sample_id=f"s{i}",
+            question=f"Q{i}?",
+            choices=("a", "b", "c", "d"),
+            gold="B",
+            gold_index=1,
+            category=None,
+        )
+        for i in range(3)
+    ]
+    engine = _Engine(
+        [
+            ("Answer: B", "stop", 3),
+            ("I cannot tell which", "stop", 5),
+            ("Let me think step by", "length", 32),
+        ]
+    )
     generate = ShardConfig(mode="generate", prompting="base", shots=0, max_tokens=32)
     rows = _evaluate(engine, items, items, generate, 0)
     assert [r.answer_status for r in rows] == ["answered", "no_answer", "truncated"]

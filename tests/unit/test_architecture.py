@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_check_architecture_finds_no_violation():
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "check-architecture")],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().endswith("check-architecture: ok")
 
@@ -46,8 +48,10 @@ def test_check_architecture_catches_each_rule(tmp_path):
     (tmp_path / "worker" / "view.py").write_text("import forgetmap.web.page\n")
     done = subprocess.run(
         [sys.executable, str(tmp_path / "scripts" / "check-architecture")],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     out = done.stdout
     assert done.returncode == 1
     assert "import cycle: forgetmap.a <-> forgetmap.b" in out

@@ -29,10 +29,15 @@ def _printed(width: int, **kwargs) -> list[str]:
     def show() -> None:
         echo_columns(
             ("pair", "category", "F_true", "BT_true", "noise"),
-            [("a -> b", "Math", "0.1000", "0.0200", "0.0010"),
-             ("a -> c", "Knowledge", "0.0500", "0.0300", "0.0020")],
-            right=frozenset({2, 3, 4}), keep=2, width=width, **kwargs,
-        )  # fmt: skip
+            [
+                ("a -> b", "Math", "0.1000", "0.0200", "0.0010"),
+                ("a -> c", "Knowledge", "0.0500", "0.0300", "0.0020"),
+            ],
+            right=frozenset({2, 3, 4}),
+            keep=2,
+            width=width,
+            **kwargs,
+        )
 
     return CliRunner().invoke(show).output.splitlines()
 

@@ -42,19 +42,28 @@ def test_import_pair_and_map_processes_load_only_what_they_use(tmp_path):
     items = {"community|piqa_reasoning_letter:main|0": make_items("piqa", 30, options=2)}
     out = tmp_path / "out"
     for model, style in (("org/base", "base"), ("org/post", "chat")):
-        write_run(out, model, "2025-07-01T10-00-00.000001",
-                  {t: (its, [i % 2 == 0 for i in range(30)]) for t, its in items.items()},
-                  style=style, seed=0)  # fmt: skip
+        write_run(
+            out,
+            model,
+            "2025-07-01T10-00-00.000001",
+            {t: (its, [i % 2 == 0 for i in range(30)]) for t, its in items.items()},
+            style=style,
+            seed=0,
+        )
     db = ["--db", str(tmp_path / "fm.duckdb")]
     for args, unwanted in (
-        ([*db, "import", "lighteval", str(out / "details" / "org" / "base"), "--model", "base"],
-         {"pandas", "cloudpickle", "dateutil"}),
-        ([*db, "import", "lighteval", str(out / "details" / "org" / "post"), "--model", "post"],
-         {"pandas", "cloudpickle", "dateutil"}),
+        (
+            [*db, "import", "lighteval", str(out / "details" / "org" / "base"), "--model", "base"],
+            {"pandas", "cloudpickle", "dateutil"},
+        ),
+        (
+            [*db, "import", "lighteval", str(out / "details" / "org" / "post"), "--model", "post"],
+            {"pandas", "cloudpickle", "dateutil"},
+        ),
         ([*db, "pair", "add", "base", "post"], {*PROBED, "numpy"}),
         ([*db, "map"], set(PROBED)),
         ([*db, "map", "--format", "json", "--level", "benchmark"], set(PROBED)),
-    ):  # fmt: skip
+    ):
         loaded, output = _loaded(args)
         assert not loaded & unwanted, output
     assert '"f_true"' in output, output
@@ -103,14 +112,20 @@ def test_lean_commands_keep_their_exit_status_and_their_database(tmp_path):
     cli = [sys.executable, "-m", "forgetmap.cli", "--db", str(db)]
     table = tmp_path / "rows.csv"
     table.write_text("model,benchmark,sample_id,correct\nm,mmlu:anatomy,1,1\nm,mmlu:anatomy,2,0\n")
-    done = subprocess.run([*cli, "import", "table", str(table)], cwd=ROOT, capture_output=True,
-                          text=True)  # fmt: skip
+    done = subprocess.run(
+        [*cli, "import", "table", str(table)], cwd=ROOT, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    missing = subprocess.run([*cli, "import", "table", str(tmp_path / "none.csv")], cwd=ROOT,
-                             capture_output=True, text=True)  # fmt: skip
+    missing = subprocess.run(
+        [*cli, "import", "table", str(tmp_path / "none.csv")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 2 and "none.csv: no such file" in missing.stderr, missing.stderr
-    again = subprocess.run([*cli, "import", "table", str(table)], cwd=ROOT, capture_output=True,
-                           text=True)  # fmt: skip
+    again = subprocess.run(
+        [*cli, "import", "table", str(table)], cwd=ROOT, capture_output=True, text=True
+    )
     assert "imported 0 new rows (2 already stored)" in again.stdout, again.stdout + again.stderr
 
 
@@ -147,11 +162,18 @@ def test_lean_commands_set_native_pools_unless_the_user_did(tmp_path):
 
     table = tmp_path / "rows.csv"
     table.write_text("model,benchmark,sample_id,correct\nm,mmlu:anatomy,1,1\nm,mmlu:anatomy,2,0\n")
-    plain = {k: v for k, v in os.environ.items()
-             if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS")}  # fmt: skip
+    plain = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("ARROW_DEFAULT_MEMORY_POOL", "OPENBLAS_NUM_THREADS")
+    }
     db = ["--db", str(tmp_path / "fm.duckdb")]
     assert _settings_at_exit([*db, "import", "table", str(table)], plain) == {
-        "arrow": "jemalloc", "blas": "1", "pool": "jemalloc", "frozen": "True"}  # fmt: skip
+        "arrow": "jemalloc",
+        "blas": "1",
+        "pool": "jemalloc",
+        "frozen": "True",
+    }
     own = {**plain, "ARROW_DEFAULT_MEMORY_POOL": "system", "OPENBLAS_NUM_THREADS": "2"}
     kept = _settings_at_exit([*db, "import", "table", str(table)], own)
     assert (kept["arrow"], kept["blas"]) == ("system", "2")

@@ -243,9 +243,12 @@ def test_beyond_noise_is_the_binomial_tail_at_the_noise_floor():
     r = np.array([0.3, 0.3, 0.04, 0.06, np.nan])
     assert beyond_noise(m, s, r).tolist() == [True, False, True, False, False]
     # a majority too: 2 of 4 is not one, however quiet the seeds
-    assert reliable_flags(np.array([2, 3]), np.array([4, 4]), np.array([0.001, 0.001])).tolist() == [
-        False, True,
-    ]  # fmt: skip
+    assert reliable_flags(
+        np.array([2, 3]), np.array([4, 4]), np.array([0.001, 0.001])
+    ).tolist() == [
+        False,
+        True,
+    ]
 
 
 @settings(max_examples=200, deadline=None)

@@ -43,8 +43,12 @@ _DROPPED = " \t\n'\"`"
 def test_ascii_joined_md5_prefixes_are_their_definition_and_null_off_ascii(rows):
     """ASCII rows: md5 of the parts joined (null as ""), the dropped characters removed, lower
     case; a row with any other character is left null for the caller."""
-    table = pa.table({"a": pa.array([a for a, _ in rows], pa.string()),
-                      "b": pa.array([b for _, b in rows], pa.string())})  # fmt: skip
+    table = pa.table(
+        {
+            "a": pa.array([a for a, _ in rows], pa.string()),
+            "b": pa.array([b for _, b in rows], pa.string()),
+        }
+    )
     got = ascii_joined_md5_prefixes(
         table, separator="\x1f", dropped=_DROPPED, prefix="q:", digits=16
     )

@@ -57,8 +57,12 @@ def test_the_store_writes_times_in_utc_on_a_machine_in_another_zone(tmp_path):
         "    print(list_tokens(conn)[0]['created_at'])\n"
         "store.close()\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "t.duckdb")],
-                          capture_output=True, text=True, env={"TZ": "Asia/Tokyo", "PATH": ""},
-                          check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "t.duckdb")],
+        capture_output=True,
+        text=True,
+        env={"TZ": "Asia/Tokyo", "PATH": ""},
+        check=True,
+    )
     written = datetime.fromisoformat(done.stdout.strip()).replace(tzinfo=UTC)
     assert abs(datetime.now(UTC) - written) < timedelta(minutes=5), done.stdout

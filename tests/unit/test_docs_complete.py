@@ -89,7 +89,10 @@ def _settings_classes() -> list[type[BaseSettings]]:
             and any(ast.unparse(base).split(".")[-1] == "BaseSettings" for base in node.bases)
         ]
         if names:
-            module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+            folder, *rest = path.relative_to(ROOT).with_suffix("").parts
+            # app/ is the package forgetmap, worker/ is forgetmap.worker (pyproject's package-dir)
+            package = {"app": "forgetmap", "worker": "forgetmap.worker"}[folder]
+            module = importlib.import_module(".".join([package, *rest]).removesuffix(".__init__"))
             found += [getattr(module, name) for name in names]
     return found
 

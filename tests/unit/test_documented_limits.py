@@ -1,16 +1,14 @@
 """The limits the docs state are the code's, one number each (issue 50): the body limits of
-docs/api.md, the import caps of docs/formats.md and every numeric default of docs/settings.md are
-read from the constants and settings that enforce them, so a changed number fails here until the
+docs/api.md and the import caps of docs/formats.md are read from the constants that enforce them
+(docs/settings.md's tables are written from the settings themselves: test_settings_docs.py), so a changed number fails here until the
 page says it too."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 from forgetmap.importers import common, table
-from forgetmap.runtime.config import WebSettings
 from forgetmap.services import imports
 from forgetmap.web import limits, theory
 
@@ -64,27 +62,3 @@ def test_the_theory_lab_bound_is_stated():
     text = page("api.md")
     assert f"**{theory.ANONYMOUS_LAB_REQUESTS}** requests at once without a login" in text
     assert f"**{theory.IDENTIFIED_LAB_REQUESTS}** with one" in text
-
-
-def _documented_defaults() -> dict[str, str]:
-    rows = {}
-    for line in page("settings.md").splitlines():
-        found = re.match(r"\| `(FORGETMAP_[A-Z_]+)` \| ([^|]+) \|", line)
-        if found:
-            rows.setdefault(found[1], found[2].strip())
-    return rows
-
-
-@pytest.mark.parametrize(
-    "field",
-    [
-        name
-        for name, info in WebSettings.model_fields.items()
-        if isinstance(info.default, int | float) and not isinstance(info.default, bool)
-    ],
-)
-def test_every_numeric_default_of_the_app_is_the_documented_one(field):
-    default = WebSettings.model_fields[field].default
-    written = _documented_defaults()[f"FORGETMAP_{field.upper()}"]
-    expected = f"{default:g}" if isinstance(default, float) else str(default)
-    assert written.split(" ")[0] == expected

@@ -26,24 +26,39 @@ def test_lines_become_the_rows_they_describe(tmp_path):
     assert len(rows) == 2 * (8 + 8)
     first = rows[(BASE, "toy_mc", 0, "mc-0")]
     assert first == {
-        "model": BASE, "benchmark": "toy_mc", "sample_id": "mc-0", "seed": 0, "correct": True,
-        "num_choices": 4, "category": "Toy",
+        "model": BASE,
+        "benchmark": "toy_mc",
+        "sample_id": "mc-0",
+        "seed": 0,
+        "correct": True,
+        "num_choices": 4,
+        "category": "Toy",
         "prompt": "Answer with a letter.\n\nWhich city is number 0?\nAnswer:",
         "question": "Which city is number 0?",
         "response": LONG_THOUGHT + "\n\nThe answer is A.",  # the reasoning, then the answer
         "prediction": "A",  # the terminal attribution, not the earlier "A."
-        "gold": "A", "choices": '["Paris", "Rome", "Madrid", "Berlin"]', "doc_hash": "doc0",
-        "prompt_tokens": 20, "completion_tokens": 5,
-        "prompt_prefix": None, "prompt_suffix": None, "answer_status": None,
-    }  # fmt: skip
+        "gold": "A",
+        "choices": '["Paris", "Rome", "Madrid", "Berlin"]',
+        "doc_hash": "doc0",
+        "prompt_tokens": 20,
+        "completion_tokens": 5,
+        "prompt_prefix": None,
+        "prompt_suffix": None,
+        "answer_status": None,
+    }
     assert rows[(POST, "toy_mc", 0, "mc-2")]["prediction"] == "D"  # wrong: the next letter
     assert rows[(BASE, "toy_mc", 0, "mc-7")]["answer_status"] == "truncated"  # max_tokens
     generated = rows[(POST, "toy_gen", 1, "gen-3")]  # epoch 2 is seed 1
     shown = {
         k: generated[k] for k in ("correct", "num_choices", "prediction", "prompt", "question")
     }
-    assert shown == {"correct": True, "num_choices": None, "prediction": "4",
-                     "prompt": "question gen-3", "question": None}  # fmt: skip
+    assert shown == {
+        "correct": True,
+        "num_choices": None,
+        "prediction": "4",
+        "prompt": "question gen-3",
+        "question": None,
+    }
     assert sorted({s for (_, b, s, _) in rows if b == "toy_gen"}) == [0, 1]
 
 
@@ -53,9 +68,14 @@ def _one_file(tmp_path: Path, *lines: dict, aggregate: bool = False) -> Path:
 
 @pytest.mark.parametrize(
     ("metadata", "seed"),
-    [({}, 0), ({"epoch": "1"}, 0), ({"epoch": "3"}, 2), ({"seed": "7", "epoch": "3"}, 7),
-     ({"seed": "-2"}, -2)],
-)  # fmt: skip
+    [
+        ({}, 0),
+        ({"epoch": "1"}, 0),
+        ({"epoch": "3"}, 2),
+        ({"seed": "7", "epoch": "3"}, 7),
+        ({"seed": "-2"}, -2),
+    ],
+)
 def test_the_seed_is_metadata_seed_else_the_epoch_from_one(tmp_path, metadata, seed):
     path = _one_file(tmp_path, files.line(BASE, "toy_gen", "g", 1, metadata=metadata))
     assert read_eee(path)["seed"].to_pylist() == [seed]
@@ -69,16 +89,24 @@ def test_correct_falls_back_to_a_score_of_0_or_1(tmp_path):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"evaluation": {"score": 0.5}}, ":1: evaluation.is_correct is not true or false and "
-         "evaluation.score 0.5 is not 0 or 1; forgetmap counts per-sample 0/1 flips"),
-        ({"metadata": {"epoch": "0"}}, ":1: metadata.epoch is '0'; it must be a whole number from 1"),
+        (
+            {"evaluation": {"score": 0.5}},
+            ":1: evaluation.is_correct is not true or false and "
+            "evaluation.score 0.5 is not 0 or 1; forgetmap counts per-sample 0/1 flips",
+        ),
+        (
+            {"metadata": {"epoch": "0"}},
+            ":1: metadata.epoch is '0'; it must be a whole number from 1",
+        ),
         ({"metadata": {"seed": "x"}}, ":1: metadata.seed is 'x'; it must be a whole number"),
         ({"sample_id": ""}, ":1: the line has no sample_id (is this an Every Eval Ever"),
         ({"evaluation": None}, ":1: evaluation must be an object"),
-        ({"input": {"raw": "q", "reference": "a", "choices": 3}}, ":1: input.choices must be a "
-         "list of texts, got int"),
+        (
+            {"input": {"raw": "q", "reference": "a", "choices": 3}},
+            ":1: input.choices must be a list of texts, got int",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_line_is_refused_naming_it(tmp_path, change, message):
     path = _one_file(tmp_path, files.line(BASE, "toy_gen", "g", 1, **change))
     with pytest.raises(InputError) as caught:
@@ -96,12 +124,18 @@ def test_a_line_that_is_not_json_is_named(tmp_path):
 
 
 def test_conversations_keep_the_assistants_turns(tmp_path):
-    messages = [{"turn_idx": 0, "role": "user", "content": "hi"},
-                {"turn_idx": 1, "role": "assistant", "content": "call", "reasoning_trace": "plan"},
-                {"turn_idx": 2, "role": "tool", "content": "42"},
-                {"turn_idx": 3, "role": "assistant", "content": "it is 42"}]  # fmt: skip
-    path = _one_file(tmp_path, files.line(BASE, "toy_gen", "g", 1, interaction_type="agentic",
-                                          output=None, messages=messages))  # fmt: skip
+    messages = [
+        {"turn_idx": 0, "role": "user", "content": "hi"},
+        {"turn_idx": 1, "role": "assistant", "content": "call", "reasoning_trace": "plan"},
+        {"turn_idx": 2, "role": "tool", "content": "42"},
+        {"turn_idx": 3, "role": "assistant", "content": "it is 42"},
+    ]
+    path = _one_file(
+        tmp_path,
+        files.line(
+            BASE, "toy_gen", "g", 1, interaction_type="agentic", output=None, messages=messages
+        ),
+    )
     assert read_eee(path)["response"].to_pylist() == ["plan\n\ncall\n\nit is 42"]
 
 

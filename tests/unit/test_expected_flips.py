@@ -7,11 +7,27 @@ import pytest
 from forgetmap.services.pair_report import expected_flips
 
 ROWS = [  # pair_benchmarks' records: counts summed over seeds, n and rates per seed
-    {"benchmark": "a", "category": "X", "seeds": 2, "n": 10, "n_10": 6, "n_01": 2,
-     "f_chance": 0.1, "noise_floor": 0.05},
-    {"benchmark": "b", "category": "Y", "seeds": 1, "n": 4, "n_10": 1, "n_01": 0,
-     "f_chance": 0.0, "noise_floor": None},
-]  # fmt: skip
+    {
+        "benchmark": "a",
+        "category": "X",
+        "seeds": 2,
+        "n": 10,
+        "n_10": 6,
+        "n_01": 2,
+        "f_chance": 0.1,
+        "noise_floor": 0.05,
+    },
+    {
+        "benchmark": "b",
+        "category": "Y",
+        "seeds": 1,
+        "n": 4,
+        "n_10": 1,
+        "n_01": 0,
+        "f_chance": 0.0,
+        "noise_floor": None,
+    },
+]
 
 
 def test_every_benchmark_shown():

@@ -212,9 +212,10 @@ def _last_word(response, choices, gold):
 def test_a_user_extractor_is_an_entry_point(monkeypatch):
     points = [_EntryPoint("last_word", _last_word)]
     monkeypatch.setattr(
-        extractors.metadata, "entry_points",
+        extractors.metadata,
+        "entry_points",
         lambda group: points if group == extractors.ENTRY_POINT_GROUP else [],
-    )  # fmt: skip
+    )
     mine = extractor("last_word")
     assert mine.name == "last_word" and mine.scores(4) and mine.scores(None)
     # multiple choice: the text names an option (a letter or an option's text)

@@ -17,9 +17,13 @@ def test_each_kind_takes_the_commands_options():
     assert import_options("lm-eval", model="m").seed == 0  # lm-eval's default seed
     assert import_options("lighteval").seed is None  # each run's own
     options = import_options("lm-eval", model="m", metric="acc", filters=["gsm8k=strict-match", ""])
-    assert options.importer_kwargs() == {"model": "m", "metric": "acc",
-                                         "filter_name": ["gsm8k=strict-match"], "seed": 0,
-                                         "latest": False}  # fmt: skip
+    assert options.importer_kwargs() == {
+        "model": "m",
+        "metric": "acc",
+        "filter_name": ["gsm8k=strict-match"],
+        "seed": 0,
+        "latest": False,
+    }
     assert ("filter", "gsm8k=strict-match") in options.as_query()
     assert import_options("table", model="  ").model is None  # empty: not given
 

@@ -32,8 +32,15 @@ BBH_TASKS = (
     "tracking_shuffled_objects_five_objects tracking_shuffled_objects_seven_objects "
     "tracking_shuffled_objects_three_objects web_of_lies"
 ).split()
-MATH_SUBSETS = ("algebra", "counting_and_prob", "geometry", "intermediate_algebra", "num_theory",
-                "prealgebra", "precalculus")  # fmt: skip
+MATH_SUBSETS = (
+    "algebra",
+    "counting_and_prob",
+    "geometry",
+    "intermediate_algebra",
+    "num_theory",
+    "prealgebra",
+    "precalculus",
+)
 
 V1_TASKS = [
     "harness|arc:challenge|25",
@@ -107,9 +114,15 @@ def test_suites():
         canonical_name(f"bbh_{t}") for t in BBH_TASKS
     }
     assert {n for n in v2 if not n.startswith(("bbh:", "math_hard:"))} == {
-        "gpqa:main", "gpqa:diamond", "gpqa:extended", "mmlu_pro", "musr:murder_mysteries",
-        "musr:object_placements", "musr:team_allocation", "ifeval",
-    }  # fmt: skip
+        "gpqa:main",
+        "gpqa:diamond",
+        "gpqa:extended",
+        "mmlu_pro",
+        "musr:murder_mysteries",
+        "musr:object_placements",
+        "musr:team_allocation",
+        "ifeval",
+    }
 
 
 def test_the_papers_suite_is_left_as_it_was():
@@ -117,8 +130,14 @@ def test_the_papers_suite_is_left_as_it_was():
     assert len(paper) == 94
     assert all(b.paper for b in scored_benchmarks())
     added = set(suite_benchmarks(V1.suite) + suite_benchmarks(V2.suite)) - paper - {"ifeval"}
-    assert added == {"winogrande", "gsm8k", "mmlu_pro", "gpqa:main", "gpqa:extended",
-                     *(f"math_hard:{s}" for s in MATH_SUBSETS)}  # fmt: skip
+    assert added == {
+        "winogrande",
+        "gsm8k",
+        "mmlu_pro",
+        "gpqa:main",
+        "gpqa:extended",
+        *(f"math_hard:{s}" for s in MATH_SUBSETS),
+    }
     assert all(lookup(name) is not None and not lookup(name).paper for name in added)
 
 

@@ -97,9 +97,15 @@ def test_columns_of_other_types_or_shapes_are_never_twins(tmp_path):
 def test_an_import_reads_the_same_rows_with_and_without_the_twin_shortcut(tmp_path, monkeypatch):
     items = {TASK: make_items(TASK, 25, options=3)}
     for seed in range(2):
-        write_run(tmp_path / "out", "org/base", f"2025-07-01T10-0{seed}-00.000001",
-                  {TASK: (items[TASK], [(i + seed) % 3 == 0 for i in range(25)])},
-                  style="base", seed=seed, shuffle_seed=seed)  # fmt: skip
+        write_run(
+            tmp_path / "out",
+            "org/base",
+            f"2025-07-01T10-0{seed}-00.000001",
+            {TASK: (items[TASK], [(i + seed) % 3 == 0 for i in range(25)])},
+            style="base",
+            seed=seed,
+            shuffle_seed=seed,
+        )
     folder = tmp_path / "out" / "details" / "org" / "base"
     assert all(_alike(f) for f in folder.rglob("*.parquet"))
     shortcut = read_lighteval(folder, model="base")
@@ -111,8 +117,9 @@ def test_an_import_reads_the_same_rows_with_and_without_the_twin_shortcut(tmp_pa
 @pytest.mark.parametrize("kind", ["multiple_choice", "generative"])
 def test_the_nested_layout_decodes_only_the_fields_the_reader_uses(tmp_path, monkeypatch, kind):
     folder = tmp_path / "run"
-    path = write_lighteval_details(folder, "lighteval|mmlu:anatomy|0", [1, 0, 1, 1, 0, 0, 1],
-                                   kind=kind, shuffle_seed=3)  # fmt: skip
+    path = write_lighteval_details(
+        folder, "lighteval|mmlu:anatomy|0", [1, 0, 1, 1, 0, 0, 1], kind=kind, shuffle_seed=3
+    )
     stored = pq.read_schema(path)
     assert {"input_tokens", "fewshot_samples"} <= {
         *stored.field("model_response").type.names,
@@ -146,8 +153,9 @@ def test_the_nested_layout_decodes_only_the_fields_the_reader_uses(tmp_path, mon
 
 
 def test_of_a_flat_files_specifics_only_the_extracted_answers_are_read(tmp_path):
-    path = write_lighteval_details(tmp_path, "lighteval|gsm8k|0", [1, 0, 1], schema="flat",
-                                   kind="generative")  # fmt: skip
+    path = write_lighteval_details(
+        tmp_path, "lighteval|gsm8k|0", [1, 0, 1], schema="flat", kind="generative"
+    )
     assert pq.read_schema(path).field("specifics").type.names == [
         "extracted_predictions",
         "extracted_golds",
@@ -170,8 +178,12 @@ def test_a_nested_column_stored_as_text_is_read_whole(tmp_path):
 
 
 def _harness_file(path: Path, **columns) -> Path:
-    base = {"example": ["q0", "q1"], "predictions": [[-1.0, -2.0], [-3.0, -0.5]],
-            "choices": [["a", "b"], ["a", "b"]], "gold": [0, 1]}  # fmt: skip
+    base = {
+        "example": ["q0", "q1"],
+        "predictions": [[-1.0, -2.0], [-3.0, -0.5]],
+        "choices": [["a", "b"], ["a", "b"]],
+        "gold": [0, 1],
+    }
     pq.write_table(pa.table({**base, **columns}), path)
     return path
 

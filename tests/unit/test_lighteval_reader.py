@@ -82,9 +82,13 @@ def test_flat_reads_the_real_column_set(tmp_path: Path) -> None:
 @pytest.mark.parametrize("stringify", [False, True])
 def test_generative_rows(tmp_path: Path, schema: str, stringify: bool) -> None:
     path = write_lighteval_details(
-        tmp_path, "lighteval|gsm8k|0", [1, 0, 1], schema=schema, kind="generative",
+        tmp_path,
+        "lighteval|gsm8k|0",
+        [1, 0, 1],
+        schema=schema,
+        kind="generative",
         stringify=stringify,
-    )  # fmt: skip
+    )
     table = read_lighteval(path, model="m", seed=0)
     validate_normalized(table, source="test")
     assert table["correct"].to_pylist() == [True, False, True]

@@ -26,9 +26,15 @@ def _tree(out: Path, n: int = 12) -> Path:
     """One model's details folder: two tasks x three seeds (one run per seed, shuffled rows)."""
     items = {t: make_items(t, n, options=2) for t in TASKS}
     for seed in range(3):
-        write_run(out, "org/base", f"2025-07-01T10-0{seed}-00.000001",
-                  {t: (its, [(i + seed) % 3 == 0 for i in range(n)]) for t, its in items.items()},
-                  style="base", seed=seed, shuffle_seed=seed)  # fmt: skip
+        write_run(
+            out,
+            "org/base",
+            f"2025-07-01T10-0{seed}-00.000001",
+            {t: (its, [(i + seed) % 3 == 0 for i in range(n)]) for t, its in items.items()},
+            style="base",
+            seed=seed,
+            shuffle_seed=seed,
+        )
     return out / "details" / "org" / "base"
 
 

@@ -61,8 +61,9 @@ def test_the_documented_default_filter_is_taken_and_told(tmp_path: Path) -> None
 @pytest.mark.parametrize("option", ["strict-match", ["gsm8k=strict-match"]])
 def test_filter_option_selects_by_the_names_of_the_results_file(tmp_path, option) -> None:
     write_run(tmp_path)
-    table = read_lm_eval(tmp_path / "samples_gsm8k_2024-05-13T16-13-22.123456.jsonl",
-                         model="m", filter_name=option)  # fmt: skip
+    table = read_lm_eval(
+        tmp_path / "samples_gsm8k_2024-05-13T16-13-22.123456.jsonl", model="m", filter_name=option
+    )
     assert correct_by_id(table) == expected(STRICT)
     # the prediction is the strict filter's own: the number without the flexible one's period
     assert table["prediction"].to_pylist()[0] == "72"
@@ -101,8 +102,11 @@ def test_a_document_count_that_disagrees_with_the_results_is_refused(tmp_path: P
     path = write_run(tmp_path)
     lines = path.read_text(encoding="utf-8").splitlines()
     path.write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")  # doc 4's second line gone
-    with pytest.raises(InputError, match=r"2 filters .*strict-match, flexible-extract.*doc_id 4 "
-                                         r"has 1 lines"):  # fmt: skip
+    with pytest.raises(
+        InputError,
+        match=r"2 filters .*strict-match, flexible-extract.*doc_id 4 "
+        r"has 1 lines",
+    ):
         read_lm_eval(tmp_path, model="m")
 
 
@@ -133,8 +137,9 @@ def test_the_nth_line_of_each_document_takes_the_nth_filter(tmp_path: Path) -> N
 
 
 def test_results_filters_reads_the_task_config(tmp_path: Path) -> None:
-    results = write_lm_eval_results(tmp_path, {"gsm8k": ["strict-match", "flexible-extract"],
-                                               "arc_easy": None})  # fmt: skip
+    results = write_lm_eval_results(
+        tmp_path, {"gsm8k": ["strict-match", "flexible-extract"], "arc_easy": None}
+    )
     assert results_filters(results, "gsm8k") == ["strict-match", "flexible-extract"]
     assert results_filters(results, "arc_easy") == ["none"]
     assert results_filters(results, "hellaswag") is None

@@ -17,15 +17,21 @@ from forgetmap.services.map import (
     CATEGORY_FIELDS,
     MapQuery,
     benchmark_records,
-    heatmap_cells,
-    map_records,
 )
+from forgetmap.services.map_cache import heatmap_cells, map_records
 
 
 def _load(tmp_path):
     store = open_store(tmp_path / "fm.duckdb")
-    rows = {"model": [], "benchmark": [], "sample_id": [], "seed": [], "correct": [],
-            "num_choices": [], "category": []}  # fmt: skip
+    rows = {
+        "model": [],
+        "benchmark": [],
+        "sample_id": [],
+        "seed": [],
+        "correct": [],
+        "num_choices": [],
+        "category": [],
+    }
     for model, flip in (("base", 0), ("post", 1)):
         for seeds, bench, k in ((2, "piqa", 2), (1, "custom:gen", None), (1, "custom:mix", "mix")):
             for seed in range(seeds):

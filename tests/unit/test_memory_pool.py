@@ -34,6 +34,7 @@ def test_reading_an_import_switches_the_process_to_jemalloc(tmp_path):
         "print(before, pa.default_memory_pool().backend_name)\n"
     )
     env = {**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "system"}  # a known start, not jemalloc
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
     assert done.stdout.split() == ["system", "jemalloc"]

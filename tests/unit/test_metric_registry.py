@@ -66,8 +66,12 @@ def _floor(a: np.ndarray, b: np.ndarray, k: np.ndarray) -> float:
     pairs = []
     for s, t in combinations(range(len(a)), 2):
         keys, counts = _cells(a[s], b[t], k)
-        pairs.append({None if g == metrics.GENERATIVE else int(g): metrics.Transitions(*map(int, c))
-                      for g, c in zip(keys, counts, strict=True)})  # fmt: skip
+        pairs.append(
+            {
+                None if g == metrics.GENERATIVE else int(g): metrics.Transitions(*map(int, c))
+                for g, c in zip(keys, counts, strict=True)
+            }
+        )
     found = metrics.noise_floor(pairs)
     return np.nan if found is None else found.f
 
@@ -81,13 +85,21 @@ def _noise_floor(unit: Unit) -> float:
 def _interval(unit: Unit) -> dict[str, float]:
     """The paired interval over all seeds, from the counts the map stores."""
     seeds = range(len(unit.pre))
-    seed_rows: dict[str, list] = {"unit": [], "seed": [], "k": [], "n_00": [], "n_01": [],
-                                  "n_10": [], "n_11": []}  # fmt: skip
+    seed_rows: dict[str, list] = {
+        "unit": [],
+        "seed": [],
+        "k": [],
+        "n_00": [],
+        "n_01": [],
+        "n_10": [],
+        "n_11": [],
+    }
     for s in seeds:
         keys, counts = _cells(unit.pre[s], unit.post[s], unit.k)
         for g, c in zip(keys, counts, strict=True):
-            for name, value in zip(("unit", "seed", "k", "n_00", "n_01", "n_10", "n_11"),
-                                   (0, s, g, *c), strict=True):  # fmt: skip
+            for name, value in zip(
+                ("unit", "seed", "k", "n_00", "n_01", "n_10", "n_11"), (0, s, g, *c), strict=True
+            ):
                 seed_rows[name].append(value)
     cross: dict[str, list] = {"unit": [], "seed_a": [], "seed_b": [], "k": [], "joint": []}
     for a, b in combinations(seeds, 2):
@@ -96,8 +108,9 @@ def _interval(unit: Unit) -> dict[str, float]:
         for g in np.unique(unit.k):
             at = unit.k == g
             joint = np.bincount(4 * cell_a[at] + cell_b[at], minlength=16).reshape(4, 4)
-            for name, value in zip(("unit", "seed_a", "seed_b", "k", "joint"), (0, a, b, g, joint),
-                                   strict=True):  # fmt: skip
+            for name, value in zip(
+                ("unit", "seed_a", "seed_b", "k", "joint"), (0, a, b, g, joint), strict=True
+            ):
                 cross[name].append(value)
     arrays = {name: np.asarray(v) for name, v in seed_rows.items()}
     cross_arrays = {name: np.asarray(v) for name, v in cross.items()}
@@ -127,47 +140,104 @@ class Metric:
     undefined: bool = False  # NaN (None in the records) where it is not defined
 
 
-RATES = ("acc_pre", "acc_post", "f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max",
-         "bt_max")  # fmt: skip
-SWAP = {"acc_pre": "acc_post", "f": "bt", "f_chance": "bt_chance", "f_true": "bt_true",
-        "f_max": "bt_max"}  # fmt: skip
+RATES = (
+    "acc_pre",
+    "acc_post",
+    "f",
+    "bt",
+    "f_chance",
+    "bt_chance",
+    "f_true",
+    "bt_true",
+    "f_max",
+    "bt_max",
+)
+SWAP = {
+    "acc_pre": "acc_post",
+    "f": "bt",
+    "f_chance": "bt_chance",
+    "f_true": "bt_true",
+    "f_max": "bt_max",
+}
 SWAP |= {b: a for a, b in SWAP.items()}
 
 REGISTRY: dict[str, Metric] = {
     **{name: Metric(_seed0(name), SWAP[name]) for name in RATES},
     "net": Metric(
         lambda u: float(metrics.net_transfer(_scores(u, 0)["f_true"], _scores(u, 0)["bt_true"])),
-        "net", low=-1.0, negated=True,
+        "net",
+        low=-1.0,
+        negated=True,
     ),
     # F_true / F_max: no BT counterpart in the records; above 1 where F_true > F_max (see
     # test_f_true_can_exceed_f_max), NaN where the base is at or below chance
     "f_rel": Metric(
-        lambda u: float(metrics.relative_forgetting(_scores(u, 0)["f_true"], _scores(u, 0)["f_max"])),
-        "", high=np.inf, undefined=True,
+        lambda u: float(
+            metrics.relative_forgetting(_scores(u, 0)["f_true"], _scores(u, 0)["f_max"])
+        ),
+        "",
+        high=np.inf,
+        undefined=True,
     ),
     "mcnemar_p": Metric(
         lambda u: float(metrics.mcnemar_exact(_scores(u, 0)["n_01"], _scores(u, 0)["n_10"])),
-        "mcnemar_p", rate=False,
+        "mcnemar_p",
+        rate=False,
     ),
     "noise_floor": Metric(_noise_floor, "noise_floor", undefined=True),
-    **{f"{name}_std": Metric(lambda u, n=name: _across_seeds(u, n), f"{SWAP[name]}_std",
-                             undefined=True)
-       for name in ("f_true", "bt_true")},
-    **{f"{name}_{end}": Metric(lambda u, n=f"{name}_{end}": _interval(u)[n],
-                               f"{SWAP[name]}_{end}", rate=False, undefined=True)
-       for name in ("f_true", "bt_true") for end in ("low", "high")},
-}  # fmt: skip
+    **{
+        f"{name}_std": Metric(
+            lambda u, n=name: _across_seeds(u, n), f"{SWAP[name]}_std", undefined=True
+        )
+        for name in ("f_true", "bt_true")
+    },
+    **{
+        f"{name}_{end}": Metric(
+            lambda u, n=f"{name}_{end}": _interval(u)[n],
+            f"{SWAP[name]}_{end}",
+            rate=False,
+            undefined=True,
+        )
+        for name in ("f_true", "bt_true")
+        for end in ("low", "high")
+    },
+}
 
 NOT_METRICS = {
     # who and what: the pair, benchmark, column and seed a record is about
-    "base", "post", "label", "stage", "pair_id", "benchmark", "category", "seed", "num_choices",
+    "base",
+    "post",
+    "label",
+    "stage",
+    "pair_id",
+    "benchmark",
+    "category",
+    "seed",
+    "num_choices",
     "k_mix",
     # how much was counted: sample and transition counts, coverage and truncation
-    "n", "n_00", "n_01", "n_10", "n_11", "only_base", "only_post", "mismatched", "full_size",
-    "partial", "n_10_truncated", "n_truncated", "n_10_no_answer", "n_01_no_answer", "n_10_refused", "n_benchmarks", "seeds",
+    "n",
+    "n_00",
+    "n_01",
+    "n_10",
+    "n_11",
+    "only_base",
+    "only_post",
+    "mismatched",
+    "full_size",
+    "partial",
+    "n_10_truncated",
+    "n_truncated",
+    "n_10_no_answer",
+    "n_01_no_answer",
+    "n_10_refused",
+    "n_benchmarks",
+    "seeds",
     # whether a cell survives: verdicts on the metrics, not metrics to colour by
-    "p_adjusted", "significant", "below_noise",
-}  # fmt: skip
+    "p_adjusted",
+    "significant",
+    "below_noise",
+}
 
 
 def test_registry_lists_every_metric():
@@ -283,11 +353,14 @@ def test_category_and_total_values_keep_the_invariances(benchmarks, how):
     def aggregate(units_: list[Unit]) -> dict[str, np.ndarray]:
         rows = [(i, s, _scores(u, s)) for i, u in enumerate(units_) for s in range(seeds)]
         return metrics.aggregate_columns(
-            np.zeros(len(rows), np.int64), np.array([f"c{i % 2}" for i, _, _ in rows]),
-            np.array([i for i, _, _ in rows]), np.array([s for _, s, _ in rows]),
+            np.zeros(len(rows), np.int64),
+            np.array([f"c{i % 2}" for i, _, _ in rows]),
+            np.array([i for i, _, _ in rows]),
+            np.array([s for _, s, _ in rows]),
             np.array([r["n"] for _, _, r in rows]),
-            {name: np.array([r[name] for _, _, r in rows]) for name in metrics.VALUE_FIELDS}, how,
-        )  # fmt: skip
+            {name: np.array([r[name] for _, _, r in rows]) for name in metrics.VALUE_FIELDS},
+            how,
+        )
 
     plain = aggregate(benchmarks)
     swapped = aggregate([b.swapped() for b in benchmarks])

@@ -85,8 +85,14 @@ def test_vectorized_scores_equal_scalar_scores(groups):
 
 def _unit(pair, bench, cat, seed, s, n=None) -> dict:
     """One (pair, benchmark, seed) result: what the map aggregates."""
-    return {"pair": pair, "benchmark": bench, "category": cat, "seed": seed, "n": n or s.n,
-            **{name: getattr(s, name) for name in VALUE_FIELDS}}  # fmt: skip
+    return {
+        "pair": pair,
+        "benchmark": bench,
+        "category": cat,
+        "seed": seed,
+        "n": n or s.n,
+        **{name: getattr(s, name) for name in VALUE_FIELDS},
+    }
 
 
 def _aggregate(units: list[dict], how: str = "macro") -> list[dict]:

@@ -16,9 +16,18 @@ def disk(tmp_path) -> dict[str, Path]:
     """Two roots, a folder outside them, symlinks in and out, and a working directory holding
     ``tmp/x`` and ``etc/ssl`` (what transformers would load for those "hub ids")."""
     root, second, outside, cwd = (tmp_path / n for n in ("models", "more", "outside", "cwd"))
-    for folder in (root / "ok", root / "org" / "local", root / "both", second / "both",
-                   second / "two", root / "run" / "checkpoint-10", root / "run" / "checkpoint-20",
-                   outside, cwd / "tmp" / "x", cwd / "etc" / "ssl"):  # fmt: skip
+    for folder in (
+        root / "ok",
+        root / "org" / "local",
+        root / "both",
+        second / "both",
+        second / "two",
+        root / "run" / "checkpoint-10",
+        root / "run" / "checkpoint-20",
+        outside,
+        cwd / "tmp" / "x",
+        cwd / "etc" / "ssl",
+    ):
         folder.mkdir(parents=True)
     (root / "link").symlink_to(outside)  # inside a root, pointing out of it
     (root / "alias").symlink_to(root / "ok")  # inside a root, pointing inside it
@@ -36,9 +45,20 @@ def _refused(path: str, disk: dict, *, allow_hub: bool = True, roots=None, cwd=N
 
 @pytest.mark.parametrize(
     "path",
-    ["/etc", "root/../..", "../models/ok", "ok/../../outside", "~/x", "{root}/../outside",
-     "{root}/ok/../../outside", "{root}-evil/ok", "{root}/link", "{root}/link/deeper", "link"],
-)  # fmt: skip
+    [
+        "/etc",
+        "root/../..",
+        "../models/ok",
+        "ok/../../outside",
+        "~/x",
+        "{root}/../outside",
+        "{root}/ok/../../outside",
+        "{root}-evil/ok",
+        "{root}/link",
+        "{root}/link/deeper",
+        "link",
+    ],
+)
 @pytest.mark.parametrize("allow_hub", [True, False])
 def test_paths_out_of_the_roots_are_refused(disk, path, allow_hub):
     message = _refused(path.format(root=disk["root"]), disk, allow_hub=allow_hub)
@@ -98,10 +118,21 @@ def test_hub_ids_load_where_allowed(disk):
 
 @pytest.mark.parametrize(
     ("text", "hub"),
-    [("Qwen/Qwen2.5-7B-Instruct", True), ("a/b", True), ("a/..", False), ("../b", False),
-     ("a--b/c", False), ("a/b/c", False), ("-a/b", False), ("a/b.", False), ("a", False),
-     ("/a/b", False), ("a\\b/c", False), ("a/" + "b" * 97, False)],
-)  # fmt: skip
+    [
+        ("Qwen/Qwen2.5-7B-Instruct", True),
+        ("a/b", True),
+        ("a/..", False),
+        ("../b", False),
+        ("a--b/c", False),
+        ("a/b/c", False),
+        ("-a/b", False),
+        ("a/b.", False),
+        ("a", False),
+        ("/a/b", False),
+        ("a\\b/c", False),
+        ("a/" + "b" * 97, False),
+    ],
+)
 def test_hub_id_shape(text, hub):
     assert is_hub_id(text) is hub
 

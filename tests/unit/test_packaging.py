@@ -23,10 +23,17 @@ def wheel_files(tmp_path_factory) -> set[str]:
     require_module("setuptools", "the offline build uses this interpreter's setuptools")
     out = tmp_path_factory.mktemp("wheel")
     built = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "check-wheel"), "--build-only", str(out),
-         "--no-build-isolation"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "check-wheel"),
+            "--build-only",
+            str(out),
+            "--no-build-isolation",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     with zipfile.ZipFile(built.stdout.strip()) as wheel:
         return set(wheel.namelist())

@@ -9,8 +9,12 @@ from forgetmap.web.templating import templates
 
 
 def test_tojson_escapes_for_the_page_and_writes_valid_json():
-    value = {"b": "</script><script>alert(1)</script>", "a": float("nan"), 3: "it's & <b>",
-             "n": [1, 2.5, None, True]}  # fmt: skip
+    value = {
+        "b": "</script><script>alert(1)</script>",
+        "a": float("nan"),
+        3: "it's & <b>",
+        "n": [1, 2.5, None, True],
+    }
     html = templates.env.from_string("{{ value | tojson }}").render(value=value)
     assert "<" not in html and ">" not in html and "&" not in html and "'" not in html
     assert json.loads(html) == {

@@ -18,7 +18,7 @@ from forgetmap.services.pair_suggest import suggest_pairs
         ("olmo-7b-sft", "olmo-7b-sft-dpo", "rl"),
         ("x", "x-KTO", "rl"),
     ],
-)  # fmt: skip
+)
 def test_a_tagged_name_is_suggested_with_its_stage(base, post, stage):
     found = suggest_pairs([base, post, "unrelated/model"], set(), card_bases=lambda _: [])
     assert [(s.base, s.post, s.evidence, s.stage) for s in found] == [
@@ -35,7 +35,7 @@ def test_a_tagged_name_is_suggested_with_its_stage(base, post, stage):
         ("x", "x-instructions"),  # a word that starts like a tag
         ("x", "xy-chat"),
     ],
-)  # fmt: skip
+)
 def test_names_that_only_look_alike_are_not_suggested(base, post):
     assert suggest_pairs([base, post], set(), card_bases=lambda _: []) == []
 

@@ -223,9 +223,12 @@ def test_downgrading_below_templates_writes_every_prompt_back_whole(store, tmp_p
     store.downgrade("0007")
     with store.read() as conn:
         rows = conn.execute("SELECT prompt FROM results ORDER BY sample_id").fetchall()
-        columns = {name for (name,) in conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'results'"
-        ).fetchall()}  # fmt: skip
+        columns = {
+            name
+            for (name,) in conn.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'results'"
+            ).fetchall()
+        }
     assert [p for (p,) in rows] == prompts
     assert "prompt_template_id" not in columns
 
@@ -245,10 +248,14 @@ def test_the_arrow_and_the_sql_rebuild_give_the_same_prompts(store, tmp_path):
     assert stored["prompt"].null_count == 2  # each own part is the row's question
     assert whole_prompts(stored).to_pylist() == stored["whole"].to_pylist() == around
     settled = settle_unit(pa.array(around), pa.array(["not in it", "nor this"]))
-    rows = pa.table({"prompt": pa.concat_arrays([settled.own, pa.array(["kept whole"])]),
-                     "question": pa.array(["x", "y", "z"]),
-                     "prompt_prefix": pa.array([settled.prefix, settled.prefix, None]),
-                     "prompt_suffix": pa.array([settled.suffix, settled.suffix, None])})  # fmt: skip
+    rows = pa.table(
+        {
+            "prompt": pa.concat_arrays([settled.own, pa.array(["kept whole"])]),
+            "question": pa.array(["x", "y", "z"]),
+            "prompt_prefix": pa.array([settled.prefix, settled.prefix, None]),
+            "prompt_suffix": pa.array([settled.suffix, settled.suffix, None]),
+        }
+    )
     assert settled.own.null_count == 0
     assert whole_prompts(rows).to_pylist() == [*around, "kept whole"]
 

@@ -71,8 +71,9 @@ def test_hub_dataset(monkeypatch):
         return datasets.Dataset.from_dict({"content": ["first", "  ", "second", None]})
 
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
-    corpus = CorpusIn(source="hf:org/web", config="en", split="validation", max_docs=10,
-                      text_field="content")  # fmt: skip
+    corpus = CorpusIn(
+        source="hf:org/web", config="en", split="validation", max_docs=10, text_field="content"
+    )
     ids, texts = read_documents(corpus, [])
     assert calls == [("org/web", "en", "validation[:10]")]
     assert texts == ["first", "second"] and ids == ["org/web:0", "org/web:1"]

@@ -24,9 +24,12 @@ from tests.support import recoverability_fixtures as fixtures
 
 
 def _request(**corpus) -> dict:
-    return {"kind": "recover", "base": {"name": "b", "path": "org/base"},
-            "post": {"name": "p", "path": "org/post"},
-            "corpus": {"source": "local:web.jsonl", **corpus}}  # fmt: skip
+    return {
+        "kind": "recover",
+        "base": {"name": "b", "path": "org/base"},
+        "post": {"name": "p", "path": "org/post"},
+        "corpus": {"source": "local:web.jsonl", **corpus},
+    }
 
 
 def _checked(body: dict) -> RecoverJobIn:
@@ -49,11 +52,24 @@ def test_request_round_trip_and_validation():
 STORED_SPEC = {
     "base": {"name": "b", "path": "org/base", "revision": None, "prompting": "chat"},
     "post": {"name": "p", "path": "org/post", "revision": "main", "prompting": "chat"},
-    "corpus": {"source": "hf:org/web", "text_field": "content", "separator": None,
-               "max_docs": None, "config": "en", "split": "validation"},
-    "options": {"max_tokens": 512, "k": 64, "eval_fraction": 0.25, "select_fraction": 0.1,
-                "seed": 3, "n_boot": 500, "controls": ["weight_noise"]},
-}  # fmt: skip
+    "corpus": {
+        "source": "hf:org/web",
+        "text_field": "content",
+        "separator": None,
+        "max_docs": None,
+        "config": "en",
+        "split": "validation",
+    },
+    "options": {
+        "max_tokens": 512,
+        "k": 64,
+        "eval_fraction": 0.25,
+        "select_fraction": 0.1,
+        "seed": 3,
+        "n_boot": 500,
+        "controls": ["weight_noise"],
+    },
+}
 
 
 def test_a_stored_spec_parses_to_what_was_stored():
@@ -61,9 +77,12 @@ def test_a_stored_spec_parses_to_what_was_stored():
     assert spec.model_dump(mode="json") == STORED_SPEC
     assert spec.options.controls == ["weight_noise"] and spec.corpus.max_docs is None
     # what the worker reads with defaults may be missing; a newer key is ignored
-    sparse = {"base": {"name": "b", "path": "org/base"}, "post": {"name": "p", "path": "org/post"},
-              "corpus": {"source": "local:web.jsonl", "added_later": 1},
-              "options": {"k": 64}}  # fmt: skip
+    sparse = {
+        "base": {"name": "b", "path": "org/base"},
+        "post": {"name": "p", "path": "org/post"},
+        "corpus": {"source": "local:web.jsonl", "added_later": 1},
+        "options": {"k": 64},
+    }
     read = RecoveryShardSpec.model_validate(sparse)
     assert read.base.revision is None and read.corpus.text_field == "text"
     assert read.options.model_dump() == RecoveryOptionsIn(k=64).model_dump()
@@ -149,8 +168,15 @@ def test_store_round_trip_and_replacement(tmp_path):
     t = fixtures.table()
     summary = summarize(t, n_boot=200, seed=0)
     with store.transaction() as conn:
-        first = store_sql.save_recovery(conn, pair_id=7, shard_id=3, corpus="local:x",
-                                        config={"n_docs": 5}, summary=summary, table=t)  # fmt: skip
+        first = store_sql.save_recovery(
+            conn,
+            pair_id=7,
+            shard_id=3,
+            corpus="local:x",
+            config={"n_docs": 5},
+            summary=summary,
+            table=t,
+        )
     with store.read() as conn:
         back = store_sql.documents_table(conn, first)
         assert back == t
@@ -161,8 +187,9 @@ def test_store_round_trip_and_replacement(tmp_path):
     assert stored["pair_id"] == 7 and stored["summary"] == summary
     # a repeated upload of the same shard replaces the earlier one
     with store.transaction() as conn:
-        second = store_sql.save_recovery(conn, pair_id=7, shard_id=3, corpus="local:x",
-                                         config={}, summary=summary, table=t)  # fmt: skip
+        second = store_sql.save_recovery(
+            conn, pair_id=7, shard_id=3, corpus="local:x", config={}, summary=summary, table=t
+        )
     with store.read() as conn:
         assert store_sql.recovery(conn, first) is None
         assert [r["id"] for r in store_sql.pair_recoveries(conn, 7)] == [second]

@@ -14,8 +14,12 @@ safetensors_numpy = require_module("safetensors.numpy")
 
 def test_the_header_counts_every_tensors_elements(tmp_path):
     path = tmp_path / "model.safetensors"
-    tensors = {"scalar": np.array(3.0, np.float32), "empty": np.zeros((0, 5), np.float16),
-               "w": np.ones((7, 11), np.int8), "b": np.ones(13, np.float64)}  # fmt: skip
+    tensors = {
+        "scalar": np.array(3.0, np.float32),
+        "empty": np.zeros((0, 5), np.float16),
+        "w": np.ones((7, 11), np.int8),
+        "b": np.ones(13, np.float64),
+    }
     safetensors_numpy.save_file(tensors, str(path), metadata={"format": "pt"})
     assert safetensors_elements(path) == 1 + 0 + 77 + 13
 

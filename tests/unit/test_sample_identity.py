@@ -182,8 +182,12 @@ def test_question_keys_equal_their_definition_for_any_text(rows):
     normalize_text and joined by \\x1f, whatever rows share one text (one unit per row: no
     ambiguity marks)."""
     n = len(rows)
-    keyed = _rows(list(range(n)), ["q"] * n, choices_key=[c for _, c, _ in rows],
-                  gold_key=[g for _, _, g in rows])  # fmt: skip
+    keyed = _rows(
+        list(range(n)),
+        ["q"] * n,
+        choices_key=[c for _, c, _ in rows],
+        gold_key=[g for _, _, g in rows],
+    )
     keyed = keyed.append_column("question", pa.array([q for q, _, _ in rows], pa.string()))
     keyed = keyed.append_column("has_ids", pa.array([False] * n))
     expected = [

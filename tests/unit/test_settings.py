@@ -9,11 +9,19 @@ from forgetmap.worker.settings import WorkerSettings
 
 
 def test_the_worker_reads_its_documented_variables(monkeypatch):
-    env = {"FORGETMAP_APP_URL": "http://app:8000/", "FORGETMAP_API_TOKEN": "fm_x",
-           "FORGETMAP_MODEL_ROOTS": "/models:/more:", "FORGETMAP_BENCHMARK_DIRS": "",
-           "FORGETMAP_BROKER_URL": "redis://r:6379/0", "FORGETMAP_QUEUE": "q",
-           "FORGETMAP_VISIBILITY_TIMEOUT": "7200", "FORGETMAP_TRUST_REMOTE_CODE": "1",
-           "VLLM_BATCH_INVARIANT": "1", "FORGETMAP_TORCH_THREADS": "", "FORGETMAP_WORKER_NAME": "w1"}  # fmt: skip
+    env = {
+        "FORGETMAP_APP_URL": "http://app:8000/",
+        "FORGETMAP_API_TOKEN": "fm_x",
+        "FORGETMAP_MODEL_ROOTS": "/models:/more:",
+        "FORGETMAP_BENCHMARK_DIRS": "",
+        "FORGETMAP_BROKER_URL": "redis://r:6379/0",
+        "FORGETMAP_QUEUE": "q",
+        "FORGETMAP_VISIBILITY_TIMEOUT": "7200",
+        "FORGETMAP_TRUST_REMOTE_CODE": "1",
+        "VLLM_BATCH_INVARIANT": "1",
+        "FORGETMAP_TORCH_THREADS": "",
+        "FORGETMAP_WORKER_NAME": "w1",
+    }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     settings = WorkerSettings.from_env()
@@ -21,7 +29,10 @@ def test_the_worker_reads_its_documented_variables(monkeypatch):
     assert settings.model_roots == (Path("/models"), Path("/more"))
     assert settings.benchmark_dirs == () and settings.torch_threads is None  # empty: unset
     assert (settings.broker.url, settings.broker.queue, settings.broker.visibility_timeout) == (
-        "redis://r:6379/0", "q", 7200)  # fmt: skip
+        "redis://r:6379/0",
+        "q",
+        7200,
+    )
     assert settings.trust_remote_code and settings.batch_invariant and settings.name == "w1"
     assert "fm_x" not in repr(settings)
 

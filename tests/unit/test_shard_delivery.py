@@ -10,7 +10,7 @@ from forgetmap.contract.jobs import EvaluateJobIn
 from forgetmap.db import jobs as jobs_db
 from forgetmap.db import open_store
 from forgetmap.runtime.broker import TASK_NAME, BrokerSettings
-from forgetmap.services import jobs
+from forgetmap.services import job_view, jobs
 from forgetmap.services.queue import Enqueuer, Reconciler, _shard_of
 
 JOB = {"models": [{"name": "m", "path": "org/m"}], "benchmarks": ["piqa"], "seeds": [0, 1]}
@@ -62,7 +62,7 @@ def test_reconciler_resends_only_what_the_broker_lost(tmp_path):
     reconciler = Reconciler(store, broker, interval=1, resend_after=3600)
     assert reconciler.run_once() == 1 and broker.sent == [[b]]
     with store.read() as conn:
-        detail = jobs.job_detail(conn, job_id)
+        detail = job_view.job_detail(conn, job_id)
     assert [s["resends"] for s in detail["shards"]] == [0, 1] and detail["resends"] == 1
     assert reconciler.run_once() == 0  # just sent again: within the grace period
     store.close()
@@ -102,7 +102,7 @@ def test_a_repeated_job_reuses_finished_shards_and_big_jobs_are_refused(tmp_path
     with store.transaction() as conn:
         jobs.finish_shard(conn, shard_ids[0])
         again, to_send = jobs.create_job(conn, validated(EvaluateJobIn, JOB))
-        statuses = [s["status"] for s in jobs.job_detail(conn, again)["shards"]]
+        statuses = [s["status"] for s in job_view.job_detail(conn, again)["shards"]]
     assert statuses == ["reused", "queued"] and len(to_send) == 1
     # within every list's own limit (1,000 benchmarks, 20 seeds), over the limit on shards
     big = {**JOB, "benchmarks": [f"b{i}" for i in range(101)], "seeds": list(range(20))}

@@ -9,10 +9,19 @@ from forgetmap.worker.settings import WorkerSettings
 
 SPEC = {
     "model": {"name": "m", "path": "org/m", "revision": None, "prompting": "chat"},
-    "config": {"engine": "vllm", "mode": "generate", "temperature": 0.6, "top_p": 0.95,
-               "max_tokens": 64, "shots": 3, "limit": None, "prompting": "chat", "revision": None,
-               "data": {"source": "hub"}},  # a finished shard's spec carries its data record
-}  # fmt: skip
+    "config": {
+        "engine": "vllm",
+        "mode": "generate",
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "max_tokens": 64,
+        "shots": 3,
+        "limit": None,
+        "prompting": "chat",
+        "revision": None,
+        "data": {"source": "hub"},
+    },  # a finished shard's spec carries its data record
+}
 
 
 def _run(spec: dict):

@@ -57,9 +57,13 @@ def test_fetch_writes_copies_that_give_the_hubs_items(fetched) -> None:
     entry = manifest["bbh:causal_judgment"]
     assert entry["file"] == "bbh_causal_judgment.jsonl" and entry["rows"] == 2
     assert entry["sources"] == [
-        {"repo": "lighteval/big_bench_hard", "config": "causal_judgement", "split": "train",
-         "revision": None}
-    ]  # fmt: skip
+        {
+            "repo": "lighteval/big_bench_hard",
+            "config": "causal_judgement",
+            "split": "train",
+            "revision": None,
+        }
+    ]
     assert entry["sha256"] == file_sha256(copies / "bbh_causal_judgment.jsonl")
     assert [s["config"] for s in manifest["mctest"]["sources"]] == ["mc160", "mc500"]
     # every copy, loaded as a worker loads it (shuffles included), equals the hub's items
@@ -113,9 +117,10 @@ def test_cli_check_json_and_exit_code(fetched) -> None:
     runner = CliRunner()
     env = {"FORGETMAP_BENCHMARK_DIRS": str(copies)}
     result = runner.invoke(
-        main, ["suite", "check", "--benchmarks", "piqa,bbh:navigate_typo", "--format", "json"],
+        main,
+        ["suite", "check", "--benchmarks", "piqa,bbh:navigate_typo", "--format", "json"],
         env=env,
-    )  # fmt: skip
+    )
     assert result.exit_code == 2 and "unknown benchmark(s): bbh:navigate_typo" in result.output
     result = runner.invoke(
         main, ["suite", "check", "--benchmarks", "piqa,hellaswag", "--format", "json"], env=env
@@ -130,19 +135,38 @@ def test_cli_check_json_and_exit_code(fetched) -> None:
 
 def test_cli_fetch_and_offline_check_without_a_copy(tmp_path: Path) -> None:
     hub = write_hub(tmp_path / "hub", ["piqa"])
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path.cwd()),
-           "FORGETMAP_BENCHMARK_DIRS": str(tmp_path / "copies")}  # fmt: skip
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(Path.cwd()),
+        "FORGETMAP_BENCHMARK_DIRS": str(tmp_path / "copies"),
+    }
     cli = [sys.executable, "-m", "forgetmap.cli", "suite"]
     fetch = subprocess.run(
-        [*cli, "fetch", "--benchmarks", "piqa", "--out", str(tmp_path / "copies"),
-         "--hub-dir", str(hub)], env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            *cli,
+            "fetch",
+            "--benchmarks",
+            "piqa",
+            "--out",
+            str(tmp_path / "copies"),
+            "--hub-dir",
+            str(hub),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert fetch.returncode == 0, fetch.stderr
     assert "1 fetched, 0 already current, 0 failed" in fetch.stdout
     check = subprocess.run(
         [*cli, "check", "--benchmarks", "piqa,mmlu:anatomy"],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert check.returncode == 1
     assert "1 of 2 benchmarks do not load: mmlu:anatomy" in check.stderr
     out = " ".join(check.stdout.split())

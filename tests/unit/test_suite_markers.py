@@ -19,10 +19,23 @@ FILES = {  # one small file of each folder
 
 def _selected(expression: str) -> set[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "-m", expression, *FILES.values()],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            expression,
+            *FILES.values(),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode in (0, 5), done.stdout + done.stderr  # 5: nothing selected
     return {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
 

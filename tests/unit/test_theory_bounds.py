@@ -47,8 +47,9 @@ def test_lab_results_and_errors_are_cached_per_parameter_set():
 def test_api_theory_answers_out_of_range_steps_at_once(cli, tmp_path):
     cli("map")
     settings = WebSettings(secret_key="k" * 40, reconcile_seconds=3600)
-    with TestClient(create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path),
-                               settings=settings)) as client:  # fmt: skip
+    with TestClient(
+        create_app(cli.db, broker=BrokerSettings(url=None, data_dir=tmp_path), settings=settings)
+    ) as client:
         started = time.perf_counter()
         r = client.get("/api/theory", params={"lr": 3.0})
         assert r.status_code == 422

@@ -112,8 +112,9 @@ def test_wandb_inside_a_trainer_run_lands_late_results_at_their_steps(export, tm
     files = next((tmp_path / "wandb").glob("offline-run-*/files"))
     table = json.loads((files / step_2["forgetmap/flips/path"]).read_text())
     assert table["columns"] == list(trackers.FLIP_COLUMNS)
-    assert table["data"] == [[getattr(f, c) for c in trackers.FLIP_COLUMNS]
-                             for f in export.flips if f.step == 2]  # fmt: skip
+    assert table["data"] == [
+        [getattr(f, c) for c in trackers.FLIP_COLUMNS] for f in export.flips if f.step == 2
+    ]
     assert [r.get("forgetmap/flips/nrows") for r in ours] == [5, 6, None, 9]
 
 
@@ -138,14 +139,17 @@ def test_mlflow_new_run_and_a_given_one(export, tmp_path):
     assert client.get_run(owned.run_id).info.status == "RUNNING"  # a given run stays open
     owned.close()
     assert client.get_run(owned.run_id).info.status == "FINISHED"
-    assert client.get_experiment_by_name("sft").experiment_id == client.get_run(owned.run_id).info.experiment_id  # fmt: skip
+    assert (
+        client.get_experiment_by_name("sft").experiment_id
+        == client.get_run(owned.run_id).info.experiment_id
+    )
     assert_points(mlflow_metrics(uri, owned.run_id), expected(export, [1, 2, 3, 4]))
     table = client.download_artifacts(owned.run_id, "forgetmap/flips_step4.json", str(tmp_path))
     rows = json.loads(Path(table).read_text())
     assert rows["columns"] == list(trackers.FLIP_COLUMNS)
     assert [(r[2], r[3], r[4], r[5]) for r in rows["data"]] == [
         ("mixbench", "s1", seed, "forgotten") for seed in range(3)
-    ] + [("mixbench", "s3", seed, "learned") for seed in range(3)]  # fmt: skip
+    ] + [("mixbench", "s3", seed, "learned") for seed in range(3)]
     with pytest.raises(InputError, match=r"^mlflow: Run 'nope' not found$"):
         MlflowWriter("nope", tracking_uri=uri)
 
@@ -157,18 +161,23 @@ def test_tensorboard_scalars_at_their_steps_without_torch(export, tmp_path):
     writer.close()
     assert_points(tensorboard_scalars(tmp_path / "tb"), expected(export, [1, 2, 4]), 1e-7)
     # tensorboard's own writer: neither torch nor TensorFlow is loaded
-    code = ("import sys; from forgetmap.integrations.trackers import TensorBoardWriter; "
-            f"TensorBoardWriter({str(tmp_path / 'tb2')!r}).close(); "
-            "print(sorted({'torch', 'tensorflow'} & set(sys.modules)))")  # fmt: skip
+    code = (
+        "import sys; from forgetmap.integrations.trackers import TensorBoardWriter; "
+        f"TensorBoardWriter({str(tmp_path / 'tb2')!r}).close(); "
+        "print(sorted({'torch', 'tensorflow'} & set(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout == "[]\n" and isinstance(TensorBoardWriter, type)
 
 
 @pytest.mark.parametrize(
     ("target", "module", "options"),
-    [("wandb", "wandb", {}), ("mlflow", "mlflow.tracking", {}),
-     ("tensorboard", "tensorboard.summary", {"logdir": "tb"})],
-)  # fmt: skip
+    [
+        ("wandb", "wandb", {}),
+        ("mlflow", "mlflow.tracking", {}),
+        ("tensorboard", "tensorboard.summary", {"logdir": "tb"}),
+    ],
+)
 def test_a_missing_library_is_one_line_naming_the_extra(monkeypatch, target, module, options):
     monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
     with pytest.raises(InputError) as raised:
@@ -180,11 +189,28 @@ def test_a_missing_library_is_one_line_naming_the_extra(monkeypatch, target, mod
 
 def test_category_keys_are_safe_distinct_and_stable():
     keys = CategoryKeys()
-    names = ["Knowledge/QA", "Liberal Arts", "Safety/Truth", "Safety Truth", "Total", "Total!",
-             "../a.b", "///", "Safety/Truth"]  # fmt: skip
-    assert [keys(n) for n in names] == ["Knowledge_QA", "Liberal_Arts", "Safety_Truth",
-                                        "Safety_Truth_2", "Total", "Total_2", "a_b", "category",
-                                        "Safety_Truth"]  # fmt: skip
+    names = [
+        "Knowledge/QA",
+        "Liberal Arts",
+        "Safety/Truth",
+        "Safety Truth",
+        "Total",
+        "Total!",
+        "../a.b",
+        "///",
+        "Safety/Truth",
+    ]
+    assert [keys(n) for n in names] == [
+        "Knowledge_QA",
+        "Liberal_Arts",
+        "Safety_Truth",
+        "Safety_Truth_2",
+        "Total",
+        "Total_2",
+        "a_b",
+        "category",
+        "Safety_Truth",
+    ]
     assert keys("x" * 100) == "x" * 60
 
 

@@ -14,6 +14,12 @@ def test_worker_loads_no_module_that_runs_sql():
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('duckdb', 'sqlalchemy') "
         "or m.startswith(('forgetmap.db', 'forgetmap.services.jobs', 'forgetmap.services.queue', 'forgetmap.services.tokens'))))"
     )
-    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True,
-                         check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "[]"

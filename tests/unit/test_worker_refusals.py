@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 from forgetmap.contract.shards import WORKER_HEADER
-from forgetmap.services.jobs import waiting_reason
+from forgetmap.services.job_view import waiting_reason
 from forgetmap.services.rejections import MAX_NAME, RECENT_SECONDS, UNNAMED, RejectionLog
 from forgetmap.worker.client import AppClient, AppRejected, TokenRefused
 
@@ -99,16 +99,23 @@ def test_a_job_says_when_no_worker_has_called_since_the_app_started():
         "worker (`forgetmap token create NAME --role worker`)"
     )
     # a worker's accepted call, a fresh job, a running shard or nothing queued: no such word
-    assert waiting_reason(_job_made(60, "queued"), None, NOW, app_started_at=started,
-                          worker_heard_at=NOW - 50) is None  # fmt: skip
+    assert (
+        waiting_reason(
+            _job_made(60, "queued"), None, NOW, app_started_at=started, worker_heard_at=NOW - 50
+        )
+        is None
+    )
     assert waiting_reason(_job_made(29, "queued"), None, NOW, app_started_at=started) is None
-    assert waiting_reason(_job_made(60, "queued", "running"), None, NOW,
-                          app_started_at=started) is None  # fmt: skip
+    assert (
+        waiting_reason(_job_made(60, "queued", "running"), None, NOW, app_started_at=started)
+        is None
+    )
     assert waiting_reason(_job_made(60, "done"), None, NOW, app_started_at=started) is None
     # a refusal explains the wait better than the silence
     refusal = RejectionLog().refused("gpu-1", "invalid or revoked token", at=NOW - 12)
-    assert waiting_reason(_job_made(60, "queued"), refusal, NOW,
-                          app_started_at=started).startswith("waiting: worker gpu-1 rejected")  # fmt: skip
+    assert waiting_reason(_job_made(60, "queued"), refusal, NOW, app_started_at=started).startswith(
+        "waiting: worker gpu-1 rejected"
+    )
 
 
 def test_the_log_knows_when_it_started_and_when_a_worker_was_last_accepted():

@@ -226,8 +226,9 @@ class TransformersEngine:
             ended = ended or stopped
         # as vLLM says it: "length" only for an answer the token limit ended
         reason = "length" if not ended and len(kept) >= params.max_tokens else "stop"
-        return Generation(text=text, prompt_tokens=n_prompt, completion_tokens=len(kept),
-                          finish_reason=reason)  # fmt: skip
+        return Generation(
+            text=text, prompt_tokens=n_prompt, completion_tokens=len(kept), finish_reason=reason
+        )
 
 
 def _position_ids(attention_mask):

@@ -197,12 +197,48 @@ CHARS_PER_TOKEN = 4
 
 _WORDS = np.array(
     [
-        "the", "so", "option", "answer", "because", "which", "means", "therefore", "first",
-        "second", "we", "check", "each", "is", "not", "right", "wrong", "fact", "question",
-        "consider", "let", "me", "think", "about", "this", "that", "value", "it", "and", "or",
-        "if", "then", "step", "one", "two", "three", "compare", "with", "given", "eliminate",
+        "the",
+        "so",
+        "option",
+        "answer",
+        "because",
+        "which",
+        "means",
+        "therefore",
+        "first",
+        "second",
+        "we",
+        "check",
+        "each",
+        "is",
+        "not",
+        "right",
+        "wrong",
+        "fact",
+        "question",
+        "consider",
+        "let",
+        "me",
+        "think",
+        "about",
+        "this",
+        "that",
+        "value",
+        "it",
+        "and",
+        "or",
+        "if",
+        "then",
+        "step",
+        "one",
+        "two",
+        "three",
+        "compare",
+        "with",
+        "given",
+        "eliminate",
     ]
-)  # fmt: skip
+)
 
 
 def with_generations(table: pa.Table, tokens: int, rng: np.random.Generator) -> pa.Table:

@@ -45,8 +45,9 @@ def find_instance_files(path: Path) -> list[InstanceFile]:
     if path.is_dir():
         files = sorted(p for p in path.rglob(f"*{SAMPLES_SUFFIX}") if p.is_file())
         if not files:
-            raise InputError(f"{path}: no instance files (*{SAMPLES_SUFFIX}) below it; expected "
-                             f"{EXPECTED}")  # fmt: skip
+            raise InputError(
+                f"{path}: no instance files (*{SAMPLES_SUFFIX}) below it; expected {EXPECTED}"
+            )
         linked: dict[Path, dict[str, Path]] = {}
         return [InstanceFile(f, _linked_aggregates(f.parent, linked).get(f.name)) for f in files]
     if path.suffix == ".json":

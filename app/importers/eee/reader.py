@@ -136,8 +136,9 @@ def line_row(record: dict[str, Any], *, model: str | None, where: str) -> dict[s
     if isinstance(sample_id, int) and not isinstance(sample_id, bool):
         sample_id = str(sample_id)
     if not isinstance(sample_id, str) or not sample_id.strip():
-        raise InputError(f"{where}: the line has no sample_id (is this an Every Eval Ever "
-                         "instance file?)")  # fmt: skip
+        raise InputError(
+            f"{where}: the line has no sample_id (is this an Every Eval Ever instance file?)"
+        )
     metadata = record.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise InputError(f"{where}: metadata must be an object of strings")
@@ -171,16 +172,18 @@ def line_row(record: dict[str, Any], *, model: str | None, where: str) -> dict[s
 def _required_text(record: dict, key: str, where: str) -> str:
     value = record.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{where}: the line has no {key} (is this an Every Eval Ever instance "
-                         "file?)")  # fmt: skip
+        raise InputError(
+            f"{where}: the line has no {key} (is this an Every Eval Ever instance file?)"
+        )
     return value.strip()
 
 
 def _object(record: dict, key: str, where: str) -> dict:
     value = record.get(key)
     if not isinstance(value, dict):
-        raise InputError(f"{where}: {key} must be an object (is this an Every Eval Ever "
-                         "instance file?)")  # fmt: skip
+        raise InputError(
+            f"{where}: {key} must be an object (is this an Every Eval Ever instance file?)"
+        )
     return value
 
 
@@ -229,8 +232,9 @@ def _num_choices(metadata: dict, choices: list[str | None], where: str) -> int |
     if given not in (None, ""):
         k = eee.whole_number(given)
         if k is None:
-            raise InputError(f"{where}: metadata.num_choices is {given!r}; it must be a whole "
-                             "number")  # fmt: skip
+            raise InputError(
+                f"{where}: metadata.num_choices is {given!r}; it must be a whole number"
+            )
         return k
     return len(choices) if len(choices) >= 2 else None
 

@@ -111,15 +111,19 @@ def fetch_plan(
     if not chosen and own:
         return _pushed_plan(repo_id, snapshot, _runs_of(runs, own), include, staging)
     if not chosen:
-        raise InputError(f"{repo_id}: its results files name none of the tasks the "
-                         f"{board.title} scored")  # fmt: skip
-    patterns = list(include) or [p for task, run in chosen.items()
-                                 for p in board.patterns(task, run.key)]  # fmt: skip
+        raise InputError(
+            f"{repo_id}: its results files name none of the tasks the {board.title} scored"
+        )
+    patterns = list(include) or [
+        p for task, run in chosen.items() for p in board.patterns(task, run.key)
+    ]
     # the commit the results came from, also for the second step: the dataset may change between
     snapshot = download(repo_id, revision=snapshot.name, patterns=patterns)
     files = latest_files(snapshot, board, patterns)
-    notices = [f"{repo_id} ({snapshot.name[:12]}): {board.title}, {len(files)} scored tasks, the "
-               "latest run of each"]  # fmt: skip
+    notices = [
+        f"{repo_id} ({snapshot.name[:12]}): {board.title}, {len(files)} scored tasks, the "
+        "latest run of each"
+    ]
     if others:
         notices.append(f"left out, not scored by the leaderboard: {_listed(others)}")
     missing = sorted(set(chosen) - set(files)) if not include else []
@@ -129,13 +133,16 @@ def fetch_plan(
             "cache): left out"
         )
     if not files:
-        raise InputError(f"{repo_id}: no details file of a scored task"
-                         + (f" matches --include {' '.join(include)}" if include else ""))  # fmt: skip
+        raise InputError(
+            f"{repo_id}: no details file of a scored task"
+            + (f" matches --include {' '.join(include)}" if include else "")
+        )
     model = _model(repo_id, [_run_of(runs, f) for f in files.values()], notices)
     units = _stage_leaderboard(board, files, runs, staging / "leaderboard", notices)
     if own:
-        others_plan = _pushed_plan(repo_id, snapshot, _runs_of(runs, own), include,
-                                   staging / "pushed")  # fmt: skip
+        others_plan = _pushed_plan(
+            repo_id, snapshot, _runs_of(runs, own), include, staging / "pushed"
+        )
         notices += others_plan.notices
         units += others_plan.units
     return HubPlan(repo_id, snapshot.name, model, units, tuple(notices))
@@ -144,14 +151,17 @@ def fetch_plan(
 def _runs_of(runs: list[Run], tasks: list[str]) -> list[Run]:
     """The lm-eval runs that hold any of ``tasks``, each narrowed to them."""
     wanted = frozenset(tasks)
-    return [replace(run, tasks=run.tasks & wanted) for run in runs
-            if run.lm_eval and run.tasks & wanted]  # fmt: skip
+    return [
+        replace(run, tasks=run.tasks & wanted) for run in runs if run.lm_eval and run.tasks & wanted
+    ]
 
 
 def _holds_samples(repo_id: str, snapshot: Path) -> bool:
     """Whether the dataset holds lm-eval samples files (a push without its results files)."""
-    return any(file_task(LM_EVAL_NAMES, PurePosixPath(path).name) is not None
-               for path in listed_files(repo_id, snapshot))  # fmt: skip
+    return any(
+        file_task(LM_EVAL_NAMES, PurePosixPath(path).name) is not None
+        for path in listed_files(repo_id, snapshot)
+    )
 
 
 def _listed(names: list[str], most: int = 8) -> str:
@@ -169,8 +179,10 @@ def _model(repo_id: str, runs: list[Run | None], notices: list[str]) -> str | No
     name none, or several (told): the import then needs --model."""
     models = sorted({run.model for run in runs if run is not None and run.model})
     if len(models) > 1:
-        notices.append(f"{repo_id}: its results files name {len(models)} models "
-                       f"({', '.join(models)}); --include PATTERN chooses one's files")  # fmt: skip
+        notices.append(
+            f"{repo_id}: its results files name {len(models)} models "
+            f"({', '.join(models)}); --include PATTERN chooses one's files"
+        )
         return None
     revisions = sorted({run.revision for run in runs if run is not None and run.revision})
     if models:
@@ -237,8 +249,9 @@ def _eee_plan(repo_id: str, snapshot: Path, patterns: list[str], staging: Path) 
     ``patterns``, staged with their paths in the repo; InputError saying what the dataset
     holds where it has none."""
     listing = cached_listing(repo_id, snapshot.name)  # none in it: nothing to fetch
-    if listing is None or any(path.endswith(SAMPLES_SUFFIX) and allowed(path, patterns)
-                              for path in listing):  # fmt: skip
+    if listing is None or any(
+        path.endswith(SAMPLES_SUFFIX) and allowed(path, patterns) for path in listing
+    ):
         snapshot = download(repo_id, revision=snapshot.name, patterns=patterns)
     folder = staging / "eee"
     staged = []
@@ -261,10 +274,12 @@ def _eee_plan(repo_id: str, snapshot: Path, patterns: list[str], staging: Path) 
             f"instance files (*{SAMPLES_SUFFIX} beside their <uuid>.json"
             f"{', matching --include ' + ' '.join(patterns) if narrowed else ''})"
         )
-    notices = (f"{repo_id} ({snapshot.name[:12]}): Every Eval Ever instance files, "
-               f"{len(staged)} of them",)  # fmt: skip
-    return HubPlan(repo_id, snapshot.name, None, (HubUnit("eee", None, folder, tuple(staged)),),
-                   notices)  # fmt: skip
+    notices = (
+        f"{repo_id} ({snapshot.name[:12]}): Every Eval Ever instance files, {len(staged)} of them",
+    )
+    return HubPlan(
+        repo_id, snapshot.name, None, (HubUnit("eee", None, folder, tuple(staged)),), notices
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,8 +318,13 @@ def _pushed_plan(
     if include:
         patterns = list(include)
     elif runs:
-        patterns = sorted({pattern for (_, task), run in latest.items()
-                           for pattern in file_patterns(LM_EVAL_NAMES, task, run.key)})  # fmt: skip
+        patterns = sorted(
+            {
+                pattern
+                for (_, task), run in latest.items()
+                for pattern in file_patterns(LM_EVAL_NAMES, task, run.key)
+            }
+        )
     else:  # no results files: every samples file
         patterns = list(SAMPLES_PATTERNS)
     snapshot = download(repo_id, revision=snapshot.name, patterns=patterns)
@@ -314,22 +334,34 @@ def _pushed_plan(
     if not files:
         raise InputError(
             f"{repo_id}: lm-eval results files but no samples file of their tasks"
-            + (f" matches --include {' '.join(include)}" if include else " (pushed without "
-               "push_samples_to_hub=True; offline, not in the cache)")
-        )  # fmt: skip
+            + (
+                f" matches --include {' '.join(include)}"
+                if include
+                else " (pushed without push_samples_to_hub=True; offline, not in the cache)"
+            )
+        )
     by_source: dict[str, list[_Pushed]] = {}
     for (source, _), file in sorted(files.items()):
         by_source.setdefault(source, []).append(file)
-    notices = [f"{repo_id} ({snapshot.name[:12]}): lm-eval's own push, {len(files)} samples "
-               f"files of {len(by_source)} model(s), each task's latest run"]  # fmt: skip
+    notices = [
+        f"{repo_id} ({snapshot.name[:12]}): lm-eval's own push, {len(files)} samples "
+        f"files of {len(by_source)} model(s), each task's latest run"
+    ]
     if not runs:
-        notices.append("no results file in the dataset (pushed without them): the samples are "
-                       "read without their runs' filters and models")  # fmt: skip
+        notices.append(
+            "no results file in the dataset (pushed without them): the samples are "
+            "read without their runs' filters and models"
+        )
     if older:
         notices.append(f"left out, earlier runs of: {_listed(sorted(older))}")
     several = len(by_source) > 1
-    missing = sorted(f"{task} ({source})" if several else task
-                     for source, task in set(latest) - set(files)) if not include else []  # fmt: skip
+    missing = (
+        sorted(
+            f"{task} ({source})" if several else task for source, task in set(latest) - set(files)
+        )
+        if not include
+        else []
+    )
     if missing:
         notices.append(
             f"no file in the dataset for {_listed(missing)} (not uploaded; offline, not in the "
@@ -409,8 +441,9 @@ def _stage_pushed(
     model = next((run.model for run in runs if run.model), None)
     if model is None:
         where = f" (with --include '{source}/*')" if several else ""
-        notices.append(f"{source}/: no results file names the model of its samples: pass --model "
-                       f"NAME{where}")  # fmt: skip
+        notices.append(
+            f"{source}/: no results file names the model of its samples: pass --model NAME{where}"
+        )
     else:
         revisions = sorted({run.revision for run in runs if run.revision})
         said = f" at revision {', '.join(revisions)}" if revisions else ""
@@ -429,8 +462,10 @@ def _found(repo_id: str, snapshot: Path, most: int = 6) -> str:
     if len(kinds) > most:
         shown += f" and {len(kinds) - most} more kinds"
     top = Counter(path.split("/", 1)[0] + ("/" if "/" in path else "") for path in paths)
-    entries = [f"{name} ({_files(count)})" if name.endswith("/") else name
-               for name, count in sorted(top.items())]  # fmt: skip
+    entries = [
+        f"{name} ({_files(count)})" if name.endswith("/") else name
+        for name, count in sorted(top.items())
+    ]
     return f"{_files(len(paths))} ({shown}), at its top level {_listed(entries, most)}"
 
 

@@ -181,8 +181,9 @@ def read_runs(snapshot: Path) -> list[Run]:
         if not isinstance(data.get("results"), dict):
             continue
         lm_eval = isinstance(data.get("configs"), dict)
-        runs.append(Run(run_key(match["run"]), path, _model(data), _revision(data), _tasks(data),
-                        lm_eval))  # fmt: skip
+        runs.append(
+            Run(run_key(match["run"]), path, _model(data), _revision(data), _tasks(data), lm_eval)
+        )
     return sorted(runs, key=lambda r: (r.key, str(r.results)))
 
 
@@ -244,8 +245,11 @@ def _revision(data: dict[str, Any]) -> str | None:
 
 def leaderboard_of(runs: list[Run]) -> Leaderboard | None:
     """The leaderboard whose runs these are (by their tasks' names); None for neither's."""
-    found = [board for board in LEADERBOARDS if any(
-        task.startswith(board.prefix) for run in runs for task in run.tasks)]  # fmt: skip
+    found = [
+        board
+        for board in LEADERBOARDS
+        if any(task.startswith(board.prefix) for run in runs for task in run.tasks)
+    ]
     if len(found) > 1:
         named = ", ".join(str(run.results.name) for run in runs)
         raise InputError(

@@ -56,8 +56,9 @@ def _mc1_row(row: dict[str, Any], number: int, source: Path) -> dict[str, Any]:
             "specifics.len_mc1): not lighteval's truthfulqa:mc"
         )
     if not 2 <= n <= len(choices):
-        raise InputError(f"{source}: row {number}: len_mc1 {n} does not fit its "
-                         f"{len(choices)} options")  # fmt: skip
+        raise InputError(
+            f"{source}: row {number}: len_mc1 {n} does not fit its {len(choices)} options"
+        )
     out = dict(row)
     out["choices"] = choices[:n]
     gold = _cell(row.get("gold_index"))

@@ -43,8 +43,18 @@ MISSING_LIBRARY = "import inspect needs inspect_ai: pip install 'forgetmap[inspe
 LOG_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}")
 """The start of a ``.json`` log's name as inspect_ai writes it (its ``log_file_pattern``)."""
 EXPECTED = "an inspect_ai log (.eval or .json), or a folder of them"
-SAMPLE_FIELDS = ("id", "epoch", "input", "choices", "target", "output", "scores", "score",
-                 "error", "invalidation")  # fmt: skip
+SAMPLE_FIELDS = (
+    "id",
+    "epoch",
+    "input",
+    "choices",
+    "target",
+    "output",
+    "scores",
+    "score",
+    "error",
+    "invalidation",
+)
 """The fields of a logged sample an import reads (``score``: the one score of older logs, which
 ``EvalSample`` moves into ``scores``)."""
 UNFINISHED_HEADER = "_journal/start.json"
@@ -82,11 +92,16 @@ def find_logs(path: Path) -> list[Path]:
     """The logs at ``path``: the file itself, or those below a folder (see the module docstring):
     ``.eval`` files, and ``.json`` ones named as inspect_ai names its logs."""
     return files_at(
-        path, pattern="*", kind="inspect_ai logs", one="an inspect_ai log name",
+        path,
+        pattern="*",
+        kind="inspect_ai logs",
+        one="an inspect_ai log name",
         expected=f"{EXPECTED}: .eval files, or .json logs named <timestamp>_<task>_<id>.json",
         is_one=lambda file: file.suffix in (".eval", ".json"),
-        below=lambda file: file.suffix == ".eval" or (file.suffix == ".json" and bool(LOG_NAME.match(file.name))),
-    )  # fmt: skip
+        below=lambda file: (
+            file.suffix == ".eval" or (file.suffix == ".json" and bool(LOG_NAME.match(file.name)))
+        ),
+    )
 
 
 def read_header(path: Path, inspect_log: ModuleType) -> LogHeader:

@@ -145,8 +145,10 @@ def _log_batches(
     else:
         how = f"ended with status {header.status}" + (f" ({header.error})" if header.error else "")
     planned = f" of {header.planned} planned" if header.planned else ""
-    notice(f"{header.path}: the run {how}; imported the {imported} scored samples it holds"
-           f"{planned} (`inspect eval-retry` completes it)")  # fmt: skip
+    notice(
+        f"{header.path}: the run {how}; imported the {imported} scored samples it holds"
+        f"{planned} (`inspect eval-retry` completes it)"
+    )
 
 
 def _table(columns: dict[str, list[Any]], model: str, benchmark: str) -> pa.Table:

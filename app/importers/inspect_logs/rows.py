@@ -35,9 +35,21 @@ from forgetmap.core.taxonomy import usual_num_choices
 from forgetmap.db.texts import LONG_TEXT_BYTES
 from forgetmap.importers.common import InputError, choices_json, parse_binary
 
-ROW_COLUMNS = ("sample_id", "seed", "correct", "num_choices", "prompt", "question", "response",
-               "prediction", "gold", "choices", "prompt_tokens", "completion_tokens",
-               "answer_status")  # fmt: skip
+ROW_COLUMNS = (
+    "sample_id",
+    "seed",
+    "correct",
+    "num_choices",
+    "prompt",
+    "question",
+    "response",
+    "prediction",
+    "gold",
+    "choices",
+    "prompt_tokens",
+    "completion_tokens",
+    "answer_status",
+)
 """The normalized columns a sample gives (``common.NORMALIZED_SCHEMA``); the reader adds the
 model and the benchmark."""
 LETTERS = {"C": True, "I": False, "N": False}
@@ -81,8 +93,10 @@ class ScorerChoice:
         elif len(names) == 1:
             self.name = names[0]
             if self.notice is not None:
-                self.notice(f"{self.log}: scored by {names[0]} only; took it (--scorer {option} "
-                            "names none of its scorers)")  # fmt: skip
+                self.notice(
+                    f"{self.log}: scored by {names[0]} only; took it (--scorer {option} "
+                    "names none of its scorers)"
+                )
         else:
             raise InputError(
                 f"{self.log}: no scorer {option!r}; its scorers: {listed}; choose one with "

@@ -51,8 +51,16 @@ _FLAT_COLUMNS = (
 _NESTED_COLUMNS = ("doc", "model_response", "metric", "metrics")
 HARNESS_METRICS = ("acc", "acc_norm", "mc1", "mc2", "em", "f1", "exact_match")
 """The per-sample metrics the leaderboard v1's harness wrote as columns of their own."""
-_HARNESS_COLUMNS = ("example", "query", "full_prompt", "predictions", "choices", "gold",
-                    "truncated", *HARNESS_METRICS)  # fmt: skip
+_HARNESS_COLUMNS = (
+    "example",
+    "query",
+    "full_prompt",
+    "predictions",
+    "choices",
+    "gold",
+    "truncated",
+    *HARNESS_METRICS,
+)
 EXTRACTED = "extracted_predictions"
 """The field of lighteval's per-sample ``specifics`` (v0.10; ``doc.specific`` from v0.11) where
 its extractive metrics keep what they took out of each answer (``"B"`` out of a chain of thought
@@ -144,8 +152,9 @@ def _from_harness(table: pa.Table, file: Path) -> pa.Table:
             except pa.ArrowInvalid:
                 continue  # not numbers: no per-sample score forgetmap could count
         metrics[name] = values.combine_chunks()
-    columns = {name: table[name] for name in ("full_prompt", "predictions", "truncated")
-               if name in names}  # fmt: skip
+    columns = {
+        name: table[name] for name in ("full_prompt", "predictions", "truncated") if name in names
+    }
     columns["example"] = table["query" if "query" in names else "example"]
     if not metrics:
         raise InputError(

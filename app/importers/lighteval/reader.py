@@ -84,8 +84,9 @@ class _Unit(NamedTuple):
     suffix: str | None
 
 
-def _read_unit(file: Path, table: pa.Table, nested: bool, metric: str | None,
-               uniform: pa.Table | None) -> _Unit:  # fmt: skip
+def _read_unit(
+    file: Path, table: pa.Table, nested: bool, metric: str | None, uniform: pa.Table | None
+) -> _Unit:
     """One file's ``_Unit`` from its columns (``read_columns``) and, when they are in the usual
     shapes, their uniform rows (``uniform_rows``; None: the file is read row by row)."""
     if uniform is not None:

@@ -42,10 +42,13 @@ def task_from_filename(name: str) -> str | None:
 def find_details_files(path: Path) -> list[Path]:
     """The details files at ``path``: the file itself, or ``details_*.parquet`` below a folder."""
     return files_at(
-        path, pattern="details_*.parquet", kind="lighteval details files",
-        one="a lighteval details file name", expected=_EXPECTED,
+        path,
+        pattern="details_*.parquet",
+        kind="lighteval details files",
+        one="a lighteval details file name",
+        expected=_EXPECTED,
         is_one=lambda file: task_from_filename(file.name) is not None,
-    )  # fmt: skip
+    )
 
 
 # ---------------------------------------------------------------------------------------------

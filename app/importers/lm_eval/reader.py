@@ -106,10 +106,13 @@ def task_from_filename(name: str) -> str | None:
 def find_samples_files(path: Path) -> list[Path]:
     """The samples files at ``path``: the file itself, or ``samples_*.jsonl`` below a directory."""
     return files_at(
-        path, pattern="samples_*.jsonl", kind="lm-eval samples files",
-        one="an lm-eval samples file name", expected=_EXPECTED,
+        path,
+        pattern="samples_*.jsonl",
+        kind="lm-eval samples files",
+        one="an lm-eval samples file name",
+        expected=_EXPECTED,
         is_one=lambda file: task_from_filename(file.name) is not None,
-    )  # fmt: skip
+    )
 
 
 def parse_filter_options(options: list[str] | tuple[str, ...] | str | None) -> dict[str, str]:
