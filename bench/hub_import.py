@@ -2,9 +2,9 @@
 Hugging Face cache, end to end: `forgetmap import hub` of each model, the same import again, pair,
 map.
 
-Writes N models' details datasets of one leaderboard generation (or push) into a huggingface_hub cache, in
-its real layout (``app/demo/layouts/leaderboard.py``: every scored task at its real size, the
-same questions for every model, each model right where its skill beats a question's difficulty):
+Writes N models' details datasets of one leaderboard generation (or push) into a huggingface_hub
+cache, in its real layout (``app/demo/layouts/leaderboard.py``: every scored task at its real size,
+the same questions for every model, each model right where its skill beats a question's difficulty):
 
 - v2 (default): BBH's 24 tasks, GPQA's 3, MMLU-Pro (12,032), MuSR's 3, MATH hard's 7 and IFEval,
   21,606 questions a model, as lm-eval 0.4.3's ``samples_leaderboard_<task>_<run>.jsonl`` (each

@@ -20,7 +20,7 @@ and both per million rows. Goals: the import within 2x of pyarrow's read, long a
 short answers alike; peak memory independent of rows (4x the rows within 1.25x or +150 MB) and
 under 1 GB at 4,000-token answers.
 
-    .venv/bin/python bench/import_scale.py                     # 1x/4x/16x x 0/400/4000 tokens (~5 min)
+    .venv/bin/python bench/import_scale.py                 # 1x/4x/16x x 0/400/4000 tokens (~5 min)
     .venv/bin/python bench/import_scale.py --scales 1,4 --answers 0,4000 --repeat 3
     .venv/bin/python bench/import_scale.py --workdir /tmp/is --keep   # reuse the written trees
     .venv/bin/python bench/import_scale.py --lm-eval 20000,80000 --answers 2500   # lm-eval files
@@ -28,9 +28,9 @@ under 1 GB at 4,000-token answers.
         --scales 1,16 --answers 4000    # one task growing to MMLU's 14,080 questions x 3 seeds
 
 ``--lm-eval N,M``: instead, one lm-eval ``samples_gsm8k_<date>.jsonl`` of N (then M) lines, each
-answer ``--answers`` words long (app/demo/layouts/lm_eval.py and lighteval.py's lines, 0.4.7 layout), imported by
-``forgetmap import lm-eval`` against ``pyarrow.json.read_json`` of the file (a file past
-``forgetmap.importers.lm_eval.reader.STREAM_BYTES`` is read in blocks, twice).
+answer ``--answers`` words long (app/demo/layouts/lm_eval.py and lighteval.py's lines, 0.4.7
+layout), imported by ``forgetmap import lm-eval`` against ``pyarrow.json.read_json`` of the file (a
+file past ``forgetmap.importers.lm_eval.reader.STREAM_BYTES`` is read in blocks, twice).
 """
 
 from __future__ import annotations

@@ -166,12 +166,14 @@ def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> 
     from forgetmap.importers.common import prepare
 
     print(
-        "\n== breakdown: second import of every file into a fresh DB, timed per stage and per SQL =="
+        "\n== breakdown: second import of every file into a fresh DB, "
+        "timed per stage and per SQL =="
     )
     store = open_store(workdir / "breakdown.duckdb")
     stages: dict[str, list[float]] = defaultdict(list)
     sql: dict[str, list[float]] = defaultdict(list)
-    # the SQL of an import (forgetmap.db.ingest, forgetmap.db.pairing) runs on the connection it is given
+    # the SQL of an import (forgetmap.db.ingest, forgetmap.db.pairing) runs on the connection it is
+    # given
     profile_text = ""
     try:
         for i, path in enumerate(paths):
@@ -206,7 +208,8 @@ def breakdown(paths: list[Path], workdir: Path, profile_file: int, top: int) -> 
     ranked = sorted(sql.items(), key=lambda kv: -sum(kv[1]))
     for key, values in ranked[:top]:
         print(
-            f"  {fmt_s(sum(values)):>10s}  median {fmt_s(median(values)):>9s}  x{len(values):<3d} {key}"
+            f"  {fmt_s(sum(values)):>10s}  median {fmt_s(median(values)):>9s}  "
+            f"x{len(values):<3d} {key}"
         )
     if profile_text:
         print(f"\ncProfile of read_source + prepare for file {profile_file} (tottime, top {top}):")
@@ -272,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line())
     print(
         f"data: {spec.models} models x {spec.benchmarks} benchmarks x {spec.seeds} seeds x "
-        f"{spec.samples} samples = {spec.total_rows:,} rows; correct as {spec.correct_type}; workdir {workdir}"
+        f"{spec.samples} samples = {spec.total_rows:,} rows; correct as {spec.correct_type}; "
+        f"workdir {workdir}"
     )
     try:
         t, paths = timed(write_dataset, spec, workdir / "data")
@@ -287,7 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         bench_ids = {d.name: i + 1 for i, d in enumerate(benchmark_defs(spec))}
 
         print(
-            "\n-- (a) ours: import_file(store, 'table', path)  vs  (b) raw: INSERT INTO results SELECT ... FROM arrow_table --"
+            "\n-- (a) ours: import_file(store, 'table', path)  vs  "
+            "(b) raw: INSERT INTO results SELECT ... FROM arrow_table --"
         )
         print(
             "   raw input: ids resolved, sample_id "
@@ -295,7 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             + "; only the insert + commit timed"
         )
         print(
-            f"{'file':>4s} {'rows':>10s} {'ours':>10s} {'ours rate':>18s} {'raw':>10s} {'raw rate':>18s} {'ratio':>7s}"
+            f"{'file':>4s} {'rows':>10s} {'ours':>10s} {'ours rate':>18s} "
+            f"{'raw':>10s} {'raw rate':>18s} {'ratio':>7s}"
         )
         ours_t, raw_t, ratios, rows_per_file = [], [], [], []
         added_total = 0
@@ -343,7 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         )
 
         print(
-            f"\n-- re-import of {paths[0].name} ({rows_per_file[0]:,} rows, must add 0), {args.reimport_runs} runs --"
+            f"\n-- re-import of {paths[0].name} ({rows_per_file[0]:,} rows, must add 0), "
+            f"{args.reimport_runs} runs --"
         )
         re_t = []
         for _ in range(args.reimport_runs):
@@ -376,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
             n_paired = duck.execute("SELECT sum(paired) FROM coverage").fetchone()[0]
         print(
             f"pair-add: total {fmt_s(sum(pair_t))}, median {fmt_s(median(pair_t))} per pair "
-            f"(min {fmt_s(min(pair_t))}, max {fmt_s(max(pair_t))}); each reads {per_pair_rows:,.0f} "
+            f"(min {fmt_s(min(pair_t))}, max {fmt_s(max(pair_t))}); "
+            f"each reads {per_pair_rows:,.0f} "
             f"per-sample rows -> {fmt_rate(per_pair_rows, median(pair_t))}; "
             f"{n_trans:,} transition rows, {n_paired:,} paired samples"
         )

@@ -153,10 +153,12 @@ def main() -> None:
         baseline = "json.loads" if args.release == "0.4.2" else "pyarrow JSON read"
         print(f"lm-eval {args.release} files; samples: {rows:,} in {len(samples_files(out))} files")
         print(
-            f"{baseline + ':':21} median {base_t:.2f} s  ({', '.join(f'{t:.2f}' for t in base_times)})"
+            f"{baseline + ':':21} median {base_t:.2f} s  "
+            f"({', '.join(f'{t:.2f}' for t in base_times)})"
         )
         print(
-            f"forgetmap end to end: median {ours_t:.2f} s  ({', '.join(f'{t:.2f}' for t in ours_times)})"
+            f"forgetmap end to end: median {ours_t:.2f} s  "
+            f"({', '.join(f'{t:.2f}' for t in ours_times)})"
         )
         for name in parts[0]:
             print(f"  {name}: median {statistics.median(p[name] for p in parts):.2f} s")

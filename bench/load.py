@@ -1,7 +1,8 @@
 """Load benchmark: under load, nothing lost. A real `forgetmap serve` over real Redis, browsed,
 imported into and written to by workers at once.
 
-    .venv/bin/python bench/load.py            # 20 clients, 2 x 65,000-row imports, 4 workers, ~1 min
+    .venv/bin/python bench/load.py            # 20 clients, 2 x 65,000-row imports, 4 workers,
+                                              # ~1 min
     .venv/bin/python bench/load.py --quick    # 10 clients, 2 x 13,000 rows, shorter phases
     .venv/bin/python bench/load.py --think 0  # closed loop: each client asks again at once
 

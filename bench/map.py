@@ -78,11 +78,13 @@ QUERIES = (
 
 RECOMPUTE_SQL = """
 WITH base AS (
-    SELECT p.id AS pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash
+    SELECT p.id AS pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, \
+r.doc_hash
     FROM pairs p JOIN results r ON r.model_id = p.base_model_id
     WHERE ($pair_id IS NULL OR p.id = $pair_id) AND ($all OR p.id IN (SELECT unnest($ids)))
 ), post AS (
-    SELECT p.id AS pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, r.doc_hash
+    SELECT p.id AS pair_id, r.benchmark_id, r.seed, r.sample_id, r.correct, r.num_choices, \
+r.doc_hash
     FROM pairs p JOIN results r ON r.model_id = p.post_model_id
     WHERE ($pair_id IS NULL OR p.id = $pair_id) AND ($all OR p.id IN (SELECT unnest($ids)))
 ), joined AS (
@@ -100,10 +102,14 @@ WITH base AS (
 ), groups AS (
     SELECT pair_id, benchmark_id, seed, k,
            count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched) AS paired,
-           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched AND NOT pre AND NOT post) AS n_00,
-           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched AND NOT pre AND post) AS n_01,
-           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched AND pre AND NOT post) AS n_10,
-           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched AND pre AND post) AS n_11,
+           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched \
+AND NOT pre AND NOT post) AS n_00,
+           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched \
+AND NOT pre AND post) AS n_01,
+           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched \
+AND pre AND NOT post) AS n_10,
+           count(*) FILTER (WHERE NOT only_base AND NOT only_post AND NOT mismatched \
+AND pre AND post) AS n_11,
            count(*) FILTER (WHERE only_base) AS only_base,
            count(*) FILTER (WHERE only_post) AS only_post,
            count(*) FILTER (WHERE mismatched) AS mismatched
@@ -217,7 +223,8 @@ def profile(store, query: MapQuery, runs: int, top: int) -> str:
 
 
 def load_pairs(spec: Spec, store, paths: list[Path], pair_list: list[tuple[str, str]]) -> None:
-    """Import the files, add the pairs, and make the first base's pairs a series (steps 100, 200...)."""
+    """Import the files, add the pairs, and make the first base's pairs a series (steps 100,
+    200...)."""
     from forgetmap.db import series as series_db
     from forgetmap.db.pairing import add_pair
 
@@ -246,7 +253,8 @@ def _write_one_model(store, i: int, workdir: Path) -> None:
             SELECT m.name AS model, b.name AS benchmark, r.sample_id, $seed::BIGINT AS seed,
                    (r.correct <> (hash(r.sample_id, $seed) % 7 = 0)) AS correct,
                    r.num_choices::BIGINT AS num_choices, b.category
-            FROM results r JOIN models m ON m.id = r.model_id JOIN benchmarks b ON b.id = r.benchmark_id
+            FROM results r JOIN models m ON m.id = r.model_id \
+JOIN benchmarks b ON b.id = r.benchmark_id
             WHERE m.name = $model AND r.seed = 0
               AND r.benchmark_id = (SELECT min(benchmark_id) FROM results)
             """,
@@ -330,7 +338,10 @@ def scale_section(store, runs: int, baseline: dict[str, float], workdir: Path) -
         n_pairs = conn.execute("SELECT count(*) FROM pairs").fetchone()[0]
     lines = [
         "",
-        f"-- scale: {n_pairs} pairs, series {found['name']!r} with {len(found['checkpoints'])} checkpoints --",
+        (
+            f"-- scale: {n_pairs} pairs, series {found['name']!r} "
+            f"with {len(found['checkpoints'])} checkpoints --"
+        ),
         "cold: fresh cache (a process that just started); after write: first call on a long-lived",
         "cache after one model's upload (what a running fleet causes); warm: cache hit; medians",
         f"{'what':30s} {'cold':>10s} {'after write':>12s} {'warm':>10s} {'recompute':>10s}  goal",
@@ -339,7 +350,8 @@ def scale_section(store, runs: int, baseline: dict[str, float], workdir: Path) -
         base = recompute.get(name)
         lines.append(
             f"{name:30s} {fmt_s(cold):>10s} {fmt_s(after):>12s} {fmt_s(warm):>10s} "
-            f"{(fmt_s(base) if base else '-'):>10s}  < {goal:.0f} ms: cold {'MET' if cold * 1000 < goal else 'MISSED'}, "
+            f"{(fmt_s(base) if base else '-'):>10s}  < {goal:.0f} ms: "
+            f"cold {'MET' if cold * 1000 < goal else 'MISSED'}, "
             f"after write {'MET' if after * 1000 < goal else 'MISSED'}"
         )
     return lines
@@ -408,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
             store = open_store(db)
             t_load, _ = timed(load_pairs, spec, store, paths, pair_list)
             print(
-                f"generated in {fmt_s(t)}; loaded (import_file x {len(paths)} + pairs) in {fmt_s(t_load)}"
+                f"generated in {fmt_s(t)}; "
+                f"loaded (import_file x {len(paths)} + pairs) in {fmt_s(t_load)}"
             )
         counts = table_counts(store)
         print("tables: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
@@ -430,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         )
 
         print(
-            f"\n-- ours: map_records(store, MapQuery(...)), median of {args.runs} runs after 1 warm-up --"
+            f"\n-- ours: map_records(store, MapQuery(...)), "
+            f"median of {args.runs} runs after 1 warm-up --"
         )
         ours: dict[str, float] = {}
         for name, query in QUERIES:
@@ -438,13 +452,15 @@ def main(argv: list[str] | None = None) -> int:
             times = [timed(map_records, store, query)[0] for _ in range(args.runs)]
             ours[name] = median(times)
             print(
-                f"{name:16s} median {fmt_s(ours[name]):>10s}  (min {fmt_s(min(times))}, max {fmt_s(max(times))})"
+                f"{name:16s} median {fmt_s(ours[name]):>10s}  "
+                f"(min {fmt_s(min(times))}, max {fmt_s(max(times))})"
             )
         for key, value in split_times(store, args.runs).items():
             print(f"  of which {key}: median {fmt_s(value)}")
         cache_cls = getattr(forgetting_map, "MapCache", None)
         if cache_cls is not None:
-            # informational: a long-lived MapCache (as a server may hold) answers repeats from memory
+            # informational: a long-lived MapCache (as a server may hold) answers repeats from
+            # memory
             cache = cache_cls(store)
             for name, query in QUERIES:
                 cache.records(query)
@@ -461,17 +477,20 @@ def main(argv: list[str] | None = None) -> int:
             times = [timed(recompute_map, store, query)[0] for _ in range(args.recompute_runs)]
             base[name] = median(times)
             print(
-                f"{name:16s} median {fmt_s(base[name]):>10s}  (runs: {', '.join(fmt_s(x) for x in times)})"
+                f"{name:16s} median {fmt_s(base[name]):>10s}  "
+                f"(runs: {', '.join(fmt_s(x) for x in times)})"
             )
         print(
-            f"  of which the recompute SQL: median {fmt_s(median(SQL_TIMES))} over all {len(SQL_TIMES)} runs"
+            f"  of which the recompute SQL: median {fmt_s(median(SQL_TIMES))} "
+            f"over all {len(SQL_TIMES)} runs"
         )
 
         scale = scale_section(store, args.runs, base, workdir or args.db.parent)
 
         print("\n-- result --")
         print(
-            f"{'level':16s} {'map':>10s} {'recompute':>10s} {'speedup':>9s}  goal (< {GOAL_MS:.0f} ms, >= {GOAL_SPEEDUP:.0f}x)"
+            f"{'level':16s} {'map':>10s} {'recompute':>10s} {'speedup':>9s}  "
+            f"goal (< {GOAL_MS:.0f} ms, >= {GOAL_SPEEDUP:.0f}x)"
         )
         worst = max(ours, key=ours.get)
         for name in ours:

@@ -20,7 +20,7 @@ Goal: ours at least 3x faster than the paper's pipeline.
 
     .venv/bin/python bench/paper_pipeline.py --per-benchmark 200 --answer-tokens 0   # quick
     .venv/bin/python bench/paper_pipeline.py --release /path/to/post-forget --limit 41
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

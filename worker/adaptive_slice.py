@@ -1,6 +1,7 @@
-"""An adaptive round's slice of a benchmark (forgetmap.contract.shards.ShardSlice): the items a shard
-evaluates, in the benchmark's shared evaluation order (forgetmap.analysis.adaptive.evaluation_order, the same
-for every model, so a base's first n samples serve every pair built on it)."""
+"""An adaptive round's slice of a benchmark (forgetmap.contract.shards.ShardSlice): the items a
+shard evaluates, in the benchmark's shared evaluation order
+(forgetmap.analysis.adaptive.evaluation_order, the same for every model, so a base's first n samples
+serve every pair built on it)."""
 
 from __future__ import annotations
 

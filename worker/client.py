@@ -2,8 +2,8 @@
 and answers are the app's own models (app/contract), so a body the app would refuse fails here.
 
 Transient problems (connection refused, timeouts, 5xx, 429) are retried; a 401 or 403 means the
-app refuses this worker's token, whatever it asks, and raises ``TokenRefused`` at once; any other 4xx
-means the request itself is wrong and raises ``AppRejected`` at once.
+app refuses this worker's token, whatever it asks, and raises ``TokenRefused`` at once; any other
+4xx means the request itself is wrong and raises ``AppRejected`` at once.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Running a recoverability shard: a pair and a corpus -> per-document loss sums uploaded to the app.
+"""Running a recoverability shard: a pair and a corpus -> per-document loss sums uploaded to the
+app.
 
 The corpus is read (local files under the corpus folders, or a Hugging Face dataset), tokenized
 with the base model's tokenizer and truncated to ``max_tokens``; ``run_recoverability`` scores the
@@ -242,8 +243,9 @@ def run_recover_shard(shard: ClaimedShard, *, client: AppClient, settings: Worke
 
 
 def statistics_bytes(n_tokens: int, vocab_size: int, k: int) -> int:
-    """Memory of one model's token statistics (module doc of forgetmap.analysis.recoverability_fitting): the full
-    vocabulary in float32 for small vocabularies, else K float16 logits plus the complement grid."""
+    """Memory of one model's token statistics (module doc of
+    forgetmap.analysis.recoverability_fitting): the full vocabulary in float32 for small
+    vocabularies, else K float16 logits plus the complement grid."""
     if vocab_size <= FULL_VOCAB_MAX:
         return n_tokens * (vocab_size * 4 + 8)
     return n_tokens * (min(k, vocab_size) * 2 + 8 + 2 * len(LOG_BETA_GRID) * 4)

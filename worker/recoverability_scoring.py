@@ -15,13 +15,13 @@ once upcast per chunk), e.g. 4096 x 152k x 2 bytes = 1.2 GB for a bf16 model on 
 
 Kept logits: the full vocabulary when V <= ``full_vocab_max`` (default 4096: exact temperature
 fits; tiny models), else only the bias tokens S, in float16, plus the complement grid (module doc
-of forgetmap.analysis.recoverability_fitting). Pass ``out_dir`` to keep the big arrays in .npy memory maps. float16
-rounding of the shifted logits moves a token's nll by up to ~5e-4 nats (mean ~2e-6 measured on the
-tiny model); differences between corrections of the same model are computed from the same rounded
-values. The complement grid costs ~97 x 4 elementwise operations per complement token per scored
-token: more than the whole forward pass of a tiny CPU model (bench/recover.py: 0.12x-0.40x of the
-forward pass's tokens/s), under 1% of the ~2 x params FLOPs per token of a 1B+ model.
-
+of forgetmap.analysis.recoverability_fitting). Pass ``out_dir`` to keep the big arrays in .npy
+memory maps. float16 rounding of the shifted logits moves a token's nll by up to ~5e-4 nats (mean
+~2e-6 measured on the tiny model); differences between corrections of the same model are computed
+from the same rounded values. The complement grid costs ~97 x 4 elementwise operations per
+complement token per scored token: more than the whole forward pass of a tiny CPU model
+(bench/recover.py: 0.12x-0.40x of the forward pass's tokens/s), under 1% of the ~2 x params FLOPs
+per token of a 1B+ model.
 Controls, built from the base model by swapping its output layer for a modified copy (the input
 embeddings are untouched even when tied to the head), restored afterwards:
 

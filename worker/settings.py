@@ -1,4 +1,5 @@
-"""Worker settings, read once from the environment (prefix ``FORGETMAP_``) when the worker starts."""
+"""Worker settings, read once from the environment (prefix ``FORGETMAP_``) when the worker
+starts."""
 
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 stopping point, and the rule that stops a benchmark once F_true and BT_true are known to a
 target precision.
 
-Pure numpy (no I/O); the metric itself comes from ``forgetmap.core.metrics`` (``scores_from_arrays``), so the
-adaptive map and the full map use one implementation of F_true and BT_true.
+Pure numpy (no I/O); the metric itself comes from ``forgetmap.core.metrics``
+(``scores_from_arrays``), so the adaptive map and the full map use one implementation of F_true and
+BT_true.
 
 **Order.** A benchmark's samples are visited in the order of a stable hash of (benchmark,
 sample_id) (``evaluation_order``): the same for every model and every run, independent of the

@@ -1,9 +1,10 @@
-"""The theory lab's page data: the four plots of forgetmap.analysis.theory for one set of parameters.
+"""The theory lab's page data: the four plots of forgetmap.analysis.theory for one set of
+parameters.
 
 Bounded per request: the parameters have documented ranges (forgetmap.web.deps.lab_params), one
 computation runs at a time under a time budget (``FORGETMAP_THEORY_SECONDS``, 30), diverging
 dynamics stop at a grid cap (theory.MAX_GRID_POINTS), and every outcome, result or error, is
-cached per parameter set.
+cached per parameter set by the ``TheoryLab`` that computed it (the app keeps one).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from forgetmap.analysis import theory, theory_plots
 from forgetmap.core.errors import InputError
 
 CACHE_SIZE = 256
-_cache: OrderedDict[LabParams, dict | InputError] = OrderedDict()
-_compute = threading.Lock()  # one computation at a time: at most one core for the lab
 
 
 class LabBusy(RuntimeError):
@@ -40,39 +39,51 @@ DEFAULT_BUDGET_SECONDS = 30.0
 settings at start)."""
 
 
-def is_cached(p: LabParams) -> bool:
-    """True when ``p``'s outcome is at hand: ``lab_data`` answers it without computing."""
-    return p in _cache
+class TheoryLab:
+    """The lab's computations: one at a time (at most one core for the lab), each outcome kept
+    per parameter set, the newest ``cache_size`` of them."""
 
+    def __init__(self, budget: float = DEFAULT_BUDGET_SECONDS, cache_size: int = CACHE_SIZE):
+        self.budget = budget
+        self.cache_size = cache_size
+        self._outcomes: OrderedDict[LabParams, dict | InputError] = OrderedDict()
+        self._computing = threading.Lock()
 
-def lab_data(p: LabParams, budget: float = DEFAULT_BUDGET_SECONDS) -> dict:
-    """The lab's plots for ``p`` (cached). Raises InputError when the dynamics diverge or the
-    computation runs past its budget, LabBusy when another one holds the lab for too long."""
-    found = _cache.get(p)
-    if found is None:
-        if not _compute.acquire(timeout=budget):
-            raise LabBusy("the theory lab is busy with another computation; retry shortly")
+    def is_cached(self, p: LabParams) -> bool:
+        """True when ``p``'s outcome is at hand: ``data`` answers it without computing."""
+        return p in self._outcomes
+
+    def data(self, p: LabParams) -> dict:
+        """The lab's plots for ``p`` (cached). Raises InputError when the dynamics diverge or the
+        computation runs past its budget, LabBusy when another one holds the lab for too long."""
+        found = self._outcomes.get(p)
+        if found is None:
+            if not self._computing.acquire(timeout=self.budget):
+                raise LabBusy("the theory lab is busy with another computation; retry shortly")
+            try:
+                found = self._outcomes.get(p)
+                if found is None:
+                    found = self._outcome(p)
+                    self._outcomes[p] = found
+                    while len(self._outcomes) > self.cache_size:
+                        self._outcomes.popitem(last=False)
+            finally:
+                self._computing.release()
+        if isinstance(found, InputError):
+            raise found
+        return found
+
+    def _outcome(self, p: LabParams) -> dict | InputError:
         try:
-            found = _cache.get(p)
-            if found is None:
-                try:
-                    with theory.time_budget(budget):
-                        found = _compute_lab(p)
-                except theory.DivergedError as exc:
-                    found = InputError(f"lr={p.lr}: {exc}")
-                except theory.BudgetExceeded:
-                    found = InputError(
-                        f"these parameters take over {budget:g} s to compute; use fewer steps "
-                        f"(now {p.steps}) or a smaller batch size"
-                    )
-                _cache[p] = found
-                while len(_cache) > CACHE_SIZE:
-                    _cache.popitem(last=False)
-        finally:
-            _compute.release()
-    if isinstance(found, InputError):
-        raise found
-    return found
+            with theory.time_budget(self.budget):
+                return _compute_lab(p)
+        except theory.DivergedError as exc:
+            return InputError(f"lr={p.lr}: {exc}")
+        except theory.BudgetExceeded:
+            return InputError(
+                f"these parameters take over {self.budget:g} s to compute; use fewer steps "
+                f"(now {p.steps}) or a smaller batch size"
+            )
 
 
 def _compute_lab(p: LabParams) -> dict:

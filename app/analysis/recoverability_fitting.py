@@ -1,4 +1,5 @@
-r"""Recoverability: how much of a post-trained model's loss rise a logit bias and a temperature undo.
+r"""Recoverability: how much of a post-trained model's loss rise a logit bias and a temperature
+undo.
 
 The fitting core (numpy + scipy, no I/O, no torch): token statistics, corrections and their fits,
 per-document loss sums. The shares read from those sums are in

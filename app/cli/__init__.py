@@ -15,7 +15,6 @@ import click
 from forgetmap.cli import (
     backup,
     common,
-    door,
     export,
     imports,
     jobs,
@@ -27,6 +26,7 @@ from forgetmap.cli import (
     series,
     services,
     suite,
+    through_app,
     tokens,
 )
 from forgetmap.runtime.paths import default_db_path
@@ -34,10 +34,10 @@ from forgetmap.runtime.paths import default_db_path
 
 class ForgetmapGroup(click.Group):
     """The root group. It keeps the command line from the subcommand on, which a command sent
-    to the app that owns the database carries (``door.run_through_app``)."""
+    to the app that owns the database carries (``through_app.run_through_app``)."""
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
-        ctx.meta[door.COMMAND_LINE] = list(args)
+        ctx.meta[through_app.COMMAND_LINE] = list(args)
         return super().resolve_command(ctx, args)
 
 
@@ -68,16 +68,16 @@ def main(ctx: click.Context, db: Path | None, url: str | None, token: str | None
     ctx.ensure_object(dict)
     ctx.obj["db"] = db or default_db_path()
     ctx.obj["db_given"] = db is not None or bool(os.environ.get("FORGETMAP_DB"))
-    door.run_through_app(ctx, url, token)
+    through_app.run_through_app(ctx, url, token)
     if ctx.obj.get("own_process") and ctx.invoked_subcommand in LEAN_COMMANDS:
-        common.keep_unused_out()
+        common.block_unused_imports()
         common.lean_native_settings()
         ctx.obj["quick_exit"] = True
 
 
 LEAN_COMMANDS = ("import", "pair", "map")
 """Commands that, in their own process (``run``), load neither pandas nor cloudpickle
-(``common.keep_unused_out``), set up Arrow's and OpenBLAS's native pools for one short job
+(``common.block_unused_imports``), set up Arrow's and OpenBLAS's native pools for one short job
 (``common.lean_native_settings``) and end without tearing their heap down (``quick_exit``): what a
 pipeline runs once per model."""
 

@@ -65,7 +65,8 @@ def restore_command(ctx: click.Context, path: Path, without_tokens: bool) -> Non
     manifest = restored.manifest
     click.echo(
         f"restored {restored.rows} rows and {len(manifest['answer_files'])} answer files "
-        f"(backup of {manifest['created_at']}, schema {manifest['schema_revision']}) into {database}"
+        f"(backup of {manifest['created_at']}, schema {manifest['schema_revision']}) "
+        f"into {database}"
     )
     if without_tokens:
         click.echo("restored no tokens (--without-tokens)")

@@ -30,8 +30,8 @@ the ``six`` it loads) the first time it builds an array from a list, only to tel
 as absent when the import fails, as it does pandas)."""
 
 
-class _KeptOut(MetaPathFinder):
-    """Refuses to import the given packages (see ``keep_unused_out``)."""
+class _ImportBlocker(MetaPathFinder):
+    """Refuses to import the given packages (see ``block_unused_imports``)."""
 
     def __init__(self, names: tuple[str, ...]):
         self.names = names
@@ -42,7 +42,7 @@ class _KeptOut(MetaPathFinder):
         return None
 
 
-def keep_unused_out() -> None:
+def block_unused_imports() -> None:
     """Run this process as if the packages of ``KEPT_OUT`` were not installed (a setup pyarrow
     supports; bench/harness_import.py, `python -X importtime`).
 
@@ -50,14 +50,14 @@ def keep_unused_out() -> None:
     ``datasets``, say) would fail. One already loaded is left as it is.
     """
     absent = tuple(name for name in KEPT_OUT if name not in sys.modules)
-    if absent and not any(isinstance(f, _KeptOut) for f in sys.meta_path):
-        sys.meta_path.insert(0, _KeptOut(absent))
+    if absent and not any(isinstance(f, _ImportBlocker) for f in sys.meta_path):
+        sys.meta_path.insert(0, _ImportBlocker(absent))
 
 
-def let_kept_out_in() -> None:
-    """Undo ``keep_unused_out``, for a command whose library needs one of ``KEPT_OUT``
+def unblock_imports() -> None:
+    """Undo ``block_unused_imports``, for a command whose library needs one of ``KEPT_OUT``
     (inspect_ai loads dateutil)."""
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _KeptOut)]
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _ImportBlocker)]
 
 
 def lean_native_settings() -> None:
@@ -96,8 +96,8 @@ def Table(*args, **kwargs):  # noqa: N802 - stands in for rich's class
 
 
 def output_width() -> int:
-    """How wide a line of a table may be: the client's terminal, for a command the app runs for
-    one (forgetmap.cli.door measures it), else ``$COLUMNS``, else this terminal's width, else 80
+    """How wide a line of a table may be: the client's terminal, for a command the app runs for one
+    (forgetmap.cli.through_app measures it), else ``$COLUMNS``, else this terminal's width, else 80
     (output to a file or a pipe)."""
     import shutil
 

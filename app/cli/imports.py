@@ -10,10 +10,10 @@ import click
 from forgetmap.cli.common import (
     ClientPath,
     CliError,
-    let_kept_out_in,
     store_of,
+    unblock_imports,
 )
-from forgetmap.cli.door import REMOTE_APP, AppDoor
+from forgetmap.cli.through_app import REMOTE_APP, AppConnection
 from forgetmap.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -23,6 +23,12 @@ if TYPE_CHECKING:
 @click.group("import")
 def import_group() -> None:
     """Import per-sample results (one transaction per file: all or nothing)."""
+
+
+def print_notice(message: str) -> None:
+    """What a reader says of its files (a filter or scorer it chose, what a file lacks): on
+    stderr, so that the output stays the import's summary."""
+    click.echo(message, err=True)
 
 
 def _run_import(
@@ -43,7 +49,7 @@ def _run_import(
         raise CliError(f"{exc} (nothing was imported)") from exc
     remote = ctx.obj.get(REMOTE_APP)
     if remote is not None:
-        if not path.exists():  # told in the reader's own words, as on the file
+        if not path.exists():  # said in the reader's own words, as on the file
             _refuse_missing(kind, path, checked)
         upload_to_app(remote, path, checked)
         return
@@ -78,9 +84,9 @@ def _refuse_missing(kind: str, path: Path, options: ImportOptions) -> None:
         raise CliError(f"{exc} (nothing was imported)") from exc
 
 
-def upload_to_app(app: AppDoor, path: Path, options: ImportOptions) -> None:
+def upload_to_app(app: AppConnection, path: Path, options: ImportOptions) -> None:
     """The import into a remote app: ``path`` uploaded (``POST /api/imports``) and its job
-    followed to its end, told as the import on the file tells it: progress on stderr as it
+    followed to its end, reported as the import on the file tells it: progress on stderr as it
     goes, then the readers' notices, then the summary on stdout; a failure is the one line the
     app gives (``ImportFailed``: nothing was imported)."""
     import httpx
@@ -138,8 +144,8 @@ def import_lm_eval(
 
     from forgetmap.contract.imports import filter_notice
 
-    def told(task: str, taken: str, filters: list[str], why: str) -> None:
-        click.echo(filter_notice(task, taken, filters, why), err=True)
+    def print_filter_choice(task: str, taken: str, filters: list[str], why: str) -> None:
+        print_notice(filter_notice(task, taken, filters, why))
 
     _run_import(
         ctx,
@@ -149,7 +155,7 @@ def import_lm_eval(
         metric=metric,
         filters=filter_name,
         seed=seed,
-        on_filter=told,
+        on_filter=print_filter_choice,
     )
 
 
@@ -187,11 +193,15 @@ def import_lighteval(
     """lighteval details parquet (v0.10 flat or v0.11+ nested): a file, a run folder, a model's
     details folder with many runs, or a whole lighteval output folder."""
 
-    def told(message: str) -> None:
-        click.echo(message, err=True)
-
     _run_import(
-        ctx, "lighteval", path, model=model, metric=metric, seed=seed, latest=latest, notice=told
+        ctx,
+        "lighteval",
+        path,
+        model=model,
+        metric=metric,
+        seed=seed,
+        latest=latest,
+        notice=print_notice,
     )
 
 
@@ -211,11 +221,8 @@ def import_inspect(ctx: click.Context, path: Path, model: str | None, scorer: st
     """inspect_ai eval logs: a .eval or .json log, or a folder of them; each epoch is a seed
     (epoch 1 is seed 0)."""
 
-    def told(message: str) -> None:
-        click.echo(message, err=True)
-
-    let_kept_out_in()  # inspect_ai needs dateutil, which a lean import keeps out
-    _run_import(ctx, "inspect", path, model=model, scorer=scorer, notice=told)
+    unblock_imports()  # inspect_ai needs dateutil, which a lean import keeps out
+    _run_import(ctx, "inspect", path, model=model, scorer=scorer, notice=print_notice)
 
 
 @import_group.command("eee")
@@ -234,11 +241,13 @@ def import_eee(
     """Every Eval Ever instance files: <uuid>_samples.jsonl (its aggregate <uuid>.json beside it
     is checked when present), the aggregate itself, or a folder of them."""
 
-    def told(message: str) -> None:
-        click.echo(message, err=True)
-
     _run_import(
-        ctx, "eee", path, model=model, evaluation_result_id=evaluation_result_id, notice=told
+        ctx,
+        "eee",
+        path,
+        model=model,
+        evaluation_result_id=evaluation_result_id,
+        notice=print_notice,
     )
 
 
@@ -280,32 +289,34 @@ def import_hub(
     from forgetmap.runtime.progress import progress_reporter
     from forgetmap.services import hub_import
 
-    def told(message: str) -> None:
-        click.echo(message, err=True)
-
-    door = ctx.obj.get(REMOTE_APP)
+    remote_app = ctx.obj.get(REMOTE_APP)
     with tempfile.TemporaryDirectory(prefix="forgetmap-hub-") as staging:
         try:
             plan = fetch_plan(repo_id, revision=revision, include=include, staging=Path(staging))
         except InputError as exc:
             raise CliError(f"{exc} (nothing was imported)") from exc
         for line in plan.notices:
-            told(line)
-        store = store_of(ctx) if door is None else None
+            print_notice(line)
+        store = store_of(ctx) if remote_app is None else None
         try:
             with progress_reporter(f"importing {repo_id}") as progress:
                 if store is not None:
                     summary = hub_import.import_hub(
-                        store, plan, model=model, progress=progress, notice=told
+                        store, plan, model=model, progress=progress, notice=print_notice
                     )
                 else:
                     summary = hub_import.upload_hub(
-                        door.url, door.credential, plan, model=model, progress=progress, notice=told
+                        remote_app.url,
+                        remote_app.credential,
+                        plan,
+                        model=model,
+                        progress=progress,
+                        notice=print_notice,
                     )
         except InputError as exc:
             raise CliError(str(exc)) from exc
         except httpx.TransportError as exc:
-            raise CliError(f"cannot reach the app at {door.url}: {exc}") from None
+            raise CliError(f"cannot reach the app at {remote_app.url}: {exc}") from None
         finally:
             if store is not None:
                 store.close()

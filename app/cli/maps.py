@@ -228,8 +228,8 @@ def _extractor_note(records: list[dict], level: str, scores: str) -> str:
         for r in marked
     )
     return (
-        f"graded by score set {scores}: {len(marked)} of {len(records)} records move F_true by more "
-        f"than their interval from the harness's grades (depend on the extractor)"
+        f"graded by score set {scores}: {len(marked)} of {len(records)} records move F_true "
+        f"by more than their interval from the harness's grades (depend on the extractor)"
         + (f": {cells}" if cells else "")
     )
 

@@ -18,8 +18,8 @@ from forgetmap.cli.common import (
     plus_minus,
     store_of,
 )
-from forgetmap.cli.door import APP_DOOR
 from forgetmap.cli.pairs import stage_option
+from forgetmap.cli.through_app import APP_CONNECTION
 from forgetmap.core.errors import InputError
 from forgetmap.core.stages import Stage
 from forgetmap.core.vocabularies import AGGREGATES
@@ -199,15 +199,15 @@ def series_export_command(
     from forgetmap.integrations.trackers import writer_for
     from forgetmap.services.series_export import fetch_series_export, series_export
 
-    door = ctx.obj.get(APP_DOOR)
+    app = ctx.obj.get(APP_CONNECTION)
     # the contract's own default unless given (forgetmap.contract.series is not loaded for --help)
     options: dict[str, Any] = {
         "aggregate": aggregate,
         **({} if max_flips is None else {"max_flips": max_flips}),
     }
     try:
-        if door is not None:
-            export = fetch_series_export(door.url, door.credential, name, **options)
+        if app is not None:
+            export = fetch_series_export(app.url, app.credential, name, **options)
         else:
             store = store_of(ctx)
             try:

@@ -118,7 +118,8 @@ def up(ctx: click.Context, host: str, port: int, watch_args: str | None) -> None
 )
 @click.pass_context
 def demo(ctx: click.Context, host: str, port: int, zoo_dir: Path, scale: int) -> None:
-    """A tiny model zoo with real forgetting, trained on this CPU, evaluated by a local worker, served."""
+    """A tiny model zoo with real forgetting, trained on this CPU, evaluated by a local worker,
+    served."""
     recipe = demo_recipe(scale)
     from forgetmap.demo.run import run_demo
 

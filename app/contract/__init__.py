@@ -1,7 +1,7 @@
 """Every typed body that crosses a boundary (HTTP, queue, CLI, form): pydantic models with their
 limits, written and read by the same classes on both sides. ``base`` (strict models, checking),
-``limits`` (the ranges every door shares, without pydantic), ``jobs`` (what a job is made of),
-``job_in`` (the body of ``POST /api/jobs``, any kind), ``shards`` (a shard's spec, the worker's
+``limits`` (the ranges every entry point shares, without pydantic), ``jobs`` (what a job is made
+of), ``job_in`` (the body of ``POST /api/jobs``, any kind), ``shards`` (a shard's spec, the worker's
 calls about it), ``results`` (per-sample uploads), ``recovery`` (recoverability jobs and uploads),
 ``imports`` (an import's options and summary), ``errors``.
 

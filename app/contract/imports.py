@@ -1,5 +1,5 @@
-"""An import's options, checked once for every door: the command line (`forgetmap import`), the
-upload route (``POST /api/imports``) and the "Import results" page; and the lines an import's
+"""An import's options, checked once for every entry point: the command line (`forgetmap import`),
+the upload route (``POST /api/imports``) and the "Import results" page; and the lines an import's
 summary is told in, the same on a terminal and on the job page.
 
 Which option a kind takes follows the command line: ``table`` takes ``model``; ``lm-eval`` needs

@@ -85,7 +85,8 @@ Benchmarks = Annotated[list[Name], Field(min_length=1, max_length=1000)]
 
 
 class ModelIn(Strict):
-    """A checkpoint: a Hugging Face id (optionally at a revision) or a local path under the roots."""
+    """A checkpoint: a Hugging Face id (optionally at a revision) or a local path under the
+    roots."""
 
     name: Name
     path: Annotated[str, Field(min_length=1, max_length=1000)]
@@ -112,8 +113,8 @@ class PairSpecIn(Strict):
     stage: Choice[Stage] | None = None
 
 
-# adaptive evaluation (app/analysis/adaptive.py): a target below 0.1 points needs more samples than any
-# benchmark has; 50 points is a coin's whole range; a chunk over 100,000 is a full run; rounds
+# adaptive evaluation (app/analysis/adaptive.py): a target below 0.1 points needs more samples than
+# any benchmark has; 50 points is a coin's whole range; a chunk over 100,000 is a full run; rounds
 # growing more than 10x are a full run in two or three rounds
 MIN_TARGET_POINTS, MAX_TARGET_POINTS = 0.1, 50.0
 MAX_ROUND_GROWTH = 10.0
@@ -124,9 +125,9 @@ MAX_CHUNK = 100_000
 class AdaptiveIn(Strict):
     """Adaptive evaluation of a job's pairs: per benchmark, samples in the shared evaluation order,
     looked at every ``chunk_size``, until both F_true and BT_true are known to +-``target_points``
-    (95% fixed-width sequential interval, forgetmap.analysis.adaptive), never before ``min_samples``, never past
-    ``max_samples`` (None: all); each round after the first reaches ``round_growth`` times the
-    samples before it (app/services/rounds.py)."""
+    (95% fixed-width sequential interval, forgetmap.analysis.adaptive), never before
+    ``min_samples``, never past ``max_samples`` (None: all); each round after the first reaches
+    ``round_growth`` times the samples before it (app/services/rounds.py)."""
 
     target_points: Annotated[float, Field(ge=MIN_TARGET_POINTS, le=MAX_TARGET_POINTS)] = 1.5
     min_samples: Annotated[Int, Field(ge=1, le=MAX_ADAPTIVE_SAMPLES)] = 100
@@ -190,8 +191,8 @@ class EvaluateJobIn(Strict):
 
 
 class SeriesJobIn(Strict):
-    """A training run (app/services/series.py): a base plus checkpoint folders or glob patterns, each
-    evaluated once and placed in the series by step; the base is evaluated once."""
+    """A training run (app/services/series.py): a base plus checkpoint folders or glob patterns,
+    each evaluated once and placed in the series by step; the base is evaluated once."""
 
     kind: Literal["series"]
     series: Name

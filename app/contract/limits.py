@@ -1,5 +1,5 @@
-"""The ranges every door shares, in plain Python: an id and a seed. Kept apart from ``base`` so
-that a command that only checks a seed (``forgetmap import --seed``, a table's seed column) does
+"""The ranges every entry point shares, in plain Python: an id and a seed. Kept apart from ``base``
+so that a command that only checks a seed (``forgetmap import --seed``, a table's seed column) does
 not import pydantic."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ MIN_SEED, MAX_SEED = 0, MAX_ID  # a seed numbers a run, from 0; stored in an INT
 
 
 def seed_problem(seed: int, where: str = "seed") -> str | None:
-    """What is wrong with a seed, in one line, or None: the one rule of every door that takes a
-    seed (`forgetmap import --seed`, the upload route's ``seed``, a table's seed column; a job's
+    """What is wrong with a seed, in one line, or None: the one rule of every entry point that takes
+    a seed (`forgetmap import --seed`, the upload route's ``seed``, a table's seed column; a job's
     seeds are ``forgetmap.contract.jobs.Seed``, the same range)."""
     if MIN_SEED <= seed <= MAX_SEED:
         return None

@@ -34,8 +34,8 @@ class ShardModel(ModelIn):
 
 class ShardSlice(BaseModel):
     """An adaptive round's part of a benchmark: samples ``start`` to ``end`` (excluded) of its
-    evaluation order (forgetmap.analysis.adaptive.evaluation_order keyed by ``order``, the stored benchmark
-    name); the end may pass the benchmark's size (the worker stops at it)."""
+    evaluation order (forgetmap.analysis.adaptive.evaluation_order keyed by ``order``, the stored
+    benchmark name); the end may pass the benchmark's size (the worker stops at it)."""
 
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
     start: Annotated[int, Field(ge=0)]

@@ -74,7 +74,8 @@ def cause_mask(causes: Iterable[str]) -> int:
 
 
 _REFUSAL = re.compile(
-    r"^\W*(?:I\s*(?:'m|am)\s+(?:sorry|unable|not able)|I\s+(?:can\s*not|can't|cannot|won't|will not)"
+    r"^\W*(?:I\s*(?:'m|am)\s+(?:sorry|unable|not able)|"
+    r"I\s+(?:can\s*not|can't|cannot|won't|will not)"
     r"\s+(?:help|assist|answer|provide|comply|do that|respond)|I\s+apologi[sz]e|"
     r"(?:Sorry|Unfortunately),?\s+(?:but\s+)?I\s+(?:can|am|'m|won't|will not)|As an AI\b)",
     re.IGNORECASE,

@@ -18,7 +18,8 @@ import pyarrow.compute as pc
 
 SLICE_TO_END = 2**31 - 1
 """``binary_slice``'s stop for "to the end": its default (None) fails in pyarrow 26 ("Negative
-buffer resize") whenever the stop is not negative; a string column's values are shorter than this."""
+buffer resize") whenever the stop is not negative; a string column's values are shorter than
+this."""
 
 
 def use_jemalloc_pool() -> None:
@@ -75,8 +76,8 @@ def dictionary_codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Ar
     """Integer codes of a column without nulls: ``values[codes[i]]`` is row i's value.
 
     ``values`` are distinct and each is used by some row (a dictionary's unused or repeated
-    entries, e.g. " a" and "a" after trimming, are folded). Hashes the dictionary, not the rows, when
-    the column is dictionary-encoded; a plain column is dictionary-encoded first.
+    entries, e.g. " a" and "a" after trimming, are folded). Hashes the dictionary, not the rows,
+    when the column is dictionary-encoded; a plain column is dictionary-encoded first.
     """
     if isinstance(col, pa.ChunkedArray):
         col = (

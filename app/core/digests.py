@@ -4,7 +4,7 @@ Hashing 564,000 question keys one by one with hashlib took about 1 s of a 2,000-
 import (bench/harness_import.py); DuckDB's ``md5`` gives the same digest (of the UTF-8 bytes, in
 lower-case hex) in about a third of the time. The same in-memory database (one per process, a
 connection per thread) also keys whole rows (``ascii_joined_md5_prefixes``) and hashes them for
-duplicate checks (``surely_distinct``): nothing here touches the store.
+duplicate checks (``distinct_within_groups``): nothing here touches the store.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def _occurring(texts: pa.Array, chars: str) -> str:
     return "".join(c for c in chars if raw.find(c.encode()) >= 0)
 
 
-def surely_distinct(groups: np.ndarray, texts: pa.Array | pa.ChunkedArray) -> bool:
+def distinct_within_groups(groups: np.ndarray, texts: pa.Array | pa.ChunkedArray) -> bool:
     """True when no two rows share both their group (integer codes, one per row) and their text,
     proved by distinct 64-bit DuckDB hashes of (text, group); False when two hashes are equal
     (usually a real duplicate; two different pairs hash alike with chance 2**-64 each): then the

@@ -142,7 +142,10 @@ _LEFT = rf"(?<![{_W}\\])(?<![{_W}]['’./-])"
 _RIGHT = rf"(?![{_W}]|['’.\-/][{_W}])"
 _WRAP_OPEN = r"[(\[*_`$\"'“‘]"
 _WRAP_CLOSE = r"[)\]*_`$\"'”’]"
-_TOKEN = rf"{_LEFT}(?P<open>{_WRAP_OPEN}{{0,4}})(?P<letter>[A-Za-z])(?P<close>{_WRAP_CLOSE}{{0,4}}){_RIGHT}"
+_TOKEN = (
+    rf"{_LEFT}(?P<open>{_WRAP_OPEN}{{0,4}})(?P<letter>[A-Za-z])"
+    rf"(?P<close>{_WRAP_CLOSE}{{0,4}}){_RIGHT}"
+)
 _GAP = r"[^\S\n]*+[*_]{0,4}[^\S\n]*+"
 _STATEMENT = re.compile(
     r"(?:(?i:\b(?:final[^\S\n]+)?answers?\b)"

@@ -11,7 +11,7 @@ samples going from a to b:
     F        = n_10 / N   (forgetting)      BT       = n_01 / N   (backward transfer)
     c        = (1 - acc_pre)(1 - acc_post) / (k - 1)      (same chance term for F and BT)
     F_true   = max(F - c, 0)                BT_true  = max(BT - c, 0)
-    F_max    = max((k acc_pre - 1) / (k - 1), 0)          BT_max = max((k acc_post - 1) / (k - 1), 0)
+    F_max    = max((k acc_pre - 1) / (k - 1), 0)  BT_max = max((k acc_post - 1) / (k - 1), 0)
 
 c is the flip rate two guessers would produce: a sample wrong under both models was guessed at
 random among k options, and a guess that moves from a wrong option to the right one (or back)
@@ -19,11 +19,11 @@ looks like a flip. Generative items have no chance term (c = 0, F_max = acc_pre,
 BT_max = acc_post). Where a benchmark mixes option counts, the chance term and the ceilings are
 computed per k-group and combined with group-size weights n_g / N.
 
-Aggregation (``aggregate_columns``) is the paper's "macro" mean by default: per (pair, seed, category) the
-unweighted mean of benchmark values, then mean and sample standard deviation (ddof=1) across
-seeds; "Total" is the per-seed mean over categories. The "micro" variant weights benchmarks by their
-sample counts. Beyond the paper: McNemar's exact test, a paired bootstrap CI and a seed-vs-seed
-noise floor.
+Aggregation (``aggregate_columns``) is the paper's "macro" mean by default: per (pair, seed,
+category) the unweighted mean of benchmark values, then mean and sample standard deviation (ddof=1)
+across seeds; "Total" is the per-seed mean over categories. The "micro" variant weights benchmarks
+by their sample counts. Beyond the paper: McNemar's exact test, a paired bootstrap CI and a
+seed-vs-seed noise floor.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def chance_and_ceilings(
     Post-Training Forgetting in Language Models at Scale", arXiv 2510.17776):
 
         c      = (1 - acc_pre)(1 - acc_post) / (k - 1)
-        F_max  = max((k acc_pre - 1) / (k - 1), 0)        BT_max = max((k acc_post - 1) / (k - 1), 0)
+        F_max  = max((k acc_pre - 1) / (k - 1), 0)  BT_max = max((k acc_post - 1) / (k - 1), 0)
 
     Generative groups (``k == GENERATIVE``, i.e. 0: no options to guess among) have c = 0,
     F_max = acc_pre and BT_max = acc_post. The only implementation of these formulas: the scalar

@@ -100,7 +100,7 @@ def unit_templates(
 
 
 @dataclass(frozen=True)
-class SettledPrompts:
+class StoredPrompts:
     """One unit's prompts as the store keeps them (see the module docstring): ``own`` per row (null
     where it is the row's question), and the unit's ``prefix`` and ``suffix`` (None: no template,
     ``own`` is each whole prompt)."""
@@ -110,23 +110,23 @@ class SettledPrompts:
     suffix: str | None
 
 
-def settle_unit(prompts: pa.Array, questions: pa.Array) -> SettledPrompts:
+def stored_prompts(prompts: pa.Array, questions: pa.Array) -> StoredPrompts:
     """The template of one unit's prompts, by ``unit_templates``' rules, and each row's own part
     cut out with Arrow. A reader that works file by file calls this on each (one file is one
     unit): the whole prompts need not outlive their file (lighteval's few-shot prompts are most of
     a paper import's memory)."""
     texts = _strings(prompts)
     if not len(texts):
-        return SettledPrompts(texts, None, None)
+        return StoredPrompts(texts, None, None)
     found = _around_questions(texts, _strings(questions))
     if found is not None:
-        return SettledPrompts(pa.nulls(len(texts), pa.string()), *found)
+        return StoredPrompts(pa.nulls(len(texts), pa.string()), *found)
     found = _shared(texts)
     if found is None:
-        return SettledPrompts(texts, None, None)
+        return StoredPrompts(texts, None, None)
     prefix, suffix = found
     own = text_without_bytes(texts, len(prefix.encode()), len(suffix.encode()))
-    return SettledPrompts(own, prefix, suffix)
+    return StoredPrompts(own, prefix, suffix)
 
 
 def _strings(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

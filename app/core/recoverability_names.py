@@ -1,5 +1,6 @@
 """Names and defaults of the recoverability analysis that its request body, the analysis
-(forgetmap.analysis.recoverability_fitting) and the worker share (a leaf module: imports nothing)."""
+(forgetmap.analysis.recoverability_fitting) and the worker share (a leaf module: imports
+nothing)."""
 
 # the known-answer controls built from the base (worker/recoverability_scoring.py builds them)
 CONTROLS = ("planted_bias", "doubled_logits", "weight_noise")

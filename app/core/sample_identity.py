@@ -135,7 +135,7 @@ class Questions(NamedTuple):
     """One unit's questions: its queries without what all of them share."""
 
     keyed: pa.Array  # cut at word boundaries: what a question's key is made of
-    shown: pa.Array  # cut at line breaks: what lists show
+    displayed: pa.Array  # cut at line breaks: what lists show
 
 
 def unit_questions(queries: pa.Array | pa.ChunkedArray) -> Questions:
@@ -262,8 +262,8 @@ def identify(table: pa.Table) -> pa.Array:
     ``table`` has ``unit`` (one value per task and run), ``question`` (the query without what all
     queries of its unit share: ``unit_affixes``, ``question_texts``), ``choices_key`` (the options
     joined by \\x1f) and ``gold_key`` (the gold index, or the gold text of a generative item; both
-    may be null; all three are normalized here), ``doc_id`` and ``has_ids`` (every row of the unit has a
-    document id: the ids are kept). Otherwise a row's id is ``q:`` + 16 hex digits of
+    may be null; all three are normalized here), ``doc_id`` and ``has_ids`` (every row of the unit
+    has a document id: the ids are kept). Otherwise a row's id is ``q:`` + 16 hex digits of
     md5(normalized question, choices, gold), the three joined by \\x1f; keys shared by several
     rows of one unit get ``~ambiguous<n>`` (n in row order within the unit).
     """
@@ -304,10 +304,10 @@ def identify(table: pa.Table) -> pa.Array:
 
 def _shares_a_key(units: np.ndarray, keys: pa.Array) -> bool:
     """Whether two rows of one unit have the same key, exactly: the keys coded by value (Arrow),
-    the (unit, code) pairs compared by ``forgetmap.core.columns.pairs_repeat`` (numpy). Both let go of the
-    GIL, which the lighteval reader's two threads share; the DuckDB hash query this replaces held
-    it for about 1.5 ms a task in Python (its binding and ``fetchnumpy``: 7.7% of an import's GIL
-    time, ``py-spy --gil``)."""
+    the (unit, code) pairs compared by ``forgetmap.core.columns.pairs_repeat`` (numpy). Both let go
+    of the GIL, which the lighteval reader's two threads share; the DuckDB hash query this replaces
+    held it for about 1.5 ms a task in Python (its binding and ``fetchnumpy``: 7.7% of an import's
+    GIL time, ``py-spy --gil``)."""
     if len(units) < 2:
         return False
     codes, values = dictionary_codes(pc.fill_null(keys, ""))

@@ -1,6 +1,6 @@
-"""The marks a sample id carries: made by ``forgetmap.core.sample_identity`` (importers), read by the store's
-pairing and queries. A leaf module (no Arrow, no numpy): the `pair` and `map` commands import it
-without the importers' libraries."""
+"""The marks a sample id carries: made by ``forgetmap.core.sample_identity`` (importers), read by
+the store's pairing and queries. A leaf module (no Arrow, no numpy): the `pair` and `map` commands
+import it without the importers' libraries."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The post-training stages a pair can measure: one list for every door that stores a stage (the
-API's and the form's job and pair bodies through forgetmap.contract, `forgetmap pair add` and `forgetmap
-job submit`), so a stage one of them refuses none of them stores.
+"""The post-training stages a pair can measure: one list for every entry point that stores a stage
+(the API's and the form's job and pair bodies through forgetmap.contract, `forgetmap pair add` and
+`forgetmap job submit`), so a stage one of them refuses none of them stores.
 
 A leaf module (the standard library only): the CLI checks ``--stage`` with it without loading
 pydantic (forgetmap.contract costs a command 0.2 s to import).

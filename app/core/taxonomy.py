@@ -302,7 +302,8 @@ _PAPER_SUFFIXES = (
 
 
 def _paper_task(key: str) -> str | None:
-    """``family:subset`` (or ``family`` for ``main``) of a paper task name; None if it is not one."""
+    """``family:subset`` (or ``family`` for ``main``) of a paper task name; None if it is not
+    one."""
     family, sep, subset = key.partition(":")
     for suffix in _PAPER_SUFFIXES:
         if family.endswith(suffix) and len(family) > len(suffix):

@@ -1,7 +1,7 @@
-"""The closed vocabularies of a map that every door shares, each spelled once: the API's query
-types and the contract's bodies take the ``Literal``, the CLI's choices and the services' checks
-the tuple of its values. (The post-training stages are ``core.stages``'s enum.) Plain Python, so
-that a command's options cost no import."""
+"""The closed vocabularies of a map that every entry point shares, each spelled once: the API's
+query types and the contract's bodies take the ``Literal``, the CLI's choices and the services'
+checks the tuple of its values. (The post-training stages are ``core.stages``'s enum.) Plain Python,
+so that a command's options cost no import."""
 
 from __future__ import annotations
 

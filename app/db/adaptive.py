@@ -1,6 +1,6 @@
-"""Adaptive jobs' reads and writes (app/services/jobs.py decides): how far a model is already evaluated on
-a benchmark, which unfinished shard already covers a slice, the jobs waiting for such a shard,
-the paired correctness a round's look needs, benchmarks' full sizes, and the samples and
+"""Adaptive jobs' reads and writes (app/services/jobs.py decides): how far a model is already
+evaluated on a benchmark, which unfinished shard already covers a slice, the jobs waiting for such a
+shard, the paired correctness a round's look needs, benchmarks' full sizes, and the samples and
 generated tokens a job used."""
 
 from __future__ import annotations

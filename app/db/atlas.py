@@ -1,10 +1,10 @@
 """The atlas's reads: per question, how many of the chosen pairs forgot or learned it, the chance
 counts those pairs' benchmarks imply, and one question across every pair.
 
-``question_flips`` (migration 0011, kept by ``forgetmap.db.pairing.refresh_counts``) holds each paired
-sample whose answer changed; a pair forgets a question when it went 1->0 in at least half of the
-seeds the pair has paired on that benchmark (the same rule as the series' "known"), and learns it
-when it went 0->1 in at least half.
+``question_flips`` (migration 0011, kept by ``forgetmap.db.pairing.refresh_counts``) holds each
+paired sample whose answer changed; a pair forgets a question when it went 1->0 in at least half of
+the seeds the pair has paired on that benchmark (the same rule as the series' "known"), and learns
+it when it went 0->1 in at least half.
 """
 
 from __future__ import annotations

@@ -206,9 +206,9 @@ def restore_backup(
     source: Path, database: Path, *, roles: Collection[str], tokens: bool = True
 ) -> Restored:
     """Restore the backup in ``source`` into ``database`` (absent, or a file with no rows) and
-    its answer files. ``roles``: the token roles there are (forgetmap.services.tokens.Role: the store
-    sits below it); ``tokens=False`` restores none. Built under another name and renamed at the
-    end; a BackupError says in one line what was refused."""
+    its answer files. ``roles``: the token roles there are (forgetmap.services.tokens.Role: the
+    store sits below it); ``tokens=False`` restores none. Built under another name and renamed at
+    the end; a BackupError says in one line what was refused."""
     source, database = Path(source), Path(database)
     _check_plain_tree(source)
     manifest = read_manifest(source)
@@ -446,7 +446,8 @@ def _advance_sequences(conn: Connection, recorded: dict[str, int]) -> None:
     """Each sequence past the ids of its table and its value when the backup was taken, so that
     new rows get new ids (an id once handed out is never reused, as in the original)."""
     owners = conn.execute(
-        "SELECT table_name, column_name, regexp_extract(column_default, 'nextval\\(''(\\w+)''\\)', 1) "
+        "SELECT table_name, column_name, "
+        "regexp_extract(column_default, 'nextval\\(''(\\w+)''\\)', 1) "
         "FROM duckdb_columns() WHERE database_name = current_database() "
         "AND column_default LIKE 'nextval(%'"
     ).fetchall()

@@ -91,8 +91,9 @@ def unit_rows(
     conn: Connection, model_id: int, unit: ExportUnit, *, page_rows: int = PAGE_ROWS
 ) -> Iterator[list[dict[str, Any]]]:
     """The unit's rows, by sample id, ``page_rows`` at a time: every stored field of a result
-    (the whole prompt, the whole answer), one query read as it goes. Long answers are read from their files through a connection of their own (the
-    query's holds its result; an answer file is never rewritten once an import committed it)."""
+    (the whole prompt, the whole answer), one query read as it goes. Long answers are read from
+    their files through a connection of their own (the query's holds its result; an answer file is
+    never rewritten once an import committed it)."""
     result = conn.sql(
         f"""
         SELECT r.sample_id, r.correct, r.num_choices, {full_prompt("r")} AS prompt, r.question,

@@ -1,10 +1,11 @@
 """Writing per-sample results and keeping the materialized counts current.
 
-``ingest`` takes a validated normalized Arrow table (forgetmap.importers.common) and, inside the caller's
-transaction: registers models and benchmarks, refuses rows that contradict stored ones, inserts
-only new rows (so re-importing a file is a no-op), records runs, and recomputes the transition,
-coverage and seed-vs-seed counts of every (pair, benchmark, seed) the new rows touch
-(``forgetmap.db.pairing``, where ``add_pair`` creates a pair). The map reads only those small tables.
+``ingest`` takes a validated normalized Arrow table (forgetmap.importers.common) and, inside the
+caller's transaction: registers models and benchmarks, refuses rows that contradict stored ones,
+inserts only new rows (so re-importing a file is a no-op), records runs, and recomputes the
+transition, coverage and seed-vs-seed counts of every (pair, benchmark, seed) the new rows touch
+(``forgetmap.db.pairing``, where ``add_pair`` creates a pair). The map reads only those small
+tables.
 
 All SQL here takes values as parameters; table and column names are fixed strings.
 """
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from forgetmap.core.answer_status import NO_ANSWER, REFUSED, refines_to_refused
 from forgetmap.core.columns import PAIR_KEY_LIMIT, dictionary_codes, pairs_repeat
-from forgetmap.core.digests import surely_distinct
+from forgetmap.core.digests import distinct_within_groups
 from forgetmap.core.errors import InputError
 from forgetmap.core.naming import infer_family_and_size
 from forgetmap.core.prompt_templates import unit_templates
@@ -56,11 +57,13 @@ def config_hash(config: dict[str, Any]) -> str:
 
 
 def ensure_models(conn: Connection, names: list[str]) -> None:
-    """Register models; family and size are guessed from the name (``forgetmap model set`` fixes)."""
+    """Register models; family and size are guessed from the name (``forgetmap model set``
+    fixes)."""
     for name in names:
         family, size = infer_family_and_size(name)
         conn.execute(
-            "INSERT INTO models (name, family, size_params) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO models (name, family, size_params) VALUES (?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
             [name, family, size],
         )
 
@@ -222,7 +225,7 @@ def _keys(conn: Connection, table: pa.Table, model_codes: tuple[np.ndarray, pa.A
             "seed": pa.array(seeds[present % ns].astype(np.int32)),
         }
     )
-    duplicated = not surely_distinct(unit, table["sample_id"]) and _duplicated(
+    duplicated = not distinct_within_groups(unit, table["sample_id"]) and _duplicated(
         conn, table, unit, space
     )
     return _Keys(
@@ -245,7 +248,8 @@ def _duplicated(conn: Connection, table: pa.Table, unit: np.ndarray, space: int)
     conn.register("keys_check", table.select(["model", "benchmark", "sample_id", "seed"]))
     try:
         distinct = conn.execute(
-            "SELECT count(*) FROM (SELECT DISTINCT model, benchmark, sample_id, seed FROM keys_check)"
+            "SELECT count(*) FROM "
+            "(SELECT DISTINCT model, benchmark, sample_id, seed FROM keys_check)"
         ).fetchall()[0][0]
     finally:
         conn.unregister("keys_check")
@@ -262,9 +266,9 @@ _CUT_PROMPT = (
     "WHEN prompt_is_question THEN NULL "
     "ELSE substr(prompt, cut_head + 1, length(prompt) - cut_head - cut_tail) END"
 )
-"""What a batch's INSERT writes (``_insert``; a column the rows lack is NULL): a prompt is stored as it comes unless
-the row's cuts (``cut_head``, ``cut_tail``: characters of the unit's template around its own
-part) say what to cut out of it (``substr`` counts characters, as the cuts do), or none is
+"""What a batch's INSERT writes (``_insert``; a column the rows lack is NULL): a prompt is stored as
+it comes unless the row's cuts (``cut_head``, ``cut_tail``: characters of the unit's template around
+its own part) say what to cut out of it (``substr`` counts characters, as the cuts do), or none is
 stored where the own part is the row's question (``prompt_is_question``)."""
 
 _KEY_COLUMNS = ("model", "benchmark", "sample_id", "seed", "correct", "model_id", "benchmark_id")
@@ -278,13 +282,14 @@ row, to 1.2 GB; flat at 0.33 GB without), so a batch's rows reach DuckDB only th
 class Ingest:
     """One import's writing, batch by batch, in the caller's transaction (see module docstring).
 
-    ``add`` each validated normalized table (``forgetmap.importers.common.prepare``): its rows go into
-    ``results`` at once; then ``finish``: the counts of every unit they touch are refreshed once. A reader's memory then holds one batch at a time, whatever the
-    import's size. A row whose (model, benchmark, seed, sample_id) is stored already is skipped.
-    With ``on_conflict="error"`` (imports) a stored row with another ``correct`` raises
-    InputError, leaving the transaction to be rolled back; with ``"keep"`` (worker uploads, where
-    a retried shard may resample an answer) the first stored row wins, so each key is stored
-    exactly once. A key given twice, in one batch or in two, is refused.
+    ``add`` each validated normalized table (``forgetmap.importers.common.prepare``): its rows go
+    into ``results`` at once; then ``finish``: the counts of every unit they touch are refreshed
+    once. A reader's memory then holds one batch at a time, whatever the import's size. A row whose
+    (model, benchmark, seed, sample_id) is stored already is skipped. With ``on_conflict="error"``
+    (imports) a stored row with another ``correct`` raises InputError, leaving the transaction to be
+    rolled back; with ``"keep"`` (worker uploads, where a retried shard may resample an answer) the
+    first stored row wins, so each key is stored exactly once. A key given twice, in one batch or in
+    two, is refused.
 
     A batch ``add``-ed with ``whole_units`` holds every row of each of its (model, benchmark,
     seed) units (lighteval's tasks of whole files), so its keys cannot recur in another batch and
@@ -521,8 +526,9 @@ def _new_rows(
     columns of the INSERT, with their run id looked up in numpy (one id per unit): no join.
 
     A unit's prompts are stored as the reader settled them (lighteval: its template and each
-    row's own part), else split into what they all share, stored once (app/core/prompt_templates.py),
-    and each row's own part, which the INSERT cuts out (``_CUT_PROMPT``)."""
+    row's own part), else split into what they all share, stored once
+    (app/core/prompt_templates.py), and each row's own part, which the INSERT cuts out
+    (``_CUT_PROMPT``)."""
     conn.execute(
         "INSERT INTO import_touched SELECT model_id, benchmark_id, seed FROM incoming_units"
     )

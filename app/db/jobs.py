@@ -1,5 +1,5 @@
-"""Jobs and shards: every read and write of ``jobs`` and ``shards`` (app/services/jobs.py holds the logic:
-what a request means, which shards to run, how a job's status follows from its shards')."""
+"""Jobs and shards: every read and write of ``jobs`` and ``shards`` (app/services/jobs.py holds the
+logic: what a request means, which shards to run, how a job's status follows from its shards')."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def _placeholders(values: list[Any]) -> str:
 
 
 def save_model_specs(conn: Connection, specs: dict[str, dict[str, Any]]) -> None:
-    """Make sure the models exist and remember the checkpoint each names (later forms prefill it)."""
+    """Make sure the models exist and remember the checkpoint each names (later forms prefill
+    it)."""
     ensure_models(conn, list(specs))
     for name, spec in specs.items():
         conn.execute("UPDATE models SET spec = ? WHERE name = ?", [json.dumps(spec), name])
@@ -202,8 +203,8 @@ def mark_reused(conn: Connection, shard_id: int) -> None:
 def requeue_failed(conn: Connection, job_id: int) -> list[int]:
     """Put a job's failed shards back in the queue (and the job, unless cancelled); their ids."""
     rows = conn.execute(
-        "UPDATE shards SET status = 'queued', error = NULL, done = 0, sent_at = NULL, finished_at = NULL "
-        "WHERE job_id = ? AND status = 'failed' RETURNING id",
+        "UPDATE shards SET status = 'queued', error = NULL, done = 0, sent_at = NULL, "
+        "finished_at = NULL WHERE job_id = ? AND status = 'failed' RETURNING id",
         [job_id],
     ).fetchall()
     if rows:

@@ -208,7 +208,7 @@ def joined_sql(units: str, results: str = "results") -> str:
           ON b.pair_id = p.pair_id AND b.benchmark_id = p.benchmark_id
          AND b.seed = p.seed AND b.sample_id = p.sample_id
          AND NOT b.ambiguous AND NOT p.ambiguous
-        """
+        """  # noqa: E501
 
 
 def cause_bits(status: str) -> str:
@@ -230,8 +230,8 @@ def cross_seed_sql(joined: list[str]) -> str:
     and the smallest seed joined (``_SEED_BOUNDS``)."""
     paired = "pre IS NOT NULL AND post IS NOT NULL AND NOT mismatched"
     cells = " UNION ALL ".join(
-        f"SELECT pair_id, benchmark_id, seed, sample_id, k, causes, 2 * pre::INT + post::INT AS cell "
-        f"FROM {table} WHERE {paired}"
+        f"SELECT pair_id, benchmark_id, seed, sample_id, k, causes, "
+        f"2 * pre::INT + post::INT AS cell FROM {table} WHERE {paired}"
         for table in joined
     )
     joint = ", ".join(
@@ -274,11 +274,14 @@ def _refresh_cross_seed_cells(duck: Connection) -> None:
         duck.execute(f"CREATE OR REPLACE TEMP TABLE joined_others AS {joined_sql('others')}")
         joined.append("joined_others")
     duck.execute(
-        "DELETE FROM cross_seed_cells USING (SELECT DISTINCT pair_id, benchmark_id FROM affected) a "
-        "WHERE cross_seed_cells.pair_id = a.pair_id AND cross_seed_cells.benchmark_id = a.benchmark_id"
+        "DELETE FROM cross_seed_cells "
+        "USING (SELECT DISTINCT pair_id, benchmark_id FROM affected) a "
+        "WHERE cross_seed_cells.pair_id = a.pair_id "
+        "AND cross_seed_cells.benchmark_id = a.benchmark_id"
     )
     lo, hi = duck.execute(
-        "SELECT min(seed), max(seed) FROM (SELECT seed FROM affected UNION ALL SELECT seed FROM others)"
+        "SELECT min(seed), max(seed) FROM "
+        "(SELECT seed FROM affected UNION ALL SELECT seed FROM others)"
     ).fetchall()[0]
     duck.execute(f"INSERT INTO cross_seed_cells {cross_seed_sql(joined)}", [hi, lo])
     duck.execute("DROP TABLE IF EXISTS joined_others")
@@ -290,7 +293,8 @@ def link_by_text(duck: Connection) -> int:
 
     For each (pair, benchmark): base samples whose id no post sample has (any seed) and post
     samples likewise, neither ambiguous nor linked already, are matched by
-    ``forgetmap.core.sample_identity.link_candidates``; the links go to ``sample_links``. Returns how many.
+    ``forgetmap.core.sample_identity.link_candidates``; the links go to ``sample_links``. Returns
+    how many.
     """
     from forgetmap.core.sample_identity import link_candidates  # Arrow and numpy: only when linking
 
@@ -380,7 +384,8 @@ def _refresh_seed_transitions(duck: Connection, touched: str, *, only_paired: bo
         f"SELECT DISTINCT model_id, benchmark_id FROM {touched} {paired}"
     )
     duck.execute(
-        "DELETE FROM seed_transitions USING touched_mb t WHERE seed_transitions.model_id = t.model_id "
+        "DELETE FROM seed_transitions USING touched_mb t "
+        "WHERE seed_transitions.model_id = t.model_id "
         "AND seed_transitions.benchmark_id = t.benchmark_id"
     )
     lo, hi = duck.execute(
@@ -419,13 +424,15 @@ def add_pair(
         pair_id, created = existing[0], False
         if label is not None or stage is not None:
             conn.execute(
-                "UPDATE pairs SET label = coalesce(?, label), stage = coalesce(?, stage) WHERE id = ?",
+                "UPDATE pairs SET label = coalesce(?, label), stage = coalesce(?, stage) "
+                "WHERE id = ?",
                 [label, stage, pair_id],
             )
     else:
         pair_id = one_row(
             conn.execute(
-                "INSERT INTO pairs (base_model_id, post_model_id, label, stage) VALUES (?, ?, ?, ?) RETURNING id",
+                "INSERT INTO pairs (base_model_id, post_model_id, label, stage) "
+                "VALUES (?, ?, ?, ?) RETURNING id",
                 [ids["base"], ids["post"], label, stage],
             ).fetchone()
         )[0]

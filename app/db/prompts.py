@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # the store's readers use full_prompt without Arrow and numpy
 
 
 def full_prompt(alias: str) -> str:
-    """SQL for the whole prompt of the results row ``alias`` (a fixed table alias, not user input)."""
+    """SQL for the whole prompt of the results row ``alias`` (a fixed table alias, not user
+    input)."""
     if not alias.isidentifier():
         raise ValueError(f"not a table alias: {alias!r}")
     return (

@@ -163,12 +163,15 @@ def transition_counts(
 
 def pair_names(conn: Connection) -> Columns:
     """Every pair's label, stage, model ids and model names, ordered by pair id."""
-    sql = """
+    sql = (
+        """
         SELECT p.id AS pair_id, p.label, p.stage, p.base_model_id, p.post_model_id,
                mb.name AS base, mp.name AS post
-        FROM pairs p JOIN models mb ON mb.id = p.base_model_id JOIN models mp ON mp.id = p.post_model_id
+        FROM pairs p JOIN models mb ON mb.id = p.base_model_id """
+        """JOIN models mp ON mp.id = p.post_model_id
         ORDER BY p.id
     """
+    )
     return numpy_columns(conn.sql(sql))
 
 
@@ -323,7 +326,8 @@ def pair_info(conn: Connection, pair_id: int) -> dict[str, Any] | None:
     row = conn.execute(
         """
         SELECT p.id, p.base_model_id, p.post_model_id, mb.name, mp.name, p.label, p.stage
-        FROM pairs p JOIN models mb ON mb.id = p.base_model_id JOIN models mp ON mp.id = p.post_model_id
+        FROM pairs p JOIN models mb ON mb.id = p.base_model_id """
+        """JOIN models mp ON mp.id = p.post_model_id
         WHERE p.id = ?
         """,
         [pair_id],
@@ -369,7 +373,7 @@ def most_forgotten(conn: Connection, *, limit: int = 50) -> list[dict[str, Any]]
         GROUP BY bm.name, bm.category, f.benchmark_id, f.sample_id
         ORDER BY pairs DESC, bm.name, f.sample_id
         LIMIT ?
-        """,
+        """,  # noqa: E501
         [limit],
     ).fetchall()
     keys = ("benchmark", "category", "sample_id", "pairs", "pair_ids", "prompt")
@@ -396,7 +400,8 @@ def benchmarks(conn: Connection) -> list[dict[str, Any]]:
 def pair_benchmarks(conn: Connection, pair_id: int) -> list[tuple[str, str]]:
     """(name, category) of the benchmarks a pair has paired samples on."""
     return conn.execute(
-        "SELECT DISTINCT b.name, b.category FROM transitions t JOIN benchmarks b ON b.id = t.benchmark_id "
+        "SELECT DISTINCT b.name, b.category "
+        "FROM transitions t JOIN benchmarks b ON b.id = t.benchmark_id "
         "WHERE t.pair_id = ? ORDER BY b.name",
         [pair_id],
     ).fetchall()
@@ -536,6 +541,6 @@ def pair_fingerprints(conn: Connection) -> dict[int, int]:
         LEFT JOIN c ON c.pair_id = p.id
         LEFT JOIN x ON x.pair_id = p.id
         CROSS JOIN b
-        """
+        """  # noqa: E501
     ).fetchall()
     return dict(rows)

@@ -112,7 +112,8 @@ def latest_recoveries(conn: Connection) -> list[dict[str, Any]]:
 
 def documents_table(conn: Connection, recovery_id: int) -> dict[str, list[Any]]:
     """The wide per-document table (``doc_id, split, n_tokens, model/correction...``) of
-    forgetmap.analysis.recoverability_shares, from which every share of the analysis can be recomputed."""
+    forgetmap.analysis.recoverability_shares, from which every share of the analysis can be
+    recomputed."""
     rows = conn.execute(
         """
         SELECT doc_index, doc_id, split, n_tokens, model, correction, loss_sum

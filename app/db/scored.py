@@ -4,9 +4,9 @@ them (``forgetmap map --scores NAME``).
 
 The harness's counts are kept current by every import (``forgetmap.db.pairing``); a score set's are
 counted when a map asks, from the per-sample rows, with the same SQL as the harness's
-(``pairing.transition_sql``, ``cross_seed_sql``, ``seed_transition_sql``) over ``results`` as the set
-grades them (``pairing.scored_results``: its grade where it graded a row, the harness's elsewhere).
-They go into temporary tables of the caller's connection, ``scored_transitions``,
+(``pairing.transition_sql``, ``cross_seed_sql``, ``seed_transition_sql``) over ``results`` as the
+set grades them (``pairing.scored_results``: its grade where it graded a row, the harness's
+elsewhere). They go into temporary tables of the caller's connection, ``scored_transitions``,
 ``scored_cross_seed_cells`` and ``scored_seed_transitions``, shaped as the stored ones, so the map's
 reads (``forgetmap.db.queries``, ``source=SCORED``) take them unchanged; the map keeps its records
 until the next write.
@@ -48,7 +48,8 @@ def build(conn: Connection, score_set_id: int, pair_ids: list[int] | None = None
     )
     lo, hi = conn.execute("SELECT min(seed), max(seed) FROM scored_units").fetchall()[0]
     conn.execute(
-        f"CREATE OR REPLACE TEMP TABLE scored_cross_seed_cells AS {cross_seed_sql(['scored_joined'])}",
+        "CREATE OR REPLACE TEMP TABLE scored_cross_seed_cells AS "
+        f"{cross_seed_sql(['scored_joined'])}",
         [hi if hi is not None else 0, lo if lo is not None else 0],
     )
     conn.execute(

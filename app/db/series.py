@@ -1,5 +1,6 @@
 """Checkpoint series: reads and writes of ``series``, ``series_checkpoints`` and the watcher's
-``watch_submissions`` (all SQL of the series feature lives here; app/services/series.py holds the logic)."""
+``watch_submissions`` (all SQL of the series feature lives here; app/services/series.py holds the
+logic)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def add_checkpoints(
         raise InputError("a series needs a name, e.g. `forgetmap series add sft-run --base ...`")
     base_id = _model_id(conn, base, "base")
     row = conn.execute(
-        "SELECT s.id, m.name FROM series s JOIN models m ON m.id = s.base_model_id WHERE s.name = ?",
+        "SELECT s.id, m.name FROM series s JOIN models m ON m.id = s.base_model_id "
+        "WHERE s.name = ?",
         [name],
     ).fetchone()
     created = row is None
@@ -86,7 +88,8 @@ def add_checkpoints(
             [f"{name} @ {step}", pair_id],
         )
         conn.execute(
-            "INSERT INTO series_checkpoints (series_id, step, model_id, pair_id) VALUES (?, ?, ?, ?)",
+            "INSERT INTO series_checkpoints (series_id, step, model_id, pair_id) "
+            "VALUES (?, ?, ?, ?)",
             [series_id, step, model_id, pair_id],
         )
         existing[step], at_step[model] = model, step
@@ -238,7 +241,7 @@ def question_histories(
             )
         )
         SELECT counts.c, page.r FROM counts, page
-        """,
+        """,  # noqa: E501
             {
                 "series": series["id"],
                 "base": series["base_model_id"],

@@ -257,7 +257,8 @@ class Store:
         with self.read() as conn:
             return not conn.execute(
                 "SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() "
-                "UNION ALL SELECT 1 FROM duckdb_sequences() WHERE database_name = current_database()"
+                "UNION ALL SELECT 1 FROM duckdb_sequences() "
+                "WHERE database_name = current_database()"
             ).fetchall()
 
     def close(self) -> None:

@@ -1,4 +1,5 @@
-"""API tokens: every read and write of ``api_tokens`` (app/services/tokens.py holds roles and hashing)."""
+"""API tokens: every read and write of ``api_tokens`` (app/services/tokens.py holds roles and
+hashing)."""
 
 from __future__ import annotations
 

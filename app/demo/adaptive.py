@@ -1,14 +1,15 @@
 """Adaptive evaluation replayed on full per-sample results: what the adaptive map would have
 shown, and what it would have cost, against the full map (bench/adaptive.py, the demo's tests).
 
-A benchmark's samples are visited in the shared order (``forgetmap.analysis.adaptive.evaluation_order``); each
-pair (base, post) is stopped by ``forgetmap.analysis.adaptive.run_stopping_rule`` on its own paired arrays (both
-models of a pair stop at the same n) and, as an adaptive job does, evaluated to the end of the
-round that holds its stopping point (``forgetmap.services.rounds.rounds_until``); a model is evaluated
-as far as the furthest of its pairs needs (a base's first samples serve every pair built on
-it). The adaptive map is the map's own aggregation (``forgetmap.core.metrics.aggregate_arrays``, macro) of
-each pair's per-seed F_true / BT_true on the samples it evaluated, as the app's map uses every
-stored paired sample; the full map the same on every sample.
+A benchmark's samples are visited in the shared order
+(``forgetmap.analysis.adaptive.evaluation_order``); each pair (base, post) is stopped by
+``forgetmap.analysis.adaptive.run_stopping_rule`` on its own paired arrays (both models of a pair
+stop at the same n) and, as an adaptive job does, evaluated to the end of the round that holds its
+stopping point (``forgetmap.services.rounds.rounds_until``); a model is evaluated as far as the
+furthest of its pairs needs (a base's first samples serve every pair built on it). The adaptive map
+is the map's own aggregation (``forgetmap.core.metrics.aggregate_arrays``, macro) of each pair's
+per-seed F_true / BT_true on the samples it evaluated, as the app's map uses every stored paired
+sample; the full map the same on every sample.
 """
 
 from __future__ import annotations

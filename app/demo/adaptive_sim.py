@@ -1,4 +1,5 @@
-"""Simulated benchmarks with known F_true / BT_true, for the coverage of forgetmap.analysis.adaptive's interval.
+"""Simulated benchmarks with known F_true / BT_true, for the coverage of
+forgetmap.analysis.adaptive's interval.
 
 Used by tests/unit/test_adaptive.py (asserts the coverage) and bench/adaptive.py (prints it).
 
@@ -12,9 +13,10 @@ items); with a probability drawn per benchmark ("coupling") the post answer reus
 answer's uniform draw, so the two models agree more than independent draws would: the seeds of
 an item agree more than chance, and so do the two models. The
 benchmark's samples are drawn from the pool with replacement, so its population is the pool and
-the true F_true / BT_true are exact: the metric (``forgetmap.core.metrics.scores_from_arrays``) applied to
-the pool's expected transition rates. Skills, delta and the spread of e are drawn per benchmark so
-flip rates range from ~0 (nothing forgotten) to tens of points, accuracies from chance to ~1.
+the true F_true / BT_true are exact: the metric (``forgetmap.core.metrics.scores_from_arrays``)
+applied to the pool's expected transition rates. Skills, delta and the spread of e are drawn per
+benchmark so flip rates range from ~0 (nothing forgotten) to tens of points, accuracies from chance
+to ~1.
 """
 
 from __future__ import annotations
@@ -93,8 +95,8 @@ def simulate_benchmark(rng: np.random.Generator, n: int | None = None) -> Simula
 class Coverage:
     """Shares of simulated benchmarks whose interval holds the truth (F_true and BT_true each):
     at the stopping point; among the benchmarks stopped early only; reported at the end of the
-    round that holds the stopping point (what a job evaluates, forgetmap.services.rounds); and after a
-    continuation (stopped at twice the target, then continued to the target, as a later job
+    round that holds the stopping point (what a job evaluates, forgetmap.services.rounds); and after
+    a continuation (stopped at twice the target, then continued to the target, as a later job
     does)."""
 
     benchmarks: int

@@ -223,7 +223,8 @@ def evaluate_model_tokens(
 
 @dataclass
 class PairScores:
-    """F_true / BT_true of one pair per category (macro, mean over seeds), per benchmark and seed."""
+    """F_true / BT_true of one pair per category (macro, mean over seeds), per benchmark and
+    seed."""
 
     categories: dict[str, dict[str, float]] = field(default_factory=dict)
     benchmarks: dict[tuple[str, int], dict[str, float]] = field(default_factory=dict)
@@ -250,7 +251,8 @@ def forgetting(
     *,
     how: str = "macro",
 ) -> PairScores:
-    """The map of one pair: seed s of ``pre`` against seed s of ``post`` (forgetmap.core.metrics)."""
+    """The map of one pair: seed s of ``pre`` against seed s of ``post``
+    (forgetmap.core.metrics)."""
     units = []
     result = PairScores()
     for seed in seeds:
@@ -287,8 +289,8 @@ def noise_by_category(
     results: Correctness, benchmarks: Mapping[str, Sequence[Item]], seeds: Sequence[int]
 ) -> dict[str, float]:
     """A model's noise floor per category (and "Total"): the chance-adjusted flip rate of the
-    model against itself, seed s vs seed t (``forgetmap.core.metrics.noise_floor``), averaged like the map
-    (benchmarks within a category, categories for Total)."""
+    model against itself, seed s vs seed t (``forgetmap.core.metrics.noise_floor``), averaged like
+    the map (benchmarks within a category, categories for Total)."""
     seeds = list(seeds)
     per_cat: dict[str, list[float]] = {}
     for items in benchmarks.values():

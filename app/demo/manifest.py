@@ -127,8 +127,8 @@ class ZooCheckpoint:
 @dataclass(frozen=True)
 class ZooSeries:
     """A post-training run of the zoo as a checkpoint series over the base, in step order (as
-    HF Trainer lays it out: ``models/<run>/checkpoint-<step>/``, the final model in ``models/<run>/``
-    itself, which is the last checkpoint)."""
+    HF Trainer lays it out: ``models/<run>/checkpoint-<step>/``, the final model in
+    ``models/<run>/`` itself, which is the last checkpoint)."""
 
     name: str  # the final model's name
     base: str

@@ -259,21 +259,35 @@ def run_demo(
     db_path: Path, host: str, port: int, zoo_dir: Path, recipe: Recipe = DEFAULT_RECIPE
 ) -> None:
     started = time.monotonic()
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
+        from huggingface_hub.utils import disable_progress_bars
         from transformers.utils import logging as hf_logging
 
+        disable_progress_bars()
         hf_logging.disable_progress_bar()
     except ImportError:
         pass
-    os.environ.setdefault(
-        "FORGETMAP_TORCH_THREADS", "1"
-    )  # 2 threads trained 4x slower on 2 shared cores
-    os.environ.setdefault("FORGETMAP_RECONCILE_SECONDS", "1")
     manifest = build(zoo_dir, recipe)
-    os.environ["FORGETMAP_MODEL_ROOTS"] = str(model_root(manifest))
-    os.environ["FORGETMAP_BENCHMARK_DIRS"] = str(manifest.benchmark_dir)
-    os.environ["FORGETMAP_CORPUS_DIRS"] = str(corpus_dir(manifest))
     job_ids = submit(db_path, manifest)
     url = f"http://{host}:{port}"
-    run_up(db_path, host, port, on_started=lambda app: watch(app, job_ids, url, started))
+    run_up(
+        db_path,
+        host,
+        port,
+        on_started=lambda app: watch(app, job_ids, url, started),
+        settings=demo_settings(manifest),
+    )
+
+
+def demo_settings(manifest) -> dict[str, str]:
+    """The settings the demo's app and worker run with: the zoo's folders, a reconciler that sends
+    the jobs within a second, the worker's engine on one thread (two trained 4x slower on two
+    shared cores; a user's own setting of either wins) and no download progress bars."""
+    return {
+        "FORGETMAP_TORCH_THREADS": os.environ.get("FORGETMAP_TORCH_THREADS") or "1",
+        "FORGETMAP_RECONCILE_SECONDS": os.environ.get("FORGETMAP_RECONCILE_SECONDS") or "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") or "1",
+        "FORGETMAP_MODEL_ROOTS": str(model_root(manifest)),
+        "FORGETMAP_BENCHMARK_DIRS": str(manifest.benchmark_dir),
+        "FORGETMAP_CORPUS_DIRS": str(corpus_dir(manifest)),
+    }

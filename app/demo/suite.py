@@ -28,11 +28,11 @@ suite can be made realistic in size: ``benchmarks(scale)`` gives the sizes. The 
 option count. Two benchmarks are generative (numeric answers, graded by ``grading.grade``).
 
 The training corpus is written in exactly the surface formats the evaluation prompts use, built
-with ``forgetmap.worker.benchmarks.prompts`` itself: a "pretraining document" is a base-model few-shot prompt
-(header, answered ``Question: ...\\nA. ...\\nAnswer: X`` blocks of one benchmark) ending in its
-answer; a chat example is the chat prompt's user message with the reply ``Answer: X``; prose
-documents state the same facts in sentences (for continued pretraining). The tiny models learn the
-world by heart from these texts, so what a post-training regime does to that memory is what the
+with ``forgetmap.worker.benchmarks.prompts`` itself: a "pretraining document" is a base-model
+few-shot prompt (header, answered ``Question: ...\\nA. ...\\nAnswer: X`` blocks of one benchmark)
+ending in its answer; a chat example is the chat prompt's user message with the reply ``Answer: X``;
+prose documents state the same facts in sentences (for continued pretraining). The tiny models learn
+the world by heart from these texts, so what a post-training regime does to that memory is what the
 forgetting map then shows.
 
 Coverage is not uniform: pretraining shows every Knowledge/QA, Logic and Language item but only

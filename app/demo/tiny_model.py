@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedConfig, PreTrainedModel
 
 _TEXT = """\
-The quick brown fox jumps over the lazy dog. A journey of a thousand miles begins with a single step.
+The quick brown fox jumps over the lazy dog. \
+A journey of a thousand miles begins with a single step.
 Question: Which planet is known as the red planet? A. Venus B. Mars C. Jupiter D. Saturn
 Answer: B
 Question: What is two plus three? A. four B. five C. six D. seven

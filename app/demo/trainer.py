@@ -2,9 +2,9 @@
 
 The tokenizer is a byte-level BPE trained locally on the demo's own texts (``suite.tokenizer_text``)
 with a fixed set of special tokens and a chat template; the test suite's tiny models
-(``app/demo/tiny_model.py``) reuse this tokenizer builder. Models are ``LlamaForCausalLM`` with head_dim 64 (vLLM's CPU
-attention needs head_dim >= 64), fp32, written with ``save_pretrained`` so that ``AutoTokenizer``,
-``AutoModelForCausalLM`` and ``vllm.LLM`` load the folder.
+(``app/demo/tiny_model.py``) reuse this tokenizer builder. Models are ``LlamaForCausalLM`` with
+head_dim 64 (vLLM's CPU attention needs head_dim >= 64), fp32, written with ``save_pretrained`` so
+that ``AutoTokenizer``, ``AutoModelForCausalLM`` and ``vllm.LLM`` load the folder.
 
 Training examples are texts with optional character spans that carry the loss (``Example``):
 pretraining and continued pretraining train on every token, SFT and instruction tuning on the
@@ -82,7 +82,8 @@ ALPHABET = _byte_level_chars([9, 10, 13, *range(32, 127)])
 def build_tokenizer(texts: Sequence[str], vocab_size: int = 768, *, chat_template: bool = True):
     """A byte-level BPE tokenizer trained on ``texts``, as a PreTrainedTokenizerFast (with the chat
     template unless told otherwise). Deterministic for the same texts. No post-processor: prompts
-    carry BOS through the chat template, or get none (like Qwen2). app/demo/tiny_model.py uses it."""
+    carry BOS through the chat template, or get none (like Qwen2). app/demo/tiny_model.py uses
+    it."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -133,7 +134,8 @@ class ModelSpec:
 
 
 def new_model(tokenizer: Any, spec: ModelSpec = ModelSpec(), seed: int = 0):
-    """A freshly initialized LlamaForCausalLM (fp32) for ``tokenizer``; weights depend on the seed."""
+    """A freshly initialized LlamaForCausalLM (fp32) for ``tokenizer``; weights depend on the
+    seed."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 

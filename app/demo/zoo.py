@@ -532,7 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     manifest = build_zoo(args.out_dir, recipe=recipe, verbose=True)
     print(
-        f"zoo ready in {time.monotonic() - started:.1f}s ({'cached' if manifest.cached else 'built'}"
+        f"zoo ready in {time.monotonic() - started:.1f}s "
+        f"({'cached' if manifest.cached else 'built'}"
         f", first build {manifest.build_seconds:.1f}s): {manifest.root}"
     )
     if args.evaluate:

@@ -1,8 +1,8 @@
 """Importers: each format's reader produces normalized tables; ``import_file`` stores them.
 
 One import is one transaction: on any error nothing is written. Readers yield their rows batch
-by batch and the store writes them as they come (``forgetmap.db.ingest.Ingest``), so that an import's
-memory does not grow with its rows.
+by batch and the store writes them as they come (``forgetmap.db.ingest.Ingest``), so that an
+import's memory does not grow with its rows.
 """
 
 from __future__ import annotations

@@ -63,8 +63,8 @@ NORMALIZED_SCHEMA = pa.schema(
         pa.field("question", pa.string()),
         # the prompt's template when the reader settled it (lighteval, per details file): the
         # row's whole prompt is then prompt_prefix + (prompt, or the question where prompt is
-        # null) + prompt_suffix, as the store keeps it (app/core/prompt_templates.py); null: ``prompt``
-        # is whole, and the store finds the templates itself
+        # null) + prompt_suffix, as the store keeps it (app/core/prompt_templates.py); null:
+        # ``prompt`` is whole, and the store finds the templates itself
         pa.field("prompt_prefix", pa.string()),
         pa.field("prompt_suffix", pa.string()),
         # why the answer is what it is: one of forgetmap.core.answer_status.STATUSES
@@ -378,10 +378,10 @@ def binary_metric(
 def validate_normalized(table: pa.Table, *, source: str, first_row: int = 1) -> pa.Table:
     """Checks shared by every importer. Returns the table cast to NORMALIZED_SCHEMA.
 
-    Refuses: no rows; empty keys (readers strip whitespace first); num_choices < 2. Duplicate (model, benchmark, sample_id, seed)
-    keys are refused by the store's ingest, which finds them in the same pass that writes.
-    Dictionary-encoded string columns stay encoded and are checked per distinct value. Rows are
-    numbered from ``first_row`` (a batch of a larger import) in messages.
+    Refuses: no rows; empty keys (readers strip whitespace first); num_choices < 2. Duplicate
+    (model, benchmark, sample_id, seed) keys are refused by the store's ingest, which finds them in
+    the same pass that writes. Dictionary-encoded string columns stay encoded and are checked per
+    distinct value. Rows are numbered from ``first_row`` (a batch of a larger import) in messages.
     """
     if table.num_rows == 0:
         raise InputError(f"{source}: no rows to import (the file is empty or has only a header)")

@@ -357,7 +357,8 @@ _INTEGER = r"^[+-]?0*\d{1,18}$"
 
 
 def _check_seeds(seeds: pa.ChunkedArray, source: str, first_row: int) -> None:
-    """Seeds in the range every door takes (forgetmap.contract.limits.seed_problem): 0 up, an INTEGER."""
+    """Seeds in the range every entry point takes (forgetmap.contract.limits.seed_problem): 0 up, an
+    INTEGER."""
     bad = pc.or_(pc.less(seeds, MIN_SEED), pc.greater(seeds, MAX_SEED))
     if pc.any(bad).as_py():
         row, value = _first_bad(bad, seeds, first_row)
@@ -430,8 +431,8 @@ def _normalize(raw: pa.Table, source: str, model: str | None, first_row: int = 1
     if missing:
         hint = " (or pass --model NAME)" if missing == ["model"] else ""
         raise InputError(
-            f"{source}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)}{hint}; "
-            f"found: {_names(raw.column_names)}"
+            f"{source}: missing column{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)}{hint}; found: {_names(raw.column_names)}"
         )
     n = raw.num_rows
     if n == 0:

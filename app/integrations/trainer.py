@@ -7,9 +7,9 @@ series, and its forgetting comes back into the run's own tracker at its training
 
 On ``on_save`` (main process only) the callback takes the ``checkpoint-<step>`` folder the trainer
 has just written and submits it through the same request as ``forgetmap watch``
-(``POST /api/checkpoints`` via ``forgetmap.services.watch.submit_all``: the same model-root rules, role
-and token). Trainer deletes old checkpoints right after a save when ``save_total_limit`` is set,
-long before a worker reads them, so with a ``staging_dir`` (under one of the app's model roots)
+(``POST /api/checkpoints`` via ``forgetmap.services.watch.submit_all``: the same model-root rules,
+role and token). Trainer deletes old checkpoints right after a save when ``save_total_limit`` is
+set, long before a worker reads them, so with a ``staging_dir`` (under one of the app's model roots)
 the folder is first hard-linked there (copied where a link cannot cross file systems), and the
 staged copy is submitted and removed once its results are in. Without one, and with a
 ``save_total_limit``, the callback says at the start of training which checkpoints it cannot

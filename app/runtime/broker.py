@@ -3,6 +3,7 @@ the worker imports it without importing anything that opens the database."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,12 @@ class BrokerSettings(BaseSettings):
     )
 
     @classmethod
-    def from_env(cls, data_dir: Path | None = None) -> BrokerSettings:
-        """The environment's broker; ``data_dir`` unless FORGETMAP_DATA_DIR names another."""
-        settings = read_settings(cls)
+    def from_env(
+        cls, data_dir: Path | None = None, environ: Mapping[str, str] | None = None
+    ) -> BrokerSettings:
+        """The environment's broker (or ``environ``'s: ``read_settings``); ``data_dir`` unless
+        FORGETMAP_DATA_DIR names another."""
+        settings = read_settings(cls, environ)
         if data_dir is not None and "data_dir" not in settings.model_fields_set:
             settings = settings.model_copy(update={"data_dir": Path(data_dir)})
         return settings

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -36,10 +37,30 @@ class SettingsError(ValueError):
     """An environment variable that does not parse; the message names it."""
 
 
-def read_settings(cls: type[S]) -> S:
-    """``cls`` read from the environment; a SettingsError naming each variable that is wrong."""
+def setting_variable(cls: type[BaseSettings], name: str) -> str:
+    """The environment variable of ``cls``'s field ``name``: its alias, else prefix + name."""
+    alias = cls.model_fields[name].validation_alias
+    if isinstance(alias, str):
+        return alias
+    return f"{cls.model_config.get('env_prefix', '')}{name}".upper()
+
+
+def read_settings(cls: type[S], environ: Mapping[str, str] | None = None) -> S:
+    """``cls`` read from the environment; a SettingsError naming each variable that is wrong.
+
+    ``environ``: the variables to read instead of the process's (a launcher such as ``forgetmap
+    up`` reads its own defaults this way, and hands the same mapping to the processes it starts,
+    without writing them into its own environment). Read by the same rules: an empty one is
+    unset."""
     try:
-        return cls()
+        if environ is None:
+            return cls()
+        given = {
+            name: environ[variable]
+            for name in cls.model_fields
+            if environ.get(variable := setting_variable(cls, name))
+        }
+        return cls(**given)
     except ValidationError as exc:
         prefix = cls.model_config.get("env_prefix", "")
         aliases = {f.validation_alias for f in cls.model_fields.values()}
@@ -166,8 +187,10 @@ class WebSettings(BaseSettings):
         return self.session_days * 24 * 3600
 
     @classmethod
-    def from_env(cls, data_dir: Path) -> WebSettings:
-        settings = read_settings(cls)
+    def from_env(cls, data_dir: Path, environ: Mapping[str, str] | None = None) -> WebSettings:
+        """The app's settings from the environment (or ``environ``: ``read_settings``); without a
+        secret key, the one kept beside the database."""
+        settings = read_settings(cls, environ)
         if not settings.secret_key:
             settings = settings.model_copy(update={"secret_key": _stored_secret(data_dir)})
         return settings

@@ -42,9 +42,9 @@ LOCAL_ONLY = frozenset({"serve", "up", "worker", "watch", "demo", "suite", "job"
 """Commands that never run through the app: they start processes, use no database, or (restore)
 write a new database file themselves."""
 
-# what a command that the app runs finds in its click context's ``obj`` (forgetmap.web.cli sets them,
-# forgetmap.cli.common reads them): the app's open store, the folder the client runs in, and the width
-# of the client's terminal (when it told it)
+# what a command that the app runs finds in its click context's ``obj`` (forgetmap.web.cli sets
+# them, forgetmap.cli.common reads them): the app's open store, the folder the client runs in, and
+# the width of the client's terminal (when it told it)
 APP_STORE_KEY = "app_store"
 CLIENT_CWD_KEY = "client_cwd"
 CLIENT_WIDTH_KEY = "client_terminal_width"

@@ -60,8 +60,8 @@ def check_model_path(
     path: str, roots: Iterable[str | Path], *, allow_hub: bool = True, cwd: Path | None = None
 ) -> str:
     """The model to load for ``path`` (a resolved folder, or a hub id), or a ModelPathError that
-    names the roots and says how to fix it. The one rule for every door (the form, every kind of
-    ``POST /api/jobs``, ``/api/checkpoints``, the worker before it loads):
+    names the roots and says how to fix it. The one rule for every entry point (the form, every kind
+    of ``POST /api/jobs``, ``/api/checkpoints``, the worker before it loads):
 
     - an absolute path (or ``~``) counts when, resolved (symlinks followed, ``..`` collapsed), it
       lies inside a root; it need not exist here (the app may not see the workers' disks);

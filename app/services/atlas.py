@@ -6,10 +6,10 @@ training run's checkpoints), which counts once, through its latest checkpoint (w
 with; its earlier steps show on the question's page). Per question, ``forgot`` is how many recipes
 forgot it (1->0 in at least half of their paired seeds), ``forgot_reliable`` how many of them
 forgot it as a reliable change (1->0 in a strict majority of their seeds, beyond their noise floor
-on its benchmark: ``forgetmap.core.consensus.reliable_flags``), and ``chance`` how many would by luck
-alone: the sum, over the recipes that ran its benchmark, of their chance term for its k,
-c = (1 - acc_pre)(1 - acc_post) / (k - 1) (``forgetmap.core.metrics.chance_and_ceilings``, averaged over
-seeds; 0 for generative questions). Questions are ranked by ``beyond`` = forgot - chance.
+on its benchmark: ``forgetmap.core.consensus.reliable_flags``), and ``chance`` how many would by
+luck alone: the sum, over the recipes that ran its benchmark, of their chance term for its k,
+c = (1 - acc_pre)(1 - acc_post) / (k - 1) (``forgetmap.core.metrics.chance_and_ceilings``, averaged
+over seeds; 0 for generative questions). Questions are ranked by ``beyond`` = forgot - chance.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Does a cell depend on the extractor? A map graded by a score set (``forgetmap map --scores NAME``,
-a set ``forgetmap rescore`` wrote) beside the harness's own grades: each record says how far F_true
-moved, and whether that is more than the harness's interval allows.
+"""Does a cell depend on the extractor? A map graded by a score set
+(``forgetmap map --scores NAME``, a set ``forgetmap rescore`` wrote) beside the harness's own
+grades: each record says how far F_true moved, and whether that is more than the harness's interval
+allows.
 
 One model's GSM8K score moves from 80% to 2% with the extractor alone; the paper says its own
 code-reasoner results "depend on the extraction method". A cell whose F_true moves between two

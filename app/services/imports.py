@@ -126,7 +126,8 @@ class StagedUpload:
 
 
 def archive_kind(path: Path) -> str | None:
-    """ "zip", "tar" (plain or compressed) or None (a file to import as it is), by its first bytes."""
+    """ "zip", "tar" (plain or compressed) or None (a file to import as it is), by its first
+    bytes."""
     with path.open("rb") as fh:
         head = fh.read(512)
     if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
@@ -382,7 +383,10 @@ class ImportRunner:
             return
         except Exception as exc:
             first_line = (str(exc).splitlines() or [""])[0]
-            error = f"the import failed: {type(exc).__name__}: {_shown(first_line, upload, tree)} (nothing was imported)"
+            error = (
+                f"the import failed: {type(exc).__name__}: "
+                f"{_shown(first_line, upload, tree)} (nothing was imported)"
+            )
             self._end(job_id, JobStatus.failed, error=error, notices=notices, upload=upload)
             raise
         self._end(

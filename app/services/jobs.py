@@ -6,25 +6,25 @@ fail) and never open the database. A shard whose (model, benchmark, seed, eval c
 evaluated is marked ``reused`` and not run again: a base model shared by many pairs is evaluated
 once.
 
-Adaptive jobs (``adaptive`` set, app/analysis/adaptive.py, app/services/rounds.py) run per benchmark in
-rounds: a round is one shard per (model, seed) for the next slice of the benchmark's shared
+Adaptive jobs (``adaptive`` set, app/analysis/adaptive.py, app/services/rounds.py) run per benchmark
+in rounds: a round is one shard per (model, seed) for the next slice of the benchmark's shared
 evaluation order, starting after what the model already has stored under the same eval config
 (so a later job with a tighter target continues, and a base shared by pairs is evaluated once).
-When a round's last shard finishes, the app looks at the paired interval (forgetmap.analysis.adaptive) and stops
-the benchmark or writes the next round; the round state lives in the job's payload (``rounds``).
-Rounds grow geometrically (app/services/rounds.py says why). Two jobs on one model at the same
-time do not evaluate a slice twice: when a round would write a shard whose first sample an
-unfinished shard of another job already evaluates (same model, benchmark, seed and eval config),
-the round waits for that shard instead (``waiting`` in the round state; the job counts as
-queued or running meanwhile). When the shard finishes the waiting job takes its rows like any
-stored prefix; when it fails or is cancelled the waiting job writes its own.
+When a round's last shard finishes, the app looks at the paired interval
+(forgetmap.analysis.adaptive) and stops the benchmark or writes the next round; the round state
+lives in the job's payload (``rounds``). Rounds grow geometrically (app/services/rounds.py says
+why). Two jobs on one model at the same time do not evaluate a slice twice: when a round would write
+a shard whose first sample an unfinished shard of another job already evaluates (same model,
+benchmark, seed and eval config), the round waits for that shard instead (``waiting`` in the round
+state; the job counts as queued or running meanwhile). When the shard finishes the waiting job takes
+its rows like any stored prefix; when it fails or is cancelled the waiting job writes its own.
 
 Shard and job states: forgetmap.contract.jobs.ShardStatus and JobStatus.
 
 Lost messages: a queued shard's broker message can vanish (a Redis restart without persistence,
-a failover, FLUSHDB). The reconciler (forgetmap.services.queue) sends such a shard again and counts it in
-``resends``; a duplicate delivery is harmless because :func:`start_shard` lets one delivery run a
-shard at a time.
+a failover, FLUSHDB). The reconciler (forgetmap.services.queue) sends such a shard again and counts
+it in ``resends``; a duplicate delivery is harmless because :func:`start_shard` lets one delivery
+run a shard at a time.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ def with_checked_models(body: Body, rules: ModelRules) -> Body:
 
 
 def register_models(conn: Connection, models: list[ModelIn]) -> None:
-    """Make sure the models exist and remember the checkpoint each names (later forms prefill it)."""
+    """Make sure the models exist and remember the checkpoint each names (later forms prefill
+    it)."""
     jobs_db.save_model_specs(conn, {m.name: m.model_dump(mode="json") for m in models})
 
 

@@ -1,8 +1,8 @@
 """The forgetting map: contract records built from the materialized counts and the metric core.
 
 Shared by ``forgetmap map`` and ``GET /api/map``. Reads only the small count tables (never the
-per-sample rows), computes every number with forgetmap.core.metrics, and returns plain dicts in the field
-order of the public contract, followed by extension fields.
+per-sample rows), computes every number with forgetmap.core.metrics, and returns plain dicts in the
+field order of the public contract, followed by extension fields.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ BENCHMARK_FIELDS = (
     "bt_max",
 )
 INTERVAL_FIELDS = ("f_true_low", "f_true_high", "bt_true_low", "bt_true_high")
-"""The paired 95% interval of the values over all seeds (forgetmap.analysis.adaptive.interval_from_counts)."""
+"""The paired 95% interval of the values over all seeds
+(forgetmap.analysis.adaptive.interval_from_counts)."""
 TRUNCATION_FIELDS = ("n_10_truncated", "n_truncated")
 """Of the counted samples: the 1->0 flips whose answer (either side's) was cut off by the token
 limit, and every sample with such an answer; 0 where the map leaves them out."""
@@ -73,7 +74,8 @@ COUNTED_CAUSES = {
     "n_01_no_answer": "n_01_no_answer",
     "n_10_refused": "n_10_refused",
 }
-"""Each cause field of a record and the count column (``forgetmap.db.queries.CAUSE_COUNTS``) it sums."""
+"""Each cause field of a record and the count column (``forgetmap.db.queries.CAUSE_COUNTS``) it
+sums."""
 BENCHMARK_EXTRA = (
     "pair_id",
     "label",
@@ -125,8 +127,8 @@ CATEGORY_EXTRA = (
 )
 TRUNCATED = ("include", "exclude")
 DERIVED = ("net", "f_rel")
-"""Derived values the map can colour by (forgetmap.core.metrics: net_transfer, relative_forgetting); NaN and
-missing values travel as None."""
+"""Derived values the map can colour by (forgetmap.core.metrics: net_transfer, relative_forgetting);
+NaN and missing values travel as None."""
 
 
 def derived_metrics(f_true, bt_true, f_max) -> dict[str, np.ndarray]:
@@ -223,8 +225,8 @@ def _benchmark_columns(
         noise = noise_grid(conn, exclude, source)
     if row_count(counts) == 0:
         return {}
-    cols, starts, s = _units(counts)
-    pb_of, interval = intervals(cols, cross)
+    cols, starts, unit_scores = _units(counts)
+    pair_bench_of_row, interval = intervals(cols, cross)
     ends = np.r_[starts[1:], row_count(counts)]
     groups = ends - starts
     k = cols["k"].astype(np.int64)
@@ -246,13 +248,13 @@ def _benchmark_columns(
     b_row = np.searchsorted(bench_ids, cols["benchmark_id"][starts])
     bench_name = np.asarray(benches["name"], dtype=object)
     bench_cat = np.asarray(benches["category"], dtype=object)
-    at = {
+    per_unit = {
         name: cols[name][starts]
         for name in ("seed", "pair_id", "only_base", "only_post", "mismatched", "benchmark_id")
     }
-    known = full_size_by_id(benches)[at["benchmark_id"]]
-    full_size = full_or_seen(known, s["n"], at["only_base"] + at["only_post"])
-    at.update(
+    known = full_size_by_id(benches)[per_unit["benchmark_id"]]
+    full_size = full_or_seen(known, unit_scores["n"], per_unit["only_base"] + per_unit["only_post"])
+    per_unit.update(
         base=per_pair["base"][p_row],
         post=per_pair["post"][p_row],
         label=per_pair["label"][p_row],
@@ -263,41 +265,41 @@ def _benchmark_columns(
         post_model_id=pairs["post_model_id"][p_row],
     )
     out = {
-        "base": at["base"],
-        "post": at["post"],
-        "benchmark": at["benchmark"],
-        "category": at["category"],
-        "seed": at["seed"].astype(np.int64),
-        "n": s["n"],
+        "base": per_unit["base"],
+        "post": per_unit["post"],
+        "benchmark": per_unit["benchmark"],
+        "category": per_unit["category"],
+        "seed": per_unit["seed"].astype(np.int64),
+        "n": unit_scores["n"],
         "num_choices": np.where(single_k > 0, single_k, -1),
-        "acc_pre": s["acc_pre"],
-        "acc_post": s["acc_post"],
-        "n_00": s["n_00"],
-        "n_01": s["n_01"],
-        "n_10": s["n_10"],
-        "n_11": s["n_11"],
+        "acc_pre": unit_scores["acc_pre"],
+        "acc_post": unit_scores["acc_post"],
+        "n_00": unit_scores["n_00"],
+        "n_01": unit_scores["n_01"],
+        "n_10": unit_scores["n_10"],
+        "n_11": unit_scores["n_11"],
         **{
-            name: s[name]
+            name: unit_scores[name]
             for name in ("f", "bt", "f_chance", "bt_chance", "f_true", "bt_true", "f_max", "bt_max")
         },
-        "pair_id": at["pair_id"].astype(np.int64),
-        "label": at["label"],
-        "stage": at["stage"],
+        "pair_id": per_unit["pair_id"].astype(np.int64),
+        "label": per_unit["label"],
+        "stage": per_unit["stage"],
         "k_mix": k_mix,
         "mcnemar_p": None,  # filled by benchmark_records only: the category map needs no test
         "noise_floor": pair_noise(
             noise,
-            at["base_model_id"].astype(np.int64),
-            at["post_model_id"].astype(np.int64),
-            at["benchmark_id"].astype(np.int64),
+            per_unit["base_model_id"].astype(np.int64),
+            per_unit["post_model_id"].astype(np.int64),
+            per_unit["benchmark_id"].astype(np.int64),
         ),
-        "only_base": at["only_base"].astype(np.int64),
-        "only_post": at["only_post"].astype(np.int64),
-        "mismatched": at["mismatched"].astype(np.int64),
-        **derived_metrics(s["f_true"], s["bt_true"], s["f_max"]),
-        **{name: interval[name][pb_of[starts]] for name in INTERVAL_FIELDS},
+        "only_base": per_unit["only_base"].astype(np.int64),
+        "only_post": per_unit["only_post"].astype(np.int64),
+        "mismatched": per_unit["mismatched"].astype(np.int64),
+        **derived_metrics(unit_scores["f_true"], unit_scores["bt_true"], unit_scores["f_max"]),
+        **{name: interval[name][pair_bench_of_row[starts]] for name in INTERVAL_FIELDS},
         "full_size": full_size,
-        "partial": full_size > s["n"],
+        "partial": full_size > unit_scores["n"],
         **{
             name: np.add.reduceat(cols[column], starts).astype(np.int64)
             for name, column in COUNTED_CAUSES.items()
@@ -389,9 +391,9 @@ def category_records_for(
     pairs = queries.pair_names(conn)
     benches = queries.benchmark_names(conn)
     noise = noise_grid(conn, exclude, source)
-    cols, starts, s = _units(counts)
+    cols, starts, unit_scores = _units(counts)
     cross = queries.cross_seed_cells(conn, pair_ids=pair_ids, exclude=exclude, source=source)
-    pb_of, interval = intervals(cols, cross)
+    pair_bench_of_row, interval = intervals(cols, cross)
     pair = cols["pair_id"][starts].astype(np.int64)
     bench = cols["benchmark_id"][starts].astype(np.int64)
     # category codes in the map's column order, so that aggregated rows come out in that order
@@ -411,17 +413,17 @@ def category_records_for(
         cat,
         bench,
         cols["seed"][starts],
-        s["n"],
-        {name: s[name] for name in metrics.VALUE_FIELDS},
+        unit_scores["n"],
+        {name: unit_scores[name] for name in metrics.VALUE_FIELDS},
         aggregate,
         outside_total=[i for i, c in enumerate(categories) if c in metrics.OUTSIDE_TOTAL],
     )
     # mean noise floor per (pair, category) and per pair ("Total") over the units that have one
-    n_c = len(categories) + 1  # the last code is "Total"
+    n_columns = len(categories) + 1  # the last code is "Total"
     uniq = agg["pair"][np.r_[True, agg["pair"][1:] != agg["pair"][:-1]]]
     p_idx = np.searchsorted(uniq, pair)
     has = ~np.isnan(unit_noise)
-    size = len(uniq) * n_c
+    size = len(uniq) * n_columns
     total = np.zeros(size)
     count = np.zeros(size)
     # "Total" leaves out the categories that stay out of it (metrics.OUTSIDE_TOTAL)
@@ -432,10 +434,16 @@ def category_records_for(
         for name in ("n_10_truncated", *CAUSE_FIELDS)
     }
     cause_total = {name: np.zeros(size) for name in summed_causes}
-    for key, counted in ((p_idx * n_c + cat, has), (p_idx * n_c + n_c - 1, has & in_total)):
+    for key, counted in (
+        (p_idx * n_columns + cat, has),
+        (p_idx * n_columns + n_columns - 1, has & in_total),
+    ):
         total += np.bincount(key[counted], weights=unit_noise[counted], minlength=size)
         count += np.bincount(key[counted], minlength=size)
-    for key, counted in ((p_idx * n_c + cat, slice(None)), (p_idx * n_c + n_c - 1, in_total)):
+    for key, counted in (
+        (p_idx * n_columns + cat, slice(None)),
+        (p_idx * n_columns + n_columns - 1, in_total),
+    ):
         for name, per_unit in summed_causes.items():
             cause_total[name] += np.bincount(
                 key[counted], weights=per_unit[counted], minlength=size
@@ -443,48 +451,60 @@ def category_records_for(
     # McNemar per cell on one seed's worth of discordant pairs: each benchmark's mean over its
     # seeds (its seeds share questions: pooling them would count one question several times),
     # summed over the cell's benchmarks (their questions are disjoint)
-    unit_pb = pb_of[starts]
-    per_seed = 1.0 / np.bincount(unit_pb)[unit_pb]
+    unit_pair_bench = pair_bench_of_row[starts]
+    per_seed = 1.0 / np.bincount(unit_pair_bench)[unit_pair_bench]
     discordant = {name: np.zeros(size) for name in ("n_01", "n_10")}
-    for key, counted in ((p_idx * n_c + cat, slice(None)), (p_idx * n_c + n_c - 1, in_total)):
+    for key, counted in (
+        (p_idx * n_columns + cat, slice(None)),
+        (p_idx * n_columns + n_columns - 1, in_total),
+    ):
         for name, total_d in discordant.items():
             total_d += np.bincount(
-                key[counted], weights=(s[name] * per_seed)[counted], minlength=size
+                key[counted], weights=(unit_scores[name] * per_seed)[counted], minlength=size
             )
-    row_code = np.array([n_c - 1 if c is None else c for c in agg["category"]], dtype=np.int64)
-    row_key = np.searchsorted(uniq, agg["pair"]) * n_c + row_code
+    row_code = np.array(
+        [n_columns - 1 if c is None else c for c in agg["category"]], dtype=np.int64
+    )
+    row_key = np.searchsorted(uniq, agg["pair"]) * n_columns + row_code
     with np.errstate(invalid="ignore", divide="ignore"):
         row_noise = np.where(count[row_key] > 0, total[row_key] / count[row_key], np.nan)
     # per (pair, benchmark): n, half-widths, full size; summed and combined per output row
-    first = np.unique(pb_of, return_index=True)[1]
-    pb_bench = cols["benchmark_id"][first].astype(np.int64)
-    pb_key = np.searchsorted(uniq, cols["pair_id"][first]) * n_c + code_of[pb_bench]
-    pb_total = pb_key - code_of[pb_bench] + n_c - 1
-    pb_in_total = in_total_cat[code_of[pb_bench]]
+    first = np.unique(pair_bench_of_row, return_index=True)[1]
+    pair_bench_benchmark = cols["benchmark_id"][first].astype(np.int64)
+    pair_bench_key = (
+        np.searchsorted(uniq, cols["pair_id"][first]) * n_columns + code_of[pair_bench_benchmark]
+    )
+    pair_bench_total = pair_bench_key - code_of[pair_bench_benchmark] + n_columns - 1
+    pair_bench_in_total = in_total_cat[code_of[pair_bench_benchmark]]
     halves = combined_half_widths(
-        pb_key,
-        pb_total,
-        pb_in_total,
+        pair_bench_key,
+        pair_bench_total,
+        pair_bench_in_total,
         interval["n"],
         {name: interval[f"{name}_true_half_width"] for name in ("f", "bt")},
         aggregate,
         size,
-        n_c,
+        n_columns,
     )
     full_of = full_size_by_id(benches)
-    unpaired = unpaired_of(conn, pair_ids, cols["pair_id"][first], pb_bench)
-    pb_known = full_or_seen(full_of[pb_bench], interval["n"], unpaired)
-    pb_full = np.fmax(pb_known, interval["n"])  # unknown: the paired samples
+    unpaired = unpaired_of(conn, pair_ids, cols["pair_id"][first], pair_bench_benchmark)
+    pair_bench_known = full_or_seen(full_of[pair_bench_benchmark], interval["n"], unpaired)
+    pair_bench_full = np.fmax(pair_bench_known, interval["n"])  # unknown: the paired samples
 
     def summed(x: np.ndarray) -> np.ndarray:
-        at = np.bincount(pb_key, weights=x, minlength=size)
-        return (at + np.bincount(pb_total[pb_in_total], weights=x[pb_in_total], minlength=size))[
-            row_key
-        ]
+        at = np.bincount(pair_bench_key, weights=x, minlength=size)
+        return (
+            at
+            + np.bincount(
+                pair_bench_total[pair_bench_in_total],
+                weights=x[pair_bench_in_total],
+                minlength=size,
+            )
+        )[row_key]
 
     row_n = summed(interval["n"].astype(np.float64))
-    row_full = summed(pb_full)
-    row_known = summed((~np.isnan(pb_known)).astype(np.float64)) > 0
+    row_full = summed(pair_bench_full)
+    row_known = summed((~np.isnan(pair_bench_known)).astype(np.float64)) > 0
     bounds = {}
     for name in ("f", "bt"):
         value, half = agg[f"{name}_true"], halves[name][row_key]

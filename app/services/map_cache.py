@@ -304,7 +304,8 @@ def heatmap_cells(records: list[dict], level: str) -> list[dict]:
 
 
 CELL_SHIFT = ("f_true_shift", "depends_on_extractor")
-"""What a score set's heatmap cell says of its extractor (``forgetmap.services.extractor_shift``)."""
+"""What a score set's heatmap cell says of its extractor
+(``forgetmap.services.extractor_shift``)."""
 
 
 def _shifted(records: list[dict], group: np.ndarray, size: int) -> dict[int, dict]:

@@ -1,7 +1,8 @@
 """The map's inputs beyond the transition counts: each (pair, benchmark)'s paired interval over its
 seeds, their half-widths combined into category means, and the seed-vs-seed noise floor of each
-model, and each benchmark's full size (known, or seen in the data). Both read only count tables (``forgetmap.db.queries``), with the causes the map leaves
-out left out of them too (``exclude``: bits of ``forgetmap.core.answer_status.CAUSE_BITS``).
+model, and each benchmark's full size (known, or seen in the data). Both read only count tables
+(``forgetmap.db.queries``), with the causes the map leaves out left out of them too (``exclude``:
+bits of ``forgetmap.core.answer_status.CAUSE_BITS``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from forgetmap.db.queries import Columns, row_count
 
 def intervals(cols: Columns, x: Columns) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Per (pair, benchmark): F_true and BT_true over all seeds with their paired interval
-    (forgetmap.analysis.adaptive.interval_from_counts on the transition rows and the cross-seed cells stored at
-    pairing time). Returns each count row's (pair, benchmark) index and the per-index arrays."""
+    (forgetmap.analysis.adaptive.interval_from_counts on the transition rows and the cross-seed
+    cells stored at pairing time). Returns each count row's (pair, benchmark) index and the
+    per-index arrays."""
     width = int(cols["benchmark_id"].max()) + 1
     keys, of = metrics.factorize(cols["pair_id"].astype(np.int64) * width + cols["benchmark_id"])
     x_key = x["pair_id"].astype(np.int64) * width + x["benchmark_id"]
@@ -53,7 +55,8 @@ def combined_half_widths(
     has half-width sqrt(sum_b (w_b h_b)^2), which assumes independent benchmarks (their samples
     are disjoint, but the models are the same: a conservative reader widens it). Weights as in
     ``metrics.aggregate_columns`` (``metrics.mean_weights``): macro 1/B per category and 1/(C B_c)
-    for Total (C categories in Total), micro n_b over the slot's n. ``per_pair``: slots per pair (the Total slot last).
+    for Total (C categories in Total), micro n_b over the slot's n. ``per_pair``: slots per pair
+    (the Total slot last).
     """
     weight = metrics.mean_weights(key, n, aggregate, size)
     if aggregate == "micro":

@@ -33,7 +33,8 @@ def pair_benchmarks(
     F_true and BT_true (``f_true_ci``, ``bt_true_ci``: samples resampled within each seed, for a
     fixed sample count; docs/metric.md's bootstrap confidence intervals, in the API, the exports and
     the table's hover), and McNemar's exact p on the counts pooled over seeds. ``exclude``: the
-    bits of the causes whose samples are left out of all of it (``forgetmap.core.answer_status``)."""
+    bits of the causes whose samples are left out of all of it
+    (``forgetmap.core.answer_status``)."""
     records = benchmark_records(store, pair_id, exclude=exclude)
     with store.read() as conn:
         counts = queries.pair_transitions(conn, pair_id, exclude=exclude).to_pylist()
@@ -70,8 +71,8 @@ def pair_benchmarks(
         row["mcnemar_p"] = metrics.mcnemar_exact(row["n_01"], row["n_10"])
         noise = [r["noise_floor"] for r in rows if r["noise_floor"] is not None]
         row["noise_floor"] = float(np.mean(noise)) if noise else None
-        # the paired interval over all seeds (forgetmap.analysis.adaptive) and the benchmark's full size are the
-        # same on every seed's record
+        # the paired interval over all seeds (forgetmap.analysis.adaptive) and the benchmark's full
+        # size are the same on every seed's record
         for field in (*INTERVAL_FIELDS, "full_size"):
             row[field] = first[field]
         row["partial"] = any(r["partial"] for r in rows)

@@ -2,11 +2,12 @@
 
 A recoverability job asks, for a pair (base -> post) and a text corpus, how much of the post model's
 loss rise on that text a context-free correction of its logits takes back (the analysis itself is
-``app/analysis/recoverability_fitting.py``; the worker's torch side is ``worker/recoverability_scoring.py``). It is one
-shard of kind ``recover`` in the same shard machinery as evaluations (queue, heartbeat, retry,
-cancel), run by the same Celery task; the worker uploads the per-document loss sums and the fitted
-corrections, and **the app recomputes every share and its bootstrap interval from those sums**
-(:func:`summarize`), so what is shown is exactly what the exported table gives.
+``app/analysis/recoverability_fitting.py``; the worker's torch side is
+``worker/recoverability_scoring.py``). It is one shard of kind ``recover`` in the same shard
+machinery as evaluations (queue, heartbeat, retry, cancel), run by the same Celery task; the worker
+uploads the per-document loss sums and the fitted corrections, and **the app recomputes every share
+and its bootstrap interval from those sums** (:func:`summarize`), so what is shown is exactly what
+the exported table gives.
 
 The known-answer controls (planted bias, doubled logits, Gaussian noise on the output weights) run
 beside every pair on the base model: their shares are stored and shown next to the pair's.

@@ -69,7 +69,8 @@ class RejectionLog:
 
     @property
     def accepted_at(self) -> float | None:
-        """When the app last accepted a worker's call; None: no worker has called since the start."""
+        """When the app last accepted a worker's call; None: no worker has called since the
+        start."""
         with self._lock:
             return None if self._accepted_at == float("-inf") else self._accepted_at
 

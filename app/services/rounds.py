@@ -91,8 +91,8 @@ def round_end(rule: StoppingRule, n: int, full_size: int | None) -> int:
 
 def rounds_until(rule: StoppingRule, stop: int, full_size: int) -> tuple[int, int]:
     """(rounds, samples evaluated) of a pair, from nothing stored, whose stopping point (the first
-    look meeting the target, or the end) is ``stop``: rounds as app/services/jobs.py writes them, the last
-    one evaluated to its end (``round_end``)."""
+    look meeting the target, or the end) is ``stop``: rounds as app/services/jobs.py writes them,
+    the last one evaluated to its end (``round_end``)."""
     n, rounds = 0, 0
     while n < stop:
         n, rounds = round_end(rule, n, full_size), rounds + 1

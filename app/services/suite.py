@@ -2,9 +2,9 @@
 ``suite check`` loads every benchmark exactly as a worker would and reports what it saw.
 
 A copy folder holds ``<name>.jsonl`` per benchmark (``bbh:navigate`` -> ``bbh_navigate.jsonl``) in
-the local JSONL benchmark format (``forgetmap.worker.benchmarks.items``): the loader's stable ids, options
-in the dataset's order (the seeded shuffles of GPQA and TruthfulQA mc1 are applied when a worker
-loads the copy, as they are for the hub), the gold letter, category and k. Beside them,
+the local JSONL benchmark format (``forgetmap.worker.benchmarks.items``): the loader's stable ids,
+options in the dataset's order (the seeded shuffles of GPQA and TruthfulQA mc1 are applied when a
+worker loads the copy, as they are for the hub), the gold letter, category and k. Beside them,
 ``manifest.json`` records per benchmark the hub splits it came from (repo, config, split and the
 revision the hub served), the number of items and the file's SHA-256. Workers find the copies
 through ``FORGETMAP_BENCHMARK_DIRS`` and use them before the hub.
@@ -40,7 +40,8 @@ MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
 GOLD_SKEW = 0.9
 """A multiple-choice benchmark whose gold sits at one letter for more than this share of at least
-``GOLD_SKEW_MIN_ITEMS`` items is flagged: an unshuffled source (TruthfulQA, GPQA) looks like that."""
+``GOLD_SKEW_MIN_ITEMS`` items is flagged: an unshuffled source (TruthfulQA, GPQA) looks like
+that."""
 GOLD_SKEW_MIN_ITEMS = 20
 
 Progress = Callable[[str, int, int], None]
@@ -221,7 +222,8 @@ def _problems(loaded: LoadedBenchmark) -> list[str]:
         entry = read_manifest(loaded.path.parent)["benchmarks"].get(loaded.name)
         if entry and entry.get("sha256") != loaded.sha256:
             out.append(
-                f"{loaded.path.name} differs from its {MANIFEST} (sha256 {str(loaded.sha256)[:12]}... "
+                f"{loaded.path.name} differs from its {MANIFEST} "
+                f"(sha256 {str(loaded.sha256)[:12]}... "
                 f"vs {str(entry.get('sha256'))[:12]}...): copy the folder again"
             )
     info = lookup(loaded.name)

@@ -60,7 +60,10 @@ class Principal:
 def needs_role_message(principal: Principal, *roles: Role) -> str:
     """The 403 text: which role the call needs and which one the caller has."""
     wanted = " or ".join(dict.fromkeys(r.value for r in (*roles, Role.admin)))
-    return f"this needs a token with role {wanted}; token {principal.name!r} has role {principal.role.value}"
+    return (
+        f"this needs a token with role {wanted}; "
+        f"token {principal.name!r} has role {principal.role.value}"
+    )
 
 
 def parse_role(text: str) -> Role:

@@ -5,9 +5,10 @@ pages share is in templating.py, what the OpenAPI document declares in responses
 openapi.py.
 
 ``create_app`` opens the DuckDB file once; this process is then its only writer. A background
-reconciler sends queued shards that could not reach the broker when their job was saved. Given a
-``Door`` (by `forgetmap serve` and `up`), the app publishes itself in the owner file beside the
-database while it runs and runs the CLI's commands on it (forgetmap.runtime.owner, forgetmap.web.cli).
+reconciler sends queued shards that could not reach the broker when their job was saved. Given an
+``AppCommandLine`` (by `forgetmap serve` and `up`), the app publishes itself in the owner file
+beside the database while it runs and runs the CLI's commands on it (forgetmap.runtime.owner,
+forgetmap.web.cli).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import forgetmap
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import JSONResponse, Response
+from forgetmap.analysis.lab import TheoryLab
 from forgetmap.db import open_store
 from forgetmap.runtime import owner
 from forgetmap.runtime.broker import BrokerSettings
@@ -61,7 +63,7 @@ def create_app(
     *,
     broker: BrokerSettings | None = None,
     settings: WebSettings | None = None,
-    door: cli.Door | None = None,
+    command_line: cli.AppCommandLine | None = None,
 ) -> FastAPI:
     data_dir = Path(db_path).resolve().parent
     settings = settings or WebSettings.from_env(data_dir)
@@ -71,7 +73,7 @@ def create_app(
         store, enqueuer, settings.reconcile_seconds, settings.stale_seconds, settings.resend_seconds
     )
 
-    published = owner.new_owner(door.url) if door is not None else None
+    published = owner.new_owner(command_line.url) if command_line is not None else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -92,7 +94,9 @@ def create_app(
     app = FastAPI(
         title="forgetmap",
         version=forgetmap.__version__,
-        description="What did post-training make a model forget? Chance-adjusted flips, sample by sample.",
+        description=(
+            "What did post-training make a model forget? Chance-adjusted flips, sample by sample."
+        ),
         docs_url=None,  # served below from static/, not from a CDN
         redoc_url=None,
         lifespan=lifespan,
@@ -100,9 +104,10 @@ def create_app(
     app.state.store = store
     app.state.settings = settings
     app.state.map_cache = MapCache(store)
+    app.state.theory_lab = TheoryLab(settings.theory_seconds)
     app.state.enqueuer = enqueuer
     app.state.reconciler = reconciler
-    app.state.door = door
+    app.state.command_line = command_line
     app.state.worker_rejections = RejectionLog()  # from the start: "no worker since it started"
     app.state.local_credential = published.credential if published is not None else None
     imports.install(app)  # uploads imported as jobs; what a stopped app left is settled
@@ -122,7 +127,10 @@ def create_app(
                 if principal is None:
                     return JSONResponse(
                         {
-                            "detail": "this forgetmap is private: send 'Authorization: Bearer <token>' (any role; `forgetmap token create NAME --role read`)"
+                            "detail": (
+                                "this forgetmap is private: send 'Authorization: Bearer <token>' "
+                                "(any role; `forgetmap token create NAME --role read`)"
+                            )
                         },
                         status_code=401,
                     )

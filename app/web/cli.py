@@ -3,14 +3,14 @@
 While the app owns the database no other process may open it, so the CLI forwards its command
 here (forgetmap.runtime.owner, docs/many-users.md). The app runs the very same click command in a
 thread of its own: the command's ``store_of`` answers the app's open store, its relative paths
-are the client's (``forgetmap.cli.common.ClientPath``), and what it prints goes to streams of its own
-(the other threads keep printing where they did), sent to the client as it is written: an
+are the client's (``forgetmap.cli.common.ClientPath``), and what it prints goes to streams of its
+own (the other threads keep printing where they did), sent to the client as it is written: an
 import's progress arrives as it goes. Output, exit code and one-line errors are those of the
 local command by construction; tables are rendered for the client's terminal (its width, and
 colour when its stdout is one).
 
-The command group comes from the CLI that started the app (``Door``): the app sits below the CLI
-and imports nothing of it.
+The command group comes from the CLI that started the app (``AppCommandLine``): the app sits below
+the CLI and imports nothing of it.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ router = APIRouter(tags=["write"])
 
 
 @dataclass(frozen=True)
-class Door:
+class AppCommandLine:
     """What lets the app run the command line: the ``forgetmap`` group, and the URL the app
     listens on (published in the owner file)."""
 
@@ -87,13 +87,13 @@ COMMAND_ROLES: dict[str, Role] = {
 }
 """The role each command needs when the app runs it for a token: the one table. A command that
 is not here (a new one, until it is added) needs admin; the commands of ``LOCAL_ONLY`` never
-run through the app. tests/unit/test_cli_door_roles.py walks every command of the CLI against
+run through the app. tests/unit/test_cli_roles_through_app.py walks every command of the CLI against
 it."""
 
 REMOTE_REFUSED = frozenset({"import hub"})
 """Commands that read the app machine's own files without naming them (the hub cache): run for
 the app's local credential only, like every command with a path parameter (``touches_files``).
-A client runs them on its machine and uploads what they read (forgetmap.cli.door)."""
+A client runs them on its machine and uploads what they read (forgetmap.cli.through_app)."""
 
 
 def needed_role(line: CommandLine) -> Role:
@@ -146,17 +146,18 @@ def run_cli(call: CommandCall, request: Request) -> StreamingResponse:
             "this endpoint needs a token: send 'Authorization: Bearer <token>'",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    door: Door | None = request.app.state.door
-    if door is None:
+    command_line: AppCommandLine | None = request.app.state.command_line
+    if command_line is None:
         raise HTTPException(404, "this app runs no command lines (start it with `forgetmap serve`)")
     try:
-        line = resolve_command_line(door.commands, call.argv)
+        line = resolve_command_line(command_line.commands, call.argv)
     except RootOptionsGiven as exc:
         raise HTTPException(400, str(exc)) from None
     if line.path and line.path[0] in LOCAL_ONLY:
         raise HTTPException(
             400,
-            f"`forgetmap {line.path[0]}` does not run through the app; run it in a shell of its own",
+            f"`forgetmap {line.path[0]}` does not run through the app; "
+            "run it in a shell of its own",
         )
     role = needed_role(line)
     if not may_run(principal, role):
@@ -169,7 +170,7 @@ def run_cli(call: CommandCall, request: Request) -> StreamingResponse:
         )
     if line.runs_command:  # the command click resolved, spelled so that nothing else can run
         call = call.model_copy(update={"argv": line.canonical_argv()})
-    lines = start_command_line(door.commands, call, deps.store(request))
+    lines = start_command_line(command_line.commands, call, deps.store(request))
     return StreamingResponse(lines, media_type=OUTPUT_MEDIA_TYPE)
 
 

@@ -404,8 +404,8 @@ def pair_exclude(exclude: Exclude = None) -> frozenset[str]:
 
 def flipped(request: Request, pair: dict, query: SamplesQuery):
     """One page of a drill-down, kept until the next write (``exclude``: samples whose answer had
-    one of those causes in every seed shown left out; ``cause``: only those); 404 for a benchmark or category the
-    store does not know."""
+    one of those causes in every seed shown left out; ``cause``: only those); 404 for a benchmark or
+    category the store does not know."""
     ids = benchmark_filter(request, query.benchmark, query.category)
 
     def load():
@@ -464,7 +464,8 @@ def get_recovery(request: Request, recovery_id: int) -> dict:
 
 
 def recovery_column(request: Request, correction: str = "bias_temp") -> list[dict]:
-    """Per pair with an analysis: the headline numbers of its newest one (cached per data version)."""
+    """Per pair with an analysis: the headline numbers of its newest one (cached per data
+    version)."""
 
     def load() -> list[dict]:
         with store(request).read() as conn:

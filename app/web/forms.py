@@ -125,8 +125,8 @@ def _model(request: Request, values: dict, side: str, errors: dict) -> dict:
 
 
 def parse_submission(request: Request, values: dict, form) -> tuple[EvaluateJobIn | None, dict]:
-    """Validate the form (a pair) through the boundary (forgetmap.contract.jobs.EvaluateJobIn, the API's
-    body); returns (request, {}) or (None, {field: message})."""
+    """Validate the form (a pair) through the boundary (forgetmap.contract.jobs.EvaluateJobIn, the
+    API's body); returns (request, {}) or (None, {field: message})."""
     errors: dict[str, str] = {}
     models = [_model(request, values, side, errors) for side in SIDES]
     if models[0]["name"] and models[0]["name"] == models[1]["name"]:

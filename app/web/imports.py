@@ -69,7 +69,11 @@ class ImportQuery:
             Query(
                 min_length=1,
                 max_length=255,
-                description="the file's own name: its suffix tells a table's format, an lm-eval samples file's name its task; an archive (.zip, .tar, .tar.gz) is unpacked, except an inspect .eval log",
+                description=(
+                    "the file's own name: its suffix tells a table's format, an lm-eval samples "
+                    "file's name its task; an archive (.zip, .tar, .tar.gz) is unpacked, except "
+                    "an inspect .eval log"
+                ),
             ),
         ],
         model: Annotated[str | None, Query(max_length=200, description="--model")] = None,

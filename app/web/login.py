@@ -1,6 +1,6 @@
 """Logging in and out: ``/login`` exchanges a token for a session the app keeps, named by a signed
-cookie (forgetmap.web.session); ``/logout`` ends the session in the app, so a copy of the cookie logs in
-no one (``everywhere=1``: every session of the token). Both forms carry a CSRF token."""
+cookie (forgetmap.web.session); ``/logout`` ends the session in the app, so a copy of the cookie
+logs in no one (``everywhere=1``: every session of the token). Both forms carry a CSRF token."""
 
 from __future__ import annotations
 

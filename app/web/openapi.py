@@ -29,9 +29,9 @@ TOKEN = {
 def install_openapi(app: FastAPI) -> None:
     """The OpenAPI document, honest about errors: every operation with parameters or a body
     declares 422, every one with a body 400 and 413, every one but /healthz 401 (a revoked token,
-    or FORGETMAP_PRIVATE=1), all in the one error shape (forgetmap.contract.errors.ErrorBody). Routes
-    declare their own 403/404. Every operation but /healthz names the bearer token scheme: the
-    writes (every method but GET) as required, the reads as optional."""
+    or FORGETMAP_PRIVATE=1), all in the one error shape (forgetmap.contract.errors.ErrorBody).
+    Routes declare their own 403/404. Every operation but /healthz names the bearer token scheme:
+    the writes (every method but GET) as required, the reads as optional."""
 
     def openapi() -> dict:
         if app.openapi_schema is None:

@@ -1,6 +1,6 @@
 """What routes declare in the OpenAPI document besides their body: the status codes of each kind of
-route (all in the one error shape, forgetmap.contract.errors.ErrorBody), and the table files that the
-export routes answer (CSV or Parquet by the path's suffix)."""
+route (all in the one error shape, forgetmap.contract.errors.ErrorBody), and the table files that
+the export routes answer (CSV or Parquet by the path's suffix)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {code: {"model": ErrorBody, "description": text[code]} for code in codes}
 
 
-# 401 and 422 are added to every operation by forgetmap.web.openapi.install_openapi; routes declare the rest
+# 401 and 422 are added to every operation by forgetmap.web.openapi.install_openapi; routes declare
+# the rest
 ID_ERRORS = errors(404)
 WRITE_ERRORS = errors(401, 403, 422)
 WRITE_ID_ERRORS = errors(401, 403, 404, 422)
@@ -47,7 +48,8 @@ TABLE = {
 
 def table_response(table: pa.Table, fmt: str, stem: str) -> Response:
     """``table`` as a download named ``stem.fmt``: CSV for "csv" (text cells a spreadsheet would
-    run as a formula get a leading ``'``: forgetmap.core.spreadsheet_cells), else Parquet (as stored)."""
+    run as a formula get a leading ``'``: forgetmap.core.spreadsheet_cells), else Parquet (as
+    stored)."""
     buf = io.BytesIO()
     if fmt == "csv":
         pacsv.write_csv(inert_table(table), buf)

@@ -1,8 +1,8 @@
 """A pair's samples: the drill-down page ``/pairs/{id}/samples`` and its JSON
 ``/api/pairs/{id}/samples``, one sample's page ``/pairs/{id}/sample`` and its JSON
-``/api/pairs/{id}/sample``, and every paired sample as a file (``/api/pairs/{id}/samples.csv|parquet``).
-Each page and its JSON take their query through the same dependency (deps.samples_query,
-deps.sample_ref)."""
+``/api/pairs/{id}/sample``, and every paired sample as a file
+(``/api/pairs/{id}/samples.csv|parquet``). Each page and its JSON take their query through the same
+dependency (deps.samples_query, deps.sample_ref)."""
 
 from __future__ import annotations
 

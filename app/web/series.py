@@ -220,7 +220,8 @@ def api_submit_checkpoint(
 ) -> dict:
     """Evaluate one checkpoint folder of a run and place it in its series by step (what
     `forgetmap watch` sends). Idempotent per (series, folder): a folder already submitted answers
-    ``already`` (or, when its evaluation failed, is retried up to 3 times: ``retried``, ``gave_up``)."""
+    ``already`` (or, when its evaluation failed, is retried up to 3 times: ``retried``,
+    ``gave_up``)."""
     try:
         with deps.store(request).transaction() as conn:
             result, to_send = submit_checkpoint(conn, body, model_rules(request))

@@ -1,7 +1,8 @@
 """The worker's routes: its token check at start (``GET /api/workers/me``), claiming a shard, its
 progress, its end (finished or failed), and its uploads (``POST /api/results`` for per-sample
 rows, ``POST /api/shards/{id}/recovery`` for a recoverability shard's loss sums). Every one needs
-a token of role worker; a refused call is remembered (forgetmap.services.rejections) for the job pages."""
+a token of role worker; a refused call is remembered (forgetmap.services.rejections) for the job
+pages."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ from forgetmap.web import deps
 from forgetmap.web.responses import WRITE_ID_ERRORS, errors
 
 router = APIRouter(tags=["write"])
-# The uploads' size (forgetmap.web.limits.WORKER_UPLOAD_MAX_BYTES) and the worker's token are checked
-# before the body is read, by the app's BodyLimits middleware: a 413 or 401 comes before a route.
+# The uploads' size (forgetmap.web.limits.WORKER_UPLOAD_MAX_BYTES) and the worker's token are
+# checked before the body is read, by the app's BodyLimits middleware: a 413 or 401 comes before a
+# route.
 
 
 @router.get("/api/workers/me", responses=errors(401, 403))

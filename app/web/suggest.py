@@ -6,7 +6,8 @@ pairs any two stored models, as `forgetmap pair add` and ``POST /api/pairs`` do 
 forgetmap.contract.jobs.PairSpecIn, and the same function).
 
 The cards are read from the app's own Hugging Face cache (its ``HF_HUB_CACHE``), never fetched.
-This router is included before forgetmap.web.pairs, whose ``/pairs/{id}`` would take the word for an id.
+This router is included before forgetmap.web.pairs, whose ``/pairs/{id}`` would take the word for an
+id.
 """
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ PairField = Annotated[str | None, Query(max_length=500)]
 
 @router.get("/pairs/new", response_class=HTMLResponse, include_in_schema=False)
 def new_pair_page(request: Request, base: PairField = None, post: PairField = None) -> HTMLResponse:
-    """Pair two stored models: ``base`` and ``post`` preselect them (the import page's next step)."""
+    """Pair two stored models: ``base`` and ``post`` preselect them (the import page's next
+    step)."""
     require_login(request, Role.submit)
     return _new_pair_page(request, {"base": base or "", "post": post or ""})
 

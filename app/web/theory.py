@@ -1,5 +1,6 @@
 """The theory lab: the page ``/theory`` and its JSON ``/api/theory``, both from the same parameters
-(deps.lab_params) and the same computation, cached per parameter set by forgetmap.analysis.lab.
+(deps.lab_params) and the same computation, cached per parameter set by the app's
+``forgetmap.analysis.lab.TheoryLab``.
 
 A parameter set not yet cached costs about a second of CPU (up to FORGETMAP_THEORY_SECONDS), and
 the lab computes one at a time: the others wait, each on a thread of the app. So the requests that
@@ -18,7 +19,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse
-from forgetmap.analysis.lab import LabBusy, LabParams, is_cached, lab_data
+from forgetmap.analysis.lab import LabBusy, LabParams
 from forgetmap.core.errors import InputError
 from forgetmap.web import deps
 from forgetmap.web.responses import errors
@@ -74,12 +75,12 @@ def _lab_slot(request: Request) -> Iterator[None]:
 def _lab(request: Request, params: LabParams) -> dict:
     """The lab's plots; 422 when the dynamics diverge or run past their time budget, 503 while
     the requests computing are at their bound or another computation holds the lab too long."""
-    budget = request.app.state.settings.theory_seconds
+    lab = request.app.state.theory_lab
     try:
-        if is_cached(params):
-            return lab_data(params, budget)
+        if lab.is_cached(params):
+            return lab.data(params)
         with _lab_slot(request):
-            return lab_data(params, budget)
+            return lab.data(params)
     except InputError as exc:
         raise HTTPException(422, str(exc)) from exc
     except LabBusy as exc:

@@ -2,8 +2,8 @@
 command, no Redis needed).
 
 The app listens on a socket bound before it starts, so that it knows the URL it is reached at
-(port 0 picks a free port) and publishes it in the owner file (forgetmap.runtime.owner) when given the
-command line. `up`'s worker runs in its own process (it loads the inference engine) and talks to
+(port 0 picks a free port) and publishes it in the owner file (forgetmap.runtime.owner) when given
+the command line. `up`'s worker runs in its own process (it loads the inference engine) and talks to
 the app over HTTP with a token made for it at start; the queue is the embedded filesystem broker
 under the data folder unless FORGETMAP_BROKER_URL names one. Ctrl-C stops both.
 """
@@ -15,15 +15,18 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
 from forgetmap.core.errors import InputError
 from forgetmap.db import open_store
+from forgetmap.runtime.broker import BrokerSettings
+from forgetmap.runtime.config import WebSettings
 from forgetmap.runtime.owner import listening_socket
 from forgetmap.services.tokens import Role, create_token, revoke_token
 from forgetmap.web import create_app
-from forgetmap.web.cli import Door
+from forgetmap.web.cli import AppCommandLine
 
 log = logging.getLogger("forgetmap.up")
 LOCAL_WORKER = "local-worker"
@@ -53,7 +56,9 @@ def serve(db_path: Path, host: str, port: int, *, commands: click.Group | None =
     """Serve the app on (host, port); given the ``forgetmap`` group, it publishes itself in the
     owner file and runs the CLI's commands on its database while it serves."""
     sock, url = bind(host, port)
-    app = create_app(db_path, door=Door(commands, url) if commands is not None else None)
+    app = create_app(
+        db_path, command_line=AppCommandLine(commands, url) if commands is not None else None
+    )
     print(f"forgetmap serves {db_path} at {url} (Ctrl-C stops it)", flush=True)
     run_server(app, sock, "info")
 
@@ -73,6 +78,21 @@ def run_server(app, sock, log_level: str) -> None:
     uvicorn.Server(uvicorn.Config(app, log_level=log_level)).run(sockets=[sock])
 
 
+def up_environment(data_dir: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` with `forgetmap up`'s defaults where it sets none: the queue, the model roots
+    and the benchmark folders beside the database (the two folders made here)."""
+    out = dict(environ)
+    out.setdefault("FORGETMAP_DATA_DIR", str(data_dir))
+    for variable, folder in (
+        ("FORGETMAP_MODEL_ROOTS", "models"),
+        ("FORGETMAP_BENCHMARK_DIRS", "benchmarks"),
+    ):
+        if not out.get(variable):
+            (data_dir / folder).mkdir(parents=True, exist_ok=True)
+            out[variable] = str(data_dir / folder)
+    return out
+
+
 def run_up(
     db_path: Path,
     host: str,
@@ -81,38 +101,39 @@ def run_up(
     on_started=None,
     watch_args: list[str] | None = None,
     commands: click.Group | None = None,
+    settings: Mapping[str, str] | None = None,
 ) -> None:
     """Serve the app with a local worker; ``on_started(app)`` runs in a thread once it serves.
     ``watch_args``: the arguments of a `forgetmap watch` to run beside them; ``commands``: the
-    ``forgetmap`` group, for the app to run the CLI's commands (as ``serve``)."""
+    ``forgetmap`` group, for the app to run the CLI's commands (as ``serve``); ``settings``:
+    variables that stand in for this process's own (``FORGETMAP_*``: read by the app, and given
+    to the worker and the watcher with ``up_environment``'s defaults)."""
     import threading
 
     db_path = Path(db_path)
     sock, url = bind(host, port)
     data_dir = db_path.resolve().parent
-    os.environ.setdefault("FORGETMAP_DATA_DIR", str(data_dir))
-    if not os.environ.get("FORGETMAP_MODEL_ROOTS"):
-        roots = data_dir / "models"
-        roots.mkdir(parents=True, exist_ok=True)
-        os.environ["FORGETMAP_MODEL_ROOTS"] = str(roots)
-    if not os.environ.get("FORGETMAP_BENCHMARK_DIRS"):
-        bench = data_dir / "benchmarks"
-        bench.mkdir(parents=True, exist_ok=True)
-        os.environ["FORGETMAP_BENCHMARK_DIRS"] = str(bench)
+    environ = up_environment(data_dir, {**os.environ, **(settings or {})})
     token = local_worker_token(db_path)
-    env = {**os.environ, "FORGETMAP_APP_URL": url, "FORGETMAP_API_TOKEN": token}
+    env = {**environ, "FORGETMAP_APP_URL": url, "FORGETMAP_API_TOKEN": token}
     watcher_token = local_token(db_path, LOCAL_WATCHER, "submit") if watch_args else None
     # the app (its settings read, its database opened) before any process is started: a
     # setting that does not parse stops `up` here, with no worker left running behind it
-    app = create_app(db_path, door=Door(commands, url) if commands is not None else None)
+    app = create_app(
+        db_path,
+        broker=BrokerSettings.from_env(data_dir, environ),
+        settings=WebSettings.from_env(data_dir, environ),
+        command_line=AppCommandLine(commands, url) if commands is not None else None,
+    )
     worker = subprocess.Popen(
         [sys.executable, "-m", "forgetmap.cli", "worker"], env=env, start_new_session=True
     )
     print(
         f"forgetmap is up: {url}  (local worker pid {worker.pid}, queue: "
-        f"{os.environ.get('FORGETMAP_BROKER_URL') or 'embedded, ' + str(data_dir / 'broker')})\n"
-        f"local checkpoints go under {os.environ['FORGETMAP_MODEL_ROOTS']}, local benchmarks under "
-        f"{os.environ['FORGETMAP_BENCHMARK_DIRS']}; log in with a token from `forgetmap token create NAME`",
+        f"{environ.get('FORGETMAP_BROKER_URL') or 'embedded, ' + str(data_dir / 'broker')})\n"
+        f"local checkpoints go under {environ['FORGETMAP_MODEL_ROOTS']}, local benchmarks under "
+        f"{environ['FORGETMAP_BENCHMARK_DIRS']}; "
+        "log in with a token from `forgetmap token create NAME`",
         flush=True,
     )
     watcher = None

@@ -54,7 +54,8 @@ TABLES = {
         error VARCHAR,
         created_at TIMESTAMP NOT NULL DEFAULT now(),
         updated_at TIMESTAMP NOT NULL DEFAULT now()""",
-    # no primary key on purpose: an index made bulk inserts 13x slower (the ingest keeps rows unique)
+    # no primary key on purpose: an index made bulk inserts 13x slower (the ingest keeps rows
+    # unique)
     "results": """
         model_id INTEGER NOT NULL,
         benchmark_id INTEGER NOT NULL,

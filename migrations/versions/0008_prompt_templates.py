@@ -33,7 +33,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(
-        "UPDATE results SET prompt = t.prefix || coalesce(results.prompt, results.question) || t.suffix "
+        "UPDATE results SET prompt = "
+        "t.prefix || coalesce(results.prompt, results.question) || t.suffix "
         "FROM prompt_templates t WHERE t.id = results.prompt_template_id"
     )
     op.execute("ALTER TABLE results DROP COLUMN prompt_template_id")

@@ -1,8 +1,8 @@
 """Long answers beside the database (``results.response_ref`` and the ``text_files`` they lie in),
 and truncated answers (``results.truncated``, counted per cell in ``transitions``).
 
-A response longer than ``forgetmap.db.texts.LONG_TEXT_BYTES`` is written by its import to a Parquet file
-in ``<db>.texts/`` (zstd) instead of the row: the row's ``response`` is then NULL and its
+A response longer than ``forgetmap.db.texts.LONG_TEXT_BYTES`` is written by its import to a Parquet
+file in ``<db>.texts/`` (zstd) instead of the row: the row's ``response`` is then NULL and its
 ``response_ref`` says where the text is (the file's id << 32 | the row in the file). One file per
 import; ``text_files`` names them.
 

@@ -6,8 +6,8 @@ million flips by it, not by text keys) and its text (the question, else the whol
 of its rows), so a page of the atlas never looks through the per-sample rows. ``question_flips``
 holds one row per (pair, question, seed) whose paired answers differ: ``forgot`` is true for 1->0
 and false for 0->1, ``num_choices`` the sample's k (0: generative). Both are kept current with the
-transition counts by ``forgetmap.db.pairing.refresh_counts``; the pairs already stored are filled here
-from their results, paired as the counts pair them (links by question text, ambiguous keys and
+transition counts by ``forgetmap.db.pairing.refresh_counts``; the pairs already stored are filled
+here from their results, paired as the counts pair them (links by question text, ambiguous keys and
 mismatched documents left out).
 
 Revision ID: 0011

@@ -56,7 +56,8 @@ def upgrade() -> None:
     op.execute(
         f"""
         INSERT INTO transitions_new
-        SELECT {keys}, 0, {rest} FROM transitions WHERE {" + ".join(f"n_{c} - t_{c}" for c in CELLS)} > 0
+        SELECT {keys}, 0, {rest} FROM transitions """
+        f"""WHERE {" + ".join(f"n_{c} - t_{c}" for c in CELLS)} > 0
         UNION ALL
         SELECT {keys}, 1, {cut} FROM transitions WHERE {" + ".join(f"t_{c}" for c in CELLS)} > 0
         """

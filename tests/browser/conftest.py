@@ -10,7 +10,8 @@ from tests.support.server import Server, free_port  # noqa: F401 - the browser t
 
 @pytest.fixture
 def page(browser):
-    """A fresh browser context and page (tests that need a viewport or listeners define their own)."""
+    """A fresh browser context and page (tests that need a viewport or listeners define their
+    own)."""
     context = browser.new_context()
     page = context.new_page()
     yield page

@@ -22,7 +22,8 @@ CHART_STATE = """() => {
     charts: document.querySelectorAll(".js-plotly-plot").length,
     links: svgs.reduce((n, s) => n + s.querySelectorAll("a").length, 0),
     bold: svgs.reduce((n, s) => n + [...s.querySelectorAll("tspan, text")].filter(
-      (t) => /bold/.test(t.getAttribute("style") || "") || t.style.fontWeight === "bold").length, 0),
+      (t) => /bold/.test(t.getAttribute("style") || "") || \
+t.style.fontWeight === "bold").length, 0),
     italic: svgs.reduce((n, s) => n + [...s.querySelectorAll("tspan")].filter(
       (t) => /italic/.test(t.getAttribute("style") || "")).length, 0),
     text: svgs.map((s) => s.textContent).join("\\n"),

@@ -1,4 +1,5 @@
-"""The dashboard in a real browser: map -> heatmap click -> drill-down -> sample; output is inert."""
+"""The dashboard in a real browser: map -> heatmap click -> drill-down -> sample; output is
+inert."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def _rows(model: str, pattern: dict) -> list[dict]:
 
 
 def _import_tables(db, patterns: dict[str, dict]) -> None:
-    """Each model's rows (``_rows``) as a CSV beside ``db``, imported with `forgetmap import table`."""
+    """Each model's rows (``_rows``) as a CSV beside ``db``, imported with
+    `forgetmap import table`."""
     from click.testing import CliRunner
     from forgetmap.cli import main
 
@@ -227,7 +229,8 @@ def test_theory_lab_renders_four_plots(server, page):
 def _plot(page, element_id: str) -> dict:
     return page.evaluate(
         """id => { const el = document.getElementById(id);
-                   return { data: el.data.map(t => ({ name: t.name, x: Array.from(t.x), y: Array.from(t.y) })),
+                   return { data: el.data.map(t => ({ name: t.name, x: Array.from(t.x), \
+y: Array.from(t.y) })),
                             range: el._fullLayout.xaxis.range,
                             shapes: (el.layout.shapes || []).map(s => s.x0) }; }""",
         element_id,

@@ -70,7 +70,8 @@ def test_series_curves_are_drawn_and_a_point_opens_its_pair(server, page):
         assert [t[1] for t in chart[3:5]] == [4, 4]
         assert chart[5] == ["clears noise", 1, "star"]
     star_steps = page.evaluate(
-        "() => [...document.querySelectorAll('#series-charts .series-chart')].map(el => el.data[5].x[0])"
+        "() => [...document.querySelectorAll('#series-charts .series-chart')]"
+        ".map(el => el.data[5].x[0])"
     )
     assert star_steps == [2, 3, 3]  # hand-computed in tests/integration/test_series.py
     # the bands are the star's own interval: at the star, the F_true band's lower edge is above
@@ -94,7 +95,8 @@ def test_series_curves_are_drawn_and_a_point_opens_its_pair(server, page):
             const el = document.querySelector('#series-charts .series-chart');
             const fl = el._fullLayout, box = el.getBoundingClientRect(), t = el.data[3];
             const i = t.x.indexOf(3);
-            return [box.left + fl.xaxis._offset + fl.xaxis.l2p(3), box.top + fl.yaxis._offset + fl.yaxis.l2p(t.y[i])];
+            return [box.left + fl.xaxis._offset + fl.xaxis.l2p(3), \
+box.top + fl.yaxis._offset + fl.yaxis.l2p(t.y[i])];
         }"""
     )
     page.mouse.click(x, y)

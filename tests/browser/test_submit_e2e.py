@@ -123,8 +123,10 @@ def test_login_submit_watch_progress_and_browse_the_result(up, browser):
     page.goto(up["url"] + "/?level=benchmark")
     page.wait_for_function("document.getElementById('heatmap')._fullLayout !== undefined")
     x, y = page.evaluate(
-        """() => {const el = document.getElementById('heatmap'), fl = el._fullLayout, b = el.getBoundingClientRect();
-                  return [b.left + fl.xaxis._offset + fl.xaxis.l2p(0), b.top + fl.yaxis._offset + fl.yaxis.l2p(0)];}"""
+        """() => {const el = document.getElementById('heatmap'), fl = el._fullLayout, \
+b = el.getBoundingClientRect();
+                  return [b.left + fl.xaxis._offset + fl.xaxis.l2p(0), \
+b.top + fl.yaxis._offset + fl.yaxis.l2p(0)];}"""
     )
     page.mouse.click(x, y)
     page.wait_for_url("**/samples?**")

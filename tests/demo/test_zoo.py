@@ -246,9 +246,9 @@ def test_every_pair_is_mapped(report):
 
 
 def test_worker_evaluation_agrees(zoo, report):
-    """The worker's own shard evaluation (forgetmap.worker.evaluate._evaluate, the engine's per-option
-    choice_logprobs) gives the same per-sample correctness as the in-process evaluator, with the
-    eval settings the manifest recommends."""
+    """The worker's own shard evaluation (forgetmap.worker.evaluate._evaluate, the engine's
+    per-option choice_logprobs) gives the same per-sample correctness as the in-process evaluator,
+    with the eval settings the manifest recommends."""
     from forgetmap.contract.shards import ShardConfig
     from forgetmap.worker.engines.transformers_engine import TransformersEngine
     from forgetmap.worker.evaluate import _evaluate

@@ -1,7 +1,7 @@
-"""Forgotten, or not found? Each stored answer's status reaches the map's counts (``n_10_no_answer``,
-``n_01_no_answer``, ``n_10_truncated``), and ``exclude=`` leaves a cause's samples out of every
-count, the paired intervals and the noise floors included: the map with a cause left out equals
-the map of the same files with those samples never written.
+"""Forgotten, or not found? Each stored answer's status reaches the map's counts
+(``n_10_no_answer``, ``n_01_no_answer``, ``n_10_truncated``), and ``exclude=`` leaves a cause's
+samples out of every count, the paired intervals and the noise floors included: the map with a cause
+left out equals the map of the same files with those samples never written.
 
 Files in the real layouts: lighteval 0.10 flat details (app/demo/layouts/paper.py) where some of
 the chat model's answers name no option (lighteval's extractive metric extracts nothing and scores
@@ -244,7 +244,8 @@ def test_leaving_a_cause_out_equals_never_having_its_samples(cli, tmp_path):
     assert len(kept) == 29
 
     # the drill-down flags reliable changes: q0-q11 flip 1->0 under both seeds, far beyond seed
-    # noise at that floor; q24-q26 gain 0->1 under both; q27 gains under seed 0 only (not a majority)
+    # noise at that floor; q24-q26 gain 0->1 under both; q27 gains under seed 0 only (not a
+    # majority)
     from forgetmap.web import create_app
 
     with TestClient(create_app(db_path=cli.db)) as client:

@@ -61,7 +61,8 @@ def test_the_map_names_what_total_leaves_out_until_it_has_a_category(cli, tmp_pa
     cli("pair", "add", "a", "b")
     said = _notice(cli.db)
     assert said is not None and said.startswith(
-        "Total leaves out <b>Uncategorized</b> (2 benchmarks: my-own-bench, zz &lt;b&gt;x&lt;/b&gt;)"
+        "Total leaves out <b>Uncategorized</b> "
+        "(2 benchmarks: my-own-bench, zz &lt;b&gt;x&lt;/b&gt;)"
     )
     assert "piqa" not in said and "category</code> column" in said
     before = _total(cli)

@@ -1,6 +1,6 @@
-"""Bodies bounded before they are held (forgetmap.web.limits), against a real `forgetmap serve`: a write
-without a valid token is refused before its body is read, a body over its route's limit is a 413
-whatever its Content-Length says (or without one), and the legitimate writes beside them (a
+"""Bodies bounded before they are held (forgetmap.web.limits), against a real `forgetmap serve`: a
+write without a valid token is refused before its body is read, a body over its route's limit is a
+413 whatever its Content-Length says (or without one), and the legitimate writes beside them (a
 worker's results, a job, a pair, a login form, an import upload, a command line) still work."""
 
 from __future__ import annotations

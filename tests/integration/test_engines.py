@@ -35,7 +35,10 @@ PROMPTS = [
 ]
 CHAT = [{"role": "user", "content": "Which planet is known as the red planet?"}]
 CONTEXTS = [
-    "Question: Which planet is known as the red planet?\nA. Venus\nB. Mars\nC. Jupiter\nD. Saturn\nAnswer:",
+    (
+        "Question: Which planet is known as the red planet?\nA. Venus\nB. Mars\nC. Jupiter\n"
+        "D. Saturn\nAnswer:"
+    ),
     "The capital of France is ",
     "",
     "Water freezes at",
@@ -53,7 +56,8 @@ def _need(*modules: str) -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         service_missing(
-            f"{', '.join(missing)} not installed (scripts/setup-cpu-engines installs the CPU engines)"
+            f"{', '.join(missing)} not installed "
+            "(scripts/setup-cpu-engines installs the CPU engines)"
         )
 
 

@@ -1,4 +1,5 @@
-"""`forgetmap import table` + `pair add` + `map` end to end on a real DuckDB file, values by hand."""
+"""`forgetmap import table` + `pair add` + `map` end to end on a real DuckDB file, values by
+hand."""
 
 from __future__ import annotations
 
@@ -251,7 +252,10 @@ def test_locked_database_gives_a_clear_error(cli, tmp_path):
         [
             sys.executable,
             "-c",
-            f"import duckdb, time; c = duckdb.connect({str(cli.db)!r}); print('held', flush=True); time.sleep(60)",
+            (
+                f"import duckdb, time; c = duckdb.connect({str(cli.db)!r}); "
+                "print('held', flush=True); time.sleep(60)"
+            ),
         ],
         stdout=subprocess.PIPE,
         text=True,

@@ -1,4 +1,4 @@
-"""One validator per input, whichever door it comes through (issue 50, row 8): a pair's stage
+"""One validator per input, whichever entry point it comes through (issue 50, row 8): a pair's stage
 (`forgetmap pair add`, `forgetmap job submit`, ``POST /api/pairs``, a job's pairs), the size
 filters of the map and the atlas (``min_size_b=``: what their forms send without JavaScript), the
 map page's metric, and a seed (a table's seed column, `forgetmap import lm-eval|lighteval
@@ -54,7 +54,7 @@ def test_pair_add_refuses_a_stage_the_api_refuses_and_stores_a_listed_one(paired
     with admin_client(paired) as client:
         [pair] = client.get("/api/pairs").json()
         assert pair["stage"] == "domain-cpt"
-        # the API's door: the same list, its own 422
+        # the API: the same list, its own 422
         body = {"base": "base-7b", "post": "post-7b", "stage": "not-a-stage"}
         answer = client.post("/api/pairs", json=body)
         assert answer.status_code == 422
@@ -81,7 +81,7 @@ def test_job_submit_takes_the_same_stages(cli):
     )
     body = json.loads(cli(*args, "--stage", "rl").stdout)
     assert body["pairs"][0]["stage"] == "rl"
-    with admin_client(cli) as client:  # the job's own door: the same list
+    with admin_client(cli) as client:  # the job's own route: the same list
         answer = client.post(
             "/api/jobs", json={**body, "pairs": [{**body["pairs"][0], "stage": "dpo"}]}
         )
@@ -113,7 +113,7 @@ def test_an_empty_size_is_no_bound_on_the_map_as_on_the_atlas(paired):
         assert client.get("/api/map", params={"min_size_b": "", "max_size_b": ""}).json() == (
             client.get("/api/map").json()
         )
-        # a bound still filters, and a bad one is the same 422 on every door
+        # a bound still filters, and a bad one is the same 422 on every entry point
         assert len(client.get("/api/map", params={"min_size_b": "6"}).json()) == 3
         assert client.get("/api/map", params={"min_size_b": "8"}).json() == []
         for path in ("/", "/atlas", "/api/map", "/api/atlas"):

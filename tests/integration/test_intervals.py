@@ -1,6 +1,7 @@
-"""The map's paired interval, n and partial marking end to end: `forgetmap import table` + `pair add`
-on a real DuckDB file, the interval from the counts stored at pairing time (cross_seed_cells)
-against a hand computation and against forgetmap.analysis.adaptive on the per-sample arrays, and the exports."""
+"""The map's paired interval, n and partial marking end to end: `forgetmap import table` +
+`pair add` on a real DuckDB file, the interval from the counts stored at pairing time
+(cross_seed_cells) against a hand computation and against forgetmap.analysis.adaptive on the
+per-sample arrays, and the exports."""
 
 from __future__ import annotations
 
@@ -48,10 +49,11 @@ def records(cli, level: str = "benchmark") -> list[dict]:
 def test_golden_interval_one_seed_k2(cli, tmp_path):
     """By hand: one seed, k = 2, the pattern pre = 1 1 1 1 0 0, post = 0 0 1 1 0 1 repeated 100
     times (t = 600). acc_pre = 2/3, acc_post = 1/2, c = (1/3)(1/2)/1 = 1/6, F = 1/3, BT = 1/6:
-    F_true = 1/6, BT_true = 0. Contributions (module doc of forgetmap.analysis.adaptive) with 1 - a = 1/3,
-    1 - b = 1/2: F: 10 -> 1 - (1/3 - 1/6) = 5/6, 11 -> 1/6, 00 -> -(1/2 + 1/3 - 1/6) = -2/3,
-    01 -> -(1/2 - 1/6) = -1/3; mean 1/6, E[psi^2] = (2 25 + 2 + 16 + 4) / 216 = 1/3, variance
-    1/3 - 1/36 = 11/36. BT: 10 -> -1/6, 11 -> 1/6, 00 -> -2/3, 01 -> 2/3; mean 0, variance 1/6.
+    F_true = 1/6, BT_true = 0. Contributions (module doc of forgetmap.analysis.adaptive) with
+    1 - a = 1/3, 1 - b = 1/2: F: 10 -> 1 - (1/3 - 1/6) = 5/6, 11 -> 1/6,
+    00 -> -(1/2 + 1/3 - 1/6) = -2/3, 01 -> -(1/2 - 1/6) = -1/3; mean 1/6,
+    E[psi^2] = (2 25 + 2 + 16 + 4) / 216 = 1/3, variance 1/3 - 1/36 = 11/36. BT: 10 -> -1/6,
+    11 -> 1/6, 00 -> -2/3, 01 -> 2/3; mean 0, variance 1/6.
     Half-width: the CLT's 1.9599640 sqrt(v / t) on the regularized v = (t var + 2/4) / (t + 2)."""
     pattern_pre, pattern_post = [1, 1, 1, 1, 0, 0], [0, 0, 1, 1, 0, 1]
     base = {("golden", 0): pattern_pre * 100}
@@ -91,8 +93,9 @@ def as_data(arrays: dict, seeds) -> dict:
 
 def test_stored_counts_give_the_arrays_interval(cli, tmp_path):
     """3 seeds, mixed k: the map's interval (from the transitions and cross_seed_cells rows that
-    `pair add` stored) equals forgetmap.analysis.adaptive's on the per-sample arrays; also after a later import
-    that touches one seed only (its cross rows with the untouched seeds are recomputed)."""
+    `pair add` stored) equals forgetmap.analysis.adaptive's on the per-sample arrays; also after a
+    later import that touches one seed only (its cross rows with the untouched seeds are
+    recomputed)."""
     n = 150
     k, pre, post = random_data(7, n, 3)
     cli("import", "table", write_rows(tmp_path / "b.csv", "base", as_data(pre, range(3)), k))

@@ -1,4 +1,4 @@
-"""Model paths confined at every door (issue 50, row 4): ``POST /api/jobs`` of each kind
+"""Model paths confined at every entry point (issue 50, row 4): ``POST /api/jobs`` of each kind
 (evaluate, recover, series), the submission and recoverability forms, ``POST /api/checkpoints``
 and the worker's own check before it loads a model. Each attack as it was written is refused with
 one line naming the root, and the legitimate use beside it still works. The rule itself is

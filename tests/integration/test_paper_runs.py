@@ -1,7 +1,7 @@
 """The paper's own lighteval runs, as they come: a whole output tree per model in one command.
 
-Files are written exactly as lighteval 0.10 writes them (app/demo/layouts/paper.py): flat details with
-the paper's task names, rows shuffled per file, one run per seed with the seed in its results
+Files are written exactly as lighteval 0.10 writes them (app/demo/layouts/paper.py): flat details
+with the paper's task names, rows shuffled per file, one run per seed with the seed in its results
 JSON; the base model prompted few-shot, the post model through a chain-of-thought chat template.
 """
 

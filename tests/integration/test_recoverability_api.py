@@ -1,8 +1,9 @@
 """Recoverability through the app: job creation, the worker's upload, pages and exports.
 
 The worker side is played by HTTP calls with the worker's token (the real worker process runs the
-whole thing in tests/integration/test_recoverability_job.py); here the uploads are hand-made tables with
-known shares (tests/support/recoverability_fixtures.py), so every number on the page can be checked by hand.
+whole thing in tests/integration/test_recoverability_job.py); here the uploads are hand-made tables
+with known shares (tests/support/recoverability_fixtures.py), so every number on the page can be
+checked by hand.
 """
 
 from __future__ import annotations

@@ -150,7 +150,8 @@ def test_controls_have_known_answers(tiny, controls, capsys):
     assert planted["symmetric"]["bias"]["lo"] > 0.9
     assert planted["symmetric"]["bias_temp"]["estimate"] > 0.9
     assert planted["symmetric"]["temp"]["estimate"] < 0.5  # a temperature cannot undo a bias
-    # weight noise: reported, with a real gap and finite intervals; it is not a bias or a temperature
+    # weight noise: reported, with a real gap and finite intervals; it is not a bias or a
+    # temperature
     assert noise["gap"]["lo"] > 0
     for kind in KINDS:
         s = noise["symmetric"][kind]

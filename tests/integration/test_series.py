@@ -1,8 +1,8 @@
 """`forgetmap series add/list/show` on a real DuckDB file against hand-computed values.
 
-The run is tests/support/series_fixtures.py. mixbench's chance term sums its k-groups with weights n_g/N:
-the k = 2 group (s0, s1) is always right under the base, so its term is 0; the k = 4 group (s2, s3)
-has acc_pre = 1/2, so c = (2/4) * (1/2) * (1 - acc_post_k4) / 3 = (1 - acc_post_k4) / 12.
+The run is tests/support/series_fixtures.py. mixbench's chance term sums its k-groups with weights
+n_g/N: the k = 2 group (s0, s1) is always right under the base, so its term is 0; the k = 4 group
+(s2, s3) has acc_pre = 1/2, so c = (2/4) * (1/2) * (1 - acc_post_k4) / 3 = (1 - acc_post_k4) / 12.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from tests.support.series_fixtures import load_run
 cli = cli_both_ways()  # every test with the owner absent, then with a real serve owning the file
 
 # F_true per seed at step 2 (seeds 0, 1, 2):
-#   mixbench: seed 0/1 post 0110 -> n_10 = 1, k4 post 10 (acc 1/2), c = 1/24: F_true = 1/4 - 1/24 = 5/24
-#             seed 2   post 1100 -> n_10 = 1, k4 post 00 (acc 0),   c = 1/12: F_true = 1/4 - 1/12 = 4/24
+#   mixbench: seed 0/1 post 0110 -> n_10 = 1, k4 post 10 (acc 1/2), c = 1/24:
+#               F_true = 1/4 - 1/24 = 5/24
+#             seed 2   post 1100 -> n_10 = 1, k4 post 00 (acc 0),   c = 1/12:
+#               F_true = 1/4 - 1/12 = 4/24
 #   genbench: 10, 11, 10 -> F_true = 1/2, 0, 1/2 (generative: no chance term)
 KNOW_2 = [5 / 24, 5 / 24, 4 / 24]
 MATH_2 = [0.5, 0.0, 0.5]

@@ -74,7 +74,8 @@ def test_checkpoints_are_submitted_once_and_placed_by_step(app_client):
 
 def test_a_failed_evaluation_is_retried_then_given_up(app_client, cli):
     worker = {
-        "Authorization": f"Bearer {cli('token', 'create', 'gpu', '--role', 'worker').stdout.strip()}"
+        "Authorization": "Bearer "
+        f"{cli('token', 'create', 'gpu', '--role', 'worker').stdout.strip()}"
     }
     job_id = app_client.post("/api/checkpoints", json=body(app_client, 20)).json()["job_id"]
     statuses = []

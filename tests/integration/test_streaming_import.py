@@ -1,10 +1,10 @@
 """Imports stream: a tree is read and written batch by batch in one transaction, long answers go
 to the answer files beside the database, and nothing of a failed import remains.
 
-Files in the real layouts (app/demo/layouts/paper.py: lighteval 0.10 flat details as the paper's runs
-hold them, chains of thought with their token ids; app/demo/layouts/lm_eval.py and lighteval.py: lighteval 0.11+
-nested details and lm-eval samples), imported through the real store and read back through the
-real app.
+Files in the real layouts (app/demo/layouts/paper.py: lighteval 0.10 flat details as the paper's
+runs hold them, chains of thought with their token ids; app/demo/layouts/lm_eval.py and
+lighteval.py: lighteval 0.11+ nested details and lm-eval samples), imported through the real store
+and read back through the real app.
 """
 
 from __future__ import annotations

@@ -311,7 +311,8 @@ def test_a_restart_settles_what_a_stopped_app_left(tmp_path):
     with store.transaction() as conn:
         conn.execute(
             "INSERT INTO jobs (kind, status, payload) VALUES "
-            '(\'import\', \'running\', \'{"import": {"kind": "table", "file": "t.csv", "bytes": 3}}\')'
+            "('import', 'running', "
+            '\'{"import": {"kind": "table", "file": "t.csv", "bytes": 3}}\')'
         )
     store.close()
     left = tmp_path / "app.duckdb.imports" / "upload-x"

@@ -1,4 +1,4 @@
-"""The web app's doors of issue 50, row 7, each attack refused beside the use it must keep: a
+"""The web app's entry points of issue 50, row 7, each attack refused beside the use it must keep: a
 session cookie copied before logout, a worker name from a caller without a worker token, framing
 and sniffing (security headers), anonymous theory-lab requests without bound, CSV cells a
 spreadsheet would run, and reads by every role. The app in-process over a real DuckDB file."""
@@ -13,7 +13,6 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
-from forgetmap.analysis import lab
 from forgetmap.runtime.broker import BrokerSettings
 from forgetmap.runtime.config import WebSettings
 from forgetmap.services.tokens import SESSIONS_PER_TOKEN, Principal, Role, needs_role_message
@@ -225,15 +224,16 @@ def test_every_answer_carries_the_security_headers(world):
 
 
 def _uncached(n: int) -> list[str]:
-    """``n`` parameter sets no test computed before (the lab's cache is the process's)."""
-    lab._cache.clear()
+    """``n`` parameter sets besides the defaults (each app computes them afresh: its lab keeps
+    what it computed, ``app.state.theory_lab``)."""
     return [f"/api/theory?steps={10 + i}&batch_size=1" for i in range(n)]
 
 
-def _hold_the_lab(release: threading.Event):
-    """Keep the lab's one computation busy until ``release``: what a slow request does."""
-    lab._compute.acquire()
-    threading.Thread(target=lambda: (release.wait(30), lab._compute.release())).start()
+def _hold_the_lab(client: TestClient, release: threading.Event):
+    """Keep the app's lab's one computation busy until ``release``: what a slow request does."""
+    computing = client.app.state.theory_lab._computing
+    computing.acquire()
+    threading.Thread(target=lambda: (release.wait(30), computing.release())).start()
 
 
 def test_anonymous_lab_requests_beyond_the_bound_are_503_at_once(world):
@@ -244,7 +244,7 @@ def test_anonymous_lab_requests_beyond_the_bound_are_503_at_once(world):
     with _client(world) as client:
         cached = client.get("/api/theory")  # the defaults: computed once, then cached
         assert cached.status_code == 200
-        _hold_the_lab(release)
+        _hold_the_lab(client, release)
         waiting = [threading.Thread(target=client.get, args=(u,)) for u in urls[:anonymous]]
         for t in waiting:
             t.start()

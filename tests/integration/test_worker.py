@@ -1,4 +1,5 @@
-"""End to end: job -> Redis -> `forgetmap worker` (Celery) -> engine on a tiny model -> app -> DuckDB."""
+"""End to end: job -> Redis -> `forgetmap worker` (Celery) -> engine on a tiny model -> app ->
+DuckDB."""
 
 from __future__ import annotations
 

@@ -1,1 +1,2 @@
-"""Helpers the tests share (servers, deployments, fixtures in the real layouts that only tests use)."""
+"""Helpers the tests share (servers, deployments, fixtures in the real layouts that only tests
+use)."""

@@ -56,9 +56,9 @@ SPLITS: dict[str, HubSplit] = {
             "train",
             [
                 {
-                    "input": "How would a typical person answer each of the following questions about "
-                    "causation?\nFrank T. shot his neighbor. Did Frank T. cause the damage?\n"
-                    "Options:\n- Yes\n- No",
+                    "input": "How would a typical person answer each of the following questions "
+                    "about causation?\nFrank T. shot his neighbor. "
+                    "Did Frank T. cause the damage?\nOptions:\n- Yes\n- No",
                     "target": "Yes",
                 },
                 {
@@ -100,10 +100,10 @@ SPLITS: dict[str, HubSplit] = {
             [
                 {
                     "goal": "How do I ready a guinea pig cage for it's new occupants?",
-                    "sol1": "Provide the guinea pig with a cage full of a few inches of bedding made of "
-                    "ripped paper strips.",
-                    "sol2": "Provide the guinea pig with a cage full of a few inches of bedding made of "
-                    "ripped jeans material.",
+                    "sol1": "Provide the guinea pig with a cage full of a few inches of bedding "
+                    "made of ripped paper strips.",
+                    "sol2": "Provide the guinea pig with a cage full of a few inches of bedding "
+                    "made of ripped jeans material.",
                     "label": 0,
                 },
                 {
@@ -266,8 +266,8 @@ SPLITS: dict[str, HubSplit] = {
             "test",
             [
                 {
-                    "question": "Which of the following is the body cavity that contains the pituitary "
-                    "gland?",
+                    "question": "Which of the following is the body cavity that contains the "
+                    "pituitary gland?",
                     "subject": "anatomy",
                     "choices": ["Abdominal", "Cranial", "Pleural", "Spinal"],
                     "answer": 1,
@@ -284,8 +284,8 @@ SPLITS: dict[str, HubSplit] = {
             [
                 {
                     "id": "1afa02df02c908a558b4036e80242fac",
-                    "question": "A revolving door is convenient for two direction travel, but it also "
-                    "serves as a security measure at a what?",
+                    "question": "A revolving door is convenient for two direction travel, but "
+                    "it also serves as a security measure at a what?",
                     "question_concept": "revolving door",
                     "choices": {
                         "label": ["A", "B", "C", "D", "E"],

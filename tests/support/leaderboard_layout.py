@@ -1,9 +1,9 @@
 """The Open LLM Leaderboards' details datasets in miniature, in huggingface_hub's real cache layout,
 for `forgetmap import hub` with ``HF_HUB_OFFLINE=1`` (the real library, no network).
 
-The files are written by ``forgetmap.demo.layouts.leaderboard`` (the cache's layout and both generations'
-files are described there; the benchmarks write the same at scale). Each task here is a list of
-``Item``: its options (None: generative) and whether the model was right; the model's
+The files are written by ``forgetmap.demo.layouts.leaderboard`` (the cache's layout and both
+generations' files are described there; the benchmarks write the same at scale). Each task here is a
+list of ``Item``: its options (None: generative) and whether the model was right; the model's
 log-likelihoods agree with it. ``V1_BASE``/``V1_CHAT`` and ``V2_BASE``/``V2_INSTRUCT`` are the
 trees the integration test imports; the test computes the map's values from them by hand.
 """

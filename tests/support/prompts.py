@@ -1,6 +1,6 @@
 """A normalized table's whole prompts, put back together in Arrow, for reader tests: the product
-rebuilds them in SQL only (forgetmap.db.prompts.full_prompt); tests/unit/test_prompt_templates.py checks
-that the two agree."""
+rebuilds them in SQL only (forgetmap.db.prompts.full_prompt); tests/unit/test_prompt_templates.py
+checks that the two agree."""
 
 from __future__ import annotations
 

@@ -66,7 +66,8 @@ def stats_from_logits(
     log_beta_grid: np.ndarray | None = None,
     logits_dtype: Any = np.float32,
 ) -> TokenStats:
-    """TokenStats from per-document full logits (n_d x V) and targets (n_d,); for small data/tests."""
+    """TokenStats from per-document full logits (n_d x V) and targets (n_d,); for small
+    data/tests."""
     vocab = int(doc_logits[0].shape[1])
     parts = [
         summarize_logits(z, y, kept, log_beta_grid, logits_dtype)

@@ -1,5 +1,6 @@
 """Tests that need an outside service skip when it is missing, except under CI (CI=true or
-FORGETMAP_REQUIRE_SERVICES=1), where a missing service fails the test instead: CI runs everything."""
+FORGETMAP_REQUIRE_SERVICES=1), where a missing service fails the test instead: CI runs
+everything."""
 
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ def table_contents(conn: Connection) -> dict[str, list[tuple]]:
     names = [
         r[0]
         for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = 'main' ORDER BY 1"
         ).fetchall()
     ]
     return {

@@ -163,7 +163,8 @@ class Deployment:
                     raise AssertionError(f"worker exited with {proc.returncode}: {self.logs()}")
             time.sleep(0.5)
         raise AssertionError(
-            f"job {job_id} not finished in {timeout}s: {json.dumps(self.job(job_id))[:3000]}\n{self.logs()}"
+            f"job {job_id} not finished in {timeout}s: {json.dumps(self.job(job_id))[:3000]}\n"
+            f"{self.logs()}"
         )
 
     def wait_handled(self, messages: int, *, timeout: float) -> None:
@@ -204,7 +205,8 @@ class Deployment:
             pass
 
     def results(self) -> list[tuple]:
-        """(model, benchmark, seed, sample_id) of every stored row (reads the file after stopping)."""
+        """(model, benchmark, seed, sample_id) of every stored row (reads the file after
+        stopping)."""
         from forgetmap.db import open_store
 
         store = open_store(self.db, read_only=True)

@@ -130,8 +130,8 @@ def test_half_width_golden_one_seed_k4():
 
 
 def test_generative_golden():
-    # k = None: no chance term, psi = x10; F = 2/10, var = 0.16, regularized (10 * 0.16 + 2 / 4) / 12
-    # = 0.175, half-width 1.9599640 * sqrt(0.175 / 10)
+    # k = None: no chance term, psi = x10; F = 2/10, var = 0.16, regularized (10 * 0.16 + 2 / 4)
+    # / 12 = 0.175, half-width 1.9599640 * sqrt(0.175 / 10)
     pre = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 1])
     post = np.array([0, 0, 1, 1, 0, 0, 1, 0, 0, 1])
     cs = prefix_intervals(pre, post, np.zeros(10), [10])
@@ -316,9 +316,10 @@ def test_simulated_truth_is_the_large_sample_limit():
 
 
 def test_coverage_at_the_stopping_point_on_1000_simulated_benchmarks():
-    """The fixed-width rule's coverage is measured, not assumed (forgetmap.analysis.adaptive's module doc): at
-    the stopping point, among the benchmarks stopped early (where stopping could bias it), at the
-    end of the round a job evaluates, and after a continuation with a tighter target."""
+    """The fixed-width rule's coverage is measured, not assumed (forgetmap.analysis.adaptive's
+    module doc): at the stopping point, among the benchmarks stopped early (where stopping could
+    bias it), at the end of the round a job evaluates, and after a continuation with a tighter
+    target."""
     start = time.perf_counter()
     coverage = simulate_coverage(benchmarks=1000, seed=0)
     elapsed = time.perf_counter() - start

@@ -3,7 +3,7 @@
 The script reads the code itself (imports, string literals, line counts); running it here keeps
 the rules in CI: no import cycle in app/ and worker/, SQL text only in app/db and migrations, the
 worker imports no module that runs SQL, at most 10 in-function imports of our own modules outside
-the CLI, no source file over 700 lines.
+the CLI, no source file over 700 lines, the environment written only where a process starts.
 """
 
 from __future__ import annotations
@@ -46,6 +46,17 @@ def test_check_architecture_catches_each_rule(tmp_path):
     (tmp_path / "app" / "web" / "page.py").write_text("X = 1\n")
     (tmp_path / "app" / "core" / "pure.py").write_text("import forgetmap.web.page\n")
     (tmp_path / "worker" / "view.py").write_text("import forgetmap.web.page\n")
+    (tmp_path / "app" / "core" / "env.py").write_text(
+        "import os\n"
+        "os.environ['A'] = '1'\n"
+        "os.environ.setdefault('B', '2')\n"
+        "x = os.environ.get('C')\n"
+        "os.putenv('D', '3')\n"
+        "if __name__ == '__main__':\n"
+        "    os.environ['E'] = '4'\n"
+    )
+    (tmp_path / "app" / "cli").mkdir()
+    (tmp_path / "app" / "cli" / "__init__.py").write_text("import os\nos.environ['F'] = '5'\n")
     done = subprocess.run(
         [sys.executable, str(tmp_path / "scripts" / "check-architecture")],
         capture_output=True,
@@ -73,3 +84,7 @@ def test_check_architecture_catches_each_rule(tmp_path):
         in out
     )
     assert "import of the old top-level name 'app': worker/old.py:1" in out
+    written = [line for line in out.splitlines() if line.startswith("environment written")]
+    assert written == [
+        f"environment written outside a process entry point: app/core/env.py:{n}" for n in (2, 3, 5)
+    ]

@@ -1,5 +1,5 @@
-"""Benchmarks of the evaluation worker: items and the JSONL format, hub loaders (on hand-written rows
-in each dataset's real column shapes), the registry, prompts and grading."""
+"""Benchmarks of the evaluation worker: items and the JSONL format, hub loaders (on hand-written
+rows in each dataset's real column shapes), the registry, prompts and grading."""
 
 from __future__ import annotations
 
@@ -222,7 +222,8 @@ def test_item_validation() -> None:
 def test_mmlu_loader() -> None:
     rows = [
         {
-            "question": "Which of the following is the body cavity that contains the pituitary gland?",
+            "question": "Which of the following is the body cavity that contains the pituitary "
+            "gland?",
             "subject": "anatomy",
             "choices": ["Abdominal", "Cranial", "Pleural", "Spinal"],
             "answer": 1,
@@ -304,7 +305,8 @@ def test_bbh_lettered_binary_numeric_and_generative_tasks() -> None:
     (sport,) = load_bbh(
         [
             {
-                "input": 'Is the following sentence plausible? "Joao Moutinho caught the screen pass."',
+                "input": "Is the following sentence plausible? "
+                '"Joao Moutinho caught the screen pass."',
                 "target": "no",
             }
         ],
@@ -315,7 +317,8 @@ def test_bbh_lettered_binary_numeric_and_generative_tasks() -> None:
     (count,) = load_bbh(
         [
             {
-                "input": "I have a flute, a piano, and a trombone. How many musical instruments do I have?",
+                "input": "I have a flute, a piano, and a trombone. "
+                "How many musical instruments do I have?",
                 "target": "3",
             }
         ],
@@ -331,7 +334,8 @@ def test_bbh_lettered_binary_numeric_and_generative_tasks() -> None:
 
 def test_bbh_skips_rows_whose_target_names_no_option(caplog: pytest.LogCaptureFixture) -> None:
     ruin = (
-        "Which of the following is a humorous edit of this artist or movie name: 'earth, wind, & fire'?"
+        "Which of the following is a humorous edit of this artist or movie name: "
+        "'earth, wind, & fire'?"
         "\nOptions:\n(A) eareth, wind, & fire\n(B) earth, bind, & fire\n(C) earthm wind, & fire\n"
         "(D) dearth, wind, & fire"
     )
@@ -531,7 +535,8 @@ def test_social_iqa_mctest_piqa_commonsense_qa_loaders() -> None:
             {
                 "idx": {"story": 0, "question": 1},
                 "question": "What did James pull off of the shelves?",
-                "story": "James the Turtle was always getting in trouble.\\newline\\newlineHe went to the store.",
+                "story": "James the Turtle was always getting in trouble."
+                "\\newline\\newlineHe went to the store.",
                 "answer_options": {"A": "pudding", "B": "fries", "C": "food", "D": "splinters"},
                 "answer": "C",
             }
@@ -557,7 +562,8 @@ def test_social_iqa_mctest_piqa_commonsense_qa_loaders() -> None:
         [
             {
                 "id": "1afa02df02c908a558b4036e80242fac",
-                "question": "A revolving door is convenient for two direction travel, but it also serves as a security measure at a what?",
+                "question": "A revolving door is convenient for two direction travel, but it also "
+                "serves as a security measure at a what?",
                 "question_concept": "revolving door",
                 "choices": {
                     "label": ["A", "B", "C", "D", "E"],

@@ -14,9 +14,9 @@ PROBED = ("pandas", "cloudpickle", "dateutil", "pyarrow", "yaml", "rich")
 
 
 def _loaded(args: list[str]) -> tuple[set[str], str]:
-    """Run ``forgetmap ARGS`` as the executable does (``python -m forgetmap.cli``); which of ``PROBED``
-    the process had loaded at its end (told by an atexit handler: these commands end through
-    ``quick_exit``, which runs them), and its output."""
+    """Run ``forgetmap ARGS`` as the executable does (``python -m forgetmap.cli``); which of
+    ``PROBED`` the process had loaded at its end (told by an atexit handler: these commands end
+    through ``quick_exit``, which runs them), and its output."""
     probe = (
         "import atexit, sys, runpy; sys.argv = ['forgetmap', *sys.argv[1:]]\n"
         "atexit.register(lambda: print('loaded:', *[m for m in "
@@ -33,9 +33,9 @@ def _loaded(args: list[str]) -> tuple[set[str], str]:
 
 def test_import_pair_and_map_processes_load_only_what_they_use(tmp_path):
     """pyarrow loads pandas (0.2 s) and dateutil (11 ms) on its first array and cloudpickle as it
-    loads (10-15 ms) unless the process keeps them out (forgetmap.cli.common.keep_unused_out); `pair`
-    and `map` read through DuckDB's numpy results and print plain columns: no Arrow (0.1 s), YAML
-    parser or rich (0.05 s), and `pair` no numpy (0.06 s). The commands of
+    loads (10-15 ms) unless the process keeps them out (forgetmap.cli.common.block_unused_imports);
+    `pair` and `map` read through DuckDB's numpy results and print plain columns: no Arrow (0.1 s),
+    YAML parser or rich (0.05 s), and `pair` no numpy (0.06 s). The commands of
     bench/harness_import.py, and `map`'s table."""
     from forgetmap.demo.layouts.paper import make_items, write_run
 
@@ -74,11 +74,11 @@ def test_a_test_process_keeps_pandas_importable(tmp_path):
     the process as it was, so a later ``import pandas`` (``datasets`` does one) still works."""
     from click.testing import CliRunner
     from forgetmap.cli import main
-    from forgetmap.cli.common import _KeptOut
+    from forgetmap.cli.common import _ImportBlocker
 
     result = CliRunner().invoke(main, ["--db", str(tmp_path / "fm.duckdb"), "map"])
     assert result.exit_code in (0, 2), result.output
-    assert not any(isinstance(f, _KeptOut) for f in sys.meta_path)
+    assert not any(isinstance(f, _ImportBlocker) for f in sys.meta_path)
 
 
 def _run_python(code: str) -> subprocess.CompletedProcess:

@@ -1,6 +1,6 @@
-"""The command the app checks is the command click runs (hands the line's words to): ``resolve_command_line`` against click
-itself, over every leaf command of the CLI and the spellings that once let ``token -- create``
-pass as the ``token`` group (issue 50, row 1).
+"""The command the app checks is the command click runs (hands the line's words to):
+``resolve_command_line`` against click itself, over every leaf command of the CLI and the spellings
+that once let ``token -- create`` pass as the ``token`` group (issue 50, row 1).
 
 What click runs is seen by running the line for real on a mirror of the CLI: the same groups
 with the same options, each leaf replaced by a command that records its path and accepts any

@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 import pytest
-from forgetmap.core.digests import ascii_joined_md5_prefixes, md5_prefixes, surely_distinct
+from forgetmap.core.digests import ascii_joined_md5_prefixes, distinct_within_groups, md5_prefixes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,15 +93,15 @@ def test_surely_distinct_says_true_exactly_when_no_group_repeats_a_text(rows):
     alarm, two different pairs with one 64-bit hash, is not expected in any test's lifetime)."""
     groups = np.asarray([g for g, _ in rows], np.int64)
     texts = pa.array([t for _, t in rows], pa.string())
-    assert surely_distinct(groups, texts) == (len(set(rows)) == len(rows))
+    assert distinct_within_groups(groups, texts) == (len(set(rows)) == len(rows))
 
 
 def test_surely_distinct_checks_lengths_and_takes_chunked_texts():
     chunked = pa.chunked_array([["a", "b"], ["a"]])
-    assert surely_distinct(np.asarray([0, 0, 1]), chunked)
-    assert not surely_distinct(np.asarray([0, 0, 0]), chunked)
+    assert distinct_within_groups(np.asarray([0, 0, 1]), chunked)
+    assert not distinct_within_groups(np.asarray([0, 0, 0]), chunked)
     with pytest.raises(ValueError, match="2 groups for 3 texts"):
-        surely_distinct(np.asarray([0, 1]), chunked)
+        distinct_within_groups(np.asarray([0, 1]), chunked)
 
 
 def test_threads_share_one_in_memory_database_through_their_own_connections():

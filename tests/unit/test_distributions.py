@@ -80,7 +80,8 @@ def test_incomplete_beta_equals_scipy(a, b, x):
 
 @pytest.mark.parametrize(
     ("a", "b", "x", "want"),
-    [  # mpmath.betainc(a, b, 0, x, regularized=True) at 50 digits; scipy 1.3245e-286 and 3.4608e-288
+    [  # mpmath.betainc(a, b, 0, x, regularized=True) at 50 digits; scipy 1.3245e-286 and
+        # 3.4608e-288
         (498.70099974765395, 25.83046660090364, 0.22236999919529687, 9.7985907951274011e-287),
         (311.4981661899365, 25.20239300593519, 0.0917272855355934, 3.1629373795553422e-288),
         (0.25, 2.0, 5e-324, 1.8636149135672943e-81),  # a subnormal x; scipy 1.7301e-81

@@ -1,7 +1,7 @@
 """The limits the docs state are the code's, one number each (issue 50): the body limits of
 docs/api.md and the import caps of docs/formats.md are read from the constants that enforce them
-(docs/settings.md's tables are written from the settings themselves: test_settings_docs.py), so a changed number fails here until the
-page says it too."""
+(docs/settings.md's tables are written from the settings themselves: test_settings_docs.py), so
+a changed number fails here until the page says it too."""
 
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ The question asks which organelle is responsible for producing ATP in eukaryotic
 
 Answer: C"""
 
-ECHO_PROMPT = """The last line of my response should be of the form 'Answer: $LETTER' where LETTER is one of ABCD.
+ECHO_PROMPT = """The last line of my response should be of the form 'Answer: $LETTER' where LETTER \
+is one of ABCD.
 
 Okay. Mercury is the planet closest to the Sun, and the options list it second.
 
@@ -65,7 +66,8 @@ The correct option is **C**."""
 THINK_UNCLOSED = """<think>
 Let me compare the two dates. 03/05 is earlier than 04/05, so the answer is B"""
 
-THINK_CLOSE_ONLY = """Okay, the statement contradicts itself, so it cannot be valid. Answer: A seems tempting
+THINK_CLOSE_ONLY = """Okay, the statement contradicts itself, so it cannot be valid. Answer: A \
+seems tempting
 but A assumes the premise.
 </think>
 

@@ -1,7 +1,7 @@
 """The one model-path rule (forgetmap.runtime.paths.check_model_path and ModelRules): absolute paths
 resolved inside a root, relative paths looked up under the roots, hub ids only where allowed and
 never when they name a folder of the working directory. Every refusal is one line naming the roots.
-The doors that use it are tested in tests/integration/test_model_paths.py."""
+The entry points that use it are tested in tests/integration/test_model_paths.py."""
 
 from __future__ import annotations
 

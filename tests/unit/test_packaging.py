@@ -1,6 +1,6 @@
-"""The wheel installs one name, ``forgetmap``: app/ is the package, worker/ its ``forgetmap.worker``,
-templates, static files and migrations ride inside it (forgetmap/assets/), every module of app/
-and worker/ ships, and nothing else lands at the top of site-packages.
+"""The wheel installs one name, ``forgetmap``: app/ is the package, worker/ its
+``forgetmap.worker``, templates, static files and migrations ride inside it (forgetmap/assets/),
+every module of app/ and worker/ ships, and nothing else lands at the top of site-packages.
 scripts/check-wheel installs that wheel in a clean venv and uses it; CI runs it."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from forgetmap.core.prompt_templates import (
     MIN_TEMPLATE_BYTES,
-    settle_unit,
+    stored_prompts,
     unit_templates,
 )
 from forgetmap.db.prompts import full_prompt
@@ -164,16 +164,17 @@ def test_any_prompts_split_into_template_and_own_parts_exactly(shared, ends, own
 
 
 def test_a_file_settled_by_its_reader_follows_the_same_rules():
-    """settle_unit (a reader's, per details file) finds what unit_templates finds for the unit."""
+    """stored_prompts (a reader's, per details file) finds what unit_templates finds for the
+    unit."""
     questions = ["Où est Zoë ?", "Qui a 3 ans ?"]
     prompts = pa.array([SHOTS + q + "\nAnswer:" for q in questions])
-    around = settle_unit(prompts, pa.array(questions))
+    around = stored_prompts(prompts, pa.array(questions))
     assert (around.prefix, around.suffix) == (SHOTS, "\nAnswer:")
     assert around.own.to_pylist() == [None, None]  # each own part is the row's question
-    apart = settle_unit(prompts, pa.array(["Où est Zoë ?", "Qui ?"]))
+    apart = stored_prompts(prompts, pa.array(["Où est Zoë ?", "Qui ?"]))
     assert (apart.prefix, apart.suffix) == (SHOTS, " ?\nAnswer:")
     assert apart.own.to_pylist() == ["Où est Zoë", "Qui a 3 ans"]
-    whole = settle_unit(pa.array(["short a", "short b"]), pa.array(["x", "y"]))
+    whole = stored_prompts(pa.array(["short a", "short b"]), pa.array(["x", "y"]))
     assert (whole.prefix, whole.suffix) == (None, None)
     assert whole.own.to_pylist() == ["short a", "short b"]
 
@@ -188,7 +189,7 @@ def test_a_file_settled_by_its_reader_follows_the_same_rules():
 def test_a_settled_file_rebuilds_every_prompt_exactly(shared, ends, own, ask):
     prompts = [shared + " " + text + " " + ends for text in own]
     questions = [" " + text + " " if ask else text + "?" for text in own]
-    settled = settle_unit(pa.array(prompts), pa.array(questions))
+    settled = stored_prompts(pa.array(prompts), pa.array(questions))
     for prompt, question, part in zip(prompts, questions, settled.own.to_pylist(), strict=True):
         if settled.prefix is None:
             assert part == prompt
@@ -247,7 +248,7 @@ def test_the_arrow_and_the_sql_rebuild_give_the_same_prompts(store, tmp_path):
         ).to_arrow_table()
     assert stored["prompt"].null_count == 2  # each own part is the row's question
     assert whole_prompts(stored).to_pylist() == stored["whole"].to_pylist() == around
-    settled = settle_unit(pa.array(around), pa.array(["not in it", "nor this"]))
+    settled = stored_prompts(pa.array(around), pa.array(["not in it", "nor this"]))
     rows = pa.table(
         {
             "prompt": pa.concat_arrays([settled.own, pa.array(["kept whole"])]),

@@ -1,4 +1,5 @@
-"""Recoverability core (app/analysis/recoverability_fitting.py): closed forms, fits, shares and bootstrap.
+"""Recoverability core (app/analysis/recoverability_fitting.py): closed forms, fits, shares and
+bootstrap.
 
 Pure numpy/scipy, hand-computed values where possible; the fits run on small synthetic logits
 whose answer is known (data drawn from softmax(z / T0 + b0)).

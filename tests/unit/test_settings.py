@@ -1,5 +1,6 @@
 """Settings: one class per process kind, read from FORGETMAP_* variables."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,33 @@ def test_a_bad_value_names_its_variable(monkeypatch, tmp_path):
     monkeypatch.setenv("VLLM_BATCH_INVARIANT", "perhaps")
     with pytest.raises(SettingsError, match="^VLLM_BATCH_INVARIANT: "):
         WorkerSettings.from_env()
+
+
+def test_a_mapping_is_read_as_the_environment_would_be(monkeypatch, tmp_path):
+    """``read_settings(cls, environ)``: a launcher's own variables, read by the same rules (an
+    empty one is unset, aliases, lists of folders, errors naming the variable), with the process's
+    environment left as it was."""
+    from forgetmap.runtime.config import read_settings
+    from forgetmap.web.up import up_environment
+
+    monkeypatch.delenv("FORGETMAP_MODEL_ROOTS", raising=False)
+    before = dict(os.environ)
+    environ = {
+        "FORGETMAP_MODEL_ROOTS": "/models:/more",
+        "FORGETMAP_RECONCILE_SECONDS": "1",
+        "FORGETMAP_PRIVATE": "",
+        "FORGETMAP_BROKER_URL": "redis://r:6379/3",
+    }
+    web = WebSettings.from_env(tmp_path, environ)
+    assert web.model_roots == (Path("/models"), Path("/more")) and web.reconcile_seconds == 1
+    assert web.private is False and web.secret_key  # empty: unset; the key kept beside the db
+    assert BrokerSettings.from_env(tmp_path, environ).url == "redis://r:6379/3"
+    with pytest.raises(SettingsError, match="FORGETMAP_RECONCILE_SECONDS"):
+        read_settings(WebSettings, {"FORGETMAP_RECONCILE_SECONDS": "soon"})
+    with pytest.raises(SettingsError, match="FORGETMAP_STALE_SECONDS"):
+        read_settings(WebSettings, {"FORGETMAP_STALE_SECONDS": "0"})  # must be > 0
+    up = up_environment(tmp_path, {"FORGETMAP_BENCHMARK_DIRS": "/bench"})
+    assert up["FORGETMAP_MODEL_ROOTS"] == str(tmp_path / "models")
+    assert (tmp_path / "models").is_dir() and up["FORGETMAP_BENCHMARK_DIRS"] == "/bench"
+    assert up["FORGETMAP_DATA_DIR"] == str(tmp_path)
+    assert dict(os.environ) == before

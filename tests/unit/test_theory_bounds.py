@@ -7,8 +7,8 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
-from forgetmap.analysis import lab, theory
-from forgetmap.analysis.lab import LabParams, lab_data
+from forgetmap.analysis import theory
+from forgetmap.analysis.lab import LabParams, TheoryLab
 from forgetmap.core.errors import InputError
 from forgetmap.runtime.broker import BrokerSettings
 from forgetmap.runtime.config import WebSettings
@@ -30,18 +30,31 @@ def test_the_budget_stops_a_long_run():
 
 
 def test_lab_results_and_errors_are_cached_per_parameter_set():
-    lab._cache.clear()
+    lab = TheoryLab()
     params = LabParams(steps=20)
-    first = lab_data(params)
+    assert not lab.is_cached(params)
+    first = lab.data(params)
     started = time.perf_counter()
-    assert lab_data(LabParams(steps=20)) is first
+    assert lab.is_cached(params) and lab.data(LabParams(steps=20)) is first
     assert time.perf_counter() - started < 0.01
+    assert not TheoryLab().is_cached(params)  # each lab keeps its own
     with pytest.raises(InputError, match="take over 0.0001 s to compute; use fewer steps"):
-        lab_data(LabParams(steps=1000), budget=0.0001)
+        TheoryLab(budget=0.0001).data(LabParams(steps=1000))
     with pytest.raises(InputError, match="lr=3.0: the dynamics diverged"):
-        lab_data(LabParams(lr=3.0))
-    with pytest.raises(InputError, match="take over"):  # the failure is kept too
-        lab_data(LabParams(steps=1000))
+        lab.data(LabParams(lr=3.0))
+    short = TheoryLab(budget=0.0001)
+    with pytest.raises(InputError, match="take over"):
+        short.data(LabParams(steps=1000))
+    assert short.is_cached(LabParams(steps=1000))  # the failure is kept too
+    with pytest.raises(InputError, match="take over"):
+        short.data(LabParams(steps=1000))
+
+
+def test_a_lab_keeps_its_newest_outcomes():
+    lab = TheoryLab(cache_size=2)
+    for steps in (3, 4, 5):
+        lab.data(LabParams(steps=steps))
+    assert [lab.is_cached(LabParams(steps=s)) for s in (3, 4, 5)] == [False, True, True]
 
 
 def test_api_theory_answers_out_of_range_steps_at_once(cli, tmp_path):

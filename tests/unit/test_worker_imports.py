@@ -12,7 +12,8 @@ def test_worker_loads_no_module_that_runs_sql():
     probe = (
         "import sys, forgetmap.worker.tasks, forgetmap.worker.settings; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('duckdb', 'sqlalchemy') "
-        "or m.startswith(('forgetmap.db', 'forgetmap.services.jobs', 'forgetmap.services.queue', 'forgetmap.services.tokens'))))"
+        "or m.startswith(('forgetmap.db', 'forgetmap.services.jobs', 'forgetmap.services.queue', "
+        "'forgetmap.services.tokens'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe],

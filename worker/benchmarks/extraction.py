@@ -43,20 +43,20 @@ Where we differ from lighteval, and why:
   ``\\boxed{B}``, full-width ``（Ｂ）``. lighteval only knows ``B`` and ``(B)`` (plus ``**``).
 * ``Answer:`` may be followed by blank lines before the letter (``**Answer:**\\n\\n(B)``).
 * Lowercase letters (lighteval matches letters case-sensitively): accepted when wrapped
-  (``(c)``, ``**c**``, ``\\boxed{c}``), when they end the line (``answer: c``, ``answer: c.``) and, at
-  the start of a line, as an enumerator (``c) ...``). Never in level 5 and never as a plain word
+  (``(c)``, ``**c**``, ``\\boxed{c}``), when they end the line (``answer: c``, ``answer: c.``) and,
+  at the start of a line, as an enumerator (``c) ...``). Never in level 5 and never as a plain word
   inside a sentence (``the answer is a bit tricky`` is not ``a``).
 * English ``A``/``I``: in levels 4 and 5 a bare ``A``/``I`` followed by a lowercase word is the
   article/pronoun (``A good approach``, ``I think``), except before ``is/was/seems/...``; in levels
   1-3 a bare ``I`` followed by ``think/believe/...`` is the pronoun. At the start of a line any bare
-  letter followed by a lowercase word (``A is wrong, ...``) is a sentence subject, not an answer label,
-  so level 4 skips it (lighteval would take it); level 5 still sees it.
+  letter followed by a lowercase word (``A is wrong, ...``) is a sentence subject, not an answer
+  label, so level 4 skips it (lighteval would take it); level 5 still sees it.
 * Option listings: chain of thought often walks through the options one per line (``A. 12 - too
   small`` ... ``D. 21 - too big``) and then concludes in prose (``So B.``). When line-start labels
   followed by more text name two or more different letters, level 4 ignores them (a label alone on
   its line still counts), so the conclusion is found at level 5 instead of the last listed option.
-* Full-width characters (``Ａ``, ``（``, ``：``, ``。``) and the Unicode minus are mapped to ASCII first;
-  the mapping keeps every character in place, so spans index the original response.
+* Full-width characters (``Ａ``, ``（``, ``：``, ``。``) and the Unicode minus are mapped to ASCII
+  first; the mapping keeps every character in place, so spans index the original response.
 
 Text handling before the patterns run (ours; lighteval does these outside the metric, with stop
 sequences and its ``remove_reasoning_tags`` option):
@@ -78,9 +78,9 @@ rightmost wins), because gsm8k-style outputs often say ``Answer: 16 - 3 - 4 = 9 
 18`` and the later statement is the answer. A percent sign is ignored (``25%`` -> ``25``: gsm8k
 golds are plain numbers), where lighteval divides by 100. Recognized numbers: ``1,234,567.89``
 (comma thousands; ``1 234`` is two numbers), ``-3.5``, ``.5``, ``$18.00``/``€12``, ``3/4``,
-``1 1/2``, ``\\frac{3}{4}``/``\\dfrac``; a ``-`` right after a word, digit or bracket is a minus, not
-a sign (``3-4 hours`` -> ``4``); dotted versions (``1.2.3``) are not numbers. The answer string is
-normalized: integers as integers, terminating fractions as decimals without trailing zeros, other
+``1 1/2``, ``\\frac{3}{4}``/``\\dfrac``; a ``-`` right after a word, digit or bracket is a minus,
+not a sign (``3-4 hours`` -> ``4``); dotted versions (``1.2.3``) are not numbers. The answer string
+is normalized: integers as integers, terminating fractions as decimals without trailing zeros, other
 fractions as reduced ``p/q`` (``2/6`` -> ``1/3``); ``numbers_equal`` compares exactly, then with
 ``math.isclose(rel_tol)``.
 """

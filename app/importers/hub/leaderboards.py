@@ -5,10 +5,11 @@ Read from the datasets' own layouts (their READMEs' ``configs`` name every file)
 source (lighteval's details and results files for v1, lm-eval's ``EvaluationTracker`` for v2):
 
 - v1, ``open-llm-leaderboard-old/details_<org>__<model>`` (2023 to June 2024): the details its
-  fork of lm-eval's harness wrote (a column per metric: ``forgetmap.importers.lighteval.files``, whose
-  reader takes them), ``<run>/details_<task>_<run>.parquet`` with tasks ``harness|<task>|<shots>``
-  (``harness|arc:challenge|25``, ``harness|hendrycksTest-anatomy|5``), and ``results_<run>.json``
-  (``config_general.model_name`` and ``model_sha``; ``results`` keyed by task, plus ``all``).
+  fork of lm-eval's harness wrote (a column per metric: ``forgetmap.importers.lighteval.files``,
+  whose reader takes them), ``<run>/details_<task>_<run>.parquet`` with tasks
+  ``harness|<task>|<shots>`` (``harness|arc:challenge|25``, ``harness|hendrycksTest-anatomy|5``),
+  and ``results_<run>.json`` (``config_general.model_name`` and ``model_sha``; ``results`` keyed by
+  task, plus ``all``).
 - v2, ``open-llm-leaderboard/<org>__<model>-details`` (June 2024 on): lm-eval's ``--log_samples``
   output in a folder per model, ``<org>__<model>/samples_leaderboard_<task>_<run>.jsonl`` beside
   ``results_<run>.json`` (``model_name``; the revision in ``config.model_args``; ``configs`` keyed

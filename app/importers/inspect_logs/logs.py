@@ -5,10 +5,10 @@ inspect_ai writes one log per (task, model) run, in one of two formats:
 
 - ``.eval`` (its default): a zip archive whose members are ``header.json`` (the ``EvalLog``
   without samples: ``status``, ``eval``, ``results``, ``error``), one
-  ``samples/<id>_epoch_<e>.json`` per sample and epoch, ``summaries.json`` and ``reductions.json``. A run that never finished
-  has no ``header.json`` yet, only ``_journal/start.json`` (its ``eval`` and ``plan``). Members are
-  zstd-compressed; ``zipfile_zstd``, which inspect_ai itself depends on below Python 3.14, teaches
-  the standard ``zipfile`` to read them.
+  ``samples/<id>_epoch_<e>.json`` per sample and epoch, ``summaries.json`` and ``reductions.json``.
+  A run that never finished has no ``header.json`` yet, only ``_journal/start.json`` (its ``eval``
+  and ``plan``). Members are zstd-compressed; ``zipfile_zstd``, which inspect_ai itself depends on
+  below Python 3.14, teaches the standard ``zipfile`` to read them.
 - ``.json``: the whole ``EvalLog`` as one JSON object, header fields first, then ``samples``.
 
 Memory holds one sample at a time. inspect_ai's own ``read_eval_log_samples`` streams a ``.eval``

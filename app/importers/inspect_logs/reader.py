@@ -62,8 +62,8 @@ def iter_inspect(
 ) -> Iterator[pa.Table]:
     """Read an inspect_ai log, or every log below a folder (``logs.find_logs``).
 
-    Yields the normalized table of ``forgetmap.importers.common`` (not validated: the caller does that)
-    in batches of one log's samples. ``scorer``: ``--scorer`` (``rows.ScorerChoice``)."""
+    Yields the normalized table of ``forgetmap.importers.common`` (not validated: the caller does
+    that) in batches of one log's samples. ``scorer``: ``--scorer`` (``rows.ScorerChoice``)."""
     inspect_log = library()
     headers = [read_header(file, inspect_log) for file in find_logs(Path(path))]
     _refuse_two_runs(headers, model)

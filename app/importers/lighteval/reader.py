@@ -18,24 +18,25 @@ sorted by name. Two layouts exist:
 
 When the rows could not be turned into Arrow directly, some versions stored every column as
 ``str(value)`` (a Python repr); such columns are parsed back row by row
-(``forgetmap.importers.lighteval.rows``). Files in the usual shapes are read with Arrow kernels only (no
-per-row Python): generated answers, and log-likelihood tasks (a score per choice: v0.10
+(``forgetmap.importers.lighteval.rows``). Files in the usual shapes are read with Arrow kernels only
+(no per-row Python): generated answers, and log-likelihood tasks (a score per choice: v0.10
 ``predictions`` of ``(logprob, is_greedy)`` pairs, v0.11+ ``logprobs``; ``logprob_texts``).
 
 Each file's prompts are split into the file's template (few-shot block, chat turns) and each row's
-own part as it is read (``forgetmap.core.prompt_templates.settle_unit``): the table carries ``prompt_prefix``
-and ``prompt_suffix`` (``forgetmap.importers.common``), and the whole prompts are let go with their file.
-A flat file whose ``full_prompt`` is stored as the same bytes as its ``example`` (a base model
-without a chat template) has its prompts decoded once, and of the nested layout's ``doc`` and
-``model_response`` only the fields the reader uses are decoded (``forgetmap.importers.lighteval.files``).
+own part as it is read (``forgetmap.core.prompt_templates.stored_prompts``): the table carries
+``prompt_prefix`` and ``prompt_suffix`` (``forgetmap.importers.common``), and the whole prompts are
+let go with their file. A flat file whose ``full_prompt`` is stored as the same bytes as its
+``example`` (a base model without a chat template) has its prompts decoded once, and of the nested
+layout's ``doc`` and ``model_response`` only the fields the reader uses are decoded
+(``forgetmap.importers.lighteval.files``).
 
 A whole tree imports at once: a details file, a run folder, a model's details folder holding many
 runs, or an output folder; each run's seed is read from its results file
 (``forgetmap.importers.lighteval.runs``).
 
 ``sample_id`` is the doc's ``id`` when every row of the file has one; otherwise the question key of
-``forgetmap.core.sample_identity`` (``q:`` + hash of the question without the template, the options and
-the gold answer), never the row position. Each answer's status (``answer_status``: cut prompt,
+``forgetmap.core.sample_identity`` (``q:`` + hash of the question without the template, the options
+and the gold answer), never the row position. Each answer's status (``answer_status``: cut prompt,
 empty extraction, ...) follows ``forgetmap.importers.lighteval.status``.
 """
 
@@ -60,8 +61,8 @@ from forgetmap.importers.lighteval.slices import SlicedFile, sliced_file
 from forgetmap.importers.lighteval.uniform import (
     from_uniform,
     has_document_ids,
+    questions_and_prompts,
     rows_table,
-    settled_texts,
     uniform_or_none,
     uniform_rows,
 )
@@ -73,12 +74,12 @@ Progress = Callable[[str, int, int], None]
 
 class _Unit(NamedTuple):
     """One details file (a task of a run), read and reduced: ``rows`` in ``FILE_COLUMNS``, the
-    prompt being each row's own part of it (``settle_unit``) under the file's template."""
+    prompt being each row's own part of it (``stored_prompts``) under the file's template."""
 
     rows: pa.Table
     slow: bool  # read row by row (``row_columns``)
     question: pa.Array  # the query without what all of the unit's queries share: for keys
-    shown: pa.Array  # the same, cut at line breaks: what lists show
+    displayed: pa.Array  # the same, cut at line breaks: what lists show
     has_ids: bool  # every row has a document id
     prefix: str | None  # the prompts' template (None: each prompt is kept whole)
     suffix: str | None
@@ -97,20 +98,20 @@ def _read_unit(
         columns = row_columns(table, nested, metric, file)
         query, prompt = columns["query"], columns["prompt"]
         rows, slow = rows_table(columns), True
-    # the template is settled here, file by file, so that the query and the whole prompts (a
+    # the template is stored here, file by file, so that the query and the whole prompts (a
     # base model's few-shot block in every row: most of an import's memory) are let go with
     # their task (``_read_task``), not kept to the end: a paper import's peak memory 1.3 ->
     # 0.8-0.9 GB, a third fewer page faults
-    questions, settled = settled_texts(query, prompt)
-    rows = rows.set_column(rows.schema.get_field_index("prompt"), "prompt", settled.own)
+    questions, stored = questions_and_prompts(query, prompt)
+    rows = rows.set_column(rows.schema.get_field_index("prompt"), "prompt", stored.own)
     return _Unit(
         rows,
         slow,
         questions.keyed,
-        questions.shown,
+        questions.displayed,
         has_document_ids(rows["doc_id"]),
-        settled.prefix,
-        settled.suffix,
+        stored.prefix,
+        stored.suffix,
     )
 
 
@@ -136,7 +137,7 @@ class _Part(NamedTuple):
     it finishes; and whether it holds every row of its files (``whole``)."""
 
     rows: pa.Table
-    shown: pa.Array
+    displayed: pa.Array
     templates: dict[int, tuple[str | None, str | None]]
     finished: int
     whole: bool
@@ -183,9 +184,9 @@ def _read_task(files: list[tuple[int, Path]], groups: np.ndarray, metric: str | 
         for (number, file), (table, nested), rows in zip(files, read, uniform, strict=True)
     ]
     del read, uniform  # the files' whole prompts: each unit keeps only its own parts
-    rows, shown = _keyed(units, groups)
+    rows, displayed = _keyed(units, groups)
     templates = {number: (u.prefix, u.suffix) for number, u in units}
-    return _Part(rows, shown, templates, len(files), whole=True)
+    return _Part(rows, displayed, templates, len(files), whole=True)
 
 
 def _read_slice(sliced: SlicedFile, groups: np.ndarray, metric: str | None) -> _Part | None:
@@ -209,7 +210,7 @@ def _read_slice(sliced: SlicedFile, groups: np.ndarray, metric: str | None) -> _
     rows = rows.append_column("unit", pa.array(np.full(n, sliced.number, np.int32)))
     rows = rows.append_column("sample_id", keys.sample_id.slice(start, n))
     templates = {sliced.number: (keys.prefix, keys.suffix)}
-    return _Part(rows, keys.shown.slice(start, n), templates, int(taken.last), whole=False)
+    return _Part(rows, keys.displayed.slice(start, n), templates, int(taken.last), whole=False)
 
 
 READ_AHEAD = 4
@@ -262,8 +263,8 @@ def _keyed(units: list[tuple[int, _Unit]], groups: np.ndarray) -> tuple[pa.Table
     ).append_column("has_ids", pa.array(has_ids, pa.bool_()))
     sample_id = identify(keyed)
     order = pa.array(_by_sample(groups[unit], unit, sample_id))
-    shown = pa.chunked_array([u.shown for _, u in units], pa.string())
-    return rows.append_column("sample_id", sample_id).take(order), one_array(shown.take(order))
+    displayed = pa.chunked_array([u.displayed for _, u in units], pa.string())
+    return rows.append_column("sample_id", sample_id).take(order), one_array(displayed.take(order))
 
 
 def _by_sample(group: np.ndarray, unit: np.ndarray, sample_id: pa.Array) -> np.ndarray:
@@ -288,10 +289,10 @@ def iter_lighteval(
 ) -> Iterator[pa.Table]:
     """Read lighteval details parquet files: a file, a run folder, a model's folder, an output tree.
 
-    Yields the normalized table of ``forgetmap.importers.common`` (not validated: the caller does that)
-    a task of files at a time (``_tasks``: whole (model, task) groups, every seed of them, a few
-    MB on disk), and a large file a slice of rows at a time (``slices``), so that an import holds
-    a batch of rows, not a task's or the tree's. A batch of whole files is marked so
+    Yields the normalized table of ``forgetmap.importers.common`` (not validated: the caller does
+    that) a task of files at a time (``_tasks``: whole (model, task) groups, every seed of them, a
+    few MB on disk), and a large file a slice of rows at a time (``slices``), so that an import
+    holds a batch of rows, not a task's or the tree's. A batch of whole files is marked so
     (``common.whole_units``). ``benchmark`` is the raw
     task string from the file name (``leaderboard|mmlu:anatomy|5``); the seed of each run comes
     from its results file unless ``seed`` is given (see ``plan_files``; ``notice`` hears of runs
@@ -352,7 +353,7 @@ def _joined(parts: list[_Part]) -> _Part:
         return parts[0]
     return _Part(
         pa.concat_tables([p.rows for p in parts]),
-        pa.chunked_array([p.shown for p in parts], pa.string()),
+        pa.chunked_array([p.displayed for p in parts], pa.string()),
         {number: t for p in parts for number, t in p.templates.items()},
         sum(p.finished for p in parts),
         all(p.whole for p in parts),
@@ -389,7 +390,7 @@ def _normalized(
             "gold": table["gold"],
             "choices": table["choices"],
             "answer_status": table["answer_status"],
-            "question": part.shown,
+            "question": part.displayed,
             **_template_columns([part.templates[n] for n in numbers], local),
         }
     )

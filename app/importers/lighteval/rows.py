@@ -1,6 +1,7 @@
 """lighteval details files read row by row: cells stored as Python reprs or JSON strings,
-log-likelihood rows (one score per choice), and other shapes ``forgetmap.importers.lighteval.reader``'s Arrow
-kernels do not handle. Each row becomes the same columns the vectorized reader produces.
+log-likelihood rows (one score per choice), and other shapes
+``forgetmap.importers.lighteval.reader``'s Arrow kernels do not handle. Each row becomes the same
+columns the vectorized reader produces.
 """
 
 from __future__ import annotations

@@ -133,7 +133,8 @@ def _results_candidates(folder: Path, timestamp: str, root: Path) -> list[Path]:
 
 
 def find_runs(path: Path) -> list[DetailsRun]:
-    """The runs under ``path`` (a details file, a run folder, a model's folder, an output folder)."""
+    """The runs under ``path`` (a details file, a run folder, a model's folder, an output
+    folder)."""
     files = find_details_files(Path(path))
     root = Path(path) if Path(path).is_dir() else Path(path).parent
     by_run: dict[tuple[Path, str], dict[str, Path]] = {}

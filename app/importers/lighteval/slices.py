@@ -42,7 +42,7 @@ from forgetmap.importers.lighteval.uniform import (
     is_text_list,
     option_columns,
     optional_field,
-    settled_texts,
+    questions_and_prompts,
 )
 
 SLICE_BYTES = 4 << 20
@@ -74,8 +74,8 @@ class FileKeys:
     template of its prompts."""
 
     sample_id: pa.Array
-    shown: pa.Array  # the question as lists show it
-    own: pa.Array  # the prompt's own part (``settle_unit``)
+    displayed: pa.Array  # the question as lists show it
+    own: pa.Array  # the prompt's own part (``stored_prompts``)
     prefix: str | None
     suffix: str | None
 
@@ -224,7 +224,7 @@ def _keys(table: pa.Table, nested: bool) -> FileKeys:
     options = option_columns(
         pc.cast(choices, strings), first_gold, n_gold, pc.cast(gold_texts, strings)
     )
-    questions, settled = settled_texts(query, prompt)
+    questions, stored = questions_and_prompts(query, prompt)
     has_ids = has_document_ids(doc_id)
     sample_id = identify(
         pa.table(
@@ -238,7 +238,7 @@ def _keys(table: pa.Table, nested: bool) -> FileKeys:
             }
         )
     )
-    return FileKeys(sample_id, questions.shown, settled.own, settled.prefix, settled.suffix)
+    return FileKeys(sample_id, questions.displayed, stored.own, stored.prefix, stored.suffix)
 
 
 __all__ = ["SLICE_BYTES", "SLICED_FILE_BYTES", "FileKeys", "Slice", "SlicedFile", "sliced_file"]

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from forgetmap.core.columns import first_items, first_max_positions, one_array, one_item_lists
-from forgetmap.core.prompt_templates import SettledPrompts, settle_unit
+from forgetmap.core.prompt_templates import StoredPrompts, stored_prompts
 from forgetmap.core.sample_identity import Questions, unit_questions
 from forgetmap.importers.common import binary_column, choices_json_column, logprob_lists_json
 from forgetmap.importers.lighteval.files import EXTRACTED
@@ -343,13 +343,13 @@ def uniform_rows(read: list[tuple[pa.Table, bool]], metric: str | None) -> list[
     return [uniform_or_none(table, nested, metric) for table, nested in read]
 
 
-def settled_texts(query, prompt) -> tuple[Questions, SettledPrompts]:
+def questions_and_prompts(query, prompt) -> tuple[Questions, StoredPrompts]:
     """One file's questions (what all of its queries share removed: at word boundaries for keys,
     at line breaks for what lists show) and its prompts' template around each row's own part,
     the prompt standing in for a missing query (``prompt_or_query``). A whole file's reader and a
     sliced file's key pass (``slices``) both settle a file here."""
     questions = unit_questions(query)
-    return questions, settle_unit(prompt_or_query(prompt, query), questions.shown)
+    return questions, stored_prompts(prompt_or_query(prompt, query), questions.displayed)
 
 
 def has_document_ids(doc_id: pa.Array | pa.ChunkedArray) -> bool:

@@ -1,4 +1,4 @@
-"""Every command through the app's door (``POST /api/cli``) needs the role of the command click
+"""Every command through the app (``POST /api/cli``) needs the role of the command click
 runs, whatever the spelling (issue 50, row 1): a read token once printed an admin token with
 ``token -- create evil --role admin``. Walked over every leaf command of the CLI and every role,
 against the app over a real DuckDB file."""
@@ -14,7 +14,7 @@ from forgetmap.runtime.config import WebSettings
 from forgetmap.runtime.owner import LOCAL_ONLY
 from forgetmap.services.tokens import Role
 from forgetmap.web import create_app
-from forgetmap.web.cli import COMMAND_ROLES, REMOTE_REFUSED, Door
+from forgetmap.web.cli import COMMAND_ROLES, REMOTE_REFUSED, AppCommandLine
 
 from tests.support.cli import Cli
 from tests.unit.test_command_line_resolution import LEAVES, leaf_click_runs, spellings
@@ -23,8 +23,8 @@ ROLES = (Role.read, Role.submit, Role.worker, Role.admin)
 
 
 @pytest.fixture(scope="module")
-def door(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("door")
+def app_client(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("through_app")
     cli = Cli(folder / "fm.duckdb")
     cli("import", "table", _table(folder))
     tokens = {
@@ -33,7 +33,7 @@ def door(tmp_path_factory):
     app = create_app(
         cli.db,
         settings=WebSettings(secret_key="k", reconcile_seconds=3600),
-        door=Door(main, "http://testserver"),
+        command_line=AppCommandLine(main, "http://testserver"),
     )
     with TestClient(app) as client:
         yield client, tokens, folder
@@ -74,10 +74,10 @@ def _names_files(path: tuple[str, ...]) -> bool:
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_every_command_needs_its_own_role_whatever_the_spelling(door, role):
-    """The expected answer comes from what click runs (``leaf_click_runs``, on a mirror of the CLI), not
-    from the app's own reading of the line."""
-    client, tokens, folder = door
+def test_every_command_needs_its_own_role_whatever_the_spelling(app_client, role):
+    """The expected answer comes from what click runs (``leaf_click_runs``, on a mirror of the CLI),
+    not from the app's own reading of the line."""
+    client, tokens, folder = app_client
     wrong = []
     for path in LEAVES:
         for argv in spellings(path):
@@ -92,8 +92,8 @@ def test_every_command_needs_its_own_role_whatever_the_spelling(door, role):
     assert not wrong, wrong
 
 
-def test_the_attack_as_written_is_refused_and_the_admin_still_creates_tokens(door):
-    client, tokens, folder = door
+def test_the_attack_as_written_is_refused_and_the_admin_still_creates_tokens(app_client):
+    client, tokens, folder = app_client
     attack = ["token", "--", "create", "planted", "--role", "admin"]
     status, detail = run(client, tokens[Role.read], attack, folder)
     assert status == 403 and "admin" in detail and "read" in detail
@@ -105,15 +105,15 @@ def test_the_attack_as_written_is_refused_and_the_admin_still_creates_tokens(doo
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_every_role_reads(door, role):
-    client, tokens, folder = door
+def test_every_role_reads(app_client, role):
+    client, tokens, folder = app_client
     status, printed = run(client, tokens[role], ["map", "--format", "json"], folder)
     assert status == 200, printed
     assert run(client, tokens[role], ["pair", "list"], folder)[0] == 200
 
 
-def test_files_of_the_apps_machine_stay_refused_whatever_the_spelling(door):
-    client, tokens, folder = door
+def test_files_of_the_apps_machine_stay_refused_whatever_the_spelling(app_client):
+    client, tokens, folder = app_client
     for argv in (
         ["export", "--", "eee", "b", str(folder / "out")],
         ["import", "--", "table", str(folder / "base.csv")],
@@ -124,8 +124,8 @@ def test_files_of_the_apps_machine_stay_refused_whatever_the_spelling(door):
     assert not (folder / "out").exists() and not (folder / "bk").exists()
 
 
-def test_options_of_forgetmap_itself_are_refused(door):
-    client, tokens, folder = door
+def test_options_of_forgetmap_itself_are_refused(app_client):
+    client, tokens, folder = app_client
     status, detail = run(
         client, tokens[Role.admin], ["--db", str(folder / "x.duckdb"), "map"], folder
     )

@@ -1,4 +1,4 @@
-"""The app is the door: while `forgetmap serve` owns a database, the CLI's commands on it run
+"""Commands through the app: while `forgetmap serve` owns a database, the CLI's commands on it run
 through the app (the owner file beside the database), with the same output and exit codes; a
 remote app takes a token of the command's role; a stale owner file is ignored."""
 

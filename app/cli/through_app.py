@@ -26,13 +26,13 @@ if TYPE_CHECKING:
 COMMAND_LINE = "forgetmap.command_line"
 """Where the root group keeps the command line from the subcommand on (``ctx.meta``)."""
 REMOTE_APP = "forgetmap.remote_app"
-"""Where an import that runs here for a remote app finds it (``ctx.obj``: an ``AppDoor``)."""
+"""Where an import that runs here for a remote app finds it (``ctx.obj``: an ``AppConnection``)."""
 
 CONNECT_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
-class AppDoor:
+class AppConnection:
     """An app to send commands to, and the credential to send them with."""
 
     url: str
@@ -40,7 +40,7 @@ class AppDoor:
     remote: bool
 
 
-def find_door(db: Path, url: str | None, token: str | None) -> AppDoor | None:
+def find_app(db: Path, url: str | None, token: str | None) -> AppConnection | None:
     """The app a command on ``db`` goes through: ``url`` when given (with its token), else the
     live owner of ``db``; None: the command opens the file itself."""
     if url:
@@ -49,18 +49,18 @@ def find_door(db: Path, url: str | None, token: str | None) -> AppDoor | None:
                 f"--url {url} needs a token: --token or $FORGETMAP_API_TOKEN with the role the "
                 "command needs (read, submit or admin; `forgetmap token create NAME --role ROLE`)"
             )
-        return AppDoor(url.rstrip("/"), token, remote=True)
+        return AppConnection(url.rstrip("/"), token, remote=True)
     from forgetmap.runtime.owner import live_owner
 
     owner = live_owner(db)
-    return AppDoor(owner.url, owner.credential, remote=False) if owner is not None else None
+    return AppConnection(owner.url, owner.credential, remote=False) if owner is not None else None
 
 
 FETCHED = frozenset({("series", "export")})
 """Commands that run here whenever an app owns the database (or with --url): they fetch what they
-read from the app over HTTP with the door's credential (found at ``APP_DOOR``) and write to this
-machine, with the user's own tracker login and files, instead of being forwarded."""
-APP_DOOR = "forgetmap.app_door"
+read from the app over HTTP with the app's credential (found at ``APP_CONNECTION``) and write to
+this machine, with the user's own tracker login and files, instead of being forwarded."""
+APP_CONNECTION = "forgetmap.app_connection"
 
 UPLOADED = frozenset(
     {
@@ -123,7 +123,7 @@ def run_through_app(ctx: click.Context, url: str | None, token: str | None) -> N
     and exit with its exit code; return (to run it here) when no app owns it, for a command
     that never goes through one (``LOCAL_ONLY``, help), for an import into a remote app
     (it runs here with ``REMOTE_APP`` set: ``remote_way``), for a command that reads
-    through the app (``FETCHED``: it runs here with ``APP_DOOR`` set), or for one that
+    through the app (``FETCHED``: it runs here with ``APP_CONNECTION`` set), or for one that
     downloads here and uploads to the app (``DOWNLOADED``: ``REMOTE_APP`` set, any app)."""
     from forgetmap.runtime.owner import APP_STORE_KEY, LOCAL_ONLY
 
@@ -132,19 +132,19 @@ def run_through_app(ctx: click.Context, url: str | None, token: str | None) -> N
         return  # the app runs this command, or it is not the database's
     if "--help" in argv:
         return
-    door = find_door(ctx.obj["db"], url, token)
-    if door is None:
+    app = find_app(ctx.obj["db"], url, token)
+    if app is None:
         return
     if reads_through_app(ctx, argv):
-        ctx.obj[APP_DOOR] = door
+        ctx.obj[APP_CONNECTION] = app
         return
     if downloads_here(ctx, argv):
-        ctx.obj[REMOTE_APP] = door
+        ctx.obj[REMOTE_APP] = app
         return
-    if door.remote and remote_way(ctx, argv) == "here":
-        ctx.obj[REMOTE_APP] = door
+    if app.remote and remote_way(ctx, argv) == "here":
+        ctx.obj[REMOTE_APP] = app
         return
-    ctx.exit(forward(door, argv, ctx.find_root().info_name or "forgetmap"))
+    ctx.exit(forward(app, argv, ctx.find_root().info_name or "forgetmap"))
 
 
 def terminal() -> Terminal:
@@ -166,7 +166,7 @@ def terminal() -> Terminal:
     return Terminal(stdout_is_tty=bool(is_tty and is_tty()), width=min(width, MAX_TERMINAL_WIDTH))
 
 
-def forward(door: AppDoor, argv: list[str], prog_name: str) -> int:
+def forward(app: AppConnection, argv: list[str], prog_name: str) -> int:
     """``POST /api/cli``: the app runs the command; what it prints is printed here as it comes
     (an import's progress as it goes), its exit code returned. No time limit once connected:
     an import runs as long as it takes."""
@@ -180,15 +180,15 @@ def forward(door: AppDoor, argv: list[str], prog_name: str) -> int:
             httpx.Client(timeout=httpx.Timeout(None, connect=CONNECT_TIMEOUT_SECONDS)) as http,
             http.stream(
                 "POST",
-                door.url + "/api/cli",
+                app.url + "/api/cli",
                 json=call.model_dump(),
-                headers={"Authorization": f"Bearer {door.credential}"},
+                headers={"Authorization": f"Bearer {app.credential}"},
             ) as answer,
         ):
             if answer.status_code != 200:
                 answer.read()
                 raise CliError(
-                    f"the app at {door.url} refused the command ({answer.status_code}): "
+                    f"the app at {app.url} refused the command ({answer.status_code}): "
                     f"{_detail(answer)}"
                 )
             started = True
@@ -199,9 +199,9 @@ def forward(door: AppDoor, argv: list[str], prog_name: str) -> int:
                 click.echo(piece.text, nl=False, err=piece.stream == "stderr")
     except httpx.TransportError as exc:
         if not started:
-            raise CliError(f"cannot reach the app at {door.url}: {exc}") from None
+            raise CliError(f"cannot reach the app at {app.url}: {exc}") from None
     raise CliError(
-        f"the connection to the app at {door.url} ended before the command did: it finished "
+        f"the connection to the app at {app.url} ended before the command did: it finished "
         "there, or it ended with the app and wrote nothing"
     )
 
