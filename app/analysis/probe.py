@@ -1,0 +1,167 @@
+"""Asking the model again, the pure part: answer regeneration for a pair's flips and its controls
+(issue 53).
+
+A 1->0 flip says the post model's answer was wrong; it does not say whether the knowledge is gone
+or only out of reach (the paper's caution: F_true measures lost access). The probe asks again,
+flip by flip: the post model is shown its original prompt, **its own answer**, and a short
+forced-answer continuation (``FORCED_ANSWER``: "Therefore, the answer is ("); each option's
+letter is scored by log-likelihood after it, and the flip is **recovered** when the gold option
+scores strictly highest (a tie is not a recovery). One forward pass over prompt + answer + prefix
+per flip; no generation.
+
+A rate means nothing without what the same method "recovers" where there is nothing to recover
+(the recoverability study's rule), so every probe runs with controls, each a list of items like
+the flips' and read the same way (``probe_report``):
+
+- ``flips``: the pair's 1->0 rows, probed on the post model;
+- ``shuffled``: the same flips, each shown another flip's answer (``shuffled_answers``: a
+  derangement, so no flip keeps its own): what the probe recovers from the question alone plus an
+  unrelated answer;
+- ``kept``: a sample of the pair's 1->1 rows on the post model: the probe on answers that were
+  right, its agreement with them (a probe that misses these is not reading answers at all);
+- ``base``: the flips on the base model with the base's own (right) answers.
+
+Chance is each item's 1/k (k its options); a rate is reported with the chance it beats and with
+its difference from the shuffled control, with a 95% interval for that difference (the normal
+interval of a difference of two proportions).
+
+Plain Python: the worker scores (``forgetmap.worker.probe``), the app stores and reports.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+FORCED_ANSWER = "\nTherefore, the answer is ("
+"""What follows the model's own answer: the option's letter is scored right after the bracket."""
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+ARMS = ("flips", "shuffled", "kept", "base")
+"""The probe's item lists: the flips themselves, then its three controls (module docstring)."""
+Z_95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class ProbeItem:
+    """One row to probe: its question's prompt as the model saw it, an answer to show after it
+    (the model's own, or another's in the shuffled control), the option count and the gold
+    option's index."""
+
+    key: str
+    prompt: str
+    answer: str
+    num_choices: int
+    gold: int
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.num_choices <= len(LETTERS):
+            raise ValueError(
+                f"{self.key}: a probe needs 2 to {len(LETTERS)} options, got {self.num_choices}"
+            )
+        if not 0 <= self.gold < self.num_choices:
+            raise ValueError(
+                f"{self.key}: gold option {self.gold} is not among {self.num_choices} options"
+            )
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """What the probe made of one item: the option that scored highest (None on a tie for the
+    top), the gold option, and whether the gold option won outright."""
+
+    key: str
+    chosen: int | None
+    gold: int
+    num_choices: int
+
+    @property
+    def recovered(self) -> bool:
+        return self.chosen == self.gold
+
+
+def probe_context(item: ProbeItem, prefix: str = FORCED_ANSWER) -> str:
+    """The text the options are scored after: prompt, the shown answer, the forced prefix."""
+    return f"{item.prompt}{item.answer}{prefix}"
+
+
+def option_labels(num_choices: int) -> list[str]:
+    """The continuations scored after the prefix: the options' letters, A first."""
+    return list(LETTERS[:num_choices])
+
+
+def outcome_of(item: ProbeItem, logprobs: Sequence[float]) -> ProbeOutcome:
+    """The option with the highest log-likelihood (None when two share the top score)."""
+    if len(logprobs) != item.num_choices:
+        raise ValueError(f"{item.key}: {len(logprobs)} scores for {item.num_choices} options")
+    best = max(logprobs)
+    top = [i for i, value in enumerate(logprobs) if value == best]
+    return ProbeOutcome(item.key, top[0] if len(top) == 1 else None, item.gold, item.num_choices)
+
+
+def shuffled_answers(items: Sequence[ProbeItem], seed: int) -> list[ProbeItem]:
+    """Each item shown another item's answer: a random derangement of the answers (seeded), so
+    no item keeps its own. Fewer than two items: none can be shuffled (an empty list)."""
+    n = len(items)
+    if n < 2:
+        return []
+    rng = random.Random(seed)
+    # Sattolo's algorithm: a uniformly random cyclic permutation, which moves every element
+    order = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = rng.randrange(i)
+        order[i], order[j] = order[j], order[i]
+    return [
+        ProbeItem(item.key, item.prompt, items[order[i]].answer, item.num_choices, item.gold)
+        for i, item in enumerate(items)
+    ]
+
+
+@dataclass(frozen=True)
+class ArmSummary:
+    """One arm's outcomes: how many items, how many recovered, the rate, and the rate chance
+    alone gives (the mean of 1/k over its items)."""
+
+    n: int
+    recovered: int
+    rate: float | None
+    chance: float | None
+
+
+def summarize_arm(outcomes: Sequence[ProbeOutcome]) -> ArmSummary:
+    n = len(outcomes)
+    if n == 0:
+        return ArmSummary(0, 0, None, None)
+    recovered = sum(o.recovered for o in outcomes)
+    chance = sum(1 / o.num_choices for o in outcomes) / n
+    return ArmSummary(n, recovered, recovered / n, chance)
+
+
+def difference_interval(a: ArmSummary, b: ArmSummary) -> tuple[float, float, float] | None:
+    """rate(a) - rate(b) and its 95% normal interval (two independent proportions), clipped to
+    [-1, 1]; None when either arm is empty."""
+    if a.rate is None or b.rate is None:
+        return None
+    diff = a.rate - b.rate
+    half = Z_95 * math.sqrt(a.rate * (1 - a.rate) / a.n + b.rate * (1 - b.rate) / b.n)
+    return diff, max(diff - half, -1.0), min(diff + half, 1.0)
+
+
+def probe_report(arms: Mapping[str, Sequence[ProbeOutcome]]) -> dict:
+    """Per arm of ``ARMS`` its summary, and the flips' recovery beyond the shuffled control (the
+    number to read: what the probe recovers that an unrelated answer does not)."""
+    unknown = set(arms) - set(ARMS)
+    if unknown:
+        raise ValueError(f"unknown probe arms: {sorted(unknown)} (known: {', '.join(ARMS)})")
+    summaries = {arm: summarize_arm(arms.get(arm, ())) for arm in ARMS}
+    beyond = difference_interval(summaries["flips"], summaries["shuffled"])
+    return {
+        "arms": {
+            arm: {"n": s.n, "recovered": s.recovered, "rate": s.rate, "chance": s.chance}
+            for arm, s in summaries.items()
+        },
+        "recovered_beyond_shuffled": None
+        if beyond is None
+        else {"difference": beyond[0], "low": beyond[1], "high": beyond[2]},
+    }
