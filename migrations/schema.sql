@@ -1,4 +1,4 @@
--- The schema after every migration (head 0015): new database files are created
+-- The schema after every migration (head 0016): new database files are created
 -- from it. Written by scripts/dump-schema; do not edit by hand.
 CREATE SEQUENCE api_tokens_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE benchmarks_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
@@ -7,6 +7,7 @@ CREATE SEQUENCE flipped_questions_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223
 CREATE SEQUENCE jobs_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE models_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE pairs_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
+CREATE SEQUENCE probes_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE prompt_templates_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE recoveries_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE runs_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
@@ -24,6 +25,8 @@ CREATE TABLE flipped_questions(id INTEGER DEFAULT(nextval('flipped_questions_id_
 CREATE TABLE jobs(id INTEGER DEFAULT(nextval('jobs_id_seq')) PRIMARY KEY, kind VARCHAR NOT NULL, status VARCHAR NOT NULL, payload VARCHAR NOT NULL, "error" VARCHAR, created_at TIMESTAMP DEFAULT(now()) NOT NULL, updated_at TIMESTAMP DEFAULT(now()) NOT NULL, "owner" VARCHAR);
 CREATE TABLE models(id INTEGER DEFAULT(nextval('models_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, fingerprint VARCHAR, "family" VARCHAR, size_params BIGINT, created_at TIMESTAMP DEFAULT(now()) NOT NULL, spec VARCHAR);
 CREATE TABLE pairs(id INTEGER DEFAULT(nextval('pairs_id_seq')) PRIMARY KEY, base_model_id INTEGER NOT NULL, post_model_id INTEGER NOT NULL, "label" VARCHAR, stage VARCHAR, created_at TIMESTAMP DEFAULT(now()) NOT NULL, UNIQUE(base_model_id, post_model_id));
+CREATE TABLE probe_outcomes(probe_id INTEGER, arm VARCHAR, benchmark_id INTEGER, seed INTEGER, sample_id VARCHAR, num_choices SMALLINT NOT NULL, gold SMALLINT NOT NULL, chosen SMALLINT, PRIMARY KEY(probe_id, arm, benchmark_id, seed, sample_id));
+CREATE TABLE probes(id INTEGER DEFAULT(nextval('probes_id_seq')) PRIMARY KEY, pair_id INTEGER NOT NULL, shard_id INTEGER NOT NULL UNIQUE, config VARCHAR NOT NULL, summary VARCHAR NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL);
 CREATE TABLE prompt_templates(id INTEGER DEFAULT(nextval('prompt_templates_id_seq')) PRIMARY KEY, prefix VARCHAR NOT NULL, suffix VARCHAR NOT NULL);
 CREATE TABLE question_flips(pair_id INTEGER NOT NULL, benchmark_id INTEGER NOT NULL, question_id INTEGER NOT NULL, seed INTEGER NOT NULL, num_choices SMALLINT NOT NULL, forgot BOOLEAN NOT NULL);
 CREATE TABLE recoveries(id INTEGER DEFAULT(nextval('recoveries_id_seq')) PRIMARY KEY, pair_id INTEGER NOT NULL, shard_id INTEGER UNIQUE, corpus VARCHAR NOT NULL, config VARCHAR NOT NULL, summary VARCHAR NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL);
@@ -41,4 +44,4 @@ CREATE TABLE text_files(id INTEGER DEFAULT(nextval('text_files_id_seq')) PRIMARY
 CREATE TABLE transitions(pair_id INTEGER, benchmark_id INTEGER, seed INTEGER, num_choices SMALLINT, causes UTINYINT, n_00 BIGINT NOT NULL, n_01 BIGINT NOT NULL, n_10 BIGINT NOT NULL, n_11 BIGINT NOT NULL, PRIMARY KEY(pair_id, benchmark_id, seed, num_choices, causes));
 CREATE TABLE watch_submissions(series_id INTEGER, path VARCHAR, step BIGINT NOT NULL, model_id INTEGER NOT NULL, job_id INTEGER, attempts INTEGER DEFAULT(0) NOT NULL, submitted_at TIMESTAMP DEFAULT(now()) NOT NULL, PRIMARY KEY(series_id, path));
 CREATE TABLE web_sessions(id_hash VARCHAR PRIMARY KEY, token_id INTEGER NOT NULL, created_at TIMESTAMP NOT NULL, expires_at TIMESTAMP NOT NULL);
-INSERT INTO alembic_version VALUES ('0015');
+INSERT INTO alembic_version VALUES ('0016');

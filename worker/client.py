@@ -13,6 +13,7 @@ import time
 
 import httpx
 from forgetmap.contract.errors import reply_detail
+from forgetmap.contract.probe import ProbeIn, ProbeItemsOut
 from forgetmap.contract.recovery import RecoveryIn
 from forgetmap.contract.results import ResultRow, ResultsIn
 from forgetmap.contract.shards import (
@@ -129,6 +130,15 @@ class AppClient:
 
     def recovery(self, shard_id: int, body: RecoveryIn) -> dict:
         return self.post(f"/api/shards/{shard_id}/recovery", body)
+
+    def probe_items(self, shard_id: int) -> ProbeItemsOut:
+        """A probe shard's items (``GET /api/shards/{id}/probe``)."""
+        return ProbeItemsOut.model_validate(
+            self._call("GET", f"/api/shards/{shard_id}/probe", None)
+        )
+
+    def probe(self, shard_id: int, body: ProbeIn) -> dict:
+        return self.post(f"/api/shards/{shard_id}/probe", body)
 
     def finish(
         self,

@@ -75,6 +75,26 @@ class EngineCache:
         self.engine, self.key = None, None
 
 
+def engine_options(
+    settings: WorkerSettings, engine: Engine, revision: str | None
+) -> dict[str, Any]:
+    """What the worker's settings say of an engine it loads (``make_engine``'s options)."""
+    options: dict[str, Any] = {
+        "trust_remote_code": settings.trust_remote_code,
+        "revision": revision,
+    }
+    if engine == Engine.transformers and settings.torch_threads:
+        # on a shared CPU node torch's default (every core) slowed generation 6-20x (bench/engine)
+        options["num_threads"] = settings.torch_threads
+    if engine == Engine.vllm:
+        options.update(
+            tensor_parallel_size=settings.tensor_parallel_size,
+            gpu_memory_utilization=settings.gpu_memory_utilization,
+            batch_invariant=settings.batch_invariant,
+        )
+    return options
+
+
 def run_shard(
     shard: ClaimedShard, *, client: AppClient, engines: EngineCache, settings: WorkerSettings
 ) -> str:
@@ -102,19 +122,7 @@ def run_shard(
         raise ShardFailed(str(exc)) from exc
     items = loaded.items  # the few-shot pool: the whole benchmark, also for a slice
     todo = slice_items(items, checked.slice)
-    options: dict[str, Any] = {
-        "trust_remote_code": settings.trust_remote_code,
-        "revision": model.revision,
-    }
-    if cfg.engine == Engine.transformers and settings.torch_threads:
-        # on a shared CPU node torch's default (every core) slowed generation 6-20x (bench/engine)
-        options["num_threads"] = settings.torch_threads
-    if cfg.engine == Engine.vllm:
-        options.update(
-            tensor_parallel_size=settings.tensor_parallel_size,
-            gpu_memory_utilization=settings.gpu_memory_utilization,
-            batch_invariant=settings.batch_invariant,
-        )
+    options = engine_options(settings, cfg.engine, model.revision)
     try:
         engine = engines.get(cfg.engine.value, path, **options)
     except Exception as exc:  # unreachable or unloadable model: nothing to retry

@@ -35,11 +35,10 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-FORCED_ANSWER = "\nTherefore, the answer is ("
-"""What follows the model's own answer: the option's letter is scored right after the bracket."""
+from forgetmap.core.recoverability_names import FORCED_ANSWER, PROBE_ARMS
+
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-ARMS = ("flips", "shuffled", "kept", "base")
-"""The probe's item lists: the flips themselves, then its three controls (module docstring)."""
+ARMS = PROBE_ARMS
 Z_95 = 1.959963984540054
 
 
@@ -79,6 +78,26 @@ class ProbeOutcome:
     @property
     def recovered(self) -> bool:
         return self.chosen == self.gold
+
+
+def gold_option(
+    gold: str | None, choices: Sequence[str] | None, num_choices: int | None
+) -> int | None:
+    """The gold option's index as the store keeps a multiple-choice row: a letter (``"B"``, the
+    worker's own and most harnesses'), a 0-based number (``"1"``), or the gold option's text
+    among ``choices``. None when the row has no options or its gold names none of them."""
+    if gold is None or not num_choices or num_choices < 2:
+        return None
+    text = gold.strip()
+    if len(text) == 1 and text in LETTERS[:num_choices]:
+        return LETTERS.index(text)
+    if text.isdigit() and int(text) < num_choices:
+        return int(text)
+    if choices is not None and len(choices) == num_choices:
+        matches = [i for i, choice in enumerate(choices) if choice.strip() == text]
+        if len(matches) == 1:
+            return matches[0]
+    return None
 
 
 def probe_context(item: ProbeItem, prefix: str = FORCED_ANSWER) -> str:

@@ -21,6 +21,7 @@ from forgetmap.cli import (
     maps,
     models,
     pairs,
+    probe,
     recoverability,
     rescore,
     series,
@@ -123,6 +124,7 @@ main.add_command(jobs.job)
 main.add_command(maps.map_command)
 main.add_command(models.model)
 main.add_command(pairs.pair)
+main.add_command(probe.probe)
 main.add_command(recoverability.recover)
 main.add_command(rescore.rescore_command)
 main.add_command(rescore.scores_command)

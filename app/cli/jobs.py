@@ -22,7 +22,8 @@ MODES = ["generate", "loglik"]  # forgetmap.contract.jobs.Mode
 PROMPTINGS = ["chat", "base"]  # forgetmap.contract.jobs.Prompting
 
 
-def _model(value: str, prompting: str) -> dict:
+def model_value(value: str, prompting: str) -> dict:
+    """A model option's NAME=PATH as the body's model."""
     name, sep, path = value.partition("=")
     if not sep or not name or not path:
         raise CliError(f"a model is NAME=PATH (a Hub id or a folder), got {value!r}")
@@ -59,7 +60,7 @@ def job_request(
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:
         raise CliError(f"--seeds must be integers separated by commas, got {seeds!r}") from None
-    models = [_model(base, base_prompting), _model(post, post_prompting)]
+    models = [model_value(base, base_prompting), model_value(post, post_prompting)]
     body = {
         "models": models,
         "benchmarks": [b.strip() for b in benchmarks.split(",") if b.strip()],
@@ -120,7 +121,9 @@ def wire_body(job: EvaluateJobIn) -> dict:
     return job.model_dump(mode="json", exclude_unset=True)
 
 
-def _post(app_url: str, token: str | None, path: str, body: dict | None = None) -> dict:
+def call_app(app_url: str, token: str | None, path: str, body: dict | None = None) -> dict:
+    """The app's JSON answer to a GET of ``path`` (a POST of ``body`` when given), with the
+    token; a one-line CliError for what the app refuses or a connection that fails."""
     import httpx
 
     if not token:
@@ -147,7 +150,7 @@ def _post(app_url: str, token: str | None, path: str, body: dict | None = None) 
     return r.json()
 
 
-_APP = click.option(
+APP_OPTION = click.option(
     "--app",
     "app_url",
     envvar="FORGETMAP_APP_URL",
@@ -155,7 +158,7 @@ _APP = click.option(
     show_default=True,
     help="The forgetmap app ($FORGETMAP_APP_URL).",
 )
-_TOKEN = click.option(
+TOKEN_OPTION = click.option(
     "--token", envvar="FORGETMAP_API_TOKEN", help="A submit token ($FORGETMAP_API_TOKEN)."
 )
 
@@ -196,36 +199,36 @@ def job() -> None:
     help="Adaptive: each round reaches this many times the samples before it (1.5).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the request's body, send nothing.")
-@_APP
-@_TOKEN
+@APP_OPTION
+@TOKEN_OPTION
 def job_submit(app_url: str, token: str | None, dry_run: bool, **options) -> None:
     """Evaluate a pair (POST /api/jobs); prints the job's id and shards as JSON."""
     body = wire_body(job_request(**options))
     if dry_run:
         click.echo(json.dumps(body, indent=2))
         return
-    click.echo(json.dumps(_post(app_url, token, "/api/jobs", body)))
+    click.echo(json.dumps(call_app(app_url, token, "/api/jobs", body)))
 
 
 @job.command("show")
 @click.argument("job_id", type=int)
-@_APP
-@_TOKEN
+@APP_OPTION
+@TOKEN_OPTION
 def job_show(job_id: int, app_url: str, token: str | None) -> None:
     """A job as JSON (GET /api/jobs/ID): status, shards, and an adaptive job's savings."""
-    click.echo(json.dumps(_post(app_url, token, f"/api/jobs/{job_id}"), indent=2))
+    click.echo(json.dumps(call_app(app_url, token, f"/api/jobs/{job_id}"), indent=2))
 
 
 @job.command("list")
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-@_APP
-@_TOKEN
+@APP_OPTION
+@TOKEN_OPTION
 def job_list(fmt: str, app_url: str, token: str | None) -> None:
     """Every job, newest first (GET /api/jobs): what it evaluates, its status, owner, shards
     finished and failed, and when it was made (UTC)."""
-    jobs = _post(app_url, token, "/api/jobs")
+    jobs = call_app(app_url, token, "/api/jobs")
     if fmt == "json":
         click.echo(json.dumps(jobs, indent=1))
         return

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from forgetmap.contract.jobs import EvaluateJobIn, SeriesJobIn
+from forgetmap.contract.probe import ProbeJobIn
 from forgetmap.contract.recovery import RecoverJobIn
 from pydantic import Discriminator, Tag
 
@@ -14,14 +15,16 @@ def _job_kind(value: Any) -> str:
     kind = (
         value.get("kind", "evaluate") if isinstance(value, dict) else getattr(value, "kind", None)
     )
-    return kind if kind in ("evaluate", "recover", "series") else "evaluate"
+    return kind if kind in ("evaluate", "recover", "series", "probe") else "evaluate"
 
 
 JobIn = Annotated[
     Annotated[EvaluateJobIn, Tag("evaluate")]
     | Annotated[RecoverJobIn, Tag("recover")]
-    | Annotated[SeriesJobIn, Tag("series")],
+    | Annotated[SeriesJobIn, Tag("series")]
+    | Annotated[ProbeJobIn, Tag("probe")],
     Discriminator(_job_kind),
 ]
-"""An evaluation, a recoverability analysis (``"kind": "recover"``) or a training run
-(``"kind": "series"``); no kind means an evaluation."""
+"""An evaluation, a recoverability analysis (``"kind": "recover"``), a training run
+(``"kind": "series"``) or a probe of a pair's flips (``"kind": "probe"``); no kind means an
+evaluation."""

@@ -46,7 +46,8 @@ TERMINAL = frozenset(
 
 class ShardKind(StrEnum):
     evaluate = "evaluate"
-    recover = "recover"  # a recoverability analysis (worker/recover_job.py)
+    recover = "recover"  # a recoverability analysis (worker/recoverability_job.py)
+    probe = "probe"  # asking the post model again, flip by flip (worker/probe.py)
 
 
 class Engine(StrEnum):

@@ -6,3 +6,7 @@ nothing)."""
 CONTROLS = ("planted_bias", "doubled_logits", "weight_noise")
 DEFAULT_K = 4096  # bias tokens: the K most frequent targets on FIT
 DEFAULT_MAX_TOKENS = 2047  # document tokens kept after BOS
+
+# asking the model again (forgetmap.analysis.probe, forgetmap.contract.probe)
+FORCED_ANSWER = "\nTherefore, the answer is ("  # the option's letter is scored after the bracket
+PROBE_ARMS = ("flips", "shuffled", "kept", "base")  # the flips, then the probe's three controls

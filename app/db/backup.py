@@ -47,6 +47,7 @@ from typing import Any, BinaryIO
 import duckdb
 from forgetmap.contract.jobs import JobStatus, ShardKind, ShardStatus
 from forgetmap.contract.limits import MIN_SEED
+from forgetmap.core.recoverability_names import PROBE_ARMS
 from forgetmap.db.store import HEAD_REVISION, Connection, Store, StoreError, open_store
 from forgetmap.db.texts import PARTIAL, committed_names, folder_of
 from forgetmap.runtime.private import keep_new_files_private, make_private
@@ -376,6 +377,9 @@ def _value_rules(roles: Collection[str]) -> list[tuple[str, str, str]]:
         ("series_checkpoints", "step", "step >= 0"),
         ("watch_submissions", "step", "step >= 0"),
         ("text_files", "rows", '"rows" >= 0 AND bytes >= 0'),
+        ("probe_outcomes", "arm", f"arm IN ({', '.join(repr(a) for a in PROBE_ARMS)})"),
+        ("probe_outcomes", "gold", "num_choices >= 2 AND gold >= 0 AND gold < num_choices"),
+        ("probe_outcomes", "chosen", "chosen IS NULL OR (chosen >= 0 AND chosen < num_choices)"),
     ]
     rules += [
         (t, "num_choices", choices_counted)
@@ -390,6 +394,7 @@ def _value_rules(roles: Collection[str]) -> list[tuple[str, str, str]]:
         "question_flips": ("seed",),
         "seed_transitions": ("seed_a", "seed_b"),
         "cross_seed_cells": ("seed_a", "seed_b"),
+        "probe_outcomes": ("seed",),
     }
     rules += [(t, c, f"{c} >= {MIN_SEED}") for t, columns in seeds.items() for c in columns]
     counts = {

@@ -60,7 +60,7 @@ def read_settings(cls: type[S], environ: Mapping[str, str] | None = None) -> S:
             for name in cls.model_fields
             if environ.get(variable := setting_variable(cls, name))
         }
-        return cls(**given)
+        return cls.model_validate(given)
     except ValidationError as exc:
         prefix = cls.model_config.get("env_prefix", "")
         aliases = {f.validation_alias for f in cls.model_fields.values()}

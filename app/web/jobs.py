@@ -21,6 +21,7 @@ from forgetmap.contract.jobs import (
     SeriesJobIn,
     ShardStatus,
 )
+from forgetmap.contract.probe import ProbeJobIn
 from forgetmap.core.errors import InputError
 from forgetmap.core.stages import Stage
 from forgetmap.core.taxonomy import CATEGORIES, scored_benchmarks
@@ -28,6 +29,7 @@ from forgetmap.db import jobs as jobs_db
 from forgetmap.db import queries
 from forgetmap.db import series as series_db
 from forgetmap.services import job_view, jobs
+from forgetmap.services.probe import create_probe_job
 from forgetmap.services.queue import send_and_record
 from forgetmap.services.recovery import create_recovery_job
 from forgetmap.services.series import submit_run
@@ -231,7 +233,8 @@ def _submit_series(request: Request, principal: Principal, values: dict, form) -
 def submit_job(request: Request, body: JobIn, principal: deps.Submitter) -> dict:
     """Create a job and send its shards to the workers (role submit): an evaluation (models x
     benchmarks x seeds), or with ``"kind": "recover"`` a recoverability analysis of a pair on a
-    corpus, or with ``"kind": "series"`` a training run (a base and checkpoint folders). The
+    corpus, or with ``"kind": "series"`` a training run (a base and checkpoint folders), or with
+    ``"kind": "probe"`` a probe of a stored pair's flips (its post model asked again). The
     job's owner is the token's name. Every model path, of every kind, is checked against the
     model roots (forgetmap.runtime.paths) before anything is written."""
     extra: dict = {}
@@ -246,6 +249,9 @@ def submit_job(request: Request, body: JobIn, principal: deps.Submitter) -> dict
                 extra, to_send = submit_run(conn, body, rules)
                 owned = extra["jobs"]
                 job_id = owned[0] if owned else None
+            elif isinstance(body, ProbeJobIn):  # a stored pair's flips, asked again
+                job_id, to_send = create_probe_job(conn, jobs.with_checked_models(body, rules))
+                owned = [job_id]
             else:
                 job_id, to_send = create_recovery_job(conn, jobs.with_checked_models(body, rules))
                 owned = [job_id]

@@ -96,6 +96,12 @@ RULES: tuple[BodyRule, ...] = (
         deps.worker_principal,
         BATCHES,
     ),
+    _rule(
+        "POST /api/shards/{id}/probe",
+        r"/api/shards/[^/]+/probe",
+        WORKER_UPLOAD_MAX_BYTES,
+        deps.worker_principal,
+    ),
     _rule("the shard protocol", r"/api/shards/.*", JSON_MAX_BYTES, deps.worker_principal),
     # streamed to the staging folder, which stops at FORGETMAP_IMPORT_MAX_BYTES (app/web/imports)
     _rule("POST /api/imports", r"/api/imports", None, any_token),

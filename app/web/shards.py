@@ -1,6 +1,7 @@
 """The worker's routes: its token check at start (``GET /api/workers/me``), claiming a shard, its
 progress, its end (finished or failed), and its uploads (``POST /api/results`` for per-sample
-rows, ``POST /api/shards/{id}/recovery`` for a recoverability shard's loss sums). Every one needs
+rows, ``POST /api/shards/{id}/recovery`` for a recoverability shard's loss sums), and a probe
+shard's items and outcomes (``GET`` and ``POST /api/shards/{id}/probe``). Every one needs
 a token of role worker; a refused call is remembered (forgetmap.services.rejections) for the job
 pages."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
 from forgetmap.contract.jobs import ShardStatus
+from forgetmap.contract.probe import ProbeIn, ProbeItemsOut
 from forgetmap.contract.recovery import RecoveryIn
 from forgetmap.contract.results import ResultsIn
 from forgetmap.contract.shards import (
@@ -20,7 +22,7 @@ from forgetmap.contract.shards import (
 )
 from forgetmap.core.errors import InputError
 from forgetmap.db import jobs as jobs_db
-from forgetmap.services import jobs, recovery
+from forgetmap.services import jobs, probe, recovery
 from forgetmap.services.queue import send_and_record
 from forgetmap.web import deps
 from forgetmap.web.responses import WRITE_ID_ERRORS, errors
@@ -156,3 +158,36 @@ def shard_recovery(
     except InputError as exc:
         raise HTTPException(422, str(exc)) from exc
     return {"recovery_id": recovery_id}
+
+
+def _probe_shard(conn, shard_id: int) -> dict:
+    s = _shard_or_404(conn, shard_id)
+    if s["kind"] != "probe":
+        raise InputError(f"shard {shard_id} is not a probe shard")
+    if s["status"] == ShardStatus.cancelled:
+        raise InputError(f"shard {shard_id} was cancelled")
+    return s
+
+
+@router.get("/api/shards/{shard_id}/probe", responses=WRITE_ID_ERRORS)
+def shard_probe_items(request: Request, shard_id: deps.Id, principal: deps.Worker) -> ProbeItemsOut:
+    """The items of a probe shard (role worker): each row to ask again, with the prompt its
+    model saw, the answer to show after it, its options and the gold one; and what was left
+    out, counted."""
+    try:
+        with deps.store(request).read() as conn:
+            return probe.shard_items(conn, _probe_shard(conn, shard_id))
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+
+
+@router.post("/api/shards/{shard_id}/probe", responses={**WRITE_ID_ERRORS, **errors(413)})
+def shard_probe(request: Request, shard_id: deps.Id, body: ProbeIn, principal: deps.Worker) -> dict:
+    """The outcomes of a probe shard (role worker), one per item it fetched: checked against the
+    items, kept, and reported (a repeated upload replaces the earlier one)."""
+    try:
+        with deps.store(request).transaction() as conn:
+            probe_id = probe.store_upload(conn, _probe_shard(conn, shard_id), body)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    return {"probe_id": probe_id}

@@ -90,3 +90,24 @@ def test_the_report_against_hand_counts():
     assert probe_report({"flips": _outcomes("1")})["recovered_beyond_shuffled"] is None
     with pytest.raises(ValueError, match="unknown probe arms"):
         probe_report({"flipz": []})
+
+
+@pytest.mark.parametrize(
+    ("gold", "choices", "k", "expected"),
+    [
+        ("B", None, 4, 1),
+        (" C ", None, 3, 2),
+        ("D", None, 3, None),  # a letter past the options
+        ("2", None, 4, 2),
+        ("7", None, 4, None),
+        ("Paris", ["Rome", " Paris", "Oslo"], 3, 1),
+        ("Paris", ["Paris", "Paris", "Oslo"], 3, None),  # two options say it: none is gold
+        ("Paris", ["Rome", "Oslo"], 3, None),  # the choices do not match the count
+        ("A", None, None, None),  # generative
+        (None, None, 4, None),
+    ],
+)
+def test_the_gold_option_from_the_stored_row(gold, choices, k, expected):
+    from forgetmap.analysis.probe import gold_option
+
+    assert gold_option(gold, choices, k) == expected

@@ -1,0 +1,98 @@
+"""What the app takes from a probe shard (forgetmap.services.probe): the items it hands out, and
+an upload checked against them (each item once, its own gold and option count, every item
+answered) before anything is kept; a repeated upload replaces the earlier one."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from forgetmap.contract.probe import ProbeIn, ProbeJobIn, ProbeOutcomeIn
+from forgetmap.core.errors import InputError
+from forgetmap.db import open_store
+from forgetmap.db import probe as probe_db
+from forgetmap.services import probe
+
+from tests.integration.test_probe_job import _rows
+
+
+@pytest.fixture
+def shard(cli, tmp_path):
+    rows = _rows()
+    table = tmp_path / "rows.csv"
+    with table.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    cli("import", "table", table)
+    cli("pair", "add", "tiny-base", "tiny-post")
+    store = open_store(cli.db)
+    request = ProbeJobIn.model_validate(
+        {
+            "kind": "probe",
+            "base": {"name": "tiny-base", "path": "/models/base"},
+            "post": {"name": "tiny-post", "path": "/models/post"},
+            "options": {"kept": 2},
+        }
+    )
+    with store.transaction() as conn:
+        job_id, (shard_id,) = probe.create_probe_job(conn, request)
+        shard = conn.execute(
+            "SELECT id, spec, config_hash FROM shards WHERE id = ?", [shard_id]
+        ).fetchone()
+    yield store, {"id": shard[0], "spec": json.loads(shard[1]), "config_hash": shard[2]}
+    store.close()
+
+
+def _answers(items, **change) -> list[ProbeOutcomeIn]:
+    return [
+        ProbeOutcomeIn(
+            arm=i.arm,
+            benchmark=i.benchmark,
+            seed=i.seed,
+            sample_id=i.sample_id,
+            num_choices=i.num_choices,
+            gold=i.gold,
+            chosen=i.gold if i.arm != "shuffled" else None,
+        ).model_copy(update=change)
+        for i in items
+    ]
+
+
+def test_the_items_and_a_checked_upload(shard):
+    store, s = shard
+    with store.read() as conn:
+        fetched = probe.shard_items(conn, s)
+    arms = [i.arm for i in fetched.items]
+    assert arms.count("flips") == 5 and arms.count("shuffled") == 5
+    assert arms.count("kept") == 2 and arms.count("base") == 5
+    flips = {i.sample_id: i for i in fetched.items if i.arm == "flips"}
+    assert flips["s0"].prompt == "<|user|>Which organ is number 0?<|assistant|>"
+    assert flips["s0"].answer.startswith("Let me think about organ 0.") and flips["s0"].gold == 0
+    shuffled = {i.sample_id: i.answer for i in fetched.items if i.arm == "shuffled"}
+    assert all(shuffled[k] != flips[k].answer for k in flips)  # none keeps its own answer
+    base = {i.sample_id: i for i in fetched.items if i.arm == "base"}
+    assert base["s1"].prompt == "Question: Which organ is number 1?\nAnswer:"
+    good = _answers(fetched.items)
+    with store.transaction() as conn:
+        for broken, message in (
+            (good[:-1], "holds 16 outcomes for the probe's 17 items"),
+            ([*good, good[0]], "is sent twice"),
+            ([good[0].model_copy(update={"gold": 3}), *good[1:]], "names other options"),
+            ([good[0].model_copy(update={"sample_id": "s11"}), *good[1:]], "not an item"),
+        ):
+            with pytest.raises(InputError, match=message):
+                probe.store_upload(conn, s, ProbeIn(outcomes=broken))
+        first = probe.store_upload(conn, s, ProbeIn(outcomes=good))
+        again = probe.store_upload(conn, s, ProbeIn(outcomes=good))  # replaces the first
+    with store.read() as conn:
+        (stored,) = probe_db.pair_probes(conn, 1)
+        assert stored["id"] == again != first and not probe_db.probe_exists(conn, first)
+        assert len(probe_db.probe_outcomes(conn, again)) == 17
+        assert len(probe_db.probe_outcomes(conn, again, "kept")) == 2
+    arms_report = stored["summary"]["arms"]
+    assert arms_report["flips"] == {"n": 5, "recovered": 5, "rate": 1.0, "chance": 0.25}
+    assert arms_report["shuffled"]["recovered"] == 0  # ties: no recovery
+    beyond = stored["summary"]["recovered_beyond_shuffled"]
+    assert beyond["difference"] == 1.0 and beyond["low"] == beyond["high"] == 1.0
