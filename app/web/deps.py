@@ -21,6 +21,7 @@ from forgetmap.core.errors import InputError
 from forgetmap.core.metrics import TOTAL
 from forgetmap.core.vocabularies import Aggregate, Level
 from forgetmap.db import Store, flips, queries
+from forgetmap.db import probe as probe_db
 from forgetmap.db import recoverability as recoveries
 from forgetmap.db import scores as scores_db
 from forgetmap.services.extractor_shift import score_set_id
@@ -177,6 +178,12 @@ def get_pair(request: Request, pair_id: int) -> dict:
     if pair is None:
         raise HTTPException(404, f"pair {pair_id} does not exist; GET /api/pairs lists the pairs")
     return pair
+
+
+def pair_probes(request: Request, pair_id: int) -> list[dict]:
+    """A pair's probes, newest first (forgetmap.db.probe)."""
+    with store(request).read() as conn:
+        return probe_db.pair_probes(conn, pair_id)
 
 
 def get_job(request: Request, job_id: int) -> dict:

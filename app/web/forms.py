@@ -9,6 +9,7 @@ from pathlib import Path
 from fastapi import Request
 from forgetmap.contract.base import problems, validated
 from forgetmap.contract.jobs import EvaluateJobIn, ModelIn, Prompting, SeriesJobIn
+from forgetmap.contract.probe import MAX_PROBE_ITEMS, PROBE_CAUSES, ProbeJobIn, ProbeOptionsIn
 from forgetmap.contract.recovery import MAX_TABLE_DOCS, CorpusIn, RecoverJobIn, RecoveryOptionsIn
 from forgetmap.core.errors import InputError
 from forgetmap.core.stages import Stage
@@ -276,3 +277,45 @@ def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoverJ
     return RecoverJobIn(
         kind="recover", base=models["base"], post=models["post"], corpus=checked, options=options
     ), {}
+
+
+def parse_probe(request: Request, pair: dict, values: dict) -> tuple[ProbeJobIn | None, dict]:
+    """Validate the probe form; returns (request, {}) or (None, {field: message})."""
+    errors: dict[str, str] = {}
+    models = {}
+    for side in ("base", "post"):
+        path = (values.get(f"{side}_path") or "").strip()
+        try:
+            if not path:
+                raise InputError(
+                    "give a Hugging Face id (org/name) or a local path under the model roots"
+                )
+            models[side] = ModelIn(name=pair[side], path=model_rules(request).check(path))
+        except InputError as exc:
+            errors[f"{side}_path"] = str(exc)
+    max_flips = _number(values, errors, "max_flips", int, 1, MAX_PROBE_ITEMS, "flips")
+    kept = _number(values, errors, "kept", int, 0, MAX_PROBE_ITEMS, "kept rows")
+    seed = _number(values, errors, "seed", int, 0, 2**31 - 1, "seed")
+    cause = values.get("cause") or "all"
+    if cause not in PROBE_CAUSES:
+        errors["cause"] = f"cause must be one of {', '.join(PROBE_CAUSES)}"
+    engine = values.get("engine") or "vllm"
+    if engine not in ("vllm", "transformers"):
+        errors["engine"] = "engine must be vllm or transformers"
+    if errors:
+        return None, errors
+    benchmark = (values.get("benchmark") or "").strip()
+    options = {
+        "cause": cause,
+        "max_flips": max_flips,
+        "kept": kept,
+        "seed": seed,
+        "engine": engine,
+        **({"benchmarks": [benchmark]} if benchmark else {}),
+    }
+    try:
+        checked = validated(ProbeOptionsIn, options)
+    except InputError as exc:
+        return None, {"form": str(exc)}
+    body = ProbeJobIn(kind="probe", base=models["base"], post=models["post"], options=checked)
+    return body, {}

@@ -52,6 +52,7 @@ def pair_page(request: Request, pair_id: deps.Id, exclude: PairExclude) -> HTMLR
         pairing=pairing,
         pairing_rule=queries.pairing_rule,
         recoveries=recoveries,
+        probes=deps.pair_probes(request, pair_id),
         recovery_rows=view_rows(recoveries[0]) if recoveries else [],
         base_temperatures=base_temperatures,
         exclude=",".join(sorted(exclude)),

@@ -96,3 +96,62 @@ def test_the_items_and_a_checked_upload(shard):
     assert arms_report["shuffled"]["recovered"] == 0  # ties: no recovery
     beyond = stored["summary"]["recovered_beyond_shuffled"]
     assert beyond["difference"] == 1.0 and beyond["low"] == beyond["high"] == 1.0
+
+
+def _csrf(html: str) -> str:
+    import re
+
+    return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+
+
+def test_the_form_the_drill_down_and_the_pair_page(shard, cli, tmp_path):
+    """A logged-in submitter asks again from a cell's flips (the drill-down links the form for its
+    benchmark), the form writes a probe job, and the pair page shows the newest probe with its
+    controls; a model path outside the roots is refused on the form."""
+    from fastapi.testclient import TestClient
+    from forgetmap.runtime.config import WebSettings
+    from forgetmap.web import create_app
+
+    store, s = shard
+    with store.read() as conn:
+        fetched = probe.shard_items(conn, s)
+    with store.transaction() as conn:
+        probe.store_upload(conn, s, ProbeIn(outcomes=_answers(fetched.items)))
+    store.close()
+    token = cli("token", "create", "me").stdout.strip()
+    (tmp_path / "models" / "post").mkdir(parents=True)
+    (tmp_path / "models" / "base").mkdir(parents=True)
+    settings = WebSettings(
+        secret_key="k" * 40, reconcile_seconds=3600, model_roots=(tmp_path / "models",)
+    )
+    with TestClient(create_app(cli.db, settings=settings)) as client:
+        flips = client.get("/pairs/1/samples?transition=10&benchmark=mmlu:anatomy").text
+        assert "Ask the post model again about these 5 flips" in flips
+        assert "/pairs/1/probe?benchmark=mmlu%3Aanatomy&amp;cause=all" in flips
+        page = client.get("/pairs/1").text
+        assert 'id="asking-again"' in page and 'id="probe-table"' in page
+        assert "Recovered beyond the shuffled control: <b>+100.0</b> points" in page
+        assert "mmlu:anatomy 5/5" in page
+        csrf = _csrf(client.get("/login").text)
+        client.post("/login", data={"token": token, "csrf": csrf, "next": "/"})
+        form = client.get("/pairs/1/probe?benchmark=mmlu:anatomy&cause=no_answer").text
+        assert 'value="mmlu:anatomy"' in form and '<option value="no_answer" selected>' in form
+        values = {
+            "csrf": _csrf(form),
+            "base_path": str(tmp_path / "models" / "base"),
+            "post_path": "/etc",
+            "benchmark": "mmlu:anatomy",
+            "cause": "no_answer",
+            "max_flips": "10",
+            "kept": "0",
+            "seed": "1",
+            "engine": "transformers",
+        }
+        refused = client.post("/pairs/1/probe", data=values)
+        assert refused.status_code == 200 and 'data-field="post_path"' in refused.text
+        values["post_path"] = str(tmp_path / "models" / "post")
+        done = client.post("/pairs/1/probe", data=values, follow_redirects=False)
+        assert done.status_code == 303 and done.headers["location"].startswith("/jobs/")
+        job = client.get("/api" + done.headers["location"].split("?")[0]).json()
+        assert job["kind"] == "probe" and job["request"]["options"]["cause"] == "no_answer"
+        assert len(job["shards"]) == 1 and job["shards"][0]["benchmark"] == "probe"
