@@ -156,6 +156,30 @@ def flatten_choices(
     return out
 
 
+ChoiceItem = tuple[int, int, list[int], list[int]]
+"""(context index i, choice index j, context token ids, continuation token ids)."""
+SingleTokenGroups = dict[int, tuple[list[int], list[tuple[int, int]]]]
+"""{context index: (context token ids, [(choice index, its one token id)])}."""
+
+
+def single_token_groups(items: list[ChoiceItem]) -> tuple[SingleTokenGroups, list[ChoiceItem]]:
+    """``flatten_choices``' items split into the contexts whose every choice is one token after
+    the same context tokens (option letters after "(": one forward pass over the context gives
+    every choice's log-probability) as {i: (context ids, [(j, token id)])}, and the rest."""
+    by_context: dict[int, list[ChoiceItem]] = {}
+    for item in items:
+        by_context.setdefault(item[0], []).append(item)
+    groups: SingleTokenGroups = {}
+    rest: list[ChoiceItem] = []
+    for i, its in by_context.items():
+        ctx = its[0][2]
+        if ctx and all(len(cont) == 1 and c == ctx for _, _, c, cont in its):
+            groups[i] = (ctx, [(j, cont[0]) for _, j, _, cont in its])
+        else:
+            rest.extend(its)
+    return groups, rest
+
+
 def render_chat(tokenizer: Any, messages: Sequence[Message]) -> str:
     """The tokenizer's chat template applied to messages, ready for generation."""
     if not getattr(tokenizer, "chat_template", None):

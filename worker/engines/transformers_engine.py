@@ -16,9 +16,11 @@ from .base import (
     Generation,
     GenerationParams,
     Message,
+    SingleTokenGroups,
     encode_prompt,
     flatten_choices,
     render_chat,
+    single_token_groups,
     truncate_at_stop,
 )
 
@@ -120,8 +122,9 @@ class TransformersEngine:
 
     def choice_logprobs(self, contexts: list[str], choices: list[list[str]]) -> list[list[float]]:
         torch = self._torch
-        items = flatten_choices(self.tokenizer, contexts, choices)
+        groups, items = single_token_groups(flatten_choices(self.tokenizer, contexts, choices))
         scores: list[list[float]] = [[0.0] * len(opts) for opts in choices]
+        self._next_token_scores(groups, scores)
         seqs = []
         for _i, _j, ctx_ids, cont_ids in items:
             full = ctx_ids + cont_ids
@@ -152,6 +155,29 @@ class TransformersEngine:
                 i, j = items[k][0], items[k][1]
                 scores[i][j] = float(token_lp[row, keep - n_cont[row] :].double().sum())
         return scores
+
+    def _next_token_scores(self, groups: SingleTokenGroups, scores: list[list[float]]) -> None:
+        """Single-token choices (``single_token_groups``): one forward pass over each context,
+        every choice's log-probability read at its last position."""
+        torch = self._torch
+        keys = sorted(groups, key=lambda i: len(groups[i][0]))
+        for start in range(0, len(keys), self.batch_size):
+            batch_keys = keys[start : start + self.batch_size]
+            # the context keeps its end, with room for the choice (as the full sequences do)
+            batch = [groups[i][0][-(self.max_length - 1) :] for i in batch_keys]
+            input_ids, attention_mask = self._left_pad(batch)
+            with torch.inference_mode():
+                logits = self.model(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    position_ids=_position_ids(attention_mask),
+                    logits_to_keep=1,
+                    use_cache=False,
+                ).logits
+            logprobs = torch.log_softmax(logits[:, -1].float(), dim=-1)
+            for row, i in enumerate(batch_keys):
+                for j, token in groups[i][1]:
+                    scores[i][j] = float(logprobs[row, token].double())
 
     def close(self) -> None:
         model = getattr(self, "model", None)

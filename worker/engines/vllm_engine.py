@@ -22,13 +22,17 @@ from .base import (
     Generation,
     GenerationParams,
     Message,
+    SingleTokenGroups,
     encode_prompt,
     flatten_choices,
     render_chat,
+    single_token_groups,
 )
 
 if TYPE_CHECKING:
     from vllm.inputs import TokensPrompt
+
+MAX_SCORED_TOKENS = 26
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +118,9 @@ class VLLMEngine:
             dtype=dtype,
             seed=seed,
             enforce_eager=bool(enforce_eager),
+            # every option of a question scored at once (choice_logprobs' single-token path):
+            # up to 26 lettered options, over vLLM's default of 20
+            max_logprobs=MAX_SCORED_TOKENS,
         )
         if revision is not None:
             kwargs["revision"] = revision
@@ -174,8 +181,9 @@ class VLLMEngine:
     def choice_logprobs(self, contexts: list[str], choices: list[list[str]]) -> list[list[float]]:
         from vllm import SamplingParams
 
-        items = flatten_choices(self.tokenizer, contexts, choices)
+        groups, items = single_token_groups(flatten_choices(self.tokenizer, contexts, choices))
         scores: list[list[float]] = [[0.0] * len(opts) for opts in choices]
+        self._next_token_scores(groups, scores)
         if not items:
             return scores
         sampling = SamplingParams(
@@ -202,6 +210,36 @@ class VLLMEngine:
                 total += at_t[ids[t]].logprob
             scores[i][j] = float(total)
         return scores
+
+    def _next_token_scores(self, groups: SingleTokenGroups, scores: list[list[float]]) -> None:
+        """Single-token choices (``single_token_groups``): each context prefilled once (prefix
+        caching applies: no prompt log-probabilities are asked), one token generated, and the
+        raw log-probability of every choice's token at that position (``logprob_token_ids``)."""
+        from vllm import SamplingParams
+
+        if not groups:
+            return
+        keys = list(groups)
+        tokens = [sorted({token for _, token in groups[i][1]}) for i in keys]
+        params = [
+            SamplingParams(
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=len(ids),  # vLLM asks for exactly this many with logprob_token_ids
+                logprob_token_ids=ids,
+                detokenize=False,
+            )
+            for ids in tokens
+        ]
+        prompts: list[TokensPrompt] = [
+            {"prompt_token_ids": groups[i][0][-(self.max_model_len - 1) :]} for i in keys
+        ]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        for i, out in zip(keys, outputs, strict=True):
+            at_next = out.outputs[0].logprobs
+            assert at_next is not None  # asked for: logprob_token_ids
+            for j, token in groups[i][1]:
+                scores[i][j] = float(at_next[0][token].logprob)
 
     def close(self) -> None:
         llm = getattr(self, "llm", None)
