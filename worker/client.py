@@ -13,6 +13,7 @@ import time
 
 import httpx
 from forgetmap.contract.errors import reply_detail
+from forgetmap.contract.judge import JudgeIn, JudgeItemsOut
 from forgetmap.contract.probe import ProbeIn, ProbeItemsOut
 from forgetmap.contract.recovery import RecoveryIn
 from forgetmap.contract.results import ResultRow, ResultsIn
@@ -139,6 +140,15 @@ class AppClient:
 
     def probe(self, shard_id: int, body: ProbeIn) -> dict:
         return self.post(f"/api/shards/{shard_id}/probe", body)
+
+    def judge_items(self, shard_id: int) -> JudgeItemsOut:
+        """A judge shard's items (``GET /api/shards/{id}/judge``)."""
+        return JudgeItemsOut.model_validate(
+            self._call("GET", f"/api/shards/{shard_id}/judge", None)
+        )
+
+    def judge(self, shard_id: int, body: JudgeIn) -> dict:
+        return self.post(f"/api/shards/{shard_id}/judge", body)
 
     def finish(
         self,

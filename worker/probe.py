@@ -20,7 +20,7 @@ from forgetmap.analysis.probe import (
 )
 from forgetmap.contract.jobs import Engine, ShardStatus
 from forgetmap.contract.probe import ProbeIn, ProbeOutcomeIn, ProbeShardSpec
-from forgetmap.contract.shards import ClaimedShard
+from forgetmap.contract.shards import ClaimedShard, ShardModel
 from forgetmap.runtime.paths import ModelPathError, ModelRules
 from forgetmap.worker.client import AppClient
 from forgetmap.worker.engines import base
@@ -53,6 +53,31 @@ def run_probe(
     return outcomes
 
 
+def checked_paths(settings: WorkerSettings, models: dict[str, ShardModel]) -> dict[str, str]:
+    """Each model's path as the worker loads it, checked again here against the model roots (a
+    job row that reached the queue another way loads nothing outside them)."""
+    paths = {}
+    for role, model in models.items():
+        try:
+            paths[role] = ModelRules.of(settings).check(model.path)
+        except ModelPathError as exc:
+            raise ShardFailed(str(exc)) from exc
+    return paths
+
+
+def load_engine(
+    engines: EngineCache, settings: WorkerSettings, name: Engine, model: ShardModel, path: str
+) -> base.Engine:
+    """The engine for ``model`` (the worker's cached one when it is the same); ShardFailed for a
+    model that does not load (nothing to retry)."""
+    try:
+        return engines.get(name.value, path, **engine_options(settings, name, model.revision))
+    except Exception as exc:
+        raise ShardFailed(
+            f"cannot load model {model.path!r} with {name}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def run_probe_shard(
     shard: ClaimedShard, *, client: AppClient, engines: EngineCache, settings: WorkerSettings
 ) -> str:
@@ -61,12 +86,7 @@ def run_probe_shard(
     base's, upload one outcome per item. Returns 'done' or 'cancelled'; raises ShardFailed."""
     spec = shard_spec(shard, ProbeShardSpec)
     options = spec.options
-    paths = {}
-    for role, model in (("post", spec.post), ("base", spec.base)):
-        try:  # checked again here: a job row that reached the queue another way loads nothing
-            paths[role] = ModelRules.of(settings).check(model.path)
-        except ModelPathError as exc:
-            raise ShardFailed(str(exc)) from exc
+    paths = checked_paths(settings, {"post": spec.post, "base": spec.base})
     fetched = client.probe_items(shard.id)
     by_model = {
         "post": [i for i in fetched.items if i.arm != "base"],
@@ -92,16 +112,7 @@ def run_probe_shard(
             continue
         model = spec.post if role == "post" else spec.base
         started = time.monotonic()
-        try:
-            engine = engines.get(
-                engine_name.value,
-                paths[role],
-                **engine_options(settings, engine_name, model.revision),
-            )
-        except Exception as exc:  # an unloadable model: nothing to retry
-            raise ShardFailed(
-                f"cannot load model {model.path!r} with {engine_name}: {type(exc).__name__}: {exc}"
-            ) from exc
+        engine = load_engine(engines, settings, engine_name, model, paths[role])
         timing[f"{role}_load_s"] = time.monotonic() - started
         started = time.monotonic()
         probe = [

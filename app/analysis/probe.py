@@ -25,6 +25,11 @@ Chance is each item's 1/k (k its options); a rate is reported with the chance it
 its difference from the shuffled control, with a 95% interval for that difference (the normal
 interval of a difference of two proportions).
 
+A **judge** reads the same way (``judge_context``): a judge model is shown the question as the
+judged model saw it, the answer it gave, and "which option does the answer commit to? ... (";
+the options' letters and "0" (none) are scored, and the top one is the judge's reading of the
+answer (forgetmap.services.judge keeps it as a score set).
+
 Plain Python: the worker scores (``forgetmap.worker.probe``), the app stores and reports.
 """
 
@@ -35,7 +40,12 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from forgetmap.core.recoverability_names import FORCED_ANSWER, PROBE_ARMS
+from forgetmap.core.recoverability_names import (
+    FORCED_ANSWER,
+    JUDGE_TEMPLATE,
+    NO_OPTION_LABEL,
+    PROBE_ARMS,
+)
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 ARMS = PROBE_ARMS
@@ -117,6 +127,17 @@ def outcome_of(item: ProbeItem, logprobs: Sequence[float]) -> ProbeOutcome:
     best = max(logprobs)
     top = [i for i, value in enumerate(logprobs) if value == best]
     return ProbeOutcome(item.key, top[0] if len(top) == 1 else None, item.gold, item.num_choices)
+
+
+def judge_context(prompt: str, answer: str, template: str = JUDGE_TEMPLATE) -> str:
+    """What a judge model reads before naming an option: the question as the judged model saw it
+    (its options included), the answer it gave, and the judge's forced choice."""
+    return template.format(prompt=prompt, answer=answer)
+
+
+def judge_labels(num_choices: int) -> list[str]:
+    """A judge's choices: the options' letters, then ``NO_OPTION_LABEL`` (it commits to none)."""
+    return [*option_labels(num_choices), NO_OPTION_LABEL]
 
 
 def shuffled_answers(items: Sequence[ProbeItem], seed: int) -> list[ProbeItem]:

@@ -18,6 +18,7 @@ from forgetmap.cli import (
     export,
     imports,
     jobs,
+    judge,
     maps,
     models,
     pairs,
@@ -121,6 +122,7 @@ main.add_command(backup.restore_command)
 main.add_command(export.export_group)
 main.add_command(imports.import_group)
 main.add_command(jobs.job)
+main.add_command(judge.judge)
 main.add_command(maps.map_command)
 main.add_command(models.model)
 main.add_command(pairs.pair)

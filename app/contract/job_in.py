@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from forgetmap.contract.jobs import EvaluateJobIn, SeriesJobIn
+from forgetmap.contract.judge import JudgeJobIn
 from forgetmap.contract.probe import ProbeJobIn
 from forgetmap.contract.recovery import RecoverJobIn
 from pydantic import Discriminator, Tag
@@ -15,16 +16,17 @@ def _job_kind(value: Any) -> str:
     kind = (
         value.get("kind", "evaluate") if isinstance(value, dict) else getattr(value, "kind", None)
     )
-    return kind if kind in ("evaluate", "recover", "series", "probe") else "evaluate"
+    return kind if kind in ("evaluate", "recover", "series", "probe", "judge") else "evaluate"
 
 
 JobIn = Annotated[
     Annotated[EvaluateJobIn, Tag("evaluate")]
     | Annotated[RecoverJobIn, Tag("recover")]
     | Annotated[SeriesJobIn, Tag("series")]
-    | Annotated[ProbeJobIn, Tag("probe")],
+    | Annotated[ProbeJobIn, Tag("probe")]
+    | Annotated[JudgeJobIn, Tag("judge")],
     Discriminator(_job_kind),
 ]
 """An evaluation, a recoverability analysis (``"kind": "recover"``), a training run
-(``"kind": "series"``) or a probe of a pair's flips (``"kind": "probe"``); no kind means an
-evaluation."""
+(``"kind": "series"``), a probe of a pair's flips (``"kind": "probe"``) or a judge of its unread
+answers (``"kind": "judge"``); no kind means an evaluation."""

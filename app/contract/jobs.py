@@ -48,6 +48,7 @@ class ShardKind(StrEnum):
     evaluate = "evaluate"
     recover = "recover"  # a recoverability analysis (worker/recoverability_job.py)
     probe = "probe"  # asking the post model again, flip by flip (worker/probe.py)
+    judge = "judge"  # a judge model reads a pair's unread answers (worker/probe.py)
 
 
 class Engine(StrEnum):

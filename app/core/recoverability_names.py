@@ -10,3 +10,11 @@ DEFAULT_MAX_TOKENS = 2047  # document tokens kept after BOS
 # asking the model again (forgetmap.analysis.probe, forgetmap.contract.probe)
 FORCED_ANSWER = "\nTherefore, the answer is ("  # the option's letter is scored after the bracket
 PROBE_ARMS = ("flips", "shuffled", "kept", "base")  # the flips, then the probe's three controls
+
+# a judge's forced choice (forgetmap.analysis.probe.judge_context, forgetmap.contract.judge)
+JUDGE_TEMPLATE = (
+    "{prompt}{answer}\n\n"
+    "Question for the reader: which option does the answer above commit to? Reply with its "
+    "letter, or 0 if it commits to none of them.\nThe answer commits to option ("
+)
+NO_OPTION_LABEL = "0"  # the judge's label for "none of the options"

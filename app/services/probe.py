@@ -19,7 +19,6 @@ control asks the base model about the same flips with its own (right) answers.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from typing import Any
 
@@ -47,6 +46,7 @@ from forgetmap.db.jobs import insert_job, insert_shard
 from forgetmap.db.queries import pair_id_by_names, pair_info
 from forgetmap.db.store import Connection
 from forgetmap.services.jobs import config_hash, update_job_status
+from forgetmap.services.rescore import stored_choices
 
 Key = tuple[str, str, int, str]
 """An item's place: (arm, benchmark, seed, sample_id)."""
@@ -87,16 +87,6 @@ def order_key(seed: int, arm: str, row: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _choices(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return [str(c) for c in value] if isinstance(value, list) else None
-
-
 def _wanted(cause: str, status: str | None) -> bool:
     if cause == "no_answer":
         return status == NO_ANSWER
@@ -111,7 +101,7 @@ def probe_items(conn: Connection, pair: dict[str, Any], options: ProbeOptionsIn)
     flips, kept = [], []
     for row in probe_db.probe_rows(conn, pair, options.benchmarks):
         k = row["num_choices"]
-        gold = gold_option(row["gold"], _choices(row["choices"]), k)
+        gold = gold_option(row["gold"], stored_choices(row["choices"]), k)
         if gold is None or k > len(LETTERS):
             left_out["no gold option among the stored options"] += 1
         elif row["post_response"] is None:

@@ -105,7 +105,7 @@ def rescore(
             for batch in batches:
                 graded = _grade(conn, batch.to_pydict(), chosen, summary)
                 if graded["model_id"]:
-                    scores_db.insert_rescored(conn, set_id, _table(graded))
+                    scores_db.insert_rescored(conn, set_id, rescored_table(graded))
         scores_db.finish_score_set(conn, set_id)
     return summary
 
@@ -127,7 +127,8 @@ def _ids(conn: Connection, names: list[str] | None, lookup, what: str) -> list[i
     return ids
 
 
-def _choices(text: str | None) -> list[str] | None:
+def stored_choices(text: str | None) -> list[str] | None:
+    """A row's ``choices`` column (a JSON list) as the options' texts; None when it holds none."""
     if not text:
         return None
     try:
@@ -164,7 +165,9 @@ def _grade(conn: Connection, rows: dict[str, list], chosen: Extractor, summary: 
                 rows["seed"][i],
                 rows["sample_id"][i],
             )
-            result = _run(chosen, response, _choices(rows["choices"][i]), rows["gold"][i], k, key)
+            result = _run(
+                chosen, response, stored_choices(rows["choices"][i]), rows["gold"][i], k, key
+            )
             reason = "no_gold" if result is None else None
         if reason is not None:
             summary.skipped[reason] += 1
@@ -218,7 +221,8 @@ def _run(chosen: Extractor, response: str, choices, gold, k, key) -> Extracted |
         ) from exc
 
 
-def _table(columns: dict[str, list]) -> pa.Table:
+def rescored_table(columns: dict[str, list]) -> pa.Table:
+    """Graded rows as ``forgetmap.db.scores.insert_rescored`` takes them."""
     schema = pa.schema(
         [
             ("model_id", pa.int32()),

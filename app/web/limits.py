@@ -97,8 +97,8 @@ RULES: tuple[BodyRule, ...] = (
         BATCHES,
     ),
     _rule(
-        "POST /api/shards/{id}/probe",
-        r"/api/shards/[^/]+/probe",
+        "POST /api/shards/{id}/probe|judge",
+        r"/api/shards/[^/]+/(probe|judge)",
         WORKER_UPLOAD_MAX_BYTES,
         deps.worker_principal,
     ),

@@ -12,6 +12,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from forgetmap.core.errors import InputError
 from forgetmap.db import jobs as jobs_db
+from forgetmap.db import judge as judge_db
 from forgetmap.db import probe as probe_db
 from forgetmap.db import queries
 from forgetmap.services.probe import create_probe_job
@@ -100,3 +101,13 @@ def api_probe_outcomes(
         if not probe_db.probe_exists(conn, probe_id):
             raise HTTPException(404, f"probe {probe_id} does not exist")
         return probe_db.probe_outcomes(conn, probe_id, arm)
+
+
+@router.get("/api/pairs/{pair_id}/judges", tags=["api"], responses=ID_ERRORS)
+def api_pair_judges(request: Request, pair_id: deps.Id) -> list[dict]:
+    """The pair's judge runs, newest first: the score set each wrote (``scores=`` of the map),
+    the judge's model and prompt, and its audit: on rows the harness read an option from, how
+    often the judge named the same one; how many unread answers it found an option in."""
+    deps.get_pair(request, pair_id)
+    with deps.store(request).read() as conn:
+        return judge_db.pair_judges(conn, pair_id)

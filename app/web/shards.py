@@ -1,7 +1,8 @@
 """The worker's routes: its token check at start (``GET /api/workers/me``), claiming a shard, its
 progress, its end (finished or failed), and its uploads (``POST /api/results`` for per-sample
 rows, ``POST /api/shards/{id}/recovery`` for a recoverability shard's loss sums), and a probe
-shard's items and outcomes (``GET`` and ``POST /api/shards/{id}/probe``). Every one needs
+shard's items and outcomes (``GET`` and ``POST /api/shards/{id}/probe``), a judge shard's
+(``.../judge``). Every one needs
 a token of role worker; a refused call is remembered (forgetmap.services.rejections) for the job
 pages."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
 from forgetmap.contract.jobs import ShardStatus
+from forgetmap.contract.judge import JudgeIn, JudgeItemsOut
 from forgetmap.contract.probe import ProbeIn, ProbeItemsOut
 from forgetmap.contract.recovery import RecoveryIn
 from forgetmap.contract.results import ResultsIn
@@ -22,7 +24,7 @@ from forgetmap.contract.shards import (
 )
 from forgetmap.core.errors import InputError
 from forgetmap.db import jobs as jobs_db
-from forgetmap.services import jobs, probe, recovery
+from forgetmap.services import jobs, judge, probe, recovery
 from forgetmap.services.queue import send_and_record
 from forgetmap.web import deps
 from forgetmap.web.responses import WRITE_ID_ERRORS, errors
@@ -160,10 +162,10 @@ def shard_recovery(
     return {"recovery_id": recovery_id}
 
 
-def _probe_shard(conn, shard_id: int) -> dict:
+def _probe_shard(conn, shard_id: int, kind: str = "probe") -> dict:
     s = _shard_or_404(conn, shard_id)
-    if s["kind"] != "probe":
-        raise InputError(f"shard {shard_id} is not a probe shard")
+    if s["kind"] != kind:
+        raise InputError(f"shard {shard_id} is not a {kind} shard")
     if s["status"] == ShardStatus.cancelled:
         raise InputError(f"shard {shard_id} was cancelled")
     return s
@@ -191,3 +193,26 @@ def shard_probe(request: Request, shard_id: deps.Id, body: ProbeIn, principal: d
     except InputError as exc:
         raise HTTPException(422, str(exc)) from exc
     return {"probe_id": probe_id}
+
+
+@router.get("/api/shards/{shard_id}/judge", responses=WRITE_ID_ERRORS)
+def shard_judge_items(request: Request, shard_id: deps.Id, principal: deps.Worker) -> JudgeItemsOut:
+    """The items of a judge shard (role worker): each answer to read, with the prompt its model
+    saw, its options and the gold one, the judge's template; what was left out, counted."""
+    try:
+        with deps.store(request).read() as conn:
+            return judge.shard_items(conn, _probe_shard(conn, shard_id, "judge"))
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+
+
+@router.post("/api/shards/{shard_id}/judge", responses={**WRITE_ID_ERRORS, **errors(413)})
+def shard_judge(request: Request, shard_id: deps.Id, body: JudgeIn, principal: deps.Worker) -> dict:
+    """A judge shard's readings (role worker), one per item: checked against the items and kept
+    as the judge's score set with its audit (a repeated upload replaces the earlier one)."""
+    try:
+        with deps.store(request).transaction() as conn:
+            run_id = judge.store_upload(conn, _probe_shard(conn, shard_id, "judge"), body)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    return {"judge_run_id": run_id}

@@ -53,6 +53,7 @@ def test_the_document_types_every_body_and_declares_every_error(client):
         "RecoverJobIn",
         "SeriesJobIn",
         "ProbeJobIn",
+        "JudgeJobIn",
     }
     assert set(jobs["responses"]) == {"201", "400", "401", "403", "413", "422"}
     assert set(doc["paths"]["/api/pairs/{pair_id}/sample"]["get"]["responses"]) == {

@@ -155,3 +155,60 @@ def test_the_form_the_drill_down_and_the_pair_page(shard, cli, tmp_path):
         job = client.get("/api" + done.headers["location"].split("?")[0]).json()
         assert job["kind"] == "probe" and job["request"]["options"]["cause"] == "no_answer"
         assert len(job["shards"]) == 1 and job["shards"][0]["benchmark"] == "probe"
+
+
+def test_a_judges_upload_is_checked_and_becomes_a_score_set(shard):
+    """The judge's items are both sides' unread answers and an audit sample; its readings are
+    checked against them, and the unread ones become the score set (a reading of "none" stays
+    no_answer, a wrong option is wrong, the gold option right)."""
+    from forgetmap.contract.judge import JudgeIn, JudgeJobIn, JudgeOutcomeIn
+    from forgetmap.db import judge as judge_db
+    from forgetmap.db import scores as scores_db
+    from forgetmap.services import judge
+
+    store, _ = shard
+    request = JudgeJobIn.model_validate(
+        {
+            "kind": "judge",
+            "base": "tiny-base",
+            "post": "tiny-post",
+            "judge": {"name": "a-judge", "path": "/models/judge"},
+            "options": {"audit": 3},
+        }
+    )
+    with store.transaction() as conn:
+        _, (shard_id,) = judge.create_judge_job(conn, request)
+        row = conn.execute(
+            "SELECT id, spec, config_hash FROM shards WHERE id = ?", [shard_id]
+        ).fetchone()
+    s = {"id": row[0], "spec": json.loads(row[1]), "config_hash": row[2]}
+    with store.read() as conn:
+        items = judge.shard_items(conn, s).items
+    assert [(i.purpose, i.model, i.sample_id) for i in items][:1] == [
+        ("no_answer", "tiny-post", "s4")
+    ]
+    assert [i.purpose for i in items].count("audit") == 3
+    readings = [
+        JudgeOutcomeIn(
+            purpose=i.purpose,
+            model=i.model,
+            benchmark=i.benchmark,
+            seed=i.seed,
+            sample_id=i.sample_id,
+            num_choices=i.num_choices,
+            chosen=i.gold if i.purpose == "no_answer" else i.harness,
+        )
+        for i in items
+    ]
+    with store.transaction() as conn:
+        with pytest.raises(InputError, match="holds 3 readings for the judge's 4 items"):
+            judge.store_upload(conn, s, JudgeIn(outcomes=readings[1:]))
+        with pytest.raises(InputError, match="chose option 5 of 4 and none"):
+            bad = readings[0].model_copy(update={"chosen": 5})
+            judge.store_upload(conn, s, JudgeIn(outcomes=[bad, *readings[1:]]))
+        judge.store_upload(conn, s, JudgeIn(outcomes=readings))
+    with store.read() as conn:
+        (run,) = judge_db.pair_judges(conn, 1)
+        graded = scores_db.rescored_rows(conn, "judge:a-judge")
+    assert run["audit"]["agreed"] == run["audit"]["audited"] == 3
+    assert graded == [("tiny-post", "mmlu:anatomy", 0, "s4", "A", True, "answered", "judge")]
