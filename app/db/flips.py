@@ -13,7 +13,7 @@ from forgetmap.db.pairing import cause_bits
 from forgetmap.db.prompts import full_prompt
 from forgetmap.db.queries import TRANSITIONS
 from forgetmap.db.store import Connection, one_row
-from forgetmap.db.texts import answer_files, read_texts
+from forgetmap.db.texts import answer_files, read_texts, response_texts
 
 
 def _like(q: str) -> str:
@@ -314,15 +314,7 @@ def pair_sample_rows(conn: Connection, pair: dict[str, Any]) -> pa.Table:
     """Every paired per-sample row of a pair (for export): both models side by side, long answers
     read from their files (app/db/texts.py)."""
     files = answer_files(conn)
-    if files:
-        texts = "LEFT JOIN read_parquet($files) {0} ON {0}.ref = {1}.response_ref"
-        joins = texts.format("bt", "b") + " " + texts.format("pt", "p")
-        base_response, post_response = (
-            "coalesce(b.response, bt.text)",
-            "coalesce(p.response, pt.text)",
-        )
-    else:
-        joins, base_response, post_response = "", "b.response", "p.response"
+    joins, (base_response, post_response) = response_texts(files, "b", "p")
     params = {"post": pair["post_model_id"], "base": pair["base_model_id"]}
     if files:
         params["files"] = files

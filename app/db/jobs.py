@@ -409,3 +409,20 @@ def requeue_stale(conn: Connection, shard_ids: list[int]) -> None:
         f"WHERE status = 'running' AND id IN ({_placeholders(shard_ids)})",
         shard_ids,
     )
+
+
+RESULT_TABLES = {"recover": "recoveries", "probe": "probes", "judge": "judge_runs"}
+"""Where each kind of one-shard analysis keeps its result (a row per shard, with its pair)."""
+
+
+def finished_result(conn: Connection, kind: str, pair_id: int, config_hash: str) -> bool:
+    """Whether the pair holds a result of ``kind`` from a finished shard with this spec."""
+    table = RESULT_TABLES[kind]  # a fixed name: never a caller's text
+    rows = conn.execute(
+        f"""
+        SELECT 1 FROM {table} r JOIN shards s ON s.id = r.shard_id
+        WHERE r.pair_id = ? AND s.config_hash = ? AND s.status = 'done' LIMIT 1
+        """,
+        [pair_id, config_hash],
+    ).fetchall()
+    return bool(rows)

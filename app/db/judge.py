@@ -9,7 +9,7 @@ from typing import Any
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK
 from forgetmap.db.prompts import full_prompt
 from forgetmap.db.store import Connection
-from forgetmap.db.texts import answer_files
+from forgetmap.db.texts import answer_files, response_texts
 
 ROW_FIELDS = (
     "model",
@@ -36,8 +36,7 @@ def judge_rows(
     answer files), the harness's prediction and the answer's status. Ambiguous keys are left
     out, as the map leaves them out."""
     files = answer_files(conn)
-    text = "coalesce(r.response, t.text)" if files else "r.response"
-    join = "LEFT JOIN read_parquet($files) t ON t.ref = r.response_ref" if files else ""
+    join, (text,) = response_texts(files, "r")
     params: dict[str, Any] = {
         "pair": pair["id"],
         "models": [pair["base_model_id"], pair["post_model_id"]],
@@ -107,16 +106,3 @@ def pair_judges(conn: Connection, pair_id: int) -> list[dict[str, Any]]:
         run["created_at"] = run["created_at"].isoformat()
         out.append(run)
     return out
-
-
-def finished_judge(conn: Connection, pair_id: int, config_hash: str) -> int | None:
-    """A stored judge run of this pair from a finished shard with the same judge and options."""
-    rows = conn.execute(
-        """
-        SELECT j.id FROM judge_runs j JOIN shards s ON s.id = j.shard_id
-        WHERE j.pair_id = ? AND s.config_hash = ? AND s.status = 'done'
-        ORDER BY j.id DESC LIMIT 1
-        """,
-        [pair_id, config_hash],
-    ).fetchall()
-    return rows[0][0] if rows else None

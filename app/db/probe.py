@@ -11,7 +11,7 @@ import pyarrow as pa
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK
 from forgetmap.db.prompts import full_prompt
 from forgetmap.db.store import Connection
-from forgetmap.db.texts import answer_files
+from forgetmap.db.texts import answer_files, response_texts
 
 ROW_FIELDS = (
     "benchmark",
@@ -39,15 +39,7 @@ def probe_rows(
     answers (long ones read from the answer files), the post answer's status. Questions whose
     key is ambiguous are left out, as the map leaves them out."""
     files = answer_files(conn)
-    if files:
-        texts = "LEFT JOIN read_parquet($files) {0} ON {0}.ref = {1}.response_ref"
-        joins = texts.format("bt", "b") + " " + texts.format("pt", "p")
-        base_response, post_response = (
-            "coalesce(b.response, bt.text)",
-            "coalesce(p.response, pt.text)",
-        )
-    else:
-        joins, base_response, post_response = "", "b.response", "p.response"
+    joins, (base_response, post_response) = response_texts(files, "b", "p")
     params: dict[str, Any] = {
         "pair": pair["id"],
         "base": pair["base_model_id"],
@@ -82,19 +74,6 @@ def probe_rows(
         params,
     ).fetchall()
     return [dict(zip(ROW_FIELDS, row, strict=True)) for row in rows]
-
-
-def finished_probe(conn: Connection, pair_id: int, config_hash: str) -> int | None:
-    """A stored probe of this pair from a finished shard with the same models and options."""
-    rows = conn.execute(
-        """
-        SELECT pr.id FROM probes pr JOIN shards s ON s.id = pr.shard_id
-        WHERE pr.pair_id = ? AND s.config_hash = ? AND s.status = 'done'
-        ORDER BY pr.id DESC LIMIT 1
-        """,
-        [pair_id, config_hash],
-    ).fetchall()
-    return rows[0][0] if rows else None
 
 
 def save_probe(

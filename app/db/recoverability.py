@@ -15,19 +15,6 @@ from forgetmap.analysis.recoverability_shares import loss_column
 from forgetmap.db.store import Connection
 
 
-def finished_recovery(conn: Connection, pair_id: int, config_hash: str) -> int | None:
-    """A stored recovery of this pair from a shard with the same settings."""
-    rows = conn.execute(
-        """
-        SELECT r.id FROM recoveries r JOIN shards s ON s.id = r.shard_id
-        WHERE r.pair_id = ? AND s.config_hash = ? AND s.status = 'done'
-        ORDER BY r.id DESC LIMIT 1
-        """,
-        [pair_id, config_hash],
-    ).fetchall()
-    return rows[0][0] if rows else None
-
-
 def save_recovery(
     conn: Connection,
     *,

@@ -232,3 +232,19 @@ def answer_files(conn: Connection) -> list[str]:
     """The paths of the database's answer files that are in place (for ``read_parquet``)."""
     folder = folder_of(database_path(conn))
     return [str(folder / n) for n in committed_names(conn) if (folder / n).is_file()]
+
+
+def response_texts(files: list[str], *aliases: str) -> tuple[str, list[str]]:
+    """SQL that reads each results row ``alias``'s whole answer, long ones from the answer files
+    (``files``, as ``answer_files`` lists them, bound as ``$files``): the joins to add after the
+    FROM clause, and per alias the expression of its answer. Aliases are fixed names of the
+    caller's query, never a user's text."""
+    if not all(a.isidentifier() for a in aliases):
+        raise ValueError(f"not table aliases: {aliases!r}")
+    if not files:
+        return "", [f"{a}.response" for a in aliases]
+    joins = " ".join(
+        f"LEFT JOIN read_parquet($files) {a}_text ON {a}_text.ref = {a}.response_ref"
+        for a in aliases
+    )
+    return joins, [f"coalesce({a}.response, {a}_text.text)" for a in aliases]

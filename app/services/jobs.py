@@ -156,6 +156,38 @@ def _add_pairs(conn: Connection, pairs: list[PairSpecIn]) -> None:
         add_pair(conn, pair.base, pair.post, label=pair.label, stage=pair.stage)
 
 
+def one_shard_job(
+    conn: Connection,
+    *,
+    kind: ShardKind,
+    payload: dict,
+    spec: dict,
+    model: str,
+    benchmark: str,
+    seed: int,
+    pair_id: int,
+) -> tuple[int, list[int]]:
+    """A job of one shard that analyses a stored pair (a recoverability analysis, a probe, a
+    judge): written, its shard ``reused`` when the pair holds a finished result of a shard with
+    the same spec (``jobs_db.finished_result``). Returns (job id, shard ids to send)."""
+    chash = config_hash(spec)
+    job_id = jobs_db.insert_job(conn, kind, payload)
+    reused = jobs_db.finished_result(conn, kind, pair_id, chash)
+    shard_id = jobs_db.insert_shard(
+        conn,
+        job_id=job_id,
+        model=model,
+        benchmark=benchmark,
+        seed=seed,
+        config_hash=chash,
+        spec=spec,
+        status="reused" if reused else "queued",
+        kind=kind,
+    )
+    update_job_status(conn, job_id)
+    return job_id, [] if reused else [shard_id]
+
+
 def job_status_of(counts: dict[str, int]) -> JobStatus:
     """A job's status from its shards' status counts."""
     pending = sum(v for k, v in counts.items() if k not in TERMINAL)

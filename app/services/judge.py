@@ -21,6 +21,7 @@ from collections import Counter
 from typing import Any
 
 from forgetmap.analysis.probe import LETTERS, gold_option
+from forgetmap.contract.jobs import ShardKind
 from forgetmap.contract.judge import (
     JudgeIn,
     JudgeItemOut,
@@ -33,11 +34,10 @@ from forgetmap.core.answer_status import ANSWERED, NO_ANSWER
 from forgetmap.core.errors import InputError
 from forgetmap.db import judge as judge_db
 from forgetmap.db import scores as scores_db
-from forgetmap.db.jobs import insert_job, insert_shard
-from forgetmap.db.queries import pair_id_by_names, pair_info
+from forgetmap.db.queries import pair_id_by_names
 from forgetmap.db.store import Connection
-from forgetmap.services.jobs import config_hash, register_models, update_job_status
-from forgetmap.services.probe import order_key
+from forgetmap.services.jobs import one_shard_job, register_models
+from forgetmap.services.probe import order_key, stored_pair
 from forgetmap.services.rescore import rescored_table, stored_choices
 
 JUDGE_RULE = "judge"
@@ -55,23 +55,16 @@ def create_judge_job(conn: Connection, request: JudgeJobIn) -> tuple[int, list[i
             "(import or evaluate both models and add the pair first)"
         )
     register_models(conn, [request.judge])  # the shard runs on it, as every shard on a model
-    spec = request.shard_spec().model_dump(mode="json")
-    chash = config_hash(spec)
-    job_id = insert_job(conn, "judge", request.payload())
-    reused = judge_db.finished_judge(conn, pair_id, chash) is not None
-    shard_id = insert_shard(
+    return one_shard_job(
         conn,
-        job_id=job_id,
+        kind=ShardKind.judge,
+        payload=request.payload(),
+        spec=request.shard_spec().model_dump(mode="json"),
         model=request.judge.name,
         benchmark="judge",
         seed=request.options.seed,
-        config_hash=chash,
-        spec=spec,
-        status="reused" if reused else "queued",
-        kind="judge",
+        pair_id=pair_id,
     )
-    update_job_status(conn, job_id)
-    return job_id, [] if reused else [shard_id]
 
 
 def judge_items(conn: Connection, pair: dict[str, Any], options: JudgeOptionsIn) -> JudgeItemsOut:
@@ -115,18 +108,10 @@ def judge_items(conn: Connection, pair: dict[str, Any], options: JudgeOptionsIn)
     return JudgeItemsOut(template=options.template, items=items, left_out=dict(left_out))
 
 
-def _pair_of(conn: Connection, spec: JudgeShardSpec) -> dict[str, Any]:
-    pair_id = pair_id_by_names(conn, spec.base, spec.post)
-    pair = pair_info(conn, pair_id) if pair_id is not None else None
-    if pair is None:
-        raise InputError("the pair of this judge shard no longer exists")
-    return pair
-
-
 def shard_items(conn: Connection, shard: dict[str, Any]) -> JudgeItemsOut:
     """The items of a judge shard, as its worker fetches them."""
     spec = JudgeShardSpec.model_validate(shard["spec"])
-    return judge_items(conn, _pair_of(conn, spec), spec.options)
+    return judge_items(conn, stored_pair(conn, spec.base, spec.post, "judge"), spec.options)
 
 
 def store_upload(conn: Connection, shard: dict[str, Any], upload: JudgeIn) -> int:
@@ -134,7 +119,7 @@ def store_upload(conn: Connection, shard: dict[str, Any], upload: JudgeIn) -> in
     keep them: the ``no_answer`` rows' grades as the score set, the audit and the judge in
     ``judge_runs`` (an earlier upload of the same shard replaced). Returns the run's id."""
     spec = JudgeShardSpec.model_validate(shard["spec"])
-    pair = _pair_of(conn, spec)
+    pair = stored_pair(conn, spec.base, spec.post, "judge")
     fetched = judge_items(conn, pair, spec.options)
     expected = {(i.purpose, i.model, i.benchmark, i.seed, i.sample_id): i for i in fetched.items}
     seen: set[tuple] = set()

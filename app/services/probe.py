@@ -31,6 +31,7 @@ from forgetmap.analysis.probe import (
     probe_report,
     shuffled_answers,
 )
+from forgetmap.contract.jobs import ShardKind
 from forgetmap.contract.probe import (
     ProbeIn,
     ProbeItemOut,
@@ -42,10 +43,9 @@ from forgetmap.contract.probe import (
 from forgetmap.core.answer_status import ANSWERED, NO_ANSWER
 from forgetmap.core.errors import InputError
 from forgetmap.db import probe as probe_db
-from forgetmap.db.jobs import insert_job, insert_shard
 from forgetmap.db.queries import pair_id_by_names, pair_info
 from forgetmap.db.store import Connection
-from forgetmap.services.jobs import config_hash, update_job_status
+from forgetmap.services.jobs import one_shard_job
 from forgetmap.services.rescore import stored_choices
 
 Key = tuple[str, str, int, str]
@@ -62,23 +62,16 @@ def create_probe_job(conn: Connection, request: ProbeJobIn) -> tuple[int, list[i
             f"no pair {request.base.name} -> {request.post.name}: a probe asks about a stored "
             "pair's flips (evaluate both models and add the pair first)"
         )
-    spec = request.shard_spec().model_dump(mode="json")
-    chash = config_hash(spec)
-    job_id = insert_job(conn, "probe", request.payload())
-    reused = probe_db.finished_probe(conn, pair_id, chash) is not None
-    shard_id = insert_shard(
+    return one_shard_job(
         conn,
-        job_id=job_id,
+        kind=ShardKind.probe,
+        payload=request.payload(),
+        spec=request.shard_spec().model_dump(mode="json"),
         model=request.post.name,
         benchmark="probe",
         seed=request.options.seed,
-        config_hash=chash,
-        spec=spec,
-        status="reused" if reused else "queued",
-        kind="probe",
+        pair_id=pair_id,
     )
-    update_job_status(conn, job_id)
-    return job_id, [] if reused else [shard_id]
 
 
 def order_key(seed: int, arm: str, row: dict[str, Any]) -> str:
@@ -148,18 +141,21 @@ def probe_items(conn: Connection, pair: dict[str, Any], options: ProbeOptionsIn)
     return ProbeItemsOut(prefix=options.prefix, items=items, left_out=dict(left_out))
 
 
-def _pair_of(conn: Connection, spec: ProbeShardSpec) -> dict[str, Any]:
-    pair_id = pair_id_by_names(conn, spec.base.name, spec.post.name)
+def stored_pair(conn: Connection, base: str, post: str, shard: str) -> dict[str, Any]:
+    """The pair a ``shard`` shard (probe, judge) analyses; InputError when it is gone."""
+    pair_id = pair_id_by_names(conn, base, post)
     pair = pair_info(conn, pair_id) if pair_id is not None else None
     if pair is None:
-        raise InputError("the pair of this probe shard no longer exists")
+        raise InputError(f"the pair of this {shard} shard no longer exists")
     return pair
 
 
 def shard_items(conn: Connection, shard: dict[str, Any]) -> ProbeItemsOut:
     """The items of a probe shard, as its worker fetches them."""
     spec = ProbeShardSpec.model_validate(shard["spec"])
-    return probe_items(conn, _pair_of(conn, spec), spec.options)
+    return probe_items(
+        conn, stored_pair(conn, spec.base.name, spec.post.name, "probe"), spec.options
+    )
 
 
 def store_upload(conn: Connection, shard: dict[str, Any], upload: ProbeIn) -> int:
@@ -167,7 +163,7 @@ def store_upload(conn: Connection, shard: dict[str, Any], upload: ProbeIn) -> in
     option count) and keep them with the report computed from them (replacing an earlier
     upload of the same shard); returns the probe's id."""
     spec = ProbeShardSpec.model_validate(shard["spec"])
-    pair = _pair_of(conn, spec)
+    pair = stored_pair(conn, spec.base.name, spec.post.name, "probe")
     fetched = probe_items(conn, pair, spec.options)
     expected = {
         (i.arm, i.benchmark, i.seed, i.sample_id): (i.num_choices, i.gold) for i in fetched.items

@@ -25,15 +25,15 @@ from forgetmap.analysis.recoverability_shares import (
     shares_from_sums,
     table_models,
 )
+from forgetmap.contract.jobs import ShardKind
 from forgetmap.contract.recovery import MAX_TABLE_DOCS, RecoverJobIn, RecoveryIn, RecoveryShardSpec
 from forgetmap.core.errors import InputError
 from forgetmap.core.recoverability_names import CONTROLS
 from forgetmap.db import recoverability as store
-from forgetmap.db.jobs import insert_job, insert_shard
 from forgetmap.db.pairing import add_pair
 from forgetmap.db.queries import pair_id_by_names
 from forgetmap.db.store import Connection
-from forgetmap.services.jobs import config_hash, register_models, update_job_status
+from forgetmap.services.jobs import one_shard_job, register_models
 
 # what a pair's share is read against: damage that is neither a bias nor a temperature
 YARDSTICK = "weight_noise"
@@ -50,23 +50,16 @@ def create_recovery_job(conn: Connection, request: RecoverJobIn) -> tuple[int, l
     pair_id, _, _ = add_pair(
         conn, request.base.name, request.post.name, label=request.label, stage=request.stage
     )
-    spec = request.shard_spec().model_dump(mode="json")
-    chash = config_hash(spec)
-    job_id = insert_job(conn, "recover", request.payload())
-    reused = store.finished_recovery(conn, pair_id, chash) is not None
-    shard_id = insert_shard(
+    return one_shard_job(
         conn,
-        job_id=job_id,
+        kind=ShardKind.recover,
+        payload=request.payload(),
+        spec=request.shard_spec().model_dump(mode="json"),
         model=request.post.name,
         benchmark=f"recover:{request.corpus.source}",
         seed=request.options.seed,
-        config_hash=chash,
-        spec=spec,
-        status="reused" if reused else "queued",
-        kind="recover",
+        pair_id=pair_id,
     )
-    update_job_status(conn, job_id)
-    return job_id, [] if reused else [shard_id]
 
 
 # ------------------------------------------------------------------------------ results

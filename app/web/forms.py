@@ -230,9 +230,10 @@ def local_corpora(request: Request) -> list[str]:
     return sorted(names)
 
 
-def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoverJobIn | None, dict]:
-    """Validate the recoverability form; returns (request, {}) or (None, {field: message})."""
-    errors: dict[str, str] = {}
+def _pair_models(request: Request, pair: dict, values: dict, errors: dict) -> dict[str, ModelIn]:
+    """The pair's two models as a form gives their checkpoints (``base_path``, ``post_path``,
+    optional ``*_revision``), each path checked against the model roots; a problem goes into
+    ``errors`` under its field."""
     models = {}
     for side in ("base", "post"):
         path = (values.get(f"{side}_path") or "").strip()
@@ -247,6 +248,13 @@ def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoverJ
             continue
         revision = (values.get(f"{side}_revision") or "").strip() or None
         models[side] = ModelIn(name=pair[side], path=path, revision=revision)
+    return models
+
+
+def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoverJobIn | None, dict]:
+    """Validate the recoverability form; returns (request, {}) or (None, {field: message})."""
+    errors: dict[str, str] = {}
+    models = _pair_models(request, pair, values, errors)
     if values.get("corpus_kind") == "hf":
         hf_id = (values.get("hf_id") or "").strip()
         source = f"hf:{hf_id}"
@@ -282,17 +290,7 @@ def parse_recovery(request: Request, pair: dict, values: dict) -> tuple[RecoverJ
 def parse_probe(request: Request, pair: dict, values: dict) -> tuple[ProbeJobIn | None, dict]:
     """Validate the probe form; returns (request, {}) or (None, {field: message})."""
     errors: dict[str, str] = {}
-    models = {}
-    for side in ("base", "post"):
-        path = (values.get(f"{side}_path") or "").strip()
-        try:
-            if not path:
-                raise InputError(
-                    "give a Hugging Face id (org/name) or a local path under the model roots"
-                )
-            models[side] = ModelIn(name=pair[side], path=model_rules(request).check(path))
-        except InputError as exc:
-            errors[f"{side}_path"] = str(exc)
+    models = _pair_models(request, pair, values, errors)
     max_flips = _number(values, errors, "max_flips", int, 1, MAX_PROBE_ITEMS, "flips")
     kept = _number(values, errors, "kept", int, 0, MAX_PROBE_ITEMS, "kept rows")
     seed = _number(values, errors, "seed", int, 0, 2**31 - 1, "seed")

@@ -8,7 +8,6 @@ not ours, are what the set holds, on both sides and nowhere else)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 
@@ -17,7 +16,7 @@ from forgetmap.analysis.probe import judge_context, judge_labels
 from forgetmap.core.recoverability_names import JUDGE_TEMPLATE
 from forgetmap.services.probe import order_key
 
-from tests.integration.test_probe_job import BENCH, LETTERS, _rows
+from tests.integration.test_probe_job import BENCH, LETTERS, _rows, load_pair
 from tests.support.worker_env import FORGETMAP, Deployment, require_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -52,16 +51,7 @@ def test_a_judge_job_end_to_end(tmp_path):
     dep = Deployment(tmp_path)
     build_tiny_model(dep.models / "tiny-judge", seed=3)
     rows = _judged_rows()
-    table = tmp_path / "rows.csv"
-    with table.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    for args in (["import", "table", str(table)], ["pair", "add", "tiny-base", "tiny-post"]):
-        done = subprocess.run(
-            [FORGETMAP, "--db", str(dep.db), *args], capture_output=True, text=True, env=dep.env
-        )
-        assert done.returncode == 0, done.stderr
+    load_pair(dep, rows, tmp_path)
     body = {
         "kind": "judge",
         "base": "tiny-base",

@@ -82,6 +82,21 @@ def _rows() -> list[dict]:
     return rows
 
 
+def load_pair(dep: Deployment, rows: list[dict], folder) -> None:
+    """``rows`` imported into the deployment's database as a CSV, through its app, and the pair
+    tiny-base -> tiny-post added."""
+    table = folder / "rows.csv"
+    with table.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    for args in (["import", "table", str(table)], ["pair", "add", "tiny-base", "tiny-post"]):
+        done = subprocess.run(
+            [FORGETMAP, "--db", str(dep.db), *args], capture_output=True, text=True, env=dep.env
+        )
+        assert done.returncode == 0, done.stderr
+
+
 def _expected_choice(engine, prompt: str, answer: str, gold: int) -> int | None:
     from forgetmap.worker.probe import run_probe
 
@@ -101,16 +116,7 @@ def test_a_probe_job_end_to_end(tmp_path):
     build_tiny_model(dep.models / "tiny-base", seed=0)
     build_tiny_model(dep.models / "tiny-post", seed=1)
     rows = _rows()
-    table = tmp_path / "rows.csv"
-    with table.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    for args in (["import", "table", str(table)], ["pair", "add", "tiny-base", "tiny-post"]):
-        done = subprocess.run(
-            [FORGETMAP, "--db", str(dep.db), *args], capture_output=True, text=True, env=dep.env
-        )
-        assert done.returncode == 0, done.stderr
+    load_pair(dep, rows, tmp_path)
     body = {
         "kind": "probe",
         "base": {"name": "tiny-base", "path": str(dep.models / "tiny-base")},
