@@ -126,7 +126,7 @@ def test_the_form_the_drill_down_and_the_pair_page(shard, cli, tmp_path):
     )
     with TestClient(create_app(cli.db, settings=settings)) as client:
         flips = client.get("/pairs/1/samples?transition=10&benchmark=mmlu:anatomy").text
-        assert "Ask the post model again about these 5 flips" in flips
+        assert "Ask the post model again about these flips</a> (the multiple-choice" in flips
         assert "/pairs/1/probe?benchmark=mmlu%3Aanatomy&amp;cause=all" in flips
         page = client.get("/pairs/1").text
         assert 'id="asking-again"' in page and 'id="probe-table"' in page
