@@ -102,8 +102,19 @@ def _said(text: str) -> str:
     return TIME.sub("<time>", text)
 
 
+UUID = re.compile(r"[0-9a-f]{32}")
+"""The random part of an answer file's name (forgetmap.db.texts): two runs draw different ones."""
+
+
+def _value(v):
+    if isinstance(v, datetime.date | datetime.time):
+        return None
+    return UUID.sub("<uuid>", v) if isinstance(v, str) else v
+
+
 def _rows(db: Path) -> dict[str, list[tuple]]:
-    """Every row of every table, with the times of day left out (two runs write different ones)."""
+    """Every row of every table, with what two runs write differently left out: the times of
+    day, and the random part of answer files' names."""
     store = open_store(db)
     try:
         with store.read() as conn:
@@ -111,11 +122,7 @@ def _rows(db: Path) -> dict[str, list[tuple]]:
     finally:
         store.close()
     return {
-        table: [
-            tuple(None if isinstance(v, datetime.date | datetime.time) else v for v in row)
-            for row in rows
-        ]
-        for table, rows in contents.items()
+        table: [tuple(_value(v) for v in row) for row in rows] for table, rows in contents.items()
     }
 
 
