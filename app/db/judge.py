@@ -41,13 +41,11 @@ def judge_rows(
         "pair": pair["id"],
         "models": [pair["base_model_id"], pair["post_model_id"]],
         "mark": AMBIGUOUS_MARK,
+        "every_benchmark": benchmarks is None,
+        "benchmarks": list(benchmarks or []),
     }
     if files:
         params["files"] = files
-    chosen = ""
-    if benchmarks is not None:
-        chosen = "AND bm.name IN (SELECT unnest($benchmarks))"
-        params["benchmarks"] = list(benchmarks)
     rows = conn.execute(
         f"""
         SELECT m.name, r.model_id, bm.name, r.benchmark_id, r.seed, r.sample_id, r.num_choices,
@@ -59,7 +57,7 @@ def judge_rows(
         WHERE list_contains($models, r.model_id) AND r.num_choices >= 2
           AND r.benchmark_id IN (SELECT benchmark_id FROM coverage WHERE pair_id = $pair)
           AND strpos(r.sample_id, $mark) = 0 AND {text} IS NOT NULL
-          {chosen}
+          AND ($every_benchmark OR list_contains($benchmarks::VARCHAR[], bm.name))
         ORDER BY m.name, bm.name, r.seed, r.sample_id
         """,
         params,

@@ -45,13 +45,11 @@ def probe_rows(
         "base": pair["base_model_id"],
         "post": pair["post_model_id"],
         "mark": AMBIGUOUS_MARK,
+        "every_benchmark": benchmarks is None,
+        "benchmarks": list(benchmarks or []),
     }
     if files:
         params["files"] = files
-    chosen = ""
-    if benchmarks is not None:
-        chosen = "AND bm.name IN (SELECT unnest($benchmarks))"
-        params["benchmarks"] = list(benchmarks)
     rows = conn.execute(
         f"""
         SELECT bm.name, b.benchmark_id, b.seed, b.sample_id, p.correct,
@@ -68,7 +66,7 @@ def probe_rows(
         WHERE b.model_id = $base AND b.correct
           AND coalesce(b.num_choices, p.num_choices) >= 2
           AND strpos(b.sample_id, $mark) = 0 AND strpos(p.sample_id, $mark) = 0
-          {chosen}
+          AND ($every_benchmark OR list_contains($benchmarks::VARCHAR[], bm.name))
         ORDER BY bm.name, b.seed, b.sample_id
         """,
         params,

@@ -8,7 +8,7 @@ import csv
 import json
 
 import pytest
-from forgetmap.contract.probe import ProbeIn, ProbeJobIn, ProbeOutcomeIn
+from forgetmap.contract.probe import ProbeIn, ProbeJobIn, ProbeOptionsIn, ProbeOutcomeIn
 from forgetmap.core.errors import InputError
 from forgetmap.db import open_store
 from forgetmap.db import probe as probe_db
@@ -74,6 +74,11 @@ def test_the_items_and_a_checked_upload(shard):
     assert all(shuffled[k] != flips[k].answer for k in flips)  # none keeps its own answer
     base = {i.sample_id: i for i in fetched.items if i.arm == "base"}
     assert base["s1"].prompt == "Question: Which organ is number 1?\nAnswer:"
+    with store.read() as conn:  # a benchmark filter: the generative one has nothing to probe
+        pair = probe.stored_pair(conn, "tiny-base", "tiny-post", "probe")
+        only = probe.probe_items(conn, pair, ProbeOptionsIn(benchmarks=["gsm8k"], kept=2))
+        same = probe.probe_items(conn, pair, ProbeOptionsIn(benchmarks=["mmlu:anatomy"], kept=2))
+    assert only.items == [] and same.items == fetched.items
     good = _answers(fetched.items)
     with store.transaction() as conn:
         for broken, message in (
