@@ -133,6 +133,8 @@
       const v = verdict(c, metric);
       // a score set's map: a cell whose F_true moved by more than its interval (app-computed)
       if (c.depends_on_extractor) v.text += " · depends on the extractor: F_true moves " + pct(c.f_true_shift) + " from the harness's grades";
+      // asking again (?probes=1): the recovered flips only beside the shuffled control's count
+      if (c.n_10_probed !== null && c.n_10_probed !== undefined) v.text += " · asked again: " + c.n_10_recovered + " of " + c.n_10_probed + " flips recovered (shuffled control: " + c.recovered_control + ")";
       marked[i][j] = Boolean(c.depends_on_extractor);
       faded[i][j] = v.faded;
       custom[i][j] = [

@@ -44,6 +44,13 @@ from forgetmap.core.vocabularies import AGGREGATES, LEVELS
     "scores; each record then says how far F_true moved (f_true_shift) and whether by more than "
     "its interval (depends_on_extractor).",
 )
+@click.option(
+    "--probes",
+    is_flag=True,
+    help="Add what asking again found (`forgetmap probe`), from each pair's newest probe: "
+    "n_10_probed, n_10_recovered and recovered_control (the shuffled control's count on the same "
+    "flips, to read the recovered count against), always together (JSON and CSV).",
+)
 @click.pass_context
 def map_command(
     ctx: click.Context,
@@ -53,6 +60,7 @@ def map_command(
     exclude: str | None,
     exclude_truncated: bool,
     scores: str | None,
+    probes: bool,
 ) -> None:
     """The forgetting map: chance-adjusted F_true / BT_true per pair and category or benchmark."""
     from forgetmap.core.answer_status import parse_exclude
@@ -66,6 +74,7 @@ def map_command(
         MapQuery,
     )
     from forgetmap.services.map_cache import map_records
+    from forgetmap.services.probe_cells import PROBE_FIELDS
 
     try:
         causes = parse_exclude(exclude) | ({"truncated"} if exclude_truncated else set())
@@ -75,15 +84,21 @@ def map_command(
     try:
         query = MapQuery(level=level, aggregate=aggregate, exclude=causes, scores=scores)
         records = map_records(store, query)
+        if probes:
+            records = _with_probes(store, records, level)
     except InputError as e:
         raise click.UsageError(str(e)) from None
     finally:
         store.close()
     fields = (
-        (BENCHMARK_FIELDS + BENCHMARK_EXTRA)
-        if level == "benchmark"
-        else (CATEGORY_FIELDS + CATEGORY_EXTRA)
-    ) + (SHIFT_FIELDS if scores else ())
+        (
+            (BENCHMARK_FIELDS + BENCHMARK_EXTRA)
+            if level == "benchmark"
+            else (CATEGORY_FIELDS + CATEGORY_EXTRA)
+        )
+        + (SHIFT_FIELDS if scores else ())
+        + (PROBE_FIELDS if probes else ())
+    )
     if fmt in ("json", "csv"):
         echo_records(records, fields, fmt)
     else:
@@ -93,6 +108,16 @@ def map_command(
         _print_table(records, level)
         if scores:
             click.echo(_extractor_note(records, level, scores))
+
+
+def _with_probes(store, records: list[dict], level: str) -> list[dict]:
+    """``records`` with each pair's newest probe summed into them (services.probe_cells)."""
+    from forgetmap.db.probe import newest_probe_counts
+    from forgetmap.services.probe_cells import with_probe_counts
+
+    with store.read() as conn:
+        counts = newest_probe_counts(conn)
+    return with_probe_counts(records, counts, level)
 
 
 def _empty_map_hint(ctx: click.Context) -> str:

@@ -5,13 +5,15 @@ values are parameters."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from forgetmap.core.sample_marks import AMBIGUOUS_MARK
 from forgetmap.db.prompts import full_prompt
 from forgetmap.db.store import Connection
 from forgetmap.db.texts import answer_files, response_texts
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ROW_FIELDS = (
     "benchmark",
@@ -146,3 +148,37 @@ def probe_outcomes(conn: Connection, probe_id: int, arm: str | None = None) -> l
 
 def probe_exists(conn: Connection, probe_id: int) -> bool:
     return bool(conn.execute("SELECT 1 FROM probes WHERE id = ?", [probe_id]).fetchall())
+
+
+PROBE_COUNT_FIELDS = (
+    "pair_id",
+    "probe_id",
+    "benchmark",
+    "category",
+    "seed",
+    "probed",
+    "recovered",
+    "control",
+)
+
+
+def newest_probe_counts(conn: Connection) -> list[dict[str, Any]]:
+    """Per pair, its newest probe's flips by benchmark and seed: how many were asked again
+    (``probed``), how many the probe recovered, and how many the shuffled control "recovered" on
+    the same flips (``control``: each flip shown another flip's answer)."""
+    rows = conn.execute(
+        """
+        WITH newest AS (SELECT pair_id, max(id) AS probe_id FROM probes GROUP BY pair_id)
+        SELECT n.pair_id, n.probe_id, bm.name, bm.category, o.seed,
+               count(*) FILTER (WHERE o.arm = 'flips'),
+               count(*) FILTER (WHERE o.arm = 'flips' AND o.chosen = o.gold),
+               count(*) FILTER (WHERE o.arm = 'shuffled' AND o.chosen = o.gold)
+        FROM newest n
+        JOIN probe_outcomes o ON o.probe_id = n.probe_id
+        JOIN benchmarks bm ON bm.id = o.benchmark_id
+        WHERE o.arm IN ('flips', 'shuffled')
+        GROUP BY ALL
+        ORDER BY n.pair_id, bm.name, o.seed
+        """
+    ).fetchall()
+    return [dict(zip(PROBE_COUNT_FIELDS, row, strict=True)) for row in rows]

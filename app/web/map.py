@@ -7,14 +7,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated, Literal
 
+import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from forgetmap.core.metrics import OUTSIDE_TOTAL, TOTAL
 from forgetmap.core.taxonomy import CATEGORIES
 from forgetmap.db import queries
 from forgetmap.db.categories import category_changes
+from forgetmap.db.probe import newest_probe_counts
 from forgetmap.services.map import MapQuery, category_sort_key
 from forgetmap.services.map_cache import MapCache
+from forgetmap.services.probe_cells import with_probe_counts
 from forgetmap.services.series import series_groups
 from forgetmap.web import deps
 from forgetmap.web.responses import ID_ERRORS
@@ -37,6 +40,13 @@ METRICS: dict[MetricName, str] = {
 Metric = Annotated[MetricName, Query(description="what the map is coloured by")]
 # the colour range is fixed, not the largest value on screen (a lone outlier would wash out every
 # other cell): static/map.js's defaults (25% for rates, 100% for f_rel), or this value
+Probes = Annotated[
+    bool,
+    Query(
+        description="add what asking again found (each pair's newest probe): n_10_probed, "
+        "n_10_recovered and recovered_control (the shuffled control on the same flips), together"
+    ),
+]
 Zmax = Annotated[
     float | None,
     Query(gt=0, le=1, description="the value drawn darkest (net: -zmax to zmax); default 0.25"),
@@ -50,6 +60,7 @@ def map_page(
     query: Filters,
     metric: Metric = "f_true",
     recovery: bool = False,
+    probes: Probes = False,
     zmax: Zmax = None,
     order: Annotated[
         Literal["added", "total", "name", "similar"],
@@ -74,6 +85,8 @@ def map_page(
         cells, columns = _with_total(cache, query, cells, columns)
         # each column's category: the heatmap groups its benchmarks under them
         groups = [category_of.get(c, TOTAL) for c in columns]
+    if probes:
+        cells = _with_probes(request, cells, query.level)
     return html_page(
         request,
         "map.html",
@@ -91,11 +104,19 @@ def map_page(
         families=sorted({p["family"] for p in pairs if p["family"]}),
         categories=CATEGORIES,
         recovery={r["pair_id"]: r for r in deps.recovery_column(request)} if recovery else None,
+        probes=probes,
         series=series_groups(cache),
         score_sets=deps.score_set_names(request),
         outside_total=_outside_total(request, records),
         category_history=_category_changes(request),
     )
+
+
+def _with_probes(request: Request, items: list[dict], level: str) -> list[dict]:
+    """Records or cells with each pair's newest probe summed into them (services.probe_cells)."""
+    with deps.store(request).read() as conn:
+        counts = newest_probe_counts(conn)
+    return with_probe_counts(items, counts, level)
 
 
 def _with_total(
@@ -129,13 +150,20 @@ def api_map(
     query: Filters,
     page: Annotated[int | None, Query(ge=1, description="pages of page_size pairs")] = None,
     page_size: Annotated[int, Query(ge=1, le=1000)] = 50,
+    probes: Probes = False,
 ) -> Response:
     """The forgetting map: the same records as `forgetmap map --format json`; with ``page``, the
     records of page_size pairs at a time (header X-Total-Pairs: pairs in all pages)."""
+    cache = deps.map_cache(request)
     if page is None:
-        return Response(deps.map_cache(request).json(query), media_type="application/json")
-    body, total = deps.map_cache(request).page_json(query, page, page_size)
-    return Response(body, media_type="application/json", headers={"X-Total-Pairs": str(total)})
+        body = cache.json(query)
+        headers = {}
+    else:
+        body, total = cache.page_json(query, page, page_size)
+        headers = {"X-Total-Pairs": str(total)}
+    if probes:
+        body = orjson.dumps(_with_probes(request, orjson.loads(body), query.level))
+    return Response(body, media_type="application/json", headers=headers)
 
 
 @router.get("/api/map/cells", tags=["api"], responses=ID_ERRORS)

@@ -123,6 +123,23 @@ def test_the_form_the_drill_down_and_the_pair_page(shard, cli, tmp_path):
     with store.transaction() as conn:
         probe.store_upload(conn, s, ProbeIn(outcomes=_answers(fetched.items)))
     store.close()
+    # the map with what asking again found: the 5 flips all recovered, the control none
+    records = cli.json("map", "--level", "benchmark", "--format", "json", "--probes")
+    (probed,) = [r for r in records if r["n_10_probed"] is not None]
+    assert probed["benchmark"] == "mmlu:anatomy" and probed["seed"] == 0
+    assert (probed["n_10_probed"], probed["n_10_recovered"], probed["recovered_control"]) == (
+        5,
+        5,
+        0,
+    )
+    assert all(r["n_10_recovered"] is None for r in records if r is not probed)
+    categories = cli.json("map", "--format", "json", "--probes")
+    assert {r["category"]: r["n_10_recovered"] for r in categories} == {
+        probed["category"]: 5,
+        "Math": None,
+        "Total": 5,
+    }
+    assert "n_10_recovered" not in cli.json("map", "--format", "json")[0]
     token = cli("token", "create", "me").stdout.strip()
     (tmp_path / "models" / "post").mkdir(parents=True)
     (tmp_path / "models" / "base").mkdir(parents=True)
@@ -133,6 +150,11 @@ def test_the_form_the_drill_down_and_the_pair_page(shard, cli, tmp_path):
         flips = client.get("/pairs/1/samples?transition=10&benchmark=mmlu:anatomy").text
         assert "Ask the post model again about these flips</a> (the multiple-choice" in flips
         assert "/pairs/1/probe?benchmark=mmlu%3Aanatomy&amp;cause=all" in flips
+        api = client.get("/api/map?level=benchmark&probes=true").json()
+        assert [r["n_10_recovered"] for r in api] == [r["n_10_recovered"] for r in records]
+        assert client.get("/api/map?page=1&probes=1").json() == categories
+        heatmap = client.get("/?probes=1").text
+        assert '"n_10_recovered":5,' in heatmap and 'name="probes" value="1" checked' in heatmap
         page = client.get("/pairs/1").text
         assert 'id="asking-again"' in page and 'id="probe-table"' in page
         assert "Recovered beyond the shuffled control: <b>+100.0</b> points" in page
