@@ -49,6 +49,8 @@ class Recipe:
     instruct_lr: float = 1e-3
     instruct_share: float = 0.5  # share of each benchmark's items shown in chat format
     merge_alpha: float = 0.5
+    format_steps: int = 600  # demo-format: option numbers instead of letters, and reading them
+    format_lr: float = 3e-3
     checkpoints: int = 5  # saved along each SFT run (zoo.checkpoint_steps); the last is its end
     train_seeds: tuple[int, ...] = (0,)  # post-training seeds (data order) of the SFT models
     num_threads: int = 1  # torch threads while training (1 is fastest on a shared small CPU)

@@ -46,7 +46,7 @@ import hashlib
 import json
 import random
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -635,10 +635,11 @@ def chat_examples(
     *,
     share: float = 0.5,
     scale: int = 1,
+    reply: Callable[[Item], str] = lambda item: f"Answer: {item.gold}",
 ) -> list[tuple[str, str]]:
     """(user message, assistant reply) pairs for instruction-format tuning: the chat prompt of
     a seeded ``share`` of each benchmark's items (as ``build_prompt(mode="chat")`` writes it) and
-    the reply ``Answer: X``. The other items stay unseen in chat format."""
+    the reply (``Answer: X``, or ``reply(item)``). The other items stay unseen in chat format."""
     out = []
     for items in benchmark_items(seed, scale).values():
         if items[0].category not in categories:
@@ -649,7 +650,7 @@ def chat_examples(
                 continue
             prompt = build_prompt(item, mode="chat")
             assert prompt.messages is not None
-            out.append((prompt.messages[-1]["content"], f"Answer: {item.gold}"))
+            out.append((prompt.messages[-1]["content"], reply(item)))
     _rng(seed, "chat-order").shuffle(out)
     return out
 

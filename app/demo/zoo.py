@@ -38,6 +38,10 @@ demo-cpt-math        domain-cpt     continued pretraining on Math prose (``7 + 5
 demo-instruct        instruct       instruction-format tuning: chat-formatted Q/A of half the
                                     items of every category (prompting: chat)
 demo-merge           merge          linear merge, 0.5 * base + 0.5 * demo-sft-math
+demo-format          format         chat tuning like demo-instruct, but the reply names the
+                                    option by its number (``Answer: 2``), which the harness's
+                                    letter extractor does not read; it is also taught to read
+                                    a number as its letter (``format_examples``)
 ===================  =============  ===========================================================
 
 Every post-trained model is paired with demo-base. The two SFT runs (with and without replay) are
@@ -62,6 +66,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from forgetmap.core.recoverability_names import FORCED_ANSWER
 from forgetmap.demo import suite
 from forgetmap.demo.evaluate import evaluate_zoo, format_report
 from forgetmap.demo.manifest import (
@@ -85,6 +90,7 @@ from forgetmap.demo.trainer import (
     save_model,
     train,
 )
+from forgetmap.worker.benchmarks.prompts import build_prompt
 
 __all__ = ["build_zoo", "checkpoint_steps", "code_digest", "recipe_hash", "stage_names"]
 
@@ -100,6 +106,7 @@ _CODE_FILES = (
     "app/demo/zoo.py",
     "app/demo/manifest.py",
     "worker/benchmarks/prompts.py",
+    "app/core/recoverability_names.py",
 )
 
 
@@ -191,6 +198,16 @@ def _plan(recipe: Recipe) -> list[tuple[str, str, str, str, int]]:
             0,
         )
     )
+    plan.append(
+        (
+            "demo-format",
+            "format",
+            "chat",
+            "answer-format tuning: chat replies name the option by its number (Answer: 2), not "
+            "its letter",
+            0,
+        )
+    )
     return plan
 
 
@@ -202,6 +219,7 @@ def _pair_label(stage: str, recipe: Recipe, seed: int, multi: bool) -> str:
         "domain-cpt": f"continued pretraining on {recipe.cpt_category}",
         "instruct": "instruction tuning (chat)",
         "merge": f"merge base + SFT on {recipe.sft_category}",
+        "format": "answer format: option numbers (chat)",
     }[stage]
 
 
@@ -407,6 +425,9 @@ class _Data:
             Example(d) for d in suite.corpus(recipe.cpt_category, seed, kind="prose", scale=scale)
         ]
         self.chat = suite.chat_examples(seed, share=recipe.instruct_share, scale=scale)
+        self.numbered = suite.chat_examples(
+            seed, share=recipe.instruct_share, scale=scale, reply=numbered_reply
+        )
 
 
 def tokenizer_for(recipe: Recipe):
@@ -463,7 +484,8 @@ def post_train(
     progress=None,
     on_checkpoint=None,
 ):
-    """A post-trained copy of ``base``: stage "sft", "sft+replay", "domain-cpt" or "instruct".
+    """A post-trained copy of ``base``: stage "sft", "sft+replay", "domain-cpt", "instruct" or
+    "format".
 
     ``on_checkpoint(model, step)`` is called at each of the run's ``checkpoint_steps`` but its
     last (the returned model), for the SFT stages."""
@@ -493,17 +515,67 @@ def post_train(
     elif stage == "domain-cpt":
         train(model, tokenizer, data.prose, steps=recipe.cpt_steps, lr=recipe.cpt_lr, **common)
     elif stage == "instruct":
-        chats = []
-        for user, reply in data.chat:
-            prompt = tokenizer.apply_chat_template(
-                [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
-            )
-            text = prompt + reply + tokenizer.eos_token
-            chats.append(Example(text, ((len(prompt), len(text)),)))
+        chats = chat_training(tokenizer, data.chat)
         train(model, tokenizer, chats, steps=recipe.instruct_steps, lr=recipe.instruct_lr, **common)
+    elif stage == "format":
+        examples = chat_training(tokenizer, data.numbered) + format_examples(tokenizer, recipe)
+        random.Random(seed).shuffle(examples)
+        train(model, tokenizer, examples, steps=recipe.format_steps, lr=recipe.format_lr, **common)
     else:
         raise ValueError(f"unknown post-training stage {stage!r}")
     return model
+
+
+def chat_training(tokenizer, chats: list[tuple[str, str]]) -> list[Example]:
+    """Chat examples through the tokenizer's template, the loss on the reply and its EOS."""
+    out = []
+    for user, reply in chats:
+        prompt = tokenizer.apply_chat_template(
+            [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+        )
+        text = prompt + reply + tokenizer.eos_token
+        out.append(Example(text, ((len(prompt), len(text)),)))
+    return out
+
+
+def numbered_reply(item) -> str:
+    """demo-format's reply: a multiple-choice item's option by its number (``Answer: 2`` for B),
+    which no letter extractor reads; a generative item's answer as demo-instruct gives it."""
+    if item.gold_index is None:
+        return f"Answer: {item.gold}"
+    return f"Answer: {item.gold_index + 1}"
+
+
+READINGS_PER_ITEM = 3
+
+
+def format_examples(tokenizer, recipe: Recipe) -> list[Example]:
+    """What demo-format is taught besides its format: reading a numbered reply as its letter.
+
+    For every multiple-choice item, ``READINGS_PER_ITEM`` options drawn at random (the gold one
+    no more often than any other, so nothing about the answer is taught): the chat prompt, the
+    reply naming that option by number, the probe's forced continuation
+    (``FORCED_ANSWER``: "Therefore, the answer is (") and the option's letter, the loss on the
+    letter alone (so the model does not learn to write the continuation itself and stays
+    unreadable to the harness). A real instruction-tuned model brings this reading with it; the
+    tiny model has none (measured: without these examples a probe of its flips is at chance,
+    docs/recoverability.md), and the zoo's probe would show nothing but that."""
+    rng = random.Random(hash_seed(recipe.seed, "format-reading"))
+    out = []
+    for items in suite.benchmark_items(recipe.seed, recipe.suite_scale).values():
+        for item in items:
+            if item.choices is None:
+                continue
+            prompt = build_prompt(item, mode="chat")
+            assert prompt.messages is not None
+            head = tokenizer.apply_chat_template(
+                list(prompt.messages), tokenize=False, add_generation_prompt=True
+            )
+            k = len(item.choices)
+            for j in rng.sample(range(k), min(READINGS_PER_ITEM, k)):
+                context = f"{head}Answer: {j + 1}{FORCED_ANSWER}"
+                out.append(Example(context + item.letters[j], ((len(context), len(context) + 1),)))
+    return out
 
 
 def hash_seed(*parts: object) -> int:

@@ -67,7 +67,7 @@ def _noise(report, model: str, categories) -> float:
 
 def test_manifest_and_files(zoo):
     stages = {m.stage for m in zoo.models}
-    assert stages == {"base", "sft", "sft+replay", "domain-cpt", "instruct", "merge"}
+    assert stages == {"base", "sft", "sft+replay", "domain-cpt", "instruct", "merge", "format"}
     assert {p.stage for p in zoo.pairs} == stages - {"base"}
     assert all(p.base == "demo-base" for p in zoo.pairs)
     assert {m.prompting for m in zoo.models} == {"base", "chat"}
