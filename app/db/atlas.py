@@ -186,3 +186,36 @@ def question_across_pairs(conn: Connection, benchmark: int, sample_id: str) -> l
             record["post_response"] = texts[post_ref]
         out.append(record)
     return out
+
+
+def question_probe_counts(conn: Connection, pair_ids: list[int]) -> dict[int, tuple[int, int, int]]:
+    """Per question: how many of ``pair_ids`` asked it again in their newest probe (``probed``),
+    how many of those recovered it (its gold option won after the post model's own answer in at
+    least half of the seeds asked, the atlas's rule for forgetting), and how many "recovered" it
+    in the shuffled control by the same rule (after another flip's answer)."""
+    rows = conn.execute(
+        """
+        WITH newest AS (
+            SELECT pair_id, max(id) AS probe_id FROM probes
+            WHERE list_contains($pairs::INTEGER[], pair_id) GROUP BY pair_id
+        ), per_pair AS (
+            SELECT n.pair_id, fq.id AS question_id,
+                   count(*) FILTER (WHERE o.arm = 'flips') AS asked,
+                   count(*) FILTER (WHERE o.arm = 'flips' AND o.chosen = o.gold) AS recovered,
+                   count(*) FILTER (WHERE o.arm = 'shuffled' AND o.chosen = o.gold) AS control
+            FROM newest n
+            JOIN probe_outcomes o ON o.probe_id = n.probe_id
+            JOIN flipped_questions fq ON fq.benchmark_id = o.benchmark_id
+                                     AND fq.sample_id = o.sample_id
+            WHERE o.arm IN ('flips', 'shuffled')
+            GROUP BY ALL
+        )
+        SELECT question_id,
+               count(*) FILTER (WHERE asked > 0),
+               count(*) FILTER (WHERE asked > 0 AND 2 * recovered >= asked),
+               count(*) FILTER (WHERE asked > 0 AND 2 * control >= asked)
+        FROM per_pair GROUP BY question_id
+        """,
+        {"pairs": pair_ids},
+    ).fetchall()
+    return {int(q): (int(p), int(r), int(c)) for q, p, r, c in rows}

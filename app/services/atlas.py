@@ -10,6 +10,12 @@ on its benchmark: ``forgetmap.core.consensus.reliable_flags``), and ``chance`` h
 luck alone: the sum, over the recipes that ran its benchmark, of their chance term for its k,
 c = (1 - acc_pre)(1 - acc_post) / (k - 1) (``forgetmap.core.metrics.chance_and_ceilings``, averaged
 over seeds; 0 for generative questions). Questions are ranked by ``beyond`` = forgot - chance.
+
+Asking again (``forgetmap.analysis.probe``): ``probed`` is how many recipes asked the question
+again in their newest probe, ``recovered`` how many of those recovered it, and
+``recovered_control`` how many "recovered" it in the probe's shuffled control (another flip's
+answer shown): the count to read ``recovered`` against. ``AtlasQuery.recovered_by_most`` keeps the
+questions most of their probing recipes recovered: forgotten in the answers, still reachable.
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ RANK_FIELDS = (
     "beyond",
     "forgot_reliable",
     "learned_reliable",
+    "probed",
+    "recovered",
+    "recovered_control",
 )
 """One ranked question (the atlas's JSON and CSV/Parquet export, in this order)."""
 
@@ -53,6 +62,10 @@ class AtlasQuery:
     stage: str | None = None
     min_size: int | None = None
     max_size: int | None = None
+    recovered_by_most: bool = False  # only questions most of their probing recipes recovered
+
+    def keeps(self, question: dict) -> bool:
+        return not self.recovered_by_most or 2 * question["recovered"] > question["probed"] > 0
 
     def takes(self, recipe: dict) -> bool:
         size = recipe["size_params"]
@@ -159,6 +172,7 @@ def ranking(cache: MapCache, query: AtlasQuery) -> dict:
                 reliable_at=_reliable_thresholds(conn, pair_ids),
             )
             chance = _chance_by_benchmark(atlas_db.benchmark_transitions(conn, pair_ids))
+            probed = atlas_db.question_probe_counts(conn, pair_ids)
         names = list(flips)
         rows = [
             dict(zip(names, values, strict=True))
@@ -167,6 +181,9 @@ def ranking(cache: MapCache, query: AtlasQuery) -> dict:
         for row in rows:
             row["chance"] = chance.get((row["benchmark_id"], row["k"]), 0.0)
             row["beyond"] = row["forgot"] - row["chance"]
+            found = probed.get(row["question_id"], (0, 0, 0))
+            row["probed"], row["recovered"], row["recovered_control"] = found
+        rows = [row for row in rows if query.keeps(row)]
         rows.sort(key=lambda r: (-r["beyond"], -r["forgot"], r["benchmark"], r["sample_id"]))
         return {"recipes": chosen, "questions": rows}
 

@@ -26,6 +26,13 @@ def atlas_query(
     benchmark: Text = None,
     family: Annotated[str | None, Query(max_length=200, description="the base's family")] = None,
     stage: Annotated[str | None, Query(max_length=50, description="the pair's stage")] = None,
+    recovered_by_most: Annotated[
+        bool,
+        Query(
+            description="only questions that most of the recipes which asked them again "
+            "(their newest probe) recovered"
+        ),
+    ] = False,
 ) -> AtlasQuery:
     """The atlas's filters, the same for the page, its JSON and its files; empty means all (the
     page's form sends every field)."""
@@ -36,6 +43,7 @@ def atlas_query(
         stage=stage or None,
         min_size=sizes.min_size,
         max_size=sizes.max_size,
+        recovered_by_most=recovered_by_most,
     )
 
 
@@ -75,6 +83,9 @@ def api_atlas_file(request: Request, query: Filters, fmt: Literal["csv", "parque
                 ("beyond", pa.float64()),
                 ("forgot_reliable", pa.int64()),
                 ("learned_reliable", pa.int64()),
+                ("probed", pa.int64()),
+                ("recovered", pa.int64()),
+                ("recovered_control", pa.int64()),
             ]
         ),
     )

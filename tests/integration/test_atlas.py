@@ -118,7 +118,11 @@ def test_the_atlas_as_csv_and_parquet(client):
         "beyond",
         "forgot_reliable",
         "learned_reliable",
+        "probed",
+        "recovered",
+        "recovered_control",
     ]
+    assert csv["probed"].to_pylist() == [0, 0, 0, 0]  # nobody asked again
     # every question some recipe forgot or learned: q3 was learned by the sft pair
     assert csv["sample_id"].to_pylist() == ["q0", "q1", "q2", "q3"]
     assert csv["learned"].to_pylist() == [0, 0, 0, 1]

@@ -155,6 +155,18 @@ def test_the_form_the_drill_down_and_the_pair_page(shard, cli, tmp_path):
         assert client.get("/api/map?page=1&probes=1").json() == categories
         heatmap = client.get("/?probes=1").text
         assert '"n_10_recovered":5,' in heatmap and 'name="probes" value="1" checked' in heatmap
+        # the atlas: each flip asked again by its one recipe and recovered, the control none;
+        # the generative flip nobody could ask again is not "recovered by most"
+        atlas = client.get("/api/atlas").json()["questions"]
+        asked = {
+            q["sample_id"]: (q["probed"], q["recovered"], q["recovered_control"]) for q in atlas
+        }
+        assert asked == {**{f"s{i}": (1, 1, 0) for i in range(5)}, "g0": (0, 0, 0)}
+        most = client.get("/api/atlas?recovered_by_most=true").json()
+        assert sorted(q["sample_id"] for q in most["questions"]) == [f"s{i}" for i in range(5)]
+        shown = client.get("/atlas?recovered_by_most=true").text
+        assert "1 <small>of 1 (control 0)</small>" in shown
+        assert 'name="recovered_by_most" value="true" checked' in shown
         page = client.get("/pairs/1").text
         assert 'id="asking-again"' in page and 'id="probe-table"' in page
         assert "Recovered beyond the shuffled control: <b>+100.0</b> points" in page
