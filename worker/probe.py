@@ -1,6 +1,7 @@
 """Asking the model again on the worker: one engine scores every probe item's options after its
 forced-answer context (``forgetmap.analysis.probe``), in batches, one forward pass per item (the
-options of an item share its context, so an engine with prefix caching reads it once).
+options of an item share its context, so an engine with prefix caching reads it once); a
+generative item's short answer is generated again and graded.
 ``run_probe_shard`` runs a probe job's shard: the items come from the app
 (``GET /api/shards/{id}/probe``), the outcomes go back to it (``POST``)."""
 
@@ -11,17 +12,23 @@ import time
 from collections.abc import Sequence
 
 from forgetmap.analysis.probe import (
+    FINAL_ANSWER,
     FORCED_ANSWER,
     ProbeItem,
     ProbeOutcome,
     option_labels,
     outcome_of,
     probe_context,
+    regenerated_outcome,
+    regeneration_context,
 )
 from forgetmap.contract.jobs import Engine, ShardStatus
 from forgetmap.contract.probe import ProbeIn, ProbeOutcomeIn, ProbeShardSpec
 from forgetmap.contract.shards import ClaimedShard, ShardModel
+from forgetmap.core.recoverability_names import ANSWER_TOKENS
 from forgetmap.runtime.paths import ModelPathError, ModelRules
+from forgetmap.worker.benchmarks.grading import grade
+from forgetmap.worker.benchmarks.items import Item
 from forgetmap.worker.client import AppClient
 from forgetmap.worker.engines import base
 from forgetmap.worker.evaluate import EngineCache, ShardFailed, engine_options, shard_spec
@@ -39,18 +46,49 @@ def run_probe(
     items: Sequence[ProbeItem],
     *,
     prefix: str = FORCED_ANSWER,
+    answer_prefix: str = FINAL_ANSWER,
+    answer_tokens: int = ANSWER_TOKENS,
     batch: int = PROBE_BATCH,
 ) -> list[ProbeOutcome]:
-    """Each item's outcome, in item order: its options' letters scored after ``probe_context``."""
-    outcomes: list[ProbeOutcome] = []
-    for start in range(0, len(items), batch):
-        chunk = items[start : start + batch]
+    """Each item's outcome, in item order: a multiple-choice item's option letters scored after
+    ``probe_context``; a generative item's short answer generated (greedy, at most
+    ``answer_tokens``, ending at a line break) after ``regeneration_context`` and graded against
+    its gold answer as the evaluation grades one (``grading.grade``)."""
+    outcomes: dict[int, ProbeOutcome] = {}
+    choice = [i for i, item in enumerate(items) if not item.generative]
+    generative = [i for i, item in enumerate(items) if item.generative]
+    for start in range(0, len(choice), batch):
+        chunk = choice[start : start + batch]
         scores = engine.choice_logprobs(
-            [probe_context(item, prefix) for item in chunk],
-            [option_labels(item.num_choices) for item in chunk],
+            [probe_context(items[i], prefix) for i in chunk],
+            [option_labels(items[i].num_choices) for i in chunk],
         )
-        outcomes += [outcome_of(item, s) for item, s in zip(chunk, scores, strict=True)]
-    return outcomes
+        for i, s in zip(chunk, scores, strict=True):
+            outcomes[i] = outcome_of(items[i], s)
+    params = base.GenerationParams(temperature=0.0, max_tokens=answer_tokens, seed=0, stop=("\n",))
+    for start in range(0, len(generative), batch):
+        chunk = generative[start : start + batch]
+        generated = engine.generate(
+            [regeneration_context(items[i], answer_prefix) for i in chunk], params
+        )
+        for i, g in zip(chunk, generated, strict=True):
+            right = grade(_gradable(items[i]), g.text).correct
+            outcomes[i] = regenerated_outcome(items[i], right)
+    return [outcomes[i] for i in range(len(items))]
+
+
+def _gradable(item: ProbeItem) -> Item:
+    """A generative probe item as the evaluation's grader takes it (only its gold answer counts)."""
+    assert item.gold_answer is not None
+    return Item(
+        benchmark="probe",
+        sample_id=item.key,
+        question="",
+        choices=None,
+        gold=item.gold_answer,
+        gold_index=None,
+        category=None,
+    )
 
 
 def checked_paths(settings: WorkerSettings, models: dict[str, ShardModel]) -> dict[str, str]:
@@ -116,12 +154,19 @@ def run_probe_shard(
         timing[f"{role}_load_s"] = time.monotonic() - started
         started = time.monotonic()
         probe = [
-            ProbeItem(str(n), i.prompt, i.answer, i.num_choices, i.gold)
+            ProbeItem(str(n), i.prompt, i.answer, i.num_choices, i.gold, i.gold_answer)
             for n, i in enumerate(items)
         ]
         for start in range(0, len(probe), PROBE_BATCH):
             chunk = probe[start : start + PROBE_BATCH]
-            for outcome in run_probe(engine, chunk, prefix=fetched.prefix):
+            asked = run_probe(
+                engine,
+                chunk,
+                prefix=fetched.prefix,
+                answer_prefix=fetched.answer_prefix,
+                answer_tokens=fetched.answer_tokens,
+            )
+            for outcome in asked:
                 item = items[int(outcome.key)]
                 outcomes.append(
                     ProbeOutcomeIn(

@@ -7,7 +7,9 @@ flip by flip: the post model is shown its original prompt, **its own answer**, a
 forced-answer continuation (``FORCED_ANSWER``: "Therefore, the answer is ("); each option's
 letter is scored by log-likelihood after it, and the flip is **recovered** when the gold option
 scores strictly highest (a tie is not a recovery). One forward pass over prompt + answer + prefix
-per flip; no generation.
+per flip; no generation. A generative item (no options) is asked again by regenerating a short
+answer after its own (``FINAL_ANSWER``: "Therefore, the final answer is ", greedy, a few tokens)
+and grading it as the evaluation grades that benchmark: recovered when it is right.
 
 A rate means nothing without what the same method "recovers" where there is nothing to recover
 (the recoverability study's rule), so every probe runs with controls, each a list of items like
@@ -21,9 +23,9 @@ the flips' and read the same way (``probe_report``):
   right, its agreement with them (a probe that misses these is not reading answers at all);
 - ``base``: the flips on the base model with the base's own (right) answers.
 
-Chance is each item's 1/k (k its options); a rate is reported with the chance it beats and with
-its difference from the shuffled control, with a 95% interval for that difference (the normal
-interval of a difference of two proportions).
+Chance is each item's 1/k (k its options; 0 for a generative item); a rate is reported with the
+chance it beats and with its difference from the shuffled control, with a 95% interval for that
+difference (the normal interval of a difference of two proportions).
 
 A **judge** reads the same way (``judge_context``): a judge model is shown the question as the
 judged model saw it, the answer it gave, and "which option does the answer commit to? ... (";
@@ -41,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from forgetmap.core.recoverability_names import (
+    FINAL_ANSWER,
     FORCED_ANSWER,
     JUDGE_TEMPLATE,
     NO_OPTION_LABEL,
@@ -52,19 +55,33 @@ ARMS = PROBE_ARMS
 Z_95 = 1.959963984540054
 
 
+GENERATIVE = 0
+"""The option count of a generative item (no options): its gold is 0, its answer ``gold_answer``."""
+
+
 @dataclass(frozen=True)
 class ProbeItem:
     """One row to probe: its question's prompt as the model saw it, an answer to show after it
     (the model's own, or another's in the shuffled control), the option count and the gold
-    option's index."""
+    option's index; a generative item has ``GENERATIVE`` options, gold 0 and its right answer
+    (``gold_answer``) to grade the regenerated one against."""
 
     key: str
     prompt: str
     answer: str
     num_choices: int
     gold: int
+    gold_answer: str | None = None
+
+    @property
+    def generative(self) -> bool:
+        return self.num_choices == GENERATIVE
 
     def __post_init__(self) -> None:
+        if self.generative:
+            if self.gold != 0 or not self.gold_answer:
+                raise ValueError(f"{self.key}: a generative item needs gold 0 and its answer")
+            return
         if not 2 <= self.num_choices <= len(LETTERS):
             raise ValueError(
                 f"{self.key}: a probe needs 2 to {len(LETTERS)} options, got {self.num_choices}"
@@ -115,6 +132,18 @@ def probe_context(item: ProbeItem, prefix: str = FORCED_ANSWER) -> str:
     return f"{item.prompt}{item.answer}{prefix}"
 
 
+def regeneration_context(item: ProbeItem, prefix: str = FINAL_ANSWER) -> str:
+    """What a generative item's short answer is generated after: prompt, the shown answer, the
+    final-answer prefix."""
+    return f"{item.prompt}{item.answer}{prefix}"
+
+
+def regenerated_outcome(item: ProbeItem, right: bool) -> ProbeOutcome:
+    """A generative item's outcome: its regenerated answer graded right (chosen = gold = 0) or
+    not (chosen None)."""
+    return ProbeOutcome(item.key, 0 if right else None, 0, GENERATIVE)
+
+
 def option_labels(num_choices: int) -> list[str]:
     """The continuations scored after the prefix: the options' letters, A first."""
     return list(LETTERS[:num_choices])
@@ -142,19 +171,28 @@ def judge_labels(num_choices: int) -> list[str]:
 
 def shuffled_answers(items: Sequence[ProbeItem], seed: int) -> list[ProbeItem]:
     """Each item shown another item's answer: a random derangement of the answers (seeded), so
-    no item keeps its own. Fewer than two items: none can be shuffled (an empty list)."""
-    n = len(items)
-    if n < 2:
-        return []
+    no item keeps its own; multiple-choice items take each other's answers, generative items each
+    other's. A kind with fewer than two items cannot be shuffled (it has none in the result);
+    the result keeps the items' order."""
     rng = random.Random(seed)
-    # Sattolo's algorithm: a uniformly random cyclic permutation, which moves every element
-    order = list(range(n))
-    for i in range(n - 1, 0, -1):
-        j = rng.randrange(i)
-        order[i], order[j] = order[j], order[i]
+    answer_of: dict[int, str] = {}
+    for generative in (False, True):
+        group = [i for i, item in enumerate(items) if item.generative == generative]
+        if len(group) < 2:
+            continue
+        # Sattolo's algorithm: a uniformly random cyclic permutation, which moves every element
+        order = list(range(len(group)))
+        for i in range(len(group) - 1, 0, -1):
+            j = rng.randrange(i)
+            order[i], order[j] = order[j], order[i]
+        for i, index in enumerate(group):
+            answer_of[index] = items[group[order[i]]].answer
     return [
-        ProbeItem(item.key, item.prompt, items[order[i]].answer, item.num_choices, item.gold)
+        ProbeItem(
+            item.key, item.prompt, answer_of[i], item.num_choices, item.gold, item.gold_answer
+        )
         for i, item in enumerate(items)
+        if i in answer_of
     ]
 
 
@@ -174,7 +212,8 @@ def summarize_arm(outcomes: Sequence[ProbeOutcome]) -> ArmSummary:
     if n == 0:
         return ArmSummary(0, 0, None, None)
     recovered = sum(o.recovered for o in outcomes)
-    chance = sum(1 / o.num_choices for o in outcomes) / n
+    # a generative answer is not guessed among options: its chance is taken as 0
+    chance = sum(1 / o.num_choices for o in outcomes if o.num_choices != GENERATIVE) / n
     return ArmSummary(n, recovered, recovered / n, chance)
 
 

@@ -11,8 +11,8 @@ from forgetmap.contract.jobs import Engine, ModelIn
 from forgetmap.contract.limits import MAX_ID
 from forgetmap.contract.shards import ShardModel
 from forgetmap.core.errors import InputError
-from forgetmap.core.recoverability_names import FORCED_ANSWER
-from pydantic import BaseModel, ConfigDict, Field
+from forgetmap.core.recoverability_names import ANSWER_TOKENS, FINAL_ANSWER, FORCED_ANSWER
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PROBE_CAUSES = ("all", "answered", "no_answer")
 """Which flips: every one, those whose post answer had an extractable option, or those without."""
@@ -27,7 +27,8 @@ class ProbeOptionsIn(Strict):
     lacked (``no_answer``) an extractable option; ``max_flips``: at most this many flips (the
     first in a seeded order); ``kept``: how many 1->1 rows the ``kept`` control probes;
     ``seed``: the order, the kept sample and the shuffled control; ``prefix``: the forced-answer
-    continuation the option letters are scored after."""
+    continuation the option letters are scored after; ``answer_prefix`` and ``answer_tokens``: what
+    a generative item's short answer is generated after, and how many tokens it may take."""
 
     benchmarks: Annotated[list[Name], Field(min_length=1, max_length=200)] | None = None
     cause: Literal["all", "answered", "no_answer"] = "all"
@@ -35,6 +36,8 @@ class ProbeOptionsIn(Strict):
     kept: Annotated[Int, Field(ge=0, le=MAX_PROBE_ITEMS)] = 200
     seed: Annotated[Int, Field(ge=0, le=MAX_ID)] = 0
     prefix: Annotated[str, Field(min_length=1, max_length=200)] = FORCED_ANSWER
+    answer_prefix: Annotated[str, Field(min_length=1, max_length=200)] = FINAL_ANSWER
+    answer_tokens: Annotated[Int, Field(ge=1, le=256)] = ANSWER_TOKENS
     engine: Literal["vllm", "transformers"] = Engine.vllm.value
 
 
@@ -79,7 +82,8 @@ class ProbeJobIn(Strict):
 
 class ProbeItemOut(BaseModel):
     """One row for the worker to probe: which arm, its place in the store, the prompt its model
-    saw, the answer to show after it, the option count and the gold option's index."""
+    saw, the answer to show after it, the option count and the gold option's index (a generative
+    item: 0 options, gold 0, and ``gold_answer`` to grade its regenerated answer against)."""
 
     arm: Literal["flips", "shuffled", "kept", "base"]
     benchmark: str
@@ -89,27 +93,37 @@ class ProbeItemOut(BaseModel):
     answer: str
     num_choices: int
     gold: int
+    gold_answer: str | None = None
 
 
 class ProbeItemsOut(BaseModel):
     """``GET /api/shards/{id}/probe``: every item of a probe shard, and what was left out."""
 
     prefix: str
+    answer_prefix: str = FINAL_ANSWER
+    answer_tokens: int = ANSWER_TOKENS
     items: list[ProbeItemOut]
     left_out: dict[str, int] = Field(default_factory=dict)
 
 
 class ProbeOutcomeIn(Strict):
     """What the probe made of one item: the option that scored highest (None: a tie at the
-    top)."""
+    top); a generative item (0 options, gold 0): 0 when its regenerated answer was right, else
+    None."""
 
     arm: Literal["flips", "shuffled", "kept", "base"]
     benchmark: Name
     seed: Annotated[Int, Field(ge=0, le=MAX_ID)]
     sample_id: Annotated[str, Field(min_length=1, max_length=1000)]
-    num_choices: Annotated[Int, Field(ge=2, le=26)]
+    num_choices: Annotated[Int, Field(ge=0, le=26)]
     gold: Annotated[Int, Field(ge=0, le=25)]
     chosen: Annotated[Int, Field(ge=0, le=25)] | None
+
+    @model_validator(mode="after")
+    def _options(self) -> ProbeOutcomeIn:
+        if self.num_choices == 1:
+            raise ValueError("num_choices is 0 (a generative item) or 2 to 26 options")
+        return self
 
 
 class ProbeIn(Strict):

@@ -9,6 +9,8 @@ DEFAULT_MAX_TOKENS = 2047  # document tokens kept after BOS
 
 # asking the model again (forgetmap.analysis.probe, forgetmap.contract.probe)
 FORCED_ANSWER = "\nTherefore, the answer is ("  # the option's letter is scored after the bracket
+FINAL_ANSWER = "\nTherefore, the final answer is "  # a generative item's short answer follows
+ANSWER_TOKENS = 16  # tokens a generative item's regenerated answer may take
 PROBE_ARMS = ("flips", "shuffled", "kept", "base")  # the flips, then the probe's three controls
 
 # a judge's forced choice (forgetmap.analysis.probe.judge_context, forgetmap.contract.judge)

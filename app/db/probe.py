@@ -35,7 +35,8 @@ ROW_FIELDS = (
 def probe_rows(
     conn: Connection, pair: dict[str, Any], benchmarks: list[str] | None
 ) -> list[dict[str, Any]]:
-    """A pair's multiple-choice rows the base answered right, each paired with the post model's
+    """A pair's rows the base answered right (multiple-choice, and generative: no option count),
+    each paired with the post model's
     row of the same question and seed (linked by question where the ids differ): the probe's
     flips (post wrong) and kept rows (post right). Both prompts as each model saw them, both
     answers (long ones read from the answer files), the post answer's status. Questions whose
@@ -66,7 +67,7 @@ def probe_rows(
                       AND p.seed = b.seed AND p.sample_id = coalesce(l.post_sample_id, b.sample_id)
         {joins}
         WHERE b.model_id = $base AND b.correct
-          AND coalesce(b.num_choices, p.num_choices) >= 2
+          AND coalesce(b.num_choices, p.num_choices, 0) <> 1
           AND strpos(b.sample_id, $mark) = 0 AND strpos(p.sample_id, $mark) = 0
           AND ($every_benchmark OR list_contains($benchmarks::VARCHAR[], bm.name))
         ORDER BY bm.name, b.seed, b.sample_id

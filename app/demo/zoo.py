@@ -66,7 +66,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from forgetmap.core.recoverability_names import FORCED_ANSWER
+from forgetmap.core.recoverability_names import FINAL_ANSWER, FORCED_ANSWER
 from forgetmap.demo import suite
 from forgetmap.demo.evaluate import evaluate_zoo, format_report
 from forgetmap.demo.manifest import (
@@ -550,27 +550,36 @@ READINGS_PER_ITEM = 3
 
 
 def format_examples(tokenizer, recipe: Recipe) -> list[Example]:
-    """What demo-format is taught besides its format: reading a numbered reply as its letter.
+    """What demo-format is taught besides its format: reading its own reply again.
 
     For every multiple-choice item, ``READINGS_PER_ITEM`` options drawn at random (the gold one
     no more often than any other, so nothing about the answer is taught): the chat prompt, the
     reply naming that option by number, the probe's forced continuation
     (``FORCED_ANSWER``: "Therefore, the answer is (") and the option's letter, the loss on the
     letter alone (so the model does not learn to write the continuation itself and stays
-    unreadable to the harness). A real instruction-tuned model brings this reading with it; the
-    tiny model has none (measured: without these examples a probe of its flips is at chance,
+    unreadable to the harness). For every generative item, as many numbers drawn from its
+    benchmark's answers: the reply giving that number, the final-answer prefix
+    (``FINAL_ANSWER``) and the number again, the loss on the number and its line break.
+
+    A real instruction-tuned model brings this reading with it; the tiny model has none
+    (measured: without these examples a probe of its flips is at chance,
     docs/recoverability.md), and the zoo's probe would show nothing but that."""
     rng = random.Random(hash_seed(recipe.seed, "format-reading"))
     out = []
     for items in suite.benchmark_items(recipe.seed, recipe.suite_scale).values():
+        answers = sorted({item.gold for item in items})
         for item in items:
-            if item.choices is None:
-                continue
             prompt = build_prompt(item, mode="chat")
             assert prompt.messages is not None
             head = tokenizer.apply_chat_template(
                 list(prompt.messages), tokenize=False, add_generation_prompt=True
             )
+            if item.choices is None:
+                for number in rng.sample(answers, min(READINGS_PER_ITEM, len(answers))):
+                    context = f"{head}Answer: {number}{FINAL_ANSWER}"
+                    text = f"{context}{number}\n"
+                    out.append(Example(text, ((len(context), len(text)),)))
+                continue
             k = len(item.choices)
             for j in rng.sample(range(k), min(READINGS_PER_ITEM, k)):
                 context = f"{head}Answer: {j + 1}{FORCED_ANSWER}"

@@ -7,13 +7,15 @@ when the worker asks), scores them (``forgetmap.worker.probe``) and uploads one 
 the app checks the outcomes against the items, keeps them, and computes the report from them
 (``forgetmap.analysis.probe.probe_report``), so what is shown is what the stored outcomes give.
 
-Which rows, in ``probe_items``: the pair's multiple-choice rows the base answered right
-(``forgetmap.db.probe.probe_rows``) whose gold option the store names; the flips (post wrong,
+Which rows, in ``probe_items``: the pair's rows the base answered right
+(``forgetmap.db.probe.probe_rows``) whose gold option the store names (or, for a generative row,
+whose gold answer it keeps: the regenerated answer is graded against it); the flips (post wrong,
 the cause the options ask for) and, for the ``kept`` control, rows the post model answered right,
 each list in a seeded order of its own (``order_key``) and cut at its size. A row whose post
 answer has no text (a likelihood-scored evaluation: nothing was said to read again) is left out
 and counted. The ``shuffled`` control shows each flip another flip's answer; the ``base``
-control asks the base model about the same flips with its own (right) answers.
+control asks the base model about the same flips with its own (right) answers. Multiple-choice
+flips take each other's answers in the shuffled control, generative flips each other's.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 from forgetmap.analysis.probe import (
+    GENERATIVE,
     LETTERS,
     ProbeItem,
     ProbeOutcome,
@@ -93,16 +96,22 @@ def probe_items(conn: Connection, pair: dict[str, Any], options: ProbeOptionsIn)
     left_out: Counter[str] = Counter()
     flips, kept = [], []
     for row in probe_db.probe_rows(conn, pair, options.benchmarks):
-        k = row["num_choices"]
-        gold = gold_option(row["gold"], stored_choices(row["choices"]), k)
-        if gold is None or k > len(LETTERS):
+        k = row["num_choices"] or GENERATIVE
+        gold = (
+            (0 if row["gold"] else None)
+            if k == GENERATIVE
+            else gold_option(row["gold"], stored_choices(row["choices"]), k)
+        )
+        if gold is None and k == GENERATIVE:
+            left_out["generative: no gold answer stored"] += 1
+        elif gold is None or k > len(LETTERS):
             left_out["no gold option among the stored options"] += 1
         elif row["post_response"] is None:
             left_out["no post answer text (scored by likelihood)"] += 1
         elif row["post_correct"]:
-            kept.append({**row, "gold_index": gold})
+            kept.append({**row, "num_choices": k, "gold_index": gold})
         elif _wanted(options.cause, row["post_status"]):
-            flips.append({**row, "gold_index": gold})
+            flips.append({**row, "num_choices": k, "gold_index": gold})
         else:
             left_out[f"flips of another cause than {options.cause}"] += 1
     flips.sort(key=lambda r: order_key(options.seed, "flips", r))
@@ -122,11 +131,12 @@ def probe_items(conn: Connection, pair: dict[str, Any], options: ProbeOptionsIn)
             answer=row[f"{side}_response"],
             num_choices=row["num_choices"],
             gold=row["gold_index"],
+            gold_answer=row["gold"] if row["num_choices"] == GENERATIVE else None,
         )
 
     items = [item("flips", r, "post") for r in flips]
     as_probe = [
-        ProbeItem(str(i), it.prompt, it.answer, it.num_choices, it.gold)
+        ProbeItem(str(i), it.prompt, it.answer, it.num_choices, it.gold, it.gold_answer)
         for i, it in enumerate(items)
     ]
     for shuffled in shuffled_answers(as_probe, options.seed):
@@ -138,7 +148,13 @@ def probe_items(conn: Connection, pair: dict[str, Any], options: ProbeOptionsIn)
             left_out["base control: no base answer text"] += 1
         else:
             items.append(item("base", row, "base"))
-    return ProbeItemsOut(prefix=options.prefix, items=items, left_out=dict(left_out))
+    return ProbeItemsOut(
+        prefix=options.prefix,
+        answer_prefix=options.answer_prefix,
+        answer_tokens=options.answer_tokens,
+        items=items,
+        left_out=dict(left_out),
+    )
 
 
 def stored_pair(conn: Connection, base: str, post: str, shard: str) -> dict[str, Any]:
@@ -178,7 +194,7 @@ def store_upload(conn: Connection, shard: dict[str, Any], upload: ProbeIn) -> in
             raise InputError(f"outcome {key} is sent twice")
         if expected[key] != (o.num_choices, o.gold):
             raise InputError(f"outcome {key} names other options than its item")
-        if o.chosen is not None and o.chosen >= o.num_choices:
+        if o.chosen is not None and o.chosen >= max(o.num_choices, 1):
             raise InputError(f"outcome {key} chose option {o.chosen} of {o.num_choices}")
         seen.add(key)
         outcome = ProbeOutcome("\x1f".join(map(str, key)), o.chosen, o.gold, o.num_choices)

@@ -63,12 +63,11 @@ def test_asking_demo_format_again(zoo, tmp_path):
     for name in MODELS:
         shutil.copytree(zoo.model(name).path, dep.models / name)
     dep.benchmarks.mkdir(parents=True, exist_ok=True)
-    mc = []
+    mc, generative = [], []
     for bench in zoo.benchmarks:
-        if not bench.generative:
-            shutil.copy(bench.path, dep.benchmarks / bench.path.name)
-            mc.append(f"local:{bench.path.name}")
-    body = _evaluation(zoo, mc)
+        shutil.copy(bench.path, dep.benchmarks / bench.path.name)
+        (generative if bench.generative else mc).append(f"local:{bench.path.name}")
+    body = _evaluation(zoo, mc + generative)
     for model in body["models"]:
         model["path"] = str(dep.models / model["name"])
     base, post = ({"name": m["name"], "path": m["path"]} for m in body["models"])
@@ -76,9 +75,19 @@ def test_asking_demo_format_again(zoo, tmp_path):
     try:
         dep.start_worker()
         dep.wait_ready()
-        for model in body["models"]:  # base: options scored; the chat model: generated answers
-            mode = "loglik" if model["prompting"] == "base" else "generate"
-            one = {**body, "models": [model], "config": {**body["config"], "mode": mode}}
+        # base: options scored and numbers generated; the chat model: every answer generated
+        base_model, post_model = body["models"]
+        for model, benchmarks, mode in (
+            (base_model, mc, "loglik"),
+            (base_model, generative, "generate"),
+            (post_model, mc + generative, "generate"),
+        ):
+            one = {
+                **body,
+                "models": [model],
+                "benchmarks": benchmarks,
+                "config": {**body["config"], "mode": mode},
+            }
             job = dep.wait(dep.submit(one), timeout=900)
             assert job["status"] == "done", dep.logs()
         added = subprocess.run(
@@ -107,32 +116,45 @@ def test_asking_demo_format_again(zoo, tmp_path):
     store = open_store(dep.db)
     try:
         with store.read() as conn:
-            answers = dict(
-                conn.execute(
-                    "SELECT r.sample_id, r.response FROM results r "
-                    "JOIN models m ON m.id = r.model_id WHERE m.name = ?",
+            answers = {
+                (benchmark, sample_id): response
+                for benchmark, sample_id, response in conn.execute(
+                    "SELECT b.name, r.sample_id, r.response FROM results r "
+                    "JOIN models m ON m.id = r.model_id JOIN benchmarks b ON b.id = r.benchmark_id "
+                    "WHERE m.name = ?",
                     ["demo-format"],
                 ).fetchall()
-            )
+            }
     finally:
         store.close()
     summary, outcomes = probes["vllm"]
     flips = [o for o in outcomes if o["arm"] == "flips"]
     by_kind: dict[str, list[dict]] = {}
     for o in flips:
-        by_kind.setdefault(_kind(answers[o["sample_id"]], o["gold"]), []).append(o)
+        kind = (
+            "generative"
+            if o["num_choices"] == 0
+            else _kind(answers[o["benchmark"], o["sample_id"]], o["gold"])
+        )
+        by_kind.setdefault(kind, []).append(o)
     rates = {kind: (len(found), _rate(found)) for kind, found in by_kind.items()}
     print(f"\nprobe of demo-format on vLLM: {summary['arms']}\nby cause: {rates}")
     assert len(by_kind["format"]) >= 20 and len(by_kind["knowledge"]) >= 20, rates
     # most format flips come back; the knowledge flips do not
     assert _rate(by_kind["format"]) >= 0.8, rates
     assert _rate(by_kind["knowledge"]) <= 0.1, rates
-    # with another flip's answer the probe does no better than chance: nothing to recover
+    # a generative flip is a wrong number the harness read: asked again, it is not recovered
+    assert len(by_kind["generative"]) >= 10 and _rate(by_kind["generative"]) <= 0.1, rates
+    # with another flip's answer the probe does no better than chance: nothing to recover (a
+    # generative item's chance is 0)
     shuffled = summary["arms"]["shuffled"]
     assert abs(shuffled["rate"] - shuffled["chance"]) <= 0.1, shuffled
     assert summary["recovered_beyond_shuffled"]["low"] > 0
-    # no kept control here: the harness reads none of demo-format's answers, so none is right
-    assert summary["arms"]["kept"]["n"] == 0
+    # the kept control: the harness reads none of demo-format's multiple-choice answers, so its
+    # right rows are numbers (generative), and asked again it gives them back
+    kept = [o for o in outcomes if o["arm"] == "kept"]
+    assert kept and all(o["num_choices"] == 0 for o in kept)
+    assert summary["arms"]["kept"]["rate"] >= 0.5, summary["arms"]["kept"]  # 19 of 24 measured
     # both engines choose alike on the same items
     chosen = {
         engine: {(o["arm"], o["benchmark"], o["sample_id"]): o["chosen"] for o in found}

@@ -97,10 +97,16 @@ def load_pair(dep: Deployment, rows: list[dict], folder) -> None:
         assert done.returncode == 0, done.stderr
 
 
-def _expected_choice(engine, prompt: str, answer: str, gold: int) -> int | None:
+def _expected_choice(engine, row: dict) -> int | None:
+    """What the worker's probe makes of a stored row on ``engine``: the option it ranks first,
+    or for a generative row 0 when the answer it generates again is right."""
     from forgetmap.worker.probe import run_probe
 
-    (outcome,) = run_probe(engine, [ProbeItem("x", prompt, answer, 4, gold)])
+    if row["num_choices"]:
+        item = ProbeItem("x", row["prompt"], row["response"], 4, LETTERS.index(row["gold"]))
+    else:
+        item = ProbeItem("x", row["prompt"], row["response"], 0, 0, row["gold"])
+    (outcome,) = run_probe(engine, [item])
     return outcome.chosen
 
 
@@ -129,25 +135,28 @@ def test_a_probe_job_end_to_end(tmp_path):
         job = dep.wait(dep.submit(body), timeout=600)
         assert job["status"] == "done", dep.logs()
         (shard,) = job["shards"]
-        assert shard["done"] == shard["total"] == 5 + 5 + 3 + 5  # flips, shuffled, kept, base
+        # flips (5 multiple-choice, 1 generative), shuffled (the generative one has no other),
+        # kept, base
+        assert shard["done"] == shard["total"] == 6 + 5 + 3 + 6
         pair_id = dep.http.get("/api/pairs").json()[0]["id"]
         (probe,) = dep.http.get(f"/api/pairs/{pair_id}/probes").json()
         arms = probe["summary"]["arms"]
         assert {arm: s["n"] for arm, s in arms.items()} == {
-            "flips": 5,
+            "flips": 6,
             "shuffled": 5,
             "kept": 3,
-            "base": 5,
+            "base": 6,
         }
-        assert all(s["chance"] == 0.25 for s in arms.values())
-        assert probe["summary"]["by_benchmark"] == {
-            BENCH: {"n": 5, "recovered": arms["flips"]["recovered"]}
-        }
+        assert arms["flips"]["chance"] == arms["base"]["chance"] == 1.25 / 6  # 0 for generative
+        assert arms["kept"]["chance"] == arms["shuffled"]["chance"] == 0.25
+        by_benchmark = probe["summary"]["by_benchmark"]
+        assert sum(b["recovered"] for b in by_benchmark.values()) == arms["flips"]["recovered"]
+        assert {name: b["n"] for name, b in by_benchmark.items()} == {BENCH: 5, "gsm8k": 1}
         outcomes = dep.http.get(f"/api/probes/{probe['id']}/outcomes").json()
         by_arm: dict[str, dict[str, dict]] = {}
         for o in outcomes:
             by_arm.setdefault(o["arm"], {})[o["sample_id"]] = o
-        assert sorted(by_arm["flips"]) == ["s0", "s1", "s2", "s3", "s4"]
+        assert sorted(by_arm["flips"]) == ["g0", "s0", "s1", "s2", "s3", "s4"]
         # the kept control: the first 3 of the post model's right rows in the seed's order
         kept_rows = [{"benchmark": BENCH, "seed": 0, "sample_id": f"s{i}"} for i in range(5, 10)]
         kept_rows.sort(key=lambda r: order_key(5, "kept", r))
@@ -159,21 +168,15 @@ def test_a_probe_job_end_to_end(tmp_path):
             for arm in ("flips", "kept"):
                 for sid, o in by_arm[arm].items():
                     row = by_id[("tiny-post", sid)]
-                    gold = LETTERS.index(row["gold"])
+                    gold = LETTERS.index(row["gold"]) if row["num_choices"] else 0
                     assert o["gold"] == gold
-                    assert o["chosen"] == _expected_choice(
-                        engine, row["prompt"], row["response"], gold
-                    ), (arm, sid)
+                    assert o["chosen"] == _expected_choice(engine, row), (arm, sid)
         finally:
             engine.close()
         engine = make_engine("transformers", dep.models / "tiny-base", num_threads=1)
         try:
             for sid, o in by_arm["base"].items():
-                row = by_id[("tiny-base", sid)]
-                expected = _expected_choice(
-                    engine, row["prompt"], row["response"], LETTERS.index(row["gold"])
-                )
-                assert o["chosen"] == expected, sid
+                assert o["chosen"] == _expected_choice(engine, by_id[("tiny-base", sid)]), sid
         finally:
             engine.close()
         # one cause: only the flip without an option; the same job again is reused

@@ -65,24 +65,29 @@ def test_the_items_and_a_checked_upload(shard):
     with store.read() as conn:
         fetched = probe.shard_items(conn, s)
     arms = [i.arm for i in fetched.items]
-    assert arms.count("flips") == 5 and arms.count("shuffled") == 5
-    assert arms.count("kept") == 2 and arms.count("base") == 5
+    # 5 multiple-choice flips and the generative one (g0), which has no other to swap with
+    assert arms.count("flips") == 6 and arms.count("shuffled") == 5
+    assert arms.count("kept") == 2 and arms.count("base") == 6
     flips = {i.sample_id: i for i in fetched.items if i.arm == "flips"}
     assert flips["s0"].prompt == "<|user|>Which organ is number 0?<|assistant|>"
     assert flips["s0"].answer.startswith("Let me think about organ 0.") and flips["s0"].gold == 0
     shuffled = {i.sample_id: i.answer for i in fetched.items if i.arm == "shuffled"}
-    assert all(shuffled[k] != flips[k].answer for k in flips)  # none keeps its own answer
+    assert sorted(shuffled) == [f"s{i}" for i in range(5)]  # g0: no other generative flip
+    assert all(shuffled[k] != flips[k].answer for k in shuffled)  # none keeps its own answer
+    assert (flips["g0"].num_choices, flips["g0"].gold, flips["g0"].gold_answer) == (0, 0, "4")
+    assert "g0" not in shuffled
     base = {i.sample_id: i for i in fetched.items if i.arm == "base"}
     assert base["s1"].prompt == "Question: Which organ is number 1?\nAnswer:"
-    with store.read() as conn:  # a benchmark filter: the generative one has nothing to probe
+    with store.read() as conn:  # a benchmark filter: each benchmark's items, and only them
         pair = probe.stored_pair(conn, "tiny-base", "tiny-post", "probe")
         only = probe.probe_items(conn, pair, ProbeOptionsIn(benchmarks=["gsm8k"], kept=2))
         same = probe.probe_items(conn, pair, ProbeOptionsIn(benchmarks=["mmlu:anatomy"], kept=2))
-    assert only.items == [] and same.items == fetched.items
+    assert [(i.arm, i.sample_id) for i in only.items] == [("flips", "g0"), ("base", "g0")]
+    assert same.items == [i for i in fetched.items if i.benchmark == "mmlu:anatomy"]
     good = _answers(fetched.items)
     with store.transaction() as conn:
         for broken, message in (
-            (good[:-1], "holds 16 outcomes for the probe's 17 items"),
+            (good[:-1], "holds 18 outcomes for the probe's 19 items"),
             ([*good, good[0]], "is sent twice"),
             ([good[0].model_copy(update={"gold": 3}), *good[1:]], "names other options"),
             ([good[0].model_copy(update={"sample_id": "s11"}), *good[1:]], "not an item"),
@@ -94,10 +99,11 @@ def test_the_items_and_a_checked_upload(shard):
     with store.read() as conn:
         (stored,) = probe_db.pair_probes(conn, 1)
         assert stored["id"] == again != first and not probe_db.probe_exists(conn, first)
-        assert len(probe_db.probe_outcomes(conn, again)) == 17
+        assert len(probe_db.probe_outcomes(conn, again)) == 19
         assert len(probe_db.probe_outcomes(conn, again, "kept")) == 2
     arms_report = stored["summary"]["arms"]
-    assert arms_report["flips"] == {"n": 5, "recovered": 5, "rate": 1.0, "chance": 0.25}
+    # chance: 1/4 for each multiple-choice flip, 0 for the generative one
+    assert arms_report["flips"] == {"n": 6, "recovered": 6, "rate": 1.0, "chance": 1.25 / 6}
     assert arms_report["shuffled"]["recovered"] == 0  # ties: no recovery
     beyond = stored["summary"]["recovered_beyond_shuffled"]
     assert beyond["difference"] == 1.0 and beyond["low"] == beyond["high"] == 1.0
@@ -123,21 +129,20 @@ def test_the_form_the_drill_down_and_the_pair_page(shard, cli, tmp_path):
     with store.transaction() as conn:
         probe.store_upload(conn, s, ProbeIn(outcomes=_answers(fetched.items)))
     store.close()
-    # the map with what asking again found: the 5 flips all recovered, the control none
+    # the map with what asking again found: every flip recovered, the control none (the
+    # generative flip had no other to be shown)
     records = cli.json("map", "--level", "benchmark", "--format", "json", "--probes")
-    (probed,) = [r for r in records if r["n_10_probed"] is not None]
-    assert probed["benchmark"] == "mmlu:anatomy" and probed["seed"] == 0
-    assert (probed["n_10_probed"], probed["n_10_recovered"], probed["recovered_control"]) == (
-        5,
-        5,
-        0,
-    )
-    assert all(r["n_10_recovered"] is None for r in records if r is not probed)
+    asked = {
+        r["benchmark"]: (r["n_10_probed"], r["n_10_recovered"], r["recovered_control"])
+        for r in records
+    }
+    assert asked == {"mmlu:anatomy": (5, 5, 0), "gsm8k": (1, 1, 0)}
     categories = cli.json("map", "--format", "json", "--probes")
+    anatomy = next(r["category"] for r in records if r["benchmark"] == "mmlu:anatomy")
     assert {r["category"]: r["n_10_recovered"] for r in categories} == {
-        probed["category"]: 5,
-        "Math": None,
-        "Total": 5,
+        anatomy: 5,
+        "Math": 1,
+        "Total": 6,
     }
     assert "n_10_recovered" not in cli.json("map", "--format", "json")[0]
     token = cli("token", "create", "me").stdout.strip()
@@ -155,15 +160,21 @@ def test_the_form_the_drill_down_and_the_pair_page(shard, cli, tmp_path):
         assert client.get("/api/map?page=1&probes=1").json() == categories
         heatmap = client.get("/?probes=1").text
         assert '"n_10_recovered":5,' in heatmap and 'name="probes" value="1" checked' in heatmap
-        # the atlas: each flip asked again by its one recipe and recovered, the control none;
-        # the generative flip nobody could ask again is not "recovered by most"
+        # the atlas: each flip asked again by its one recipe and recovered, the control none
         atlas = client.get("/api/atlas").json()["questions"]
         asked = {
             q["sample_id"]: (q["probed"], q["recovered"], q["recovered_control"]) for q in atlas
         }
-        assert asked == {**{f"s{i}": (1, 1, 0) for i in range(5)}, "g0": (0, 0, 0)}
+        assert asked == {**{f"s{i}": (1, 1, 0) for i in range(5)}, "g0": (1, 1, 0)}
         most = client.get("/api/atlas?recovered_by_most=true").json()
-        assert sorted(q["sample_id"] for q in most["questions"]) == [f"s{i}" for i in range(5)]
+        assert sorted(q["sample_id"] for q in most["questions"]) == [
+            "g0",
+            "s0",
+            "s1",
+            "s2",
+            "s3",
+            "s4",
+        ]
         shown = client.get("/atlas?recovered_by_most=true").text
         assert "1 <small>of 1 (control 0)</small>" in shown
         assert 'name="recovered_by_most" value="true" checked' in shown

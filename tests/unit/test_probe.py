@@ -7,6 +7,7 @@ import math
 
 import pytest
 from forgetmap.analysis.probe import (
+    FINAL_ANSWER,
     FORCED_ANSWER,
     ProbeItem,
     ProbeOutcome,
@@ -14,6 +15,8 @@ from forgetmap.analysis.probe import (
     outcome_of,
     probe_context,
     probe_report,
+    regenerated_outcome,
+    regeneration_context,
     shuffled_answers,
 )
 from hypothesis import given, settings
@@ -111,3 +114,47 @@ def test_the_gold_option_from_the_stored_row(gold, choices, k, expected):
     from forgetmap.analysis.probe import gold_option
 
     assert gold_option(gold, choices, k) == expected
+
+
+def _generative(i: int) -> ProbeItem:
+    return ProbeItem(f"g{i}", f"What is {i} + {i}?", f" I think {i + i}.", 0, 0, str(2 * i))
+
+
+def test_a_generative_item_needs_its_answer_and_gold_zero():
+    assert _generative(2).generative and not _item(0).generative
+    with pytest.raises(ValueError, match="gold 0 and its answer"):
+        ProbeItem("g", "Q", " A", 0, 1, "4")
+    with pytest.raises(ValueError, match="gold 0 and its answer"):
+        ProbeItem("g", "Q", " A", 0, 0, None)
+    assert regeneration_context(_generative(2)) == "What is 2 + 2? I think 4." + FINAL_ANSWER
+    right, wrong = (
+        regenerated_outcome(_generative(2), True),
+        regenerated_outcome(_generative(2), False),
+    )
+    assert right.recovered and (right.chosen, right.gold, right.num_choices) == (0, 0, 0)
+    assert not wrong.recovered and wrong.chosen is None
+
+
+def test_the_shuffled_control_keeps_the_kinds_apart():
+    items = [_item(0), _generative(1), _item(2), _generative(3), _item(4)]
+    shuffled = shuffled_answers(items, 3)
+    assert [s.key for s in shuffled] == [i.key for i in items]
+    by_key = {i.key: i for i in items}
+    for s in shuffled:
+        own = by_key[s.key]
+        assert s.answer != own.answer and s.gold_answer == own.gold_answer
+        # a multiple-choice flip shows another multiple-choice answer, a generative one another's
+        assert s.answer.startswith(" I think") == own.generative
+    # one generative item alone: nothing to swap it with; the multiple-choice ones still are
+    lone = shuffled_answers([_item(0), _item(1), _generative(2)], 0)
+    assert [s.key for s in lone] == ["q0", "q1"]
+    # without generative items the order is the one it always was (the same seeded derangement)
+    only = [_item(i) for i in range(6)]
+    assert shuffled_answers(only, 5) == shuffled_answers(only + [_generative(9)], 5)[:6]
+
+
+def test_a_generative_items_chance_is_zero():
+    outcomes = [ProbeOutcome("g0", 0, 0, 0), ProbeOutcome("g1", None, 0, 0), *_outcomes("10")]
+    report = probe_report({"flips": outcomes})
+    assert report["arms"]["flips"]["rate"] == 0.5
+    assert report["arms"]["flips"]["chance"] == pytest.approx((0 + 0 + 0.25 + 0.25) / 4)

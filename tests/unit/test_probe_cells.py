@@ -61,3 +61,13 @@ def test_category_records_and_a_probe_that_asked_nothing():
     assert [out[2][f] for f in PROBE_FIELDS] == [None] * 4
     assert [out[3][f] for f in PROBE_FIELDS] == [None] * 4
     assert out[0]["category"] == "Math"  # the record's own fields are kept
+
+
+def test_recovered_by_most_keeps_what_most_askers_recovered():
+    from forgetmap.services.atlas import AtlasQuery
+
+    most = AtlasQuery(recovered_by_most=True)
+    assert most.keeps({"probed": 3, "recovered": 2})
+    assert not most.keeps({"probed": 2, "recovered": 1})  # half is not most
+    assert not most.keeps({"probed": 0, "recovered": 0})  # nobody asked
+    assert AtlasQuery().keeps({"probed": 0, "recovered": 0})
