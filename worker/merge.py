@@ -1,0 +1,95 @@
+"""Merged checkpoints for the merge path (issue 54): a base and its post-trained model mixed by
+mergekit, as the paper's release merges them (linear and SLERP), and the uniform soup of a run's
+last checkpoints.
+
+``mix`` is the post model's share: 0 is the base, 1 the post model. A linear merge is
+(1 - mix) * base + mix * post, tensor by tensor (mergekit's ``linear`` with those weights, not
+normalized); SLERP interpolates each tensor along the arc from the base to the post model at
+t = mix (mergekit's ``slerp``, the base as its ``base_model``); a soup is the plain mean of its
+checkpoints (``linear``, equal weights, normalized).
+
+A merge is built aside (``.NAME.building`` beside its final folder) and renamed into place only
+when mergekit has written all of it, so a worker that dies half-way leaves no model that looks
+whole; the tokenizer of the first model is copied. Nothing is loaded with remote code.
+
+Requires the ``merge`` extra (``pip install forgetmap[merge]``: mergekit, LGPL, CPU is enough).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+MergeMethod = Literal["linear", "slerp"]
+MERGE_METHODS: tuple[MergeMethod, ...] = ("linear", "slerp")
+
+
+def pair_config(
+    method: MergeMethod, base: str, post: str, mix: float, dtype: str = "float32"
+) -> dict[str, Any]:
+    """The mergekit configuration of one mix of a pair (a plain dict, as its YAML reads)."""
+    if not 0.0 <= mix <= 1.0:
+        raise ValueError(f"mix is the post model's share, from 0 to 1; got {mix}")
+    if method == "linear":
+        return {
+            "merge_method": "linear",
+            "models": [
+                {"model": base, "parameters": {"weight": 1.0 - mix}},
+                {"model": post, "parameters": {"weight": mix}},
+            ],
+            "parameters": {"normalize": False},
+            "dtype": dtype,
+        }
+    if method == "slerp":
+        return {
+            "merge_method": "slerp",
+            "base_model": base,
+            "models": [{"model": base}, {"model": post}],
+            "parameters": {"t": mix},
+            "dtype": dtype,
+        }
+    raise ValueError(f"merge method must be one of {', '.join(MERGE_METHODS)}, got {method!r}")
+
+
+def soup_config(checkpoints: Sequence[str], dtype: str = "float32") -> dict[str, Any]:
+    """The mergekit configuration of the uniform average of ``checkpoints`` (two or more)."""
+    if len(checkpoints) < 2:
+        raise ValueError("a soup needs at least two checkpoints")
+    return {
+        "merge_method": "linear",
+        "models": [{"model": path, "parameters": {"weight": 1.0}} for path in checkpoints],
+        "parameters": {"normalize": True},
+        "dtype": dtype,
+    }
+
+
+def build_merge(config: dict[str, Any], out: str | Path, *, threads: int | None = None) -> Path:
+    """Run mergekit on ``config`` into ``out`` (built aside, then renamed); returns ``out``.
+    Refuses to overwrite an existing folder."""
+    from mergekit.config import MergeConfiguration
+    from mergekit.merge import run_merge
+    from mergekit.options import MergeOptions
+
+    final = Path(out)
+    if final.exists():
+        raise FileExistsError(f"{final} exists: a merge is never written over a model")
+    staging = final.with_name(f".{final.name}.building")
+    if staging.exists():
+        shutil.rmtree(staging)
+    options = MergeOptions(
+        copy_tokenizer=True,
+        write_model_card=False,
+        trust_remote_code=False,
+        random_seed=0,
+        quiet=True,
+        num_threads=threads,
+    )
+    try:
+        run_merge(MergeConfiguration.model_validate(config), str(staging), options)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    staging.rename(final)
+    return final
