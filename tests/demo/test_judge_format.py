@@ -9,12 +9,12 @@ the answers the harness read (letters) make its audit."""
 
 from __future__ import annotations
 
-import csv
 import json
 import subprocess
 
 import pytest
 
+from tests.integration.test_probe_job import load_pair
 from tests.support.services import require_modules
 from tests.support.worker_env import FORGETMAP, Deployment, require_redis
 
@@ -84,16 +84,7 @@ def test_a_reading_judge_hand_checked(zoo, tmp_path):
     dep = Deployment(tmp_path)
     shutil.copytree(zoo.model("demo-format").path, dep.models / "demo-reader")
     rows, named = _rows(zoo)
-    table = tmp_path / "rows.csv"
-    with table.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    for args in (["import", "table", str(table)], ["pair", "add", "demo-base", "demo-post"]):
-        done = subprocess.run(
-            [FORGETMAP, "--db", str(dep.db), *args], capture_output=True, text=True, env=dep.env
-        )
-        assert done.returncode == 0, done.stderr
+    load_pair(dep, rows, tmp_path, ("demo-base", "demo-post"))
     body = {
         "kind": "judge",
         "base": "demo-base",

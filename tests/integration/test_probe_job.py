@@ -82,15 +82,17 @@ def _rows() -> list[dict]:
     return rows
 
 
-def load_pair(dep: Deployment, rows: list[dict], folder) -> None:
+def load_pair(
+    dep: Deployment, rows: list[dict], folder, pair: tuple[str, str] = ("tiny-base", "tiny-post")
+) -> None:
     """``rows`` imported into the deployment's database as a CSV, through its app, and the pair
-    tiny-base -> tiny-post added."""
+    (tiny-base -> tiny-post unless named) added."""
     table = folder / "rows.csv"
     with table.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    for args in (["import", "table", str(table)], ["pair", "add", "tiny-base", "tiny-post"]):
+    for args in (["import", "table", str(table)], ["pair", "add", *pair]):
         done = subprocess.run(
             [FORGETMAP, "--db", str(dep.db), *args], capture_output=True, text=True, env=dep.env
         )
