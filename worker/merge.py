@@ -65,9 +65,32 @@ def soup_config(checkpoints: Sequence[str], dtype: str = "float32") -> dict[str,
     }
 
 
+def disk_needed(config: dict[str, Any]) -> int:
+    """Bytes a merge of ``config`` writes: one checkpoint, as large as its first model's weight
+    files (every model of a merge has the same tensors; ``dtype`` may only shrink them)."""
+    first = Path(config["models"][0]["model"])
+    return sum(f.stat().st_size for f in first.glob("*.safetensors")) + sum(
+        f.stat().st_size for f in first.glob("*.bin")
+    )
+
+
+def check_disk(out: Path, needed: int) -> None:
+    """OSError, saying how much is missing, when the disk ``out`` goes to has less free space
+    than ``needed`` bytes and a tenth more (a merge is never started to fail half-way)."""
+    folder = out.parent
+    free = shutil.disk_usage(folder).free
+    if free < needed * 1.1:
+        raise OSError(
+            f"not enough disk for a merge under {folder}: it needs {needed / 1e9:.2f} GB and a "
+            f"tenth more, {free / 1e9:.2f} GB are free; free space there or point the merge "
+            "elsewhere"
+        )
+
+
 def build_merge(config: dict[str, Any], out: str | Path, *, threads: int | None = None) -> Path:
     """Run mergekit on ``config`` into ``out`` (built aside, then renamed); returns ``out``.
-    Refuses to overwrite an existing folder."""
+    Refuses to overwrite an existing folder, and to start without disk for one checkpoint
+    (``check_disk``)."""
     from mergekit.config import MergeConfiguration
     from mergekit.merge import run_merge
     from mergekit.options import MergeOptions
@@ -78,6 +101,7 @@ def build_merge(config: dict[str, Any], out: str | Path, *, threads: int | None 
     staging = final.with_name(f".{final.name}.building")
     if staging.exists():
         shutil.rmtree(staging)
+    check_disk(final, disk_needed(config))
     options = MergeOptions(
         copy_tokenizer=True,
         write_model_card=False,

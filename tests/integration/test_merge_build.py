@@ -101,3 +101,17 @@ def test_a_merge_never_overwrites_and_bad_mixes_are_refused(pair):
     with pytest.raises(Exception):  # noqa: B017 - mergekit's own error for a missing model
         build_merge(pair_config("linear", str(base), str(root / "nowhere"), 0.5), root / "x")
     assert not (root / "x").exists() and not (root / ".x.building").exists()
+
+
+def test_a_merge_needs_disk_for_one_checkpoint(pair):
+    import shutil
+
+    from forgetmap.worker.merge import check_disk, disk_needed, pair_config
+
+    root, (base, post, _) = pair
+    needed = disk_needed(pair_config("linear", str(base), str(post), 0.5))
+    assert needed == (base / "model.safetensors").stat().st_size
+    check_disk(root / "fits", needed)  # a tiny model fits
+    free = shutil.disk_usage(root).free
+    with pytest.raises(OSError, match="not enough disk for a merge"):
+        check_disk(root / "too-big", free)  # the free space is not free space and a tenth more
