@@ -74,7 +74,7 @@ def map_command(
         MapQuery,
     )
     from forgetmap.services.map_cache import map_records
-    from forgetmap.services.probe_cells import PROBE_FIELDS
+    from forgetmap.services.probe_cells import PROBE_FIELDS, with_newest_probes
 
     try:
         causes = parse_exclude(exclude) | ({"truncated"} if exclude_truncated else set())
@@ -85,7 +85,7 @@ def map_command(
         query = MapQuery(level=level, aggregate=aggregate, exclude=causes, scores=scores)
         records = map_records(store, query)
         if probes:
-            records = _with_probes(store, records, level)
+            records = with_newest_probes(store, records, level)
     except InputError as e:
         raise click.UsageError(str(e)) from None
     finally:
@@ -108,16 +108,6 @@ def map_command(
         _print_table(records, level)
         if scores:
             click.echo(_extractor_note(records, level, scores))
-
-
-def _with_probes(store, records: list[dict], level: str) -> list[dict]:
-    """``records`` with each pair's newest probe summed into them (services.probe_cells)."""
-    from forgetmap.db.probe import newest_probe_counts
-    from forgetmap.services.probe_cells import with_probe_counts
-
-    with store.read() as conn:
-        counts = newest_probe_counts(conn)
-    return with_probe_counts(records, counts, level)
 
 
 def _empty_map_hint(ctx: click.Context) -> str:

@@ -14,7 +14,8 @@ the fields travel together and never alone:
 
 All four are None where the pair has no probe, or its probe asked nothing in that cell.
 
-Plain Python over plain dicts: no pyarrow, so ``forgetmap map --probes`` stays lean.
+Plain Python over plain dicts, and one read (``with_newest_probes``): no pyarrow, so
+``forgetmap map --probes`` stays lean.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from forgetmap.core.metrics import OUTSIDE_TOTAL, TOTAL
+from forgetmap.db.probe import newest_probe_counts
+from forgetmap.db.store import Store
 
 PROBE_FIELDS = ("n_10_probed", "n_10_recovered", "recovered_control", "probe_id")
 
@@ -71,3 +74,13 @@ def with_probe_counts(
             continue
         out.append({**item, **dict(zip(PROBE_FIELDS, found, strict=True))})
     return out
+
+
+def with_newest_probes(
+    store: Store, items: list[dict[str, Any]], level: str
+) -> list[dict[str, Any]]:
+    """``with_probe_counts`` of ``items`` with each pair's newest probe, read from ``store``
+    (the map page, ``/api/map?probes=true`` and ``forgetmap map --probes`` alike)."""
+    with store.read() as conn:
+        counts = newest_probe_counts(conn)
+    return with_probe_counts(items, counts, level)

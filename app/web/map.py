@@ -14,10 +14,9 @@ from forgetmap.core.metrics import OUTSIDE_TOTAL, TOTAL
 from forgetmap.core.taxonomy import CATEGORIES
 from forgetmap.db import queries
 from forgetmap.db.categories import category_changes
-from forgetmap.db.probe import newest_probe_counts
 from forgetmap.services.map import MapQuery, category_sort_key
 from forgetmap.services.map_cache import MapCache
-from forgetmap.services.probe_cells import with_probe_counts
+from forgetmap.services.probe_cells import with_newest_probes
 from forgetmap.services.series import series_groups
 from forgetmap.web import deps
 from forgetmap.web.responses import ID_ERRORS
@@ -86,7 +85,7 @@ def map_page(
         # each column's category: the heatmap groups its benchmarks under them
         groups = [category_of.get(c, TOTAL) for c in columns]
     if probes:
-        cells = _with_probes(request, cells, query.level)
+        cells = with_newest_probes(deps.store(request), cells, query.level)
     return html_page(
         request,
         "map.html",
@@ -110,13 +109,6 @@ def map_page(
         outside_total=_outside_total(request, records),
         category_history=_category_changes(request),
     )
-
-
-def _with_probes(request: Request, items: list[dict], level: str) -> list[dict]:
-    """Records or cells with each pair's newest probe summed into them (services.probe_cells)."""
-    with deps.store(request).read() as conn:
-        counts = newest_probe_counts(conn)
-    return with_probe_counts(items, counts, level)
 
 
 def _with_total(
@@ -162,7 +154,8 @@ def api_map(
         body, total = cache.page_json(query, page, page_size)
         headers = {"X-Total-Pairs": str(total)}
     if probes:
-        body = orjson.dumps(_with_probes(request, orjson.loads(body), query.level))
+        records = orjson.loads(body)
+        body = orjson.dumps(with_newest_probes(deps.store(request), records, query.level))
     return Response(body, media_type="application/json", headers=headers)
 
 
