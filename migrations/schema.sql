@@ -1,4 +1,4 @@
--- The schema after every migration (head 0017): new database files are created
+-- The schema after every migration (head 0018): new database files are created
 -- from it. Written by scripts/dump-schema; do not edit by hand.
 CREATE SEQUENCE api_tokens_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
 CREATE SEQUENCE benchmarks_id_seq INCREMENT BY 1 MINVALUE 1 MAXVALUE 9223372036854775807 START 1 NO CYCLE;
@@ -39,11 +39,11 @@ CREATE TABLE runs(id INTEGER DEFAULT(nextval('runs_id_seq')) PRIMARY KEY, model_
 CREATE TABLE sample_links(pair_id INTEGER, benchmark_id INTEGER, base_sample_id VARCHAR NOT NULL, post_sample_id VARCHAR, PRIMARY KEY(pair_id, benchmark_id, post_sample_id));
 CREATE TABLE score_sets(id INTEGER DEFAULT(nextval('score_sets_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, extractor VARCHAR NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL, "rows" BIGINT DEFAULT(0) NOT NULL);
 CREATE TABLE seed_transitions(model_id INTEGER, benchmark_id INTEGER, seed_a INTEGER, seed_b INTEGER, num_choices SMALLINT, causes UTINYINT, n_00 BIGINT NOT NULL, n_01 BIGINT NOT NULL, n_10 BIGINT NOT NULL, n_11 BIGINT NOT NULL, PRIMARY KEY(model_id, benchmark_id, seed_a, seed_b, num_choices, causes));
-CREATE TABLE series(id INTEGER DEFAULT(nextval('series_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, base_model_id INTEGER NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL);
+CREATE TABLE series(id INTEGER DEFAULT(nextval('series_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, base_model_id INTEGER NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL, axis VARCHAR DEFAULT('step'));
 CREATE TABLE series_checkpoints(series_id INTEGER, step BIGINT, model_id INTEGER NOT NULL, pair_id INTEGER NOT NULL, PRIMARY KEY(series_id, step), UNIQUE(series_id, model_id));
-CREATE TABLE shards(id INTEGER DEFAULT(nextval('shards_id_seq')) PRIMARY KEY, job_id INTEGER NOT NULL, model_id INTEGER NOT NULL, benchmark VARCHAR NOT NULL, seed INTEGER NOT NULL, config_hash VARCHAR NOT NULL, spec VARCHAR NOT NULL, status VARCHAR NOT NULL, done INTEGER DEFAULT(0) NOT NULL, total INTEGER, "error" VARCHAR, attempts INTEGER DEFAULT(0) NOT NULL, worker VARCHAR, created_at TIMESTAMP DEFAULT(now()) NOT NULL, started_at TIMESTAMP, heartbeat_at TIMESTAMP, sent_at TIMESTAMP, finished_at TIMESTAMP, kind VARCHAR DEFAULT('evaluate'), resends INTEGER DEFAULT(0), delivery VARCHAR);
+CREATE TABLE shards(id INTEGER DEFAULT(nextval('shards_id_seq')) PRIMARY KEY, job_id INTEGER NOT NULL, model_id INTEGER NOT NULL, benchmark VARCHAR NOT NULL, seed INTEGER NOT NULL, config_hash VARCHAR NOT NULL, spec VARCHAR NOT NULL, status VARCHAR NOT NULL, done INTEGER DEFAULT(0) NOT NULL, total INTEGER, "error" VARCHAR, attempts INTEGER DEFAULT(0) NOT NULL, worker VARCHAR, created_at TIMESTAMP DEFAULT(now()) NOT NULL, started_at TIMESTAMP, heartbeat_at TIMESTAMP, sent_at TIMESTAMP, finished_at TIMESTAMP, kind VARCHAR DEFAULT('evaluate'), resends INTEGER DEFAULT(0), delivery VARCHAR, parent_id INTEGER);
 CREATE TABLE text_files(id INTEGER DEFAULT(nextval('text_files_id_seq')) PRIMARY KEY, "name" VARCHAR NOT NULL UNIQUE, "rows" BIGINT NOT NULL, bytes BIGINT NOT NULL, created_at TIMESTAMP DEFAULT(now()) NOT NULL);
 CREATE TABLE transitions(pair_id INTEGER, benchmark_id INTEGER, seed INTEGER, num_choices SMALLINT, causes UTINYINT, n_00 BIGINT NOT NULL, n_01 BIGINT NOT NULL, n_10 BIGINT NOT NULL, n_11 BIGINT NOT NULL, PRIMARY KEY(pair_id, benchmark_id, seed, num_choices, causes));
 CREATE TABLE watch_submissions(series_id INTEGER, path VARCHAR, step BIGINT NOT NULL, model_id INTEGER NOT NULL, job_id INTEGER, attempts INTEGER DEFAULT(0) NOT NULL, submitted_at TIMESTAMP DEFAULT(now()) NOT NULL, PRIMARY KEY(series_id, path));
 CREATE TABLE web_sessions(id_hash VARCHAR PRIMARY KEY, token_id INTEGER NOT NULL, created_at TIMESTAMP NOT NULL, expires_at TIMESTAMP NOT NULL);
-INSERT INTO alembic_version VALUES ('0017');
+INSERT INTO alembic_version VALUES ('0018');

@@ -96,14 +96,21 @@ def engine_options(
 
 
 def run_shard(
-    shard: ClaimedShard, *, client: AppClient, engines: EngineCache, settings: WorkerSettings
+    shard: ClaimedShard,
+    *,
+    client: AppClient,
+    engines: EngineCache,
+    settings: WorkerSettings,
+    model_path: str | None = None,
 ) -> str:
-    """Evaluate a claimed shard and report it. Returns 'done' or 'cancelled'; raises ShardFailed."""
+    """Evaluate a claimed shard and report it. Returns 'done' or 'cancelled'; raises ShardFailed.
+    ``model_path``: the checkpoint this worker built for the shard (a merge shard's evaluation),
+    loaded instead of the spec's path."""
     checked = shard_spec(shard, EvaluationShardSpec)
     model, cfg = checked.model, checked.config
     shard_id, seed = shard.id, shard.seed
     try:  # checked again here: a job row that reached the queue another way loads nothing outside
-        path = ModelRules.of(settings).check(model.path)
+        path = model_path or ModelRules.of(settings).check(model.path)
     except ModelPathError as exc:
         raise ShardFailed(str(exc)) from exc
     if shard.benchmark.startswith("local:") and not settings.benchmark_dirs:

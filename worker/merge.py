@@ -87,10 +87,31 @@ def check_disk(out: Path, needed: int) -> None:
         )
 
 
-def build_merge(config: dict[str, Any], out: str | Path, *, threads: int | None = None) -> Path:
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "tokenizer.model",
+    "vocab.json",
+    "merges.txt",
+)
+
+
+def build_merge(
+    config: dict[str, Any],
+    out: str | Path,
+    *,
+    threads: int | None = None,
+    tokenizer_from: str | Path | None = None,
+) -> Path:
     """Run mergekit on ``config`` into ``out`` (built aside, then renamed); returns ``out``.
     Refuses to overwrite an existing folder, and to start without disk for one checkpoint
-    (``check_disk``)."""
+    (``check_disk``). ``tokenizer_from``: a folder whose tokenizer files (its chat template
+    with them) replace the ones mergekit copied, so that a merge is prompted as the post
+    model is (the models of a merge share one vocabulary)."""
     from mergekit.config import MergeConfiguration
     from mergekit.merge import run_merge
     from mergekit.options import MergeOptions
@@ -112,6 +133,11 @@ def build_merge(config: dict[str, Any], out: str | Path, *, threads: int | None 
     )
     try:
         run_merge(MergeConfiguration.model_validate(config), str(staging), options)
+        if tokenizer_from is not None:
+            for name in TOKENIZER_FILES:
+                source = Path(tokenizer_from) / name
+                if source.is_file():
+                    shutil.copyfile(source, staging / name)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

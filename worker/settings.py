@@ -78,6 +78,12 @@ class WorkerSettings(BaseSettings):
         description="above this per model, a recoverability job keeps its token statistics in "
         "memory maps",
     )
+    merge_dir: Path | None = Field(
+        None,
+        description="where merge sweeps build their merged checkpoints (one at a time, removed "
+        "after its evaluation unless kept)",
+        json_schema_extra=shown("`forgetmap-merges` under the first model root"),
+    )
     scratch_dir: Path | None = Field(
         None,
         description="where those memory maps go (removed after each model's fits)",

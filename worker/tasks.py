@@ -28,6 +28,7 @@ from forgetmap.worker.client import AppClient, AppRejected, AppUnavailable, Toke
 from forgetmap.worker.engines import make_engine
 from forgetmap.worker.evaluate import EngineCache, ShardFailed, run_shard
 from forgetmap.worker.judge import run_judge_shard
+from forgetmap.worker.merge_job import run_merge_shard
 from forgetmap.worker.probe import run_probe_shard
 from forgetmap.worker.recoverability_job import run_recover_shard
 from forgetmap.worker.settings import WorkerSettings
@@ -92,6 +93,10 @@ def make_worker_app(settings: WorkerSettings) -> Celery:
                 return run_probe_shard(shard, client=client, engines=engines, settings=settings)
             if shard.kind == ShardKind.judge:
                 return run_judge_shard(shard, client=client, engines=engines, settings=settings)
+            if shard.kind == ShardKind.merge:
+                return run_merge_shard(
+                    shard, client=client, engines=engines, settings=settings, delivery=delivery
+                )
             return run_shard(shard, client=client, engines=engines, settings=settings)
         except ShardFailed as exc:
             log.error("shard %d failed: %s", shard_id, exc)

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from forgetmap.contract.jobs import EvaluateJobIn, SeriesJobIn
 from forgetmap.contract.judge import JudgeJobIn
+from forgetmap.contract.merge import MergeJobIn
 from forgetmap.contract.probe import ProbeJobIn
 from forgetmap.contract.recovery import RecoverJobIn
 from pydantic import Discriminator, Tag
@@ -16,7 +17,9 @@ def _job_kind(value: Any) -> str:
     kind = (
         value.get("kind", "evaluate") if isinstance(value, dict) else getattr(value, "kind", None)
     )
-    return kind if kind in ("evaluate", "recover", "series", "probe", "judge") else "evaluate"
+    return (
+        kind if kind in ("evaluate", "recover", "series", "probe", "judge", "merge") else "evaluate"
+    )
 
 
 JobIn = Annotated[
@@ -24,9 +27,11 @@ JobIn = Annotated[
     | Annotated[RecoverJobIn, Tag("recover")]
     | Annotated[SeriesJobIn, Tag("series")]
     | Annotated[ProbeJobIn, Tag("probe")]
-    | Annotated[JudgeJobIn, Tag("judge")],
+    | Annotated[JudgeJobIn, Tag("judge")]
+    | Annotated[MergeJobIn, Tag("merge")],
     Discriminator(_job_kind),
 ]
 """An evaluation, a recoverability analysis (``"kind": "recover"``), a training run
-(``"kind": "series"``), a probe of a pair's flips (``"kind": "probe"``) or a judge of its unread
-answers (``"kind": "judge"``); no kind means an evaluation."""
+(``"kind": "series"``), a probe of a pair's flips (``"kind": "probe"``), a judge of its unread
+answers (``"kind": "judge"``) or a sweep of merges of a pair (``"kind": "merge"``); no kind means
+an evaluation."""

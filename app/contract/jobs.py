@@ -49,6 +49,7 @@ class ShardKind(StrEnum):
     recover = "recover"  # a recoverability analysis (worker/recoverability_job.py)
     probe = "probe"  # asking the post model again, flip by flip (worker/probe.py)
     judge = "judge"  # a judge model reads a pair's unread answers (worker/probe.py)
+    merge = "merge"  # a merged checkpoint built, then evaluated by its worker (worker/merge_job.py)
 
 
 class Engine(StrEnum):

@@ -201,17 +201,18 @@ def mark_reused(conn: Connection, shard_id: int) -> None:
 
 
 def requeue_failed(conn: Connection, job_id: int) -> list[int]:
-    """Put a job's failed shards back in the queue (and the job, unless cancelled); their ids."""
+    """Put a job's failed shards back in the queue (and the job, unless cancelled); the ids of
+    those to send (a merge shard's evaluations go with their merge shard, never alone)."""
     rows = conn.execute(
         "UPDATE shards SET status = 'queued', error = NULL, done = 0, sent_at = NULL, "
-        "finished_at = NULL WHERE job_id = ? AND status = 'failed' RETURNING id",
+        "finished_at = NULL WHERE job_id = ? AND status = 'failed' RETURNING id, parent_id",
         [job_id],
     ).fetchall()
     if rows:
         conn.execute(
             "UPDATE jobs SET status = 'queued' WHERE id = ? AND status <> 'cancelled'", [job_id]
         )
-    return sorted(r[0] for r in rows)
+    return sorted(r[0] for r in rows if r[1] is None)
 
 
 # ------------------------------------------------------------------------------------ shards
@@ -252,19 +253,23 @@ def insert_evaluation_shards(
     config_hash: str,
     spec: dict[str, Any],
     rows: Sequence[tuple[str, int, str]],
+    parent_id: int | None = None,
 ) -> list[tuple[int, str]]:
     """One model's (benchmark, seed, status) shards in one statement (a paper-suite job has
-    hundreds); a ``reused`` one is finished at once. Returns (id, status) of each."""
+    hundreds); a ``reused`` one is finished at once. ``parent_id``: the merge shard whose worker
+    runs them (they are never sent alone). Returns (id, status) of each."""
     values = ", ".join(
-        "(?, ?, ?, ?, ?, ?, ?, 'evaluate', CASE WHEN ? = 'reused' THEN now() END)" for _ in rows
+        "(?, ?, ?, ?, ?, ?, ?, 'evaluate', CASE WHEN ? = 'reused' THEN now() END, ?)" for _ in rows
     )
     spec_json = json.dumps(spec)
     params = [
-        p for b, sd, st in rows for p in (job_id, model_id, b, sd, config_hash, spec_json, st, st)
+        p
+        for b, sd, st in rows
+        for p in (job_id, model_id, b, sd, config_hash, spec_json, st, st, parent_id)
     ]
     return conn.execute(
         "INSERT INTO shards (job_id, model_id, benchmark, seed, config_hash, spec, status, "
-        f"kind, finished_at) VALUES {values} RETURNING id, status",
+        f"kind, finished_at, parent_id) VALUES {values} RETURNING id, status",
         params,
     ).fetchall()
 
@@ -329,11 +334,24 @@ def mark_running(conn: Connection, shard_id: int, worker: str, delivery: str | N
 
 
 def record_progress(conn: Connection, shard_id: int, done: int, total: int | None) -> None:
+    """A running shard's progress; it keeps its parent (the merge shard that runs it) alive."""
     conn.execute(
         "UPDATE shards SET done = ?, total = coalesce(?, total), heartbeat_at = now() "
         "WHERE id = ? AND status = 'running'",
         [done, total, shard_id],
     )
+    conn.execute(
+        "UPDATE shards SET heartbeat_at = now() WHERE status = 'running' "
+        "AND id = (SELECT parent_id FROM shards WHERE id = ?)",
+        [shard_id],
+    )
+
+
+def children(conn: Connection, parent_id: int) -> list[tuple[int, str]]:
+    """(id, status) of the shards a merge shard's worker runs, in id order."""
+    return conn.execute(
+        "SELECT id, status FROM shards WHERE parent_id = ? ORDER BY id", [parent_id]
+    ).fetchall()
 
 
 def set_spec(conn: Connection, shard_id: int, spec: dict[str, Any]) -> None:
@@ -370,7 +388,8 @@ def mark_sent(conn: Connection, shard_ids: list[int], *, resend: bool = False) -
 def unsent_shards(conn: Connection, limit: int = 1000) -> list[int]:
     """Queued shards never handed to the broker (it was down when their job was saved)."""
     rows = conn.execute(
-        "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NULL ORDER BY id LIMIT ?",
+        "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NULL "
+        "AND parent_id IS NULL ORDER BY id LIMIT ?",
         [limit],
     ).fetchall()
     return [r[0] for r in rows]
@@ -385,6 +404,7 @@ def waiting_shards(conn: Connection, older_than: float, *, backoff: bool) -> lis
     factor = "power(2, least(resends, 5))" if backoff else "1"
     rows = conn.execute(
         "SELECT id FROM shards WHERE status = 'queued' AND sent_at IS NOT NULL "
+        "AND parent_id IS NULL "
         f"AND sent_at < now() - to_seconds(?::DOUBLE * {factor}) ORDER BY id",
         [older_than],
     ).fetchall()
@@ -392,9 +412,11 @@ def waiting_shards(conn: Connection, older_than: float, *, backoff: bool) -> lis
 
 
 def stale_shards(conn: Connection, seconds: float) -> list[int]:
-    """Running shards whose worker has not reported for ``seconds`` (it probably died)."""
+    """Running shards whose worker has not reported for ``seconds`` (it probably died). A merge
+    shard's evaluations are not among them: their progress keeps the merge shard alive, and the
+    merge shard's next delivery takes them over."""
     rows = conn.execute(
-        "SELECT id FROM shards WHERE status = 'running' "
+        "SELECT id FROM shards WHERE status = 'running' AND parent_id IS NULL "
         "AND heartbeat_at < now() - to_seconds(?::DOUBLE) ORDER BY id",
         [seconds],
     ).fetchall()

@@ -29,34 +29,41 @@ def add_checkpoints(
     checkpoints: list[tuple[str, int]],
     *,
     stage: str | None = None,
+    axis: str = "step",
 ) -> tuple[int, bool, list[dict[str, Any]]]:
     """Create series ``name`` over ``base`` (or extend it) with (model, step) checkpoints, each
     with its (base, checkpoint) pair and counts; ``stage``: the post-training stage the run is
-    (its pairs', so that a stage filter keeps the run). A checkpoint already in the series at the
-    same step is left as it is. Returns (series id, created, the checkpoints added)."""
+    (its pairs', so that a stage filter keeps the run); ``axis``: ``step`` (a training run) or
+    ``mix`` (a merge sweep, steps in thousandths of the mix). A checkpoint already in the series
+    at the same step is left as it is. Returns (series id, created, the checkpoints added)."""
     name = name.strip()
     if not name:
         raise InputError("a series needs a name, e.g. `forgetmap series add sft-run --base ...`")
     base_id = _model_id(conn, base, "base")
     row = conn.execute(
-        "SELECT s.id, m.name FROM series s JOIN models m ON m.id = s.base_model_id "
-        "WHERE s.name = ?",
+        "SELECT s.id, m.name, coalesce(s.axis, 'step') FROM series s "
+        "JOIN models m ON m.id = s.base_model_id WHERE s.name = ?",
         [name],
     ).fetchone()
     created = row is None
     if row is None:
         series_id = one_row(
             conn.execute(
-                "INSERT INTO series (name, base_model_id) VALUES (?, ?) RETURNING id",
-                [name, base_id],
+                "INSERT INTO series (name, base_model_id, axis) VALUES (?, ?, ?) RETURNING id",
+                [name, base_id, axis],
             ).fetchone()
         )[0]
     else:
-        series_id, stored_base = row
+        series_id, stored_base, stored_axis = row
         if stored_base != base:
             raise InputError(
                 f"series {name!r} is over base {stored_base!r}, not {base!r}; "
                 "use another series name for another base"
+            )
+        if stored_axis != axis:
+            raise InputError(
+                f"series {name!r} runs along the {stored_axis}, not the {axis}; "
+                "use another series name"
             )
     existing = dict(
         conn.execute(
@@ -85,7 +92,7 @@ def add_checkpoints(
         pair_id, _, _ = add_pair(conn, base, model, label=None, stage=stage)
         conn.execute(
             "UPDATE pairs SET label = ? WHERE id = ? AND label IS NULL",
-            [f"{name} @ {step}", pair_id],
+            [f"{name} @ {axis_label(axis, step)}", pair_id],
         )
         conn.execute(
             "INSERT INTO series_checkpoints (series_id, step, model_id, pair_id) "
@@ -97,19 +104,28 @@ def add_checkpoints(
     return series_id, created, added
 
 
+def axis_label(axis: str, step: int) -> str:
+    """A checkpoint's place as a page says it: its step, or its mix (thousandths -> 0.25)."""
+    return f"mix {step / 1000:g}" if axis == "mix" else str(step)
+
+
 def list_series(conn: Connection) -> list[dict[str, Any]]:
     """Every series with its base and its steps in order."""
     rows = conn.execute(
         """
-        SELECT s.id, s.name, m.name, list(c.step ORDER BY c.step) FILTER (WHERE c.step IS NOT NULL)
+        SELECT s.id, s.name, m.name, list(c.step ORDER BY c.step) FILTER (WHERE c.step IS NOT NULL),
+               coalesce(s.axis, 'step')
         FROM series s
         JOIN models m ON m.id = s.base_model_id
         LEFT JOIN series_checkpoints c ON c.series_id = s.id
-        GROUP BY s.id, s.name, m.name
+        GROUP BY s.id, s.name, m.name, s.axis
         ORDER BY s.id
         """
     ).fetchall()
-    return [{"id": i, "name": n, "base": b, "steps": steps or []} for i, n, b, steps in rows]
+    return [
+        {"id": i, "name": n, "base": b, "steps": steps or [], "axis": axis}
+        for i, n, b, steps, axis in rows
+    ]
 
 
 def get_series(
@@ -117,7 +133,7 @@ def get_series(
 ) -> dict[str, Any] | None:
     """A series with its checkpoints in step order, by id or name (None if there is none)."""
     row = conn.execute(
-        "SELECT s.id, s.name, s.base_model_id, m.name FROM series s "
+        "SELECT s.id, s.name, s.base_model_id, m.name, coalesce(s.axis, 'step') FROM series s "
         "JOIN models m ON m.id = s.base_model_id WHERE s.id = ? OR s.name = ?",
         [series_id, name],
     ).fetchone()
@@ -133,6 +149,7 @@ def get_series(
         "name": row[1],
         "base_model_id": row[2],
         "base": row[3],
+        "axis": row[4],
         "checkpoints": [
             {"step": s, "post": m, "model_id": mid, "pair_id": pid}
             for s, m, mid, pid in checkpoints

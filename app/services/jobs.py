@@ -124,31 +124,55 @@ def create_job(conn: Connection, request: EvaluateJobIn) -> tuple[int, list[int]
         update_job_status(conn, job_id)
         return job_id, to_enqueue
     for m in request.models:
-        model_id = jobs_db.model_id(conn, m.name)
-        cfg = shard_config(m, request.config)
-        chash = config_hash(cfg)
-        done = {
-            (stored_benchmark_name(b), seed) for b, seed in jobs_db.evaluated(conn, model_id, chash)
-        }
-        rows = [
-            (
-                bench,
-                seed,
-                ShardStatus.reused
-                if (stored_benchmark_name(bench), seed) in done
-                else ShardStatus.queued,
-            )
-            for bench in request.benchmarks
-            for seed in request.seeds
-        ]
-        spec = {"model": m.model_dump(mode="json"), "config": cfg}
-        ids = jobs_db.insert_evaluation_shards(
-            conn, job_id=job_id, model_id=model_id, config_hash=chash, spec=spec, rows=rows
+        to_enqueue += evaluation_shards(
+            conn, job_id, m, request.benchmarks, request.seeds, request.config
         )
-        to_enqueue += sorted(i for i, status in ids if status == ShardStatus.queued)
     _add_pairs(conn, request.pairs)
     update_job_status(conn, job_id)
     return job_id, to_enqueue
+
+
+def evaluation_shards(
+    conn: Connection,
+    job_id: int,
+    model: ModelIn,
+    benchmarks: list[str],
+    seeds: list[int],
+    config: EvalConfigIn,
+    *,
+    parent_id: int | None = None,
+) -> list[int]:
+    """Write one model's (benchmark, seed) shards of a job, each ``reused`` when the model was
+    evaluated there under the same eval config; returns the queued ones' ids. ``parent_id``:
+    the merge shard whose worker runs them."""
+    model_id = jobs_db.model_id(conn, model.name)
+    cfg = shard_config(model, config)
+    chash = config_hash(cfg)
+    done = {
+        (stored_benchmark_name(b), seed) for b, seed in jobs_db.evaluated(conn, model_id, chash)
+    }
+    rows = [
+        (
+            bench,
+            seed,
+            ShardStatus.reused
+            if (stored_benchmark_name(bench), seed) in done
+            else ShardStatus.queued,
+        )
+        for bench in benchmarks
+        for seed in seeds
+    ]
+    spec = {"model": model.model_dump(mode="json"), "config": cfg}
+    ids = jobs_db.insert_evaluation_shards(
+        conn,
+        job_id=job_id,
+        model_id=model_id,
+        config_hash=chash,
+        spec=spec,
+        rows=rows,
+        parent_id=parent_id,
+    )
+    return sorted(i for i, status in ids if status == ShardStatus.queued)
 
 
 def _add_pairs(conn: Connection, pairs: list[PairSpecIn]) -> None:

@@ -1,0 +1,131 @@
+"""Merging the base back in (issue 54) on both ends: the sweep a submitter asks for (a stored
+pair, a method, the mixes) and the spec of the shard that builds one merged checkpoint and then
+runs its evaluations. The merge itself is ``forgetmap.worker.merge``.
+
+A mix is the post model's share, from 0 (the base) to 1 (the post model), in thousandths: a
+sweep is stored as a series whose axis is the mix (``step`` = the mix in thousandths).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from forgetmap.contract.base import Name, Strict
+from forgetmap.contract.jobs import (
+    MAX_SHARDS_PER_JOB,
+    Benchmarks,
+    EvalConfigIn,
+    ModelIn,
+    Seeds,
+)
+from forgetmap.contract.shards import ShardModel
+from forgetmap.core.errors import InputError
+from pydantic import BaseModel, ConfigDict, Field
+
+MIX_STEPS = 1000
+"""A mix is stored in thousandths (the step of its series): 0.25 is step 250."""
+DEFAULT_MIXES = (0.0, 0.25, 0.5, 0.75, 1.0)
+MERGE_FOLDER = "forgetmap-merges"
+"""Where a worker builds merged checkpoints, under its first model root unless
+``FORGETMAP_MERGE_DIR`` says otherwise."""
+
+MergeMethodName = Literal["linear", "slerp"]
+Mix = Annotated[float, Field(ge=0, le=1)]
+
+
+def mix_step(mix: float) -> int:
+    """The series step of a mix (thousandths)."""
+    return round(mix * MIX_STEPS)
+
+
+def mix_label(mix: float) -> str:
+    return f"{mix:g}"
+
+
+def folder_name(model: str) -> str:
+    """A merged model's folder: its name with anything but letters, digits, ``.``, ``_`` and
+    ``-`` replaced (a name never becomes a path that climbs out)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip(".-") or "merge"
+
+
+class MergeJobIn(Strict):
+    """A sweep of a stored pair: for each mix strictly between 0 and 1 a merged checkpoint built
+    by a worker, evaluated on ``benchmarks`` x ``seeds`` under ``config`` and removed afterwards
+    unless ``keep``; mix 0 and 1 are the pair's own models (their stored evaluations serve).
+    ``benchmarks``, ``seeds`` and ``config`` default to those of the post model's newest
+    evaluation by the workers. The sweep is stored as series ``series`` (default: "POST merged
+    back (METHOD)") with the mix as its axis."""
+
+    kind: Literal["merge"]
+    base: ModelIn
+    post: ModelIn
+    method: MergeMethodName = "linear"
+    mixes: Annotated[list[Mix], Field(min_length=1, max_length=21)] = list(DEFAULT_MIXES)
+    benchmarks: Benchmarks | None = None
+    seeds: Seeds | None = None
+    config: EvalConfigIn | None = None
+    series: Name | None = None
+    keep: bool = False
+
+    def check(self) -> MergeJobIn:
+        if self.base.name == self.post.name:
+            raise InputError("the base and the post-trained model need different names")
+        steps = [mix_step(m) for m in self.mixes]
+        if any(abs(s / MIX_STEPS - m) > 1e-9 for s, m in zip(steps, self.mixes, strict=True)):
+            raise InputError("a mix is given in thousandths at most, e.g. 0.25 or 0.125")
+        if len(set(steps)) != len(steps):
+            raise InputError("each mix is given once")
+        return self
+
+    def series_name(self) -> str:
+        return self.series or f"{self.post.name} merged back ({self.method})"
+
+    def merged_name(self, mix: float) -> str:
+        """The merged model's name: its pair, method and mix."""
+        return f"{self.base.name}+{self.post.name}@{self.method}-{mix_label(mix)}"
+
+    def inner_mixes(self) -> list[float]:
+        """The mixes a worker builds (0 and 1 are the pair's own models), in order."""
+        return sorted(m for m in self.mixes if 0 < m < 1)
+
+    def check_size(self, benchmarks: int, seeds: int) -> None:
+        shards = (len(self.inner_mixes()) + 2) * benchmarks * seeds
+        if shards > MAX_SHARDS_PER_JOB:
+            raise InputError(
+                f"this sweep has {shards} evaluations (mixes x benchmarks x seeds), over the "
+                f"limit of {MAX_SHARDS_PER_JOB}; sweep fewer mixes or benchmarks"
+            )
+
+    def payload(
+        self, benchmarks: list[str], seeds: list[int], config: EvalConfigIn
+    ) -> dict[str, Any]:
+        """The job as stored, with what the defaults became and its pair."""
+        return {
+            **self.model_dump(mode="json"),
+            "benchmarks": benchmarks,
+            "seeds": seeds,
+            "config": config.model_dump(mode="json"),
+            "series": self.series_name(),
+            "pairs": [{"base": self.base.name, "post": self.post.name}],
+        }
+
+
+class MergeShardSpec(BaseModel):
+    """What a merge shard tells its worker (``shards.spec``): the pair, how to merge, the merged
+    model (its path relative to the worker's merge folder), whether to keep it, and the
+    evaluation shards to run on it once built. Unknown keys are ignored."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+    base: ShardModel
+    post: ShardModel
+    method: MergeMethodName
+    mix: float
+    model: Name
+    folder: Name
+    keep: bool = False
+    evaluations: list[int] = []
+
+    def recipe(self) -> dict[str, Any]:
+        """What decides the merged weights (its hash keys the shard)."""
+        return self.model_dump(mode="json", include={"base", "post", "method", "mix"})

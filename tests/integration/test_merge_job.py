@@ -1,0 +1,149 @@
+"""A merge sweep end to end (issue 54): a stored pair -> `POST /api/jobs` with ``"kind": "merge"``
+-> Redis -> `forgetmap worker` builds each mix with mergekit, evaluates it (transformers) and
+removes it -> the sweep stored as a series along the mix.
+
+Checked: the ends are the pair's own evaluations (reused, not run again); each mix strictly
+between 0 and 1 is built once and evaluated on the post model's benchmarks and seeds; a merged
+checkpoint is gone after its evaluation unless kept; the same merge asked again is reused; the
+rows stored for a mix are those our own engine gives on a merge we build here; a sweep of a pair
+that was never stored, or with a mix past thousandths, is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.services import require_modules
+from tests.support.worker_env import Deployment, require_redis, write_toy_benchmark
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+N_ITEMS = 6
+SEEDS = [0, 1]
+
+
+def _models(dep: Deployment) -> dict:
+    return {
+        "base": {"name": "tiny-base", "path": str(dep.models / "tiny-base"), "prompting": "base"},
+        "post": {"name": "tiny-post", "path": str(dep.models / "tiny-post"), "prompting": "chat"},
+    }
+
+
+def _stored_rows(dep: Deployment, model: str) -> dict:
+    """(sample, seed) -> (response, correct) of a merged model's stored rows, from its pair's
+    per-sample export."""
+    import csv
+    import io
+
+    pairs = {p["post"]: p["id"] for p in dep.http.get("/api/pairs").json()}
+    text = dep.http.get(f"/api/pairs/{pairs[model]}/samples.csv").text
+    return {
+        (r["sample_id"], int(r["seed"])): (r["post_response"], r["post_correct"] == "1")
+        for r in csv.DictReader(io.StringIO(text))
+    }
+
+
+def test_a_sweep_end_to_end(tmp_path):
+    require_redis()
+    require_modules("mergekit", "torch", "transformers", why="the merge path's checkpoints")
+    from forgetmap.demo.tiny_model import build_tiny_model
+
+    dep = Deployment(tmp_path)
+    build_tiny_model(dep.models / "tiny-base", seed=0)
+    build_tiny_model(dep.models / "tiny-post", seed=1)
+    write_toy_benchmark(dep.benchmarks / "toy.jsonl", N_ITEMS)
+    models = _models(dep)
+    evaluation = {
+        "models": [models["base"], models["post"]],
+        "benchmarks": ["local:toy.jsonl"],
+        "seeds": SEEDS,
+        "config": {"engine": "transformers", "max_tokens": 8},
+        "pairs": [{"base": "tiny-base", "post": "tiny-post", "label": "tiny", "stage": "sft"}],
+    }
+    sweep = {"kind": "merge", **models, "mixes": [0, 0.25, 0.5, 0.75, 1]}
+    try:
+        refused = dep.http.post("/api/jobs", json=sweep)  # no pair stored yet
+        assert refused.status_code == 422 and "no pair tiny-base -> tiny-post" in refused.text
+        dep.start_worker()
+        dep.wait_ready()
+        assert dep.wait(dep.submit(evaluation), timeout=600)["status"] == "done", dep.logs()
+        finer = dep.http.post("/api/jobs", json={**sweep, "mixes": [0.0005]})
+        assert finer.status_code == 422 and "thousandths" in finer.text
+
+        answer = dep.http.post("/api/jobs", json=sweep)
+        assert answer.status_code == 201, answer.text
+        # three merge shards are sent; their evaluations go with them, the ends are stored
+        assert answer.json()["shards_to_run"] == 3
+        job = dep.wait(answer.json()["id"], timeout=900)
+        assert job["status"] == "done", (job, dep.logs())
+        assert job["request"]["benchmarks"] == ["local:toy.jsonl"]  # the post model's defaults
+        assert job["request"]["seeds"] == SEEDS
+        by_model: dict[str, list[dict]] = {}
+        for shard in job["shards"]:
+            by_model.setdefault(shard["model"], []).append(shard)
+        assert {s["status"] for m in ("tiny-base", "tiny-post") for s in by_model[m]} == {"reused"}
+        merged = {f"tiny-base+tiny-post@linear-{mix}": mix for mix in ("0.25", "0.5", "0.75")}
+        assert set(by_model) == {"tiny-base", "tiny-post", *merged}
+        for name in merged:
+            kinds = sorted((s["benchmark"], s["status"]) for s in by_model[name])
+            assert kinds == [("local:toy.jsonl", "done")] * 2 + [("merge", "done")]
+            evaluations = [s for s in by_model[name] if s["benchmark"] != "merge"]
+            assert all(s["done"] == s["total"] == N_ITEMS for s in evaluations)
+            assert len(_stored_rows(dep, name)) == N_ITEMS * len(SEEDS)
+        # built under the first model root and removed after its evaluation
+        assert list((dep.models / "forgetmap-merges").iterdir()) == []
+
+        # the series along the mix: each merge and the post model, paired with the base
+        (series,) = dep.http.get("/api/series").json()
+        assert series["name"] == "tiny-post merged back (linear)"
+        assert series["axis"] == "mix"
+        view = dep.http.get(f"/api/series/{series['id']}").json()
+        assert view["steps"] == [250, 500, 750, 1000]
+        assert [c["post"] for c in view["checkpoints"]] == [*merged, "tiny-post"]
+        pairs = {p["post"]: p for p in dep.http.get("/api/pairs").json()}
+        assert pairs["tiny-base+tiny-post@linear-0.5"]["label"] == (
+            "tiny-post merged back (linear) @ mix 0.5"
+        )
+
+        # the same merge kept under another series: stored evaluations, nothing built
+        again = {**sweep, "mixes": [0.5], "keep": True, "series": "half"}
+        answer = dep.http.post("/api/jobs", json=again).json()
+        assert answer["shards_to_run"] == 0
+        assert {s["status"] for s in dep.job(answer["id"])["shards"]} == {"reused"}
+
+        # a kept merge at a new mix stays on disk; its rows are our own engine's on our merge
+        kept = {**sweep, "mixes": [0.6], "keep": True, "series": "kept"}
+        job = dep.wait(dep.submit(kept), timeout=600)
+        assert job["status"] == "done", (job, dep.logs())
+        folder = dep.models / "forgetmap-merges" / "tiny-base-tiny-post-linear-0.6"
+        assert (folder / "forgetmap-merge.json").is_file()
+        _same_rows_as_our_merge(dep, folder)
+    finally:
+        dep.close()
+
+
+def _same_rows_as_our_merge(dep: Deployment, folder) -> None:
+    """The rows stored for the kept merge at 0.6 are those our own transformers engine gives,
+    with the worker's prompts and seeds, on a merge of the pair we build here."""
+    from forgetmap.contract.shards import ShardConfig
+    from forgetmap.worker.benchmarks.registry import load_benchmark
+    from forgetmap.worker.engines import make_engine
+    from forgetmap.worker.evaluate import _evaluate
+    from forgetmap.worker.merge import build_merge, pair_config
+
+    ours = build_merge(
+        pair_config("linear", str(dep.models / "tiny-base"), str(dep.models / "tiny-post"), 0.6),
+        dep.root / "ours",
+        tokenizer_from=dep.models / "tiny-post",
+    )
+    config = ShardConfig(engine="transformers", max_tokens=8, prompting="chat")
+    engine = make_engine("transformers", str(ours), num_threads=1)
+    stored = _stored_rows(dep, "tiny-base+tiny-post@linear-0.6")
+    try:
+        for seed in SEEDS:
+            items = load_benchmark(
+                "local:toy.jsonl", local_dirs=[dep.benchmarks], limit=None, seed=seed
+            ).items
+            for row in _evaluate(engine, items, items, config, seed):
+                assert stored[(row.sample_id, seed)] == (row.response, row.correct)
+    finally:
+        engine.close()
