@@ -18,13 +18,15 @@
 
   function chart(el, view, category) {
     const rows = view.records.filter((r) => r.category === category);
-    const steps = rows.map((r) => r.step);
+    const sweep = view.axis === "mix";  // a merge sweep: the step is the mix in thousandths
+    const place = (r) => (sweep ? r.step / 1000 : r.step);
+    const steps = rows.map(place);
     const half = (x) => (x === null || x === undefined ? 0 : x);  // one seed: no interval
     const line = (field, color, name) => ({
       type: "scatter", mode: "lines+markers", name: name, x: steps, y: rows.map((r) => r[field]),
       line: { color: color, width: 2 }, marker: { color: color, size: 8 },
       customdata: rows.map((r) => [r.pair_id, esc(r.post), pct(r[field]), pct(r[field + "_margin"]), pct(r.noise_floor)]),
-      hovertemplate: "step %{x} · %{customdata[1]}<br>" + name + " %{customdata[2]} ± %{customdata[3]} (95% across seeds)" +
+      hovertemplate: (sweep ? "mix" : "step") + " %{x} · %{customdata[1]}<br>" + name + " %{customdata[2]} ± %{customdata[3]} (95% across seeds)" +
         "<br>noise floor %{customdata[4]}<extra>click for the pair</extra>",
     });
     const traces = [
@@ -38,16 +40,18 @@
     if (first !== undefined) {
       const r = rows.find((x) => x.step === first);
       traces.push({
-        type: "scatter", mode: "markers", name: "clears noise", x: [first], y: [r.f_true],
+        type: "scatter", mode: "markers", name: "clears noise", x: [place(r)], y: [r.f_true],
         marker: { symbol: "star", size: 16, color: "#111", line: { color: "#fff", width: 1 } },
         customdata: [[r.pair_id, esc(r.post), pct(r.f_true), pct(r.f_true_margin), pct(r.noise_floor)]],
-        hovertemplate: "first step where F_true clears the noise floor: %{x}<extra></extra>",
+        hovertemplate: "first " + (sweep ? "mix" : "step") + " where F_true clears the noise floor: %{x}<extra></extra>",
       });
     }
     Plotly.newPlot(el, traces, {
       title: { text: esc(category), font: { size: 14 }, x: 0.02 }, height: 260,
       margin: { l: 48, r: 10, t: 34, b: 36 }, showlegend: false,
-      xaxis: { title: { text: "step" }, type: steps.length > 2 && steps[steps.length - 1] / Math.max(steps[0], 1) > 1000 ? "log" : "linear" },
+      xaxis: sweep
+        ? { title: { text: "mix (the post model's share; 0 is the base)" }, range: [0, 1.02] }
+        : { title: { text: "step" }, type: steps.length > 2 && steps[steps.length - 1] / Math.max(steps[0], 1) > 1000 ? "log" : "linear" },
       yaxis: { tickformat: "~%", rangemode: "tozero" },
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
       font: { family: "system-ui, -apple-system, Segoe UI, sans-serif", size: 11 },

@@ -26,6 +26,7 @@ from forgetmap.contract.shards import ClaimedShard
 from forgetmap.runtime.paths import ModelPathError, ModelRules
 from forgetmap.worker.client import AppClient
 from forgetmap.worker.evaluate import EngineCache, ShardFailed, run_shard, shard_spec
+from forgetmap.worker.merge import build_merge, pair_config
 from forgetmap.worker.settings import WorkerSettings
 
 log = logging.getLogger("forgetmap.worker")
@@ -50,8 +51,6 @@ def _recipe(spec: MergeShardSpec) -> dict:
 
 def built_merge(spec: MergeShardSpec, settings: WorkerSettings) -> Path:
     """The merged checkpoint of ``spec``: found (same recipe) or built now."""
-    from forgetmap.worker.merge import build_merge, pair_config
-
     rules = ModelRules.of(settings)
     try:
         base, post = rules.check(spec.base.path), rules.check(spec.post.path)

@@ -20,6 +20,7 @@ from forgetmap.cli import (
     jobs,
     judge,
     maps,
+    merge,
     models,
     pairs,
     probe,
@@ -124,6 +125,7 @@ main.add_command(imports.import_group)
 main.add_command(jobs.job)
 main.add_command(judge.judge)
 main.add_command(maps.map_command)
+main.add_command(merge.merge)
 main.add_command(models.model)
 main.add_command(pairs.pair)
 main.add_command(probe.probe)

@@ -197,7 +197,7 @@ WITH ck AS (
            CASE
              WHEN base_known IS NULL OR history IS NULL THEN NULL
              WHEN base_known AND first_unknown IS NULL THEN 'kept'
-             WHEN base_known AND last_known > first_unknown THEN 'relearned'
+             WHEN base_known AND known_at_end THEN 'relearned'
              WHEN base_known THEN 'forgotten'
              WHEN known_at_end THEN 'learned'
              ELSE 'never'
@@ -220,8 +220,8 @@ def question_histories(
     """Each question's correctness along a series: at the base and at every checkpoint, all seeds.
 
     A model *knows* a question when it is correct in at least half of its seeds. Fates:
-    ``forgotten`` (the base knew it, a checkpoint lost it, no later checkpoint knew it again),
-    ``relearned`` (lost, then known again at a later step), ``learned`` (the base did not know it,
+    ``forgotten`` (the base knew it, a checkpoint lost it, the last checkpoint does not know it),
+    ``relearned`` (lost, then known again at the last step), ``learned`` (the base did not know it,
     the last checkpoint does), ``kept`` and ``never``. Questions the base or no checkpoint answered
     are left out. Returns (matching questions, count per fate, this page's rows). ``sample_id``
     narrows the page to that question (of ``benchmarks``); the counts stay those of all of them.
@@ -239,11 +239,12 @@ def question_histories(
         ), page AS (
             SELECT coalesce(list({'benchmark': benchmark, 'category': category,
                                   'sample_id': sample_id, 'fate': fate,
-                                  'first_forgotten': first_forgotten, 'base_correct': base_correct,
+                                  'first_forgotten': first_forgotten, 'last_known': last_known,
+                                  'base_correct': base_correct,
                                   'history': history, 'prompt': prompt} ORDER BY rank), []) AS r
             FROM (
                 SELECT b.name AS benchmark, b.category, f.sample_id, f.fate, f.first_forgotten,
-                       f.base_correct, f.history,
+                       f.last_known, f.base_correct, f.history,
                        (SELECT any_value("""
             + full_prompt("r")
             + """) FROM results r WHERE r.model_id = $base

@@ -20,6 +20,7 @@ series page, the map and the drill-down read a sweep as they read a training run
 
 from __future__ import annotations
 
+from forgetmap.analysis.merge_choice import MixScore, Objective, best_mix
 from forgetmap.contract.jobs import EvalConfigIn, ModelIn, ShardKind
 from forgetmap.contract.merge import (
     MERGE_FOLDER,
@@ -134,3 +135,65 @@ def create_merge_job(conn: Connection, request: MergeJobIn) -> tuple[int, list[i
     )
     update_job_status(conn, job_id)
     return job_id, sorted(to_send)
+
+
+# ------------------------------------------------------------------------------ the choice
+
+
+def sweep_scores(records: list[dict], category: str = "Total") -> list[MixScore]:
+    """A sweep's mixes scored against the base in ``category`` (its series' records,
+    ``forgetmap.services.series.series_records``), with the base as mix 0. The F_true interval
+    is the 95% t-interval across seeds (none with one seed: the mean itself)."""
+    scores = [MixScore(0.0, 0.0, 0.0, 0.0, 0.0)]
+    for r in records:
+        if r["category"] != category:
+            continue
+        margin = r["f_true_margin"] or 0.0
+        scores.append(
+            MixScore(
+                r["step"] / MIX_STEPS,
+                r["f_true"],
+                r["bt_true"],
+                max(r["f_true"] - margin, 0.0),
+                r["f_true"] + margin,
+            )
+        )
+    return scores
+
+
+def sweep_choice(
+    records: list[dict],
+    *,
+    category: str = "Total",
+    objective: Objective = "forget_least",
+    keep_gains: float = 0.0,
+) -> dict:
+    """Which mix of a sweep ``objective`` picks in ``category`` (forgetmap.analysis.merge_choice),
+    with every mix's scores; an InputError when the category has no score at mix 1."""
+    scores = sweep_scores(records, category)
+    if not any(s.mix == 1.0 for s in scores):
+        raise InputError(
+            f"the sweep has no score at mix 1 (the post model) in {category!r}: evaluate the "
+            "post model, or name a category the sweep has"
+        )
+    choice = best_mix(scores, objective=objective, keep_gains=keep_gains)
+    seeds = {r["seeds"] for r in records if r["category"] == category}
+    return {
+        "category": category,
+        "objective": objective,
+        "keep_gains": keep_gains,
+        "mix": choice.mix,
+        "beats_post": choice.beats_post,
+        "reason": choice.reason,
+        "one_seed": seeds == {1},
+        "mixes": [
+            {
+                "mix": s.mix,
+                "f_true": s.f_true,
+                "bt_true": s.bt_true,
+                "f_low": s.f_low,
+                "f_high": s.f_high,
+            }
+            for s in scores
+        ],
+    }

@@ -139,6 +139,7 @@ def series_view(cache: MapCache, series: dict, aggregate: str = "macro") -> dict
             "id": series["id"],
             "name": series["name"],
             "base": series["base"],
+            "axis": series["axis"],
             "steps": [c["step"] for c in series["checkpoints"]],
             "checkpoints": [
                 {k: c[k] for k in ("step", "post", "pair_id")} for c in series["checkpoints"]

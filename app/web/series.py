@@ -8,12 +8,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse
+from forgetmap.analysis.merge_choice import Objective
 from forgetmap.contract.jobs import CheckpointSubmission
 from forgetmap.contract.series import MAX_FLIPS, SeriesExport
 from forgetmap.core.errors import InputError
 from forgetmap.core.vocabularies import Aggregate
 from forgetmap.db import jobs as jobs_db
 from forgetmap.db import series as series_db
+from forgetmap.db.series import axis_label
+from forgetmap.services.merge import sweep_choice
 from forgetmap.services.queue import send_and_record
 from forgetmap.services.series import series_view, submit_checkpoint
 from forgetmap.services.series_export import series_export
@@ -35,6 +38,16 @@ FATE_LABELS = {
     "kept": "kept",
     "never": "never known",
 }
+SWEEP_FATE_LABELS = {
+    "forgotten": "forgotten by the post model",
+    "relearned": "newly forgotten by a merge",
+    "learned": "learned",
+    "kept": "kept",
+    "never": "never known",
+}
+"""A sweep's questions (axis ``mix``, from the base at mix 0 to the post model at 1): a question
+the post model forgot is undone at the largest mix that still knows it; one both ends know but a
+merge between lost is newly forgotten by it (forgetmap.analysis.merge_fates)."""
 
 
 def get_series(request: Request, series_id: int) -> dict:
@@ -96,6 +109,46 @@ def api_series(request: Request, series_id: deps.Id, aggregate: Aggregate = "mac
     `forgetmap series show NAME --format json`) and, per category, the first step whose F_true
     clears its noise floor beyond its 95% CI across seeds."""
     return series_view(deps.map_cache(request), get_series(request, series_id), aggregate)
+
+
+KeepGains = Annotated[
+    float,
+    Query(ge=0, le=1, description="the least share of the post model's BT_true a mix must keep"),
+]
+
+
+def merge_choice(
+    request: Request, series: dict, objective: Objective, keep_gains: float, category: str
+) -> dict:
+    """A sweep's choice (forgetmap.services.merge.sweep_choice); 422 for a training run."""
+    if series["axis"] != "mix":
+        raise HTTPException(
+            422, f"series {series['name']!r} is a training run, not a merge sweep: no mix to choose"
+        )
+    view = series_view(deps.map_cache(request), series)
+    try:
+        return sweep_choice(
+            view["records"], category=category, objective=objective, keep_gains=keep_gains
+        )
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from exc
+
+
+@router.get("/api/series/{series_id}/merge-choice", responses=ID_ERRORS)
+def api_merge_choice(
+    request: Request,
+    series_id: deps.Id,
+    objective: Objective = "forget_least",
+    keep_gains: KeepGains = 0.8,
+    category: Annotated[str, Query(max_length=200)] = "Total",
+) -> dict:
+    """A merge sweep's answer to "which mix forgets least while keeping at least ``keep_gains``
+    of the post model's gains" (``objective=forget_least``) or "which mix has the best BT_true -
+    F_true" (``net``), in ``category``: the mix, whether it beats the post model beyond noise
+    (its F_true 95% interval wholly below the post model's), a sentence saying so, and every
+    mix's scores with its interval (what `forgetmap merge best` prints)."""
+    series = get_series(request, series_id)
+    return merge_choice(request, series, objective, keep_gains, category)
 
 
 @router.get("/api/series/{series_id}/export", responses=ID_ERRORS)
@@ -173,9 +226,15 @@ def series_page(
     category: str | None = None,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     sample_id: Annotated[str | None, Query(max_length=500)] = None,
+    objective: Objective = "forget_least",
+    keep_gains: KeepGains = 0.8,
 ) -> HTMLResponse:
     series = get_series(request, series_id)
     view = series_view(deps.map_cache(request), series)
+    sweep = series["axis"] == "mix"
+    choice = None
+    if sweep and any(r["step"] == 1000 for r in view["records"]):
+        choice = merge_choice(request, series, objective, keep_gains, "Total")
     opened_on = None
     if category in (ALL_CATEGORIES, ""):
         category = None
@@ -201,7 +260,15 @@ def series_page(
             total=total,
             counts=counts,
             fate=fate,
-            fate_labels=FATE_LABELS,
+            fate_labels=SWEEP_FATE_LABELS if sweep else FATE_LABELS,
+            sweep=sweep,
+            choice=choice,
+            objective=objective,
+            keep_gains=keep_gains,
+            place={
+                c["step"]: axis_label("mix", c["step"]) if sweep else f"step {c['step']}"
+                for c in series["checkpoints"]
+            },
             benchmark=benchmark or "",
             category=category or "",
             page=page,

@@ -11,10 +11,18 @@ that was never stored, or with a mix past thousandths, is refused before anythin
 
 from __future__ import annotations
 
+import json
+import subprocess
+
 import pytest
 
 from tests.support.services import require_modules
-from tests.support.worker_env import Deployment, require_redis, write_toy_benchmark
+from tests.support.worker_env import (
+    FORGETMAP,
+    Deployment,
+    require_redis,
+    write_toy_benchmark,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 N_ITEMS = 6
@@ -104,9 +112,31 @@ def test_a_sweep_end_to_end(tmp_path):
             "tiny-post merged back (linear) @ mix 0.5"
         )
 
-        # the same merge kept under another series: stored evaluations, nothing built
-        again = {**sweep, "mixes": [0.5], "keep": True, "series": "half"}
-        answer = dep.http.post("/api/jobs", json=again).json()
+        # the choice, through the CLI: the post model's F_true interval against each mix's
+        best = _cli(dep, "merge", "best", series["name"], "--keep-gains", "0")
+        assert best.returncode == 0, best.stderr
+        choice = dep.http.get(
+            f"/api/series/{series['id']}/merge-choice", params={"keep_gains": 0}
+        ).json()
+        assert f"Total: mix {choice['mix']:g}. {choice['reason']}." in best.stdout
+        assert [m["mix"] for m in choice["mixes"]] == [0, 0.25, 0.5, 0.75, 1]
+        page = dep.http.get(f"/series/{series['id']}").text
+        assert "Questions along the mix" in page and 'id="choice-answer"' in page
+
+        # the same merge kept under another series, through the CLI: stored evaluations,
+        # nothing built
+        again = _cli(
+            dep,
+            "merge",
+            "sweep",
+            f"--base=tiny-base={dep.models / 'tiny-base'}",
+            f"--post=tiny-post={dep.models / 'tiny-post'}",
+            "--mix=0.5",
+            "--keep",
+            "--series=half",
+        )
+        assert again.returncode == 0, again.stderr
+        answer = json.loads(again.stdout)
         assert answer["shards_to_run"] == 0
         assert {s["status"] for s in dep.job(answer["id"])["shards"]} == {"reused"}
 
@@ -119,6 +149,11 @@ def test_a_sweep_end_to_end(tmp_path):
         _same_rows_as_our_merge(dep, folder)
     finally:
         dep.close()
+
+
+def _cli(dep: Deployment, *args: str) -> subprocess.CompletedProcess:
+    env = {**dep.env, "FORGETMAP_APP_URL": dep.url, "FORGETMAP_API_TOKEN": dep.submit_token}
+    return subprocess.run([FORGETMAP, *args], capture_output=True, text=True, env=env)
 
 
 def _same_rows_as_our_merge(dep: Deployment, folder) -> None:

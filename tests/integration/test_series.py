@@ -120,7 +120,9 @@ def test_series_csv_and_table(run):
 
 def test_series_list_and_extending_a_series(run, tmp_path):
     listed = run.json("series", "list", "--format", "json")
-    assert listed == [{"id": 1, "name": "run", "base": "base", "steps": [1, 2, 3, 4]}]
+    assert listed == [
+        {"id": 1, "name": "run", "base": "base", "steps": [1, 2, 3, 4], "axis": "step"}
+    ]
     # a second series over the same checkpoints placed out of order, extended later
     out = run(
         "series",

@@ -18,7 +18,7 @@ def client(cli, tmp_path):
 
 def test_api_series_list_and_detail_match_the_cli(client, cli):
     assert client.get("/api/series").json() == [
-        {"id": 1, "name": "run", "base": "base", "steps": [1, 2, 3, 4]}
+        {"id": 1, "name": "run", "base": "base", "steps": [1, 2, 3, 4], "axis": "step"}
     ]
     view = client.get("/api/series/1").json()
     assert view["records"] == cli.json("series", "show", "run", "--format", "json")

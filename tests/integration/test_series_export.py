@@ -302,13 +302,15 @@ def test_the_export_route_and_a_remote_app(tmp_path, monkeypatch):
         assert away.stderr.count("\n") == 1
         with httpx.Client(base_url=server.url) as http:
             named = http.get("/api/series", params={"name": "run"}).json()
-            assert named == [{"id": 1, "name": "run", "base": "base", "steps": [1, 2, 3, 4]}]
+            assert named == [
+                {"id": 1, "name": "run", "base": "base", "steps": [1, 2, 3, 4], "axis": "step"}
+            ]
             assert http.get("/api/series", params={"name": "nope"}).json() == []
             reply = http.get("/api/series/1/export", params={"steps": [4], "max_flips": 1})
             export = SeriesExport.model_validate_json(reply.content)
             assert export.steps == [4] and len(export.flips) == 1 and export.flips_truncated
             assert http.get("/api/series/9/export").status_code == 404
-            bad = http.get("/api/series/1/export", params={"steps": [5, 9]})
+            bad = http.get("/api/series/1/export", params={"steps": [5, 9], "axis": "step"})
             assert (bad.status_code, bad.json()["detail"]) == (
                 422,
                 "series 'run' has no step 5, 9 (its steps: 1, 2, 3, 4)",

@@ -52,7 +52,7 @@ def test_checkpoints_are_submitted_once_and_placed_by_step(app_client):
         0,
     )
     assert app_client.get("/api/series").json() == [
-        {"id": 1, "name": "run", "base": "base", "steps": [10, 20]}
+        {"id": 1, "name": "run", "base": "base", "steps": [10, 20], "axis": "step"}
     ]
     jobs = app_client.get("/api/jobs").json()
     assert len(jobs) == 2

@@ -148,7 +148,7 @@ def test_a_trainer_run_fills_the_series_and_its_trackers(tmp_path, base_model, m
 
         # the series: both checkpoints, placed by step, each scored against the base
         assert dep.http.get("/api/series").json() == [
-            {"id": 1, "name": "run", "base": "tiny-base", "steps": [2, 4]}
+            {"id": 1, "name": "run", "base": "tiny-base", "steps": [2, 4], "axis": "step"}
         ]
         view = dep.http.get("/api/series/1").json()
         page = dep.http.get("/series/1")  # its charts are drawn from the data it embeds

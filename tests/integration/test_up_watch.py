@@ -56,7 +56,7 @@ def test_up_runs_a_watcher_beside_the_app(tmp_path):
             if series:
                 break
             time.sleep(0.3)
-        assert series == [{"id": 1, "name": "run", "base": "base", "steps": [5]}], (
+        assert series == [{"id": 1, "name": "run", "base": "base", "steps": [5], "axis": "step"}], (
             tmp_path / "up.log"
         ).read_text()
     finally:

@@ -112,7 +112,9 @@ def test_watcher_submits_each_complete_checkpoint_once(tmp_path, models):
         assert "tmp-checkpoint-3" not in text
 
         series = dep.http.get("/api/series").json()
-        assert series == [{"id": 1, "name": "run", "base": "tiny-base", "steps": [1, 2]}]
+        assert series == [
+            {"id": 1, "name": "run", "base": "tiny-base", "steps": [1, 2], "axis": "step"}
+        ]
         view = dep.http.get("/api/series/1").json()
         assert [c["post"] for c in view["checkpoints"]] == ["run/checkpoint-1", "run/checkpoint-2"]
         assert {p["stage"] for p in dep.http.get("/api/pairs").json()} == {"sft"}  # --stage
