@@ -119,7 +119,7 @@ def merge_best(
     if fmt == "json":
         click.echo(json.dumps(choice, indent=2))
         return
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (
             f"{m['mix']:g}" + (" *" if m["mix"] == choice["mix"] else ""),
             f"{m['f_true']:.3f}",

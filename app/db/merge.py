@@ -43,3 +43,23 @@ def finish_reused(conn: Connection, shard_id: int) -> None:
         "WHERE id = ? AND status = 'queued'",
         [shard_id],
     )
+
+
+def pair_sweeps(conn: Connection, base: str, post: str) -> list[dict[str, Any]]:
+    """The merge sweeps of a pair (series along the mix over ``base`` whose mix 1 is ``post``):
+    id, name and mixes in thousandths."""
+    rows = conn.execute(
+        """
+        SELECT s.id, s.name, list(c2.step ORDER BY c2.step)
+        FROM series s
+        JOIN models b ON b.id = s.base_model_id
+        JOIN series_checkpoints c ON c.series_id = s.id AND c.step = 1000
+        JOIN models p ON p.id = c.model_id
+        JOIN series_checkpoints c2 ON c2.series_id = s.id
+        WHERE s.axis = 'mix' AND b.name = ? AND p.name = ?
+        GROUP BY s.id, s.name
+        ORDER BY s.id
+        """,
+        [base, post],
+    ).fetchall()
+    return [{"id": i, "name": n, "steps": steps} for i, n, steps in rows]

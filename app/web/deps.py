@@ -21,6 +21,7 @@ from forgetmap.core.errors import InputError
 from forgetmap.core.metrics import TOTAL
 from forgetmap.core.vocabularies import Aggregate, Level
 from forgetmap.db import Store, flips, queries
+from forgetmap.db import merge as merge_db
 from forgetmap.db import probe as probe_db
 from forgetmap.db import recoverability as recoveries
 from forgetmap.db import scores as scores_db
@@ -184,6 +185,12 @@ def pair_probes(request: Request, pair_id: int) -> list[dict]:
     """A pair's probes, newest first (forgetmap.db.probe)."""
     with store(request).read() as conn:
         return probe_db.pair_probes(conn, pair_id)
+
+
+def pair_sweeps(request: Request, pair: dict) -> list[dict]:
+    """A pair's merge sweeps (forgetmap.db.merge)."""
+    with store(request).read() as conn:
+        return merge_db.pair_sweeps(conn, pair["base"], pair["post"])
 
 
 def get_job(request: Request, job_id: int) -> dict:

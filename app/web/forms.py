@@ -1,5 +1,5 @@
 """The HTML forms read into the typed bodies of app/contract: the submission form (a pair, or a
-training run) and a pair's recoverability form. Each parser returns (body, {}) or
+training run), a pair's recoverability, probe and merge forms. Each parser returns (body, {}) or
 (None, {field: message}), the messages shown beside the form's fields."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 from fastapi import Request
 from forgetmap.contract.base import problems, validated
 from forgetmap.contract.jobs import EvaluateJobIn, ModelIn, Prompting, SeriesJobIn
+from forgetmap.contract.merge import MergeJobIn
 from forgetmap.contract.probe import MAX_PROBE_ITEMS, PROBE_CAUSES, ProbeJobIn, ProbeOptionsIn
 from forgetmap.contract.recovery import MAX_TABLE_DOCS, CorpusIn, RecoverJobIn, RecoveryOptionsIn
 from forgetmap.core.errors import InputError
@@ -317,3 +318,32 @@ def parse_probe(request: Request, pair: dict, values: dict) -> tuple[ProbeJobIn 
         return None, {"form": str(exc)}
     body = ProbeJobIn(kind="probe", base=models["base"], post=models["post"], options=checked)
     return body, {}
+
+
+def parse_merge(
+    request: Request, pair: dict, values: dict, prompting: dict[str, str]
+) -> tuple[MergeJobIn | None, dict]:
+    """Validate the merge form (``mixes``: numbers separated by commas or spaces); returns
+    (request, {}) or (None, {field: message}). ``prompting``: each side's stored prompting."""
+    errors: dict[str, str] = {}
+    models = _pair_models(request, pair, values, errors)
+    try:
+        mixes = [float(m) for m in (values.get("mixes") or "").replace(",", " ").split()]
+    except ValueError:
+        errors["mixes"] = "mixes are numbers from 0 to 1, e.g. 0, 0.25, 0.5, 0.75, 1"
+        mixes = []
+    if errors:
+        return None, errors
+    body = {
+        "kind": "merge",
+        "base": {**models["base"].model_dump(mode="json"), "prompting": prompting["base"]},
+        "post": {**models["post"].model_dump(mode="json"), "prompting": prompting["post"]},
+        "method": values.get("method") or "linear",
+        "keep": values.get("keep") == "on",
+        **({"mixes": mixes} if mixes else {}),
+        **({"series": values["series"].strip()} if (values.get("series") or "").strip() else {}),
+    }
+    try:
+        return validated(MergeJobIn, body).check(), {}
+    except InputError as exc:
+        return None, {"form": str(exc)}

@@ -53,6 +53,7 @@ def pair_page(request: Request, pair_id: deps.Id, exclude: PairExclude) -> HTMLR
         pairing_rule=queries.pairing_rule,
         recoveries=recoveries,
         probes=deps.pair_probes(request, pair_id),
+        sweeps=deps.pair_sweeps(request, pair),
         recovery_rows=view_rows(recoveries[0]) if recoveries else [],
         base_temperatures=base_temperatures,
         exclude=",".join(sorted(exclude)),

@@ -12,8 +12,10 @@ that was never stored, or with a mix past thousandths, is refused before anythin
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
+import httpx
 import pytest
 
 from tests.support.services import require_modules
@@ -77,12 +79,10 @@ def test_a_sweep_end_to_end(tmp_path):
         finer = dep.http.post("/api/jobs", json={**sweep, "mixes": [0.0005]})
         assert finer.status_code == 422 and "thousandths" in finer.text
 
-        answer = dep.http.post("/api/jobs", json=sweep)
-        assert answer.status_code == 201, answer.text
-        # three merge shards are sent; their evaluations go with them, the ends are stored
-        assert answer.json()["shards_to_run"] == 3
-        job = dep.wait(answer.json()["id"], timeout=900)
+        job_id = _submit_from_the_pair_page(dep)
+        job = dep.wait(job_id, timeout=900)
         assert job["status"] == "done", (job, dep.logs())
+        # three merge shards ran their evaluations; the ends are stored
         assert job["request"]["benchmarks"] == ["local:toy.jsonl"]  # the post model's defaults
         assert job["request"]["seeds"] == SEEDS
         by_model: dict[str, list[dict]] = {}
@@ -120,6 +120,8 @@ def test_a_sweep_end_to_end(tmp_path):
         ).json()
         assert f"Total: mix {choice['mix']:g}. {choice['reason']}." in best.stdout
         assert [m["mix"] for m in choice["mixes"]] == [0, 0.25, 0.5, 0.75, 1]
+        pair_page = dep.http.get(f"/pairs/{pairs['tiny-post']['id']}").text
+        assert f'<a href="/series/{series["id"]}">' in pair_page
         page = dep.http.get(f"/series/{series['id']}").text
         assert "Questions along the mix" in page and 'id="choice-answer"' in page
 
@@ -149,6 +151,36 @@ def test_a_sweep_end_to_end(tmp_path):
         _same_rows_as_our_merge(dep, folder)
     finally:
         dep.close()
+
+
+def _csrf(html: str) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+
+
+def _submit_from_the_pair_page(dep: Deployment) -> int:
+    """Log in, open the pair page's merge form (its checkpoints prefilled from the stored
+    models), send it with a bad mix first, then the five mixes; the job's id."""
+    with httpx.Client(base_url=dep.url, timeout=60) as browser:
+        login = browser.get("/login").text
+        browser.post("/login", data={"token": dep.submit_token, "csrf": _csrf(login)})
+        pair_id = dep.http.get("/api/pairs").json()[0]["id"]
+        page = browser.get(f"/pairs/{pair_id}").text
+        assert 'id="merging-back"' in page and f'href="/pairs/{pair_id}/merge"' in page
+        form = browser.get(f"/pairs/{pair_id}/merge").text
+        assert f'value="{dep.models / "tiny-post"}"' in form
+        values = {
+            "csrf": _csrf(form),
+            "base_path": str(dep.models / "tiny-base"),
+            "post_path": str(dep.models / "tiny-post"),
+            "method": "linear",
+            "mixes": "0, 0.25, half",
+        }
+        refused = browser.post(f"/pairs/{pair_id}/merge", data=values)
+        assert refused.status_code == 200 and 'data-field="mixes"' in refused.text
+        values["mixes"] = "0, 0.25, 0.5, 0.75, 1"
+        sent = browser.post(f"/pairs/{pair_id}/merge", data=values, follow_redirects=False)
+        assert sent.status_code == 303, sent.text
+        return int(sent.headers["location"].split("?")[0].rsplit("/", 1)[1])
 
 
 def _cli(dep: Deployment, *args: str) -> subprocess.CompletedProcess:
