@@ -20,13 +20,14 @@
     const rows = view.records.filter((r) => r.category === category);
     const sweep = view.axis === "mix";  // a merge sweep: the step is the mix in thousandths
     const place = (r) => (sweep ? r.step / 1000 : r.step);
+    const axisName = sweep ? "mix" : view.axis === "soup" ? "checkpoints averaged" : "step";
     const steps = rows.map(place);
     const half = (x) => (x === null || x === undefined ? 0 : x);  // one seed: no interval
     const line = (field, color, name) => ({
       type: "scatter", mode: "lines+markers", name: name, x: steps, y: rows.map((r) => r[field]),
       line: { color: color, width: 2 }, marker: { color: color, size: 8 },
       customdata: rows.map((r) => [r.pair_id, esc(r.post), pct(r[field]), pct(r[field + "_margin"]), pct(r.noise_floor)]),
-      hovertemplate: (sweep ? "mix" : "step") + " %{x} · %{customdata[1]}<br>" + name + " %{customdata[2]} ± %{customdata[3]} (95% across seeds)" +
+      hovertemplate: axisName + " %{x} · %{customdata[1]}<br>" + name + " %{customdata[2]} ± %{customdata[3]} (95% across seeds)" +
         "<br>noise floor %{customdata[4]}<extra>click for the pair</extra>",
     });
     const traces = [
@@ -43,7 +44,7 @@
         type: "scatter", mode: "markers", name: "clears noise", x: [place(r)], y: [r.f_true],
         marker: { symbol: "star", size: 16, color: "#111", line: { color: "#fff", width: 1 } },
         customdata: [[r.pair_id, esc(r.post), pct(r.f_true), pct(r.f_true_margin), pct(r.noise_floor)]],
-        hovertemplate: "first " + (sweep ? "mix" : "step") + " where F_true clears the noise floor: %{x}<extra></extra>",
+        hovertemplate: "first " + axisName + " where F_true clears the noise floor: %{x}<extra></extra>",
       });
     }
     Plotly.newPlot(el, traces, {
@@ -51,6 +52,8 @@
       margin: { l: 48, r: 10, t: 34, b: 36 }, showlegend: false,
       xaxis: sweep
         ? { title: { text: "mix (the post model's share; 0 is the base)" }, range: [0, 1.02] }
+        : view.axis === "soup"
+        ? { title: { text: "checkpoints averaged (the last N; 1 is the last checkpoint)" } }
         : { title: { text: "step" }, type: steps.length > 2 && steps[steps.length - 1] / Math.max(steps[0], 1) > 1000 ? "log" : "linear" },
       yaxis: { tickformat: "~%", rangemode: "tozero" },
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",

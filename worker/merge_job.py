@@ -1,5 +1,6 @@
-"""A merge shard on its worker (issue 54, forgetmap.services.merge): build one merged checkpoint of
-a pair, run the evaluation shards the app wrote for it, remove it unless kept.
+"""A merge shard on its worker (issue 54, forgetmap.services.merge): build one merged checkpoint (a
+pair's mix, or a soup of a run's last checkpoints), run the evaluation shards the app wrote for
+it, remove it unless kept.
 
 The checkpoint goes to ``FORGETMAP_MERGE_DIR`` (default: ``forgetmap-merges`` under the first
 model root) as ``FOLDER``, built aside and renamed into place (``forgetmap.worker.merge``), with a
@@ -26,7 +27,7 @@ from forgetmap.contract.shards import ClaimedShard
 from forgetmap.runtime.paths import ModelPathError, ModelRules
 from forgetmap.worker.client import AppClient
 from forgetmap.worker.evaluate import EngineCache, ShardFailed, run_shard, shard_spec
-from forgetmap.worker.merge import build_merge, pair_config
+from forgetmap.worker.merge import build_merge, pair_config, soup_config
 from forgetmap.worker.settings import WorkerSettings
 
 log = logging.getLogger("forgetmap.worker")
@@ -49,13 +50,25 @@ def _recipe(spec: MergeShardSpec) -> dict:
     return {**spec.recipe(), "keep": spec.keep}
 
 
-def built_merge(spec: MergeShardSpec, settings: WorkerSettings) -> Path:
-    """The merged checkpoint of ``spec``: found (same recipe) or built now."""
-    rules = ModelRules.of(settings)
+def _merge_config(spec: MergeShardSpec, rules: ModelRules) -> tuple[dict, str]:
+    """mergekit's configuration of ``spec`` (each model's path checked against the roots) and
+    the folder whose tokenizer the merge takes: the post model's, or the run's last
+    checkpoint's."""
     try:
+        if spec.method == "soup":
+            paths = [rules.check(c.path) for c in spec.checkpoints]
+            return soup_config(paths), paths[-1]
+        if spec.base is None or spec.post is None:
+            raise ShardFailed("the merge shard's spec names no pair")
         base, post = rules.check(spec.base.path), rules.check(spec.post.path)
     except ModelPathError as exc:
         raise ShardFailed(str(exc)) from exc
+    return pair_config(spec.method, base, post, spec.mix), post
+
+
+def built_merge(spec: MergeShardSpec, settings: WorkerSettings) -> Path:
+    """The merged checkpoint of ``spec``: found (same recipe) or built now."""
+    config, tokenizer_from = _merge_config(spec, ModelRules.of(settings))
     folder = merge_dir(settings) / spec.folder
     recipe_file = folder / RECIPE_FILE
     if folder.exists():
@@ -68,9 +81,8 @@ def built_merge(spec: MergeShardSpec, settings: WorkerSettings) -> Path:
         log.info("merge %s: using the checkpoint already at %s", spec.model, folder)
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    config = pair_config(spec.method, base, post, spec.mix)
     try:
-        build_merge(config, folder, tokenizer_from=post)
+        build_merge(config, folder, tokenizer_from=tokenizer_from)
     except ImportError as exc:
         raise ShardFailed(
             f"mergekit is not installed on this worker ({exc}): pip install 'forgetmap[merge]'"

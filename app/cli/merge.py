@@ -1,6 +1,7 @@
-"""``forgetmap merge``: mix a stored pair's base back into its post model at several mixes through a
-running app's API (``POST /api/jobs`` with ``"kind": "merge"``, forgetmap.services.merge), and
-ask a sweep which mix to take (``GET /api/series/{id}/merge-choice``)."""
+"""``forgetmap merge``: mix a stored pair's base back into its post model at several mixes, or
+average a training run's last checkpoints, through a running app's API (``POST /api/jobs`` with
+``"kind": "merge"`` or ``"soup"``, forgetmap.services.merge), and ask a sweep which mix to take
+(``GET /api/series/{id}/merge-choice``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from forgetmap.cli.jobs import APP_OPTION, TOKEN_OPTION, call_app, model_value
 
 @click.group()
 def merge() -> None:
-    """Merge a pair's base back in, mix by mix, and choose a mix (through a running app)."""
+    """Merge a pair's base back in, mix by mix, average a run's last checkpoints, and choose a
+    mix (through a running app)."""
 
 
 @merge.command("sweep")
@@ -71,6 +73,34 @@ def merge_sweep(
         body["mixes"] = list(mixes)
     if series:
         body["series"] = series
+    if dry_run:
+        click.echo(json.dumps(body, indent=2))
+        return
+    click.echo(json.dumps(call_app(app_url, token, "/api/jobs", body)))
+
+
+@merge.command("soup")
+@click.argument("series")
+@click.option(
+    "--size",
+    "sizes",
+    type=click.IntRange(2, 64),
+    multiple=True,
+    help="Average the run's last N checkpoints (repeatable; default 2, 4, 8 as the run allows).",
+)
+@click.option("--keep", is_flag=True, help="Keep each soup after its evaluation.")
+@click.option("--dry-run", is_flag=True, help="Print the request's body, send nothing.")
+@APP_OPTION
+@TOKEN_OPTION
+def merge_soup(
+    app_url: str, token: str | None, series: str, sizes: tuple[int, ...], keep: bool, dry_run: bool
+) -> None:
+    """Soups of training run SERIES: workers average its last N checkpoints, evaluate each soup
+    on the last checkpoint's benchmarks and seeds and remove it unless kept; prints the job as
+    JSON. The soups are series 'SERIES soups'."""
+    body: dict = {"kind": "soup", "series": series, "keep": keep}
+    if sizes:
+        body["sizes"] = list(sizes)
     if dry_run:
         click.echo(json.dumps(body, indent=2))
         return

@@ -7,19 +7,19 @@ from typing import Annotated, Any
 
 from forgetmap.contract.jobs import EvaluateJobIn, SeriesJobIn
 from forgetmap.contract.judge import JudgeJobIn
-from forgetmap.contract.merge import MergeJobIn
+from forgetmap.contract.merge import MergeJobIn, SoupJobIn
 from forgetmap.contract.probe import ProbeJobIn
 from forgetmap.contract.recovery import RecoverJobIn
 from pydantic import Discriminator, Tag
+
+KINDS = ("evaluate", "recover", "series", "probe", "judge", "merge", "soup")
 
 
 def _job_kind(value: Any) -> str:
     kind = (
         value.get("kind", "evaluate") if isinstance(value, dict) else getattr(value, "kind", None)
     )
-    return (
-        kind if kind in ("evaluate", "recover", "series", "probe", "judge", "merge") else "evaluate"
-    )
+    return kind if kind in KINDS else "evaluate"
 
 
 JobIn = Annotated[
@@ -28,10 +28,11 @@ JobIn = Annotated[
     | Annotated[SeriesJobIn, Tag("series")]
     | Annotated[ProbeJobIn, Tag("probe")]
     | Annotated[JudgeJobIn, Tag("judge")]
-    | Annotated[MergeJobIn, Tag("merge")],
+    | Annotated[MergeJobIn, Tag("merge")]
+    | Annotated[SoupJobIn, Tag("soup")],
     Discriminator(_job_kind),
 ]
 """An evaluation, a recoverability analysis (``"kind": "recover"``), a training run
 (``"kind": "series"``), a probe of a pair's flips (``"kind": "probe"``), a judge of its unread
-answers (``"kind": "judge"``) or a sweep of merges of a pair (``"kind": "merge"``); no kind means
-an evaluation."""
+answers (``"kind": "judge"``), a sweep of merges of a pair (``"kind": "merge"``) or soups of a
+training run's last checkpoints (``"kind": "soup"``); no kind means an evaluation."""

@@ -111,16 +111,48 @@ class MergeJobIn(Strict):
         }
 
 
+DEFAULT_SOUPS = (2, 4, 8)
+"""How many of a run's last checkpoints each soup averages (those longer than the run are left
+out when the sizes are not given)."""
+MAX_SOUP = 64
+
+
+class SoupJobIn(Strict):
+    """Soups along a stored training run: for each size N the uniform average of the run's last N
+    checkpoints, built by a worker, evaluated like a merge of a sweep and removed unless
+    ``keep``. ``benchmarks``, ``seeds`` and ``config`` default to those of the last checkpoint's
+    newest evaluation by the workers. The soups are stored as series ``RUN soups`` whose axis is
+    the soup's size (1 is the last checkpoint itself)."""
+
+    kind: Literal["soup"]
+    series: Name
+    sizes: Annotated[list[Annotated[int, Field(ge=2, le=MAX_SOUP)]], Field(min_length=1)] | None = (
+        None
+    )
+    benchmarks: Benchmarks | None = None
+    seeds: Seeds | None = None
+    config: EvalConfigIn | None = None
+    keep: bool = False
+
+    def soup_series(self) -> str:
+        return f"{self.series} soups"
+
+    def soup_name(self, size: int) -> str:
+        return f"{self.series}@soup-{size}"
+
+
 class MergeShardSpec(BaseModel):
-    """What a merge shard tells its worker (``shards.spec``): the pair, how to merge, the merged
-    model (its path relative to the worker's merge folder), whether to keep it, and the
-    evaluation shards to run on it once built. Unknown keys are ignored."""
+    """What a merge shard tells its worker (``shards.spec``): what to merge (a pair's ``base``
+    and ``post`` at ``mix`` by ``method``, or with ``method`` ``soup`` the uniform average of
+    ``checkpoints``), the merged model (its folder under the worker's merge folder), whether to
+    keep it, and the evaluation shards to run on it once built. Unknown keys are ignored."""
 
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
-    base: ShardModel
-    post: ShardModel
-    method: MergeMethodName
-    mix: float
+    base: ShardModel | None = None
+    post: ShardModel | None = None
+    method: Literal["linear", "slerp", "soup"]
+    mix: float = 1.0
+    checkpoints: list[ShardModel] = []
     model: Name
     folder: Name
     keep: bool = False
@@ -128,4 +160,6 @@ class MergeShardSpec(BaseModel):
 
     def recipe(self) -> dict[str, Any]:
         """What decides the merged weights (its hash keys the shard)."""
+        if self.method == "soup":
+            return self.model_dump(mode="json", include={"method", "checkpoints"})
         return self.model_dump(mode="json", include={"base", "post", "method", "mix"})

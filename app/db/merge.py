@@ -63,3 +63,15 @@ def pair_sweeps(conn: Connection, base: str, post: str) -> list[dict[str, Any]]:
         [base, post],
     ).fetchall()
     return [{"id": i, "name": n, "steps": steps} for i, n, steps in rows]
+
+
+def merged_pairs(conn: Connection) -> set[int]:
+    """The pairs of merged models in sweeps and soups (not the post model or the last checkpoint
+    a sweep or soup starts from): no recipe of their own (forgetmap.services.atlas)."""
+    rows = conn.execute(
+        """
+        SELECT c.pair_id FROM series_checkpoints c JOIN series s ON s.id = c.series_id
+        WHERE (s.axis = 'mix' AND c.step < 1000) OR (s.axis = 'soup' AND c.step > 1)
+        """
+    ).fetchall()
+    return {r[0] for r in rows}

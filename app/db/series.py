@@ -34,7 +34,8 @@ def add_checkpoints(
     """Create series ``name`` over ``base`` (or extend it) with (model, step) checkpoints, each
     with its (base, checkpoint) pair and counts; ``stage``: the post-training stage the run is
     (its pairs', so that a stage filter keeps the run); ``axis``: ``step`` (a training run) or
-    ``mix`` (a merge sweep, steps in thousandths of the mix). A checkpoint already in the series
+    ``mix`` (a merge sweep, steps in thousandths of the mix) or ``soup`` (a run's soups, steps the
+    number of checkpoints averaged). A checkpoint already in the series
     at the same step is left as it is. Returns (series id, created, the checkpoints added)."""
     name = name.strip()
     if not name:
@@ -105,8 +106,13 @@ def add_checkpoints(
 
 
 def axis_label(axis: str, step: int) -> str:
-    """A checkpoint's place as a page says it: its step, or its mix (thousandths -> 0.25)."""
-    return f"mix {step / 1000:g}" if axis == "mix" else str(step)
+    """A checkpoint's place as a page says it: its step, its mix (thousandths -> 0.25), or the
+    size of its soup."""
+    if axis == "mix":
+        return f"mix {step / 1000:g}"
+    if axis == "soup":
+        return f"soup of {step}" if step > 1 else "last checkpoint"
+    return str(step)
 
 
 def list_series(conn: Connection) -> list[dict[str, Any]]:
@@ -158,10 +164,12 @@ def get_series(
 
 
 def pair_steps(conn: Connection) -> dict[int, tuple[int, str, int]]:
-    """pair id -> (series id, series name, step) for every pair that belongs to a series."""
+    """pair id -> (series id, series name, step) for every pair that belongs to a training run
+    (a merge sweep's or a soup's series holds pairs of other runs and pairs: not here)."""
     rows = conn.execute(
         "SELECT c.pair_id, s.id, s.name, c.step FROM series_checkpoints c "
-        "JOIN series s ON s.id = c.series_id ORDER BY s.id, c.step"
+        "JOIN series s ON s.id = c.series_id WHERE coalesce(s.axis, 'step') = 'step' "
+        "ORDER BY s.id, c.step"
     ).fetchall()
     return {pair_id: (sid, name, step) for pair_id, sid, name, step in rows}
 

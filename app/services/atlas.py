@@ -3,7 +3,9 @@ across every pair.
 
 A **recipe** is one way of post-training a base: a pair outside any series, or a whole series (a
 training run's checkpoints), which counts once, through its latest checkpoint (what the run ended
-with; its earlier steps show on the question's page). Per question, ``forgot`` is how many recipes
+with; its earlier steps show on the question's page). A merge sweep or a run's soups count once
+too: as the recipe they start from (the pair, the run); their merged models are no recipes of
+their own (``forgetmap.db.merge.merged_pairs``). Per question, ``forgot`` is how many recipes
 forgot it (1->0 in at least half of their paired seeds), ``forgot_reliable`` how many of them
 forgot it as a reliable change (1->0 in a strict majority of their seeds, beyond their noise floor
 on its benchmark: ``forgetmap.core.consensus.reliable_flags``), and ``chance`` how many would by
@@ -27,6 +29,7 @@ from forgetmap.core import metrics
 from forgetmap.core.consensus import reliable_threshold
 from forgetmap.core.naming import pair_label
 from forgetmap.db import atlas as atlas_db
+from forgetmap.db import merge as merge_db
 from forgetmap.db import queries
 from forgetmap.db import series as series_db
 from forgetmap.db.queries import Columns, row_count
@@ -84,6 +87,7 @@ def recipes(cache: MapCache) -> list[dict]:
         pairs = cache.pairs()
         with cache.store.read() as conn:
             steps = series_db.pair_steps(conn)
+            merged = merge_db.merged_pairs(conn)
         latest: dict[int, tuple[int, int]] = {}  # series id -> (step, pair id)
         for pair_id, (series_id, _, step) in steps.items():
             if series_id not in latest or step > latest[series_id][0]:
@@ -92,7 +96,7 @@ def recipes(cache: MapCache) -> list[dict]:
         out = []
         for p in pairs:
             in_series = steps.get(p["id"])
-            if in_series is not None and p["id"] not in chosen:
+            if (in_series is not None and p["id"] not in chosen) or p["id"] in merged:
                 continue
             label = pair_label(p)
             if in_series is not None:

@@ -1,5 +1,6 @@
-"""Merge sweeps (issue 54): mixing a pair's base back into its post model at several mixes, each
-merged checkpoint built and evaluated by the workers, the whole stored as a series along the mix.
+"""Merge sweeps and soups (issue 54): mixing a pair's base back into its post model at several
+mixes, or averaging a training run's last checkpoints, each merged checkpoint built and evaluated
+by the workers, the whole stored as a series along the mix (or the soup's size).
 
 A sweep is one job. Its shards:
 
@@ -16,23 +17,32 @@ A sweep is one job. Its shards:
 The sweep's series (axis ``mix``) holds each merged model at its mix in thousandths and the post
 model at 1000, each with its pair against the base (stage ``merge`` for the merged ones), so the
 series page, the map and the drill-down read a sweep as they read a training run.
+
+A soup (``SoupJobIn``) is the same machinery on a stored training run: per size N a merge shard
+averaging its last N checkpoints (mergekit's ``linear``, equal weights) with its evaluation
+shards, the last checkpoint's own evaluations reused, and the series ``RUN soups`` whose axis is
+the size (``soup``: the last checkpoint at 1, each soup at N).
 """
 
 from __future__ import annotations
 
 from forgetmap.analysis.merge_choice import MixScore, Objective, best_mix
-from forgetmap.contract.jobs import EvalConfigIn, ModelIn, ShardKind
+from forgetmap.contract.jobs import MAX_SHARDS_PER_JOB, EvalConfigIn, ModelIn, ShardKind
 from forgetmap.contract.merge import (
+    DEFAULT_SOUPS,
     MERGE_FOLDER,
     MIX_STEPS,
     MergeJobIn,
     MergeShardSpec,
+    SoupJobIn,
     folder_name,
     mix_step,
 )
+from forgetmap.contract.shards import ShardModel
 from forgetmap.core.errors import InputError
 from forgetmap.db import jobs as jobs_db
 from forgetmap.db import merge as merge_db
+from forgetmap.db import queries
 from forgetmap.db import series as series_db
 from forgetmap.db.queries import pair_id_by_names
 from forgetmap.db.store import Connection
@@ -45,15 +55,16 @@ from forgetmap.services.jobs import (
 
 
 def what_to_evaluate(
-    conn: Connection, request: MergeJobIn
+    conn: Connection, request: MergeJobIn | SoupJobIn, model: str
 ) -> tuple[list[str], list[int], EvalConfigIn]:
-    """The sweep's benchmarks, seeds and eval config: the request's, or for what it leaves out
-    the post model's newest evaluation by the workers."""
-    newest = merge_db.newest_evaluation(conn, request.post.name)
+    """What a sweep's or soup's merges are evaluated on: the request's benchmarks, seeds and
+    eval config, or for what it leaves out ``model``'s newest evaluation by the workers (the post
+    model's, the run's last checkpoint's)."""
+    newest = merge_db.newest_evaluation(conn, model)
     if newest is None and (request.benchmarks is None or request.seeds is None):
         raise InputError(
-            f"{request.post.name} was never evaluated by the workers (its results were "
-            "imported): give the sweep its benchmarks and seeds"
+            f"{model} was never evaluated by the workers (its results were imported): give the "
+            "merges their benchmarks and seeds"
         )
     stored_config, stored_benchmarks, stored_seeds = newest or ({}, [], [])
     config = request.config or EvalConfigIn.model_validate(
@@ -64,6 +75,36 @@ def what_to_evaluate(
         request.seeds or stored_seeds,
         config,
     )
+
+
+Evaluation = tuple[list[str], list[int], EvalConfigIn]
+"""What each merge is evaluated on: benchmarks, seeds, eval config."""
+
+
+def merge_shard(
+    conn: Connection, job_id: int, spec: MergeShardSpec, model: ModelIn, evaluation: Evaluation
+) -> list[int]:
+    """Write one merge shard and its evaluation shards (never sent alone); returns the merge
+    shard's id to send, or nothing when every evaluation is stored (it ends ``reused``)."""
+    benchmarks, seeds, config = evaluation
+    merge_id = jobs_db.insert_shard(
+        conn,
+        job_id=job_id,
+        model=model.name,
+        benchmark="merge",
+        seed=0,
+        config_hash=config_hash(spec.recipe()),
+        spec=spec.model_dump(mode="json"),
+        status="queued",
+        kind=ShardKind.merge,
+    )
+    queued = evaluation_shards(conn, job_id, model, benchmarks, seeds, config, parent_id=merge_id)
+    if not queued:
+        merge_db.finish_reused(conn, merge_id)
+        return []
+    spec = spec.model_copy(update={"evaluations": queued})
+    jobs_db.set_spec(conn, merge_id, spec.model_dump(mode="json"))
+    return [merge_id]
 
 
 def create_merge_job(conn: Connection, request: MergeJobIn) -> tuple[int, list[int]]:
@@ -80,7 +121,7 @@ def create_merge_job(conn: Connection, request: MergeJobIn) -> tuple[int, list[i
             f"no pair {request.base.name} -> {request.post.name}: a sweep merges a stored pair "
             "back (evaluate both models and add the pair first)"
         )
-    benchmarks, seeds, config = what_to_evaluate(conn, request)
+    benchmarks, seeds, config = what_to_evaluate(conn, request, request.post.name)
     request.check_size(len(benchmarks), len(seeds))
     merged = {
         mix: ModelIn(
@@ -107,26 +148,7 @@ def create_merge_job(conn: Connection, request: MergeJobIn) -> tuple[int, list[i
                 "keep": request.keep,
             }
         )
-        merge_id = jobs_db.insert_shard(
-            conn,
-            job_id=job_id,
-            model=model.name,
-            benchmark="merge",
-            seed=0,
-            config_hash=config_hash(spec.recipe()),
-            spec=spec.model_dump(mode="json"),
-            status="queued",
-            kind=ShardKind.merge,
-        )
-        queued = evaluation_shards(
-            conn, job_id, model, benchmarks, seeds, config, parent_id=merge_id
-        )
-        if queued:
-            spec = spec.model_copy(update={"evaluations": queued})
-            jobs_db.set_spec(conn, merge_id, spec.model_dump(mode="json"))
-            to_send.append(merge_id)
-        else:
-            merge_db.finish_reused(conn, merge_id)
+        to_send += merge_shard(conn, job_id, spec, model, (benchmarks, seeds, config))
     name = request.series_name()
     steps = [(model.name, mix_step(mix)) for mix, model in merged.items()]
     series_db.add_checkpoints(conn, name, request.base.name, steps, stage="merge", axis="mix")
@@ -197,3 +219,87 @@ def sweep_choice(
             for s in scores
         ],
     }
+
+
+# ------------------------------------------------------------------------------------ soups
+
+
+def _stored_model(specs: dict, name: str, what: str) -> ModelIn:
+    """A stored model as the workers evaluated it (its checkpoint and prompting)."""
+    spec = specs.get(name) or {}
+    if not spec.get("path"):
+        raise InputError(
+            f"{what} {name} has no stored checkpoint (its results were imported): a soup needs "
+            "each checkpoint's folder"
+        )
+    return ModelIn.model_validate({k: spec[k] for k in ModelIn.model_fields if k in spec})
+
+
+def create_soup_job(conn: Connection, request: SoupJobIn) -> tuple[int, list[int]]:
+    """Write the soups of a stored training run (``SoupJobIn``): per size N one merge shard that
+    averages the run's last N checkpoints, with its evaluation shards, and the series ``RUN
+    soups`` along the size (the last checkpoint at 1). Returns (job id, shard ids to send)."""
+    run = series_db.get_series(conn, name=request.series)
+    if run is None:
+        raise InputError(
+            f"no series {request.series!r}: a soup averages a stored training run's last "
+            "checkpoints (GET /api/series lists them)"
+        )
+    if run["axis"] != "step":
+        raise InputError(f"series {request.series!r} is a merge sweep, not a training run")
+    checkpoints = [c["post"] for c in run["checkpoints"]]
+    if len(checkpoints) < 2:
+        raise InputError(f"series {request.series!r} has fewer than two checkpoints to average")
+    sizes = sorted(set(request.sizes or [n for n in DEFAULT_SOUPS if n <= len(checkpoints)]))
+    too_long = [n for n in sizes if n > len(checkpoints)]
+    if not sizes or too_long:
+        raise InputError(
+            f"series {request.series!r} has {len(checkpoints)} checkpoints: a soup averages 2 "
+            f"to {len(checkpoints)} of them, not {', '.join(map(str, too_long))}"
+        )
+    specs = queries.model_specs(conn, checkpoints)
+    stored = {name: _stored_model(specs, name, "checkpoint") for name in checkpoints[-sizes[-1] :]}
+    last = stored[checkpoints[-1]]
+    benchmarks, seeds, config = what_to_evaluate(conn, request, last.name)
+    shards = (len(sizes) + 1) * len(benchmarks) * len(seeds)
+    if shards > MAX_SHARDS_PER_JOB:
+        raise InputError(
+            f"these soups have {shards} evaluations (soups x benchmarks x seeds), over the limit "
+            f"of {MAX_SHARDS_PER_JOB}; ask for fewer soups or benchmarks"
+        )
+    soups = {
+        n: ModelIn(
+            name=request.soup_name(n),
+            path=f"{MERGE_FOLDER}/{folder_name(request.soup_name(n))}",
+            prompting=last.prompting,
+        )
+        for n in sizes
+    }
+    register_models(conn, list(soups.values()))
+    payload = {
+        **request.model_dump(mode="json"),
+        "sizes": sizes,
+        "benchmarks": benchmarks,
+        "seeds": seeds,
+        "config": config.model_dump(mode="json"),
+        "pairs": [{"base": run["base"], "post": soup.name} for soup in soups.values()],
+    }
+    job_id = jobs_db.insert_job(conn, ShardKind.merge, payload)
+    to_send = evaluation_shards(conn, job_id, last, benchmarks, seeds, config)
+    for n, soup in soups.items():
+        spec = MergeShardSpec(
+            method="soup",
+            checkpoints=[
+                ShardModel.model_validate(stored[c].model_dump()) for c in checkpoints[-n:]
+            ],
+            model=soup.name,
+            folder=folder_name(soup.name),
+            keep=request.keep,
+        )
+        to_send += merge_shard(conn, job_id, spec, soup, (benchmarks, seeds, config))
+    name = request.soup_series()
+    steps = [(soup.name, n) for n, soup in soups.items()]
+    series_db.add_checkpoints(conn, name, run["base"], steps, stage="merge", axis="soup")
+    series_db.add_checkpoints(conn, name, run["base"], [(last.name, 1)], axis="soup")
+    update_job_status(conn, job_id)
+    return job_id, sorted(to_send)

@@ -22,7 +22,7 @@ from forgetmap.contract.jobs import (
     ShardStatus,
 )
 from forgetmap.contract.judge import JudgeJobIn
-from forgetmap.contract.merge import MergeJobIn
+from forgetmap.contract.merge import MergeJobIn, SoupJobIn
 from forgetmap.contract.probe import ProbeJobIn
 from forgetmap.core.errors import InputError
 from forgetmap.core.stages import Stage
@@ -32,7 +32,7 @@ from forgetmap.db import queries
 from forgetmap.db import series as series_db
 from forgetmap.services import job_view, jobs
 from forgetmap.services.judge import create_judge_job
-from forgetmap.services.merge import create_merge_job
+from forgetmap.services.merge import create_merge_job, create_soup_job
 from forgetmap.services.probe import create_probe_job
 from forgetmap.services.queue import send_and_record
 from forgetmap.services.recovery import create_recovery_job
@@ -240,7 +240,8 @@ def submit_job(request: Request, body: JobIn, principal: deps.Submitter) -> dict
     corpus, or with ``"kind": "series"`` a training run (a base and checkpoint folders), or with
     ``"kind": "probe"`` a probe of a stored pair's flips (its post model asked again), or with
     ``"kind": "judge"`` a judge model's reading of a stored pair's unread answers, or with
-    ``"kind": "merge"`` a sweep of merges of a stored pair (mixes built and evaluated). The
+    ``"kind": "merge"`` a sweep of merges of a stored pair (mixes built and evaluated), or with
+    ``"kind": "soup"`` soups of a stored training run's last checkpoints. The
     job's owner is the token's name. Every model path, of every kind, is checked against the
     model roots (forgetmap.runtime.paths) before anything is written."""
     extra: dict = {}
@@ -263,6 +264,9 @@ def submit_job(request: Request, body: JobIn, principal: deps.Submitter) -> dict
                 owned = [job_id]
             elif isinstance(body, MergeJobIn):  # a pair's base mixed back in, mix by mix
                 job_id, to_send = create_merge_job(conn, jobs.with_checked_models(body, rules))
+                owned = [job_id]
+            elif isinstance(body, SoupJobIn):  # a run's last checkpoints averaged
+                job_id, to_send = create_soup_job(conn, body)
                 owned = [job_id]
             else:
                 job_id, to_send = create_recovery_job(conn, jobs.with_checked_models(body, rules))

@@ -266,7 +266,9 @@ def series_page(
             objective=objective,
             keep_gains=keep_gains,
             place={
-                c["step"]: axis_label("mix", c["step"]) if sweep else f"step {c['step']}"
+                c["step"]: f"step {c['step']}"
+                if series["axis"] == "step"
+                else axis_label(series["axis"], c["step"])
                 for c in series["checkpoints"]
             },
             benchmark=benchmark or "",

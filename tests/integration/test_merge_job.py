@@ -191,10 +191,6 @@ def _cli(dep: Deployment, *args: str) -> subprocess.CompletedProcess:
 def _same_rows_as_our_merge(dep: Deployment, folder) -> None:
     """The rows stored for the kept merge at 0.6 are those our own transformers engine gives,
     with the worker's prompts and seeds, on a merge of the pair we build here."""
-    from forgetmap.contract.shards import ShardConfig
-    from forgetmap.worker.benchmarks.registry import load_benchmark
-    from forgetmap.worker.engines import make_engine
-    from forgetmap.worker.evaluate import _evaluate
     from forgetmap.worker.merge import build_merge, pair_config
 
     ours = build_merge(
@@ -202,9 +198,21 @@ def _same_rows_as_our_merge(dep: Deployment, folder) -> None:
         dep.root / "ours",
         tokenizer_from=dep.models / "tiny-post",
     )
+    _same_rows(dep, ours, "tiny-base+tiny-post@linear-0.6")
+
+
+def _same_rows(dep: Deployment, ours, model: str) -> None:
+    """``model``'s stored rows against a transformers engine on ``ours`` (chat prompting, the
+    worker's prompts and seeds)."""
+    from forgetmap.contract.shards import ShardConfig
+    from forgetmap.worker.benchmarks.registry import load_benchmark
+    from forgetmap.worker.engines import make_engine
+    from forgetmap.worker.evaluate import _evaluate
+
     config = ShardConfig(engine="transformers", max_tokens=8, prompting="chat")
     engine = make_engine("transformers", str(ours), num_threads=1)
-    stored = _stored_rows(dep, "tiny-base+tiny-post@linear-0.6")
+    stored = _stored_rows(dep, model)
+    assert len(stored) == N_ITEMS * len(SEEDS)
     try:
         for seed in SEEDS:
             items = load_benchmark(
@@ -214,3 +222,76 @@ def _same_rows_as_our_merge(dep: Deployment, folder) -> None:
                 assert stored[(row.sample_id, seed)] == (row.response, row.correct)
     finally:
         engine.close()
+
+
+def test_soups_of_a_run(tmp_path):
+    """A training run of three checkpoints evaluated by the workers, then its soups of the last
+    2 and 3 through `forgetmap merge soup`: each built, evaluated on the run's benchmarks and
+    seeds, removed; the series "run soups" along the size; the atlas counts the run once."""
+    require_redis()
+    require_modules("mergekit", "torch", "transformers", why="the merge path's checkpoints")
+    from forgetmap.demo.tiny_model import build_tiny_model
+
+    dep = Deployment(tmp_path)
+    build_tiny_model(dep.models / "tiny-base", seed=0)
+    for i, step in enumerate((10, 20, 30)):
+        build_tiny_model(dep.models / "run" / f"checkpoint-{step}", seed=5 + i)
+    write_toy_benchmark(dep.benchmarks / "toy.jsonl", N_ITEMS)
+    run = {
+        "kind": "series",
+        "series": "run",
+        "base": "tiny-base",
+        "base_path": str(dep.models / "tiny-base"),
+        "checkpoints": [str(dep.models / "run" / "checkpoint-*")],
+        "benchmarks": ["local:toy.jsonl"],
+        "seeds": SEEDS,
+        "config": {"engine": "transformers", "max_tokens": 8},
+    }
+    try:
+        dep.start_worker()
+        dep.wait_ready()
+        answer = dep.http.post("/api/jobs", json=run)
+        assert answer.status_code == 201, answer.text
+        for job_id in answer.json()["jobs"]:
+            assert dep.wait(job_id, timeout=600)["status"] == "done", dep.logs()
+        too_long = dep.http.post("/api/jobs", json={"kind": "soup", "series": "run", "sizes": [4]})
+        assert too_long.status_code == 422 and "has 3 checkpoints" in too_long.text
+
+        sent = _cli(dep, "merge", "soup", "run", "--size", "2", "--size", "3")
+        assert sent.returncode == 0, sent.stderr
+        job = dep.wait(json.loads(sent.stdout)["id"], timeout=900)
+        assert job["status"] == "done", (job, dep.logs())
+        kinds = sorted((s["model"], s["benchmark"], s["status"]) for s in job["shards"])
+        last = "run/checkpoint-30"
+        assert [k for k in kinds if k[0] == last] == [(last, "local:toy.jsonl", "reused")] * 2
+        for soup in ("run@soup-2", "run@soup-3"):
+            assert [k[1:] for k in kinds if k[0] == soup] == [
+                ("local:toy.jsonl", "done"),
+                ("local:toy.jsonl", "done"),
+                ("merge", "done"),
+            ]
+        assert list((dep.models / "forgetmap-merges").iterdir()) == []
+        listed = {s["name"]: s for s in dep.http.get("/api/series").json()}
+        assert (listed["run soups"]["axis"], listed["run soups"]["steps"]) == ("soup", [1, 2, 3])
+        assert listed["run"]["steps"] == [10, 20, 30]  # the run keeps its own checkpoints
+        pairs = {p["post"]: p for p in dep.http.get("/api/pairs").json()}
+        assert pairs["run@soup-3"]["label"] == "run soups @ soup of 3"
+        assert pairs["run@soup-3"]["stage"] == "merge"
+        # the soups are no recipes of their own: the run counts once, through its last step
+        atlas = dep.http.get("/api/atlas").json()
+        assert atlas["recipes"] == 1
+        page = dep.http.get(f"/series/{listed['run soups']['id']}").text
+        assert '<th class="num">soup of 3</th>' in page and "last checkpoint" in page
+        _same_rows_as_our_soup(dep)
+    finally:
+        dep.close()
+
+
+def _same_rows_as_our_soup(dep: Deployment) -> None:
+    """The rows stored for the soup of the last 3 are those our own engine gives on the mean of
+    the three checkpoints we build here."""
+    from forgetmap.worker.merge import build_merge, soup_config
+
+    paths = [str(dep.models / "run" / f"checkpoint-{step}") for step in (10, 20, 30)]
+    ours = build_merge(soup_config(paths), dep.root / "our-soup", tokenizer_from=paths[-1])
+    _same_rows(dep, ours, "run@soup-3")
