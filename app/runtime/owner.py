@@ -39,10 +39,22 @@ OWNER_FILE_SUFFIX = ".app.json"
 OWNER_FILE_MAX_BYTES = 4096  # what publish writes is about 250 bytes: read no more than this
 
 LOCAL_ONLY = frozenset(
-    {"serve", "up", "worker", "watch", "demo", "suite", "job", "probe", "judge", "restore"}
+    {
+        "serve",
+        "up",
+        "worker",
+        "watch",
+        "demo",
+        "suite",
+        "job",
+        "probe",
+        "judge",
+        "merge",
+        "restore",
+    }
 )
 """Commands that never run through the app: they start processes, use no database (``job``,
-``probe`` and ``judge`` talk to an app's API themselves), or (restore) write a new database file
+``probe``, ``judge`` and ``merge`` talk to an app's API themselves), or (restore) write a new database file
 themselves."""
 
 # what a command that the app runs finds in its click context's ``obj`` (forgetmap.web.cli sets
