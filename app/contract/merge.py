@@ -13,7 +13,6 @@ from typing import Annotated, Any, Literal
 
 from forgetmap.contract.base import Name, Strict
 from forgetmap.contract.jobs import (
-    MAX_SHARDS_PER_JOB,
     Benchmarks,
     EvalConfigIn,
     ModelIn,
@@ -53,9 +52,10 @@ class MergeJobIn(Strict):
     """A sweep of a stored pair: for each mix strictly between 0 and 1 a merged checkpoint built
     by a worker, evaluated on ``benchmarks`` x ``seeds`` under ``config`` and removed afterwards
     unless ``keep``; mix 0 and 1 are the pair's own models (their stored evaluations serve).
-    ``benchmarks``, ``seeds`` and ``config`` default to those of the post model's newest
-    evaluation by the workers. The sweep is stored as series ``series`` (default: "POST merged
-    back (METHOD)") with the mix as its axis."""
+    Without ``benchmarks``, ``seeds`` and ``config`` the merges are evaluated as the workers
+    evaluated the post model (each eval config with its benchmarks and seeds); with some, once,
+    the rest from the post model's newest evaluation. The sweep is stored as series ``series``
+    (default: "POST merged back (METHOD)") with the mix as its axis."""
 
     kind: Literal["merge"]
     base: ModelIn
@@ -89,27 +89,6 @@ class MergeJobIn(Strict):
         """The mixes a worker builds (0 and 1 are the pair's own models), in order."""
         return sorted(m for m in self.mixes if 0 < m < 1)
 
-    def check_size(self, benchmarks: int, seeds: int) -> None:
-        shards = (len(self.inner_mixes()) + 2) * benchmarks * seeds
-        if shards > MAX_SHARDS_PER_JOB:
-            raise InputError(
-                f"this sweep has {shards} evaluations (mixes x benchmarks x seeds), over the "
-                f"limit of {MAX_SHARDS_PER_JOB}; sweep fewer mixes or benchmarks"
-            )
-
-    def payload(
-        self, benchmarks: list[str], seeds: list[int], config: EvalConfigIn
-    ) -> dict[str, Any]:
-        """The job as stored, with what the defaults became and its pair."""
-        return {
-            **self.model_dump(mode="json"),
-            "benchmarks": benchmarks,
-            "seeds": seeds,
-            "config": config.model_dump(mode="json"),
-            "series": self.series_name(),
-            "pairs": [{"base": self.base.name, "post": self.post.name}],
-        }
-
 
 DEFAULT_SOUPS = (2, 4, 8)
 """How many of a run's last checkpoints each soup averages (those longer than the run are left
@@ -120,8 +99,8 @@ MAX_SOUP = 64
 class SoupJobIn(Strict):
     """Soups along a stored training run: for each size N the uniform average of the run's last N
     checkpoints, built by a worker, evaluated like a merge of a sweep and removed unless
-    ``keep``. ``benchmarks``, ``seeds`` and ``config`` default to those of the last checkpoint's
-    newest evaluation by the workers. The soups are stored as series ``RUN soups`` whose axis is
+    ``keep``. ``benchmarks``, ``seeds`` and ``config`` default as a sweep's, from the run's last
+    checkpoint. The soups are stored as series ``RUN soups`` whose axis is
     the soup's size (1 is the last checkpoint itself)."""
 
     kind: Literal["soup"]

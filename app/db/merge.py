@@ -1,5 +1,5 @@
-"""SQL of merge sweeps (forgetmap.services.merge): what a pair's post model was last evaluated
-on by the workers (a sweep's defaults) and a merge shard's own status."""
+"""SQL of merge sweeps and soups (forgetmap.services.merge): what a model was evaluated on by the
+workers (a sweep's defaults), a merge shard's own status, a pair's sweeps and the merged pairs."""
 
 from __future__ import annotations
 
@@ -9,31 +9,26 @@ from typing import Any
 from forgetmap.db.store import Connection
 
 
-def newest_evaluation(
+def worker_evaluations(
     conn: Connection, model: str
-) -> tuple[dict[str, Any], list[str], list[int]] | None:
-    """(eval config, benchmarks as requested, seeds) of ``model``'s newest finished evaluation
-    by the workers: every benchmark and seed finished or reused under that eval config. None
-    when workers never evaluated it (its results were imported)."""
-    row = conn.execute(
+) -> list[tuple[dict[str, Any], list[str], list[int]]]:
+    """Each eval config ``model`` was evaluated under by the workers, newest first: (the config,
+    its benchmarks as requested, its seeds), every benchmark and seed finished or reused under
+    it. Empty when workers never evaluated it (its results were imported)."""
+    rows = conn.execute(
         """
-        SELECT s.model_id, s.config_hash, s.spec FROM shards s JOIN models m ON m.id = s.model_id
-        WHERE m.name = ? AND s.kind = 'evaluate' AND s.status = 'done'
-        ORDER BY s.finished_at DESC, s.id DESC LIMIT 1
+        SELECT arg_max(s.spec, s.finished_at),
+               list(DISTINCT s.benchmark ORDER BY s.benchmark),
+               list(DISTINCT s.seed ORDER BY s.seed)
+        FROM shards s JOIN models m ON m.id = s.model_id
+        WHERE m.name = ? AND s.kind = 'evaluate' AND s.status IN ('done', 'reused')
+        GROUP BY s.config_hash
+        HAVING bool_or(s.status = 'done')
+        ORDER BY max(s.finished_at) DESC
         """,
         [model],
-    ).fetchone()
-    if row is None:
-        return None
-    model_id, chash, spec = row
-    done = conn.execute(
-        "SELECT DISTINCT benchmark, seed FROM shards WHERE model_id = ? AND config_hash = ? "
-        "AND kind = 'evaluate' AND status IN ('done', 'reused') ORDER BY benchmark, seed",
-        [model_id, chash],
     ).fetchall()
-    benchmarks = list(dict.fromkeys(b for b, _ in done))
-    seeds = sorted({s for _, s in done})
-    return json.loads(spec)["config"], benchmarks, seeds
+    return [(json.loads(spec)["config"], benchmarks, seeds) for spec, benchmarks, seeds in rows]
 
 
 def finish_reused(conn: Connection, shard_id: int) -> None:

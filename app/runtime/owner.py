@@ -54,8 +54,8 @@ LOCAL_ONLY = frozenset(
     }
 )
 """Commands that never run through the app: they start processes, use no database (``job``,
-``probe``, ``judge`` and ``merge`` talk to an app's API themselves), or (restore) write a new database file
-themselves."""
+``probe``, ``judge`` and ``merge`` talk to an app's API themselves), or (restore) write a new
+database file themselves."""
 
 # what a command that the app runs finds in its click context's ``obj`` (forgetmap.web.cli sets
 # them, forgetmap.cli.common reads them): the app's open store, the folder the client runs in, and

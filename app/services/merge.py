@@ -53,40 +53,72 @@ from forgetmap.services.jobs import (
     update_job_status,
 )
 
+Evaluation = tuple[list[str], list[int], EvalConfigIn]
+"""What merges are evaluated on: benchmarks, seeds and one eval config."""
+
 
 def what_to_evaluate(
     conn: Connection, request: MergeJobIn | SoupJobIn, model: str
-) -> tuple[list[str], list[int], EvalConfigIn]:
-    """What a sweep's or soup's merges are evaluated on: the request's benchmarks, seeds and
-    eval config, or for what it leaves out ``model``'s newest evaluation by the workers (the post
-    model's, the run's last checkpoint's)."""
-    newest = merge_db.newest_evaluation(conn, model)
-    if newest is None and (request.benchmarks is None or request.seeds is None):
+) -> list[Evaluation]:
+    """What a sweep's or soup's merges are evaluated on, like ``model`` (the post model, the
+    run's last checkpoint): with none of ``benchmarks``, ``seeds``, ``config`` given, every eval
+    config the workers evaluated ``model`` under, each with its benchmarks and seeds (a base
+    model's multiple-choice benchmarks by likelihood and its generative ones by generation are
+    two); else one, the request's, with what it leaves out taken from the newest of them."""
+    stored = merge_db.worker_evaluations(conn, model)
+    groups = [
+        (
+            benchmarks,
+            seeds,
+            EvalConfigIn.model_validate(
+                {k: config[k] for k in EvalConfigIn.model_fields if k in config}
+            ),
+        )
+        for config, benchmarks, seeds in stored
+    ]
+    if request.benchmarks is None and request.seeds is None and request.config is None and groups:
+        return groups
+    if not groups and (request.benchmarks is None or request.seeds is None):
         raise InputError(
             f"{model} was never evaluated by the workers (its results were imported): give the "
             "merges their benchmarks and seeds"
         )
-    stored_config, stored_benchmarks, stored_seeds = newest or ({}, [], [])
-    config = request.config or EvalConfigIn.model_validate(
-        {k: stored_config[k] for k in EvalConfigIn.model_fields if k in stored_config}
-    )
-    return (
-        request.benchmarks or stored_benchmarks,
-        request.seeds or stored_seeds,
-        config,
-    )
+    newest = groups[0] if groups else ([], [], EvalConfigIn())
+    return [
+        (
+            request.benchmarks or newest[0],
+            request.seeds or newest[1],
+            request.config or newest[2],
+        )
+    ]
 
 
-Evaluation = tuple[list[str], list[int], EvalConfigIn]
-"""What each merge is evaluated on: benchmarks, seeds, eval config."""
+def check_size(evaluations: list[Evaluation], models: int, what: str) -> None:
+    """An InputError when ``models`` evaluated on ``evaluations`` pass a job's shard limit."""
+    shards = models * sum(len(b) * len(s) for b, s, _ in evaluations)
+    if shards > MAX_SHARDS_PER_JOB:
+        raise InputError(
+            f"{what} has {shards} evaluations (models x benchmarks x seeds), over the limit of "
+            f"{MAX_SHARDS_PER_JOB}; ask for fewer merges or benchmarks"
+        )
+
+
+def evaluations_payload(evaluations: list[Evaluation]) -> list[dict]:
+    return [
+        {"benchmarks": b, "seeds": s, "config": c.model_dump(mode="json")}
+        for b, s, c in evaluations
+    ]
 
 
 def merge_shard(
-    conn: Connection, job_id: int, spec: MergeShardSpec, model: ModelIn, evaluation: Evaluation
+    conn: Connection,
+    job_id: int,
+    spec: MergeShardSpec,
+    model: ModelIn,
+    evaluations: list[Evaluation],
 ) -> list[int]:
     """Write one merge shard and its evaluation shards (never sent alone); returns the merge
     shard's id to send, or nothing when every evaluation is stored (it ends ``reused``)."""
-    benchmarks, seeds, config = evaluation
     merge_id = jobs_db.insert_shard(
         conn,
         job_id=job_id,
@@ -98,7 +130,13 @@ def merge_shard(
         status="queued",
         kind=ShardKind.merge,
     )
-    queued = evaluation_shards(conn, job_id, model, benchmarks, seeds, config, parent_id=merge_id)
+    queued = [
+        shard
+        for benchmarks, seeds, config in evaluations
+        for shard in evaluation_shards(
+            conn, job_id, model, benchmarks, seeds, config, parent_id=merge_id
+        )
+    ]
     if not queued:
         merge_db.finish_reused(conn, merge_id)
         return []
@@ -121,8 +159,8 @@ def create_merge_job(conn: Connection, request: MergeJobIn) -> tuple[int, list[i
             f"no pair {request.base.name} -> {request.post.name}: a sweep merges a stored pair "
             "back (evaluate both models and add the pair first)"
         )
-    benchmarks, seeds, config = what_to_evaluate(conn, request, request.post.name)
-    request.check_size(len(benchmarks), len(seeds))
+    evaluations = what_to_evaluate(conn, request, request.post.name)
+    check_size(evaluations, len(request.inner_mixes()) + 2, "this sweep")
     merged = {
         mix: ModelIn(
             name=request.merged_name(mix),
@@ -132,10 +170,17 @@ def create_merge_job(conn: Connection, request: MergeJobIn) -> tuple[int, list[i
         for mix in request.inner_mixes()
     }
     register_models(conn, [request.base, request.post, *merged.values()])
-    job_id = jobs_db.insert_job(conn, ShardKind.merge, request.payload(benchmarks, seeds, config))
+    payload = {
+        **request.model_dump(mode="json"),
+        "series": request.series_name(),
+        "evaluations": evaluations_payload(evaluations),
+        "pairs": [{"base": request.base.name, "post": request.post.name}],
+    }
+    job_id = jobs_db.insert_job(conn, ShardKind.merge, payload)
     to_send: list[int] = []
     for end in (request.base, request.post):
-        to_send += evaluation_shards(conn, job_id, end, benchmarks, seeds, config)
+        for benchmarks, seeds, config in evaluations:
+            to_send += evaluation_shards(conn, job_id, end, benchmarks, seeds, config)
     for mix, model in merged.items():
         spec = MergeShardSpec.model_validate(
             {
@@ -148,7 +193,7 @@ def create_merge_job(conn: Connection, request: MergeJobIn) -> tuple[int, list[i
                 "keep": request.keep,
             }
         )
-        to_send += merge_shard(conn, job_id, spec, model, (benchmarks, seeds, config))
+        to_send += merge_shard(conn, job_id, spec, model, evaluations)
     name = request.series_name()
     steps = [(model.name, mix_step(mix)) for mix, model in merged.items()]
     series_db.add_checkpoints(conn, name, request.base.name, steps, stage="merge", axis="mix")
@@ -260,13 +305,8 @@ def create_soup_job(conn: Connection, request: SoupJobIn) -> tuple[int, list[int
     specs = queries.model_specs(conn, checkpoints)
     stored = {name: _stored_model(specs, name, "checkpoint") for name in checkpoints[-sizes[-1] :]}
     last = stored[checkpoints[-1]]
-    benchmarks, seeds, config = what_to_evaluate(conn, request, last.name)
-    shards = (len(sizes) + 1) * len(benchmarks) * len(seeds)
-    if shards > MAX_SHARDS_PER_JOB:
-        raise InputError(
-            f"these soups have {shards} evaluations (soups x benchmarks x seeds), over the limit "
-            f"of {MAX_SHARDS_PER_JOB}; ask for fewer soups or benchmarks"
-        )
+    evaluations = what_to_evaluate(conn, request, last.name)
+    check_size(evaluations, len(sizes) + 1, "these soups")
     soups = {
         n: ModelIn(
             name=request.soup_name(n),
@@ -279,13 +319,15 @@ def create_soup_job(conn: Connection, request: SoupJobIn) -> tuple[int, list[int
     payload = {
         **request.model_dump(mode="json"),
         "sizes": sizes,
-        "benchmarks": benchmarks,
-        "seeds": seeds,
-        "config": config.model_dump(mode="json"),
+        "evaluations": evaluations_payload(evaluations),
         "pairs": [{"base": run["base"], "post": soup.name} for soup in soups.values()],
     }
     job_id = jobs_db.insert_job(conn, ShardKind.merge, payload)
-    to_send = evaluation_shards(conn, job_id, last, benchmarks, seeds, config)
+    to_send = [
+        shard
+        for benchmarks, seeds, config in evaluations
+        for shard in evaluation_shards(conn, job_id, last, benchmarks, seeds, config)
+    ]
     for n, soup in soups.items():
         spec = MergeShardSpec(
             method="soup",
@@ -296,7 +338,7 @@ def create_soup_job(conn: Connection, request: SoupJobIn) -> tuple[int, list[int
             folder=folder_name(soup.name),
             keep=request.keep,
         )
-        to_send += merge_shard(conn, job_id, spec, soup, (benchmarks, seeds, config))
+        to_send += merge_shard(conn, job_id, spec, soup, evaluations)
     name = request.soup_series()
     steps = [(soup.name, n) for n, soup in soups.items()]
     series_db.add_checkpoints(conn, name, run["base"], steps, stage="merge", axis="soup")

@@ -83,8 +83,8 @@ def test_a_sweep_end_to_end(tmp_path):
         job = dep.wait(job_id, timeout=900)
         assert job["status"] == "done", (job, dep.logs())
         # three merge shards ran their evaluations; the ends are stored
-        assert job["request"]["benchmarks"] == ["local:toy.jsonl"]  # the post model's defaults
-        assert job["request"]["seeds"] == SEEDS
+        (group,) = job["request"]["evaluations"]  # as the workers evaluated the post model
+        assert (group["benchmarks"], group["seeds"]) == (["local:toy.jsonl"], SEEDS)
         by_model: dict[str, list[dict]] = {}
         for shard in job["shards"]:
             by_model.setdefault(shard["model"], []).append(shard)
