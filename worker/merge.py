@@ -5,12 +5,16 @@ last checkpoints.
 ``mix`` is the post model's share: 0 is the base, 1 the post model. A linear merge is
 (1 - mix) * base + mix * post, tensor by tensor (mergekit's ``linear`` with those weights, not
 normalized); SLERP interpolates each tensor along the arc from the base to the post model at
-t = mix (mergekit's ``slerp``, the base as its ``base_model``); a soup is the plain mean of its
-checkpoints (``linear``, equal weights, normalized).
+t = mix (mergekit's ``slerp``, the base as its ``base_model``); TIES and DARE add ``mix`` times
+the post model's task vector (post - base) to the base after keeping a ``density`` share of it:
+its largest entries by magnitude (``ties``), or a random share rescaled to the whole task
+vector's L1 norm (``dare_ties``, mergekit's seeded random drop); a soup is the plain mean of
+its checkpoints (``linear``, equal weights, normalized).
 
 A merge is built aside (``.NAME.building`` beside its final folder) and renamed into place only
 when mergekit has written all of it, so a worker that dies half-way leaves no model that looks
-whole; the tokenizer of the first model is copied. Nothing is loaded with remote code.
+whole; the tokenizer of the first model is copied (or of ``tokenizer_from``). Nothing is
+loaded with remote code.
 
 Requires the ``merge`` extra (``pip install forgetmap[merge]``: mergekit, LGPL, CPU is enough).
 """
@@ -22,16 +26,33 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-MergeMethod = Literal["linear", "slerp"]
-MERGE_METHODS: tuple[MergeMethod, ...] = ("linear", "slerp")
+MergeMethod = Literal["linear", "slerp", "ties", "dare_ties"]
+MERGE_METHODS: tuple[MergeMethod, ...] = ("linear", "slerp", "ties", "dare_ties")
 
 
 def pair_config(
-    method: MergeMethod, base: str, post: str, mix: float, dtype: str = "float32"
+    method: MergeMethod,
+    base: str,
+    post: str,
+    mix: float,
+    dtype: str = "float32",
+    density: float = 1.0,
 ) -> dict[str, Any]:
-    """The mergekit configuration of one mix of a pair (a plain dict, as its YAML reads)."""
+    """The mergekit configuration of one mix of a pair (a plain dict, as its YAML reads);
+    ``density``: the share of the post model's task vector TIES and DARE keep."""
     if not 0.0 <= mix <= 1.0:
         raise ValueError(f"mix is the post model's share, from 0 to 1; got {mix}")
+    if method in ("ties", "dare_ties"):
+        if not 0.0 < density <= 1.0:
+            raise ValueError(f"density is the share of the task vector kept, (0, 1]; got {density}")
+        return {
+            "merge_method": method,
+            "base_model": base,
+            "models": [{"model": post, "parameters": {"weight": mix, "density": density}}],
+            # normalizing would divide the one weight away: mix is the task vector's scale
+            "parameters": {"normalize": False},
+            "dtype": dtype,
+        }
     if method == "linear":
         return {
             "merge_method": "linear",

@@ -63,7 +63,7 @@ def _merge_config(spec: MergeShardSpec, rules: ModelRules) -> tuple[dict, str]:
         base, post = rules.check(spec.base.path), rules.check(spec.post.path)
     except ModelPathError as exc:
         raise ShardFailed(str(exc)) from exc
-    return pair_config(spec.method, base, post, spec.mix), post
+    return pair_config(spec.method, base, post, spec.mix, density=spec.density), post
 
 
 def built_merge(spec: MergeShardSpec, settings: WorkerSettings) -> Path:

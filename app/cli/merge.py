@@ -33,7 +33,17 @@ def merge() -> None:
     help="How the post model and every merge are prompted.",
 )
 @click.option(
-    "--method", type=click.Choice(["linear", "slerp"]), default="linear", show_default=True
+    "--method",
+    type=click.Choice(["linear", "slerp", "ties", "dare_ties"]),
+    default="linear",
+    show_default=True,
+)
+@click.option(
+    "--density",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.5,
+    show_default=True,
+    help="TIES and DARE: the share of the post model's task vector kept.",
 )
 @click.option(
     "--mix",
@@ -55,6 +65,7 @@ def merge_sweep(
     base_prompting: str,
     post_prompting: str,
     method: str,
+    density: float,
     mixes: tuple[float, ...],
     series: str | None,
     keep: bool,
@@ -69,6 +80,8 @@ def merge_sweep(
         "method": method,
         "keep": keep,
     }
+    if method in ("ties", "dare_ties"):
+        body["density"] = density
     if mixes:  # else the API's default (forgetmap.contract.merge.DEFAULT_MIXES)
         body["mixes"] = list(mixes)
     if series:

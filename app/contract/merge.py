@@ -29,7 +29,9 @@ MERGE_FOLDER = "forgetmap-merges"
 """Where a worker builds merged checkpoints, under its first model root unless
 ``FORGETMAP_MERGE_DIR`` says otherwise."""
 
-MergeMethodName = Literal["linear", "slerp"]
+MergeMethodName = Literal["linear", "slerp", "ties", "dare_ties"]
+DENSITY_METHODS = ("ties", "dare_ties")
+"""Methods that keep a share (``density``) of the post model's task vector."""
 Mix = Annotated[float, Field(ge=0, le=1)]
 
 
@@ -51,7 +53,8 @@ def folder_name(model: str) -> str:
 class MergeJobIn(Strict):
     """A sweep of a stored pair: for each mix strictly between 0 and 1 a merged checkpoint built
     by a worker, evaluated on ``benchmarks`` x ``seeds`` under ``config`` and removed afterwards
-    unless ``keep``; mix 0 and 1 are the pair's own models (their stored evaluations serve).
+    unless ``keep`` (``density``: the share of the task vector TIES and DARE keep); mix 0 and 1
+    are the pair's own models (their stored evaluations serve).
     Without ``benchmarks``, ``seeds`` and ``config`` the merges are evaluated as the workers
     evaluated the post model (each eval config with its benchmarks and seeds); with some, once,
     the rest from the post model's newest evaluation. The sweep is stored as series ``series``
@@ -61,6 +64,7 @@ class MergeJobIn(Strict):
     base: ModelIn
     post: ModelIn
     method: MergeMethodName = "linear"
+    density: Annotated[float, Field(gt=0, le=1)] = 0.5
     mixes: Annotated[list[Mix], Field(min_length=1, max_length=21)] = list(DEFAULT_MIXES)
     benchmarks: Benchmarks | None = None
     seeds: Seeds | None = None
@@ -82,8 +86,9 @@ class MergeJobIn(Strict):
         return self.series or f"{self.post.name} merged back ({self.method})"
 
     def merged_name(self, mix: float) -> str:
-        """The merged model's name: its pair, method and mix."""
-        return f"{self.base.name}+{self.post.name}@{self.method}-{mix_label(mix)}"
+        """The merged model's name: its pair, method and mix (and TIES's or DARE's density)."""
+        density = f"-d{self.density:g}" if self.method in DENSITY_METHODS else ""
+        return f"{self.base.name}+{self.post.name}@{self.method}-{mix_label(mix)}{density}"
 
     def inner_mixes(self) -> list[float]:
         """The mixes a worker builds (0 and 1 are the pair's own models), in order."""
@@ -129,8 +134,9 @@ class MergeShardSpec(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
     base: ShardModel | None = None
     post: ShardModel | None = None
-    method: Literal["linear", "slerp", "soup"]
+    method: Literal["linear", "slerp", "ties", "dare_ties", "soup"]
     mix: float = 1.0
+    density: float = 1.0
     checkpoints: list[ShardModel] = []
     model: Name
     folder: Name
@@ -141,4 +147,7 @@ class MergeShardSpec(BaseModel):
         """What decides the merged weights (its hash keys the shard)."""
         if self.method == "soup":
             return self.model_dump(mode="json", include={"method", "checkpoints"})
-        return self.model_dump(mode="json", include={"base", "post", "method", "mix"})
+        keys = {"base", "post", "method", "mix"}
+        return self.model_dump(
+            mode="json", include=keys | ({"density"} if self.method in DENSITY_METHODS else set())
+        )

@@ -30,6 +30,7 @@ from forgetmap.analysis.merge_choice import MixScore, Objective, best_mix
 from forgetmap.contract.jobs import MAX_SHARDS_PER_JOB, EvalConfigIn, ModelIn, ShardKind
 from forgetmap.contract.merge import (
     DEFAULT_SOUPS,
+    DENSITY_METHODS,
     MERGE_FOLDER,
     MIX_STEPS,
     MergeJobIn,
@@ -188,6 +189,7 @@ def create_merge_job(conn: Connection, request: MergeJobIn) -> tuple[int, list[i
                 "post": request.post.model_dump(mode="json"),
                 "method": request.method,
                 "mix": mix,
+                "density": request.density if request.method in DENSITY_METHODS else 1.0,
                 "model": model.name,
                 "folder": folder_name(model.name),
                 "keep": request.keep,

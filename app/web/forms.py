@@ -332,6 +332,7 @@ def parse_merge(
     except ValueError:
         errors["mixes"] = "mixes are numbers from 0 to 1, e.g. 0, 0.25, 0.5, 0.75, 1"
         mixes = []
+    density = _number(values, errors, "density", float, 0.01, 1.0, "density")
     if errors:
         return None, errors
     body = {
@@ -339,6 +340,7 @@ def parse_merge(
         "base": {**models["base"].model_dump(mode="json"), "prompting": prompting["base"]},
         "post": {**models["post"].model_dump(mode="json"), "prompting": prompting["post"]},
         "method": values.get("method") or "linear",
+        "density": density,
         "keep": values.get("keep") == "on",
         **({"mixes": mixes} if mixes else {}),
         **({"series": values["series"].strip()} if (values.get("series") or "").strip() else {}),

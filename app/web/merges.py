@@ -22,6 +22,7 @@ from forgetmap.web.templating import html_page
 router = APIRouter()
 MERGE_DEFAULTS = {
     "method": "linear",
+    "density": "0.5",
     "mixes": ", ".join(f"{m:g}" for m in DEFAULT_MIXES),
     "series": "",
 }

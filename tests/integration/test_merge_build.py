@@ -85,6 +85,41 @@ def test_a_linear_mix_slerp_and_a_soup_against_our_formulas(pair):
         assert torch.allclose(soup[k], (wa[k] + wb[k] + wc[k]) / 3, atol=1e-6), k
 
 
+@pytest.mark.parametrize("method", ["ties", "dare_ties"])
+def test_ties_and_dare_keep_a_share_of_the_task_vector(pair, method):
+    """base + mix x (a density share of post - base): at mix 0 the base bit for bit, at density
+    1 and mix 1 the post model (to float rounding); at density 0.5 about half of each large
+    tensor's task vector is kept, TIES its largest entries as they are, DARE a random half
+    rescaled to the whole vector's L1 norm."""
+    import torch
+    from forgetmap.worker.merge import build_merge, pair_config
+
+    root, (base, post, _) = pair
+    wa, wb = _weights(base), _weights(post)
+
+    def merged(mix: float, density: float) -> dict:
+        config = pair_config(method, str(base), str(post), mix, density=density)
+        return _weights(build_merge(config, root / f"{method}-{mix}-{density}"))
+
+    zero = merged(0.0, 0.5)
+    assert all(torch.equal(zero[k], wa[k]) for k in wa)
+    whole = merged(1.0, 1.0)
+    assert all(torch.allclose(whole[k], wb[k], atol=1e-6) for k in wa)
+    half = merged(0.5, 0.5)
+    for k in wa:
+        task = (wb[k] - wa[k]).double()
+        if task.numel() < 10_000 or not task.abs().gt(0).all():
+            continue
+        moved = (half[k].double() - wa[k].double()) / 0.5  # the kept part of the task vector
+        kept = moved.abs() > 1e-6
+        assert 0.4 < kept.double().mean() < 0.6, (k, float(kept.double().mean()))
+        # DARE rescales what it keeps to the whole task vector's L1 norm (mergekit's l1 rescale)
+        scale = 1.0 if method == "ties" else float(task.abs().sum() / task[kept].abs().sum())
+        assert torch.allclose(moved[kept], scale * task[kept], atol=1e-4), k
+        if method == "ties":  # the largest magnitudes are the ones kept
+            assert task[kept].abs().min() >= task[~kept].abs().max() - 1e-6, k
+
+
 def test_a_merge_never_overwrites_and_bad_mixes_are_refused(pair):
     from forgetmap.worker.merge import build_merge, pair_config, soup_config
 
@@ -93,8 +128,10 @@ def test_a_merge_never_overwrites_and_bad_mixes_are_refused(pair):
         build_merge(pair_config("linear", str(base), str(post), 0.5), base)
     with pytest.raises(ValueError, match="from 0 to 1"):
         pair_config("linear", str(base), str(post), 1.5)
-    with pytest.raises(ValueError, match="one of linear, slerp"):
-        pair_config("ties", str(base), str(post), 0.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="one of linear, slerp, ties, dare_ties"):
+        pair_config("breadcrumbs", str(base), str(post), 0.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="density"):
+        pair_config("ties", str(base), str(post), 0.5, density=0.0)
     with pytest.raises(ValueError, match="at least two"):
         soup_config([str(base)])
     # a merge that fails leaves no folder behind, whole or half-built
