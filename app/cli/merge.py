@@ -19,6 +19,14 @@ def merge() -> None:
     mix (through a running app)."""
 
 
+def _submit(app_url: str, token: str | None, body: dict, dry_run: bool) -> None:
+    """Print the job the app made of ``body`` (``POST /api/jobs``), or only ``body``."""
+    if dry_run:
+        click.echo(json.dumps(body, indent=2))
+    else:
+        click.echo(json.dumps(call_app(app_url, token, "/api/jobs", body)))
+
+
 @merge.command("sweep")
 @click.option("--base", required=True, metavar="NAME=PATH", help="The pair's base model.")
 @click.option("--post", required=True, metavar="NAME=PATH", help="The pair's post model.")
@@ -86,10 +94,7 @@ def merge_sweep(
         body["mixes"] = list(mixes)
     if series:
         body["series"] = series
-    if dry_run:
-        click.echo(json.dumps(body, indent=2))
-        return
-    click.echo(json.dumps(call_app(app_url, token, "/api/jobs", body)))
+    _submit(app_url, token, body, dry_run)
 
 
 @merge.command("soup")
@@ -114,10 +119,7 @@ def merge_soup(
     body: dict = {"kind": "soup", "series": series, "keep": keep}
     if sizes:
         body["sizes"] = list(sizes)
-    if dry_run:
-        click.echo(json.dumps(body, indent=2))
-        return
-    click.echo(json.dumps(call_app(app_url, token, "/api/jobs", body)))
+    _submit(app_url, token, body, dry_run)
 
 
 @merge.command("best")

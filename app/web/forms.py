@@ -332,7 +332,8 @@ def parse_merge(
     except ValueError:
         errors["mixes"] = "mixes are numbers from 0 to 1, e.g. 0, 0.25, 0.5, 0.75, 1"
         mixes = []
-    density = _number(values, errors, "density", float, 0.01, 1.0, "density")
+    given = {"density": values.get("density") or "0.5"}  # only TIES and DARE read it
+    density = _number(given, errors, "density", float, 0.01, 1.0, "density")
     if errors:
         return None, errors
     body = {

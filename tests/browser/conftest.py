@@ -16,3 +16,16 @@ def page(browser):
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture
+def watched_page(browser):
+    """A page in a wide window (1300 x 900) that keeps its script errors in ``page.errors``:
+    a page that draws charts must end a test with none."""
+    context = browser.new_context(viewport={"width": 1300, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors
+    yield page
+    context.close()

@@ -38,14 +38,8 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1300, "height": 900})
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.errors = errors
-    yield page
-    context.close()
+def page(watched_page):
+    return watched_page
 
 
 def test_series_curves_are_drawn_and_a_point_opens_its_pair(server, page):

@@ -38,14 +38,8 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1300, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.errors = errors
-    yield page
-    context.close()
+def page(watched_page):
+    return watched_page
 
 
 def test_the_sweep_is_drawn_against_the_mix_and_a_mix_is_chosen(server, page):

@@ -9,31 +9,21 @@ import time
 
 import pytest
 
-from tests.integration.test_merge_job import N_ITEMS, SEEDS, _models
+from tests.integration.test_merge_job import SEEDS, _models, tiny_pair
 from tests.support.services import require_modules
-from tests.support.worker_env import Deployment, require_redis, write_toy_benchmark
+from tests.support.worker_env import Deployment, require_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 MIXES = [0, 0.2, 0.4, 0.6, 0.8, 1]
 
 
-def _evaluated_pair(dep: Deployment, n_items: int = N_ITEMS) -> dict:
-    """The tiny pair built, evaluated by the workers and stored; the sweep's body."""
-    from forgetmap.demo.tiny_model import build_tiny_model
-
-    build_tiny_model(dep.models / "tiny-base", seed=0)
-    build_tiny_model(dep.models / "tiny-post", seed=1)
-    write_toy_benchmark(dep.benchmarks / "toy.jsonl", n_items)
-    models = _models(dep)
-    evaluation = {
-        "models": [models["base"], models["post"]],
-        "benchmarks": ["local:toy.jsonl"],
-        "seeds": SEEDS,
-        "config": {"engine": "transformers", "max_tokens": 24},
-        "pairs": [{"base": "tiny-base", "post": "tiny-post"}],
-    }
-    assert dep.wait(dep.submit(evaluation), timeout=600)["status"] == "done", dep.logs()
-    return {"kind": "merge", **models, "mixes": MIXES}
+def _evaluated_pair(dep: Deployment, n_items: int) -> dict:
+    """The tiny pair evaluated by the workers and stored; the sweep's body."""
+    assert (
+        dep.wait(dep.submit(tiny_pair(dep, n_items, max_tokens=24)), timeout=600)["status"]
+        == "done"
+    ), dep.logs()
+    return {"kind": "merge", **_models(dep), "mixes": MIXES}
 
 
 def _merges(dep: Deployment) -> list:

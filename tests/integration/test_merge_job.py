@@ -52,23 +52,31 @@ def _stored_rows(dep: Deployment, model: str) -> dict:
     }
 
 
-def test_a_sweep_end_to_end(tmp_path):
-    require_redis()
-    require_modules("mergekit", "torch", "transformers", why="the merge path's checkpoints")
+def tiny_pair(dep: Deployment, n_items: int, *, max_tokens: int) -> dict:
+    """Two tiny models and a toy benchmark of ``n_items`` written into ``dep``; the body of the
+    job that evaluates them (transformers) and adds their pair."""
     from forgetmap.demo.tiny_model import build_tiny_model
 
-    dep = Deployment(tmp_path)
     build_tiny_model(dep.models / "tiny-base", seed=0)
     build_tiny_model(dep.models / "tiny-post", seed=1)
-    write_toy_benchmark(dep.benchmarks / "toy.jsonl", N_ITEMS)
+    write_toy_benchmark(dep.benchmarks / "toy.jsonl", n_items)
     models = _models(dep)
-    evaluation = {
+    return {
         "models": [models["base"], models["post"]],
         "benchmarks": ["local:toy.jsonl"],
         "seeds": SEEDS,
-        "config": {"engine": "transformers", "max_tokens": 8},
+        "config": {"engine": "transformers", "max_tokens": max_tokens},
         "pairs": [{"base": "tiny-base", "post": "tiny-post", "label": "tiny", "stage": "sft"}],
     }
+
+
+def test_a_sweep_end_to_end(tmp_path):
+    require_redis()
+    require_modules("mergekit", "torch", "transformers", why="the merge path's checkpoints")
+
+    dep = Deployment(tmp_path)
+    evaluation = tiny_pair(dep, N_ITEMS, max_tokens=8)
+    models = _models(dep)
     sweep = {"kind": "merge", **models, "mixes": [0, 0.25, 0.5, 0.75, 1]}
     try:
         refused = dep.http.post("/api/jobs", json=sweep)  # no pair stored yet
