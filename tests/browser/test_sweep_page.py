@@ -8,10 +8,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 from forgetmap.cli import main
-from forgetmap.db import open_store
-from forgetmap.db import series as series_db
 
-from tests.support.series_fixtures import CHECKPOINTS, write_results
+from tests.support.series_fixtures import store_as_sweep, write_results
 from tests.support.server import Server
 
 NAME = "<b>sweep</b>"  # Plotly would render the tag: the page must show it as text
@@ -25,13 +23,7 @@ def server(tmp_path_factory):
         main, ["--db", str(db), "import", "table", str(write_results(tmp / "run.parquet"))]
     )
     assert result.exit_code == 0, result.output
-    store = open_store(db)
-    try:
-        with store.transaction() as conn:
-            steps = [(model, 250 * step) for model, step in CHECKPOINTS]
-            series_db.add_checkpoints(conn, NAME, "base", steps, stage="merge", axis="mix")
-    finally:
-        store.close()
+    store_as_sweep(db, NAME)
     srv = Server(db)
     yield srv
     srv.stop()

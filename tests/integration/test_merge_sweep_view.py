@@ -22,11 +22,9 @@ import math
 
 import pytest
 from fastapi.testclient import TestClient
-from forgetmap.db import open_store
-from forgetmap.db import series as series_db
 from forgetmap.web import create_app
 
-from tests.support.series_fixtures import CHECKPOINTS, write_results
+from tests.support.series_fixtures import store_as_sweep, write_results
 
 SWEEP = "run merged back"
 
@@ -34,13 +32,7 @@ SWEEP = "run merged back"
 @pytest.fixture
 def client(cli, tmp_path):
     cli("import", "table", write_results(tmp_path / "run.parquet"))
-    store = open_store(cli.db)
-    try:
-        with store.transaction() as conn:
-            steps = [(model, 250 * step) for model, step in CHECKPOINTS]
-            series_db.add_checkpoints(conn, SWEEP, "base", steps, stage="merge", axis="mix")
-    finally:
-        store.close()
+    store_as_sweep(cli.db, SWEEP)
     with TestClient(create_app(cli.db)) as client:
         yield client
 

@@ -81,3 +81,18 @@ def load_run(cli, tmp_path: Path, name: str = "run") -> None:
     for model, step in CHECKPOINTS:
         args += ["--checkpoint", f"{model}@{step}"]
     cli("series", "add", name, "--base", "base", *args)
+
+
+def store_as_sweep(db: Path, name: str) -> None:
+    """Store the imported run a second time as a merge sweep ``name``: its checkpoints at steps
+    1-4 become mixes 0.25, 0.5, 0.75 and 1 (steps 250 to 1000 of a series along the mix)."""
+    from forgetmap.db import open_store
+    from forgetmap.db import series as series_db
+
+    store = open_store(db)
+    try:
+        with store.transaction() as conn:
+            steps = [(model, 250 * step) for model, step in CHECKPOINTS]
+            series_db.add_checkpoints(conn, name, "base", steps, stage="merge", axis="mix")
+    finally:
+        store.close()
