@@ -54,6 +54,8 @@ def test_the_document_types_every_body_and_declares_every_error(client):
         "SeriesJobIn",
         "ProbeJobIn",
         "JudgeJobIn",
+        "MergeJobIn",
+        "SoupJobIn",
     }
     assert set(jobs["responses"]) == {"201", "400", "401", "403", "413", "422"}
     assert set(doc["paths"]["/api/pairs/{pair_id}/sample"]["get"]["responses"]) == {
