@@ -22,7 +22,7 @@ Requires the ``merge`` extra (``pip install forgetmap[merge]``: mergekit, LGPL, 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -127,12 +127,14 @@ def build_merge(
     *,
     threads: int | None = None,
     tokenizer_from: str | Path | None = None,
+    notes: Mapping[str, str] | None = None,
 ) -> Path:
     """Run mergekit on ``config`` into ``out`` (built aside, then renamed); returns ``out``.
     Refuses to overwrite an existing folder, and to start without disk for one checkpoint
     (``check_disk``). ``tokenizer_from``: a folder whose tokenizer files (its chat template
     with them) replace the ones mergekit copied, so that a merge is prompted as the post
-    model is (the models of a merge share one vocabulary)."""
+    model is (the models of a merge share one vocabulary). ``notes``: files (name -> text)
+    written beside the weights before the rename, so a whole merge always carries them."""
     from mergekit.config import MergeConfiguration
     from mergekit.merge import run_merge
     from mergekit.options import MergeOptions
@@ -159,6 +161,8 @@ def build_merge(
                 source = Path(tokenizer_from) / name
                 if source.is_file():
                     shutil.copyfile(source, staging / name)
+        for name, text in (notes or {}).items():
+            (staging / name).write_text(text)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

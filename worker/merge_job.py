@@ -82,14 +82,18 @@ def built_merge(spec: MergeShardSpec, settings: WorkerSettings) -> Path:
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     try:
-        build_merge(config, folder, tokenizer_from=tokenizer_from)
+        build_merge(
+            config,
+            folder,
+            tokenizer_from=tokenizer_from,
+            notes={RECIPE_FILE: json.dumps(_recipe(spec), sort_keys=True)},
+        )
     except ImportError as exc:
         raise ShardFailed(
             f"mergekit is not installed on this worker ({exc}): pip install 'forgetmap[merge]'"
         ) from exc
     except (OSError, ValueError, RuntimeError) as exc:
         raise ShardFailed(f"the merge failed: {type(exc).__name__}: {exc}") from exc
-    recipe_file.write_text(json.dumps(_recipe(spec), sort_keys=True))
     return folder
 
 

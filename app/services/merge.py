@@ -27,7 +27,7 @@ the size (``soup``: the last checkpoint at 1, each soup at N).
 from __future__ import annotations
 
 from forgetmap.analysis.merge_choice import MixScore, Objective, best_mix
-from forgetmap.contract.jobs import MAX_SHARDS_PER_JOB, EvalConfigIn, ModelIn, ShardKind
+from forgetmap.contract.jobs import MAX_SHARDS_PER_JOB, EvalConfigIn, ModelIn, Prompting, ShardKind
 from forgetmap.contract.merge import (
     DEFAULT_SOUPS,
     DENSITY_METHODS,
@@ -111,6 +111,29 @@ def evaluations_payload(evaluations: list[Evaluation]) -> list[dict]:
     ]
 
 
+def evaluations_of(
+    conn: Connection,
+    job_id: int,
+    model: ModelIn,
+    evaluations: list[Evaluation],
+    *,
+    parent_id: int | None = None,
+) -> list[int]:
+    """``model``'s evaluation shards under each of ``evaluations``; the queued ones' ids."""
+    return [
+        shard
+        for benchmarks, seeds, config in evaluations
+        for shard in evaluation_shards(
+            conn, job_id, model, benchmarks, seeds, config, parent_id=parent_id
+        )
+    ]
+
+
+def merged_model(name: str, prompting: Prompting) -> ModelIn:
+    """A merge's model: its folder under the worker's merge folder, prompted as ``prompting``."""
+    return ModelIn(name=name, path=f"{MERGE_FOLDER}/{folder_name(name)}", prompting=prompting)
+
+
 def merge_shard(
     conn: Connection,
     job_id: int,
@@ -131,13 +154,7 @@ def merge_shard(
         status="queued",
         kind=ShardKind.merge,
     )
-    queued = [
-        shard
-        for benchmarks, seeds, config in evaluations
-        for shard in evaluation_shards(
-            conn, job_id, model, benchmarks, seeds, config, parent_id=merge_id
-        )
-    ]
+    queued = evaluations_of(conn, job_id, model, evaluations, parent_id=merge_id)
     if not queued:
         merge_db.finish_reused(conn, merge_id)
         return []
@@ -163,11 +180,7 @@ def create_merge_job(conn: Connection, request: MergeJobIn) -> tuple[int, list[i
     evaluations = what_to_evaluate(conn, request, request.post.name)
     check_size(evaluations, len(request.inner_mixes()) + 2, "this sweep")
     merged = {
-        mix: ModelIn(
-            name=request.merged_name(mix),
-            path=f"{MERGE_FOLDER}/{folder_name(request.merged_name(mix))}",
-            prompting=request.post.prompting,
-        )
+        mix: merged_model(request.merged_name(mix), request.post.prompting)
         for mix in request.inner_mixes()
     }
     register_models(conn, [request.base, request.post, *merged.values()])
@@ -180,8 +193,7 @@ def create_merge_job(conn: Connection, request: MergeJobIn) -> tuple[int, list[i
     job_id = jobs_db.insert_job(conn, ShardKind.merge, payload)
     to_send: list[int] = []
     for end in (request.base, request.post):
-        for benchmarks, seeds, config in evaluations:
-            to_send += evaluation_shards(conn, job_id, end, benchmarks, seeds, config)
+        to_send += evaluations_of(conn, job_id, end, evaluations)
     for mix, model in merged.items():
         spec = MergeShardSpec.model_validate(
             {
@@ -309,14 +321,7 @@ def create_soup_job(conn: Connection, request: SoupJobIn) -> tuple[int, list[int
     last = stored[checkpoints[-1]]
     evaluations = what_to_evaluate(conn, request, last.name)
     check_size(evaluations, len(sizes) + 1, "these soups")
-    soups = {
-        n: ModelIn(
-            name=request.soup_name(n),
-            path=f"{MERGE_FOLDER}/{folder_name(request.soup_name(n))}",
-            prompting=last.prompting,
-        )
-        for n in sizes
-    }
+    soups = {n: merged_model(request.soup_name(n), last.prompting) for n in sizes}
     register_models(conn, list(soups.values()))
     payload = {
         **request.model_dump(mode="json"),
@@ -325,11 +330,7 @@ def create_soup_job(conn: Connection, request: SoupJobIn) -> tuple[int, list[int
         "pairs": [{"base": run["base"], "post": soup.name} for soup in soups.values()],
     }
     job_id = jobs_db.insert_job(conn, ShardKind.merge, payload)
-    to_send = [
-        shard
-        for benchmarks, seeds, config in evaluations
-        for shard in evaluation_shards(conn, job_id, last, benchmarks, seeds, config)
-    ]
+    to_send = evaluations_of(conn, job_id, last, evaluations)
     for n, soup in soups.items():
         spec = MergeShardSpec(
             method="soup",
