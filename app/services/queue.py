@@ -11,6 +11,7 @@ import base64
 import json
 import logging
 import threading
+import time
 from typing import Any
 
 from forgetmap.db import jobs as jobs_db
@@ -114,7 +115,10 @@ def send_and_record(
 class Reconciler:
     """Every ``interval`` seconds:
 
-    - send queued shards that never reached the broker (it was down when their job was saved);
+    - send queued shards that never reached the broker (it was down when their job was saved),
+      once they have been unsent for the grace period: the request that saved them sends them
+      itself just after its commit, and sending them too would queue a second copy (harmless to
+      the results, but not counted as a re-send, and left in the queue after its shard ran);
     - send again queued shards whose message was lost: with Redis, those the broker no longer
       holds (asked every round, after a short grace for messages in flight); when the broker
       cannot be asked, those sent ``resend_after`` seconds ago (doubling per re-send, at most 32x)
@@ -133,12 +137,15 @@ class Reconciler:
         interval: float = 10.0,
         stale_after: float = 1800.0,
         resend_after: float = 300.0,
+        grace: float | None = None,
     ):
         self.store, self.enqueuer, self.interval = store, enqueuer, interval
         self.stale_after, self.resend_after = stale_after, resend_after
         # a message just sent may be between the producer and the broker's list, or popped by a
-        # worker that has not called /start yet: only older ones count as lost
-        self.grace = min(resend_after, max(5.0, 2 * interval))
+        # worker that has not called /start yet: only older ones count as lost; likewise a shard
+        # just saved is about to be sent by the request that saved it
+        self.grace = min(resend_after, max(5.0, 2 * interval)) if grace is None else grace
+        self._unsent_since: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="forgetmap-reconciler", daemon=True)
 
@@ -151,7 +158,7 @@ class Reconciler:
 
     def run_once(self) -> int:
         with self.store.read() as conn:
-            pending = jobs_db.unsent_shards(conn)
+            pending = self._unsent_past_grace(jobs_db.unsent_shards(conn))
             stale = jobs_db.stale_shards(conn, self.stale_after)
         lost = self.lost_shards()
         if stale:
@@ -170,6 +177,13 @@ class Reconciler:
         if lost:
             sent += send_and_record(self.store, self.enqueuer, lost, resend=True)[0]
         return sent
+
+    def _unsent_past_grace(self, unsent: list[int]) -> list[int]:
+        """Of the shards unsent now, those unsent since at least ``grace`` seconds ago."""
+        now = time.monotonic()
+        since = {s: self._unsent_since.get(s, now) for s in unsent}
+        self._unsent_since = since
+        return [s for s, first in since.items() if now - first >= self.grace]
 
     def lost_shards(self) -> list[int]:
         """Queued shards sent earlier whose message no worker will receive (see the class doc)."""

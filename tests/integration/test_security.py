@@ -250,6 +250,9 @@ def test_reconciler_resends_unsent_and_stale_shards(setup):
             self.sent += ids
             return list(ids), None
 
+        def held(self):  # every message sent is still waiting for a worker
+            return set(self.sent)
+
     cli, token, settings, broker, _ = setup
     with _client(setup) as client:
         body = {
@@ -264,7 +267,7 @@ def test_reconciler_resends_unsent_and_stale_shards(setup):
         assert created["sent"] == 0 and created["shards_to_run"] == 2
         store = client.app.state.store
         up = FakeBrokerUp()
-        reconciler = Reconciler(store, up, interval=3600, stale_after=0.5)
+        reconciler = Reconciler(store, up, interval=3600, stale_after=0.5, grace=0)
         assert reconciler.run_once() == 2 and up.sent == [1, 2]
         assert reconciler.run_once() == 0  # nothing left unsent
         with store.transaction() as conn:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 from forgetmap.contract.base import validated
 from forgetmap.contract.jobs import EvaluateJobIn
@@ -65,6 +66,22 @@ def test_reconciler_resends_only_what_the_broker_lost(tmp_path):
         detail = job_view.job_detail(conn, job_id)
     assert [s["resends"] for s in detail["shards"]] == [0, 1] and detail["resends"] == 1
     assert reconciler.run_once() == 0  # just sent again: within the grace period
+    store.close()
+
+
+def test_a_shard_just_saved_is_left_to_the_request_that_saved_it(tmp_path):
+    """The reconciler sends an unsent shard only once it has seen it unsent for the grace period:
+    a round between a job's commit and its own send must not queue a second, uncounted copy."""
+    store, job_id, (a, b) = _store_with_job(tmp_path)
+    broker = FakeBroker(holds={a})
+    reconciler = Reconciler(store, broker, interval=1, grace=0.3)
+    assert reconciler.run_once() == 0 and broker.sent == []  # just saved: its request sends it
+    with store.transaction() as conn:
+        jobs_db.mark_sent(conn, [a])  # the request's own send
+    time.sleep(0.4)
+    assert reconciler.run_once() == 1 and broker.sent == [[b]]  # still unsent past the grace
+    with store.read() as conn:
+        assert [s["resends"] for s in job_view.job_detail(conn, job_id)["shards"]] == [0, 0]
     store.close()
 
 
